@@ -1,0 +1,168 @@
+//! Error type of the safe layer and its mapping to the C error codes.
+
+use std::fmt;
+
+/// Error codes returned by every fallible C function.
+///
+/// Values are explicit and never reused: a host may store or switch on them.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LanceErrorCode {
+    /// Success.
+    LANCE_OK = 0,
+    /// A pointer was NULL, a string was not UTF-8, or a value was out of range or unknown
+    /// (for example an unknown column or a wrong vector dimension).
+    LANCE_ERR_INVALID_ARGUMENT = 1,
+    /// A table, version, fragment, namespace, index or row does not exist.
+    LANCE_ERR_NOT_FOUND = 2,
+    /// Reading from storage failed (local file system or object store).
+    LANCE_ERR_IO = 3,
+    /// The request is valid but not supported by this library or this table.
+    LANCE_ERR_NOT_SUPPORTED = 4,
+    /// A bug or an unexpected state inside the library or Lance.
+    LANCE_ERR_INTERNAL = 5,
+    /// A Rust panic was caught at the boundary; the library stays usable.
+    LANCE_ERR_PANIC = 6,
+    /// The call is not allowed in the current state (for example configuring the session
+    /// after it has started).
+    LANCE_ERR_FAILED_PRECONDITION = 7,
+    /// Credentials are missing or were rejected.
+    LANCE_ERR_UNAUTHENTICATED = 8,
+    /// Credentials were accepted but do not grant access.
+    LANCE_ERR_PERMISSION_DENIED = 9,
+    /// Stored data could not be decoded (corrupt file, corrupt split bytes).
+    LANCE_ERR_CORRUPT = 10,
+    /// An operation did not finish within its time bound.
+    LANCE_ERR_TIMEOUT = 11,
+}
+
+/// The error of the safe layer: a code and a message that says what was wrong with this call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostError {
+    pub code: LanceErrorCode,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, HostError>;
+
+impl HostError {
+    pub fn new(code: LanceErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(LanceErrorCode::LANCE_ERR_NOT_FOUND, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(LanceErrorCode::LANCE_ERR_INTERNAL, message)
+    }
+    pub fn precondition(message: impl Into<String>) -> Self {
+        Self::new(LanceErrorCode::LANCE_ERR_FAILED_PRECONDITION, message)
+    }
+    pub fn not_supported(message: impl Into<String>) -> Self {
+        Self::new(LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, message)
+    }
+
+    /// Map a Lance error, prefixing the message with what the library was doing.
+    pub fn from_lance(context: &str, err: lance::Error) -> Self {
+        let code = lance_error_code(&err);
+        Self::new(code, format!("{context}: {}", strip_location(&err.to_string())))
+    }
+
+    /// Prefix the message with more context, keeping the code.
+    pub fn context(mut self, context: &str) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for HostError {}
+
+fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
+    use lance::Error as E;
+    use LanceErrorCode::*;
+    match err {
+        E::InvalidInput { .. }
+        | E::Schema { .. }
+        | E::FieldNotFound { .. }
+        | E::SchemaMismatch { .. }
+        | E::InvalidRef { .. }
+        | E::InvalidTableLocation { .. } => LANCE_ERR_INVALID_ARGUMENT,
+        E::DatasetNotFound { .. }
+        | E::NotFound { .. }
+        | E::IndexNotFound { .. }
+        | E::RefNotFound { .. }
+        | E::VersionNotFound { .. } => LANCE_ERR_NOT_FOUND,
+        E::IO { .. } => io_error_code(err),
+        E::NotSupported { .. } => LANCE_ERR_NOT_SUPPORTED,
+        E::CorruptFile { .. } => LANCE_ERR_CORRUPT,
+        E::Timeout { .. } => LANCE_ERR_TIMEOUT,
+        E::Wrapped { .. } | E::External { .. } => io_error_code(err),
+        E::Shared { source } => lance_error_code(source),
+        _ => LANCE_ERR_INTERNAL,
+    }
+}
+
+/// Object-store failures arrive as IO errors; recognise rejected credentials by their text.
+fn io_error_code(err: &lance::Error) -> LanceErrorCode {
+    let text = err.to_string().to_ascii_lowercase();
+    if text.contains("403") || text.contains("forbidden") || text.contains("access denied") {
+        LanceErrorCode::LANCE_ERR_PERMISSION_DENIED
+    } else if text.contains("401")
+        || text.contains("unauthorized")
+        || text.contains("invalidaccesskeyid")
+        || text.contains("signaturedoesnotmatch")
+    {
+        LanceErrorCode::LANCE_ERR_UNAUTHENTICATED
+    } else if text.contains("not found") && !text.contains("error sending request") {
+        LanceErrorCode::LANCE_ERR_NOT_FOUND
+    } else {
+        LanceErrorCode::LANCE_ERR_IO
+    }
+}
+
+/// Lance appends the Rust source location (`, lance/src/x.rs:12:5`) to its messages; it means
+/// nothing to a host, so drop it.
+fn strip_location(message: &str) -> String {
+    let mut out = message.to_string();
+    while let Some(pos) = out.rfind(", ") {
+        let tail = &out[pos + 2..];
+        let looks_like_location = tail.contains(".rs:")
+            && tail
+                .rsplit(':')
+                .next()
+                .is_some_and(|c| c.chars().all(|ch| ch.is_ascii_digit()));
+        if looks_like_location {
+            out.truncate(pos);
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_trailing_source_locations() {
+        assert_eq!(
+            strip_location("Not found: x, /a/b/src/c.rs:10:3, d/e.rs:1:2"),
+            "Not found: x"
+        );
+        assert_eq!(strip_location("plain, message"), "plain, message");
+    }
+}

@@ -1,0 +1,268 @@
+//! C ABI of pinned snapshots (dataset handles).
+
+use std::ffi::{c_char, CString};
+
+use arrow::ffi::FFI_ArrowSchema;
+
+use crate::error::HostError;
+use crate::snapshot::{self, FragmentInfo, Snapshot, VersionInfo};
+
+use super::{
+    free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
+    into_array, into_handle, kv_arg, out_arg, owned_cstring, str_arg,
+};
+
+/// A table pinned at one version. Opaque; create with `lance_dataset_open`, free with
+/// `lance_dataset_free`.
+pub struct LanceDataset {
+    pub(crate) snapshot: Snapshot,
+    uri: CString,
+    storage_format: CString,
+}
+
+impl LanceDataset {
+    pub(crate) fn new(snapshot: Snapshot) -> Self {
+        let uri = owned_cstring(snapshot.uri());
+        let storage_format = owned_cstring(&snapshot.storage_format());
+        Self {
+            snapshot,
+            uri,
+            storage_format,
+        }
+    }
+}
+
+/// One fragment of a snapshot.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceFragmentInfo {
+    pub id: u64,
+    /// Visible rows: physical rows minus deleted rows.
+    pub logical_rows: u64,
+    pub physical_rows: u64,
+    pub deleted_rows: u64,
+    pub data_file_count: u32,
+}
+
+/// One committed version of a table.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceVersionInfo {
+    pub version: u64,
+    /// Commit time in milliseconds since the Unix epoch (UTC).
+    pub timestamp_ms: i64,
+}
+
+impl From<FragmentInfo> for LanceFragmentInfo {
+    fn from(f: FragmentInfo) -> Self {
+        Self {
+            id: f.id,
+            logical_rows: f.logical_rows,
+            physical_rows: f.physical_rows,
+            deleted_rows: f.deleted_rows,
+            data_file_count: f.data_file_count,
+        }
+    }
+}
+
+impl From<VersionInfo> for LanceVersionInfo {
+    fn from(v: VersionInfo) -> Self {
+        Self {
+            version: v.version,
+            timestamp_ms: v.timestamp_ms,
+        }
+    }
+}
+
+/// Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
+/// handle never moves afterwards). `storage_options` is NULL or a NULL-terminated array of
+/// alternating keys and values (`{"aws_region", "us-east-1", NULL}`).
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows `uri` and
+/// `storage_options` for the duration of the call. Thread-safe; the handle may be used by many
+/// threads at once. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
+/// missing table or version).
+#[no_mangle]
+pub extern "C" fn lance_dataset_open(
+    uri: *const c_char,
+    storage_options: *const *const c_char,
+    version: u64,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let uri = str_arg(uri, "uri")?;
+        let options = kv_arg(storage_options, "storage_options")?;
+        let snapshot = snapshot::open(uri, options, version)?;
+        Ok(into_handle(LanceDataset::new(snapshot)))
+    })
+}
+
+/// Open the table at `uri` pinned to the latest version committed at or before `timestamp_ms`
+/// (milliseconds since the Unix epoch, UTC).
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+/// (LANCE_ERR_NOT_FOUND when no version is that old).
+#[no_mangle]
+pub extern "C" fn lance_dataset_open_at_timestamp(
+    uri: *const c_char,
+    storage_options: *const *const c_char,
+    timestamp_ms: i64,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let uri = str_arg(uri, "uri")?;
+        let options = kv_arg(storage_options, "storage_options")?;
+        let snapshot = snapshot::open_at_timestamp(uri, options, timestamp_ms)?;
+        Ok(into_handle(LanceDataset::new(snapshot)))
+    })
+}
+
+/// Free a dataset handle. NULL is ignored. Streams created from the handle stay valid.
+///
+/// Not thread-safe with respect to other calls on the same handle: free it once, after every
+/// other call on it has returned.
+#[no_mangle]
+pub extern "C" fn lance_dataset_free(dataset: *mut LanceDataset) {
+    guard_free(|| free_handle(dataset))
+}
+
+/// The pinned version of the handle (versions start at 1).
+///
+/// Borrows `dataset`. Thread-safe. Returns 0 and sets the last error if `dataset` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_dataset_version(dataset: *const LanceDataset) -> u64 {
+    guard_value(0, || Ok(handle_ref(dataset, "dataset")?.snapshot.version()))
+}
+
+/// The table URI of the handle.
+///
+/// The handle owns the string; valid until `lance_dataset_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `dataset` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_dataset_uri(dataset: *const LanceDataset) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        Ok(handle_ref(dataset, "dataset")?.uri.as_ptr())
+    })
+}
+
+/// The storage format version of the snapshot's data files, e.g. "2.1".
+///
+/// The handle owns the string; valid until `lance_dataset_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `dataset` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_dataset_storage_format(dataset: *const LanceDataset) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        Ok(handle_ref(dataset, "dataset")?.storage_format.as_ptr())
+    })
+}
+
+/// Write the number of visible rows of the snapshot to `out`.
+///
+/// Borrows `dataset`. Thread-safe. Returns an error code; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_count_rows(dataset: *const LanceDataset, out: *mut u64) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        *out = ds.snapshot.count_rows()?;
+        Ok(())
+    })
+}
+
+/// Export the snapshot's Arrow schema into `out` (Arrow C Data Interface).
+///
+/// Caller owns the result; release it with `out->release(out)`. Borrows `dataset`.
+/// Thread-safe. Returns an error code; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_schema(
+    dataset: *const LanceDataset,
+    out: *mut FFI_ArrowSchema,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let schema = ds.snapshot.arrow_schema();
+        let ffi = FFI_ArrowSchema::try_from(&schema)
+            .map_err(|e| HostError::internal(format!("cannot export schema: {e}")))?;
+        // SAFETY: `out` is valid for writes; the previous content is not a live schema
+        // (caller contract), so it must not be dropped.
+        unsafe { std::ptr::write(out, ffi) };
+        Ok(())
+    })
+}
+
+/// List the fragments of the snapshot: `*out` receives an array of `*out_len` entries.
+///
+/// Caller owns the array; free it with `lance_fragment_info_list_free(*out, *out_len)`.
+/// Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_fragments(
+    dataset: *const LanceDataset,
+    out: *mut *mut LanceFragmentInfo,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        let items: Vec<LanceFragmentInfo> = ds
+            .snapshot
+            .fragments()?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        (*out, *out_len) = into_array(items);
+        Ok(())
+    })
+}
+
+/// Free an array returned by `lance_dataset_fragments`. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_fragment_info_list_free(list: *mut LanceFragmentInfo, len: usize) {
+    guard_free(|| free_array(list, len))
+}
+
+/// Write the table's latest committed version to `out` (reads storage; the handle stays
+/// pinned to its own version).
+///
+/// Borrows `dataset`. Thread-safe. Returns an error code; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_latest_version(dataset: *const LanceDataset, out: *mut u64) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        *out = ds.snapshot.latest_version()?;
+        Ok(())
+    })
+}
+
+/// List the table's version history, oldest first: `*out` receives `*out_len` entries.
+///
+/// Caller owns the array; free it with `lance_version_info_list_free(*out, *out_len)`.
+/// Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_versions(
+    dataset: *const LanceDataset,
+    out: *mut *mut LanceVersionInfo,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        let mut items: Vec<LanceVersionInfo> = ds
+            .snapshot
+            .versions()?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        items.sort_by_key(|v| v.version);
+        (*out, *out_len) = into_array(items);
+        Ok(())
+    })
+}
+
+/// Free an array returned by `lance_dataset_versions`. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_version_info_list_free(list: *mut LanceVersionInfo, len: usize) {
+    guard_free(|| free_array(list, len))
+}

@@ -1,0 +1,90 @@
+//! Thread-local last error and error-code names.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+
+use crate::error::{HostError, LanceErrorCode};
+
+struct LastError {
+    code: LanceErrorCode,
+    message: CString,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+}
+
+pub(crate) fn set_last_error(err: HostError) {
+    let message = super::owned_cstring(&err.message);
+    LAST_ERROR.with(|slot| {
+        *slot.borrow_mut() = Some(LastError {
+            code: err.code,
+            message,
+        })
+    });
+}
+
+/// Code of the last failing call on the calling thread (`LANCE_OK` if none failed yet).
+///
+/// Reading it has no side effect: it neither clears nor changes the last error.
+/// Thread-safe (the value is per thread).
+#[no_mangle]
+pub extern "C" fn lance_last_error_code() -> LanceErrorCode {
+    LAST_ERROR
+        .try_with(|slot| {
+            slot.borrow()
+                .as_ref()
+                .map(|e| e.code)
+                .unwrap_or(LanceErrorCode::LANCE_OK)
+        })
+        .unwrap_or(LanceErrorCode::LANCE_OK)
+}
+
+/// Message of the last failing call on the calling thread, or "" if none failed yet.
+///
+/// The library owns the string; do not free it. Valid until the next failing call on the same
+/// thread. Reading it has no side effect. Thread-safe (the value is per thread).
+#[no_mangle]
+pub extern "C" fn lance_last_error_message() -> *const c_char {
+    static EMPTY: &[u8] = b"\0";
+    LAST_ERROR
+        .try_with(|slot| {
+            slot.borrow()
+                .as_ref()
+                .map(|e| e.message.as_ptr())
+                .unwrap_or(EMPTY.as_ptr() as *const c_char)
+        })
+        .unwrap_or(EMPTY.as_ptr() as *const c_char)
+}
+
+/// Constant name of an error code, e.g. "LANCE_ERR_NOT_FOUND"; "LANCE_ERR_UNKNOWN" for a value
+/// that is not a code.
+///
+/// The library owns the string (static storage); do not free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
+    let name: &'static [u8] = match code {
+        0 => b"LANCE_OK\0",
+        1 => b"LANCE_ERR_INVALID_ARGUMENT\0",
+        2 => b"LANCE_ERR_NOT_FOUND\0",
+        3 => b"LANCE_ERR_IO\0",
+        4 => b"LANCE_ERR_NOT_SUPPORTED\0",
+        5 => b"LANCE_ERR_INTERNAL\0",
+        6 => b"LANCE_ERR_PANIC\0",
+        7 => b"LANCE_ERR_FAILED_PRECONDITION\0",
+        8 => b"LANCE_ERR_UNAUTHENTICATED\0",
+        9 => b"LANCE_ERR_PERMISSION_DENIED\0",
+        10 => b"LANCE_ERR_CORRUPT\0",
+        11 => b"LANCE_ERR_TIMEOUT\0",
+        _ => b"LANCE_ERR_UNKNOWN\0",
+    };
+    name.as_ptr() as *const c_char
+}
+
+/// Version of this library, e.g. "0.1.0" (matches `LANCE_HOST_VERSION` in this header).
+///
+/// The library owns the string (static storage); do not free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_host_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}

@@ -1,0 +1,107 @@
+//! C ABI of the global session.
+
+use crate::error::Result;
+use crate::session::{self, SessionConfig, SessionStats};
+
+use super::{guard_code, out_arg};
+
+/// Settings of the process-wide session. Fill with `lance_session_options_default` first, then
+/// change what you need.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceSessionOptions {
+    /// Budget of the index cache in bytes (shared by every table and handle).
+    pub index_cache_bytes: u64,
+    /// Budget of the metadata cache in bytes (manifests, file metadata).
+    pub metadata_cache_bytes: u64,
+    /// Worker threads of the async runtime; at least 1, at most 1024.
+    pub worker_threads: u32,
+}
+
+/// Cache statistics of the process-wide session.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LanceSessionStats {
+    pub index_hits: u64,
+    pub index_misses: u64,
+    pub index_entries: u64,
+    pub index_bytes: u64,
+    pub metadata_hits: u64,
+    pub metadata_misses: u64,
+    pub metadata_entries: u64,
+    pub metadata_bytes: u64,
+}
+
+impl From<SessionConfig> for LanceSessionOptions {
+    fn from(c: SessionConfig) -> Self {
+        Self {
+            index_cache_bytes: c.index_cache_bytes,
+            metadata_cache_bytes: c.metadata_cache_bytes,
+            worker_threads: c.worker_threads,
+        }
+    }
+}
+
+impl From<SessionStats> for LanceSessionStats {
+    fn from(s: SessionStats) -> Self {
+        Self {
+            index_hits: s.index_hits,
+            index_misses: s.index_misses,
+            index_entries: s.index_entries,
+            index_bytes: s.index_bytes,
+            metadata_hits: s.metadata_hits,
+            metadata_misses: s.metadata_misses,
+            metadata_entries: s.metadata_entries,
+            metadata_bytes: s.metadata_bytes,
+        }
+    }
+}
+
+/// Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
+/// thread per core).
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_session_options_default(out: *mut LanceSessionOptions) -> i32 {
+    guard_code(|| {
+        let out = out_arg(out, "out")?;
+        *out = SessionConfig::default().into();
+        Ok(())
+    })
+}
+
+/// Set the settings of the process-wide session. Allowed only before the first call that uses
+/// the session (opening a table, a catalog, reading stats); a repeated call with identical
+/// values succeeds.
+///
+/// Borrows `options` for the duration of the call. Thread-safe.
+/// Errors: LANCE_ERR_INVALID_ARGUMENT for NULL or invalid values (0 or more than 1024 worker
+/// threads, sizes beyond the address space) — nothing is recorded, a corrected call may
+/// follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
+/// already configured — the running session is unaffected.
+#[no_mangle]
+pub extern "C" fn lance_session_configure(options: *const LanceSessionOptions) -> i32 {
+    guard_code(|| {
+        let options = super::handle_ref(options, "options")?;
+        session::configure(SessionConfig {
+            index_cache_bytes: options.index_cache_bytes,
+            metadata_cache_bytes: options.metadata_cache_bytes,
+            worker_threads: options.worker_threads,
+        })
+    })
+}
+
+/// Write the cache statistics of the process-wide session into `out` (starting the session if
+/// it has not started yet).
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
+/// failure.
+#[no_mangle]
+pub extern "C" fn lance_session_stats(out: *mut LanceSessionStats) -> i32 {
+    guard_code(|| {
+        let out = out_arg(out, "out")?;
+        let stats: Result<SessionStats> = session::stats();
+        *out = stats?.into();
+        Ok(())
+    })
+}

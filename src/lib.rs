@@ -1,0 +1,12 @@
+//! lance-host: read Lance tables from C and C++ database engines.
+//!
+//! The safe Rust layer (`session`, `snapshot`, `scan`, ...) holds all logic; `ffi` is the C ABI
+//! on top of it. See `include/lance_host.h` for the C API.
+
+pub mod error;
+pub mod ffi;
+pub mod scan;
+pub mod session;
+pub mod snapshot;
+
+pub use error::{HostError, LanceErrorCode, Result};

@@ -1,0 +1,176 @@
+//! The one process-wide session: Lance caches (index + metadata) and the async runtime that
+//! every call of the library shares.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use lance::session::Session;
+use lance_io::object_store::ObjectStoreRegistry;
+
+use crate::error::{HostError, Result};
+
+/// Default index cache budget: 1 GiB.
+pub const LANCE_DEFAULT_INDEX_CACHE_BYTES: u64 = 1 << 30;
+/// Default metadata cache budget: 256 MiB.
+pub const LANCE_DEFAULT_METADATA_CACHE_BYTES: u64 = 256 << 20;
+/// Upper bound for runtime worker threads.
+pub const LANCE_MAX_WORKER_THREADS: u32 = 1024;
+
+/// Settings of the global session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionConfig {
+    pub index_cache_bytes: u64,
+    pub metadata_cache_bytes: u64,
+    /// Worker threads of the async runtime.
+    pub worker_threads: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        Self {
+            index_cache_bytes: LANCE_DEFAULT_INDEX_CACHE_BYTES,
+            metadata_cache_bytes: LANCE_DEFAULT_METADATA_CACHE_BYTES,
+            worker_threads: cores.clamp(1, LANCE_MAX_WORKER_THREADS as usize) as u32,
+        }
+    }
+}
+
+impl SessionConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.worker_threads == 0 {
+            return Err(HostError::invalid("worker_threads must be at least 1"));
+        }
+        if self.worker_threads > LANCE_MAX_WORKER_THREADS {
+            return Err(HostError::invalid(format!(
+                "worker_threads {} exceeds the maximum of {LANCE_MAX_WORKER_THREADS}",
+                self.worker_threads
+            )));
+        }
+        let limit = isize::MAX as u64;
+        if self.index_cache_bytes > limit {
+            return Err(HostError::invalid(format!(
+                "index_cache_bytes {} does not fit in this platform's address space",
+                self.index_cache_bytes
+            )));
+        }
+        if self.metadata_cache_bytes > limit {
+            return Err(HostError::invalid(format!(
+                "metadata_cache_bytes {} does not fit in this platform's address space",
+                self.metadata_cache_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The running session: Lance session plus the runtime that drives it.
+pub struct HostSession {
+    pub config: SessionConfig,
+    pub lance: Arc<Session>,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+static PENDING_CONFIG: Mutex<Option<SessionConfig>> = Mutex::new(None);
+static SESSION: OnceLock<HostSession> = OnceLock::new();
+
+/// Record the settings used when the session starts. Allowed only before first use; a second
+/// call must repeat the same values.
+pub fn configure(config: SessionConfig) -> Result<()> {
+    config.validate()?;
+    let mut pending = PENDING_CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(running) = SESSION.get() {
+        return Err(HostError::precondition(format!(
+            "the session is already running (worker_threads={}, index_cache_bytes={}, \
+             metadata_cache_bytes={}); configure must be called before first use",
+            running.config.worker_threads,
+            running.config.index_cache_bytes,
+            running.config.metadata_cache_bytes
+        )));
+    }
+    match *pending {
+        Some(existing) if existing != config => Err(HostError::precondition(
+            "the session was already configured with different values",
+        )),
+        _ => {
+            *pending = Some(config);
+            Ok(())
+        }
+    }
+}
+
+/// The global session, created on first use with the configured or default settings.
+pub fn global() -> Result<&'static HostSession> {
+    if let Some(s) = SESSION.get() {
+        return Ok(s);
+    }
+    // Hold the config lock while creating so `configure` cannot race with start-up.
+    let pending = PENDING_CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = SESSION.get() {
+        return Ok(s);
+    }
+    let config = pending.unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads as usize)
+        .thread_name("lance-host-worker")
+        .enable_all()
+        .build()
+        .map_err(|e| HostError::internal(format!("cannot start the async runtime: {e}")))?;
+    let lance = Arc::new(Session::new(
+        config.index_cache_bytes as usize,
+        config.metadata_cache_bytes as usize,
+        Arc::new(ObjectStoreRegistry::default()),
+    ));
+    let _ = SESSION.set(HostSession {
+        config,
+        lance,
+        runtime,
+    });
+    drop(pending);
+    Ok(SESSION.get().expect("session was just set"))
+}
+
+/// Run a future to completion on the global runtime, from any non-runtime thread.
+pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
+    let session = global()?;
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(HostError::precondition(
+            "lance-host functions must not be called from inside an async runtime thread",
+        ));
+    }
+    Ok(session.runtime.block_on(fut))
+}
+
+/// Cache statistics of the global session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    pub index_hits: u64,
+    pub index_misses: u64,
+    pub index_entries: u64,
+    pub index_bytes: u64,
+    pub metadata_hits: u64,
+    pub metadata_misses: u64,
+    pub metadata_entries: u64,
+    pub metadata_bytes: u64,
+}
+
+pub fn stats() -> Result<SessionStats> {
+    let session = global()?;
+    let lance = session.lance.clone();
+    block_on(async move {
+        let index = lance.index_cache_stats().await;
+        let meta = lance.metadata_cache_stats().await;
+        SessionStats {
+            index_hits: index.hits,
+            index_misses: index.misses,
+            index_entries: index.num_entries as u64,
+            index_bytes: index.size_bytes as u64,
+            metadata_hits: meta.hits,
+            metadata_misses: meta.misses,
+            metadata_entries: meta.num_entries as u64,
+            metadata_bytes: meta.size_bytes as u64,
+        }
+    })
+}

@@ -1,0 +1,208 @@
+//! Writes small, deterministic Lance warehouses for lance-host's tests and demo, and reports
+//! the facts it wrote so tests can assert on them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::types::Float32Type;
+use arrow_array::{
+    FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch, RecordBatchIterator,
+    StringArray, TimestampMillisecondArray,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use lance::dataset::{Dataset, WriteMode, WriteParams};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Dimension of the `embedding` column.
+pub const DIM: i32 = 16;
+/// Rows per data file when writing (so every write produces several fragments).
+pub const ROWS_PER_FILE: usize = 100;
+
+const CATEGORIES: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
+
+/// Facts about what was written, as `key -> value` (also written to `<root>/FIXTURE`).
+#[derive(Debug, Default, Clone)]
+pub struct Facts(pub BTreeMap<String, String>);
+
+impl Facts {
+    fn set(&mut self, key: &str, value: impl ToString) {
+        self.0.insert(key.to_string(), value.to_string());
+    }
+    pub fn get(&self, key: &str) -> &str {
+        self.0
+            .get(key)
+            .unwrap_or_else(|| panic!("fixture fact '{key}' missing"))
+    }
+    pub fn get_u64(&self, key: &str) -> u64 {
+        self.get(key).parse().expect("numeric fact")
+    }
+    pub fn to_text(&self) -> String {
+        self.0.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+}
+
+pub fn people_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("category", DataType::Utf8, true),
+        Field::new("score", DataType::Float64, true),
+        Field::new(
+            "embedding",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DIM),
+            true,
+        ),
+    ]))
+}
+
+/// Deterministic vector of row `id` (seeded by the id).
+pub fn embedding_of(id: i64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(id as u64 ^ 0x5eed);
+    (0..DIM).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Deterministic score of row `id`.
+pub fn score_of(id: i64) -> f64 {
+    ((id * 37) % 1000) as f64 / 10.0
+}
+
+pub fn category_of(id: i64) -> &'static str {
+    CATEGORIES[(id % CATEGORIES.len() as i64) as usize]
+}
+
+/// Rows `start..end` of the people table.
+pub fn people_batch(start: i64, end: i64) -> RecordBatch {
+    let ids: Vec<i64> = (start..end).collect();
+    let names: Vec<String> = ids.iter().map(|i| format!("person-{i}")).collect();
+    let cats: Vec<&str> = ids.iter().map(|i| category_of(*i)).collect();
+    let scores: Vec<f64> = ids.iter().map(|i| score_of(*i)).collect();
+    let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        ids.iter()
+            .map(|i| Some(embedding_of(*i).into_iter().map(Some).collect::<Vec<_>>())),
+        DIM,
+    );
+    RecordBatch::try_new(
+        people_schema(),
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(names)),
+            Arc::new(StringArray::from(cats)),
+            Arc::new(Float64Array::from(scores)),
+            Arc::new(vectors),
+        ],
+    )
+    .expect("people batch")
+}
+
+fn events_batch(start: i64, end: i64) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("event_id", DataType::Int64, false),
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("value", DataType::Float32, true),
+    ]));
+    let ids: Vec<i64> = (start..end).collect();
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(TimestampMillisecondArray::from(
+                ids.iter()
+                    .map(|i| 1_700_000_000_000 + i * 60_000)
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                ids.iter()
+                    .map(|i| if i % 3 == 0 { "click" } else { "view" })
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(Float32Array::from(
+                ids.iter().map(|i| *i as f32 * 0.5).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .expect("events batch")
+}
+
+fn params(mode: WriteMode) -> WriteParams {
+    WriteParams {
+        mode,
+        max_rows_per_file: ROWS_PER_FILE,
+        max_rows_per_group: ROWS_PER_FILE,
+        ..Default::default()
+    }
+}
+
+pub async fn write_batch(uri: &str, batch: RecordBatch, mode: WriteMode) -> Result<Dataset, Error> {
+    let schema = batch.schema();
+    let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+    Ok(Dataset::write(reader, uri, Some(params(mode))).await?)
+}
+
+/// The people table: version 1 = ids 0..300 (3 fragments), version 2 = + ids 300..500
+/// (2 more fragments), version 3 = rows with id % 10 == 0 deleted.
+pub async fn write_people(uri: &str, facts: &mut Facts, prefix: &str) -> Result<(), Error> {
+    write_batch(uri, people_batch(0, 300), WriteMode::Create).await?;
+    facts.set(&format!("{prefix}.v1.rows"), 300);
+    write_batch(uri, people_batch(300, 500), WriteMode::Append).await?;
+    facts.set(&format!("{prefix}.v2.rows"), 500);
+    let mut ds = Dataset::open(uri).await?;
+    ds.delete("id % 10 = 0").await?;
+    let visible: Vec<i64> = (0..500).filter(|i| i % 10 != 0).collect();
+    facts.set(&format!("{prefix}.v3.rows"), visible.len());
+    facts.set(&format!("{prefix}.v3.sum_id"), visible.iter().sum::<i64>());
+    facts.set(
+        &format!("{prefix}.v3.rows_id_lt_100"),
+        visible.iter().filter(|i| **i < 100).count(),
+    );
+    facts.set(&format!("{prefix}.v1.sum_id"), (0..300i64).sum::<i64>());
+    facts.set(&format!("{prefix}.versions"), 3);
+    facts.set(&format!("{prefix}.fragments"), 5);
+    facts.set(&format!("{prefix}.dim"), DIM);
+    facts.set(&format!("{prefix}.uri"), uri);
+    Ok(())
+}
+
+/// The events table: version 1 = 250 rows, version 2 = + 150 rows.
+pub async fn write_events(uri: &str, facts: &mut Facts, prefix: &str) -> Result<(), Error> {
+    write_batch(uri, events_batch(0, 250), WriteMode::Create).await?;
+    write_batch(uri, events_batch(250, 400), WriteMode::Append).await?;
+    facts.set(&format!("{prefix}.v1.rows"), 250);
+    facts.set(&format!("{prefix}.v2.rows"), 400);
+    facts.set(
+        &format!("{prefix}.v2.clicks"),
+        (0..400).filter(|i| i % 3 == 0).count(),
+    );
+    facts.set(&format!("{prefix}.versions"), 2);
+    facts.set(&format!("{prefix}.uri"), uri);
+    Ok(())
+}
+
+/// Write the warehouse under `root` (created if missing; existing tables are replaced) and
+/// the `FIXTURE` facts file beside them.
+pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
+    std::fs::create_dir_all(root)?;
+    let root = std::fs::canonicalize(root)?;
+    let mut facts = Facts::default();
+    for name in ["people.lance", "events.lance"] {
+        let p = root.join(name);
+        if p.exists() {
+            std::fs::remove_dir_all(&p)?;
+        }
+    }
+    let people = root.join("people.lance");
+    write_people(people.to_str().ok_or("non-UTF-8 path")?, &mut facts, "people").await?;
+    let events = root.join("events.lance");
+    write_events(events.to_str().ok_or("non-UTF-8 path")?, &mut facts, "events").await?;
+    facts.set("root", root.display());
+    std::fs::write(root.join("FIXTURE"), facts.to_text())?;
+    Ok(facts)
+}

@@ -1,0 +1,8 @@
+//! The one integration test binary of lance-host. Every test calls the exported C functions.
+
+mod common;
+mod dataset;
+mod errors;
+mod header;
+mod scan;
+mod session;

@@ -1,0 +1,312 @@
+//! Scans through the Arrow C Stream interface.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, Float64Array, StringArray};
+use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use lance::deps::datafusion::prelude::{col, lit, SessionContext};
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::scan::*;
+use lance_host::LanceErrorCode::*;
+
+use crate::common::*;
+
+fn visible_ids(f: &lance_host_testkit::Facts) -> Vec<i64> {
+    // What the testkit wrote: ids 0..v2.rows with multiples of 10 deleted at version 3.
+    let total = f.get_u64("people.v2.rows") as i64;
+    (0..total).filter(|i| i % 10 != 0).collect()
+}
+
+#[test]
+fn full_scan_returns_every_visible_row() {
+    let f = &fixture().facts;
+    let ds = Ds::open(&people_uri(), 0);
+    let batches = scan(&ds, &default_opts()).unwrap();
+    assert_eq!(total_rows(&batches) as u64, f.get_u64("people.v3.rows"));
+    let ids = i64_column(&batches, "id");
+    assert_eq!(ids, visible_ids(f));
+    assert_eq!(ids.iter().sum::<i64>(), f.get("people.v3.sum_id").parse::<i64>().unwrap());
+    // Values match what the testkit wrote for each id.
+    for b in &batches {
+        let idc = b.column_by_name("id").unwrap();
+        let idc = idc.as_any().downcast_ref::<arrow::array::Int64Array>().unwrap();
+        let names = b.column_by_name("name").unwrap();
+        let names = names.as_any().downcast_ref::<StringArray>().unwrap();
+        let scores = b.column_by_name("score").unwrap();
+        let scores = scores.as_any().downcast_ref::<Float64Array>().unwrap();
+        for i in 0..b.num_rows() {
+            let id = idc.value(i);
+            assert_eq!(names.value(i), format!("person-{id}"));
+            assert_eq!(scores.value(i), lance_host_testkit::score_of(id));
+        }
+    }
+}
+
+#[test]
+fn projection_keeps_requested_order() {
+    let ds = Ds::open(&people_uri(), 0);
+    let cols = cstrs(&["score", "id"]);
+    let mut o = default_opts();
+    o.columns = cols.ptrs.as_ptr();
+    o.num_columns = cols.ptrs.len();
+    let batches = scan(&ds, &o).unwrap();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["score", "id"]);
+}
+
+#[test]
+fn unknown_column_is_named() {
+    let ds = Ds::open(&people_uri(), 0);
+    let cols = cstrs(&["id", "no_such_column"]);
+    let mut o = default_opts();
+    o.columns = cols.ptrs.as_ptr();
+    o.num_columns = 2;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let code = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    assert_err(code, LANCE_ERR_INVALID_ARGUMENT, "no_such_column");
+    // Not written on failure.
+    assert!(stream.release.is_none());
+}
+
+#[test]
+fn sql_filter_limit_offset() {
+    let f = &fixture().facts;
+    let ds = Ds::open(&people_uri(), 0);
+    let filter = cstr("id < 100");
+    let mut o = default_opts();
+    o.filter_sql = filter.as_ptr();
+    let batches = scan(&ds, &o).unwrap();
+    let ids = i64_column(&batches, "id");
+    assert_eq!(ids.len() as u64, f.get_u64("people.v3.rows_id_lt_100"));
+    assert!(ids.iter().all(|i| *i < 100 && i % 10 != 0));
+
+    let filter = cstr("category = 'beta' AND score > 50");
+    o.filter_sql = filter.as_ptr();
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "id");
+    let expected: Vec<i64> = visible_ids(f)
+        .into_iter()
+        .filter(|i| {
+            lance_host_testkit::category_of(*i) == "beta" && lance_host_testkit::score_of(*i) > 50.0
+        })
+        .collect();
+    assert_eq!(ids, expected);
+
+    let mut o = default_opts();
+    o.limit = 7;
+    o.offset = 20;
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "id");
+    assert_eq!(ids, visible_ids(f)[20..27].to_vec());
+    o.offset = -1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "offset",
+    );
+}
+
+#[test]
+fn bad_sql_filter_is_an_error() {
+    let ds = Ds::open(&people_uri(), 0);
+    let filter = cstr("no_such_col > 3");
+    let mut o = default_opts();
+    o.filter_sql = filter.as_ptr();
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let code = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    assert_ne!(code, 0);
+    assert!(last_message().contains("no_such_col"), "{}", last_message());
+}
+
+fn substrait_event_id_below(n: i64) -> Vec<u8> {
+    let ds = Ds::open(&events_uri(), 0);
+    let mut ffi = arrow::ffi::FFI_ArrowSchema::empty();
+    assert_eq!(lance_dataset_schema(ds.ptr(), &mut ffi), 0);
+    let schema = arrow::datatypes::Schema::try_from(&ffi).unwrap();
+    let state = SessionContext::new().state();
+    lance_datafusion::substrait::encode_substrait(
+        col("event_id").lt(lit(n)),
+        Arc::new(schema),
+        &state,
+    )
+    .unwrap()
+}
+
+#[test]
+fn substrait_filter() {
+    let bytes = substrait_event_id_below(42);
+    let ds = Ds::open(&events_uri(), 0);
+    let mut o = default_opts();
+    o.filter_substrait = bytes.as_ptr();
+    o.filter_substrait_len = bytes.len();
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "event_id");
+    assert_eq!(ids, (0..42).collect::<Vec<i64>>());
+
+    // Corrupt bytes: an error at scan time, not a crash.
+    let garbage: Vec<u8> = bytes.iter().rev().map(|b| b ^ 0x5a).collect();
+    o.filter_substrait = garbage.as_ptr();
+    o.filter_substrait_len = garbage.len();
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "filter_substrait",
+    );
+    // Truncated bytes too.
+    o.filter_substrait = bytes.as_ptr();
+    o.filter_substrait_len = bytes.len() / 2;
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "filter_substrait",
+    );
+    // (NULL, n > 0) is an invalid argument.
+    o.filter_substrait = std::ptr::null();
+    o.filter_substrait_len = 3;
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "filter_substrait",
+    );
+    // Both filters at once is ambiguous.
+    let sql = cstr("event_id > 1");
+    o.filter_substrait = bytes.as_ptr();
+    o.filter_substrait_len = bytes.len();
+    o.filter_sql = sql.as_ptr();
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "mutually exclusive",
+    );
+}
+
+#[test]
+fn row_id_row_addr_and_batch_size() {
+    let ds = Ds::open(&people_uri(), 0);
+    let mut o = default_opts();
+    o.with_row_id = true;
+    o.with_row_addr = true;
+    o.batch_size = 16;
+    let batches = scan(&ds, &o).unwrap();
+    assert!(batches.iter().all(|b| b.num_rows() <= 16));
+    assert!(batches.len() > 1);
+    let row_ids = u64_column(&batches, "_rowid");
+    let addrs = u64_column(&batches, "_rowaddr");
+    assert_eq!(row_ids.len(), total_rows(&batches));
+    // Row addresses encode (fragment id << 32 | offset); ids are unique.
+    let mut sorted = addrs.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), addrs.len());
+    let frag_ids: std::collections::BTreeSet<u64> = addrs.iter().map(|a| a >> 32).collect();
+    assert_eq!(frag_ids.len() as u64, fixture().facts.get_u64("people.fragments"));
+}
+
+#[test]
+fn fragment_restriction() {
+    let ds = Ds::open(&people_uri(), 0);
+    let mut p = std::ptr::null_mut();
+    let mut len = 0usize;
+    assert_eq!(lance_dataset_fragments(ds.ptr(), &mut p, &mut len), 0);
+    let frags = unsafe { std::slice::from_raw_parts(p, len) }.to_vec();
+    lance_fragment_info_list_free(p, len);
+    let mut union = Vec::new();
+    for frag in &frags {
+        let ids = [frag.id];
+        let mut o = default_opts();
+        o.fragment_ids = ids.as_ptr();
+        o.num_fragment_ids = 1;
+        o.with_row_addr = true;
+        let batches = scan(&ds, &o).unwrap();
+        assert_eq!(total_rows(&batches) as u64, frag.logical_rows);
+        assert!(u64_column(&batches, "_rowaddr").iter().all(|a| a >> 32 == frag.id));
+        union.extend(i64_column(&batches, "id"));
+    }
+    union.sort();
+    let full = i64_column(&scan(&ds, &default_opts()).unwrap(), "id");
+    assert_eq!(union, full);
+
+    let bogus = [frags.iter().map(|f| f.id).max().unwrap() + 1000];
+    let mut o = default_opts();
+    o.fragment_ids = bogus.as_ptr();
+    o.num_fragment_ids = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(
+        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        LANCE_ERR_NOT_FOUND,
+        &bogus[0].to_string(),
+    );
+}
+
+#[test]
+fn stream_outlives_handle_and_moves_threads() {
+    let f = &fixture().facts;
+    let ds = Ds::open(&people_uri(), 0);
+    let mut o = default_opts();
+    o.batch_size = 50;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    drop(ds);
+    let reader = ArrowArrayStreamReader::try_new(stream).unwrap();
+    let rows = std::thread::spawn(move || {
+        reader.map(|b| b.unwrap().num_rows()).sum::<usize>()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rows as u64, f.get_u64("people.v3.rows"));
+}
+
+#[test]
+fn early_release_stops_the_stream() {
+    let ds = Ds::open(&people_uri(), 0);
+    for _ in 0..20 {
+        let mut o = default_opts();
+        o.batch_size = 10;
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+        let mut reader = ArrowArrayStreamReader::try_new(stream).unwrap();
+        let first = reader.next().unwrap().unwrap();
+        assert_eq!(first.num_rows(), 10);
+        drop(reader); // releases the C stream mid-way
+    }
+    // The handle still works afterwards.
+    assert!(total_rows(&scan(&ds, &default_opts()).unwrap()) > 0);
+}
+
+#[test]
+fn scan_in_order_false_returns_same_rows() {
+    let ds = Ds::open(&people_uri(), 0);
+    let mut o = default_opts();
+    o.scan_in_order = false;
+    o.batch_readahead = 2;
+    o.fragment_readahead = 3;
+    let mut ids = i64_column(&scan(&ds, &o).unwrap(), "id");
+    ids.sort();
+    assert_eq!(ids, visible_ids(&fixture().facts));
+}
+
+#[test]
+fn one_handle_many_threads() {
+    let f = &fixture().facts;
+    let ds = Arc::new(Ds::open(&people_uri(), 0));
+    let expected = f.get_u64("people.v3.rows");
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let ds = ds.clone();
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let mut o = default_opts();
+                    o.batch_size = 30 + t;
+                    let batches = scan(&ds, &o).unwrap();
+                    assert_eq!(total_rows(&batches) as u64, expected);
+                    let mut n = 0;
+                    assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut n), 0);
+                    assert_eq!(n, expected);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}

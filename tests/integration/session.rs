@@ -1,0 +1,156 @@
+//! The global session: configure rules and cache statistics.
+
+use lance_host::ffi::session::*;
+use lance_host::LanceErrorCode::*;
+
+use crate::common::*;
+
+const CHILD_ENV: &str = "LANCE_HOST_TEST_CHILD";
+
+fn options() -> LanceSessionOptions {
+    let mut o = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
+    assert_eq!(lance_session_options_default(o.as_mut_ptr()), 0);
+    unsafe { o.assume_init() }
+}
+
+fn stats() -> LanceSessionStats {
+    let mut s = LanceSessionStats::default();
+    assert_eq!(lance_session_stats(&mut s), 0, "{}", last_message());
+    s
+}
+
+/// Runs in a fresh process (re-executing this test binary): configure before first use.
+#[test]
+#[ignore = "run by configure_in_fresh_process in its own process"]
+fn child_configure_before_first_use() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    // Invalid values are rejected and poison nothing.
+    let mut bad = options();
+    bad.worker_threads = 0;
+    assert_err(
+        lance_session_configure(&bad),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "worker_threads",
+    );
+    let mut huge = options();
+    huge.index_cache_bytes = u64::MAX;
+    assert_err(
+        lance_session_configure(&huge),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "index_cache_bytes",
+    );
+    // A corrected call succeeds; repeating the same values is fine.
+    let mut good = options();
+    good.worker_threads = 3;
+    good.index_cache_bytes = 64 << 20;
+    good.metadata_cache_bytes = 32 << 20;
+    assert_eq!(lance_session_configure(&good), 0, "{}", last_message());
+    assert_eq!(lance_session_configure(&good), 0);
+    // Different values before first use: rejected, the first configuration stays.
+    let mut other = good;
+    other.worker_threads = 2;
+    assert_err(
+        lance_session_configure(&other),
+        LANCE_ERR_FAILED_PRECONDITION,
+        "different values",
+    );
+    // First use starts the session with the configured values.
+    let ds = Ds::open(&people_uri(), 0);
+    let mut rows = 0u64;
+    assert_eq!(lance_dataset_count_rows_ptr(&ds, &mut rows), 0);
+    assert!(rows > 0);
+    let running = lance_host::session::global().unwrap().config;
+    assert_eq!(running.worker_threads, 3);
+    assert_eq!(running.index_cache_bytes, 64 << 20);
+    // Configure after first use: rejected, the running session keeps working.
+    assert_err(
+        lance_session_configure(&good),
+        LANCE_ERR_FAILED_PRECONDITION,
+        "already running",
+    );
+    let mut again = 0u64;
+    assert_eq!(lance_dataset_count_rows_ptr(&ds, &mut again), 0);
+    assert_eq!(again, rows);
+    println!("CHILD-OK");
+}
+
+fn lance_dataset_count_rows_ptr(ds: &Ds, out: &mut u64) -> i32 {
+    lance_host::ffi::dataset::lance_dataset_count_rows(ds.ptr(), out)
+}
+
+#[test]
+fn configure_in_fresh_process() {
+    fixture();
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "session::child_configure_before_first_use",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("CHILD-OK"),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn configure_after_first_use_is_rejected() {
+    // Any of the tests in this process may have started the session; make sure it is.
+    stats();
+    let o = options();
+    assert_err(
+        lance_session_configure(&o),
+        LANCE_ERR_FAILED_PRECONDITION,
+        "already running",
+    );
+    // Validation comes first: invalid values are INVALID_ARGUMENT even now.
+    let mut bad = o;
+    bad.worker_threads = 5000;
+    assert_err(
+        lance_session_configure(&bad),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "worker_threads",
+    );
+    assert_err(
+        lance_session_configure(std::ptr::null()),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "options",
+    );
+    assert_err(
+        lance_session_stats(std::ptr::null_mut()),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "out",
+    );
+    assert_err(
+        lance_session_options_default(std::ptr::null_mut()),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "out",
+    );
+}
+
+#[test]
+fn handles_share_the_metadata_cache() {
+    let uri = events_uri();
+    let first = Ds::open(&uri, 1);
+    drop(first);
+    let before = stats();
+    // A second open of the same version finds its manifest/metadata in the shared cache.
+    let second = Ds::open(&uri, 1);
+    let after = stats();
+    assert!(
+        after.metadata_hits > before.metadata_hits,
+        "no metadata cache hit: before {before:?} after {after:?}"
+    );
+    assert!(after.metadata_entries > 0);
+    drop(second);
+}
