@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian machine with only the Rust toolchain lacks: protoc, cmake,
+# pkg-config, a C/C++ compiler, valgrind, and the Python packages of the tests.
+set -euo pipefail
+
+need=()
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+command -v cmake >/dev/null || need+=(cmake)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v cc >/dev/null || need+=(gcc)
+command -v c++ >/dev/null || need+=(g++)
+command -v valgrind >/dev/null || need+=(valgrind)
+command -v make >/dev/null || need+=(make)
+
+if ((${#need[@]})); then
+  echo "==> installing ${need[*]}"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
+  if ! python3 -c "import pyarrow, pytest" 2>/dev/null; then
+    echo "==> installing Python packages pyarrow, pytest"
+    python3 -m pip install -q pyarrow pytest
+  fi
+fi

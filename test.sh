@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run every test of lance-host: Rust (one integration binary + unit tests), C (ctest, through
+# find_package(LanceHost) from an install prefix, incl. valgrind) and Python (ctypes+pyarrow).
+set -euo pipefail
+cd "$(dirname "$0")"
+LANCE_HOST_NEED_PYTHON=1 scripts/ensure-deps.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
+mkdir -p "$CARGO_TARGET_DIR"
+
+echo "==> Rust tests"
+cargo test --workspace
+
+scripts/build-lib.sh
+
+echo "==> C tests (ctest)"
+cmake -S c_tests -B build/c_tests -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
+  -DLANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" >/dev/null
+cmake --build build/c_tests -j 2 >/dev/null
+(cd build/c_tests && ctest --output-on-failure)
+
+echo "==> Python tests"
+LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
+LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
+  python3 -m pytest -q tests/python
