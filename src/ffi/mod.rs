@@ -209,3 +209,30 @@ pub(crate) fn free_array<T>(p: *mut T, len: usize) {
 pub(crate) fn owned_cstring(s: &str) -> CString {
     CString::new(s.replace('\0', "")).expect("NULs were removed")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panics_become_panic_codes() {
+        let code = guard_code(|| panic!("boom {}", 7));
+        assert_eq!(code, LanceErrorCode::LANCE_ERR_PANIC as i32);
+        assert_eq!(error::lance_last_error_code(), LanceErrorCode::LANCE_ERR_PANIC);
+        let msg = unsafe { CStr::from_ptr(error::lance_last_error_message()) };
+        assert!(msg.to_str().unwrap().contains("boom 7"));
+        let p: *mut u8 = guard_ptr(|| panic!("ptr"));
+        assert!(p.is_null());
+        assert_eq!(guard_value(42u64, || panic!("value")), 42);
+        guard_free(|| panic!("free"));
+    }
+
+    #[test]
+    fn empty_and_null_lists() {
+        assert!(slice_arg::<u64>(std::ptr::null(), 0, "x").unwrap().is_empty());
+        let err = slice_arg::<u64>(std::ptr::null(), 2, "ids").unwrap_err();
+        assert_eq!(err.code, LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT);
+        assert!(err.message.contains("ids"));
+        assert!(kv_arg(std::ptr::null(), "opts").unwrap().is_empty());
+    }
+}

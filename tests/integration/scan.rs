@@ -310,3 +310,48 @@ fn one_handle_many_threads() {
         t.join().unwrap();
     }
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn read_errors_surface_through_get_last_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("people.lance");
+    copy_dir(std::path::Path::new(&people_uri()), &table);
+    let ds = Ds::open(table.to_str().unwrap(), 0);
+    let mut o = default_opts();
+    o.batch_size = 10;
+    o.batch_readahead = 1;
+    o.fragment_readahead = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    let mut reader = ArrowArrayStreamReader::try_new(stream).unwrap();
+    assert!(reader.next().unwrap().is_ok());
+    // The data files vanish while the scan runs.
+    for entry in std::fs::read_dir(table.join("data")).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let mut error = None;
+    for item in reader.by_ref() {
+        if let Err(e) = item {
+            error = Some(e.to_string());
+            break;
+        }
+    }
+    let error = error.expect("the stream reported no error after its files were deleted");
+    assert!(
+        error.contains("scan failed") && error.to_lowercase().contains("not found"),
+        "{error}"
+    );
+}
