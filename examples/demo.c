@@ -86,9 +86,54 @@ int main(int argc, char** argv) {
   snprintf(uri, sizeof uri, "%s/people.lance", argv[1]);
   printf("lance-host %s demo\n\n", lance_host_version());
 
-  /* 1. A coordinator opens the table once and pins its version. */
-  LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
-  if (!ds) die("lance_dataset_open");
+  /* 0. Discover what the warehouse holds through catalogs (SHOW DATABASES / SHOW TABLES). */
+  const char* plain_props[] = {"type", "dir", "root", argv[1], NULL};
+  LanceCatalog* plain = lance_catalog_open(plain_props);
+  if (!plain) die("lance_catalog_open");
+  LanceStringList* tables = NULL;
+  if (lance_catalog_list_tables(plain, NULL, 0, &tables) != LANCE_OK) die("list_tables");
+  printf("0. catalog over %s (directory layout)\n   tables:", argv[1]);
+  for (size_t i = 0; i < lance_string_list_count(tables); i++)
+    printf(" %s", lance_string_list_get(tables, i));
+  printf("\n");
+  lance_string_list_free(tables);
+
+  char nested[4096];
+  snprintf(nested, sizeof nested, "%s/nested", argv[1]);
+  const char* nested_props[] = {"root", nested, NULL};
+  LanceCatalog* cat = lance_catalog_open(nested_props);
+  if (!cat) die("lance_catalog_open (nested)");
+  LanceNamespaceList* nss = NULL;
+  if (lance_catalog_list_namespaces(cat, NULL, 0, true, &nss) != LANCE_OK) die("list_namespaces");
+  printf("   catalog over %s (manifest layout, nested namespaces):\n", nested);
+  for (size_t i = 0; i < lance_namespace_list_count(nss); i++) {
+    const char* parts[8];
+    size_t depth = lance_namespace_list_depth(nss, i);
+    if (depth > 8) depth = 8;
+    printf("   - ");
+    for (size_t j = 0; j < depth; j++) {
+      parts[j] = lance_namespace_list_part(nss, i, j);
+      printf("%s%s", j ? "$" : "", parts[j]);
+    }
+    LanceStringList* t = NULL;
+    if (lance_catalog_list_tables(cat, parts, depth, &t) != LANCE_OK) die("list_tables (nested)");
+    printf(" :");
+    for (size_t k = 0; k < lance_string_list_count(t); k++) printf(" %s", lance_string_list_get(t, k));
+    printf("\n");
+    lance_string_list_free(t);
+  }
+  lance_namespace_list_free(nss);
+  LanceTableInfo* info = NULL;
+  if (lance_catalog_describe_table(plain, NULL, 0, "people", &info) != LANCE_OK) die("describe");
+  printf("   describe people: %s (latest version %" PRIu64 ")\n\n", lance_table_info_location(info),
+         lance_table_info_latest_version(info));
+  lance_table_info_free(info);
+  lance_catalog_free(cat);
+
+  /* 1. A coordinator opens the table once (through the catalog) and pins its version. */
+  LanceDataset* ds = lance_catalog_open_table(plain, NULL, 0, "people", 0);
+  if (!ds) die("lance_catalog_open_table");
+  lance_catalog_free(plain);
   uint64_t rows = 0;
   if (lance_dataset_count_rows(ds, &rows) != LANCE_OK) die("count_rows");
   printf("1. opened %s\n   pinned version %" PRIu64 ", %" PRIu64 " visible rows, storage format %s\n\n",

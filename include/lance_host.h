@@ -77,6 +77,12 @@ struct ArrowArrayStream {
 #endif  /* ARROW_C_STREAM_INTERFACE */
 
 
+// Default bound for one catalog call (all pages included).
+#define DEFAULT_TIMEOUT_MS 30000
+
+// Default page size requested from the namespace.
+#define DEFAULT_PAGE_SIZE 1000
+
 // Default index cache budget: 1 GiB.
 #define LANCE_DEFAULT_INDEX_CACHE_BYTES (1 << 30)
 
@@ -129,9 +135,26 @@ typedef int32_t LanceErrorCode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// A connected catalog. Opaque; create with `lance_catalog_open`, free with
+// `lance_catalog_free`.
+typedef struct LanceCatalog LanceCatalog;
+
 // A table pinned at one version. Opaque; create with `lance_dataset_open`, free with
 // `lance_dataset_free`.
 typedef struct LanceDataset LanceDataset;
+
+// A list of namespace paths, each an array of name parts. Opaque; read with
+// `lance_namespace_list_count`, `lance_namespace_list_depth` and `lance_namespace_list_part`,
+// free with `lance_namespace_list_free`.
+typedef struct LanceNamespaceList LanceNamespaceList;
+
+// A list of strings (table names). Opaque; read with `lance_string_list_count` and
+// `lance_string_list_get`, free with `lance_string_list_free`.
+typedef struct LanceStringList LanceStringList;
+
+// A described table. Opaque; read with the `lance_table_info_*` functions, free with
+// `lance_table_info_free`.
+typedef struct LanceTableInfo LanceTableInfo;
 
 // One fragment of a snapshot.
 typedef struct LanceFragmentInfo {
@@ -211,6 +234,114 @@ typedef struct LanceSessionStats {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Connect to a catalog described by a NULL-terminated key/value array:
+// - `type`: `dir` (default) or `rest`.
+// - dir: `root` — absolute path, `file://` or `s3://` URI of the warehouse;
+//   `storage.<key>` — storage options for the root, passed on to its tables.
+// - rest: `uri` — http(s) URL; `auth` = `none` | `bearer` | `api_key` with `bearer_token` /
+//   `api_key`; `header.<Name>` — custom header sent on every request.
+// - both: `parent` — namespace path (e.g. `prod$analytics`) the catalog is scoped to;
+//   `delimiter` (default `$`); `timeout_ms` — bound for each call (default 30000);
+//   `page_size` — entries per listing request (default 1000; pages are followed to the end).
+//
+// An unknown, missing or contradictory property is LANCE_ERR_INVALID_ARGUMENT naming the key.
+// Secret values (tokens, keys, secret storage options) never appear in messages.
+//
+// Caller owns the result; free it with `lance_catalog_free`. Borrows `properties` for the
+// duration of the call. Thread-safe; the catalog may be used by many threads at once.
+// Returns NULL and sets the last error on failure.
+struct LanceCatalog *lance_catalog_open(const char *const *properties);
+
+// Free a catalog. NULL is ignored. Datasets opened through it stay valid.
+//
+// Not thread-safe with respect to other calls on the same catalog: free it once, last.
+void lance_catalog_free(struct LanceCatalog *catalog);
+
+// List the child namespaces of `namespace` (`namespace_len` name parts relative to the
+// catalog's `parent`; `(NULL, 0)` = the catalog's top). With `recursive`, all descendants.
+// Each entry is a full path relative to the catalog's `parent`, sorted.
+//
+// Caller owns `*out`; free it with `lance_namespace_list_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
+// unknown namespace); `*out` is not written on failure.
+int32_t lance_catalog_list_namespaces(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, bool recursive, struct LanceNamespaceList **out);
+
+// List the tables of `namespace` (`(NULL, 0)` = the catalog's top), sorted by name.
+//
+// Caller owns `*out`; free it with `lance_string_list_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
+// unknown namespace); `*out` is not written on failure.
+int32_t lance_catalog_list_tables(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, struct LanceStringList **out);
+
+// Describe table `table` of `namespace`: its location, the storage options to open it with
+// (options the namespace vends override the catalog's own) and its latest version.
+//
+// Caller owns `*out`; free it with `lance_table_info_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND naming an
+// unknown namespace or table); `*out` is not written on failure.
+int32_t lance_catalog_describe_table(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, struct LanceTableInfo **out);
+
+// Open table `table` of `namespace` pinned at `version` (0 = latest at open time, then
+// pinned), through the process-wide session.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns NULL and sets the last error on failure.
+struct LanceDataset *lance_catalog_open_table(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, uint64_t version);
+
+// Location (URI) of a described table.
+//
+// The info owns the string; valid until `lance_table_info_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `info` is NULL.
+const char *lance_table_info_location(const struct LanceTableInfo *info);
+
+// Latest version of a described table at describe time.
+//
+// Thread-safe. Returns 0 and sets the last error if `info` is NULL.
+uint64_t lance_table_info_latest_version(const struct LanceTableInfo *info);
+
+// Storage options of a described table as a NULL-terminated key/value array, ready to pass
+// to `lance_dataset_open`.
+//
+// The info owns the array and its strings; valid until `lance_table_info_free` is called.
+// Thread-safe. Returns NULL and sets the last error if `info` is NULL.
+const char *const *lance_table_info_storage_options(const struct LanceTableInfo *info);
+
+// Free a table info. NULL is ignored.
+void lance_table_info_free(struct LanceTableInfo *info);
+
+// Number of strings in `list` (0 if `list` is NULL).
+//
+// Thread-safe.
+size_t lance_string_list_count(const struct LanceStringList *list);
+
+// String `index` of `list`.
+//
+// The list owns the string; valid until `lance_string_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+const char *lance_string_list_get(const struct LanceStringList *list, size_t index);
+
+// Free a string list. NULL is ignored.
+void lance_string_list_free(struct LanceStringList *list);
+
+// Number of namespace paths in `list` (0 if `list` is NULL).
+//
+// Thread-safe.
+size_t lance_namespace_list_count(const struct LanceNamespaceList *list);
+
+// Number of name parts of path `index` (0 and the last error set if out of range).
+//
+// Thread-safe.
+size_t lance_namespace_list_depth(const struct LanceNamespaceList *list, size_t index);
+
+// Name part `part` of path `index`.
+//
+// The list owns the string; valid until `lance_namespace_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if an index is out of range.
+const char *lance_namespace_list_part(const struct LanceNamespaceList *list, size_t index, size_t part);
+
+// Free a namespace list. NULL is ignored.
+void lance_namespace_list_free(struct LanceNamespaceList *list);
 
 // Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
 // handle never moves afterwards). `storage_options` is NULL or a NULL-terminated array of

@@ -3,9 +3,11 @@
 //! The safe Rust layer (`session`, `snapshot`, `scan`, ...) holds all logic; `ffi` is the C ABI
 //! on top of it. See `include/lance_host.h` for the C API.
 
+pub mod catalog;
 pub mod error;
 pub mod ffi;
 pub mod scan;
+pub mod redact;
 pub mod session;
 pub mod snapshot;
 

@@ -43,6 +43,7 @@ fn validate_uri(uri: &str) -> Result<()> {
 /// Open `uri` at `version` (0 = the latest version at open time).
 pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -> Result<Snapshot> {
     validate_uri(uri)?;
+    let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
     let dataset = session::block_on(async {
         let mut builder = DatasetBuilder::from_uri(uri)
@@ -59,7 +60,8 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
         } else {
             HostError::from_lance(&format!("cannot open table '{uri}'"), e)
         }
-    })?;
+    })
+    .map_err(|e| secrets.scrub(e))?;
     Ok(Snapshot {
         dataset: Arc::new(dataset),
         storage_options,

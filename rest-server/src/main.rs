@@ -1,1 +1,41 @@
-fn main() {}
+//! `lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K]`: serve a
+//! directory warehouse as a Lance REST namespace on 127.0.0.1; prints `LISTENING <port>` and
+//! runs until standard input closes.
+
+use lance_host_rest_server::{start, AuthConfig};
+use tokio::io::AsyncReadExt;
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(root) = args.first().cloned() else {
+        eprintln!("usage: lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K]");
+        std::process::exit(2);
+    };
+    let mut auth = AuthConfig::default();
+    let mut it = args.iter().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().cloned();
+        match (flag.as_str(), value) {
+            ("--bearer-token", Some(v)) => auth.bearer_token = Some(v),
+            ("--api-key", Some(v)) => auth.api_key = Some(v),
+            _ => {
+                eprintln!("unknown or incomplete argument: {flag}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let server = match start(&root, auth).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lance-host-rest-server: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!("LISTENING {}", server.port);
+    let mut buf = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut buf).await;
+    // Exit without the adapter's blocking shutdown (it must not run inside the runtime).
+    let _ = server.port;
+    std::process::exit(0);
+}

@@ -2,6 +2,7 @@
 //! strings, call the safe layer, write out-parameters, return a code. All raw-pointer handling
 //! of the library lives in this module tree.
 
+pub mod catalog;
 pub mod dataset;
 pub mod error;
 pub mod scan;

@@ -186,6 +186,61 @@ pub async fn write_events(uri: &str, facts: &mut Facts, prefix: &str) -> Result<
     Ok(())
 }
 
+/// Namespaces of the nested (manifest layout) warehouse, as paths.
+pub const NESTED_NAMESPACES: &[&[&str]] = &[
+    &["bulk"],
+    &["prod"],
+    &["prod", "analytics"],
+    &["prod", "analytics", "daily"],
+    &["staging"],
+];
+
+/// Tables of the nested warehouse: (namespace path, table name, rows).
+pub fn nested_tables() -> Vec<(Vec<&'static str>, String, i64)> {
+    let mut t = vec![
+        (vec![], "top".to_string(), 12),
+        (vec!["prod"], "orders".to_string(), 40),
+        (vec!["prod", "analytics"], "clicks".to_string(), 75),
+        (vec!["prod", "analytics", "daily"], "rollup".to_string(), 5),
+        (vec!["staging"], "scratch".to_string(), 3),
+    ];
+    for i in 0..7 {
+        t.push((vec!["bulk"], format!("t{i:02}"), 10 + i));
+    }
+    t
+}
+
+/// A warehouse in the manifest layout with nested namespaces, written through Lance's
+/// directory namespace.
+pub async fn write_nested_warehouse(root: &Path, facts: &mut Facts) -> Result<(), Error> {
+    use lance_namespace::models::CreateNamespaceRequest;
+    if root.exists() {
+        std::fs::remove_dir_all(root)?;
+    }
+    std::fs::create_dir_all(root)?;
+    let root_str = root.to_str().ok_or("non-UTF-8 path")?.to_string();
+    let ns = lance_namespace_impls::ConnectBuilder::new("dir")
+        .property("root", &root_str)
+        .connect()
+        .await?;
+    for path in NESTED_NAMESPACES {
+        let mut req = CreateNamespaceRequest::new();
+        req.id = Some(path.iter().map(|s| s.to_string()).collect());
+        ns.create_namespace(req).await?;
+    }
+    for (path, name, rows) in nested_tables() {
+        let mut id: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+        id.push(name.clone());
+        let batch = events_batch(0, rows);
+        let schema = batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        Dataset::write_into_namespace(reader, ns.clone(), id.clone(), None).await?;
+        facts.set(&format!("nested.{}.rows", id.join("$")), rows);
+    }
+    facts.set("nested.root", &root_str);
+    Ok(())
+}
+
 /// Write the warehouse under `root` (created if missing; existing tables are replaced) and
 /// the `FIXTURE` facts file beside them.
 pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
@@ -203,6 +258,7 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
     let events = root.join("events.lance");
     write_events(events.to_str().ok_or("non-UTF-8 path")?, &mut facts, "events").await?;
     facts.set("root", root.display());
+    write_nested_warehouse(&root.join("nested"), &mut facts).await?;
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }

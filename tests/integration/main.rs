@@ -2,6 +2,7 @@
 
 mod common;
 mod dataset;
+mod catalog;
 mod errors;
 mod header;
 mod scan;

@@ -1,0 +1,484 @@
+//! Catalogs: Lance directory namespaces and Lance REST namespaces — list namespaces and
+//! tables, describe a table, open it pinned.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lance_namespace::models::{
+    DescribeTableRequest, ListNamespacesRequest, ListTablesRequest, NamespaceExistsRequest,
+};
+use lance_namespace::LanceNamespace;
+use lance_namespace_impls::ConnectBuilder;
+
+use crate::error::{HostError, LanceErrorCode, Result};
+use crate::redact::Secrets;
+use crate::session;
+use crate::snapshot::{self, Snapshot};
+
+/// Default bound for one catalog call (all pages included).
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default page size requested from the namespace.
+pub const DEFAULT_PAGE_SIZE: u32 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogKind {
+    Dir,
+    Rest,
+}
+
+/// A connected catalog, scoped to `parent`.
+pub struct Catalog {
+    pub kind: CatalogKind,
+    namespace: Arc<dyn LanceNamespace>,
+    parent: Vec<String>,
+    pub delimiter: String,
+    storage_options: HashMap<String, String>,
+    timeout: Duration,
+    page_size: u32,
+    secrets: Secrets,
+}
+
+/// What `describe_table` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    pub location: String,
+    pub storage_options: HashMap<String, String>,
+    pub latest_version: u64,
+}
+
+const KNOWN_KEYS: &[&str] = &[
+    "type",
+    "root",
+    "uri",
+    "auth",
+    "bearer_token",
+    "api_key",
+    "parent",
+    "delimiter",
+    "timeout_ms",
+    "page_size",
+];
+
+fn take_bool_free_props(props: &HashMap<String, String>) -> Result<()> {
+    for key in props.keys() {
+        let ok = KNOWN_KEYS.contains(&key.as_str())
+            || key.starts_with("storage.")
+            || key.starts_with("header.");
+        if !ok {
+            return Err(HostError::invalid(format!(
+                "unknown catalog property '{key}'"
+            )));
+        }
+        if (key.starts_with("storage.") && key.len() == "storage.".len())
+            || (key.starts_with("header.") && key.len() == "header.".len())
+        {
+            return Err(HostError::invalid(format!(
+                "catalog property '{key}' lacks a name after the prefix"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn parse_u64(props: &HashMap<String, String>, key: &str, default: u64) -> Result<u64> {
+    match props.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| HostError::invalid(format!("catalog property '{key}' must be a positive integer, got '{v}'"))),
+    }
+}
+
+fn validate_dir_root(root: &str) -> Result<()> {
+    if root.is_empty() {
+        return Err(HostError::invalid("catalog property 'root' is empty"));
+    }
+    if let Some((scheme, rest)) = root.split_once("://") {
+        match scheme {
+            "file" | "s3" => {
+                if rest.is_empty() {
+                    return Err(HostError::invalid(format!(
+                        "catalog property 'root' has no path after '{scheme}://'"
+                    )));
+                }
+                Ok(())
+            }
+            other => Err(HostError::invalid(format!(
+                "catalog property 'root' has unsupported scheme '{other}' (use an absolute path, file:// or s3://)"
+            ))),
+        }
+    } else if std::path::Path::new(root).is_absolute() {
+        Ok(())
+    } else {
+        Err(HostError::invalid(format!(
+            "catalog property 'root' must be an absolute path, file:// or s3:// URI, got relative path '{root}'"
+        )))
+    }
+}
+
+impl Catalog {
+    /// Connect from key/value properties (see the C header for the keys).
+    pub fn open(props: HashMap<String, String>) -> Result<Catalog> {
+        take_bool_free_props(&props)?;
+        let mut secrets = Secrets::default();
+        for (k, v) in &props {
+            if matches!(k.as_str(), "bearer_token" | "api_key")
+                || (k.starts_with("storage.") && crate::redact::is_secret_key(&k["storage.".len()..]))
+                || (k.starts_with("header.") && crate::redact::is_secret_header(&k["header.".len()..]))
+            {
+                secrets.add(v);
+            }
+        }
+        let kind = match props.get("type").map(String::as_str) {
+            None | Some("dir") => CatalogKind::Dir,
+            Some("rest") => CatalogKind::Rest,
+            Some(other) => {
+                return Err(HostError::invalid(format!(
+                    "catalog property 'type' must be 'dir' or 'rest', got '{other}'"
+                )))
+            }
+        };
+        let delimiter = props.get("delimiter").cloned().unwrap_or_else(|| "$".into());
+        if delimiter.is_empty() {
+            return Err(HostError::invalid("catalog property 'delimiter' is empty"));
+        }
+        let parent: Vec<String> = match props.get("parent") {
+            None => Vec::new(),
+            Some(p) if p.is_empty() => Vec::new(),
+            Some(p) => {
+                let parts: Vec<String> = p.split(delimiter.as_str()).map(str::to_string).collect();
+                if parts.iter().any(String::is_empty) {
+                    return Err(HostError::invalid(format!(
+                        "catalog property 'parent' has an empty part: '{p}'"
+                    )));
+                }
+                parts
+            }
+        };
+        let timeout = Duration::from_millis(parse_u64(&props, "timeout_ms", DEFAULT_TIMEOUT_MS)?);
+        let page_size = parse_u64(&props, "page_size", DEFAULT_PAGE_SIZE as u64)?;
+        let page_size = u32::try_from(page_size.min(i32::MAX as u64)).unwrap_or(DEFAULT_PAGE_SIZE);
+        let storage_options: HashMap<String, String> = props
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("storage.").map(|s| (s.to_string(), v.clone())))
+            .collect();
+
+        let mut builder_props: HashMap<String, String> = HashMap::new();
+        match kind {
+            CatalogKind::Dir => {
+                for key in ["uri", "auth", "bearer_token", "api_key"] {
+                    if props.contains_key(key) {
+                        return Err(HostError::invalid(format!(
+                            "catalog property '{key}' does not apply to type=dir"
+                        )));
+                    }
+                }
+                if let Some(h) = props.keys().find(|k| k.starts_with("header.")) {
+                    return Err(HostError::invalid(format!(
+                        "catalog property '{h}' does not apply to type=dir"
+                    )));
+                }
+                let root = props
+                    .get("root")
+                    .ok_or_else(|| HostError::invalid("catalog property 'root' is required for type=dir"))?;
+                validate_dir_root(root)?;
+                builder_props.insert("root".into(), root.clone());
+                for (k, v) in &storage_options {
+                    builder_props.insert(format!("storage.{k}"), v.clone());
+                }
+            }
+            CatalogKind::Rest => {
+                if props.contains_key("root") {
+                    return Err(HostError::invalid(
+                        "catalog property 'root' does not apply to type=rest (use 'uri')",
+                    ));
+                }
+                let uri = props
+                    .get("uri")
+                    .ok_or_else(|| HostError::invalid("catalog property 'uri' is required for type=rest"))?;
+                let scheme_ok = uri.starts_with("http://") || uri.starts_with("https://");
+                if !scheme_ok || uri.len() <= "https://".len() {
+                    return Err(HostError::invalid(format!(
+                        "catalog property 'uri' must be an http:// or https:// URL, got '{uri}'"
+                    )));
+                }
+                builder_props.insert("uri".into(), uri.trim_end_matches('/').to_string());
+                builder_props.insert("delimiter".into(), delimiter.clone());
+                let auth = props.get("auth").map(String::as_str).unwrap_or("none");
+                let token = props.get("bearer_token");
+                let key = props.get("api_key");
+                match auth {
+                    "none" => {
+                        if token.is_some() {
+                            return Err(HostError::invalid(
+                                "catalog property 'bearer_token' requires auth=bearer",
+                            ));
+                        }
+                        if key.is_some() {
+                            return Err(HostError::invalid(
+                                "catalog property 'api_key' requires auth=api_key",
+                            ));
+                        }
+                    }
+                    "bearer" => {
+                        let token = token.ok_or_else(|| {
+                            HostError::invalid("catalog property 'bearer_token' is required for auth=bearer")
+                        })?;
+                        if key.is_some() {
+                            return Err(HostError::invalid(
+                                "catalog property 'api_key' contradicts auth=bearer",
+                            ));
+                        }
+                        builder_props.insert("header.Authorization".into(), format!("Bearer {token}"));
+                    }
+                    "api_key" => {
+                        let key = key.ok_or_else(|| {
+                            HostError::invalid("catalog property 'api_key' is required for auth=api_key")
+                        })?;
+                        if token.is_some() {
+                            return Err(HostError::invalid(
+                                "catalog property 'bearer_token' contradicts auth=api_key",
+                            ));
+                        }
+                        builder_props.insert("header.x-api-key".into(), key.clone());
+                    }
+                    other => {
+                        return Err(HostError::invalid(format!(
+                            "catalog property 'auth' must be none, bearer or api_key, got '{other}'"
+                        )))
+                    }
+                }
+                for (k, v) in &props {
+                    if let Some(name) = k.strip_prefix("header.") {
+                        let lower = name.to_ascii_lowercase();
+                        if lower == "authorization" || lower == "x-api-key" {
+                            return Err(HostError::invalid(format!(
+                                "catalog property '{k}' conflicts with 'auth'; use auth=bearer or auth=api_key"
+                            )));
+                        }
+                        builder_props.insert(format!("header.{name}"), v.clone());
+                    }
+                }
+            }
+        }
+
+        let lance_session = session::global()?.lance.clone();
+        let kind_name = if kind == CatalogKind::Dir { "dir" } else { "rest" };
+        let namespace = run_bounded(timeout, &secrets, "cannot open catalog", async move {
+            ConnectBuilder::new(kind_name)
+                .properties(builder_props)
+                .session(lance_session)
+                .connect()
+                .await
+        })?;
+        Ok(Catalog {
+            kind,
+            namespace,
+            parent,
+            delimiter,
+            storage_options,
+            timeout,
+            page_size,
+            secrets,
+        })
+    }
+
+    fn full_id(&self, ns: &[String]) -> Result<Vec<String>> {
+        if let Some(i) = ns.iter().position(String::is_empty) {
+            return Err(HostError::invalid(format!("namespace part {i} is empty")));
+        }
+        let mut id = self.parent.clone();
+        id.extend(ns.iter().cloned());
+        Ok(id)
+    }
+
+    fn display(&self, id: &[String]) -> String {
+        if id.is_empty() {
+            "<root>".to_string()
+        } else {
+            id.join(&self.delimiter)
+        }
+    }
+
+    /// Child namespaces of `ns` (relative to the catalog's parent), as full relative paths.
+    pub fn list_namespaces(&self, ns: &[String], recursive: bool) -> Result<Vec<Vec<String>>> {
+        let mut out = Vec::new();
+        let mut frontier = vec![ns.to_vec()];
+        while let Some(current) = frontier.pop() {
+            let children = self.list_child_namespaces(&current)?;
+            for child in children {
+                let mut path = current.clone();
+                path.push(child);
+                if recursive {
+                    frontier.push(path.clone());
+                }
+                out.push(path);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_child_namespaces(&self, ns: &[String]) -> Result<Vec<String>> {
+        let id = self.full_id(ns)?;
+        let what = format!("cannot list namespaces of '{}'", self.display(&id));
+        let namespace = self.namespace.clone();
+        let page_size = self.page_size as i32;
+        run_bounded(self.timeout, &self.secrets, &what, async move {
+            ensure_namespace(namespace.as_ref(), &id).await?;
+            let mut names = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let mut req = ListNamespacesRequest::new();
+                req.id = Some(id.clone());
+                req.limit = Some(page_size);
+                req.page_token = token.clone();
+                let resp = namespace.list_namespaces(req).await?;
+                names.extend(resp.namespaces);
+                match resp.page_token {
+                    Some(t) if !t.is_empty() && Some(&t) != token.as_ref() => token = Some(t),
+                    _ => break,
+                }
+            }
+            Ok(names)
+        })
+    }
+
+    /// Tables of `ns` (relative to the catalog's parent).
+    pub fn list_tables(&self, ns: &[String]) -> Result<Vec<String>> {
+        let id = self.full_id(ns)?;
+        let what = format!("cannot list tables of '{}'", self.display(&id));
+        let namespace = self.namespace.clone();
+        let page_size = self.page_size as i32;
+        let mut tables = run_bounded(self.timeout, &self.secrets, &what, async move {
+            ensure_namespace(namespace.as_ref(), &id).await?;
+            let mut names = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let mut req = ListTablesRequest::new();
+                req.id = Some(id.clone());
+                req.limit = Some(page_size);
+                req.page_token = token.clone();
+                let resp = namespace.list_tables(req).await?;
+                names.extend(resp.tables);
+                match resp.page_token {
+                    Some(t) if !t.is_empty() && Some(&t) != token.as_ref() => token = Some(t),
+                    _ => break,
+                }
+            }
+            Ok(names)
+        })?;
+        tables.sort();
+        Ok(tables)
+    }
+
+    fn describe_raw(&self, ns: &[String], table: &str) -> Result<(String, HashMap<String, String>, Option<u64>)> {
+        if table.is_empty() {
+            return Err(HostError::invalid("table name is empty"));
+        }
+        let mut id = self.full_id(ns)?;
+        id.push(table.to_string());
+        let what = format!("cannot describe table '{}'", self.display(&id));
+        let namespace = self.namespace.clone();
+        let resp = run_bounded(self.timeout, &self.secrets, &what, async move {
+            let mut req = DescribeTableRequest::new();
+            req.id = Some(id);
+            namespace.describe_table(req).await
+        })?;
+        let location = resp
+            .location
+            .or(resp.table_uri)
+            .ok_or_else(|| HostError::internal(format!("{what}: the namespace returned no location")))?;
+        // The catalog's own options first; what the namespace vends overrides them.
+        let mut options = self.storage_options.clone();
+        options.extend(resp.storage_options.unwrap_or_default());
+        let version = resp.version.and_then(|v| u64::try_from(v).ok()).filter(|v| *v > 0);
+        Ok((location, options, version))
+    }
+
+    /// Location, storage options and latest version of a table.
+    pub fn describe_table(&self, ns: &[String], table: &str) -> Result<TableInfo> {
+        let (location, storage_options, version) = self.describe_raw(ns, table)?;
+        let latest_version = match version {
+            Some(v) => v,
+            None => self.with_secrets(snapshot::open(&location, storage_options.clone(), 0))?.version(),
+        };
+        Ok(TableInfo {
+            location,
+            storage_options,
+            latest_version,
+        })
+    }
+
+    /// Open a table pinned at `version` (0 = latest, then pinned).
+    pub fn open_table(&self, ns: &[String], table: &str, version: u64) -> Result<Snapshot> {
+        let (location, storage_options, _) = self.describe_raw(ns, table)?;
+        self.with_secrets(snapshot::open(&location, storage_options, version))
+    }
+
+    fn with_secrets<T>(&self, r: Result<T>) -> Result<T> {
+        r.map_err(|e| self.secrets.scrub(e))
+    }
+}
+
+/// Fail with the namespace's NOT_FOUND when `id` does not exist (some namespaces answer an
+/// empty listing for a namespace that does not exist).
+async fn ensure_namespace(namespace: &dyn LanceNamespace, id: &[String]) -> lance::Result<()> {
+    if id.is_empty() {
+        return Ok(());
+    }
+    let mut req = NamespaceExistsRequest::new();
+    req.id = Some(id.to_vec());
+    namespace.namespace_exists(req).await
+}
+
+/// Run a namespace call on the global runtime with a time bound, mapping its error.
+fn run_bounded<T: Send + 'static>(
+    timeout: Duration,
+    secrets: &Secrets,
+    what: &str,
+    fut: impl Future<Output = lance::Result<T>> + Send + 'static,
+) -> Result<T> {
+    let outcome = session::block_on(async move { tokio::time::timeout(timeout, fut).await })?;
+    match outcome {
+        Err(_) => Err(HostError::new(
+            LanceErrorCode::LANCE_ERR_IO,
+            format!("{what}: timed out, no answer within {} ms", timeout.as_millis()),
+        )),
+        Ok(Err(e)) => Err(secrets.scrub(namespace_error(what, e))),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
+/// Map a namespace error to a host error by its namespace error code.
+fn namespace_error(what: &str, err: lance::Error) -> HostError {
+    use lance_namespace::error::{ErrorCode as C, NamespaceError};
+    let ns_err = match &err {
+        lance::Error::Namespace { source, .. } => source.downcast_ref::<NamespaceError>(),
+        _ => None,
+    };
+    let Some(ns_err) = ns_err else {
+        return HostError::from_lance(what, err);
+    };
+    let code = match ns_err.code() {
+        C::NamespaceNotFound
+        | C::TableNotFound
+        | C::TableVersionNotFound
+        | C::TableIndexNotFound
+        | C::TableTagNotFound
+        | C::TableBranchNotFound
+        | C::TableColumnNotFound
+        | C::TransactionNotFound => LanceErrorCode::LANCE_ERR_NOT_FOUND,
+        C::Unauthenticated => LanceErrorCode::LANCE_ERR_UNAUTHENTICATED,
+        C::PermissionDenied => LanceErrorCode::LANCE_ERR_PERMISSION_DENIED,
+        C::ServiceUnavailable | C::Throttling => LanceErrorCode::LANCE_ERR_IO,
+        C::InvalidInput => LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT,
+        C::Unsupported => LanceErrorCode::LANCE_ERR_NOT_SUPPORTED,
+        _ => LanceErrorCode::LANCE_ERR_INTERNAL,
+    };
+    HostError::new(code, format!("{what}: {}", ns_err.message()))
+}

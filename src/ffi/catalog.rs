@@ -1,0 +1,311 @@
+//! C ABI of catalogs (Lance directory and REST namespaces).
+
+use std::ffi::{c_char, CString};
+
+use crate::catalog::{Catalog, TableInfo};
+use crate::error::HostError;
+
+use super::dataset::LanceDataset;
+use super::{
+    free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle,
+    kv_arg, out_arg, owned_cstring, str_arg, str_list_arg,
+};
+
+/// A connected catalog. Opaque; create with `lance_catalog_open`, free with
+/// `lance_catalog_free`.
+pub struct LanceCatalog {
+    catalog: Catalog,
+}
+
+/// A list of strings (table names). Opaque; read with `lance_string_list_count` and
+/// `lance_string_list_get`, free with `lance_string_list_free`.
+pub struct LanceStringList {
+    items: Vec<CString>,
+}
+
+/// A list of namespace paths, each an array of name parts. Opaque; read with
+/// `lance_namespace_list_count`, `lance_namespace_list_depth` and `lance_namespace_list_part`,
+/// free with `lance_namespace_list_free`.
+pub struct LanceNamespaceList {
+    items: Vec<Vec<CString>>,
+}
+
+/// A described table. Opaque; read with the `lance_table_info_*` functions, free with
+/// `lance_table_info_free`.
+pub struct LanceTableInfo {
+    location: CString,
+    latest_version: u64,
+    _options: Vec<CString>,
+    /// NULL-terminated key/value pointer array into `_options`.
+    option_ptrs: Vec<*const c_char>,
+}
+
+impl LanceTableInfo {
+    fn new(info: TableInfo) -> Self {
+        let mut keys: Vec<&String> = info.storage_options.keys().collect();
+        keys.sort();
+        let mut options = Vec::with_capacity(keys.len() * 2);
+        for k in keys {
+            options.push(owned_cstring(k));
+            options.push(owned_cstring(&info.storage_options[k]));
+        }
+        let mut option_ptrs: Vec<*const c_char> = options.iter().map(|c| c.as_ptr()).collect();
+        option_ptrs.push(std::ptr::null());
+        Self {
+            location: owned_cstring(&info.location),
+            latest_version: info.latest_version,
+            _options: options,
+            option_ptrs,
+        }
+    }
+}
+
+fn namespace_arg(ns: *const *const c_char, len: usize) -> crate::error::Result<Vec<String>> {
+    str_list_arg(ns, len, "namespace")
+}
+
+/// Connect to a catalog described by a NULL-terminated key/value array:
+/// - `type`: `dir` (default) or `rest`.
+/// - dir: `root` — absolute path, `file://` or `s3://` URI of the warehouse;
+///   `storage.<key>` — storage options for the root, passed on to its tables.
+/// - rest: `uri` — http(s) URL; `auth` = `none` | `bearer` | `api_key` with `bearer_token` /
+///   `api_key`; `header.<Name>` — custom header sent on every request.
+/// - both: `parent` — namespace path (e.g. `prod$analytics`) the catalog is scoped to;
+///   `delimiter` (default `$`); `timeout_ms` — bound for each call (default 30000);
+///   `page_size` — entries per listing request (default 1000; pages are followed to the end).
+///
+/// An unknown, missing or contradictory property is LANCE_ERR_INVALID_ARGUMENT naming the key.
+/// Secret values (tokens, keys, secret storage options) never appear in messages.
+///
+/// Caller owns the result; free it with `lance_catalog_free`. Borrows `properties` for the
+/// duration of the call. Thread-safe; the catalog may be used by many threads at once.
+/// Returns NULL and sets the last error on failure.
+#[no_mangle]
+pub extern "C" fn lance_catalog_open(properties: *const *const c_char) -> *mut LanceCatalog {
+    guard_ptr(|| {
+        let props = kv_arg(properties, "properties")?;
+        let catalog = Catalog::open(props)?;
+        Ok(into_handle(LanceCatalog { catalog }))
+    })
+}
+
+/// Free a catalog. NULL is ignored. Datasets opened through it stay valid.
+///
+/// Not thread-safe with respect to other calls on the same catalog: free it once, last.
+#[no_mangle]
+pub extern "C" fn lance_catalog_free(catalog: *mut LanceCatalog) {
+    guard_free(|| free_handle(catalog))
+}
+
+/// List the child namespaces of `namespace` (`namespace_len` name parts relative to the
+/// catalog's `parent`; `(NULL, 0)` = the catalog's top). With `recursive`, all descendants.
+/// Each entry is a full path relative to the catalog's `parent`, sorted.
+///
+/// Caller owns `*out`; free it with `lance_namespace_list_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
+/// unknown namespace); `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_catalog_list_namespaces(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    recursive: bool,
+    out: *mut *mut LanceNamespaceList,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let out = out_arg(out, "out")?;
+        let paths = cat.catalog.list_namespaces(&ns, recursive)?;
+        let items = paths
+            .into_iter()
+            .map(|p| p.iter().map(|s| owned_cstring(s)).collect())
+            .collect();
+        *out = into_handle(LanceNamespaceList { items });
+        Ok(())
+    })
+}
+
+/// List the tables of `namespace` (`(NULL, 0)` = the catalog's top), sorted by name.
+///
+/// Caller owns `*out`; free it with `lance_string_list_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
+/// unknown namespace); `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_catalog_list_tables(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    out: *mut *mut LanceStringList,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let out = out_arg(out, "out")?;
+        let tables = cat.catalog.list_tables(&ns)?;
+        *out = into_handle(LanceStringList {
+            items: tables.iter().map(|t| owned_cstring(t)).collect(),
+        });
+        Ok(())
+    })
+}
+
+/// Describe table `table` of `namespace`: its location, the storage options to open it with
+/// (options the namespace vends override the catalog's own) and its latest version.
+///
+/// Caller owns `*out`; free it with `lance_table_info_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND naming an
+/// unknown namespace or table); `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_catalog_describe_table(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    out: *mut *mut LanceTableInfo,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        let out = out_arg(out, "out")?;
+        let info = cat.catalog.describe_table(&ns, table)?;
+        *out = into_handle(LanceTableInfo::new(info));
+        Ok(())
+    })
+}
+
+/// Open table `table` of `namespace` pinned at `version` (0 = latest at open time, then
+/// pinned), through the process-wide session.
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns NULL and sets the last error on failure.
+#[no_mangle]
+pub extern "C" fn lance_catalog_open_table(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    version: u64,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        let snapshot = cat.catalog.open_table(&ns, table, version)?;
+        Ok(into_handle(LanceDataset::new(snapshot)))
+    })
+}
+
+/// Location (URI) of a described table.
+///
+/// The info owns the string; valid until `lance_table_info_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `info` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_table_info_location(info: *const LanceTableInfo) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(handle_ref(info, "info")?.location.as_ptr()))
+}
+
+/// Latest version of a described table at describe time.
+///
+/// Thread-safe. Returns 0 and sets the last error if `info` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_table_info_latest_version(info: *const LanceTableInfo) -> u64 {
+    guard_value(0, || Ok(handle_ref(info, "info")?.latest_version))
+}
+
+/// Storage options of a described table as a NULL-terminated key/value array, ready to pass
+/// to `lance_dataset_open`.
+///
+/// The info owns the array and its strings; valid until `lance_table_info_free` is called.
+/// Thread-safe. Returns NULL and sets the last error if `info` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_table_info_storage_options(
+    info: *const LanceTableInfo,
+) -> *const *const c_char {
+    guard_value(std::ptr::null(), || {
+        Ok(handle_ref(info, "info")?.option_ptrs.as_ptr())
+    })
+}
+
+/// Free a table info. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_table_info_free(info: *mut LanceTableInfo) {
+    guard_free(|| free_handle(info))
+}
+
+/// Number of strings in `list` (0 if `list` is NULL).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_string_list_count(list: *const LanceStringList) -> usize {
+    guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
+}
+
+/// String `index` of `list`.
+///
+/// The list owns the string; valid until `lance_string_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_string_list_get(list: *const LanceStringList, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let l = handle_ref(list, "list")?;
+        l.items.get(index).map(|s| s.as_ptr()).ok_or_else(|| {
+            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
+        })
+    })
+}
+
+/// Free a string list. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_string_list_free(list: *mut LanceStringList) {
+    guard_free(|| free_handle(list))
+}
+
+/// Number of namespace paths in `list` (0 if `list` is NULL).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_namespace_list_count(list: *const LanceNamespaceList) -> usize {
+    guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
+}
+
+/// Number of name parts of path `index` (0 and the last error set if out of range).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_namespace_list_depth(list: *const LanceNamespaceList, index: usize) -> usize {
+    guard_value(0, || {
+        let l = handle_ref(list, "list")?;
+        l.items.get(index).map(Vec::len).ok_or_else(|| {
+            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
+        })
+    })
+}
+
+/// Name part `part` of path `index`.
+///
+/// The list owns the string; valid until `lance_namespace_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if an index is out of range.
+#[no_mangle]
+pub extern "C" fn lance_namespace_list_part(
+    list: *const LanceNamespaceList,
+    index: usize,
+    part: usize,
+) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let l = handle_ref(list, "list")?;
+        let path = l.items.get(index).ok_or_else(|| {
+            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
+        })?;
+        path.get(part).map(|s| s.as_ptr()).ok_or_else(|| {
+            HostError::invalid(format!("part {part} is out of range (depth {})", path.len()))
+        })
+    })
+}
+
+/// Free a namespace list. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_namespace_list_free(list: *mut LanceNamespaceList) {
+    guard_free(|| free_handle(list))
+}

@@ -1,0 +1,442 @@
+//! Catalogs: directory warehouses (plain and manifest layouts) and a real REST namespace
+//! server (Lance's REST adapter behind an auth-enforcing proxy) on 127.0.0.1.
+
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+
+use lance_host::ffi::catalog::*;
+use lance_host::ffi::dataset::*;
+use lance_host::LanceErrorCode::{self, *};
+use lance_host_rest_server::{AuthConfig, ServerHandle};
+
+use crate::common::*;
+
+const SENTINEL: &str = "SENTINEL-s3cr3t-7f1e9a";
+
+/// A runtime of its own for test servers (never the library's).
+fn server_runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+fn start_server(auth: AuthConfig) -> ServerHandle {
+    let root = fixture().facts.get("nested.root").to_string();
+    server_runtime()
+        .block_on(lance_host_rest_server::start(&root, auth))
+        .expect("start REST server")
+}
+
+/// Owned catalog handle.
+struct Cat(*mut LanceCatalog);
+impl Drop for Cat {
+    fn drop(&mut self) {
+        lance_catalog_free(self.0);
+    }
+}
+
+fn kv(pairs: &[(&str, &str)]) -> (CStrs, Vec<*const c_char>) {
+    let flat: Vec<&str> = pairs.iter().flat_map(|(k, v)| [*k, *v]).collect();
+    let strs = cstrs(&flat);
+    let mut ptrs = strs.ptrs.clone();
+    ptrs.push(std::ptr::null());
+    (strs, ptrs)
+}
+
+fn try_open(pairs: &[(&str, &str)]) -> Result<Cat, (i32, String)> {
+    let (_keep, ptrs) = kv(pairs);
+    let p = lance_catalog_open(ptrs.as_ptr());
+    if p.is_null() {
+        Err((last_code(), last_message()))
+    } else {
+        Ok(Cat(p))
+    }
+}
+
+fn open(pairs: &[(&str, &str)]) -> Cat {
+    try_open(pairs).unwrap_or_else(|e| panic!("catalog open failed: {e:?}"))
+}
+
+fn namespaces(cat: &Cat, ns: &[&str], recursive: bool) -> Result<Vec<Vec<String>>, (i32, String)> {
+    let parts = cstrs(ns);
+    let mut list = std::ptr::null_mut();
+    let code = lance_catalog_list_namespaces(cat.0, parts.ptrs.as_ptr(), ns.len(), recursive, &mut list);
+    if code != 0 {
+        return Err((code, last_message()));
+    }
+    let mut out = Vec::new();
+    for i in 0..lance_namespace_list_count(list) {
+        let depth = lance_namespace_list_depth(list, i);
+        out.push(
+            (0..depth)
+                .map(|j| unsafe { CStr::from_ptr(lance_namespace_list_part(list, i, j)) }
+                    .to_str()
+                    .unwrap()
+                    .to_string())
+                .collect(),
+        );
+    }
+    lance_namespace_list_free(list);
+    Ok(out)
+}
+
+fn tables(cat: &Cat, ns: &[&str]) -> Result<Vec<String>, (i32, String)> {
+    let parts = cstrs(ns);
+    let mut list = std::ptr::null_mut();
+    let code = lance_catalog_list_tables(cat.0, parts.ptrs.as_ptr(), ns.len(), &mut list);
+    if code != 0 {
+        return Err((code, last_message()));
+    }
+    let out = (0..lance_string_list_count(list))
+        .map(|i| unsafe { CStr::from_ptr(lance_string_list_get(list, i)) }.to_str().unwrap().to_string())
+        .collect();
+    lance_string_list_free(list);
+    Ok(out)
+}
+
+fn open_table(cat: &Cat, ns: &[&str], table: &str, version: u64) -> Result<Ds, (i32, String)> {
+    let parts = cstrs(ns);
+    let t = cstr(table);
+    let p = lance_catalog_open_table(cat.0, parts.ptrs.as_ptr(), ns.len(), t.as_ptr(), version);
+    if p.is_null() {
+        Err((last_code(), last_message()))
+    } else {
+        Ok(Ds(p))
+    }
+}
+
+fn rows(ds: &Ds) -> u64 {
+    let mut n = 0;
+    assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut n), 0);
+    n
+}
+
+#[track_caller]
+fn expect_err<T>(r: Result<T, (i32, String)>, code: LanceErrorCode, needle: &str) -> String {
+    match r {
+        Ok(_) => panic!("expected {code:?} mentioning {needle:?}, got success"),
+        Err((c, msg)) => {
+            assert_eq!(c, code as i32, "{msg}");
+            assert!(msg.contains(needle), "{msg:?} does not mention {needle:?}");
+            msg
+        }
+    }
+}
+
+fn nested_expected_tables(ns: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = lance_host_testkit::nested_tables()
+        .into_iter()
+        .filter(|(p, _, _)| p.as_slice() == ns)
+        .map(|(_, n, _)| n)
+        .collect();
+    v.sort();
+    v
+}
+
+fn paths(items: &[&[&str]]) -> Vec<Vec<String>> {
+    let mut v: Vec<Vec<String>> = items
+        .iter()
+        .map(|p| p.iter().map(|s| s.to_string()).collect())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn dir_catalog_plain_layout() {
+    let f = &fixture().facts;
+    let root = fixture().root.to_str().unwrap().to_string();
+    let cat = open(&[("root", &root)]);
+    assert_eq!(tables(&cat, &[]).unwrap(), ["events", "people"]);
+    assert!(namespaces(&cat, &[], false).unwrap().is_empty());
+
+    let parts = cstrs(&[]);
+    let t = cstr("people");
+    let mut info = std::ptr::null_mut();
+    assert_eq!(lance_catalog_describe_table(cat.0, parts.ptrs.as_ptr(), 0, t.as_ptr(), &mut info), 0, "{}", last_message());
+    let location = unsafe { CStr::from_ptr(lance_table_info_location(info)) }.to_str().unwrap().to_string();
+    assert!(location.trim_end_matches('/').ends_with("people.lance"), "{location}");
+    assert_eq!(lance_table_info_latest_version(info), f.get_u64("people.versions"));
+    // The vended options open the table directly.
+    let loc = cstr(&location);
+    let ds = lance_dataset_open(loc.as_ptr(), lance_table_info_storage_options(info), 0);
+    assert!(!ds.is_null(), "{}", last_message());
+    assert_eq!(rows(&Ds(ds)), f.get_u64("people.v3.rows"));
+    lance_table_info_free(info);
+
+    let v1 = open_table(&cat, &[], "people", 1).unwrap();
+    assert_eq!(lance_dataset_version(v1.ptr()), 1);
+    assert_eq!(rows(&v1), f.get_u64("people.v1.rows"));
+    // A file:// root works too.
+    let cat2 = open(&[("type", "dir"), ("root", &format!("file://{root}"))]);
+    assert_eq!(tables(&cat2, &[]).unwrap(), ["events", "people"]);
+}
+
+#[test]
+fn dir_catalog_manifest_layout_and_parent() {
+    let f = &fixture().facts;
+    let root = f.get("nested.root").to_string();
+    let cat = open(&[("root", &root)]);
+    assert_eq!(namespaces(&cat, &[], false).unwrap(), paths(&[&["bulk"], &["prod"], &["staging"]]));
+    let all: Vec<&[&str]> = lance_host_testkit::NESTED_NAMESPACES.to_vec();
+    assert_eq!(namespaces(&cat, &[], true).unwrap(), paths(&all));
+    assert_eq!(namespaces(&cat, &["prod"], false).unwrap(), paths(&[&["prod", "analytics"]]));
+    assert_eq!(tables(&cat, &[]).unwrap(), nested_expected_tables(&[]));
+    assert_eq!(tables(&cat, &["prod", "analytics"]).unwrap(), nested_expected_tables(&["prod", "analytics"]));
+    let clicks = open_table(&cat, &["prod", "analytics"], "clicks", 0).unwrap();
+    assert_eq!(rows(&clicks), f.get_u64("nested.prod$analytics$clicks.rows"));
+
+    // Scoped to a parent: paths are relative to it.
+    let scoped = open(&[("root", &root), ("parent", "prod")]);
+    assert_eq!(namespaces(&scoped, &[], false).unwrap(), paths(&[&["analytics"]]));
+    assert_eq!(
+        namespaces(&scoped, &[], true).unwrap(),
+        paths(&[&["analytics"], &["analytics", "daily"]])
+    );
+    assert_eq!(tables(&scoped, &[]).unwrap(), nested_expected_tables(&["prod"]));
+    let rollup = open_table(&scoped, &["analytics", "daily"], "rollup", 0).unwrap();
+    assert_eq!(rows(&rollup), f.get_u64("nested.prod$analytics$daily$rollup.rows"));
+    // A custom delimiter.
+    let scoped2 = open(&[("root", &root), ("parent", "prod/analytics"), ("delimiter", "/")]);
+    assert_eq!(tables(&scoped2, &[]).unwrap(), nested_expected_tables(&["prod", "analytics"]));
+}
+
+#[test]
+fn dir_catalog_pages_are_followed() {
+    let root = fixture().facts.get("nested.root").to_string();
+    let cat = open(&[("root", &root), ("page_size", "2")]);
+    let bulk = tables(&cat, &["bulk"]).unwrap();
+    assert_eq!(bulk, nested_expected_tables(&["bulk"]));
+    assert!(bulk.len() > 2);
+    assert_eq!(namespaces(&cat, &[], false).unwrap().len(), 3);
+}
+
+#[test]
+fn catalog_not_found() {
+    let root = fixture().facts.get("nested.root").to_string();
+    let cat = open(&[("root", &root)]);
+    expect_err(tables(&cat, &["nope_ns"]), LANCE_ERR_NOT_FOUND, "nope_ns");
+    expect_err(namespaces(&cat, &["prod", "nope_child"], false), LANCE_ERR_NOT_FOUND, "nope_child");
+    expect_err(open_table(&cat, &["prod"], "missing_table", 0), LANCE_ERR_NOT_FOUND, "missing_table");
+    let parts = cstrs(&["prod"]);
+    let t = cstr("missing_table");
+    let mut info = std::ptr::null_mut();
+    assert_err(
+        lance_catalog_describe_table(cat.0, parts.ptrs.as_ptr(), 1, t.as_ptr(), &mut info),
+        LANCE_ERR_NOT_FOUND,
+        "missing_table",
+    );
+    assert!(info.is_null());
+    // A version that does not exist.
+    expect_err(open_table(&cat, &["prod"], "orders", 77), LANCE_ERR_NOT_FOUND, "77");
+    // Bad arguments.
+    let mut list = std::ptr::null_mut();
+    assert_err(
+        lance_catalog_list_tables(cat.0, std::ptr::null(), 2, &mut list),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "namespace",
+    );
+    assert_err(
+        lance_catalog_list_tables(std::ptr::null(), std::ptr::null(), 0, &mut list),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "catalog",
+    );
+    let empty = cstrs(&[""]);
+    assert_err(
+        lance_catalog_list_tables(cat.0, empty.ptrs.as_ptr(), 1, &mut list),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "empty",
+    );
+    assert!(lance_string_list_get(std::ptr::null(), 0).is_null());
+    lance_string_list_free(std::ptr::null_mut());
+    lance_namespace_list_free(std::ptr::null_mut());
+    lance_table_info_free(std::ptr::null_mut());
+    lance_catalog_free(std::ptr::null_mut());
+}
+
+#[test]
+fn invalid_properties_name_the_key() {
+    let root = fixture().root.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (vec![("root", &root), ("colour", "blue")], "colour"),
+        (vec![("type", "dir")], "root"),
+        (vec![("root", "relative/path")], "root"),
+        (vec![("root", "gs://bucket/x")], "root"),
+        (vec![("type", "rest"), ("root", &root)], "root"),
+        (vec![("type", "rest")], "uri"),
+        (vec![("type", "rest"), ("uri", "ftp://x")], "uri"),
+        (vec![("type", "rest"), ("uri", "http://127.0.0.1:1"), ("auth", "bearer")], "bearer_token"),
+        (vec![("type", "rest"), ("uri", "http://127.0.0.1:1"), ("auth", "api_key")], "api_key"),
+        (vec![("type", "rest"), ("uri", "http://127.0.0.1:1"), ("bearer_token", SENTINEL)], "bearer_token"),
+        (vec![("type", "rest"), ("uri", "http://127.0.0.1:1"), ("auth", "kerberos")], "auth"),
+        (vec![("type", "rest"), ("uri", "http://127.0.0.1:1"), ("header.Authorization", SENTINEL)], "header.Authorization"),
+        (vec![("type", "lake"), ("root", &root)], "type"),
+        (vec![("root", &root), ("header.X-A", "b")], "header.X-A"),
+        (vec![("root", &root), ("auth", "bearer")], "auth"),
+        (vec![("root", &root), ("timeout_ms", "soon")], "timeout_ms"),
+        (vec![("root", &root), ("page_size", "0")], "page_size"),
+        (vec![("root", &root), ("parent", "a$$b")], "parent"),
+    ];
+    for (props, key) in cases {
+        let msg = expect_err(try_open(&props), LANCE_ERR_INVALID_ARGUMENT, key);
+        assert!(!msg.contains(SENTINEL), "{msg}");
+    }
+    // NULL properties = empty = missing root.
+    assert!(lance_catalog_open(std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, "root");
+}
+
+#[test]
+fn rest_catalog_with_bearer_token_and_headers() {
+    let f = &fixture().facts;
+    let server = start_server(AuthConfig {
+        bearer_token: Some(SENTINEL.to_string()),
+        ..Default::default()
+    });
+    let uri = server.uri();
+    let cat = open(&[
+        ("type", "rest"),
+        ("uri", &uri),
+        ("auth", "bearer"),
+        ("bearer_token", SENTINEL),
+        ("header.X-Engine", "doris-be"),
+        ("page_size", "3"),
+    ]);
+    assert_eq!(namespaces(&cat, &[], false).unwrap(), paths(&[&["bulk"], &["prod"], &["staging"]]));
+    let all: Vec<&[&str]> = lance_host_testkit::NESTED_NAMESPACES.to_vec();
+    assert_eq!(namespaces(&cat, &[], true).unwrap(), paths(&all));
+    let before = server.observed_paths().len();
+    assert_eq!(tables(&cat, &["bulk"]).unwrap(), nested_expected_tables(&["bulk"]));
+    // 7 tables with 3 per page: at least 3 list requests.
+    let list_calls = server.observed_paths()[before..]
+        .iter()
+        .filter(|p| p.contains("/table/list"))
+        .count();
+    assert!(list_calls >= 3, "pages were not followed: {list_calls} list calls");
+    let clicks = open_table(&cat, &["prod", "analytics"], "clicks", 0).unwrap();
+    assert_eq!(rows(&clicks), f.get_u64("nested.prod$analytics$clicks.rows"));
+    let mut o = default_opts();
+    o.limit = 5;
+    assert_eq!(total_rows(&scan(&clicks, &o).unwrap()), 5);
+    // The server saw the token and the custom header on every request.
+    let seen = server.observed_headers();
+    assert!(!seen.is_empty());
+    for h in &seen {
+        assert_eq!(h.get("x-engine").map(String::as_str), Some("doris-be"));
+        assert_eq!(h.get("authorization").cloned(), Some(format!("Bearer {SENTINEL}")));
+    }
+    expect_err(tables(&cat, &["nope_ns"]), LANCE_ERR_NOT_FOUND, "nope_ns");
+    expect_err(open_table(&cat, &["prod"], "ghost", 0), LANCE_ERR_NOT_FOUND, "ghost");
+
+    // Scoped to a parent over REST.
+    let scoped = open(&[
+        ("type", "rest"),
+        ("uri", &uri),
+        ("auth", "bearer"),
+        ("bearer_token", SENTINEL),
+        ("parent", "prod$analytics"),
+    ]);
+    assert_eq!(tables(&scoped, &[]).unwrap(), ["clicks"]);
+    assert_eq!(namespaces(&scoped, &[], false).unwrap(), paths(&[&["daily"]]));
+}
+
+#[test]
+fn rest_catalog_rejects_bad_credentials_without_leaking_them() {
+    let server = start_server(AuthConfig {
+        bearer_token: Some("right-token-1234".to_string()),
+        api_key: Some("right-key-5678".to_string()),
+        forbidden_token: Some(format!("{SENTINEL}-forbidden")),
+    });
+    let uri = server.uri();
+    let mut messages = Vec::new();
+    // Wrong bearer token.
+    let cat = open(&[("type", "rest"), ("uri", &uri), ("auth", "bearer"), ("bearer_token", SENTINEL)]);
+    messages.push(expect_err(tables(&cat, &[]), LANCE_ERR_UNAUTHENTICATED, ""));
+    messages.push(expect_err(open_table(&cat, &[], "top", 0), LANCE_ERR_UNAUTHENTICATED, ""));
+    // No credentials at all.
+    let cat = open(&[("type", "rest"), ("uri", &uri)]);
+    messages.push(expect_err(namespaces(&cat, &[], false), LANCE_ERR_UNAUTHENTICATED, ""));
+    // Wrong API key, then the right one.
+    let cat = open(&[("type", "rest"), ("uri", &uri), ("auth", "api_key"), ("api_key", SENTINEL)]);
+    messages.push(expect_err(tables(&cat, &[]), LANCE_ERR_UNAUTHENTICATED, ""));
+    let good = open(&[("type", "rest"), ("uri", &uri), ("auth", "api_key"), ("api_key", "right-key-5678")]);
+    assert_eq!(tables(&good, &[]).unwrap(), nested_expected_tables(&[]));
+    assert!(server
+        .observed_headers()
+        .iter()
+        .any(|h| h.get("x-api-key").map(String::as_str) == Some("right-key-5678")));
+    // Authenticated but not allowed.
+    let forbidden = format!("{SENTINEL}-forbidden");
+    let cat = open(&[("type", "rest"), ("uri", &uri), ("auth", "bearer"), ("bearer_token", &forbidden)]);
+    messages.push(expect_err(tables(&cat, &[]), LANCE_ERR_PERMISSION_DENIED, ""));
+    for m in &messages {
+        assert!(!m.contains(SENTINEL), "secret leaked: {m}");
+    }
+}
+
+#[test]
+fn rest_catalog_unreachable_and_silent_servers() {
+    // Nothing listens on this port: IO, promptly.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let uri = format!("http://127.0.0.1:{port}");
+    let start = std::time::Instant::now();
+    let cat = open(&[("type", "rest"), ("uri", &uri), ("auth", "bearer"), ("bearer_token", SENTINEL)]);
+    let msg = expect_err(tables(&cat, &[]), LANCE_ERR_IO, "");
+    assert!(!msg.contains(SENTINEL), "{msg}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+
+    // A server that accepts but never answers: IO after the configured bound.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let cat = open(&[("type", "rest"), ("uri", &uri), ("timeout_ms", "500")]);
+    let start = std::time::Instant::now();
+    expect_err(tables(&cat, &[]), LANCE_ERR_IO, "timed out");
+    let took = start.elapsed();
+    assert!(took >= std::time::Duration::from_millis(450) && took < std::time::Duration::from_secs(10), "{took:?}");
+    drop(silent);
+}
+
+#[test]
+fn secret_storage_options_never_appear_in_errors() {
+    // An s3 warehouse behind an endpoint where nothing listens.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let result = try_open(&[
+        ("root", "s3://no-bucket/warehouse"),
+        ("storage.aws_access_key_id", SENTINEL),
+        ("storage.aws_secret_access_key", SENTINEL),
+        ("storage.aws_endpoint", &endpoint),
+        ("storage.aws_region", "us-east-1"),
+        ("storage.allow_http", "true"),
+        ("storage.client_max_retries", "0"),
+        ("timeout_ms", "5000"),
+    ]);
+    let msg = match result {
+        Err((_, m)) => m,
+        Ok(cat) => tables(&cat, &[]).expect_err("listing an unreachable s3 root succeeded").1,
+    };
+    assert!(!msg.contains(SENTINEL), "secret leaked: {msg}");
+    // Opening a dataset directly with secret options behaves the same.
+    let uri = cstr("s3://no-bucket/t.lance");
+    let (_keep, ptrs) = kv(&[
+        ("aws_access_key_id", SENTINEL),
+        ("aws_secret_access_key", SENTINEL),
+        ("aws_endpoint", &endpoint),
+        ("aws_region", "us-east-1"),
+        ("allow_http", "true"),
+        ("client_max_retries", "0"),
+    ]);
+    assert!(lance_dataset_open(uri.as_ptr(), ptrs.as_ptr(), 0).is_null());
+    assert!(!last_message().contains(SENTINEL), "{}", last_message());
+}
