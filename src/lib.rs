@@ -6,9 +6,15 @@
 pub mod catalog;
 pub mod error;
 pub mod ffi;
+pub mod index;
+pub mod merge;
+pub mod plan;
+pub mod prewarm;
 pub mod scan;
 pub mod redact;
 pub mod session;
+pub mod search;
 pub mod snapshot;
+pub mod take;
 
 pub use error::{HostError, LanceErrorCode, Result};

@@ -5,8 +5,12 @@
 pub mod catalog;
 pub mod dataset;
 pub mod error;
+pub mod index;
+pub mod plan;
 pub mod scan;
+pub mod search;
 pub mod session;
+pub mod take;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};

@@ -144,3 +144,28 @@ pub extern "C" fn lance_dataset_scan(
         Ok(())
     })
 }
+
+/// Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
+/// `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
+/// version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
+/// empty (the split chooses the fragments).
+///
+/// Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
+/// Thread-safe. Returns an error code; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_scan(
+    dataset: *const LanceDataset,
+    split: *const super::plan::LanceSplit,
+    options: *const LanceScanOptions,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let split = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let opts = scan_options_arg(options)?;
+        let reader = crate::search::scan_split(&ds.snapshot, &split.split, &opts)?;
+        export_stream(reader, out);
+        Ok(())
+    })
+}

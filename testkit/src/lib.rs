@@ -241,6 +241,171 @@ pub async fn write_nested_warehouse(root: &Path, facts: &mut Facts) -> Result<()
     Ok(())
 }
 
+/// Element type width of the `vectors` table's vector columns.
+pub const VDIM: i32 = 16;
+/// Rows per data file of the `vectors` table.
+pub const VROWS_PER_FILE: usize = 300;
+
+pub fn vectors_schema() -> SchemaRef {
+    let fsl = |name: &str, t: DataType, dim: i32| {
+        Field::new(
+            name,
+            DataType::FixedSizeList(Arc::new(Field::new("item", t, true)), dim),
+            true,
+        )
+    };
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("category", DataType::Utf8, true),
+        fsl("embedding", DataType::Float32, VDIM),
+        fsl("embedding_hnsw", DataType::Float32, VDIM),
+        fsl("embedding_f16", DataType::Float16, VDIM),
+        fsl("embedding_f64", DataType::Float64, VDIM),
+        fsl("bits", DataType::UInt8, 8),
+    ]))
+}
+
+/// Deterministic vector of row `id` in the `vectors` table: clustered around a few centres so
+/// IVF partitions are meaningful.
+pub fn vector_of(id: i64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(id as u64 * 7919 + 17);
+    let centre = (id % 8) as f32;
+    (0..VDIM)
+        .map(|d| {
+            let c = if (d as f32 - centre).abs() < 2.0 { 3.0 } else { 0.0 };
+            c + rng.random_range(-1.0f32..1.0)
+        })
+        .collect()
+}
+
+/// Deterministic bit vector (8 bytes) of row `id`.
+pub fn bits_of(id: i64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(id as u64 ^ 0xb175);
+    (0..8).map(|_| rng.random::<u8>()).collect()
+}
+
+pub fn vector_category_of(id: i64) -> &'static str {
+    if id % 5 == 0 {
+        "rare"
+    } else {
+        "common"
+    }
+}
+
+pub fn vectors_batch(start: i64, end: i64) -> RecordBatch {
+    use arrow_array::types::{Float16Type, Float64Type, UInt8Type};
+    let ids: Vec<i64> = (start..end).collect();
+    let v32 = |f: fn(i64) -> Vec<f32>| {
+        FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            ids.iter().map(|i| Some(f(*i).into_iter().map(Some).collect::<Vec<_>>())),
+            VDIM,
+        )
+    };
+    let hnsw_vec = |i: i64| vector_of(i + 100_000);
+    let f16 = FixedSizeListArray::from_iter_primitive::<Float16Type, _, _>(
+        ids.iter().map(|i| {
+            Some(
+                vector_of(*i)
+                    .into_iter()
+                    .map(|x| Some(half::f16::from_f32(x)))
+                    .collect::<Vec<_>>(),
+            )
+        }),
+        VDIM,
+    );
+    let f64s = FixedSizeListArray::from_iter_primitive::<Float64Type, _, _>(
+        ids.iter().map(|i| Some(vector_of(*i).into_iter().map(|x| Some(x as f64)).collect::<Vec<_>>())),
+        VDIM,
+    );
+    let bits = FixedSizeListArray::from_iter_primitive::<UInt8Type, _, _>(
+        ids.iter().map(|i| Some(bits_of(*i).into_iter().map(Some).collect::<Vec<_>>())),
+        8,
+    );
+    RecordBatch::try_new(
+        vectors_schema(),
+        vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(StringArray::from(
+                ids.iter().map(|i| vector_category_of(*i)).collect::<Vec<_>>(),
+            )),
+            Arc::new(v32(vector_of)),
+            Arc::new(v32(hnsw_vec)),
+            Arc::new(f16),
+            Arc::new(f64s),
+            Arc::new(bits),
+        ],
+    )
+    .expect("vectors batch")
+}
+
+/// Whether row `id` of the `vectors` table is deleted in the latest version.
+pub fn vector_deleted(id: i64) -> bool {
+    id % 7 == 3
+}
+
+/// The vectors table (latest version):
+/// - ids 0..1200 in 4 fragments, indexed by `emb_pq` (IVF_PQ, L2) — segment 1;
+/// - ids 1200..1800 in 2 fragments appended, then `optimize` adds segment 2 of `emb_pq`;
+/// - `emb_cos` (IVF_FLAT, cosine) on the same column and `emb_hnsw` (IVF_HNSW_SQ, L2) on
+///   `embedding_hnsw`, built over the first 1800 rows;
+/// - ids 1800..2100 appended afterwards (one fragment no index covers);
+/// - rows with `id % 7 == 3` deleted.
+pub async fn write_vectors(uri: &str, facts: &mut Facts) -> Result<(), Error> {
+    use lance::index::vector::VectorIndexParams;
+    use lance::index::DatasetIndexExt;
+    use lance_index::optimize::OptimizeOptions;
+    use lance_index::vector::hnsw::builder::HnswBuildParams;
+    use lance_index::vector::ivf::IvfBuildParams;
+    use lance_index::vector::sq::builder::SQBuildParams;
+    use lance_index::IndexType;
+    use lance_linalg::distance::MetricType;
+
+    let write = |batch: RecordBatch, mode: WriteMode| {
+        let schema = batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        Dataset::write(
+            reader,
+            uri,
+            Some(WriteParams {
+                mode,
+                max_rows_per_file: VROWS_PER_FILE,
+                max_rows_per_group: VROWS_PER_FILE,
+                ..Default::default()
+            }),
+        )
+    };
+    let mut ds = write(vectors_batch(0, 1200), WriteMode::Create).await?;
+    let pq = VectorIndexParams::ivf_pq(4, 8, 4, MetricType::L2, 20);
+    ds.create_index(&["embedding"], IndexType::Vector, Some("emb_pq".into()), &pq, true)
+        .await?;
+    ds = write(vectors_batch(1200, 1800), WriteMode::Append).await?;
+    let mut append = OptimizeOptions::append();
+    append.index_names = Some(vec!["emb_pq".to_string()]);
+    ds.optimize_indices(&append).await?;
+    let cos = VectorIndexParams::ivf_flat(4, MetricType::Cosine);
+    ds.create_index(&["embedding"], IndexType::Vector, Some("emb_cos".into()), &cos, true)
+        .await?;
+    let hnsw = VectorIndexParams::with_ivf_hnsw_sq_params(
+        MetricType::L2,
+        IvfBuildParams::new(2),
+        HnswBuildParams::default(),
+        SQBuildParams::default(),
+    );
+    ds.create_index(&["embedding_hnsw"], IndexType::Vector, Some("emb_hnsw".into()), &hnsw, true)
+        .await?;
+    ds = write(vectors_batch(1800, 2100), WriteMode::Append).await?;
+    ds.delete("id % 7 = 3").await?;
+    let visible = (0..2100).filter(|i| !vector_deleted(*i)).count();
+    facts.set("vectors.rows", visible);
+    facts.set("vectors.total_ids", 2100);
+    facts.set("vectors.fragments", 7);
+    facts.set("vectors.uncovered_fragments", 1);
+    facts.set("vectors.dim", VDIM);
+    facts.set("vectors.uri", uri);
+    facts.set("vectors.version", ds.version().version);
+    Ok(())
+}
+
 /// Write the warehouse under `root` (created if missing; existing tables are replaced) and
 /// the `FIXTURE` facts file beside them.
 pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
@@ -259,6 +424,11 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
     write_events(events.to_str().ok_or("non-UTF-8 path")?, &mut facts, "events").await?;
     facts.set("root", root.display());
     write_nested_warehouse(&root.join("nested"), &mut facts).await?;
+    let vectors = root.join("vectors.lance");
+    if vectors.exists() {
+        std::fs::remove_dir_all(&vectors)?;
+    }
+    write_vectors(vectors.to_str().ok_or("non-UTF-8 path")?, &mut facts).await?;
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }

@@ -1,0 +1,205 @@
+//! C ABI of index metadata and prewarm.
+
+use std::ffi::{c_char, CString};
+
+use crate::error::HostError;
+use crate::index::{self, IndexInfo};
+use crate::prewarm;
+
+use super::dataset::LanceDataset;
+use super::{
+    free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, out_arg,
+    owned_cstring, str_arg,
+};
+
+/// The logical indexes of a snapshot. Opaque; read with the `lance_index_list_*` functions,
+/// free with `lance_index_list_free`.
+pub struct LanceIndexList {
+    items: Vec<IndexEntry>,
+}
+
+struct IndexEntry {
+    name: CString,
+    column: CString,
+    index_type: CString,
+    metric: CString,
+    segments: Vec<SegmentEntry>,
+}
+
+struct SegmentEntry {
+    uuid: [u8; 16],
+    fragment_ids: Vec<u64>,
+    indexed_rows: u64,
+}
+
+/// One physical segment of an index; pointers inside are owned by the index list.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceIndexSegmentInfo {
+    /// The segment's UUID (16 bytes, RFC 4122 byte order).
+    pub uuid: [u8; 16],
+    /// Fragment ids the segment covers that are visible in the snapshot, ascending.
+    pub fragment_ids: *const u64,
+    pub num_fragment_ids: usize,
+    /// Physical rows of those fragments.
+    pub indexed_rows: u64,
+}
+
+impl From<IndexInfo> for IndexEntry {
+    fn from(i: IndexInfo) -> Self {
+        IndexEntry {
+            name: owned_cstring(&i.name),
+            column: owned_cstring(&i.column),
+            index_type: owned_cstring(&i.index_type),
+            metric: owned_cstring(i.metric.map(|m| m.name()).unwrap_or("")),
+            segments: i
+                .segments
+                .into_iter()
+                .map(|s| SegmentEntry {
+                    uuid: *s.uuid.as_bytes(),
+                    fragment_ids: s.fragment_ids,
+                    indexed_rows: s.indexed_rows,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn entry<'a>(list: *const LanceIndexList, index: usize) -> crate::error::Result<&'a IndexEntry> {
+    let l: &'a LanceIndexList = handle_ref(list, "list")?;
+    l.items.get(index).ok_or_else(|| {
+        HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
+    })
+}
+
+/// List the logical indexes of the snapshot, sorted by name.
+///
+/// Caller owns `*out`; free it with `lance_index_list_free`. Borrows `dataset`. Thread-safe.
+/// Returns an error code; `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_indexes(
+    dataset: *const LanceDataset,
+    out: *mut *mut LanceIndexList,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let items = index::list_indexes(&ds.snapshot)?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        *out = into_handle(LanceIndexList { items });
+        Ok(())
+    })
+}
+
+/// Number of indexes in `list` (0 if NULL).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_index_list_count(list: *const LanceIndexList) -> usize {
+    guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
+}
+
+/// Name of index `index`.
+///
+/// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_index_list_name(list: *const LanceIndexList, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(entry(list, index)?.name.as_ptr()))
+}
+
+/// Indexed column of index `index`.
+///
+/// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_index_list_column(list: *const LanceIndexList, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(entry(list, index)?.column.as_ptr()))
+}
+
+/// Type of index `index`, e.g. "IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ", "BTREE", "BITMAP".
+///
+/// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_index_list_type(list: *const LanceIndexList, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(entry(list, index)?.index_type.as_ptr()))
+}
+
+/// Metric of vector index `index` ("L2", "COSINE", "DOT", "HAMMING"), "" for other indexes.
+///
+/// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_index_list_metric(list: *const LanceIndexList, index: usize) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(entry(list, index)?.metric.as_ptr()))
+}
+
+/// Number of physical segments of index `index` (0 and the last error set if out of range).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_index_list_segment_count(list: *const LanceIndexList, index: usize) -> usize {
+    guard_value(0, || Ok(entry(list, index)?.segments.len()))
+}
+
+/// Describe segment `segment` of index `index` into `out`.
+///
+/// Pointers in `*out` are owned by the list; valid until `lance_index_list_free` is called.
+/// Thread-safe. Returns an error code; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_index_list_segment(
+    list: *const LanceIndexList,
+    index: usize,
+    segment: usize,
+    out: *mut LanceIndexSegmentInfo,
+) -> i32 {
+    guard_code(|| {
+        let e = entry(list, index)?;
+        let out = out_arg(out, "out")?;
+        let s = e.segments.get(segment).ok_or_else(|| {
+            HostError::invalid(format!(
+                "segment {segment} is out of range (index '{}' has {})",
+                e.name.to_string_lossy(),
+                e.segments.len()
+            ))
+        })?;
+        *out = LanceIndexSegmentInfo {
+            uuid: s.uuid,
+            fragment_ids: if s.fragment_ids.is_empty() {
+                std::ptr::null()
+            } else {
+                s.fragment_ids.as_ptr()
+            },
+            num_fragment_ids: s.fragment_ids.len(),
+            indexed_rows: s.indexed_rows,
+        };
+        Ok(())
+    })
+}
+
+/// Free an index list. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_index_list_free(list: *mut LanceIndexList) {
+    guard_free(|| free_handle(list))
+}
+
+/// Load every segment of the named index of the handle's snapshot into the process-wide
+/// session's index cache; blocks until done. Warmed entries outlive the handle and serve every
+/// later handle of the same table in this process.
+///
+/// Borrows `dataset` and `index_name`. Thread-safe. Returns LANCE_OK, LANCE_ERR_NOT_FOUND for
+/// an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
+#[no_mangle]
+pub extern "C" fn lance_dataset_prewarm_index(
+    dataset: *const LanceDataset,
+    index_name: *const c_char,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let name = str_arg(index_name, "index_name")?;
+        prewarm::prewarm_index(&ds.snapshot, name)
+    })
+}

@@ -1,0 +1,323 @@
+//! C ABI of split planning and split transport.
+
+use std::ffi::{c_char, CString};
+
+use crate::error::{HostError, Result};
+use crate::index::Metric;
+use crate::plan::{self, Split, SplitKind, SplitPlan};
+use crate::snapshot;
+
+use super::dataset::LanceDataset;
+use super::{
+    free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
+    into_array, into_handle, kv_arg, out_arg, owned_cstring, slice_arg, str_arg,
+};
+
+/// Distance metrics for vector planning and search.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceMetric {
+    /// The chosen index's metric (or L2 when no index is used).
+    LANCE_METRIC_DEFAULT = 0,
+    LANCE_METRIC_L2 = 1,
+    LANCE_METRIC_COSINE = 2,
+    LANCE_METRIC_DOT = 3,
+    LANCE_METRIC_HAMMING = 4,
+}
+
+/// Kinds of splits.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceSplitKind {
+    /// Scan the split's fragments (`lance_split_scan`).
+    LANCE_SPLIT_SCAN = 1,
+    /// Search one physical index segment over the fragments it covers (`lance_split_search`).
+    LANCE_SPLIT_INDEX_SEGMENT = 2,
+    /// Brute-force search one fragment no segment covers (`lance_split_search`).
+    LANCE_SPLIT_FLAT = 3,
+}
+
+/// Convert a C metric value (one of `LanceMetric`).
+pub(crate) fn metric_arg(v: i32) -> Result<Option<Metric>> {
+    Ok(match v {
+        0 => None,
+        1 => Some(Metric::L2),
+        2 => Some(Metric::Cosine),
+        3 => Some(Metric::Dot),
+        4 => Some(Metric::Hamming),
+        other => return Err(HostError::invalid(format!("metric {other} is not a LanceMetric value"))),
+    })
+}
+
+/// A planned set of splits. Opaque; read with the `lance_split_plan_*` functions, free with
+/// `lance_split_plan_free`.
+pub struct LanceSplitPlan {
+    plan: SplitPlan,
+    index_name: Option<CString>,
+    reason: CString,
+}
+
+/// One split: a unit of work on one pinned snapshot. Opaque; free with `lance_split_free`.
+pub struct LanceSplit {
+    pub(crate) split: Split,
+    uri: CString,
+}
+
+impl LanceSplit {
+    fn new(split: Split) -> Self {
+        let uri = owned_cstring(&split.uri);
+        Self { split, uri }
+    }
+}
+
+fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
+    let index_name = plan.index_name.as_deref().map(owned_cstring);
+    let reason = owned_cstring(&plan.reason);
+    into_handle(LanceSplitPlan {
+        plan,
+        index_name,
+        reason,
+    })
+}
+
+/// Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
+/// `target_rows` visible rows (0 = one fragment per split).
+///
+/// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
+/// Returns an error code; `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_plan_scan(
+    dataset: *const LanceDataset,
+    target_rows: u64,
+    out: *mut *mut LanceSplitPlan,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        *out = export_plan(plan::plan_scan(&ds.snapshot, target_rows)?);
+        Ok(())
+    })
+}
+
+/// Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
+/// segment of the chosen index (with the visible fragments it covers) plus one
+/// LANCE_SPLIT_FLAT split per visible fragment no segment covers; every visible fragment lies
+/// in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
+/// that metric is chosen, otherwise the plan is all-flat and `lance_split_plan_reason` says
+/// why. `use_index = false` plans all-flat.
+///
+/// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments. Thread-safe.
+/// Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an unknown or non-vector column);
+/// `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_plan_vector_search(
+    dataset: *const LanceDataset,
+    column: *const c_char,
+    metric: i32,
+    use_index: bool,
+    out: *mut *mut LanceSplitPlan,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let column = str_arg(column, "column")?;
+        let metric = metric_arg(metric)?;
+        let out = out_arg(out, "out")?;
+        *out = export_plan(plan::plan_vector(&ds.snapshot, column, metric, use_index)?);
+        Ok(())
+    })
+}
+
+/// Number of splits in `plan` (0 if NULL).
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_split_plan_count(plan: *const LanceSplitPlan) -> usize {
+    guard_value(0, || Ok(handle_ref(plan, "plan")?.plan.splits.len()))
+}
+
+/// A copy of split `index` of `plan`.
+///
+/// Caller owns the result; free it with `lance_split_free`. Thread-safe. Returns NULL and sets
+/// the last error if `plan` is NULL or `index` is out of range.
+#[no_mangle]
+pub extern "C" fn lance_split_plan_get(plan: *const LanceSplitPlan, index: usize) -> *mut LanceSplit {
+    guard_ptr(|| {
+        let p = handle_ref(plan, "plan")?;
+        let split = p.plan.splits.get(index).ok_or_else(|| {
+            HostError::invalid(format!("index {index} is out of range (count {})", p.plan.splits.len()))
+        })?;
+        Ok(into_handle(LanceSplit::new(split.clone())))
+    })
+}
+
+/// Name of the index a vector plan uses, or NULL when it uses none (see
+/// `lance_split_plan_reason`).
+///
+/// The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_split_plan_index_name(plan: *const LanceSplitPlan) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        Ok(handle_ref(plan, "plan")?
+            .index_name
+            .as_ref()
+            .map(|s| s.as_ptr())
+            .unwrap_or(std::ptr::null()))
+    })
+}
+
+/// Why the plan uses (or does not use) an index, e.g. "no index on column 'v' uses metric
+/// COSINE (available: idx=L2): every fragment is searched flat".
+///
+/// The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `plan` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_split_plan_reason(plan: *const LanceSplitPlan) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(handle_ref(plan, "plan")?.reason.as_ptr()))
+}
+
+/// Free a plan. NULL is ignored. Splits copied out of it stay valid.
+#[no_mangle]
+pub extern "C" fn lance_split_plan_free(plan: *mut LanceSplitPlan) {
+    guard_free(|| free_handle(plan))
+}
+
+/// Kind of a split (a `LanceSplitKind` value); 0 and the last error set if `split` is NULL.
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_split_kind(split: *const LanceSplit) -> i32 {
+    guard_value(0, || {
+        Ok(match handle_ref(split, "split")?.split.kind {
+            SplitKind::Scan => LanceSplitKind::LANCE_SPLIT_SCAN as i32,
+            SplitKind::IndexSegment => LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32,
+            SplitKind::Flat => LanceSplitKind::LANCE_SPLIT_FLAT as i32,
+        })
+    })
+}
+
+/// Pinned table version of a split; 0 and the last error set if `split` is NULL.
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_split_version(split: *const LanceSplit) -> u64 {
+    guard_value(0, || Ok(handle_ref(split, "split")?.split.version))
+}
+
+/// Table URI of a split.
+///
+/// The split owns the string; valid until `lance_split_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if `split` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_split_uri(split: *const LanceSplit) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(handle_ref(split, "split")?.uri.as_ptr()))
+}
+
+/// Visible rows the split covers (a scheduling weight); 0 if `split` is NULL.
+///
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_split_row_count(split: *const LanceSplit) -> u64 {
+    guard_value(0, || Ok(handle_ref(split, "split")?.split.row_count))
+}
+
+/// Fragment ids of a split: returns a pointer to `*out_len` ids (NULL when there are none).
+///
+/// The split owns the array; valid until `lance_split_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if an argument is NULL.
+#[no_mangle]
+pub extern "C" fn lance_split_fragment_ids(split: *const LanceSplit, out_len: *mut usize) -> *const u64 {
+    guard_value(std::ptr::null(), || {
+        let s = handle_ref(split, "split")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        *out_len = s.split.fragment_ids.len();
+        Ok(if s.split.fragment_ids.is_empty() {
+            std::ptr::null()
+        } else {
+            s.split.fragment_ids.as_ptr()
+        })
+    })
+}
+
+/// Copy the 16-byte UUID of an index segment split into `out`.
+///
+/// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
+/// failure.
+#[no_mangle]
+pub extern "C" fn lance_split_segment_uuid(split: *const LanceSplit, out: *mut [u8; 16]) -> i32 {
+    guard_code(|| {
+        let s = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let uuid = s
+            .split
+            .segment
+            .ok_or_else(|| HostError::not_found("the split is not an index segment split"))?;
+        *out = *uuid.as_bytes();
+        Ok(())
+    })
+}
+
+/// Serialize a split into compact, versioned, checksummed bytes (table URI, pinned version,
+/// kind, fragments, segment UUID; never storage options or secrets) for shipping to a worker.
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Thread-safe.
+/// Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_serialize(
+    split: *const LanceSplit,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let s = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        (*out, *out_len) = into_array(s.split.to_bytes());
+        Ok(())
+    })
+}
+
+/// Free bytes returned by `lance_split_serialize`. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_bytes_free(bytes: *mut u8, len: usize) {
+    guard_free(|| free_array(bytes, len))
+}
+
+/// Rebuild a split from bytes made by `lance_split_serialize`.
+///
+/// Caller owns the result; free it with `lance_split_free`. Borrows `bytes`. Thread-safe.
+/// Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for truncated or
+/// corrupted bytes, LANCE_ERR_NOT_SUPPORTED for another format version.
+#[no_mangle]
+pub extern "C" fn lance_split_deserialize(bytes: *const u8, len: usize) -> *mut LanceSplit {
+    guard_ptr(|| {
+        let b = slice_arg(bytes, len, "bytes")?;
+        Ok(into_handle(LanceSplit::new(Split::from_bytes(b)?)))
+    })
+}
+
+/// Open the split's table at exactly the split's pinned version, through the process-wide
+/// session. `storage_options` (NULL-terminated key/value array or NULL) are the worker's own
+/// credentials; splits never carry them.
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+/// Thread-safe. Returns NULL and sets the last error on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_open_dataset(
+    split: *const LanceSplit,
+    storage_options: *const *const c_char,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let s = handle_ref(split, "split")?;
+        let options = kv_arg(storage_options, "storage_options")?;
+        let snap = snapshot::open(&s.split.uri, options, s.split.version)?;
+        Ok(into_handle(LanceDataset::new(snap)))
+    })
+}
+
+/// Free a split. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn lance_split_free(split: *mut LanceSplit) {
+    guard_free(|| free_handle(split))
+}

@@ -1,0 +1,194 @@
+//! C ABI of per-split vector search and the top-K merge helper.
+
+use std::ffi::c_char;
+
+use arrow::array::RecordBatchReader;
+use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+
+use crate::error::{HostError, Result};
+use crate::merge;
+use crate::search::{self, QueryVector, VectorQuery};
+
+use super::dataset::LanceDataset;
+use super::plan::{metric_arg, LanceSplit};
+use super::scan::export_stream;
+use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg};
+
+/// Element types of a query vector.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceElementType {
+    /// IEEE 754 half precision, given as raw `uint16_t` bits.
+    LANCE_ELEMENT_F16 = 1,
+    LANCE_ELEMENT_F32 = 2,
+    LANCE_ELEMENT_F64 = 3,
+    LANCE_ELEMENT_U8 = 4,
+    LANCE_ELEMENT_I8 = 5,
+}
+
+/// A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
+/// pointer inside is borrowed for the duration of the call that receives the query.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceVectorQuery {
+    /// The vector column; must be the column the split was planned for.
+    pub column: *const c_char,
+    /// `dimension` elements of type `element_type`; the dimension must equal the column's.
+    pub vector: *const core::ffi::c_void,
+    pub dimension: usize,
+    /// A `LanceElementType` value. The query is cast to the column's element type.
+    pub element_type: i32,
+    /// Results per split (at least 1).
+    pub k: u64,
+    /// A `LanceMetric` value; LANCE_METRIC_DEFAULT = the plan's metric.
+    pub metric: i32,
+    /// IVF partitions to probe; 0 = default.
+    pub nprobes: u32,
+    /// Re-rank `k * refine_factor` candidates with exact distances; 0 = no refine.
+    pub refine_factor: u32,
+    /// HNSW search breadth; 0 = default.
+    pub ef: u32,
+    /// SQL filter applied before candidates are generated; NULL = none.
+    pub prefilter_sql: *const c_char,
+    /// Columns to return besides `_distance` (`_rowid` allowed); 0 = every column.
+    pub columns: *const *const c_char,
+    pub num_columns: usize,
+    /// Append `_rowid` (needed by `lance_topk_merge` and `lance_dataset_take_rows`).
+    pub with_row_id: bool,
+}
+
+impl Default for LanceVectorQuery {
+    fn default() -> Self {
+        Self {
+            column: std::ptr::null(),
+            vector: std::ptr::null(),
+            dimension: 0,
+            element_type: LanceElementType::LANCE_ELEMENT_F32 as i32,
+            k: 10,
+            metric: 0,
+            nprobes: 0,
+            refine_factor: 0,
+            ef: 0,
+            prefilter_sql: std::ptr::null(),
+            columns: std::ptr::null(),
+            num_columns: 0,
+            with_row_id: true,
+        }
+    }
+}
+
+fn query_arg(q: *const LanceVectorQuery) -> Result<VectorQuery> {
+    let q = handle_ref(q, "query")?;
+    let column = str_arg(q.column, "query.column")?.to_string();
+    let n = q.dimension;
+    if n == 0 {
+        return Err(HostError::invalid("query.dimension is 0"));
+    }
+    let vector = match q.element_type {
+        1 => QueryVector::F16(slice_arg(q.vector as *const u16, n, "query.vector")?.to_vec()),
+        2 => QueryVector::F32(slice_arg(q.vector as *const f32, n, "query.vector")?.to_vec()),
+        3 => QueryVector::F64(slice_arg(q.vector as *const f64, n, "query.vector")?.to_vec()),
+        4 => QueryVector::U8(slice_arg(q.vector as *const u8, n, "query.vector")?.to_vec()),
+        5 => QueryVector::I8(slice_arg(q.vector as *const i8, n, "query.vector")?.to_vec()),
+        other => {
+            return Err(HostError::invalid(format!(
+                "query.element_type {other} is not a LanceElementType value"
+            )))
+        }
+    };
+    Ok(VectorQuery {
+        column,
+        vector,
+        k: q.k,
+        metric: metric_arg(q.metric)?,
+        nprobes: (q.nprobes > 0).then_some(q.nprobes),
+        refine_factor: (q.refine_factor > 0).then_some(q.refine_factor),
+        ef: (q.ef > 0).then_some(q.ef),
+        prefilter: opt_str_arg(q.prefilter_sql, "query.prefilter_sql")?.map(str::to_string),
+        columns: str_list_arg(q.columns, q.num_columns, "query.columns")?,
+        with_row_id: q.with_row_id,
+    })
+}
+
+/// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef, no
+/// refine, no prefilter, every column, with `_rowid`.
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+#[no_mangle]
+pub extern "C" fn lance_vector_query_init(out: *mut LanceVectorQuery) -> i32 {
+    guard_code(|| {
+        *out_arg(out, "out")? = LanceVectorQuery::default();
+        Ok(())
+    })
+}
+
+/// Execute a vector-search split on `dataset` (which must be the split's table at the split's
+/// version, e.g. from `lance_split_open_dataset`) into `out`. A LANCE_SPLIT_INDEX_SEGMENT split
+/// searches only its segment; a LANCE_SPLIT_FLAT split brute-forces its fragment. Output: the
+/// projected columns, `_distance` (float32) and `_rowid` when asked.
+///
+/// Caller owns the stream; release it with `out->release(out)`. Borrows `dataset`, `split` and
+/// `query`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for a wrong
+/// dimension, a metric that contradicts the split's index, a foreign split); `out` is not
+/// written on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_search(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    query: *const LanceVectorQuery,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let split = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let q = query_arg(query)?;
+        let reader = search::search_split(&ds.snapshot, &split.split, &q)?;
+        export_stream(reader, out);
+        Ok(())
+    })
+}
+
+/// Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
+/// schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
+/// smallest `_distance`, ties broken by `_rowid`, written to `out`.
+///
+/// Takes ownership of every input stream, also on failure (they are released). Caller owns
+/// `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is
+/// not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_topk_merge(
+    streams: *mut FFI_ArrowArrayStream,
+    num_streams: usize,
+    k: u64,
+    offset: u64,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    guard_code(|| {
+        let inputs = slice_arg(streams as *const FFI_ArrowArrayStream, num_streams, "streams")?;
+        let mut readers: Vec<Box<dyn RecordBatchReader + Send>> = Vec::new();
+        let mut first_error = None;
+        for i in 0..inputs.len() {
+            // SAFETY: element i is a valid stream; from_raw moves it out and marks it released.
+            let stream = unsafe { FFI_ArrowArrayStream::from_raw(streams.add(i)) };
+            if stream.release.is_none() {
+                first_error.get_or_insert(HostError::invalid(format!("stream {i} is already released")));
+                continue;
+            }
+            match ArrowArrayStreamReader::try_new(stream) {
+                Ok(r) => readers.push(Box::new(r)),
+                Err(e) => {
+                    first_error.get_or_insert(HostError::invalid(format!("stream {i}: {e}")));
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let out = out_arg(out, "out")?;
+        let reader = merge::merge_top_k(readers, k, offset)?;
+        export_stream(reader, out);
+        Ok(())
+    })
+}

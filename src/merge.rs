@@ -1,0 +1,78 @@
+//! Global top-K over per-split candidate streams, for hosts without a TopN operator.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, Float32Array, RecordBatch, RecordBatchReader, UInt64Array};
+use arrow::compute::interleave_record_batch;
+use futures::stream;
+
+use crate::error::{HostError, Result};
+use crate::scan::{BatchReader, ROW_ID};
+
+pub const DISTANCE: &str = "_distance";
+
+/// Merge candidate readers into the `k` rows after `offset` with the smallest `_distance`
+/// (ties by `_rowid`). Every input must have the same schema with `_distance` (float32) and
+/// `_rowid` (uint64).
+pub fn merge_top_k(
+    inputs: Vec<Box<dyn RecordBatchReader + Send>>,
+    k: u64,
+    offset: u64,
+) -> Result<BatchReader> {
+    if inputs.is_empty() {
+        return Err(HostError::invalid("no input streams to merge"));
+    }
+    let schema = inputs[0].schema();
+    for (i, r) in inputs.iter().enumerate() {
+        if r.schema().fields() != schema.fields() {
+            return Err(HostError::invalid(format!(
+                "input stream {i} has a different schema from stream 0"
+            )));
+        }
+    }
+    let dist_idx = schema.index_of(DISTANCE).map_err(|_| {
+        HostError::invalid("input streams lack a '_distance' column")
+    })?;
+    let rowid_idx = schema
+        .index_of(ROW_ID)
+        .map_err(|_| HostError::invalid("input streams lack a '_rowid' column (search with with_row_id)"))?;
+    let mut batches: Vec<RecordBatch> = Vec::new();
+    for (i, reader) in inputs.into_iter().enumerate() {
+        for b in reader {
+            let b = b.map_err(|e| HostError::new(crate::LanceErrorCode::LANCE_ERR_IO, format!("input stream {i} failed: {e}")))?;
+            if b.num_rows() > 0 {
+                batches.push(b);
+            }
+        }
+    }
+    let mut candidates: Vec<(f32, u64, usize, usize)> = Vec::new();
+    for (bi, b) in batches.iter().enumerate() {
+        let d = b
+            .column(dist_idx)
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .ok_or_else(|| HostError::invalid("'_distance' must be float32"))?;
+        let r = b
+            .column(rowid_idx)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .ok_or_else(|| HostError::invalid("'_rowid' must be uint64"))?;
+        for row in 0..b.num_rows() {
+            let dist = if d.is_null(row) { f32::INFINITY } else { d.value(row) };
+            candidates.push((dist, r.value(row), bi, row));
+        }
+    }
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(candidates.len());
+    let end = start.saturating_add(usize::try_from(k).unwrap_or(usize::MAX)).min(candidates.len());
+    let picks: Vec<(usize, usize)> = candidates[start..end].iter().map(|c| (c.2, c.3)).collect();
+    let out = if batches.is_empty() {
+        RecordBatch::new_empty(schema.clone())
+    } else {
+        let refs: Vec<&RecordBatch> = batches.iter().collect();
+        interleave_record_batch(&refs, &picks)
+            .map_err(|e| HostError::internal(format!("cannot assemble merged rows: {e}")))?
+    };
+    let schema = Arc::new(out.schema().as_ref().clone());
+    Ok(BatchReader::from_stream(schema, Box::pin(stream::iter(vec![Ok(out)]))))
+}

@@ -1,0 +1,487 @@
+//! Split planning: cut a pinned snapshot into splits for scans and vector searches, and
+//! carry splits between processes as compact, versioned, checksummed bytes.
+
+use std::collections::BTreeSet;
+
+use uuid::Uuid;
+
+use crate::error::{HostError, LanceErrorCode, Result};
+use crate::index::{self, IndexInfo, Metric};
+use crate::snapshot::Snapshot;
+
+/// What a split does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitKind {
+    /// Scan its fragments.
+    Scan = 1,
+    /// Search one physical index segment over the visible fragments it covers.
+    IndexSegment = 2,
+    /// Brute-force search one fragment no index segment covers.
+    Flat = 3,
+}
+
+impl SplitKind {
+    fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(SplitKind::Scan),
+            2 => Some(SplitKind::IndexSegment),
+            3 => Some(SplitKind::Flat),
+            _ => None,
+        }
+    }
+}
+
+/// A unit of work on one pinned snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    pub uri: String,
+    pub version: u64,
+    pub kind: SplitKind,
+    pub fragment_ids: Vec<u64>,
+    /// Set for INDEX_SEGMENT splits.
+    pub segment: Option<Uuid>,
+    /// Vector column of a search split ("" for scan splits).
+    pub column: String,
+    /// Index the segment belongs to ("" unless INDEX_SEGMENT).
+    pub index_name: String,
+    /// Metric the plan chose (index metric, or the requested one for flat plans).
+    pub metric: Option<Metric>,
+    /// Visible rows the split covers (a weight for scheduling).
+    pub row_count: u64,
+}
+
+/// A planned set of splits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitPlan {
+    pub splits: Vec<Split>,
+    /// The logical index a vector plan uses, if any.
+    pub index_name: Option<String>,
+    /// Why the plan uses (or does not use) an index.
+    pub reason: String,
+    pub metric: Option<Metric>,
+}
+
+fn visible_fragments(snapshot: &Snapshot) -> Result<Vec<(u64, u64)>> {
+    Ok(snapshot
+        .fragments()?
+        .into_iter()
+        .map(|f| (f.id, f.logical_rows))
+        .collect())
+}
+
+/// Scan splits: fragments grouped in order until a split reaches `target_rows` (0 = one
+/// fragment per split).
+pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
+    let mut splits = Vec::new();
+    let mut current: Vec<u64> = Vec::new();
+    let mut rows = 0u64;
+    let new_split = |frags: Vec<u64>, rows: u64| Split {
+        uri: snapshot.uri().to_string(),
+        version: snapshot.version(),
+        kind: SplitKind::Scan,
+        fragment_ids: frags,
+        segment: None,
+        column: String::new(),
+        index_name: String::new(),
+        metric: None,
+        row_count: rows,
+    };
+    for (id, logical) in visible_fragments(snapshot)? {
+        current.push(id);
+        rows += logical;
+        if target_rows == 0 || rows >= target_rows {
+            splits.push(new_split(std::mem::take(&mut current), rows));
+            rows = 0;
+        }
+    }
+    if !current.is_empty() {
+        splits.push(new_split(current, rows));
+    }
+    Ok(SplitPlan {
+        splits,
+        index_name: None,
+        reason: format!("scan plan with target {target_rows} rows per split"),
+        metric: None,
+    })
+}
+
+/// Check that `column` is a vector column; return its dimension.
+pub fn vector_dimension(snapshot: &Snapshot, column: &str) -> Result<i32> {
+    let schema = snapshot.arrow_schema();
+    let field = schema.field_with_name(column).map_err(|_| {
+        HostError::invalid(format!(
+            "unknown column '{column}' (table '{}' at version {})",
+            snapshot.uri(),
+            snapshot.version()
+        ))
+    })?;
+    match field.data_type() {
+        arrow_schema::DataType::FixedSizeList(_, dim) => Ok(*dim),
+        other => Err(HostError::invalid(format!(
+            "column '{column}' is not a vector column (type {other})"
+        ))),
+    }
+}
+
+/// Vector-search splits for `column`: one INDEX_SEGMENT split per physical segment of the
+/// chosen index (with the visible fragments it covers) plus one FLAT split per visible
+/// fragment no segment covers. Every visible fragment lies in exactly one split.
+pub fn plan_vector(
+    snapshot: &Snapshot,
+    column: &str,
+    metric: Option<Metric>,
+    use_index: bool,
+) -> Result<SplitPlan> {
+    vector_dimension(snapshot, column)?;
+    let fragments = visible_fragments(snapshot)?;
+    let candidates: Vec<IndexInfo> = index::list_indexes(snapshot)?
+        .into_iter()
+        .filter(|i| i.is_vector() && i.column == column)
+        .collect();
+    let (chosen, reason) = if !use_index {
+        (None, "use_index is false: every fragment is searched flat".to_string())
+    } else if candidates.is_empty() {
+        (None, format!("no vector index on column '{column}': every fragment is searched flat"))
+    } else {
+        match metric {
+            None => {
+                // Lance's default metric is L2: prefer an L2 index, else the first by name.
+                let c = candidates
+                    .iter()
+                    .find(|c| c.metric == Some(Metric::L2))
+                    .unwrap_or(&candidates[0])
+                    .clone();
+                let why = format!(
+                    "using index '{}' ({}, {})",
+                    c.name,
+                    c.index_type,
+                    c.metric.map(|m| m.name()).unwrap_or("?")
+                );
+                (Some(c), why)
+            }
+            Some(m) => match candidates.iter().find(|c| c.metric == Some(m)) {
+                Some(c) => (
+                    Some(c.clone()),
+                    format!("using index '{}' ({}, {})", c.name, c.index_type, m.name()),
+                ),
+                None => {
+                    let available: Vec<String> = candidates
+                        .iter()
+                        .map(|c| format!("{}={}", c.name, c.metric.map(|m| m.name()).unwrap_or("?")))
+                        .collect();
+                    (
+                        None,
+                        format!(
+                            "no index on column '{column}' uses metric {} (available: {}): every fragment is searched flat",
+                            m.name(),
+                            available.join(", ")
+                        ),
+                    )
+                }
+            },
+        }
+    };
+    let plan_metric = chosen.as_ref().and_then(|c| c.metric).or(metric);
+    let base = |kind, frags: Vec<u64>, segment, index_name: String, rows| Split {
+        uri: snapshot.uri().to_string(),
+        version: snapshot.version(),
+        kind,
+        fragment_ids: frags,
+        segment,
+        column: column.to_string(),
+        index_name,
+        metric: plan_metric,
+        row_count: rows,
+    };
+    let rows_of = |id: u64| fragments.iter().find(|f| f.0 == id).map(|f| f.1).unwrap_or(0);
+    let mut splits = Vec::new();
+    let mut covered: BTreeSet<u64> = BTreeSet::new();
+    if let Some(index) = &chosen {
+        for seg in &index.segments {
+            // A fragment belongs to exactly one split: the first segment that covers it.
+            let frags: Vec<u64> = seg
+                .fragment_ids
+                .iter()
+                .copied()
+                .filter(|f| !covered.contains(f))
+                .collect();
+            if frags.is_empty() {
+                continue;
+            }
+            covered.extend(frags.iter().copied());
+            let rows = frags.iter().map(|f| rows_of(*f)).sum();
+            splits.push(base(
+                SplitKind::IndexSegment,
+                frags,
+                Some(seg.uuid),
+                index.name.clone(),
+                rows,
+            ));
+        }
+    }
+    for (id, rows) in &fragments {
+        if !covered.contains(id) {
+            splits.push(base(SplitKind::Flat, vec![*id], None, String::new(), *rows));
+        }
+    }
+    Ok(SplitPlan {
+        splits,
+        index_name: chosen.map(|c| c.name),
+        reason,
+        metric: plan_metric,
+    })
+}
+
+// ---- Serialization -------------------------------------------------------------------------
+//
+// Layout (little endian):
+//   magic "LHSP" | format u8 (=1) | kind u8 | metric u8 (0 none, 1 L2, 2 cosine, 3 dot,
+//   4 hamming) | flags u8 (bit 0: segment present) | version u64 | row_count u64 |
+//   uri: u32 len + bytes | column: u32 len + bytes | index: u32 len + bytes |
+//   segment: 16 bytes if present | fragments: u32 count + u64 each | crc32 of all before.
+
+const MAGIC: &[u8; 4] = b"LHSP";
+/// Current split format version.
+pub const SPLIT_FORMAT: u8 = 1;
+/// Upper bound on decoded string and list sizes (defends against corrupt lengths).
+const MAX_LEN: usize = 1 << 20;
+
+fn metric_code(m: Option<Metric>) -> u8 {
+    match m {
+        None => 0,
+        Some(Metric::L2) => 1,
+        Some(Metric::Cosine) => 2,
+        Some(Metric::Dot) => 3,
+        Some(Metric::Hamming) => 4,
+    }
+}
+
+fn metric_from_code(c: u8) -> Option<Option<Metric>> {
+    Some(match c {
+        0 => None,
+        1 => Some(Metric::L2),
+        2 => Some(Metric::Cosine),
+        3 => Some(Metric::Dot),
+        4 => Some(Metric::Hamming),
+        _ => return None,
+    })
+}
+
+impl Split {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64 + self.uri.len() + 8 * self.fragment_ids.len());
+        b.extend_from_slice(MAGIC);
+        b.push(SPLIT_FORMAT);
+        b.push(self.kind as u8);
+        b.push(metric_code(self.metric));
+        b.push(u8::from(self.segment.is_some()));
+        b.extend_from_slice(&self.version.to_le_bytes());
+        b.extend_from_slice(&self.row_count.to_le_bytes());
+        for s in [&self.uri, &self.column, &self.index_name] {
+            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            b.extend_from_slice(s.as_bytes());
+        }
+        if let Some(u) = self.segment {
+            b.extend_from_slice(u.as_bytes());
+        }
+        b.extend_from_slice(&(self.fragment_ids.len() as u32).to_le_bytes());
+        for f in &self.fragment_ids {
+            b.extend_from_slice(&f.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Split> {
+        let corrupt = |what: &str| {
+            HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid split bytes: {what}"))
+        };
+        if bytes.len() < 4 || &bytes[..4] != MAGIC {
+            return Err(corrupt("not a lance-host split (bad magic)"));
+        }
+        if bytes.len() < 5 {
+            return Err(corrupt("truncated"));
+        }
+        if bytes[4] != SPLIT_FORMAT {
+            return Err(HostError::not_supported(format!(
+                "split format version {} is not supported (this library reads version {SPLIT_FORMAT})",
+                bytes[4]
+            )));
+        }
+        if bytes.len() < 4 + 4 + 16 + 4 {
+            return Err(corrupt("truncated"));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 4);
+        let crc = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+        if crc32fast::hash(body) != crc {
+            return Err(corrupt("checksum mismatch (truncated or corrupted)"));
+        }
+        let mut r = Reader { b: body, pos: 8 };
+        let kind = SplitKind::from_u8(body[5]).ok_or_else(|| corrupt("unknown split kind"))?;
+        let metric = metric_from_code(body[6]).ok_or_else(|| corrupt("unknown metric"))?;
+        let has_segment = match body[7] {
+            0 => false,
+            1 => true,
+            _ => return Err(corrupt("bad flags")),
+        };
+        let version = r.u64().ok_or_else(|| corrupt("truncated version"))?;
+        let row_count = r.u64().ok_or_else(|| corrupt("truncated row count"))?;
+        let uri = r.string().ok_or_else(|| corrupt("bad table uri"))?;
+        let column = r.string().ok_or_else(|| corrupt("bad column"))?;
+        let index_name = r.string().ok_or_else(|| corrupt("bad index name"))?;
+        let segment = if has_segment {
+            let raw = r.take(16).ok_or_else(|| corrupt("truncated segment uuid"))?;
+            Some(Uuid::from_slice(raw).map_err(|_| corrupt("bad segment uuid"))?)
+        } else {
+            None
+        };
+        let n = r.u32().ok_or_else(|| corrupt("truncated fragment list"))? as usize;
+        if n > MAX_LEN || r.remaining() != n * 8 {
+            return Err(corrupt("fragment list length does not match"));
+        }
+        let fragment_ids = (0..n).map(|_| r.u64().expect("length checked")).collect();
+        let split = Split {
+            uri,
+            version,
+            kind,
+            fragment_ids,
+            segment,
+            column,
+            index_name,
+            metric,
+            row_count,
+        };
+        split.validate().map_err(|e| corrupt(&e.message))?;
+        Ok(split)
+    }
+
+    /// Structural rules every split satisfies.
+    pub fn validate(&self) -> Result<()> {
+        if self.uri.is_empty() {
+            return Err(HostError::invalid("split has no table uri"));
+        }
+        if self.version == 0 {
+            return Err(HostError::invalid("split has no pinned version"));
+        }
+        match self.kind {
+            SplitKind::IndexSegment if self.segment.is_none() || self.column.is_empty() => {
+                Err(HostError::invalid("index segment split without segment or column"))
+            }
+            SplitKind::Flat if self.fragment_ids.len() != 1 || self.column.is_empty() => {
+                Err(HostError::invalid("flat split must have one fragment and a column"))
+            }
+            SplitKind::Scan | SplitKind::Flat if self.segment.is_some() => {
+                Err(HostError::invalid("only index segment splits carry a segment"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The snapshot must be the table and version the split was planned on.
+    pub fn check_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
+        if snapshot.uri() != self.uri || snapshot.version() != self.version {
+            return Err(HostError::invalid(format!(
+                "split belongs to table '{}' at version {}, but the dataset is '{}' at version {}",
+                self.uri,
+                self.version,
+                snapshot.uri(),
+                snapshot.version()
+            )));
+        }
+        Ok(())
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.b.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap()))
+    }
+    fn string(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        if n > MAX_LEN {
+            return None;
+        }
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+    fn remaining(&self) -> usize {
+        self.b.len() - self.pos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Split {
+        Split {
+            uri: "/data/t.lance".into(),
+            version: 7,
+            kind: SplitKind::IndexSegment,
+            fragment_ids: vec![0, 3, 9],
+            segment: Some(Uuid::from_u128(0x1234_5678_9abc_def0_1122_3344_5566_7788)),
+            column: "embedding".into(),
+            index_name: "idx".into(),
+            metric: Some(Metric::Cosine),
+            row_count: 4242,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = sample();
+        assert_eq!(Split::from_bytes(&s.to_bytes()).unwrap(), s);
+    }
+
+    #[test]
+    fn fuzzed_bytes_never_panic_and_never_decode_to_something_else() {
+        let good = sample().to_bytes();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for i in 0..20_000 {
+            let mut b = good.clone();
+            match i % 4 {
+                0 => {
+                    let pos = (next() as usize) % b.len();
+                    b[pos] ^= 1 << (next() % 8);
+                }
+                1 => b.truncate((next() as usize) % b.len()),
+                2 => {
+                    let n = (next() % 64) as usize;
+                    b = (0..n).map(|_| next() as u8).collect();
+                    if i % 8 == 2 && b.len() >= 5 {
+                        b[..4].copy_from_slice(MAGIC);
+                        b[4] = SPLIT_FORMAT;
+                    }
+                }
+                _ => {
+                    let pos = (next() as usize) % b.len();
+                    b.insert(pos, next() as u8);
+                }
+            }
+            if let Ok(decoded) = Split::from_bytes(&b) {
+                // Only an unchanged encoding may decode.
+                assert_eq!(decoded.to_bytes(), b, "iteration {i}");
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Executing splits: scan splits and vector-search splits, as Arrow record batch readers.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, Float16Array, Float32Array, Float64Array, Int8Array, UInt8Array,
+};
+use arrow_schema::DataType;
+
+use crate::error::{HostError, Result};
+use crate::index::Metric;
+use crate::plan::{vector_dimension, Split, SplitKind};
+use crate::scan::{self, BatchReader, ScanOptions, ROW_ADDR, ROW_ID};
+use crate::snapshot::Snapshot;
+
+/// Query vector values in one of the supported element types.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryVector {
+    /// IEEE half floats given as raw bits.
+    F16(Vec<u16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+}
+
+impl QueryVector {
+    pub fn len(&self) -> usize {
+        match self {
+            QueryVector::F16(v) => v.len(),
+            QueryVector::F32(v) => v.len(),
+            QueryVector::F64(v) => v.len(),
+            QueryVector::U8(v) => v.len(),
+            QueryVector::I8(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn to_array(&self) -> ArrayRef {
+        match self {
+            QueryVector::F16(v) => Arc::new(Float16Array::from(
+                v.iter().map(|b| half::f16::from_bits(*b)).collect::<Vec<_>>(),
+            )),
+            QueryVector::F32(v) => Arc::new(Float32Array::from(v.clone())),
+            QueryVector::F64(v) => Arc::new(Float64Array::from(v.clone())),
+            QueryVector::U8(v) => Arc::new(UInt8Array::from(v.clone())),
+            QueryVector::I8(v) => Arc::new(Int8Array::from(v.clone())),
+        }
+    }
+}
+
+/// A vector query executed against one split.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorQuery {
+    pub column: String,
+    pub vector: QueryVector,
+    pub k: u64,
+    /// None = the metric the plan chose (or L2).
+    pub metric: Option<Metric>,
+    pub nprobes: Option<u32>,
+    pub refine_factor: Option<u32>,
+    pub ef: Option<u32>,
+    /// SQL filter applied before candidates are generated.
+    pub prefilter: Option<String>,
+    /// Columns to return besides `_distance` (empty = every column).
+    pub columns: Vec<String>,
+    pub with_row_id: bool,
+}
+
+/// Execute a scan split (its fragments, with the given scan options) on the split's snapshot.
+pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Result<BatchReader> {
+    split.check_snapshot(snapshot)?;
+    if split.kind != SplitKind::Scan {
+        return Err(HostError::invalid(format!(
+            "split kind {:?} cannot be scanned; use the vector search of splits",
+            split.kind
+        )));
+    }
+    if opts.fragment_ids.is_some() {
+        return Err(HostError::invalid(
+            "fragment_ids must not be set when scanning a split (the split chooses them)",
+        ));
+    }
+    let mut opts = opts.clone();
+    opts.fragment_ids = Some(split.fragment_ids.clone());
+    scan::scan(snapshot, &opts)
+}
+
+/// Cast the query to the column's element type after checking its dimension.
+fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
+    let dim = vector_dimension(snapshot, &q.column)?;
+    if q.vector.is_empty() {
+        return Err(HostError::invalid("query vector is empty"));
+    }
+    if q.vector.len() != dim as usize {
+        return Err(HostError::invalid(format!(
+            "query vector has dimension {} but column '{}' has dimension {dim}",
+            q.vector.len(),
+            q.column
+        )));
+    }
+    let schema = snapshot.arrow_schema();
+    let element = match schema.field_with_name(&q.column).map(|f| f.data_type().clone()) {
+        Ok(DataType::FixedSizeList(item, _)) => item.data_type().clone(),
+        _ => unreachable!("vector_dimension checked the column"),
+    };
+    let array = q.vector.to_array();
+    if array.data_type() == &element {
+        return Ok(array);
+    }
+    arrow::compute::cast(&array, &element).map_err(|e| {
+        HostError::invalid(format!(
+            "query element type {} cannot be used with column '{}' of {element}: {e}",
+            array.data_type(),
+            q.column
+        ))
+    })
+}
+
+/// Execute a vector-search split: an INDEX_SEGMENT split searches only its segment, a FLAT
+/// split brute-forces its fragment. Output: the projected columns, `_distance` (float32) and
+/// `_rowid` when asked.
+pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<BatchReader> {
+    split.check_snapshot(snapshot)?;
+    if split.kind == SplitKind::Scan {
+        return Err(HostError::invalid(
+            "a scan split cannot run a vector search; plan with the vector planner",
+        ));
+    }
+    if q.column != split.column {
+        return Err(HostError::invalid(format!(
+            "query column '{}' differs from the split's column '{}'",
+            q.column, split.column
+        )));
+    }
+    if q.k == 0 {
+        return Err(HostError::invalid("k must be at least 1"));
+    }
+    let k = usize::try_from(q.k).map_err(|_| HostError::invalid("k is too large"))?;
+    let metric = match (q.metric, split.metric) {
+        (Some(m), Some(planned)) if split.kind == SplitKind::IndexSegment && m != planned => {
+            return Err(HostError::invalid(format!(
+                "metric {} does not match the metric {} of index '{}' this split searches",
+                m.name(),
+                planned.name(),
+                split.index_name
+            )))
+        }
+        (Some(m), _) => m,
+        (None, Some(planned)) => planned,
+        (None, None) => Metric::L2,
+    };
+    let query = query_array(snapshot, q)?;
+    let lance_err = |e| HostError::from_lance("invalid vector query", e);
+    let mut scanner = snapshot.dataset.scan();
+    if !q.columns.is_empty() {
+        scan::validate_columns(snapshot, &q.columns)?;
+        let data: Vec<&String> = q
+            .columns
+            .iter()
+            .filter(|c| c.as_str() != ROW_ID && c.as_str() != ROW_ADDR)
+            .collect();
+        scanner.project(&data).map_err(lance_err)?;
+    }
+    if q.with_row_id || q.columns.iter().any(|c| c == ROW_ID) {
+        scanner.with_row_id();
+    }
+    scanner.prefilter(true);
+    if let Some(f) = &q.prefilter {
+        if f.trim().is_empty() {
+            return Err(HostError::invalid("prefilter is empty"));
+        }
+        scanner.filter(f).map_err(lance_err)?;
+    }
+    match split.kind {
+        SplitKind::Flat => {
+            let frags = scan::resolve_fragments(snapshot, &split.fragment_ids)?;
+            scanner.with_fragments(frags);
+            scanner.nearest(&q.column, query.as_ref(), k).map_err(lance_err)?;
+            scanner.use_index(false);
+        }
+        SplitKind::IndexSegment => {
+            scanner.nearest(&q.column, query.as_ref(), k).map_err(lance_err)?;
+            let seg = split.segment.expect("validated index segment split");
+            scanner.with_index_segments(vec![seg]).map_err(lance_err)?;
+        }
+        SplitKind::Scan => unreachable!(),
+    }
+    scanner.distance_metric(metric.to_lance());
+    if let Some(n) = q.nprobes {
+        scanner.nprobes(n as usize);
+    }
+    if let Some(r) = q.refine_factor {
+        scanner.refine(r);
+    }
+    if let Some(ef) = q.ef {
+        scanner.ef(ef as usize);
+    }
+    BatchReader::start(scanner, "vector search failed")
+}
