@@ -83,6 +83,9 @@ struct ArrowArrayStream {
 // Default page size requested from the namespace.
 #define DEFAULT_PAGE_SIZE 1000
 
+// Current split format version.
+#define SPLIT_FORMAT 1
+
 // Default index cache budget: 1 GiB.
 #define LANCE_DEFAULT_INDEX_CACHE_BYTES (1 << 30)
 
@@ -143,10 +146,21 @@ typedef struct LanceCatalog LanceCatalog;
 // `lance_dataset_free`.
 typedef struct LanceDataset LanceDataset;
 
+// The logical indexes of a snapshot. Opaque; read with the `lance_index_list_*` functions,
+// free with `lance_index_list_free`.
+typedef struct LanceIndexList LanceIndexList;
+
 // A list of namespace paths, each an array of name parts. Opaque; read with
 // `lance_namespace_list_count`, `lance_namespace_list_depth` and `lance_namespace_list_part`,
 // free with `lance_namespace_list_free`.
 typedef struct LanceNamespaceList LanceNamespaceList;
+
+// One split: a unit of work on one pinned snapshot. Opaque; free with `lance_split_free`.
+typedef struct LanceSplit LanceSplit;
+
+// A planned set of splits. Opaque; read with the `lance_split_plan_*` functions, free with
+// `lance_split_plan_free`.
+typedef struct LanceSplitPlan LanceSplitPlan;
 
 // A list of strings (table names). Opaque; read with `lance_string_list_count` and
 // `lance_string_list_get`, free with `lance_string_list_free`.
@@ -172,6 +186,17 @@ typedef struct LanceVersionInfo {
   // Commit time in milliseconds since the Unix epoch (UTC).
   int64_t timestamp_ms;
 } LanceVersionInfo;
+
+// One physical segment of an index; pointers inside are owned by the index list.
+typedef struct LanceIndexSegmentInfo {
+  // The segment's UUID (16 bytes, RFC 4122 byte order).
+  uint8_t uuid[16];
+  // Fragment ids the segment covers that are visible in the snapshot, ascending.
+  const uint64_t *fragment_ids;
+  size_t num_fragment_ids;
+  // Physical rows of those fragments.
+  uint64_t indexed_rows;
+} LanceIndexSegmentInfo;
 
 // What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
 // Every pointer inside is borrowed for the duration of the call that receives the options.
@@ -207,6 +232,37 @@ typedef struct LanceScanOptions {
   // Fragments to read ahead; 0 = default.
   uint32_t fragment_readahead;
 } LanceScanOptions;
+
+// A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
+// pointer inside is borrowed for the duration of the call that receives the query.
+typedef struct LanceVectorQuery {
+  // The vector column; must be the column the split was planned for.
+  const char *column;
+  // `dimension` elements of type `element_type`; the dimension must equal the column's.
+  const void *vector;
+  size_t dimension;
+  // A `LanceElementType` value. The query is cast to the column's element type.
+  int32_t element_type;
+  // Results per split (at least 1).
+  uint64_t k;
+  // A `LanceMetric` value; LANCE_METRIC_DEFAULT = the plan's metric.
+  int32_t metric;
+  // IVF partitions to probe; 0 = default.
+  uint32_t nprobes;
+  // Index segment splits re-rank `k * refine_factor` candidates with exact distances; 0 =
+  // the default of 1, so `_distance` is exact in every split's output and merges compare
+  // like with like.
+  uint32_t refine_factor;
+  // HNSW search breadth; 0 = default.
+  uint32_t ef;
+  // SQL filter applied before candidates are generated; NULL = none.
+  const char *prefilter_sql;
+  // Columns to return besides `_distance` (`_rowid` allowed); 0 = every column.
+  const char *const *columns;
+  size_t num_columns;
+  // Append `_rowid` (needed by `lance_topk_merge` and `lance_dataset_take_rows`).
+  bool with_row_id;
+} LanceVectorQuery;
 
 // Settings of the process-wide session. Fill with `lance_session_options_default` first, then
 // change what you need.
@@ -442,6 +498,170 @@ const char *lance_error_code_name(int32_t code);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_version(void);
 
+// List the logical indexes of the snapshot, sorted by name.
+//
+// Caller owns `*out`; free it with `lance_index_list_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure.
+int32_t lance_dataset_indexes(const struct LanceDataset *dataset, struct LanceIndexList **out);
+
+// Number of indexes in `list` (0 if NULL).
+//
+// Thread-safe.
+size_t lance_index_list_count(const struct LanceIndexList *list);
+
+// Name of index `index`.
+//
+// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+const char *lance_index_list_name(const struct LanceIndexList *list, size_t index);
+
+// Indexed column of index `index`.
+//
+// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+const char *lance_index_list_column(const struct LanceIndexList *list, size_t index);
+
+// Type of index `index`, e.g. "IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ", "BTREE", "BITMAP".
+//
+// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+const char *lance_index_list_type(const struct LanceIndexList *list, size_t index);
+
+// Metric of vector index `index` ("L2", "COSINE", "DOT", "HAMMING"), "" for other indexes.
+//
+// The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
+const char *lance_index_list_metric(const struct LanceIndexList *list, size_t index);
+
+// Number of physical segments of index `index` (0 and the last error set if out of range).
+//
+// Thread-safe.
+size_t lance_index_list_segment_count(const struct LanceIndexList *list, size_t index);
+
+// Describe segment `segment` of index `index` into `out`.
+//
+// Pointers in `*out` are owned by the list; valid until `lance_index_list_free` is called.
+// Thread-safe. Returns an error code; `out` is not written on failure.
+int32_t lance_index_list_segment(const struct LanceIndexList *list, size_t index, size_t segment, struct LanceIndexSegmentInfo *out);
+
+// Free an index list. NULL is ignored.
+void lance_index_list_free(struct LanceIndexList *list);
+
+// Load every segment of the named index of the handle's snapshot into the process-wide
+// session's index cache; blocks until done. Warmed entries outlive the handle and serve every
+// later handle of the same table in this process.
+//
+// Borrows `dataset` and `index_name`. Thread-safe. Returns LANCE_OK, LANCE_ERR_NOT_FOUND for
+// an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
+int32_t lance_dataset_prewarm_index(const struct LanceDataset *dataset, const char *index_name);
+
+// Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
+// `target_rows` visible rows (0 = one fragment per split).
+//
+// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure.
+int32_t lance_dataset_plan_scan(const struct LanceDataset *dataset, uint64_t target_rows, struct LanceSplitPlan **out);
+
+// Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
+// segment of the chosen index (with the visible fragments it covers) plus one
+// LANCE_SPLIT_FLAT split per visible fragment no segment covers; every visible fragment lies
+// in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
+// that metric is chosen, otherwise the plan is all-flat and `lance_split_plan_reason` says
+// why. `use_index = false` plans all-flat.
+//
+// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments. Thread-safe.
+// Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an unknown or non-vector column);
+// `*out` is not written on failure.
+int32_t lance_dataset_plan_vector_search(const struct LanceDataset *dataset, const char *column, int32_t metric, bool use_index, struct LanceSplitPlan **out);
+
+// Number of splits in `plan` (0 if NULL).
+//
+// Thread-safe.
+size_t lance_split_plan_count(const struct LanceSplitPlan *plan);
+
+// A copy of split `index` of `plan`.
+//
+// Caller owns the result; free it with `lance_split_free`. Thread-safe. Returns NULL and sets
+// the last error if `plan` is NULL or `index` is out of range.
+struct LanceSplit *lance_split_plan_get(const struct LanceSplitPlan *plan, size_t index);
+
+// Name of the index a vector plan uses, or NULL when it uses none (see
+// `lance_split_plan_reason`).
+//
+// The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+const char *lance_split_plan_index_name(const struct LanceSplitPlan *plan);
+
+// Why the plan uses (or does not use) an index, e.g. "no index on column 'v' uses metric
+// COSINE (available: idx=L2): every fragment is searched flat".
+//
+// The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `plan` is NULL.
+const char *lance_split_plan_reason(const struct LanceSplitPlan *plan);
+
+// Free a plan. NULL is ignored. Splits copied out of it stay valid.
+void lance_split_plan_free(struct LanceSplitPlan *plan);
+
+// Kind of a split (a `LanceSplitKind` value); 0 and the last error set if `split` is NULL.
+//
+// Thread-safe.
+int32_t lance_split_kind(const struct LanceSplit *split);
+
+// Pinned table version of a split; 0 and the last error set if `split` is NULL.
+//
+// Thread-safe.
+uint64_t lance_split_version(const struct LanceSplit *split);
+
+// Table URI of a split.
+//
+// The split owns the string; valid until `lance_split_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `split` is NULL.
+const char *lance_split_uri(const struct LanceSplit *split);
+
+// Visible rows the split covers (a scheduling weight); 0 if `split` is NULL.
+//
+// Thread-safe.
+uint64_t lance_split_row_count(const struct LanceSplit *split);
+
+// Fragment ids of a split: returns a pointer to `*out_len` ids (NULL when there are none).
+//
+// The split owns the array; valid until `lance_split_free` is called. Thread-safe.
+// Returns NULL and sets the last error if an argument is NULL.
+const uint64_t *lance_split_fragment_ids(const struct LanceSplit *split, size_t *out_len);
+
+// Copy the 16-byte UUID of an index segment split into `out`.
+//
+// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
+// failure.
+int32_t lance_split_segment_uuid(const struct LanceSplit *split, uint8_t (*out)[16]);
+
+// Serialize a split into compact, versioned, checksummed bytes (table URI, pinned version,
+// kind, fragments, segment UUID; never storage options or secrets) for shipping to a worker.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Thread-safe.
+// Returns an error code; outputs are not written on failure.
+int32_t lance_split_serialize(const struct LanceSplit *split, uint8_t **out, size_t *out_len);
+
+// Free bytes returned by `lance_split_serialize`. NULL is ignored.
+void lance_bytes_free(uint8_t *bytes, size_t len);
+
+// Rebuild a split from bytes made by `lance_split_serialize`.
+//
+// Caller owns the result; free it with `lance_split_free`. Borrows `bytes`. Thread-safe.
+// Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for truncated or
+// corrupted bytes, LANCE_ERR_NOT_SUPPORTED for another format version.
+struct LanceSplit *lance_split_deserialize(const uint8_t *bytes, size_t len);
+
+// Open the split's table at exactly the split's pinned version, through the process-wide
+// session. `storage_options` (NULL-terminated key/value array or NULL) are the worker's own
+// credentials; splits never carry them.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+// Thread-safe. Returns NULL and sets the last error on failure.
+struct LanceDataset *lance_split_open_dataset(const struct LanceSplit *split, const char *const *storage_options);
+
+// Free a split. NULL is ignored.
+void lance_split_free(struct LanceSplit *split);
+
 // Fill `out` with the default scan options: all columns, no filter, no limit, default batch
 // size, all fragments, in order.
 //
@@ -457,6 +677,41 @@ int32_t lance_scan_options_init(struct LanceScanOptions *out);
 // and may outlive `dataset`. Borrows `dataset` and `options` for the duration of the call.
 // Thread-safe. Returns an error code; `out` is not written on failure.
 int32_t lance_dataset_scan(const struct LanceDataset *dataset, const struct LanceScanOptions *options, struct ArrowArrayStream *out);
+
+// Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
+// `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
+// version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
+// empty (the split chooses the fragments).
+//
+// Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
+// Thread-safe. Returns an error code; `out` is not written on failure.
+int32_t lance_split_scan(const struct LanceDataset *dataset, const struct LanceSplit *split, const struct LanceScanOptions *options, struct ArrowArrayStream *out);
+
+// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
+// default refine, no prefilter, every column, with `_rowid`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+int32_t lance_vector_query_init(struct LanceVectorQuery *out);
+
+// Execute a vector-search split on `dataset` (which must be the split's table at the split's
+// version, e.g. from `lance_split_open_dataset`) into `out`. A LANCE_SPLIT_INDEX_SEGMENT split
+// searches only its segment; a LANCE_SPLIT_FLAT split brute-forces its fragment. Output: the
+// projected columns, `_distance` (float32) and `_rowid` when asked.
+//
+// Caller owns the stream; release it with `out->release(out)`. Borrows `dataset`, `split` and
+// `query`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for a wrong
+// dimension, a metric that contradicts the split's index, a foreign split); `out` is not
+// written on failure.
+int32_t lance_split_search(const struct LanceDataset *dataset, const struct LanceSplit *split, const struct LanceVectorQuery *query, struct ArrowArrayStream *out);
+
+// Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
+// schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
+// smallest `_distance`, ties broken by `_rowid`, written to `out`.
+//
+// Takes ownership of every input stream, also on failure (they are released). Caller owns
+// `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is
+// not written on failure.
+int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, uint64_t k, uint64_t offset, struct ArrowArrayStream *out);
 
 // Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
 // thread per core).
@@ -481,6 +736,15 @@ int32_t lance_session_configure(const struct LanceSessionOptions *options);
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
 // failure.
 int32_t lance_session_stats(struct LanceSessionStats *out);
+
+// Take rows by `_rowid` from the handle's snapshot into `out`: rows come in request order,
+// duplicates kept. `columns` (`num_columns` names, `_rowid` allowed; 0 = every column) is the
+// projection. An id that is missing or deleted in the snapshot is LANCE_ERR_NOT_FOUND naming
+// the id, with no partial result.
+//
+// Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
+// Thread-safe. Returns an error code; `out` is not written on failure.
+int32_t lance_dataset_take_rows(const struct LanceDataset *dataset, const uint64_t *row_ids, size_t num_row_ids, const char *const *columns, size_t num_columns, struct ArrowArrayStream *out);
 
 #ifdef __cplusplus
 }  // extern "C"

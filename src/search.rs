@@ -193,8 +193,17 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     if let Some(n) = q.nprobes {
         scanner.nprobes(n as usize);
     }
-    if let Some(r) = q.refine_factor {
-        scanner.refine(r);
+    // Index segments re-rank their candidates with exact distances (refine factor 1 unless the
+    // host asks for more), so `_distance` means the same thing in every split's output and a
+    // global merge across segments and flat splits compares like with like.
+    match (split.kind, q.refine_factor) {
+        (_, Some(r)) => {
+            scanner.refine(r);
+        }
+        (SplitKind::IndexSegment, None) => {
+            scanner.refine(1);
+        }
+        _ => {}
     }
     if let Some(ef) = q.ef {
         scanner.ef(ef as usize);

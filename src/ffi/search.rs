@@ -45,7 +45,9 @@ pub struct LanceVectorQuery {
     pub metric: i32,
     /// IVF partitions to probe; 0 = default.
     pub nprobes: u32,
-    /// Re-rank `k * refine_factor` candidates with exact distances; 0 = no refine.
+    /// Index segment splits re-rank `k * refine_factor` candidates with exact distances; 0 =
+    /// the default of 1, so `_distance` is exact in every split's output and merges compare
+    /// like with like.
     pub refine_factor: u32,
     /// HNSW search breadth; 0 = default.
     pub ef: u32,
@@ -111,8 +113,8 @@ fn query_arg(q: *const LanceVectorQuery) -> Result<VectorQuery> {
     })
 }
 
-/// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef, no
-/// refine, no prefilter, every column, with `_rowid`.
+/// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
+/// default refine, no prefilter, every column, with `_rowid`.
 ///
 /// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
 #[no_mangle]

@@ -7,3 +7,4 @@ mod errors;
 mod header;
 mod scan;
 mod session;
+mod vector;

@@ -1,0 +1,801 @@
+//! Index metadata, split planning, per-split vector search, top-K merge, take and prewarm, on
+//! the testkit's `vectors` table (IVF_PQ with two segments + an uncovered fragment + deletions,
+//! IVF_FLAT cosine and IVF_HNSW_SQ variants).
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{c_char, CStr};
+
+use arrow::array::{Array, Float32Array, RecordBatch, StringArray};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::index::*;
+use lance_host::ffi::plan::*;
+use lance_host::ffi::scan::*;
+use lance_host::ffi::search::*;
+use lance_host::ffi::take::*;
+use lance_host::LanceErrorCode::*;
+use lance_host_testkit as tk;
+
+use crate::common::*;
+
+pub fn vectors_uri() -> String {
+    fixture().facts.get("vectors.uri").to_string()
+}
+
+fn visible_ids() -> Vec<i64> {
+    (0..fixture().facts.get_u64("vectors.total_ids") as i64)
+        .filter(|i| !tk::vector_deleted(*i))
+        .collect()
+}
+
+fn l2(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    1.0 - dot / (na * nb)
+}
+
+/// Exact top-k ids computed from the raw vectors the testkit wrote.
+fn exact_top_k(
+    q: &[f32],
+    k: usize,
+    dist: fn(&[f32], &[f32]) -> f32,
+    vec_of: fn(i64) -> Vec<f32>,
+    keep: impl Fn(i64) -> bool,
+) -> Vec<i64> {
+    let mut all: Vec<(f32, i64)> = visible_ids()
+        .into_iter()
+        .filter(|i| keep(*i))
+        .map(|i| (dist(q, &vec_of(i)), i))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    all.into_iter().take(k).map(|x| x.1).collect()
+}
+
+fn query_vector(seed: i64) -> Vec<f32> {
+    // Near an existing row, but not equal to it.
+    tk::vector_of(seed).iter().enumerate().map(|(d, x)| x + 0.05 * (d as f32 % 3.0 - 1.0)).collect()
+}
+
+struct Plan(*mut LanceSplitPlan);
+impl Drop for Plan {
+    fn drop(&mut self) {
+        lance_split_plan_free(self.0);
+    }
+}
+
+struct SplitH(*mut LanceSplit);
+impl Drop for SplitH {
+    fn drop(&mut self) {
+        lance_split_free(self.0);
+    }
+}
+unsafe impl Send for SplitH {}
+
+fn plan_vector(ds: &Ds, column: &str, metric: LanceMetric, use_index: bool) -> Result<Plan, (i32, String)> {
+    let c = cstr(column);
+    let mut p = std::ptr::null_mut();
+    let code = lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), metric as i32, use_index, &mut p);
+    if code != 0 {
+        return Err((code, last_message()));
+    }
+    Ok(Plan(p))
+}
+
+fn splits(plan: &Plan) -> Vec<SplitH> {
+    (0..lance_split_plan_count(plan.0))
+        .map(|i| {
+            let s = lance_split_plan_get(plan.0, i);
+            assert!(!s.is_null());
+            SplitH(s)
+        })
+        .collect()
+}
+
+fn frag_ids(s: &SplitH) -> Vec<u64> {
+    let mut n = 0usize;
+    let p = lance_split_fragment_ids(s.0, &mut n);
+    if n == 0 {
+        return vec![];
+    }
+    unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+}
+
+fn reason(plan: &Plan) -> String {
+    unsafe { CStr::from_ptr(lance_split_plan_reason(plan.0)) }.to_string_lossy().into_owned()
+}
+
+fn index_name(plan: &Plan) -> Option<String> {
+    let p = lance_split_plan_index_name(plan.0);
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Ship a split as bytes and rebuild it, as a coordinator and a worker would.
+fn ship(s: &SplitH) -> SplitH {
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    assert_eq!(lance_split_serialize(s.0, &mut p, &mut n), 0);
+    let bytes = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+    lance_bytes_free(p, n);
+    let back = lance_split_deserialize(bytes.as_ptr(), bytes.len());
+    assert!(!back.is_null(), "{}", last_message());
+    SplitH(back)
+}
+
+struct Query {
+    column: std::ffi::CString,
+    vector: Vec<f32>,
+    prefilter: Option<std::ffi::CString>,
+    cols: CStrs,
+    q: LanceVectorQuery,
+}
+
+fn query(column: &str, vector: Vec<f32>, k: u64) -> Query {
+    let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
+    assert_eq!(lance_vector_query_init(q.as_mut_ptr()), 0);
+    let mut q = unsafe { q.assume_init() };
+    q.k = k;
+    q.with_row_id = true;
+    Query {
+        column: cstr(column),
+        vector,
+        prefilter: None,
+        cols: cstrs(&["id", "category"]),
+        q,
+    }
+}
+
+impl Query {
+    fn raw(&mut self) -> LanceVectorQuery {
+        let mut q = self.q;
+        q.column = self.column.as_ptr();
+        q.vector = self.vector.as_ptr() as *const _;
+        q.dimension = self.vector.len();
+        q.element_type = LanceElementType::LANCE_ELEMENT_F32 as i32;
+        q.prefilter_sql = self.prefilter.as_ref().map(|p| p.as_ptr()).unwrap_or(std::ptr::null());
+        q.columns = self.cols.ptrs.as_ptr();
+        q.num_columns = self.cols.ptrs.len();
+        q
+    }
+}
+
+/// Search one split on a worker-side dataset opened from the split itself.
+fn search_split(split: &SplitH, q: &LanceVectorQuery) -> Result<FFI_ArrowArrayStream, (i32, String)> {
+    let ds = lance_split_open_dataset(split.0, std::ptr::null());
+    assert!(!ds.is_null(), "{}", last_message());
+    let ds = Ds(ds);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let code = lance_split_search(ds.ptr(), split.0, q, &mut stream);
+    if code != 0 {
+        return Err((code, last_message()));
+    }
+    Ok(stream)
+}
+
+/// Plan, ship, search every split, merge the global top-k: returns the merged batches.
+fn distributed_search(ds: &Ds, column: &str, metric: LanceMetric, use_index: bool, q: &mut Query, k: u64) -> Vec<RecordBatch> {
+    let plan = plan_vector(ds, column, metric, use_index).unwrap();
+    let raw = q.raw();
+    let mut streams: Vec<FFI_ArrowArrayStream> = splits(&plan)
+        .iter()
+        .map(|s| search_split(&ship(s), &raw).unwrap())
+        .collect();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), k, 0, &mut out), 0, "{}", last_message());
+    read_stream(out).unwrap()
+}
+
+fn f32_column(batches: &[RecordBatch], name: &str) -> Vec<f32> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column_by_name(name).unwrap();
+            let a = c.as_any().downcast_ref::<Float32Array>().unwrap().clone();
+            (0..a.len()).map(move |i| a.value(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn recall(found: &[i64], truth: &[i64]) -> f64 {
+    let t: BTreeSet<i64> = truth.iter().copied().collect();
+    found.iter().filter(|i| t.contains(i)).count() as f64 / truth.len() as f64
+}
+
+/// Recall of one global (non-split) Lance search with the same parameters, through Lance
+/// directly.
+fn global_lance_ids(column: &str, q: &[f32], k: usize, nprobes: Option<usize>) -> Vec<i64> {
+    let uri = vectors_uri();
+    let column = column.to_string();
+    let q = q.to_vec();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let ds = lance::Dataset::open(&uri).await.unwrap();
+            let mut s = ds.scan();
+            s.project(&["id"]).unwrap();
+            s.nearest(&column, &Float32Array::from(q), k).unwrap();
+            if let Some(n) = nprobes {
+                s.nprobes(n);
+            }
+            let b = s.try_into_batch().await.unwrap();
+            i64_column(&[b], "id")
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn index_metadata() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let mut list = std::ptr::null_mut();
+    assert_eq!(lance_dataset_indexes(ds.ptr(), &mut list), 0, "{}", last_message());
+    let s = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string();
+    let mut seen = HashMap::new();
+    for i in 0..lance_index_list_count(list) {
+        seen.insert(
+            s(lance_index_list_name(list, i)),
+            (
+                s(lance_index_list_column(list, i)),
+                s(lance_index_list_type(list, i)),
+                s(lance_index_list_metric(list, i)),
+                i,
+            ),
+        );
+    }
+    assert_eq!(seen["emb_pq"].0, "embedding");
+    assert_eq!(seen["emb_pq"].1, "IVF_PQ");
+    assert_eq!(seen["emb_pq"].2, "L2");
+    assert_eq!(seen["emb_cos"].1, "IVF_FLAT");
+    assert_eq!(seen["emb_cos"].2, "COSINE");
+    assert_eq!(seen["emb_hnsw"].0, "embedding_hnsw");
+    assert_eq!(seen["emb_hnsw"].1, "IVF_HNSW_SQ");
+    // emb_pq: two segments (built, then optimized after an append), disjoint fragments.
+    let pq = seen["emb_pq"].3;
+    assert_eq!(lance_index_list_segment_count(list, pq), 2);
+    let mut covered = BTreeSet::new();
+    let mut uuids = BTreeSet::new();
+    for j in 0..2 {
+        let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
+        assert_eq!(lance_index_list_segment(list, pq, j, info.as_mut_ptr()), 0);
+        let info = unsafe { info.assume_init() };
+        assert!(info.uuid.iter().any(|b| *b != 0));
+        uuids.insert(info.uuid);
+        let frags = unsafe { std::slice::from_raw_parts(info.fragment_ids, info.num_fragment_ids) };
+        assert!(!frags.is_empty());
+        assert!(info.indexed_rows >= frags.len() as u64);
+        for f in frags {
+            assert!(covered.insert(*f), "fragment {f} in two segments");
+        }
+    }
+    assert_eq!(uuids.len(), 2);
+    // One fragment (appended after indexing) is covered by no segment.
+    let total = fixture().facts.get_u64("vectors.fragments") as usize;
+    assert_eq!(covered.len(), total - fixture().facts.get_u64("vectors.uncovered_fragments") as usize);
+    let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
+    assert_err(lance_index_list_segment(list, pq, 5, info.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT, "segment 5");
+    lance_index_list_free(list);
+}
+
+#[test]
+fn vector_plan_covers_every_fragment_once() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let mut all = Vec::new();
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    assert_eq!(lance_dataset_fragments(ds.ptr(), &mut p, &mut n), 0);
+    let frags = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+    lance_fragment_info_list_free(p, n);
+    all.extend(frags.iter().map(|f| f.id));
+
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, true).unwrap();
+    assert_eq!(index_name(&plan).as_deref(), Some("emb_pq"));
+    let ss = splits(&plan);
+    let kinds: Vec<i32> = ss.iter().map(|s| lance_split_kind(s.0)).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32).count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == LanceSplitKind::LANCE_SPLIT_FLAT as i32).count(), 1);
+    let mut seen: Vec<u64> = ss.iter().flat_map(frag_ids).collect();
+    seen.sort();
+    assert_eq!(seen, all, "every visible fragment exactly once");
+    let rows: u64 = ss.iter().map(|s| lance_split_row_count(s.0)).sum();
+    assert_eq!(rows, fixture().facts.get_u64("vectors.rows"));
+    for s in &ss {
+        let mut uuid = [0u8; 16];
+        let code = lance_split_segment_uuid(s.0, &mut uuid);
+        if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
+            assert_eq!(code, 0);
+        } else {
+            assert_eq!(code, LANCE_ERR_NOT_FOUND as i32);
+            assert_eq!(frag_ids(s).len(), 1);
+        }
+        assert_eq!(lance_split_version(s.0), lance_dataset_version(ds.ptr()));
+    }
+
+    // A metric picks the index with that metric.
+    let cos = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_COSINE, true).unwrap();
+    assert_eq!(index_name(&cos).as_deref(), Some("emb_cos"));
+    // No index with that metric: all flat, and the plan says why.
+    let dot = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DOT, true).unwrap();
+    assert_eq!(index_name(&dot), None);
+    let why = reason(&dot);
+    assert!(why.contains("DOT") && why.contains("emb_pq=L2"), "{why}");
+    assert!(splits(&dot).iter().all(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FLAT as i32));
+    assert_eq!(splits(&dot).len(), all.len());
+    // use_index = false: all flat.
+    let flat = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false).unwrap();
+    assert_eq!(splits(&flat).len(), all.len());
+    assert!(reason(&flat).contains("use_index"));
+    // Bad columns.
+    let e = plan_vector(&ds, "nope", LanceMetric::LANCE_METRIC_DEFAULT, true).err().unwrap();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.contains("nope"));
+    let e = plan_vector(&ds, "id", LanceMetric::LANCE_METRIC_DEFAULT, true).err().unwrap();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.contains("not a vector column"));
+    let c = cstr("embedding");
+    let mut out = std::ptr::null_mut();
+    assert_err(
+        lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), 42, true, &mut out),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "metric 42",
+    );
+}
+
+#[test]
+fn scan_splits_travel_and_cover_the_table() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let rows = fixture().facts.get_u64("vectors.rows");
+    for target in [0u64, 500, 1_000_000] {
+        let mut p = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_scan(ds.ptr(), target, &mut p), 0);
+        let plan = Plan(p);
+        let ss = splits(&plan);
+        match target {
+            0 => assert_eq!(ss.len() as u64, fixture().facts.get_u64("vectors.fragments")),
+            1_000_000 => assert_eq!(ss.len(), 1),
+            _ => assert!(ss.len() > 1 && ss.iter().rev().skip(1).all(|s| lance_split_row_count(s.0) >= target)),
+        }
+        let mut ids = Vec::new();
+        for s in &ss {
+            let worker = ship(s);
+            let wds = Ds(lance_split_open_dataset(worker.0, std::ptr::null()));
+            assert!(!wds.0.is_null());
+            let cols = cstrs(&["id"]);
+            let mut o = default_opts();
+            o.columns = cols.ptrs.as_ptr();
+            o.num_columns = 1;
+            let mut stream = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_scan(wds.ptr(), worker.0, &o, &mut stream), 0, "{}", last_message());
+            let got = i64_column(&read_stream(stream).unwrap(), "id");
+            assert_eq!(got.len() as u64, lance_split_row_count(s.0));
+            ids.extend(got);
+        }
+        ids.sort();
+        assert_eq!(ids.len() as u64, rows);
+        assert_eq!(ids, visible_ids());
+    }
+}
+
+#[test]
+fn merged_split_search_beats_or_matches_global_recall() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let k = 10usize;
+    let (mut merged_recall, mut global_recall) = (0.0, 0.0);
+    for seed in [5i64, 444, 1333, 1950, 2077] {
+        let qv = query_vector(seed);
+        let truth = exact_top_k(&qv, k, l2, tk::vector_of, |_| true);
+        let mut q = query("embedding", qv.clone(), k as u64);
+        q.q.nprobes = 2;
+        let merged = distributed_search(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true, &mut q, k as u64);
+        let ids = i64_column(&merged, "id");
+        assert_eq!(ids.len(), k);
+        let d = f32_column(&merged, "_distance");
+        assert!(d.windows(2).all(|w| w[0] <= w[1]), "merged distances not ascending");
+        assert!(ids.iter().all(|i| !tk::vector_deleted(*i)), "a deleted row was returned");
+        merged_recall += recall(&ids, &truth);
+        let g = global_lance_ids("embedding", &qv, k, Some(2));
+        global_recall += recall(&g, &truth);
+        assert!(
+            recall(&ids, &truth) >= recall(&g, &truth),
+            "seed {seed}: split plan recall {} below global recall {}",
+            recall(&ids, &truth),
+            recall(&g, &truth)
+        );
+
+        // use_index = false: exactly the exact top-k, including the uncovered fragment.
+        let mut q = query("embedding", qv.clone(), k as u64);
+        let exact = distributed_search(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false, &mut q, k as u64);
+        assert_eq!(i64_column(&exact, "id"), truth, "flat plan differs from exact top-k (seed {seed})");
+        let dist = f32_column(&exact, "_distance");
+        for (id, dd) in truth.iter().zip(dist) {
+            assert!((l2(&qv, &tk::vector_of(*id)) - dd).abs() < 1e-3);
+        }
+    }
+    assert!(
+        merged_recall + 1e-9 >= global_recall,
+        "split plan recall {merged_recall} below global recall {global_recall}"
+    );
+    assert!(merged_recall / 5.0 >= 0.5, "recall too low: {}", merged_recall / 5.0);
+}
+
+#[test]
+fn ivf_flat_cosine_and_hnsw_variants() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let qv = query_vector(321);
+    // IVF_FLAT (cosine), probing every partition: exact.
+    let mut q = query("embedding", qv.clone(), 8);
+    q.q.nprobes = 4;
+    let got = distributed_search(&ds, "embedding", LanceMetric::LANCE_METRIC_COSINE, true, &mut q, 8);
+    assert_eq!(i64_column(&got, "id"), exact_top_k(&qv, 8, cosine, tk::vector_of, |_| true));
+    // IVF_HNSW_SQ on another column.
+    let hv = |i: i64| tk::vector_of(i + 100_000);
+    let qh = hv(777);
+    let plan = plan_vector(&ds, "embedding_hnsw", LanceMetric::LANCE_METRIC_DEFAULT, true).unwrap();
+    assert_eq!(index_name(&plan).as_deref(), Some("emb_hnsw"));
+    let mut q = query("embedding_hnsw", qh.clone(), 10);
+    q.q.ef = 64;
+    q.q.nprobes = 2;
+    let got = distributed_search(&ds, "embedding_hnsw", LanceMetric::LANCE_METRIC_DEFAULT, true, &mut q, 10);
+    let ids = i64_column(&got, "id");
+    let truth = exact_top_k(&qh, 10, l2, |i| tk::vector_of(i + 100_000), |_| true);
+    assert_eq!(ids[0], 777, "the query's own row is its nearest neighbour");
+    assert!(recall(&ids, &truth) >= 0.6, "hnsw recall {}", recall(&ids, &truth));
+}
+
+#[test]
+fn prefilter_applies_before_top_k() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let qv = query_vector(9);
+    let mut q = query("embedding", qv.clone(), 10);
+    q.prefilter = Some(cstr("category = 'rare'"));
+    // Flat: exactly the exact top-10 among rare rows (a post-filter would return fewer).
+    let got = distributed_search(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false, &mut q, 10);
+    let truth = exact_top_k(&qv, 10, l2, tk::vector_of, |i| tk::vector_category_of(i) == "rare");
+    assert_eq!(i64_column(&got, "id"), truth);
+    // Indexed: still 10 results, all rare.
+    let mut q = query("embedding", qv, 10);
+    q.prefilter = Some(cstr("category = 'rare'"));
+    q.q.nprobes = 4;
+    let got = distributed_search(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true, &mut q, 10);
+    let cats: Vec<String> = got
+        .iter()
+        .flat_map(|b| {
+            let c = b.column_by_name("category").unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone();
+            (0..c.len()).map(move |i| c.value(i).to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(cats.len(), 10);
+    assert!(cats.iter().all(|c| c == "rare"));
+}
+
+#[test]
+fn query_errors() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let ss = splits(&plan);
+    let seg = ss.iter().find(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32).unwrap();
+    // Metric mismatch with the split's index.
+    let mut q = query("embedding", query_vector(1), 5);
+    q.q.metric = LanceMetric::LANCE_METRIC_COSINE as i32;
+    let e = search_split(seg, &q.raw()).err().unwrap();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.contains("COSINE") && e.1.contains("L2"), "{}", e.1);
+    // Wrong dimension.
+    let mut q = query("embedding", vec![0.5; 7], 5);
+    let e = search_split(seg, &q.raw()).err().unwrap();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.contains("dimension 7") && e.1.contains("16"), "{}", e.1);
+    // k = 0, bad element type, NULL vector, wrong column.
+    let mut q = query("embedding", query_vector(1), 0);
+    assert!(search_split(seg, &q.raw()).err().unwrap().1.contains("k must"));
+    let mut q = query("embedding", query_vector(1), 3);
+    let mut raw = q.raw();
+    raw.element_type = 99;
+    assert!(search_split(seg, &raw).err().unwrap().1.contains("element_type"));
+    raw.element_type = LanceElementType::LANCE_ELEMENT_F32 as i32;
+    raw.vector = std::ptr::null();
+    assert!(search_split(seg, &raw).err().unwrap().1.contains("query.vector"));
+    let mut q = query("embedding_hnsw", query_vector(1), 3);
+    assert!(search_split(seg, &q.raw()).err().unwrap().1.contains("differs"));
+    // Unknown projected column.
+    let mut q = query("embedding", query_vector(1), 3);
+    q.cols = cstrs(&["id", "ghost"]);
+    assert!(search_split(seg, &q.raw()).err().unwrap().1.contains("ghost"));
+    // A scan split cannot search; a vector split cannot scan.
+    let wds = Ds(lance_split_open_dataset(seg.0, std::ptr::null()));
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(lance_split_scan(wds.ptr(), seg.0, std::ptr::null(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "cannot be scanned");
+}
+
+#[test]
+fn every_query_element_type() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let base = query_vector(600);
+    let col = cstr("embedding");
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false).unwrap();
+    let ss = splits(&plan);
+    let truth = exact_top_k(&base, 3, l2, tk::vector_of, |_| true);
+    let f16: Vec<u16> = base.iter().map(|x| half::f16::from_f32(*x).to_bits()).collect();
+    let f64s: Vec<f64> = base.iter().map(|x| *x as f64).collect();
+    let cases: Vec<(LanceElementType, *const core::ffi::c_void)> = vec![
+        (LanceElementType::LANCE_ELEMENT_F16, f16.as_ptr() as _),
+        (LanceElementType::LANCE_ELEMENT_F32, base.as_ptr() as _),
+        (LanceElementType::LANCE_ELEMENT_F64, f64s.as_ptr() as _),
+    ];
+    for (et, ptr) in cases {
+        let mut q = query("embedding", base.clone(), 3);
+        let mut raw = q.raw();
+        raw.column = col.as_ptr();
+        raw.element_type = et as i32;
+        raw.vector = ptr;
+        let mut streams: Vec<FFI_ArrowArrayStream> = ss.iter().map(|s| search_split(s, &raw).unwrap()).collect();
+        let mut out = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 3, 0, &mut out), 0);
+        assert_eq!(i64_column(&read_stream(out).unwrap(), "id"), truth, "{et:?}");
+    }
+    // Integer queries are cast to the column's float type.
+    let ints: Vec<u8> = vec![2; 16];
+    let signed: Vec<i8> = vec![-1; 16];
+    for (et, ptr, as_f32) in [
+        (LanceElementType::LANCE_ELEMENT_U8, ints.as_ptr() as *const core::ffi::c_void, vec![2.0f32; 16]),
+        (LanceElementType::LANCE_ELEMENT_I8, signed.as_ptr() as *const core::ffi::c_void, vec![-1.0f32; 16]),
+    ] {
+        let mut q = query("embedding", as_f32.clone(), 2);
+        let mut raw = q.raw();
+        raw.element_type = et as i32;
+        raw.vector = ptr;
+        let mut streams: Vec<FFI_ArrowArrayStream> = ss.iter().map(|s| search_split(s, &raw).unwrap()).collect();
+        let mut out = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 2, 0, &mut out), 0);
+        let want = exact_top_k(&as_f32, 2, l2, tk::vector_of, |_| true);
+        assert_eq!(i64_column(&read_stream(out).unwrap(), "id"), want, "{et:?}");
+    }
+    // f16 and f64 columns, searched flat.
+    for column in ["embedding_f16", "embedding_f64"] {
+        let plan = plan_vector(&ds, column, LanceMetric::LANCE_METRIC_DEFAULT, true).unwrap();
+        assert_eq!(index_name(&plan), None);
+        let mut q = query(column, base.clone(), 3);
+        let raw = q.raw();
+        let mut streams: Vec<FFI_ArrowArrayStream> = splits(&plan).iter().map(|s| search_split(s, &raw).unwrap()).collect();
+        let mut out = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 3, 0, &mut out), 0);
+        let got = i64_column(&read_stream(out).unwrap(), "id");
+        assert_eq!(got[0], truth[0], "{column}");
+    }
+}
+
+#[test]
+fn hamming_on_binary_vectors() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let target = 1234i64;
+    let bits = tk::bits_of(target);
+    let plan = plan_vector(&ds, "bits", LanceMetric::LANCE_METRIC_HAMMING, true).unwrap();
+    let col = cstr("bits");
+    let cols = cstrs(&["id"]);
+    let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
+    lance_vector_query_init(q.as_mut_ptr());
+    let mut q = unsafe { q.assume_init() };
+    q.column = col.as_ptr();
+    q.vector = bits.as_ptr() as _;
+    q.dimension = bits.len();
+    q.element_type = LanceElementType::LANCE_ELEMENT_U8 as i32;
+    q.metric = LanceMetric::LANCE_METRIC_HAMMING as i32;
+    q.k = 1;
+    q.columns = cols.ptrs.as_ptr();
+    q.num_columns = 1;
+    let mut streams: Vec<FFI_ArrowArrayStream> = splits(&plan).iter().map(|s| search_split(s, &q).unwrap()).collect();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 1, 0, &mut out), 0);
+    let got = read_stream(out).unwrap();
+    assert_eq!(i64_column(&got, "id"), vec![target]);
+    assert_eq!(f32_column(&got, "_distance"), vec![0.0]);
+}
+
+#[test]
+fn merge_with_offset_and_bad_inputs() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let qv = query_vector(50);
+    let truth = exact_top_k(&qv, 12, l2, tk::vector_of, |_| true);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false).unwrap();
+    let mut q = query("embedding", qv, 12);
+    let raw = q.raw();
+    let mut streams: Vec<FFI_ArrowArrayStream> = splits(&plan).iter().map(|s| search_split(s, &raw).unwrap()).collect();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 5, 4, &mut out), 0);
+    assert_eq!(i64_column(&read_stream(out).unwrap(), "id"), truth[4..9].to_vec());
+    // The inputs were consumed.
+    assert!(streams.iter().all(|s| s.release.is_none()));
+    // Streams without _rowid cannot be merged.
+    let mut q = query("embedding", query_vector(50), 3);
+    q.q.with_row_id = false;
+    let raw = q.raw();
+    let mut streams: Vec<FFI_ArrowArrayStream> = splits(&plan).iter().take(2).map(|s| search_split(s, &raw).unwrap()).collect();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_err(lance_topk_merge(streams.as_mut_ptr(), 2, 3, 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "_rowid");
+    assert_err(lance_topk_merge(std::ptr::null_mut(), 2, 3, 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "streams");
+    assert_err(lance_topk_merge(std::ptr::null_mut(), 0, 3, 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "no input");
+}
+
+#[test]
+fn take_rows_in_request_order() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    // Map _rowid -> id from a scan.
+    let cols = cstrs(&["id"]);
+    let mut o = default_opts();
+    o.columns = cols.ptrs.as_ptr();
+    o.num_columns = 1;
+    o.with_row_id = true;
+    let batches = scan(&ds, &o).unwrap();
+    let ids = i64_column(&batches, "id");
+    let rowids = u64_column(&batches, "_rowid");
+    let pick = [rowids[500], rowids[3], rowids[500], rowids[1700], rowids[42]];
+    let expect = [ids[500], ids[3], ids[500], ids[1700], ids[42]];
+    let want_cols = cstrs(&["_rowid", "id", "category"]);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(
+        lance_dataset_take_rows(ds.ptr(), pick.as_ptr(), pick.len(), want_cols.ptrs.as_ptr(), 3, &mut stream),
+        0,
+        "{}",
+        last_message()
+    );
+    let got = read_stream(stream).unwrap();
+    assert_eq!(i64_column(&got, "id"), expect.to_vec());
+    assert_eq!(u64_column(&got, "_rowid"), pick.to_vec());
+    let names: Vec<String> = got[0].schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(names, ["_rowid", "id", "category"]);
+
+    // A deleted row: NOT_FOUND naming it, no partial result.
+    let deleted_id = (0..2100i64).find(|i| tk::vector_deleted(*i)).unwrap();
+    // Row addresses: the deleted row sits between its neighbours in fragment order.
+    let pos = ids.iter().position(|i| *i == deleted_id + 1).unwrap();
+    let deleted_addr = rowids[pos] - 1;
+    let bad = [rowids[0], deleted_addr];
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(
+        lance_dataset_take_rows(ds.ptr(), bad.as_ptr(), 2, std::ptr::null(), 0, &mut stream),
+        LANCE_ERR_NOT_FOUND,
+        &deleted_addr.to_string(),
+    );
+    assert!(stream.release.is_none());
+    let missing = [(999u64 << 32) | 1];
+    assert_err(
+        lance_dataset_take_rows(ds.ptr(), missing.as_ptr(), 1, std::ptr::null(), 0, &mut stream),
+        LANCE_ERR_NOT_FOUND,
+        &missing[0].to_string(),
+    );
+    let beyond = [rowids[0] + 100_000];
+    assert_err(
+        lance_dataset_take_rows(ds.ptr(), beyond.as_ptr(), 1, std::ptr::null(), 0, &mut stream),
+        LANCE_ERR_NOT_FOUND,
+        &beyond[0].to_string(),
+    );
+    assert_err(
+        lance_dataset_take_rows(ds.ptr(), std::ptr::null(), 3, std::ptr::null(), 0, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "row_ids",
+    );
+    let ghost = cstrs(&["ghost"]);
+    assert_err(
+        lance_dataset_take_rows(ds.ptr(), pick.as_ptr(), 1, ghost.ptrs.as_ptr(), 1, &mut stream),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "ghost",
+    );
+    // An empty request is an empty result.
+    assert_eq!(lance_dataset_take_rows(ds.ptr(), std::ptr::null(), 0, std::ptr::null(), 0, &mut stream), 0);
+    assert_eq!(total_rows(&read_stream(stream).unwrap()), 0);
+}
+
+#[test]
+fn split_bytes_reject_damage_and_foreign_tables() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, true).unwrap();
+    let s = &splits(&plan)[0];
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    assert_eq!(lance_split_serialize(s.0, &mut p, &mut n), 0);
+    let bytes = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+    lance_bytes_free(p, n);
+    let back = SplitH(lance_split_deserialize(bytes.as_ptr(), bytes.len()));
+    assert_eq!(frag_ids(&back), frag_ids(s));
+    let mut u1 = [0u8; 16];
+    let mut u2 = [0u8; 16];
+    lance_split_segment_uuid(s.0, &mut u1);
+    lance_split_segment_uuid(back.0, &mut u2);
+    assert_eq!(u1, u2);
+    // Truncated, corrupted, foreign format version, garbage.
+    assert!(lance_split_deserialize(bytes.as_ptr(), bytes.len() - 3).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "invalid split bytes");
+    let mut flipped = bytes.clone();
+    flipped[20] ^= 0x40;
+    assert!(lance_split_deserialize(flipped.as_ptr(), flipped.len()).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "checksum");
+    let mut future = bytes.clone();
+    future[4] = 9;
+    assert!(lance_split_deserialize(future.as_ptr(), future.len()).is_null());
+    assert_err(last_code(), LANCE_ERR_NOT_SUPPORTED, "format version 9");
+    assert!(lance_split_deserialize(b"hello".as_ptr(), 5).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "magic");
+    assert!(lance_split_deserialize(std::ptr::null(), 4).is_null());
+    assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, "bytes");
+    // A split executed against another table or version.
+    let people = Ds::open(&people_uri(), 0);
+    let mut q = query("embedding", query_vector(1), 3);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(lance_split_search(people.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
+    let older = Ds::open(&vectors_uri(), 1);
+    assert_err(lance_split_search(older.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "version");
+}
+
+const PREWARM_CHILD: &str = "LANCE_HOST_TEST_PREWARM_CHILD";
+
+/// Runs in its own process so no other test moves the session's cache counters.
+#[test]
+#[ignore = "run by prewarm_serves_later_handles in its own process"]
+fn child_prewarm() {
+    if std::env::var_os(PREWARM_CHILD).is_none() {
+        return;
+    }
+    use lance_host::ffi::session::*;
+    let stats = || {
+        let mut s = LanceSessionStats::default();
+        assert_eq!(lance_session_stats(&mut s), 0);
+        s
+    };
+    let uri = vectors_uri();
+    // Bad names first.
+    let first = Ds::open(&uri, 0);
+    let name = cstr("no_such_index");
+    assert_err(lance_dataset_prewarm_index(first.ptr(), name.as_ptr()), LANCE_ERR_NOT_FOUND, "no_such_index");
+    assert_err(lance_dataset_prewarm_index(first.ptr(), std::ptr::null()), LANCE_ERR_INVALID_ARGUMENT, "index_name");
+    let bad: [u8; 3] = [0xc3, 0x28, 0];
+    assert_err(lance_dataset_prewarm_index(first.ptr(), bad.as_ptr() as *const c_char), LANCE_ERR_INVALID_ARGUMENT, "UTF-8");
+    assert_err(lance_dataset_prewarm_index(std::ptr::null(), name.as_ptr()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    let before_prewarm = stats();
+    let idx = cstr("emb_pq");
+    assert_eq!(lance_dataset_prewarm_index(first.ptr(), idx.as_ptr()), 0, "{}", last_message());
+    let warmed = stats();
+    assert!(warmed.index_entries > before_prewarm.index_entries, "prewarm cached nothing");
+    drop(first);
+    // A second, separately opened handle: its searches cause no index-cache misses.
+    let second = Ds::open(&uri, 0);
+    let before = stats();
+    let plan = plan_vector(&second, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let mut q = query("embedding", query_vector(77), 10);
+    q.q.nprobes = 4;
+    let raw = q.raw();
+    for s in splits(&plan) {
+        if lance_split_kind(s.0) != LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
+            continue;
+        }
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_split_search(second.ptr(), s.0, &raw, &mut stream), 0, "{}", last_message());
+        assert!(total_rows(&read_stream(stream).unwrap()) > 0);
+    }
+    let after = stats();
+    assert_eq!(
+        after.index_misses, before.index_misses,
+        "index cache misses after prewarm: before {before:?} after {after:?}"
+    );
+    assert!(after.index_hits > before.index_hits);
+    println!("CHILD-OK");
+}
+
+#[test]
+fn prewarm_serves_later_handles() {
+    fixture();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "vector::child_prewarm", "--ignored", "--nocapture"])
+        .env(PREWARM_CHILD, "1")
+        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("CHILD-OK"),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
