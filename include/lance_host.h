@@ -138,6 +138,69 @@ typedef int32_t LanceErrorCode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Distance metrics for vector planning and search.
+enum LanceMetric
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The chosen index's metric (or L2 when no index is used).
+  LANCE_METRIC_DEFAULT = 0,
+  LANCE_METRIC_L2 = 1,
+  LANCE_METRIC_COSINE = 2,
+  LANCE_METRIC_DOT = 3,
+  LANCE_METRIC_HAMMING = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceMetric LanceMetric;
+#else
+typedef int32_t LanceMetric;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Kinds of splits.
+enum LanceSplitKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Scan the split's fragments (`lance_split_scan`).
+  LANCE_SPLIT_SCAN = 1,
+  // Search one physical index segment over the fragments it covers (`lance_split_search`).
+  LANCE_SPLIT_INDEX_SEGMENT = 2,
+  // Brute-force search one fragment no segment covers (`lance_split_search`).
+  LANCE_SPLIT_FLAT = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceSplitKind LanceSplitKind;
+#else
+typedef int32_t LanceSplitKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Element types of a query vector.
+enum LanceElementType
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // IEEE 754 half precision, given as raw `uint16_t` bits.
+  LANCE_ELEMENT_F16 = 1,
+  LANCE_ELEMENT_F32 = 2,
+  LANCE_ELEMENT_F64 = 3,
+  LANCE_ELEMENT_U8 = 4,
+  LANCE_ELEMENT_I8 = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceElementType LanceElementType;
+#else
+typedef int32_t LanceElementType;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A connected catalog. Opaque; create with `lance_catalog_open`, free with
 // `lance_catalog_free`.
 typedef struct LanceCatalog LanceCatalog;
