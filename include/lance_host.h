@@ -261,6 +261,18 @@ typedef struct LanceIndexSegmentInfo {
   uint64_t indexed_rows;
 } LanceIndexSegmentInfo;
 
+// I/O statistics of one operation (a scan, split search, take or prewarm).
+typedef struct LanceIoStats {
+  // Read requests the operation sent to the object store.
+  uint64_t read_requests;
+  // Bytes those requests returned.
+  uint64_t read_bytes;
+  // Index-cache lookups of the operation's plan that hit (final once the stream ended).
+  uint64_t index_cache_hits;
+  // Index-cache lookups of the operation's plan that missed and read storage.
+  uint64_t index_cache_misses;
+} LanceIoStats;
+
 // What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
 // Every pointer inside is borrowed for the duration of the call that receives the options.
 typedef struct LanceScanOptions {
@@ -618,6 +630,12 @@ void lance_index_list_free(struct LanceIndexList *list);
 // an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
 int32_t lance_dataset_prewarm_index(const struct LanceDataset *dataset, const char *index_name);
 
+// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`.
+//
+// Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
+// `out` is not written on failure.
+int32_t lance_dataset_prewarm_index_with_stats(const struct LanceDataset *dataset, const char *index_name, struct LanceIoStats *out);
+
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).
 //
@@ -724,6 +742,17 @@ struct LanceDataset *lance_split_open_dataset(const struct LanceSplit *split, co
 
 // Free a split. NULL is ignored.
 void lance_split_free(struct LanceSplit *split);
+
+// Read the I/O statistics of the operation behind a stream returned by this library (scan,
+// split scan, split search, take, merge): object-store read requests and bytes so far, and
+// the plan's index-cache hits and misses (final once the stream has reached its end). Counts
+// belong to this stream alone, even while other operations run on other threads.
+//
+// Borrows `stream`; valid until the stream is released. Thread-safe with respect to other
+// streams; do not call it concurrently with `get_next` on the same stream. Returns
+// LANCE_ERR_INVALID_ARGUMENT if `stream` is NULL, released, or not from this library;
+// `out` is not written on failure.
+int32_t lance_stream_io_stats(const struct ArrowArrayStream *stream, struct LanceIoStats *out);
 
 // Fill `out` with the default scan options: all columns, no filter, no limit, default batch
 // size, all fragments, in order.

@@ -15,6 +15,7 @@ pub mod redact;
 pub mod session;
 pub mod search;
 pub mod snapshot;
+pub mod stats;
 pub mod take;
 
 pub use error::{HostError, LanceErrorCode, Result};

@@ -12,6 +12,7 @@ use lance_table::format::Fragment;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
+use crate::stats::OpStats;
 
 /// Name of the row id meta column.
 pub const ROW_ID: &str = "_rowid";
@@ -161,11 +162,13 @@ pub fn configure_scanner(
     Ok(())
 }
 
-/// Start a scan of the snapshot.
+/// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
-    let mut scanner = snapshot.dataset.scan();
+    let stats = OpStats::default();
+    let mut scanner = stats.dataset(snapshot).scan();
     configure_scanner(snapshot, &mut scanner, opts)?;
-    BatchReader::start(scanner, "cannot start scan")
+    stats.attach(&mut scanner);
+    Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats))
 }
 
 type BoxedBatchStream = Pin<Box<dyn Stream<Item = lance::Result<RecordBatch>> + Send>>;
@@ -175,6 +178,7 @@ type BoxedBatchStream = Pin<Box<dyn Stream<Item = lance::Result<RecordBatch>> + 
 pub struct BatchReader {
     schema: SchemaRef,
     stream: Option<BoxedBatchStream>,
+    stats: OpStats,
 }
 
 impl BatchReader {
@@ -190,7 +194,19 @@ impl BatchReader {
         Self {
             schema,
             stream: Some(stream),
+            stats: OpStats::default(),
         }
+    }
+
+    /// Attach the counters of the operation that produced this reader.
+    pub fn with_stats(mut self, stats: OpStats) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// The operation's counters (live; shared with the reader).
+    pub fn stats(&self) -> OpStats {
+        self.stats.clone()
     }
 
     /// Collect every remaining batch (used by Rust callers and tests).

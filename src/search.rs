@@ -12,6 +12,7 @@ use crate::index::Metric;
 use crate::plan::{vector_dimension, Split, SplitKind};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ADDR, ROW_ID};
 use crate::snapshot::Snapshot;
+use crate::stats::OpStats;
 
 /// Query vector values in one of the supported element types.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +156,8 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     };
     let query = query_array(snapshot, q)?;
     let lance_err = |e| HostError::from_lance("invalid vector query", e);
-    let mut scanner = snapshot.dataset.scan();
+    let stats = OpStats::default();
+    let mut scanner = stats.dataset(snapshot).scan();
     if !q.columns.is_empty() {
         scan::validate_columns(snapshot, &q.columns)?;
         let data: Vec<&String> = q
@@ -208,5 +210,6 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     if let Some(ef) = q.ef {
         scanner.ef(ef as usize);
     }
-    BatchReader::start(scanner, "vector search failed")
+    stats.attach(&mut scanner);
+    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats))
 }

@@ -11,11 +11,11 @@ use crate::error::{HostError, Result};
 use crate::scan::{validate_columns, BatchReader, ROW_ID};
 use crate::session;
 use crate::snapshot::Snapshot;
+use crate::stats::OpStats;
 
 /// Check that every id names a visible row of the snapshot (row ids are row addresses for
 /// tables without stable row ids: fragment id in the high 32 bits, offset in the low 32).
-fn validate_addresses(snapshot: &Snapshot, ids: &[u64]) -> Result<()> {
-    let ds = snapshot.dataset.clone();
+fn validate_addresses(snapshot: &Snapshot, ds: Arc<lance::Dataset>, ids: &[u64]) -> Result<()> {
     let mut by_fragment: HashMap<u64, Vec<u64>> = HashMap::new();
     for id in ids {
         by_fragment.entry(id >> 32).or_default().push(*id);
@@ -68,9 +68,11 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
     if columns.iter().any(|c| c == "_rowaddr") {
         return Err(HostError::invalid("take does not return '_rowaddr'; ask for '_rowid'"));
     }
+    let stats = OpStats::default();
+    let tracked = stats.dataset(snapshot);
     let stable = snapshot.dataset.manifest().uses_stable_row_ids();
     if !stable {
-        validate_addresses(snapshot, ids)?;
+        validate_addresses(snapshot, tracked.clone(), ids)?;
     }
     // Fetch each distinct id once, then put rows in request order (with duplicates).
     let mut unique: Vec<u64> = ids.to_vec();
@@ -81,7 +83,7 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
         .schema()
         .project(&data_cols)
         .map_err(|e| HostError::from_lance("invalid take projection", e))?;
-    let ds = snapshot.dataset.clone();
+    let ds = tracked;
     let fetched = {
         let unique = unique.clone();
         session::block_on(async move { ds.take_rows(&unique, projection).await })?
@@ -128,8 +130,5 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), arrays)
         .map_err(|e| HostError::internal(format!("cannot build take result: {e}")))?;
-    Ok(BatchReader::from_stream(
-        schema,
-        Box::pin(stream::iter(vec![Ok(batch)])),
-    ))
+    Ok(BatchReader::from_stream(schema, Box::pin(stream::iter(vec![Ok(batch)]))).with_stats(stats))
 }

@@ -200,6 +200,25 @@ pub extern "C" fn lance_dataset_prewarm_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(index_name, "index_name")?;
-        prewarm::prewarm_index(&ds.snapshot, name)
+        prewarm::prewarm_index(&ds.snapshot, name).map(|_| ())
+    })
+}
+
+/// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`.
+///
+/// Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
+/// `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_prewarm_index_with_stats(
+    dataset: *const LanceDataset,
+    index_name: *const c_char,
+    out: *mut super::scan::LanceIoStats,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let name = str_arg(index_name, "index_name")?;
+        let out = out_arg(out, "out")?;
+        *out = prewarm::prewarm_index(&ds.snapshot, name)?.into();
+        Ok(())
     })
 }

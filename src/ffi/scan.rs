@@ -2,10 +2,14 @@
 
 use std::ffi::c_char;
 
+use std::ffi::c_int;
+
+use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::scan::{self, BatchReader, ScanOptions};
+use crate::stats::{IoStats, OpStats};
 
 use super::dataset::LanceDataset;
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_list_arg};
@@ -102,11 +106,132 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions) -> Result<ScanOptions
     })
 }
 
+/// I/O statistics of one operation (a scan, split search, take or prewarm).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LanceIoStats {
+    /// Read requests the operation sent to the object store.
+    pub read_requests: u64,
+    /// Bytes those requests returned.
+    pub read_bytes: u64,
+    /// Index-cache lookups of the operation's plan that hit (final once the stream ended).
+    pub index_cache_hits: u64,
+    /// Index-cache lookups of the operation's plan that missed and read storage.
+    pub index_cache_misses: u64,
+}
+
+impl From<IoStats> for LanceIoStats {
+    fn from(s: IoStats) -> Self {
+        Self {
+            read_requests: s.read_requests,
+            read_bytes: s.read_bytes,
+            index_cache_hits: s.index_cache_hits,
+            index_cache_misses: s.index_cache_misses,
+        }
+    }
+}
+
+/// What a lance-host stream keeps behind `private_data`: arrow's exported stream plus the
+/// operation's counters, so hosts can read them without any change to the C struct.
+struct HostStream {
+    inner: FFI_ArrowArrayStream,
+    stats: OpStats,
+}
+
+unsafe extern "C" fn host_get_schema(s: *mut FFI_ArrowArrayStream, out: *mut FFI_ArrowSchema) -> c_int {
+    // SAFETY: called by the consumer on a live stream created by `export_stream`.
+    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
+    match host.inner.get_schema {
+        Some(f) => unsafe { f(&mut host.inner, out) },
+        None => libc_einval(),
+    }
+}
+
+unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_ArrowArray) -> c_int {
+    // SAFETY: as above.
+    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
+    match host.inner.get_next {
+        Some(f) => unsafe { f(&mut host.inner, out) },
+        None => libc_einval(),
+    }
+}
+
+unsafe extern "C" fn host_get_last_error(s: *mut FFI_ArrowArrayStream) -> *const c_char {
+    // SAFETY: as above.
+    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
+    match host.inner.get_last_error {
+        Some(f) => unsafe { f(&mut host.inner) },
+        None => std::ptr::null(),
+    }
+}
+
+unsafe extern "C" fn host_release(s: *mut FFI_ArrowArrayStream) {
+    if s.is_null() {
+        return;
+    }
+    // SAFETY: the stream is live and ours; after this it is marked released.
+    let private = unsafe { (*s).private_data } as *mut HostStream;
+    unsafe {
+        (*s).release = None;
+        (*s).private_data = std::ptr::null_mut();
+    }
+    if !private.is_null() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: created by Box::into_raw in `export_stream`, freed once here.
+            drop(unsafe { Box::from_raw(private) });
+        }));
+    }
+}
+
+fn libc_einval() -> c_int {
+    22
+}
+
 /// Hand a reader to C as an `ArrowArrayStream` written into `out`.
 pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream) {
-    let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+    let stats = reader.stats();
+    let host = Box::new(HostStream {
+        inner: FFI_ArrowArrayStream::new(Box::new(reader)),
+        stats,
+    });
+    let stream = FFI_ArrowArrayStream {
+        get_schema: Some(host_get_schema),
+        get_next: Some(host_get_next),
+        get_last_error: Some(host_get_last_error),
+        release: Some(host_release),
+        private_data: Box::into_raw(host) as *mut std::ffi::c_void,
+    };
     // SAFETY: `out` is valid for writes and holds no live stream (caller contract).
     unsafe { std::ptr::write(out, stream) };
+}
+
+/// Read the I/O statistics of the operation behind a stream returned by this library (scan,
+/// split scan, split search, take, merge): object-store read requests and bytes so far, and
+/// the plan's index-cache hits and misses (final once the stream has reached its end). Counts
+/// belong to this stream alone, even while other operations run on other threads.
+///
+/// Borrows `stream`; valid until the stream is released. Thread-safe with respect to other
+/// streams; do not call it concurrently with `get_next` on the same stream. Returns
+/// LANCE_ERR_INVALID_ARGUMENT if `stream` is NULL, released, or not from this library;
+/// `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_stream_io_stats(stream: *const FFI_ArrowArrayStream, out: *mut LanceIoStats) -> i32 {
+    guard_code(|| {
+        let s = handle_ref(stream, "stream")?;
+        let out = out_arg(out, "out")?;
+        let ours = s
+            .release
+            .is_some_and(|f| std::ptr::fn_addr_eq(f, host_release as unsafe extern "C" fn(*mut FFI_ArrowArrayStream)));
+        if !ours || s.private_data.is_null() {
+            return Err(HostError::invalid(
+                "stream is released or was not created by lance-host",
+            ));
+        }
+        // SAFETY: checked above that the stream is a live lance-host stream.
+        let host = unsafe { &*(s.private_data as *const HostStream) };
+        *out = host.stats.snapshot().into();
+        Ok(())
+    })
 }
 
 /// Fill `out` with the default scan options: all columns, no filter, no limit, default batch
