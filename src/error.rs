@@ -118,19 +118,42 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
 /// Object-store failures arrive as IO errors; recognise rejected credentials by their text.
 fn io_error_code(err: &lance::Error) -> LanceErrorCode {
     let text = err.to_string().to_ascii_lowercase();
-    if text.contains("403") || text.contains("forbidden") || text.contains("access denied") {
+    let transport = text.contains("error sending request")
+        || text.contains("connection refused")
+        || text.contains("timed out")
+        || text.contains("dns error");
+    if transport {
+        LanceErrorCode::LANCE_ERR_IO
+    } else if has_status(&text, "403") || text.contains("forbidden") || text.contains("accessdenied") || text.contains("access denied") {
         LanceErrorCode::LANCE_ERR_PERMISSION_DENIED
-    } else if text.contains("401")
+    } else if has_status(&text, "401")
         || text.contains("unauthorized")
         || text.contains("invalidaccesskeyid")
         || text.contains("signaturedoesnotmatch")
+        || text.contains("invalidtoken")
+        || text.contains("expiredtoken")
     {
         LanceErrorCode::LANCE_ERR_UNAUTHENTICATED
-    } else if text.contains("not found") && !text.contains("error sending request") {
+    } else if text.contains("not found") || text.contains("nosuchkey") || text.contains("nosuchbucket") {
         LanceErrorCode::LANCE_ERR_NOT_FOUND
     } else {
         LanceErrorCode::LANCE_ERR_IO
     }
+}
+
+/// Whether `text` holds the HTTP status `code` as a number of its own (not inside a port or
+/// a duration).
+fn has_status(text: &str, code: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(code).any(|(i, _)| {
+        let before = if i == 0 { b' ' } else { bytes[i - 1] };
+        let after = bytes.get(i + code.len()).copied().unwrap_or(b' ');
+        !before.is_ascii_alphanumeric()
+            && before != b':'
+            && before != b'.'
+            && !after.is_ascii_alphanumeric()
+            && after != b'.'
+    })
 }
 
 /// Lance appends the Rust source location (`, lance/src/x.rs:12:5`) to its messages; it means
@@ -156,6 +179,14 @@ fn strip_location(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_status_is_not_found_inside_ports() {
+        assert!(!has_status("get http://127.0.0.1:44035/x", "403"));
+        assert!(!has_status("in 101.4039ms", "403"));
+        assert!(has_status("server responded 403 forbidden", "403"));
+        assert!(has_status("status: (403)", "403"));
+    }
 
     #[test]
     fn strips_trailing_source_locations() {

@@ -1,70 +1,195 @@
 //! Per-operation I/O statistics: the object-store requests and bytes one scan, search, take
-//! or prewarm caused, and the index-cache hits and misses of its plan — attributable to that
-//! operation even while others run concurrently on other threads.
+//! or prewarm caused (index files counted apart), and the index-cache hits and misses of its
+//! plan — attributable to that operation even while others run concurrently on other threads.
 //!
 //! Each operation runs on its own view of the pinned dataset whose object store is wrapped by
 //! a private counter; caches and the session stay shared.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
+use futures::stream::BoxStream;
 use lance::dataset::scanner::Scanner;
 use lance::Dataset;
 use lance_io::object_store::WrappingObjectStore;
-use lance_io::utils::tracking_store::IOTracker;
+use object_store::list::PaginatedListStore;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result as OSResult,
+};
 
 use crate::snapshot::Snapshot;
 
 /// A point-in-time copy of an operation's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IoStats {
-    /// Read requests sent to the object store (GET / range GET / HEAD).
+    /// Read requests sent to the object store (GET, range GET, HEAD).
     pub read_requests: u64,
     /// Bytes those requests returned.
     pub read_bytes: u64,
+    /// The part of `read_requests` that read index files (`_indices/`).
+    pub index_read_requests: u64,
+    /// The part of `read_bytes` that came from index files.
+    pub index_read_bytes: u64,
     /// Index-cache lookups of the operation's plan that hit (final once a stream has ended).
     pub index_cache_hits: u64,
     /// Index-cache lookups of the operation's plan that missed and went to storage.
     pub index_cache_misses: u64,
 }
 
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    index_requests: AtomicU64,
+    index_bytes: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
+}
+
+impl Counters {
+    fn record_read(&self, path: &Path, bytes: u64) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if path.as_ref().contains("_indices/") {
+            self.index_requests.fetch_add(1, Ordering::Relaxed);
+            self.index_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The live counters of one operation.
 #[derive(Debug, Clone, Default)]
 pub struct OpStats {
-    tracker: IOTracker,
-    index_hits: Arc<AtomicU64>,
-    index_misses: Arc<AtomicU64>,
+    counters: Arc<Counters>,
 }
 
 impl OpStats {
     /// The snapshot's dataset with this operation's counter around its object store.
     pub fn dataset(&self, snapshot: &Snapshot) -> Arc<Dataset> {
-        let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(self.tracker.clone());
+        let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(CountingWrapper {
+            counters: self.counters.clone(),
+        });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
 
     /// Collect the plan's index-cache counters when the scanner's stream finishes.
     pub fn attach(&self, scanner: &mut Scanner) {
-        let hits = self.index_hits.clone();
-        let misses = self.index_misses.clone();
+        let c = self.counters.clone();
         scanner.scan_stats_callback(Arc::new(move |counts| {
-            hits.fetch_add(counts.index_cache_hits() as u64, Ordering::Relaxed);
-            misses.fetch_add(counts.index_cache_misses() as u64, Ordering::Relaxed);
+            c.cache_hits.fetch_add(counts.index_cache_hits() as u64, Ordering::Relaxed);
+            c.cache_misses.fetch_add(counts.index_cache_misses() as u64, Ordering::Relaxed);
         }));
     }
 
-    pub fn add_index_cache(&self, hits: u64, misses: u64) {
-        self.index_hits.fetch_add(hits, Ordering::Relaxed);
-        self.index_misses.fetch_add(misses, Ordering::Relaxed);
+    pub fn snapshot(&self) -> IoStats {
+        let c = &self.counters;
+        IoStats {
+            read_requests: c.requests.load(Ordering::Relaxed),
+            read_bytes: c.bytes.load(Ordering::Relaxed),
+            index_read_requests: c.index_requests.load(Ordering::Relaxed),
+            index_read_bytes: c.index_bytes.load(Ordering::Relaxed),
+            index_cache_hits: c.cache_hits.load(Ordering::Relaxed),
+            index_cache_misses: c.cache_misses.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct CountingWrapper {
+    counters: Arc<Counters>,
+}
+
+impl WrappingObjectStore for CountingWrapper {
+    fn wrap(&self, _prefix: &str, original: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
+        Arc::new(CountingStore {
+            inner: original,
+            counters: self.counters.clone(),
+        })
     }
 
-    pub fn snapshot(&self) -> IoStats {
-        let io = self.tracker.stats();
-        IoStats {
-            read_requests: io.read_iops,
-            read_bytes: io.read_bytes,
-            index_cache_hits: self.index_hits.load(Ordering::Relaxed),
-            index_cache_misses: self.index_misses.load(Ordering::Relaxed),
+    fn wrap_paginated(
+        &self,
+        _prefix: &str,
+        original: Arc<dyn PaginatedListStore>,
+    ) -> Option<Arc<dyn PaginatedListStore>> {
+        Some(original)
+    }
+}
+
+/// Delegates every call; counts reads.
+#[derive(Debug)]
+struct CountingStore {
+    inner: Arc<dyn ObjectStore>,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CountingStore({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> OSResult<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> OSResult<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> OSResult<GetResult> {
+        let head = options.head;
+        let result = self.inner.get_opts(location, options).await;
+        if let Ok(r) = &result {
+            let n = if head { 0 } else { r.range.end - r.range.start };
+            self.counters.record_read(location, n);
         }
+        result
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> OSResult<Vec<Bytes>> {
+        let result = self.inner.get_ranges(location, ranges).await;
+        if let Ok(r) = &result {
+            self.counters
+                .record_read(location, r.iter().map(|b| b.len() as u64).sum());
+        }
+        result
+    }
+
+    fn delete_stream(&self, locations: BoxStream<'static, OSResult<Path>>) -> BoxStream<'static, OSResult<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, OSResult<ObjectMeta>> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, OSResult<ObjectMeta>> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> OSResult<ListResult> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, opts: CopyOptions) -> OSResult<()> {
+        self.inner.copy_opts(from, to, opts).await
+    }
+
+    async fn rename_opts(&self, from: &Path, to: &Path, opts: RenameOptions) -> OSResult<()> {
+        self.inner.rename_opts(from, to, opts).await
     }
 }

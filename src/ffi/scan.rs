@@ -114,6 +114,10 @@ pub struct LanceIoStats {
     pub read_requests: u64,
     /// Bytes those requests returned.
     pub read_bytes: u64,
+    /// The part of `read_requests` that read index files.
+    pub index_read_requests: u64,
+    /// The part of `read_bytes` that came from index files.
+    pub index_read_bytes: u64,
     /// Index-cache lookups of the operation's plan that hit (final once the stream ended).
     pub index_cache_hits: u64,
     /// Index-cache lookups of the operation's plan that missed and read storage.
@@ -125,6 +129,8 @@ impl From<IoStats> for LanceIoStats {
         Self {
             read_requests: s.read_requests,
             read_bytes: s.read_bytes,
+            index_read_requests: s.index_read_requests,
+            index_read_bytes: s.index_read_bytes,
             index_cache_hits: s.index_cache_hits,
             index_cache_misses: s.index_cache_misses,
         }

@@ -132,29 +132,58 @@ fn events_batch(start: i64, end: i64) -> RecordBatch {
     .expect("events batch")
 }
 
-fn params(mode: WriteMode) -> WriteParams {
+/// Storage options used when writing (empty for local paths).
+pub type StorageOptions = std::collections::HashMap<String, String>;
+
+fn params(mode: WriteMode, rows_per_file: usize, opts: &StorageOptions) -> WriteParams {
+    let store_params = (!opts.is_empty()).then(|| lance::io::ObjectStoreParams {
+        storage_options_accessor: Some(Arc::new(
+            lance::io::StorageOptionsAccessor::with_static_options(opts.clone()),
+        )),
+        ..Default::default()
+    });
     WriteParams {
         mode,
-        max_rows_per_file: ROWS_PER_FILE,
-        max_rows_per_group: ROWS_PER_FILE,
+        max_rows_per_file: rows_per_file,
+        max_rows_per_group: rows_per_file,
+        store_params,
         ..Default::default()
     }
 }
 
-pub async fn write_batch(uri: &str, batch: RecordBatch, mode: WriteMode) -> Result<Dataset, Error> {
+pub async fn write_batch(
+    uri: &str,
+    batch: RecordBatch,
+    mode: WriteMode,
+    opts: &StorageOptions,
+) -> Result<Dataset, Error> {
+    write_batch_rows(uri, batch, mode, ROWS_PER_FILE, opts).await
+}
+
+async fn write_batch_rows(
+    uri: &str,
+    batch: RecordBatch,
+    mode: WriteMode,
+    rows_per_file: usize,
+    opts: &StorageOptions,
+) -> Result<Dataset, Error> {
     let schema = batch.schema();
     let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-    Ok(Dataset::write(reader, uri, Some(params(mode))).await?)
+    Ok(Dataset::write(reader, uri, Some(params(mode, rows_per_file, opts))).await?)
 }
 
 /// The people table: version 1 = ids 0..300 (3 fragments), version 2 = + ids 300..500
 /// (2 more fragments), version 3 = rows with id % 10 == 0 deleted.
-pub async fn write_people(uri: &str, facts: &mut Facts, prefix: &str) -> Result<(), Error> {
-    write_batch(uri, people_batch(0, 300), WriteMode::Create).await?;
+pub async fn write_people(
+    uri: &str,
+    facts: &mut Facts,
+    prefix: &str,
+    opts: &StorageOptions,
+) -> Result<(), Error> {
+    write_batch(uri, people_batch(0, 300), WriteMode::Create, opts).await?;
     facts.set(&format!("{prefix}.v1.rows"), 300);
-    write_batch(uri, people_batch(300, 500), WriteMode::Append).await?;
+    let mut ds = write_batch(uri, people_batch(300, 500), WriteMode::Append, opts).await?;
     facts.set(&format!("{prefix}.v2.rows"), 500);
-    let mut ds = Dataset::open(uri).await?;
     ds.delete("id % 10 = 0").await?;
     let visible: Vec<i64> = (0..500).filter(|i| i % 10 != 0).collect();
     facts.set(&format!("{prefix}.v3.rows"), visible.len());
@@ -173,8 +202,9 @@ pub async fn write_people(uri: &str, facts: &mut Facts, prefix: &str) -> Result<
 
 /// The events table: version 1 = 250 rows, version 2 = + 150 rows.
 pub async fn write_events(uri: &str, facts: &mut Facts, prefix: &str) -> Result<(), Error> {
-    write_batch(uri, events_batch(0, 250), WriteMode::Create).await?;
-    write_batch(uri, events_batch(250, 400), WriteMode::Append).await?;
+    let none = StorageOptions::new();
+    write_batch(uri, events_batch(0, 250), WriteMode::Create, &none).await?;
+    write_batch(uri, events_batch(250, 400), WriteMode::Append, &none).await?;
     facts.set(&format!("{prefix}.v1.rows"), 250);
     facts.set(&format!("{prefix}.v2.rows"), 400);
     facts.set(
@@ -350,7 +380,7 @@ pub fn vector_deleted(id: i64) -> bool {
 ///   `embedding_hnsw`, built over the first 1800 rows;
 /// - ids 1800..2100 appended afterwards (one fragment no index covers);
 /// - rows with `id % 7 == 3` deleted.
-pub async fn write_vectors(uri: &str, facts: &mut Facts) -> Result<(), Error> {
+pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) -> Result<(), Error> {
     use lance::index::vector::VectorIndexParams;
     use lance::index::DatasetIndexExt;
     use lance_index::optimize::OptimizeOptions;
@@ -360,20 +390,7 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts) -> Result<(), Error> {
     use lance_index::IndexType;
     use lance_linalg::distance::MetricType;
 
-    let write = |batch: RecordBatch, mode: WriteMode| {
-        let schema = batch.schema();
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-        Dataset::write(
-            reader,
-            uri,
-            Some(WriteParams {
-                mode,
-                max_rows_per_file: VROWS_PER_FILE,
-                max_rows_per_group: VROWS_PER_FILE,
-                ..Default::default()
-            }),
-        )
-    };
+    let write = |batch: RecordBatch, mode: WriteMode| write_batch_rows(uri, batch, mode, VROWS_PER_FILE, opts);
     let mut ds = write(vectors_batch(0, 1200), WriteMode::Create).await?;
     let pq = VectorIndexParams::ivf_pq(4, 8, 4, MetricType::L2, 20);
     ds.create_index(&["embedding"], IndexType::Vector, Some("emb_pq".into()), &pq, true)
@@ -406,6 +423,17 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts) -> Result<(), Error> {
     Ok(())
 }
 
+/// Write the people and vectors tables under an object-store `root` (e.g. `s3://bucket/wh`)
+/// with `opts`; facts use the prefixes `people` and `vectors`.
+pub async fn write_remote_tables(root: &str, opts: &StorageOptions) -> Result<Facts, Error> {
+    let root = root.trim_end_matches('/');
+    let mut facts = Facts::default();
+    write_people(&format!("{root}/people.lance"), &mut facts, "people", opts).await?;
+    write_vectors(&format!("{root}/vectors.lance"), &mut facts, opts).await?;
+    facts.set("root", root);
+    Ok(facts)
+}
+
 /// Write the warehouse under `root` (created if missing; existing tables are replaced) and
 /// the `FIXTURE` facts file beside them.
 pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
@@ -419,7 +447,8 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
         }
     }
     let people = root.join("people.lance");
-    write_people(people.to_str().ok_or("non-UTF-8 path")?, &mut facts, "people").await?;
+    let none = StorageOptions::new();
+    write_people(people.to_str().ok_or("non-UTF-8 path")?, &mut facts, "people", &none).await?;
     let events = root.join("events.lance");
     write_events(events.to_str().ok_or("non-UTF-8 path")?, &mut facts, "events").await?;
     facts.set("root", root.display());
@@ -428,7 +457,7 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
     if vectors.exists() {
         std::fs::remove_dir_all(&vectors)?;
     }
-    write_vectors(vectors.to_str().ok_or("non-UTF-8 path")?, &mut facts).await?;
+    write_vectors(vectors.to_str().ok_or("non-UTF-8 path")?, &mut facts, &none).await?;
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }

@@ -1,0 +1,516 @@
+//! Object storage: tables and catalogs on a real S3-compatible server (moto, started by the
+//! tests on 127.0.0.1), per-operation I/O statistics, the prewarm proof counted by the library
+//! and by the server's request log, concurrent attribution, and faults.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::catalog::*;
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::index::*;
+use lance_host::ffi::plan::*;
+use lance_host::ffi::scan::*;
+use lance_host::ffi::search::*;
+use lance_host::ffi::take::*;
+use lance_host::LanceErrorCode::*;
+use lance_host_testkit::{Facts, StorageOptions};
+
+use crate::common::*;
+
+const BUCKET: &str = "lance-host-test";
+const SECRET: &str = "SENTINEL-aws-secret-5b2f";
+const TOKEN: &str = "SENTINEL-session-token-91c4";
+
+/// A moto S3 server on 127.0.0.1; stopped on drop.
+pub struct Moto {
+    child: Option<Child>,
+    pub port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Moto {
+    pub fn start(extra_env: &[(&str, &str)]) -> Moto {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("moto.log");
+        let port = free_port();
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .spawn()
+            .expect("cannot start `python3 -m moto.server` (install moto[server]; ./test.sh does)");
+        let mut moto = Moto { child: Some(child), port, log, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = moto.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("moto exited ({status}): {}", moto.log_text());
+            }
+            assert!(Instant::now() < deadline, "moto did not start: {}", moto.log_text());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        moto
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Raw HTTP, so creating the bucket needs no client library.
+    pub fn create_bucket(&self, name: &str) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "PUT /{name} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.port
+        )
+        .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).unwrap();
+        assert!(resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"), "{resp}");
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Request lines of the server's access log.
+    pub fn requests(&self) -> Vec<String> {
+        self.log_text()
+            .lines()
+            .filter(|l| l.contains("\"GET ") || l.contains("\"HEAD ") || l.contains("\"PUT ") || l.contains("\"POST "))
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Storage options for `endpoint` (path-style, plain HTTP, bounded retries).
+pub fn s3_options(endpoint: &str) -> StorageOptions {
+    [
+        ("aws_access_key_id", "AKIDLANCEHOSTTEST"),
+        ("aws_secret_access_key", SECRET),
+        ("aws_session_token", TOKEN),
+        ("aws_region", "us-east-1"),
+        ("aws_endpoint", endpoint),
+        ("allow_http", "true"),
+        ("aws_virtual_hosted_style_request", "false"),
+        ("client_max_retries", "1"),
+        ("client_retry_timeout", "5"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn write_tables(endpoint: &str, root: &str) -> Facts {
+    let opts = s3_options(endpoint);
+    let root = root.to_string();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(lance_host_testkit::write_remote_tables(&root, &opts))
+            .expect("write tables to S3")
+    })
+    .join()
+    .unwrap()
+}
+
+/// The shared server with the test tables (or, in a child process, its parent's server).
+struct Shared {
+    moto: Option<Moto>,
+    endpoint: String,
+    facts: Facts,
+}
+
+fn shared() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    S.get_or_init(|| {
+        if let (Ok(endpoint), Ok(root)) = (std::env::var("LANCE_HOST_TEST_S3_ENDPOINT"), std::env::var("LANCE_HOST_TEST_S3_ROOT")) {
+            let facts = Facts(
+                [
+                    ("root".to_string(), root.clone()),
+                    ("vectors.uri".to_string(), format!("{root}/vectors.lance")),
+                    ("people.uri".to_string(), format!("{root}/people.lance")),
+                ]
+                .into_iter()
+                .collect(),
+            );
+            return Shared { moto: None, endpoint, facts };
+        }
+        let moto = Moto::start(&[]);
+        moto.create_bucket(BUCKET);
+        let endpoint = moto.endpoint();
+        let facts = write_tables(&endpoint, &format!("s3://{BUCKET}/wh"));
+        Shared { moto: Some(moto), endpoint, facts }
+    })
+}
+
+/// Owned C key/value array.
+struct Kv(#[allow(dead_code)] CStrs, Vec<*const std::ffi::c_char>);
+
+fn kv(opts: &StorageOptions) -> Kv {
+    let mut keys: Vec<&String> = opts.keys().collect();
+    keys.sort();
+    let flat: Vec<&str> = keys.iter().flat_map(|k| [k.as_str(), opts[*k].as_str()]).collect();
+    let strs = cstrs(&flat);
+    let mut ptrs = strs.ptrs.clone();
+    ptrs.push(std::ptr::null());
+    Kv(strs, ptrs)
+}
+
+fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
+    let u = cstr(uri);
+    let opts = kv(&s3_options(endpoint));
+    let p = lance_dataset_open(u.as_ptr(), opts.1.as_ptr(), 0);
+    if p.is_null() {
+        Err((last_code(), last_message()))
+    } else {
+        Ok(Ds(p))
+    }
+}
+
+/// Scan into a stream, drain it through the C callbacks and return rows and stats read from
+/// the still-live stream at its end.
+fn scan_stats(ds: &Ds, opts: &LanceScanOptions) -> (usize, LanceIoStats) {
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), opts, &mut stream), 0, "{}", last_message());
+    drain_in_place(&mut stream)
+}
+
+/// Drain a live C stream in place with its callbacks, read its stats, then release it.
+fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats) {
+    let mut rows = 0usize;
+    loop {
+        let mut array = arrow::ffi::FFI_ArrowArray::empty();
+        let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
+        if rc != 0 {
+            let msg = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(stream)) };
+            panic!("stream failed: {}", msg.to_string_lossy());
+        }
+        if array.is_released() {
+            break;
+        }
+        rows += array.len();
+        drop(array);
+    }
+    let mut stats = LanceIoStats::default();
+    assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
+    unsafe { (stream.release.unwrap())(stream) };
+    assert!(stream.release.is_none());
+    (rows, stats)
+}
+
+#[test]
+fn s3_scan_catalog_and_take() {
+    let s = shared();
+    let people = s.facts.get("people.uri").to_string();
+    let ds = open_s3(&people, &s.endpoint).unwrap();
+    let mut n = 0;
+    assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut n), 0);
+    let expected_rows = fixture().facts.get_u64("people.v3.rows");
+    assert_eq!(n, expected_rows);
+    let (rows, stats) = scan_stats(&ds, &default_opts());
+    assert_eq!(rows as u64, expected_rows);
+    assert!(stats.read_requests > 0 && stats.read_bytes > 0, "{stats:?}");
+    assert_eq!(stats.index_read_requests, 0);
+    // Stats of a released or foreign stream are refused.
+    let mut st = LanceIoStats::default();
+    let empty = FFI_ArrowArrayStream::empty();
+    assert_err(lance_stream_io_stats(&empty, &mut st), LANCE_ERR_INVALID_ARGUMENT, "not created by lance-host");
+
+    // A directory catalog rooted in the bucket.
+    let root = s.facts.get("root").to_string();
+    let mut props: Vec<(String, String)> = vec![("root".into(), root.clone())];
+    for (k, v) in s3_options(&s.endpoint) {
+        props.push((format!("storage.{k}"), v));
+    }
+    let flat: Vec<&str> = props.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]).collect();
+    let strs = cstrs(&flat);
+    let mut ptrs = strs.ptrs.clone();
+    ptrs.push(std::ptr::null());
+    let cat = lance_catalog_open(ptrs.as_ptr());
+    assert!(!cat.is_null(), "{}", last_message());
+    let mut list = std::ptr::null_mut();
+    assert_eq!(lance_catalog_list_tables(cat, std::ptr::null(), 0, &mut list), 0, "{}", last_message());
+    let names: Vec<String> = (0..lance_string_list_count(list))
+        .map(|i| unsafe { std::ffi::CStr::from_ptr(lance_string_list_get(list, i)) }.to_string_lossy().into_owned())
+        .collect();
+    lance_string_list_free(list);
+    assert_eq!(names, ["people", "vectors"]);
+    let t = cstr("people");
+    let via_catalog = lance_catalog_open_table(cat, std::ptr::null(), 0, t.as_ptr(), 1);
+    assert!(!via_catalog.is_null(), "{}", last_message());
+    let via_catalog = Ds(via_catalog);
+    let mut n1 = 0;
+    lance_dataset_count_rows(via_catalog.ptr(), &mut n1);
+    assert_eq!(n1, fixture().facts.get_u64("people.v1.rows"));
+    lance_catalog_free(cat);
+
+    // Take on S3, with its own statistics.
+    let vectors = open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap();
+    let ids = [0u64, 5, 1];
+    let cols = cstrs(&["id"]);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_take_rows(vectors.ptr(), ids.as_ptr(), 3, cols.ptrs.as_ptr(), 1, &mut stream), 0, "{}", last_message());
+    let mut tst = LanceIoStats::default();
+    assert_eq!(lance_stream_io_stats(&stream, &mut tst), 0);
+    assert!(tst.read_requests > 0, "{tst:?}");
+    let (rows, _) = drain_in_place(&mut stream);
+    assert_eq!(rows, 3);
+}
+
+/// Search every INDEX_SEGMENT split of `emb_pq` through `ds`; returns summed stream stats.
+fn index_search_stats(ds: &Ds) -> LanceIoStats {
+    let col = cstr("embedding");
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, &mut plan), 0, "{}", last_message());
+    let query: Vec<f32> = lance_host_testkit::vector_of(42);
+    let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
+    lance_vector_query_init(q.as_mut_ptr());
+    let mut q = unsafe { q.assume_init() };
+    q.column = col.as_ptr();
+    q.vector = query.as_ptr() as _;
+    q.dimension = query.len();
+    q.k = 5;
+    q.nprobes = 4;
+    let mut total = LanceIoStats::default();
+    let mut searched = 0;
+    for i in 0..lance_split_plan_count(plan) {
+        let split = lance_split_plan_get(plan, i);
+        if lance_split_kind(split) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
+            let mut stream = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_search(ds.ptr(), split, &q, &mut stream), 0, "{}", last_message());
+            let (rows, st) = drain_in_place(&mut stream);
+            assert_eq!(rows, 5);
+            total.read_requests += st.read_requests;
+            total.index_read_requests += st.index_read_requests;
+            total.index_read_bytes += st.index_read_bytes;
+            total.index_cache_hits += st.index_cache_hits;
+            total.index_cache_misses += st.index_cache_misses;
+            searched += 1;
+        }
+        lance_split_free(split);
+    }
+    lance_split_plan_free(plan);
+    assert_eq!(searched, 2);
+    total
+}
+
+const SCENARIO: &str = "LANCE_HOST_TEST_S3_SCENARIO";
+
+/// Runs in a fresh process (empty caches) for one scenario: "cold" or "prewarm".
+#[test]
+#[ignore = "run by prewarm_removes_remote_index_reads in its own processes"]
+fn child_s3_scenario() {
+    let Ok(scenario) = std::env::var(SCENARIO) else { return };
+    let s = shared();
+    let uri = s.facts.get("vectors.uri").to_string();
+    match scenario.as_str() {
+        "cold" => {
+            let ds = open_s3(&uri, &s.endpoint).unwrap();
+            let st = index_search_stats(&ds);
+            assert!(st.index_read_requests > 0 && st.index_read_bytes > 0, "cold search read no index files: {st:?}");
+            println!("COLD index_read_requests={}", st.index_read_requests);
+        }
+        "prewarm" => {
+            let warm = open_s3(&uri, &s.endpoint).unwrap();
+            let name = cstr("emb_pq");
+            let mut pst = LanceIoStats::default();
+            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
+            assert!(pst.index_read_requests > 0, "prewarm read no index files: {pst:?}");
+            drop(warm);
+            println!("MARK-AFTER-PREWARM");
+            let fresh = open_s3(&uri, &s.endpoint).unwrap();
+            let st = index_search_stats(&fresh);
+            assert_eq!(st.index_read_requests, 0, "index files read after prewarm: {st:?}");
+            assert_eq!(st.index_cache_misses, 0, "{st:?}");
+            assert!(st.index_cache_hits > 0, "{st:?}");
+            println!("PREWARM prewarm_index_reads={} search_index_reads=0", pst.index_read_requests);
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+    println!("CHILD-OK");
+}
+
+fn run_scenario(scenario: &str) -> String {
+    let s = shared();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "s3::child_s3_scenario", "--ignored", "--nocapture"])
+        .env(SCENARIO, scenario)
+        .env("LANCE_HOST_TEST_S3_ENDPOINT", &s.endpoint)
+        .env("LANCE_HOST_TEST_S3_ROOT", s.facts.get("root"))
+        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("CHILD-OK"),
+        "scenario {scenario} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn index_gets(lines: &[String]) -> usize {
+    lines.iter().filter(|l| l.contains("\"GET ") && l.contains("/_indices/")).count()
+}
+
+#[test]
+fn prewarm_removes_remote_index_reads() {
+    let s = shared();
+    let moto = s.moto.as_ref().expect("parent owns the server");
+    // Cold: a search reads index files — by the library's count and by the server's log.
+    let before = moto.requests().len();
+    run_scenario("cold");
+    let cold = moto.requests()[before..].to_vec();
+    assert!(index_gets(&cold) > 0, "server saw no index reads for a cold search");
+    // Prewarm in a fresh process, then search through another fresh handle.
+    let before = moto.requests().len();
+    let out = run_scenario("prewarm");
+    assert!(out.contains("search_index_reads=0"));
+    let lines = moto.requests()[before..].to_vec();
+    assert!(index_gets(&lines) > 0, "the prewarm itself read no index files");
+    // The server log has no marker; the library's counts separate the phases, and the
+    // server log of the whole prewarm process may only hold index reads of the prewarm.
+    let prewarm_reads: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PREWARM prewarm_index_reads="))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert_eq!(
+        index_gets(&lines),
+        prewarm_reads,
+        "server saw index reads beyond the prewarm's own: {lines:#?}"
+    );
+}
+
+#[test]
+fn concurrent_scans_report_their_own_requests() {
+    let s = shared();
+    let people = Arc::new(open_s3(s.facts.get("people.uri"), &s.endpoint).unwrap());
+    let vectors = Arc::new(open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap());
+    let cols_a: Arc<[&str]> = Arc::from(vec!["id", "name", "embedding"]);
+    let cols_b: Arc<[&str]> = Arc::from(vec!["id", "category"]);
+    fn run(ds: &Ds, names: &[&str], batch: u64) -> (usize, LanceIoStats) {
+        let cols = cstrs(names);
+        let mut o = default_opts();
+        o.columns = cols.ptrs.as_ptr();
+        o.num_columns = cols.ptrs.len();
+        o.batch_size = batch;
+        scan_stats(ds, &o)
+    }
+    // Solo runs (the second one is the steady state: metadata cached).
+    run(&people, &cols_a, 50);
+    run(&vectors, &cols_b, 64);
+    let (ra, solo_a) = run(&people, &cols_a, 50);
+    let (rb, solo_b) = run(&vectors, &cols_b, 64);
+    assert_ne!(solo_a.read_requests, solo_b.read_requests, "pick scans with different costs");
+    for _ in 0..3 {
+        let (p, ca) = (people.clone(), cols_a.clone());
+        let (v, cb) = (vectors.clone(), cols_b.clone());
+        let ta = std::thread::spawn(move || run(&p, &ca, 50));
+        let tb = std::thread::spawn(move || run(&v, &cb, 64));
+        let (ra2, a) = ta.join().unwrap();
+        let (rb2, b) = tb.join().unwrap();
+        assert_eq!((ra2, rb2), (ra, rb));
+        assert_eq!(a.read_requests, solo_a.read_requests, "scan A: {a:?} vs solo {solo_a:?}");
+        assert_eq!(b.read_requests, solo_b.read_requests, "scan B: {b:?} vs solo {solo_b:?}");
+        assert_eq!(a.read_bytes, solo_a.read_bytes);
+        assert_eq!(b.read_bytes, solo_b.read_bytes);
+    }
+}
+
+#[test]
+fn wrong_credentials_are_a_clear_error() {
+    // moto with authentication enforced: no access key is known, so any is wrong.
+    let moto = Moto::start(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
+    let uri = format!("s3://{BUCKET}/wh/people.lance");
+    let start = Instant::now();
+    let (code, msg) = open_s3(&uri, &moto.endpoint()).err().expect("opened with wrong credentials");
+    assert!(
+        code == LANCE_ERR_UNAUTHENTICATED as i32 || code == LANCE_ERR_PERMISSION_DENIED as i32,
+        "code {code}: {msg}"
+    );
+    println!("wrong credentials: {msg}");
+    assert!(msg.contains("s3://lance-host-test/wh/people.lance"), "{msg}");
+    assert!(!msg.contains(SECRET) && !msg.contains(TOKEN), "secret leaked: {msg}");
+    assert!(start.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn server_down_is_a_bounded_io_error() {
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let (code, msg) = open_s3(&format!("s3://{BUCKET}/wh/people.lance"), &endpoint)
+        .err()
+        .expect("opened against a dead endpoint");
+    assert_eq!(code, LANCE_ERR_IO as i32, "{msg}");
+    assert!(!msg.contains(SECRET) && !msg.contains(TOKEN), "secret leaked: {msg}");
+    assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
+}
+
+#[test]
+fn server_stopping_mid_stream_fails_the_stream() {
+    let mut moto = Moto::start(&[]);
+    moto.create_bucket(BUCKET);
+    let facts = write_tables(&moto.endpoint(), &format!("s3://{BUCKET}/mid"));
+    let ds = open_s3(facts.get("vectors.uri"), &moto.endpoint()).unwrap();
+    let mut o = default_opts();
+    o.batch_size = 20;
+    o.batch_readahead = 1;
+    o.fragment_readahead = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    let mut first = arrow::ffi::FFI_ArrowArray::empty();
+    assert_eq!(unsafe { (stream.get_next.unwrap())(&mut stream, &mut first) }, 0);
+    assert!(!first.is_released());
+    drop(first);
+    moto.stop();
+    let start = Instant::now();
+    let mut failed = None;
+    loop {
+        let mut array = arrow::ffi::FFI_ArrowArray::empty();
+        let rc = unsafe { (stream.get_next.unwrap())(&mut stream, &mut array) };
+        if rc != 0 {
+            let msg = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(&mut stream)) };
+            failed = Some(msg.to_string_lossy().into_owned());
+            break;
+        }
+        if array.is_released() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "stream hangs after the server stopped");
+    }
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    let msg = failed.expect("the stream ended normally although the server stopped mid-way");
+    assert!(!msg.contains(SECRET) && !msg.contains(TOKEN), "secret leaked: {msg}");
+    assert!(start.elapsed() < Duration::from_secs(120));
+}
