@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what a fresh Debian machine with only the Rust toolchain lacks: protoc, cmake,
-# pkg-config, a C/C++ compiler, valgrind, and the Python packages of the tests.
+# pkg-config, a C/C++ compiler, valgrind, and the Python packages of the tests (pyarrow,
+# pytest, moto[server]).
 set -euo pipefail
 
 need=()
@@ -21,8 +22,10 @@ if ((${#need[@]})); then
 fi
 
 if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
-  if ! python3 -c "import pyarrow, pytest" 2>/dev/null; then
-    echo "==> installing Python packages pyarrow, pytest"
-    python3 -m pip install -q pyarrow pytest
+  # pyarrow + pytest for the ctypes test; moto[server] is the S3-compatible server the
+  # Rust tests start on 127.0.0.1.
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors" 2>/dev/null; then
+    echo "==> installing Python packages pyarrow, pytest, moto[server]"
+    python3 -m pip install -q pyarrow pytest "moto[server]"
   fi
 fi
