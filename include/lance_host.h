@@ -267,6 +267,10 @@ typedef struct LanceIoStats {
   uint64_t read_requests;
   // Bytes those requests returned.
   uint64_t read_bytes;
+  // The part of `read_requests` that read index files.
+  uint64_t index_read_requests;
+  // The part of `read_bytes` that came from index files.
+  uint64_t index_read_bytes;
   // Index-cache lookups of the operation's plan that hit (final once the stream ended).
   uint64_t index_cache_hits;
   // Index-cache lookups of the operation's plan that missed and read storage.
