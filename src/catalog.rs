@@ -330,21 +330,18 @@ impl Catalog {
         let page_size = self.page_size as i32;
         run_bounded(self.timeout, &self.secrets, &what, async move {
             ensure_namespace(namespace.as_ref(), &id).await?;
-            let mut names = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
+            follow_pages(|token| {
                 let mut req = ListNamespacesRequest::new();
                 req.id = Some(id.clone());
                 req.limit = Some(page_size);
-                req.page_token = token.clone();
-                let resp = namespace.list_namespaces(req).await?;
-                names.extend(resp.namespaces);
-                match resp.page_token {
-                    Some(t) if !t.is_empty() && Some(&t) != token.as_ref() => token = Some(t),
-                    _ => break,
+                req.page_token = token;
+                let namespace = namespace.clone();
+                async move {
+                    let resp = namespace.list_namespaces(req).await?;
+                    Ok((resp.namespaces, resp.page_token))
                 }
-            }
-            Ok(names)
+            })
+            .await
         })
     }
 
@@ -356,21 +353,18 @@ impl Catalog {
         let page_size = self.page_size as i32;
         let mut tables = run_bounded(self.timeout, &self.secrets, &what, async move {
             ensure_namespace(namespace.as_ref(), &id).await?;
-            let mut names = Vec::new();
-            let mut token: Option<String> = None;
-            loop {
+            follow_pages(|token| {
                 let mut req = ListTablesRequest::new();
                 req.id = Some(id.clone());
                 req.limit = Some(page_size);
-                req.page_token = token.clone();
-                let resp = namespace.list_tables(req).await?;
-                names.extend(resp.tables);
-                match resp.page_token {
-                    Some(t) if !t.is_empty() && Some(&t) != token.as_ref() => token = Some(t),
-                    _ => break,
+                req.page_token = token;
+                let namespace = namespace.clone();
+                async move {
+                    let resp = namespace.list_tables(req).await?;
+                    Ok((resp.tables, resp.page_token))
                 }
-            }
-            Ok(names)
+            })
+            .await
         })?;
         tables.sort();
         Ok(tables)
@@ -422,6 +416,24 @@ impl Catalog {
 
     fn with_secrets<T>(&self, r: Result<T>) -> Result<T> {
         r.map_err(|e| self.secrets.scrub(e))
+    }
+}
+
+/// Call `page` with each page token until the namespace returns no further token.
+async fn follow_pages<F, Fut>(mut page: F) -> lance::Result<Vec<String>>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = lance::Result<(Vec<String>, Option<String>)>>,
+{
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let (items, next) = page(token.clone()).await?;
+        names.extend(items);
+        match next {
+            Some(t) if !t.is_empty() && Some(&t) != token.as_ref() => token = Some(t),
+            _ => return Ok(names),
+        }
     }
 }
 

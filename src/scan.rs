@@ -57,6 +57,23 @@ pub fn validate_columns(snapshot: &Snapshot, columns: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Project `columns` (empty = all): checks every name, hands the data columns to the scanner
+/// and leaves the meta columns (`_rowid`, `_rowaddr`) to the caller.
+pub fn project(snapshot: &Snapshot, scanner: &mut Scanner, columns: &[String]) -> Result<()> {
+    if columns.is_empty() {
+        return Ok(());
+    }
+    validate_columns(snapshot, columns)?;
+    let data: Vec<&String> = columns
+        .iter()
+        .filter(|c| c.as_str() != ROW_ID && c.as_str() != ROW_ADDR)
+        .collect();
+    scanner
+        .project(&data)
+        .map_err(|e| HostError::from_lance("invalid projection", e))?;
+    Ok(())
+}
+
 /// Resolve fragment ids to the snapshot's fragments, naming the first id not in it.
 pub fn resolve_fragments(snapshot: &Snapshot, ids: &[u64]) -> Result<Vec<Fragment>> {
     let all = snapshot.dataset.fragments();
@@ -103,15 +120,7 @@ pub fn configure_scanner(
     opts: &ScanOptions,
 ) -> Result<()> {
     let lance_err = |e| HostError::from_lance("invalid scan options", e);
-    if !opts.columns.is_empty() {
-        validate_columns(snapshot, &opts.columns)?;
-        let data_cols: Vec<&String> = opts
-            .columns
-            .iter()
-            .filter(|c| c.as_str() != ROW_ID && c.as_str() != ROW_ADDR)
-            .collect();
-        scanner.project(&data_cols).map_err(lance_err)?;
-    }
+    project(snapshot, scanner, &opts.columns)?;
     let wants_row_id = opts.with_row_id || opts.columns.iter().any(|c| c == ROW_ID);
     let wants_row_addr = opts.with_row_addr || opts.columns.iter().any(|c| c == ROW_ADDR);
     if wants_row_id {

@@ -10,7 +10,7 @@ use arrow_schema::DataType;
 use crate::error::{HostError, Result};
 use crate::index::Metric;
 use crate::plan::{vector_dimension, Split, SplitKind};
-use crate::scan::{self, BatchReader, ScanOptions, ROW_ADDR, ROW_ID};
+use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::snapshot::Snapshot;
 use crate::stats::OpStats;
 
@@ -158,15 +158,7 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     let lance_err = |e| HostError::from_lance("invalid vector query", e);
     let stats = OpStats::default();
     let mut scanner = stats.dataset(snapshot).scan();
-    if !q.columns.is_empty() {
-        scan::validate_columns(snapshot, &q.columns)?;
-        let data: Vec<&String> = q
-            .columns
-            .iter()
-            .filter(|c| c.as_str() != ROW_ID && c.as_str() != ROW_ADDR)
-            .collect();
-        scanner.project(&data).map_err(lance_err)?;
-    }
+    scan::project(snapshot, &mut scanner, &q.columns)?;
     if q.with_row_id || q.columns.iter().any(|c| c == ROW_ID) {
         scanner.with_row_id();
     }

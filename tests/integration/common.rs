@@ -194,3 +194,22 @@ pub fn u64_column(batches: &[RecordBatch], name: &str) -> Vec<u64> {
     }
     out
 }
+
+/// Run one ignored test of this binary in a fresh process (empty session and caches), with the
+/// shared warehouse and `envs`; returns its stdout after checking it printed `CHILD-OK`.
+pub fn run_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) -> String {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", test, "--ignored", "--nocapture"])
+        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("CHILD-OK"),
+        "child {test} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}

@@ -361,21 +361,14 @@ fn child_s3_scenario() {
 
 fn run_scenario(scenario: &str) -> String {
     let s = shared();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "s3::child_s3_scenario", "--ignored", "--nocapture"])
-        .env(SCENARIO, scenario)
-        .env("LANCE_HOST_TEST_S3_ENDPOINT", &s.endpoint)
-        .env("LANCE_HOST_TEST_S3_ROOT", s.facts.get("root"))
-        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success() && stdout.contains("CHILD-OK"),
-        "scenario {scenario} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    run_child(
+        "s3::child_s3_scenario",
+        &[
+            (SCENARIO, std::ffi::OsStr::new(scenario)),
+            ("LANCE_HOST_TEST_S3_ENDPOINT", std::ffi::OsStr::new(&s.endpoint)),
+            ("LANCE_HOST_TEST_S3_ROOT", std::ffi::OsStr::new(s.facts.get("root"))),
+        ],
+    )
 }
 
 fn index_gets(lines: &[String]) -> usize {

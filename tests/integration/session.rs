@@ -82,24 +82,9 @@ fn lance_dataset_count_rows_ptr(ds: &Ds, out: &mut u64) -> i32 {
 
 #[test]
 fn configure_in_fresh_process() {
-    fixture();
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "session::child_configure_before_first_use",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
-        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("CHILD-OK"),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_child(
+        "session::child_configure_before_first_use",
+        &[(CHILD_ENV, std::ffi::OsStr::new("1"))],
     );
 }
 

@@ -785,17 +785,5 @@ fn child_prewarm() {
 
 #[test]
 fn prewarm_serves_later_handles() {
-    fixture();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "vector::child_prewarm", "--ignored", "--nocapture"])
-        .env(PREWARM_CHILD, "1")
-        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("CHILD-OK"),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_child("vector::child_prewarm", &[(PREWARM_CHILD, std::ffi::OsStr::new("1"))]);
 }
