@@ -378,6 +378,7 @@ pub fn vector_deleted(id: i64) -> bool {
 /// - ids 1200..1800 in 2 fragments appended, then `optimize` adds segment 2 of `emb_pq`;
 /// - `emb_cos` (IVF_FLAT, cosine) on the same column and `emb_hnsw` (IVF_HNSW_SQ, L2) on
 ///   `embedding_hnsw`, built over the first 1800 rows;
+/// - `id_btree` (BTREE) on `id`;
 /// - ids 1800..2100 appended afterwards (one fragment no index covers);
 /// - rows with `id % 7 == 3` deleted.
 pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) -> Result<(), Error> {
@@ -409,6 +410,11 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) 
         SQBuildParams::default(),
     );
     ds.create_index(&["embedding_hnsw"], IndexType::Vector, Some("emb_hnsw".into()), &hnsw, true)
+        .await?;
+    let btree = lance_index::scalar::ScalarIndexParams::for_builtin(
+        lance_index::scalar::BuiltinIndexType::BTree,
+    );
+    ds.create_index(&["id"], IndexType::Scalar, Some("id_btree".into()), &btree, true)
         .await?;
     ds = write(vectors_batch(1800, 2100), WriteMode::Append).await?;
     ds.delete("id % 7 = 3").await?;

@@ -253,6 +253,10 @@ fn index_metadata() {
     assert_eq!(seen["emb_cos"].2, "COSINE");
     assert_eq!(seen["emb_hnsw"].0, "embedding_hnsw");
     assert_eq!(seen["emb_hnsw"].1, "IVF_HNSW_SQ");
+    // A scalar index is listed without a metric and never chosen for vector plans.
+    assert_eq!(seen["id_btree"].0, "id");
+    assert_eq!(seen["id_btree"].1.to_uppercase(), "BTREE");
+    assert_eq!(seen["id_btree"].2, "");
     // emb_pq: two segments (built, then optimized after an append), disjoint fragments.
     let pq = seen["emb_pq"].3;
     assert_eq!(lance_index_list_segment_count(list, pq), 2);
