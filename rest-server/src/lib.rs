@@ -161,8 +161,19 @@ async fn proxy(State(state): State<ProxyState>, req: Request) -> Response {
 /// Start the server for the directory warehouse at `root` on 127.0.0.1 (ephemeral ports).
 /// Must be called inside a tokio runtime that keeps running while the server is used.
 pub async fn start(root: &str, auth: AuthConfig) -> Result<ServerHandle, String> {
+    start_with_backend(root, auth, HashMap::new()).await
+}
+
+/// `start` with extra properties for the directory namespace behind the adapter (for example
+/// `storage.<key>` with `vend_input_storage_options=true`, so describe_table vends options).
+pub async fn start_with_backend(
+    root: &str,
+    auth: AuthConfig,
+    backend_properties: HashMap<String, String>,
+) -> Result<ServerHandle, String> {
     let backend = ConnectBuilder::new("dir")
         .property("root", root)
+        .properties(backend_properties)
         .connect()
         .await
         .map_err(|e| format!("cannot open warehouse {root}: {e}"))?;

@@ -449,3 +449,44 @@ fn secret_storage_options_never_appear_in_errors() {
     assert!(lance_dataset_open(uri.as_ptr(), ptrs.as_ptr(), 0).is_null());
     assert!(!last_message().contains(SENTINEL), "{}", last_message());
 }
+
+#[test]
+fn vended_storage_options_override_the_catalogs_own() {
+    let root = fixture().facts.get("nested.root").to_string();
+    let backend: std::collections::HashMap<String, String> = [
+        ("storage.allow_http", "false"),
+        ("vend_input_storage_options", "true"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let server = server_runtime()
+        .block_on(lance_host_rest_server::start_with_backend(&root, AuthConfig::default(), backend))
+        .unwrap();
+    let uri = server.uri();
+    let cat = open(&[
+        ("type", "rest"),
+        ("uri", &uri),
+        ("storage.allow_http", "true"),
+        ("storage.block_size", "8192"),
+    ]);
+    let parts = cstrs(&["prod"]);
+    let t = cstr("orders");
+    let mut info = std::ptr::null_mut();
+    assert_eq!(lance_catalog_describe_table(cat.0, parts.ptrs.as_ptr(), 1, t.as_ptr(), &mut info), 0, "{}", last_message());
+    let mut options = std::collections::HashMap::new();
+    let mut p = lance_table_info_storage_options(info);
+    unsafe {
+        while !(*p).is_null() {
+            let k = CStr::from_ptr(*p).to_str().unwrap().to_string();
+            let v = CStr::from_ptr(*p.add(1)).to_str().unwrap().to_string();
+            options.insert(k, v);
+            p = p.add(2);
+        }
+    }
+    lance_table_info_free(info);
+    assert_eq!(options.get("allow_http").map(String::as_str), Some("false"), "vended value wins: {options:?}");
+    assert_eq!(options.get("block_size").map(String::as_str), Some("8192"), "catalog's own option kept: {options:?}");
+    let ds = open_table(&cat, &["prod"], "orders", 0).unwrap();
+    assert_eq!(rows(&ds), fixture().facts.get_u64("nested.prod$orders.rows"));
+}
