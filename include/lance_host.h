@@ -713,11 +713,11 @@ uint64_t lance_split_row_count(const struct LanceSplit *split);
 // Returns NULL and sets the last error if an argument is NULL.
 const uint64_t *lance_split_fragment_ids(const struct LanceSplit *split, size_t *out_len);
 
-// Copy the 16-byte UUID of an index segment split into `out`.
+// Copy the 16-byte UUID of an index segment split into `out` (16 writable bytes).
 //
 // Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
 // failure.
-int32_t lance_split_segment_uuid(const struct LanceSplit *split, uint8_t (*out)[16]);
+int32_t lance_split_segment_uuid(const struct LanceSplit *split, uint8_t *out);
 
 // Serialize a split into compact, versioned, checksummed bytes (table URI, pinned version,
 // kind, fragments, segment UUID; never storage options or secrets) for shipping to a worker.

@@ -240,15 +240,15 @@ pub extern "C" fn lance_split_fragment_ids(split: *const LanceSplit, out_len: *m
     })
 }
 
-/// Copy the 16-byte UUID of an index segment split into `out`.
+/// Copy the 16-byte UUID of an index segment split into `out` (16 writable bytes).
 ///
 /// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
 /// failure.
 #[no_mangle]
-pub extern "C" fn lance_split_segment_uuid(split: *const LanceSplit, out: *mut [u8; 16]) -> i32 {
+pub extern "C" fn lance_split_segment_uuid(split: *const LanceSplit, out: *mut u8) -> i32 {
     guard_code(|| {
         let s = handle_ref(split, "split")?;
-        let out = out_arg(out, "out")?;
+        let out = out_arg(out as *mut [u8; 16], "out")?;
         let uuid = s
             .split
             .segment

@@ -306,17 +306,33 @@ fn vector_plan_covers_every_fragment_once() {
     assert_eq!(seen, all, "every visible fragment exactly once");
     let rows: u64 = ss.iter().map(|s| lance_split_row_count(s.0)).sum();
     assert_eq!(rows, fixture().facts.get_u64("vectors.rows"));
+    // The segment UUIDs of the splits are the UUIDs of emb_pq's segments.
+    let mut list = std::ptr::null_mut();
+    assert_eq!(lance_dataset_indexes(ds.ptr(), &mut list), 0);
+    let pq = (0..lance_index_list_count(list))
+        .find(|i| unsafe { CStr::from_ptr(lance_index_list_name(list, *i)) }.to_str().unwrap() == "emb_pq")
+        .unwrap();
+    let mut index_uuids = BTreeSet::new();
+    for j in 0..lance_index_list_segment_count(list, pq) {
+        let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
+        assert_eq!(lance_index_list_segment(list, pq, j, info.as_mut_ptr()), 0);
+        index_uuids.insert(unsafe { info.assume_init() }.uuid);
+    }
+    lance_index_list_free(list);
+    let mut split_uuids = BTreeSet::new();
     for s in &ss {
         let mut uuid = [0u8; 16];
-        let code = lance_split_segment_uuid(s.0, &mut uuid);
+        let code = lance_split_segment_uuid(s.0, uuid.as_mut_ptr());
         if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
             assert_eq!(code, 0);
+            split_uuids.insert(uuid);
         } else {
             assert_eq!(code, LANCE_ERR_NOT_FOUND as i32);
             assert_eq!(frag_ids(s).len(), 1);
         }
         assert_eq!(lance_split_version(s.0), lance_dataset_version(ds.ptr()));
     }
+    assert_eq!(split_uuids, index_uuids);
 
     // A metric picks the index with that metric.
     let cos = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_COSINE, true).unwrap();
@@ -706,8 +722,8 @@ fn split_bytes_reject_damage_and_foreign_tables() {
     assert_eq!(frag_ids(&back), frag_ids(s));
     let mut u1 = [0u8; 16];
     let mut u2 = [0u8; 16];
-    lance_split_segment_uuid(s.0, &mut u1);
-    lance_split_segment_uuid(back.0, &mut u2);
+    lance_split_segment_uuid(s.0, u1.as_mut_ptr());
+    lance_split_segment_uuid(back.0, u2.as_mut_ptr());
     assert_eq!(u1, u2);
     // Truncated, corrupted, foreign format version, garbage.
     assert!(lance_split_deserialize(bytes.as_ptr(), bytes.len() - 3).is_null());
