@@ -12,6 +12,7 @@ pub mod plan;
 pub mod prewarm;
 pub mod scan;
 pub mod redact;
+pub mod runtime;
 pub mod session;
 pub mod search;
 pub mod snapshot;

@@ -112,12 +112,7 @@ pub fn global() -> Result<&'static HostSession> {
         return Ok(s);
     }
     let config = pending.unwrap_or_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.worker_threads as usize)
-        .thread_name("lance-host-worker")
-        .enable_all()
-        .build()
-        .map_err(|e| HostError::internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::runtime::build(config.worker_threads)?;
     let lance = Arc::new(Session::new(
         config.index_cache_bytes as usize,
         config.metadata_cache_bytes as usize,
@@ -132,15 +127,9 @@ pub fn global() -> Result<&'static HostSession> {
     Ok(SESSION.get().expect("session was just set"))
 }
 
-/// Run a future to completion on the global runtime, from any non-runtime thread.
+/// Run a future to completion on the global runtime (see `runtime::block_on`).
 pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
-    let session = global()?;
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(HostError::precondition(
-            "lance-host functions must not be called from inside an async runtime thread",
-        ));
-    }
-    Ok(session.runtime.block_on(fut))
+    crate::runtime::block_on(&global()?.runtime, fut)
 }
 
 /// Cache statistics of the global session.

@@ -161,3 +161,16 @@ fn last_error_is_per_thread_and_read_only() {
     let v = unsafe { std::ffi::CStr::from_ptr(lance_host_version()) };
     assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
 }
+
+#[test]
+fn calls_from_inside_an_async_runtime_are_refused() {
+    let uri = cstr(&people_uri());
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let (ptr_is_null, code, msg) = rt.block_on(async {
+        let p = lance_dataset_open(uri.as_ptr(), std::ptr::null(), 0);
+        (p.is_null(), last_code(), last_message())
+    });
+    assert!(ptr_is_null);
+    assert_eq!(code, LANCE_ERR_FAILED_PRECONDITION as i32, "{msg}");
+    assert!(msg.contains("async runtime"), "{msg}");
+}

@@ -1,0 +1,29 @@
+//! The async runtime that drives Lance for every call of the library. Calls from host threads
+//! block on it; Lance's own tasks run on its worker threads.
+
+use std::future::Future;
+
+use tokio::runtime::Runtime;
+
+use crate::error::{HostError, Result};
+
+/// Build the multi-threaded runtime of the global session.
+pub fn build(worker_threads: u32) -> Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads as usize)
+        .thread_name("lance-host-worker")
+        .enable_all()
+        .build()
+        .map_err(|e| HostError::internal(format!("cannot start the async runtime: {e}")))
+}
+
+/// Run `fut` to completion on `runtime` from a host thread. Refuses (instead of panicking)
+/// when called from inside an async runtime, where blocking would deadlock or abort.
+pub fn block_on<F: Future>(runtime: &Runtime, fut: F) -> Result<F::Output> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(HostError::precondition(
+            "lance-host functions must not be called from inside an async runtime thread",
+        ));
+    }
+    Ok(runtime.block_on(fut))
+}
