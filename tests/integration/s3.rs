@@ -43,8 +43,9 @@ impl Moto {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("moto.log");
         let port = free_port();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/integration/moto_server.py");
         let mut cmd = Command::new("python3");
-        cmd.args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+        cmd.args([script, &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
@@ -53,7 +54,7 @@ impl Moto {
         }
         let child = cmd
             .spawn()
-            .expect("cannot start `python3 -m moto.server` (install moto[server]; ./test.sh does)");
+            .expect("cannot start python3 for the moto server (install moto[server]; ./test.sh does)");
         let mut moto = Moto { child: Some(child), port, log, _dir: dir };
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
