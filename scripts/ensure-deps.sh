@@ -26,6 +26,15 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # Rust tests start on 127.0.0.1.
   if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors" 2>/dev/null; then
     echo "==> installing Python packages pyarrow, pytest, moto[server]"
-    python3 -m pip install -q pyarrow pytest "moto[server]"
+    pkgs=(pyarrow pytest "moto[server]")
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+      sudo=""
+      if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip >/dev/null
+    fi
+    # Debian's own python3 is "externally managed"; a pyenv/venv python is not.
+    python3 -m pip install -q "${pkgs[@]}" ||
+      python3 -m pip install -q --break-system-packages "${pkgs[@]}"
   fi
 fi
