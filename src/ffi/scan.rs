@@ -214,7 +214,9 @@ pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream)
 /// Read the I/O statistics of the operation behind a stream returned by this library (scan,
 /// split scan, split search, take, merge): object-store read requests and bytes so far, and
 /// the plan's index-cache hits and misses (final once the stream has reached its end). Counts
-/// belong to this stream alone, even while other operations run on other threads.
+/// belong to this stream alone, even while other operations run on other threads. Requests
+/// are counted for object stores (s3:// and the like); Lance reads local files without going
+/// through the object-store layer, so local tables report 0 requests.
 ///
 /// Borrows `stream`; valid until the stream is released. Thread-safe with respect to other
 /// streams; do not call it concurrently with `get_next` on the same stream. Returns
