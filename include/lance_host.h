@@ -234,7 +234,7 @@ typedef struct LanceStringList LanceStringList;
 typedef struct LanceTableInfo LanceTableInfo;
 
 // One fragment of a snapshot.
-typedef struct LanceFragmentInfo {
+typedef struct {
   uint64_t id;
   // Visible rows: physical rows minus deleted rows.
   uint64_t logical_rows;
@@ -244,14 +244,14 @@ typedef struct LanceFragmentInfo {
 } LanceFragmentInfo;
 
 // One committed version of a table.
-typedef struct LanceVersionInfo {
+typedef struct {
   uint64_t version;
   // Commit time in milliseconds since the Unix epoch (UTC).
   int64_t timestamp_ms;
 } LanceVersionInfo;
 
 // One physical segment of an index; pointers inside are owned by the index list.
-typedef struct LanceIndexSegmentInfo {
+typedef struct {
   // The segment's UUID (16 bytes, RFC 4122 byte order).
   uint8_t uuid[16];
   // Fragment ids the segment covers that are visible in the snapshot, ascending.
@@ -262,7 +262,7 @@ typedef struct LanceIndexSegmentInfo {
 } LanceIndexSegmentInfo;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm).
-typedef struct LanceIoStats {
+typedef struct {
   // Read requests the operation sent to the object store.
   uint64_t read_requests;
   // Bytes those requests returned.
@@ -279,7 +279,7 @@ typedef struct LanceIoStats {
 
 // What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
 // Every pointer inside is borrowed for the duration of the call that receives the options.
-typedef struct LanceScanOptions {
+typedef struct {
   // Columns to return, in order (`_rowid` and `_rowaddr` allowed); `num_columns == 0` means
   // every column of the schema. An unknown column is LANCE_ERR_INVALID_ARGUMENT.
   const char *const *columns;
@@ -314,7 +314,7 @@ typedef struct LanceScanOptions {
 
 // A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
 // pointer inside is borrowed for the duration of the call that receives the query.
-typedef struct LanceVectorQuery {
+typedef struct {
   // The vector column; must be the column the split was planned for.
   const char *column;
   // `dimension` elements of type `element_type`; the dimension must equal the column's.
@@ -345,7 +345,7 @@ typedef struct LanceVectorQuery {
 
 // Settings of the process-wide session. Fill with `lance_session_options_default` first, then
 // change what you need.
-typedef struct LanceSessionOptions {
+typedef struct {
   // Budget of the index cache in bytes (shared by every table and handle).
   uint64_t index_cache_bytes;
   // Budget of the metadata cache in bytes (manifests, file metadata).
@@ -355,7 +355,7 @@ typedef struct LanceSessionOptions {
 } LanceSessionOptions;
 
 // Cache statistics of the process-wide session.
-typedef struct LanceSessionStats {
+typedef struct {
   uint64_t index_hits;
   uint64_t index_misses;
   uint64_t index_entries;
@@ -386,12 +386,12 @@ extern "C" {
 // Caller owns the result; free it with `lance_catalog_free`. Borrows `properties` for the
 // duration of the call. Thread-safe; the catalog may be used by many threads at once.
 // Returns NULL and sets the last error on failure.
-struct LanceCatalog *lance_catalog_open(const char *const *properties);
+LanceCatalog *lance_catalog_open(const char *const *properties);
 
 // Free a catalog. NULL is ignored. Datasets opened through it stay valid.
 //
 // Not thread-safe with respect to other calls on the same catalog: free it once, last.
-void lance_catalog_free(struct LanceCatalog *catalog);
+void lance_catalog_free(LanceCatalog *catalog);
 
 // List the child namespaces of `namespace` (`namespace_len` name parts relative to the
 // catalog's `parent`; `(NULL, 0)` = the catalog's top). With `recursive`, all descendants.
@@ -400,14 +400,14 @@ void lance_catalog_free(struct LanceCatalog *catalog);
 // Caller owns `*out`; free it with `lance_namespace_list_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
 // unknown namespace); `*out` is not written on failure.
-int32_t lance_catalog_list_namespaces(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, bool recursive, struct LanceNamespaceList **out);
+int32_t lance_catalog_list_namespaces(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, bool recursive, LanceNamespaceList **out);
 
 // List the tables of `namespace` (`(NULL, 0)` = the catalog's top), sorted by name.
 //
 // Caller owns `*out`; free it with `lance_string_list_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for an
 // unknown namespace); `*out` is not written on failure.
-int32_t lance_catalog_list_tables(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, struct LanceStringList **out);
+int32_t lance_catalog_list_tables(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, LanceStringList **out);
 
 // Describe table `table` of `namespace`: its location, the storage options to open it with
 // (options the namespace vends override the catalog's own) and its latest version.
@@ -415,68 +415,68 @@ int32_t lance_catalog_list_tables(const struct LanceCatalog *catalog, const char
 // Caller owns `*out`; free it with `lance_table_info_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND naming an
 // unknown namespace or table); `*out` is not written on failure.
-int32_t lance_catalog_describe_table(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, struct LanceTableInfo **out);
+int32_t lance_catalog_describe_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, LanceTableInfo **out);
 
 // Open table `table` of `namespace` pinned at `version` (0 = latest at open time, then
 // pinned), through the process-wide session.
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure.
-struct LanceDataset *lance_catalog_open_table(const struct LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, uint64_t version);
+LanceDataset *lance_catalog_open_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, uint64_t version);
 
 // Location (URI) of a described table.
 //
 // The info owns the string; valid until `lance_table_info_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `info` is NULL.
-const char *lance_table_info_location(const struct LanceTableInfo *info);
+const char *lance_table_info_location(const LanceTableInfo *info);
 
 // Latest version of a described table at describe time.
 //
 // Thread-safe. Returns 0 and sets the last error if `info` is NULL.
-uint64_t lance_table_info_latest_version(const struct LanceTableInfo *info);
+uint64_t lance_table_info_latest_version(const LanceTableInfo *info);
 
 // Storage options of a described table as a NULL-terminated key/value array, ready to pass
 // to `lance_dataset_open`.
 //
 // The info owns the array and its strings; valid until `lance_table_info_free` is called.
 // Thread-safe. Returns NULL and sets the last error if `info` is NULL.
-const char *const *lance_table_info_storage_options(const struct LanceTableInfo *info);
+const char *const *lance_table_info_storage_options(const LanceTableInfo *info);
 
 // Free a table info. NULL is ignored.
-void lance_table_info_free(struct LanceTableInfo *info);
+void lance_table_info_free(LanceTableInfo *info);
 
 // Number of strings in `list` (0 if `list` is NULL).
 //
 // Thread-safe.
-size_t lance_string_list_count(const struct LanceStringList *list);
+size_t lance_string_list_count(const LanceStringList *list);
 
 // String `index` of `list`.
 //
 // The list owns the string; valid until `lance_string_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
-const char *lance_string_list_get(const struct LanceStringList *list, size_t index);
+const char *lance_string_list_get(const LanceStringList *list, size_t index);
 
 // Free a string list. NULL is ignored.
-void lance_string_list_free(struct LanceStringList *list);
+void lance_string_list_free(LanceStringList *list);
 
 // Number of namespace paths in `list` (0 if `list` is NULL).
 //
 // Thread-safe.
-size_t lance_namespace_list_count(const struct LanceNamespaceList *list);
+size_t lance_namespace_list_count(const LanceNamespaceList *list);
 
 // Number of name parts of path `index` (0 and the last error set if out of range).
 //
 // Thread-safe.
-size_t lance_namespace_list_depth(const struct LanceNamespaceList *list, size_t index);
+size_t lance_namespace_list_depth(const LanceNamespaceList *list, size_t index);
 
 // Name part `part` of path `index`.
 //
 // The list owns the string; valid until `lance_namespace_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if an index is out of range.
-const char *lance_namespace_list_part(const struct LanceNamespaceList *list, size_t index, size_t part);
+const char *lance_namespace_list_part(const LanceNamespaceList *list, size_t index, size_t part);
 
 // Free a namespace list. NULL is ignored.
-void lance_namespace_list_free(struct LanceNamespaceList *list);
+void lance_namespace_list_free(LanceNamespaceList *list);
 
 // Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
 // handle never moves afterwards). `storage_options` is NULL or a NULL-terminated array of
@@ -486,7 +486,7 @@ void lance_namespace_list_free(struct LanceNamespaceList *list);
 // `storage_options` for the duration of the call. Thread-safe; the handle may be used by many
 // threads at once. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
 // missing table or version).
-struct LanceDataset *lance_dataset_open(const char *uri, const char *const *storage_options, uint64_t version);
+LanceDataset *lance_dataset_open(const char *uri, const char *const *storage_options, uint64_t version);
 
 // Open the table at `uri` pinned to the latest version committed at or before `timestamp_ms`
 // (milliseconds since the Unix epoch, UTC).
@@ -494,65 +494,65 @@ struct LanceDataset *lance_dataset_open(const char *uri, const char *const *stor
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure
 // (LANCE_ERR_NOT_FOUND when no version is that old).
-struct LanceDataset *lance_dataset_open_at_timestamp(const char *uri, const char *const *storage_options, int64_t timestamp_ms);
+LanceDataset *lance_dataset_open_at_timestamp(const char *uri, const char *const *storage_options, int64_t timestamp_ms);
 
 // Free a dataset handle. NULL is ignored. Streams created from the handle stay valid.
 //
 // Not thread-safe with respect to other calls on the same handle: free it once, after every
 // other call on it has returned.
-void lance_dataset_free(struct LanceDataset *dataset);
+void lance_dataset_free(LanceDataset *dataset);
 
 // The pinned version of the handle (versions start at 1).
 //
 // Borrows `dataset`. Thread-safe. Returns 0 and sets the last error if `dataset` is NULL.
-uint64_t lance_dataset_version(const struct LanceDataset *dataset);
+uint64_t lance_dataset_version(const LanceDataset *dataset);
 
 // The table URI of the handle.
 //
 // The handle owns the string; valid until `lance_dataset_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `dataset` is NULL.
-const char *lance_dataset_uri(const struct LanceDataset *dataset);
+const char *lance_dataset_uri(const LanceDataset *dataset);
 
 // The storage format version of the snapshot's data files, e.g. "2.1".
 //
 // The handle owns the string; valid until `lance_dataset_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `dataset` is NULL.
-const char *lance_dataset_storage_format(const struct LanceDataset *dataset);
+const char *lance_dataset_storage_format(const LanceDataset *dataset);
 
 // Write the number of visible rows of the snapshot to `out`.
 //
 // Borrows `dataset`. Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_count_rows(const struct LanceDataset *dataset, uint64_t *out);
+int32_t lance_dataset_count_rows(const LanceDataset *dataset, uint64_t *out);
 
 // Export the snapshot's Arrow schema into `out` (Arrow C Data Interface).
 //
 // Caller owns the result; release it with `out->release(out)`. Borrows `dataset`.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_schema(const struct LanceDataset *dataset, struct ArrowSchema *out);
+int32_t lance_dataset_schema(const LanceDataset *dataset, struct ArrowSchema *out);
 
 // List the fragments of the snapshot: `*out` receives an array of `*out_len` entries.
 //
 // Caller owns the array; free it with `lance_fragment_info_list_free(*out, *out_len)`.
 // Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
-int32_t lance_dataset_fragments(const struct LanceDataset *dataset, struct LanceFragmentInfo **out, size_t *out_len);
+int32_t lance_dataset_fragments(const LanceDataset *dataset, LanceFragmentInfo **out, size_t *out_len);
 
 // Free an array returned by `lance_dataset_fragments`. NULL is ignored.
-void lance_fragment_info_list_free(struct LanceFragmentInfo *list, size_t len);
+void lance_fragment_info_list_free(LanceFragmentInfo *list, size_t len);
 
 // Write the table's latest committed version to `out` (reads storage; the handle stays
 // pinned to its own version).
 //
 // Borrows `dataset`. Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_latest_version(const struct LanceDataset *dataset, uint64_t *out);
+int32_t lance_dataset_latest_version(const LanceDataset *dataset, uint64_t *out);
 
 // List the table's version history, oldest first: `*out` receives `*out_len` entries.
 //
 // Caller owns the array; free it with `lance_version_info_list_free(*out, *out_len)`.
 // Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
-int32_t lance_dataset_versions(const struct LanceDataset *dataset, struct LanceVersionInfo **out, size_t *out_len);
+int32_t lance_dataset_versions(const LanceDataset *dataset, LanceVersionInfo **out, size_t *out_len);
 
 // Free an array returned by `lance_dataset_versions`. NULL is ignored.
-void lance_version_info_list_free(struct LanceVersionInfo *list, size_t len);
+void lance_version_info_list_free(LanceVersionInfo *list, size_t len);
 
 // Code of the last failing call on the calling thread (`LANCE_OK` if none failed yet).
 //
@@ -581,50 +581,50 @@ const char *lance_host_version(void);
 //
 // Caller owns `*out`; free it with `lance_index_list_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; `*out` is not written on failure.
-int32_t lance_dataset_indexes(const struct LanceDataset *dataset, struct LanceIndexList **out);
+int32_t lance_dataset_indexes(const LanceDataset *dataset, LanceIndexList **out);
 
 // Number of indexes in `list` (0 if NULL).
 //
 // Thread-safe.
-size_t lance_index_list_count(const struct LanceIndexList *list);
+size_t lance_index_list_count(const LanceIndexList *list);
 
 // Name of index `index`.
 //
 // The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
-const char *lance_index_list_name(const struct LanceIndexList *list, size_t index);
+const char *lance_index_list_name(const LanceIndexList *list, size_t index);
 
 // Indexed column of index `index`.
 //
 // The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
-const char *lance_index_list_column(const struct LanceIndexList *list, size_t index);
+const char *lance_index_list_column(const LanceIndexList *list, size_t index);
 
 // Type of index `index`, e.g. "IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ", "BTREE", "BITMAP".
 //
 // The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
-const char *lance_index_list_type(const struct LanceIndexList *list, size_t index);
+const char *lance_index_list_type(const LanceIndexList *list, size_t index);
 
 // Metric of vector index `index` ("L2", "COSINE", "DOT", "HAMMING"), "" for other indexes.
 //
 // The list owns the string; valid until `lance_index_list_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
-const char *lance_index_list_metric(const struct LanceIndexList *list, size_t index);
+const char *lance_index_list_metric(const LanceIndexList *list, size_t index);
 
 // Number of physical segments of index `index` (0 and the last error set if out of range).
 //
 // Thread-safe.
-size_t lance_index_list_segment_count(const struct LanceIndexList *list, size_t index);
+size_t lance_index_list_segment_count(const LanceIndexList *list, size_t index);
 
 // Describe segment `segment` of index `index` into `out`.
 //
 // Pointers in `*out` are owned by the list; valid until `lance_index_list_free` is called.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_index_list_segment(const struct LanceIndexList *list, size_t index, size_t segment, struct LanceIndexSegmentInfo *out);
+int32_t lance_index_list_segment(const LanceIndexList *list, size_t index, size_t segment, LanceIndexSegmentInfo *out);
 
 // Free an index list. NULL is ignored.
-void lance_index_list_free(struct LanceIndexList *list);
+void lance_index_list_free(LanceIndexList *list);
 
 // Load every segment of the named index of the handle's snapshot into the process-wide
 // session's index cache; blocks until done. Warmed entries outlive the handle and serve every
@@ -632,20 +632,20 @@ void lance_index_list_free(struct LanceIndexList *list);
 //
 // Borrows `dataset` and `index_name`. Thread-safe. Returns LANCE_OK, LANCE_ERR_NOT_FOUND for
 // an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
-int32_t lance_dataset_prewarm_index(const struct LanceDataset *dataset, const char *index_name);
+int32_t lance_dataset_prewarm_index(const LanceDataset *dataset, const char *index_name);
 
 // `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`.
 //
 // Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
 // `out` is not written on failure.
-int32_t lance_dataset_prewarm_index_with_stats(const struct LanceDataset *dataset, const char *index_name, struct LanceIoStats *out);
+int32_t lance_dataset_prewarm_index_with_stats(const LanceDataset *dataset, const char *index_name, LanceIoStats *out);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).
 //
 // Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; `*out` is not written on failure.
-int32_t lance_dataset_plan_scan(const struct LanceDataset *dataset, uint64_t target_rows, struct LanceSplitPlan **out);
+int32_t lance_dataset_plan_scan(const LanceDataset *dataset, uint64_t target_rows, LanceSplitPlan **out);
 
 // Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
 // segment of the chosen index (with the visible fragments it covers) plus one
@@ -657,74 +657,74 @@ int32_t lance_dataset_plan_scan(const struct LanceDataset *dataset, uint64_t tar
 // Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments. Thread-safe.
 // Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an unknown or non-vector column);
 // `*out` is not written on failure.
-int32_t lance_dataset_plan_vector_search(const struct LanceDataset *dataset, const char *column, int32_t metric, bool use_index, struct LanceSplitPlan **out);
+int32_t lance_dataset_plan_vector_search(const LanceDataset *dataset, const char *column, int32_t metric, bool use_index, LanceSplitPlan **out);
 
 // Number of splits in `plan` (0 if NULL).
 //
 // Thread-safe.
-size_t lance_split_plan_count(const struct LanceSplitPlan *plan);
+size_t lance_split_plan_count(const LanceSplitPlan *plan);
 
 // A copy of split `index` of `plan`.
 //
 // Caller owns the result; free it with `lance_split_free`. Thread-safe. Returns NULL and sets
 // the last error if `plan` is NULL or `index` is out of range.
-struct LanceSplit *lance_split_plan_get(const struct LanceSplitPlan *plan, size_t index);
+LanceSplit *lance_split_plan_get(const LanceSplitPlan *plan, size_t index);
 
 // Name of the index a vector plan uses, or NULL when it uses none (see
 // `lance_split_plan_reason`).
 //
 // The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
-const char *lance_split_plan_index_name(const struct LanceSplitPlan *plan);
+const char *lance_split_plan_index_name(const LanceSplitPlan *plan);
 
 // Why the plan uses (or does not use) an index, e.g. "no index on column 'v' uses metric
 // COSINE (available: idx=L2): every fragment is searched flat".
 //
 // The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `plan` is NULL.
-const char *lance_split_plan_reason(const struct LanceSplitPlan *plan);
+const char *lance_split_plan_reason(const LanceSplitPlan *plan);
 
 // Free a plan. NULL is ignored. Splits copied out of it stay valid.
-void lance_split_plan_free(struct LanceSplitPlan *plan);
+void lance_split_plan_free(LanceSplitPlan *plan);
 
 // Kind of a split (a `LanceSplitKind` value); 0 and the last error set if `split` is NULL.
 //
 // Thread-safe.
-int32_t lance_split_kind(const struct LanceSplit *split);
+int32_t lance_split_kind(const LanceSplit *split);
 
 // Pinned table version of a split; 0 and the last error set if `split` is NULL.
 //
 // Thread-safe.
-uint64_t lance_split_version(const struct LanceSplit *split);
+uint64_t lance_split_version(const LanceSplit *split);
 
 // Table URI of a split.
 //
 // The split owns the string; valid until `lance_split_free` is called. Thread-safe.
 // Returns NULL and sets the last error if `split` is NULL.
-const char *lance_split_uri(const struct LanceSplit *split);
+const char *lance_split_uri(const LanceSplit *split);
 
 // Visible rows the split covers (a scheduling weight); 0 if `split` is NULL.
 //
 // Thread-safe.
-uint64_t lance_split_row_count(const struct LanceSplit *split);
+uint64_t lance_split_row_count(const LanceSplit *split);
 
 // Fragment ids of a split: returns a pointer to `*out_len` ids (NULL when there are none).
 //
 // The split owns the array; valid until `lance_split_free` is called. Thread-safe.
 // Returns NULL and sets the last error if an argument is NULL.
-const uint64_t *lance_split_fragment_ids(const struct LanceSplit *split, size_t *out_len);
+const uint64_t *lance_split_fragment_ids(const LanceSplit *split, size_t *out_len);
 
 // Copy the 16-byte UUID of an index segment split into `out` (16 writable bytes).
 //
 // Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
 // failure.
-int32_t lance_split_segment_uuid(const struct LanceSplit *split, uint8_t *out);
+int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
 
 // Serialize a split into compact, versioned, checksummed bytes (table URI, pinned version,
 // kind, fragments, segment UUID; never storage options or secrets) for shipping to a worker.
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Thread-safe.
 // Returns an error code; outputs are not written on failure.
-int32_t lance_split_serialize(const struct LanceSplit *split, uint8_t **out, size_t *out_len);
+int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
 // Free bytes returned by `lance_split_serialize`. NULL is ignored.
 void lance_bytes_free(uint8_t *bytes, size_t len);
@@ -734,7 +734,7 @@ void lance_bytes_free(uint8_t *bytes, size_t len);
 // Caller owns the result; free it with `lance_split_free`. Borrows `bytes`. Thread-safe.
 // Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for truncated or
 // corrupted bytes, LANCE_ERR_NOT_SUPPORTED for another format version.
-struct LanceSplit *lance_split_deserialize(const uint8_t *bytes, size_t len);
+LanceSplit *lance_split_deserialize(const uint8_t *bytes, size_t len);
 
 // Open the split's table at exactly the split's pinned version, through the process-wide
 // session. `storage_options` (NULL-terminated key/value array or NULL) are the worker's own
@@ -742,10 +742,10 @@ struct LanceSplit *lance_split_deserialize(const uint8_t *bytes, size_t len);
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
 // Thread-safe. Returns NULL and sets the last error on failure.
-struct LanceDataset *lance_split_open_dataset(const struct LanceSplit *split, const char *const *storage_options);
+LanceDataset *lance_split_open_dataset(const LanceSplit *split, const char *const *storage_options);
 
 // Free a split. NULL is ignored.
-void lance_split_free(struct LanceSplit *split);
+void lance_split_free(LanceSplit *split);
 
 // Read the I/O statistics of the operation behind a stream returned by this library (scan,
 // split scan, split search, take, merge): object-store read requests and bytes so far, and
@@ -758,13 +758,13 @@ void lance_split_free(struct LanceSplit *split);
 // streams; do not call it concurrently with `get_next` on the same stream. Returns
 // LANCE_ERR_INVALID_ARGUMENT if `stream` is NULL, released, or not from this library;
 // `out` is not written on failure.
-int32_t lance_stream_io_stats(const struct ArrowArrayStream *stream, struct LanceIoStats *out);
+int32_t lance_stream_io_stats(const struct ArrowArrayStream *stream, LanceIoStats *out);
 
 // Fill `out` with the default scan options: all columns, no filter, no limit, default batch
 // size, all fragments, in order.
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_scan_options_init(struct LanceScanOptions *out);
+int32_t lance_scan_options_init(LanceScanOptions *out);
 
 // Scan the pinned snapshot of `dataset` into `out` (Arrow C Stream Interface, zero-copy
 // batches). `options` may be NULL for defaults. Errors found while reading surface through
@@ -774,7 +774,7 @@ int32_t lance_scan_options_init(struct LanceScanOptions *out);
 // stops the remaining work. The stream may be consumed on any thread (one thread at a time)
 // and may outlive `dataset`. Borrows `dataset` and `options` for the duration of the call.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_scan(const struct LanceDataset *dataset, const struct LanceScanOptions *options, struct ArrowArrayStream *out);
+int32_t lance_dataset_scan(const LanceDataset *dataset, const LanceScanOptions *options, struct ArrowArrayStream *out);
 
 // Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
 // `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
@@ -783,13 +783,13 @@ int32_t lance_dataset_scan(const struct LanceDataset *dataset, const struct Lanc
 //
 // Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_split_scan(const struct LanceDataset *dataset, const struct LanceSplit *split, const struct LanceScanOptions *options, struct ArrowArrayStream *out);
+int32_t lance_split_scan(const LanceDataset *dataset, const LanceSplit *split, const LanceScanOptions *options, struct ArrowArrayStream *out);
 
 // Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
 // default refine, no prefilter, every column, with `_rowid`.
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_vector_query_init(struct LanceVectorQuery *out);
+int32_t lance_vector_query_init(LanceVectorQuery *out);
 
 // Execute a vector-search split on `dataset` (which must be the split's table at the split's
 // version, e.g. from `lance_split_open_dataset`) into `out`. A LANCE_SPLIT_INDEX_SEGMENT split
@@ -800,7 +800,7 @@ int32_t lance_vector_query_init(struct LanceVectorQuery *out);
 // `query`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for a wrong
 // dimension, a metric that contradicts the split's index, a foreign split); `out` is not
 // written on failure.
-int32_t lance_split_search(const struct LanceDataset *dataset, const struct LanceSplit *split, const struct LanceVectorQuery *query, struct ArrowArrayStream *out);
+int32_t lance_split_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, struct ArrowArrayStream *out);
 
 // Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 // schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
@@ -815,7 +815,7 @@ int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, u
 // thread per core).
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_session_options_default(struct LanceSessionOptions *out);
+int32_t lance_session_options_default(LanceSessionOptions *out);
 
 // Set the settings of the process-wide session. Allowed only before the first call that uses
 // the session (opening a table, a catalog, reading stats); a repeated call with identical
@@ -826,14 +826,14 @@ int32_t lance_session_options_default(struct LanceSessionOptions *out);
 // threads, sizes beyond the address space) — nothing is recorded, a corrected call may
 // follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
 // already configured — the running session is unaffected.
-int32_t lance_session_configure(const struct LanceSessionOptions *options);
+int32_t lance_session_configure(const LanceSessionOptions *options);
 
 // Write the cache statistics of the process-wide session into `out` (starting the session if
 // it has not started yet).
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
 // failure.
-int32_t lance_session_stats(struct LanceSessionStats *out);
+int32_t lance_session_stats(LanceSessionStats *out);
 
 // Take rows by `_rowid` from the handle's snapshot into `out`: rows come in request order,
 // duplicates kept. `columns` (`num_columns` names, `_rowid` allowed; 0 = every column) is the
@@ -842,7 +842,7 @@ int32_t lance_session_stats(struct LanceSessionStats *out);
 //
 // Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_take_rows(const struct LanceDataset *dataset, const uint64_t *row_ids, size_t num_row_ids, const char *const *columns, size_t num_columns, struct ArrowArrayStream *out);
+int32_t lance_dataset_take_rows(const LanceDataset *dataset, const uint64_t *row_ids, size_t num_row_ids, const char *const *columns, size_t num_columns, struct ArrowArrayStream *out);
 
 #ifdef __cplusplus
 }  // extern "C"
