@@ -1,10 +1,7 @@
 //! Global top-K over per-split candidate streams, for hosts without a TopN operator.
 
-use std::sync::Arc;
-
 use arrow::array::{Array, Float32Array, RecordBatch, RecordBatchReader, UInt64Array};
 use arrow::compute::interleave_record_batch;
-use futures::stream;
 
 use crate::error::{HostError, Result};
 use crate::scan::{BatchReader, ROW_ID};
@@ -73,6 +70,5 @@ pub fn merge_top_k(
         interleave_record_batch(&refs, &picks)
             .map_err(|e| HostError::internal(format!("cannot assemble merged rows: {e}")))?
     };
-    let schema = Arc::new(out.schema().as_ref().clone());
-    Ok(BatchReader::from_stream(schema, Box::pin(stream::iter(vec![Ok(out)]))))
+    Ok(BatchReader::from_batch(out))
 }

@@ -105,10 +105,10 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
     })
 }
 
-/// Check that `column` is a vector column; return its dimension.
-pub fn vector_dimension(snapshot: &Snapshot, column: &str) -> Result<i32> {
-    let schema = snapshot.arrow_schema();
-    let field = schema.field_with_name(column).map_err(|_| {
+/// Check that `column` is a vector column; return its dimension and element type. Reads the
+/// snapshot's schema only (no conversion of the whole schema).
+pub fn vector_column(snapshot: &Snapshot, column: &str) -> Result<(i32, arrow_schema::DataType)> {
+    let field = snapshot.dataset.schema().field(column).ok_or_else(|| {
         HostError::invalid(format!(
             "unknown column '{column}' (table '{}' at version {})",
             snapshot.uri(),
@@ -116,7 +116,7 @@ pub fn vector_dimension(snapshot: &Snapshot, column: &str) -> Result<i32> {
         ))
     })?;
     match field.data_type() {
-        arrow_schema::DataType::FixedSizeList(_, dim) => Ok(*dim),
+        arrow_schema::DataType::FixedSizeList(item, dim) => Ok((dim, item.data_type().clone())),
         other => Err(HostError::invalid(format!(
             "column '{column}' is not a vector column (type {other})"
         ))),
@@ -132,7 +132,7 @@ pub fn plan_vector(
     metric: Option<Metric>,
     use_index: bool,
 ) -> Result<SplitPlan> {
-    vector_dimension(snapshot, column)?;
+    vector_column(snapshot, column)?;
     let fragments = visible_fragments(snapshot)?;
     let candidates: Vec<IndexInfo> = index::list_indexes(snapshot)?
         .into_iter()

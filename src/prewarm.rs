@@ -8,7 +8,7 @@ use lance::Dataset;
 
 use crate::error::{HostError, Result};
 use crate::index::{self, IndexInfo};
-use crate::plan::vector_dimension;
+use crate::plan::vector_column;
 use crate::session;
 use crate::snapshot::Snapshot;
 use crate::stats::{IoStats, OpStats};
@@ -39,12 +39,7 @@ pub fn prewarm_index(snapshot: &Snapshot, name: &str) -> Result<IoStats> {
 }
 
 fn warm_up_searches(snapshot: &Snapshot, ds: Arc<Dataset>, info: &IndexInfo, stats: &OpStats) -> Result<()> {
-    let dim = vector_dimension(snapshot, &info.column)?;
-    let schema = snapshot.arrow_schema();
-    let element = match schema.field_with_name(&info.column).map(|f| f.data_type().clone()) {
-        Ok(arrow_schema::DataType::FixedSizeList(item, _)) => item.data_type().clone(),
-        _ => return Ok(()),
-    };
+    let (dim, element) = vector_column(snapshot, &info.column)?;
     let zeros: Arc<dyn arrow::array::Array> =
         Arc::new(arrow::array::Float32Array::from(vec![0.0f32; dim as usize]));
     let query = arrow::compute::cast(&zeros, &element)

@@ -207,6 +207,12 @@ impl BatchReader {
         }
     }
 
+    /// A reader over one batch that is already in memory.
+    pub fn from_batch(batch: RecordBatch) -> Self {
+        let schema = batch.schema();
+        Self::from_stream(schema, Box::pin(futures::stream::iter(vec![Ok(batch)])))
+    }
+
     /// Attach the counters of the operation that produced this reader.
     pub fn with_stats(mut self, stats: OpStats) -> Self {
         self.stats = stats;

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use arrow::array::{
     Array, ArrayRef, Float16Array, Float32Array, Float64Array, Int8Array, UInt8Array,
 };
-use arrow_schema::DataType;
 
 use crate::error::{HostError, Result};
 use crate::index::Metric;
-use crate::plan::{vector_dimension, Split, SplitKind};
+use crate::plan::{vector_column, Split, SplitKind};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::snapshot::Snapshot;
 use crate::stats::OpStats;
@@ -92,7 +91,7 @@ pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Res
 
 /// Cast the query to the column's element type after checking its dimension.
 fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
-    let dim = vector_dimension(snapshot, &q.column)?;
+    let (dim, element) = vector_column(snapshot, &q.column)?;
     if q.vector.is_empty() {
         return Err(HostError::invalid("query vector is empty"));
     }
@@ -103,11 +102,6 @@ fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
             q.column
         )));
     }
-    let schema = snapshot.arrow_schema();
-    let element = match schema.field_with_name(&q.column).map(|f| f.data_type().clone()) {
-        Ok(DataType::FixedSizeList(item, _)) => item.data_type().clone(),
-        _ => unreachable!("vector_dimension checked the column"),
-    };
     let array = q.vector.to_array();
     if array.data_type() == &element {
         return Ok(array);

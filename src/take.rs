@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_schema::{Field, Schema};
-use futures::stream;
 
 use crate::error::{HostError, Result};
 use crate::scan::{validate_columns, BatchReader, ROW_ID};
@@ -128,7 +127,7 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
         arrays.push(col);
     }
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)
+    let batch = RecordBatch::try_new(schema, arrays)
         .map_err(|e| HostError::internal(format!("cannot build take result: {e}")))?;
-    Ok(BatchReader::from_stream(schema, Box::pin(stream::iter(vec![Ok(batch)]))).with_stats(stats))
+    Ok(BatchReader::from_batch(batch).with_stats(stats))
 }

@@ -3,11 +3,10 @@
 use std::ffi::{c_char, CString};
 
 use crate::catalog::{Catalog, TableInfo};
-use crate::error::HostError;
 
 use super::dataset::LanceDataset;
 use super::{
-    free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle,
+    free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at,
     kv_arg, out_arg, owned_cstring, str_arg, str_list_arg,
 };
 
@@ -249,10 +248,7 @@ pub extern "C" fn lance_string_list_count(list: *const LanceStringList) -> usize
 #[no_mangle]
 pub extern "C" fn lance_string_list_get(list: *const LanceStringList, index: usize) -> *const c_char {
     guard_value(std::ptr::null(), || {
-        let l = handle_ref(list, "list")?;
-        l.items.get(index).map(|s| s.as_ptr()).ok_or_else(|| {
-            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
-        })
+        Ok(item_at(&handle_ref(list, "list")?.items, index, "index")?.as_ptr())
     })
 }
 
@@ -276,10 +272,7 @@ pub extern "C" fn lance_namespace_list_count(list: *const LanceNamespaceList) ->
 #[no_mangle]
 pub extern "C" fn lance_namespace_list_depth(list: *const LanceNamespaceList, index: usize) -> usize {
     guard_value(0, || {
-        let l = handle_ref(list, "list")?;
-        l.items.get(index).map(Vec::len).ok_or_else(|| {
-            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
-        })
+        Ok(item_at(&handle_ref(list, "list")?.items, index, "index")?.len())
     })
 }
 
@@ -294,13 +287,8 @@ pub extern "C" fn lance_namespace_list_part(
     part: usize,
 ) -> *const c_char {
     guard_value(std::ptr::null(), || {
-        let l = handle_ref(list, "list")?;
-        let path = l.items.get(index).ok_or_else(|| {
-            HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
-        })?;
-        path.get(part).map(|s| s.as_ptr()).ok_or_else(|| {
-            HostError::invalid(format!("part {part} is out of range (depth {})", path.len()))
-        })
+        let path = item_at(&handle_ref(list, "list")?.items, index, "index")?;
+        Ok(item_at(path, part, "part")?.as_ptr())
     })
 }
 

@@ -2,13 +2,12 @@
 
 use std::ffi::{c_char, CString};
 
-use crate::error::HostError;
 use crate::index::{self, IndexInfo};
 use crate::prewarm;
 
 use super::dataset::LanceDataset;
 use super::{
-    free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, out_arg,
+    free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, item_at, out_arg,
     owned_cstring, str_arg,
 };
 
@@ -67,9 +66,7 @@ impl From<IndexInfo> for IndexEntry {
 
 fn entry<'a>(list: *const LanceIndexList, index: usize) -> crate::error::Result<&'a IndexEntry> {
     let l: &'a LanceIndexList = handle_ref(list, "list")?;
-    l.items.get(index).ok_or_else(|| {
-        HostError::invalid(format!("index {index} is out of range (count {})", l.items.len()))
-    })
+    item_at(&l.items, index, "index")
 }
 
 /// List the logical indexes of the snapshot, sorted by name.
@@ -159,13 +156,7 @@ pub extern "C" fn lance_index_list_segment(
     guard_code(|| {
         let e = entry(list, index)?;
         let out = out_arg(out, "out")?;
-        let s = e.segments.get(segment).ok_or_else(|| {
-            HostError::invalid(format!(
-                "segment {segment} is out of range (index '{}' has {})",
-                e.name.to_string_lossy(),
-                e.segments.len()
-            ))
-        })?;
+        let s = item_at(&e.segments, segment, "segment")?;
         *out = LanceIndexSegmentInfo {
             uuid: s.uuid,
             fragment_ids: if s.fragment_ids.is_empty() {

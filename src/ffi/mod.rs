@@ -192,6 +192,16 @@ pub(crate) fn free_handle<T>(p: *mut T) {
     }
 }
 
+/// Item `index` of a list held by a handle, or INVALID_ARGUMENT naming the index and count.
+pub(crate) fn item_at<'a, T>(items: &'a [T], index: usize, what: &str) -> Result<&'a T> {
+    items.get(index).ok_or_else(|| {
+        HostError::invalid(format!(
+            "{what} {index} is out of range (count {})",
+            items.len()
+        ))
+    })
+}
+
 /// Hand a Vec to C as (pointer, length); freed by `free_array` with the same length.
 pub(crate) fn into_array<T>(items: Vec<T>) -> (*mut T, usize) {
     let boxed = items.into_boxed_slice();

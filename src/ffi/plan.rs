@@ -10,7 +10,7 @@ use crate::snapshot;
 use super::dataset::LanceDataset;
 use super::{
     free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
-    into_array, into_handle, kv_arg, out_arg, owned_cstring, slice_arg, str_arg,
+    into_array, into_handle, item_at, kv_arg, out_arg, owned_cstring, slice_arg, str_arg,
 };
 
 /// Distance metrics for vector planning and search.
@@ -144,10 +144,7 @@ pub extern "C" fn lance_split_plan_count(plan: *const LanceSplitPlan) -> usize {
 #[no_mangle]
 pub extern "C" fn lance_split_plan_get(plan: *const LanceSplitPlan, index: usize) -> *mut LanceSplit {
     guard_ptr(|| {
-        let p = handle_ref(plan, "plan")?;
-        let split = p.plan.splits.get(index).ok_or_else(|| {
-            HostError::invalid(format!("index {index} is out of range (count {})", p.plan.splits.len()))
-        })?;
+        let split = item_at(&handle_ref(plan, "plan")?.plan.splits, index, "index")?;
         Ok(into_handle(LanceSplit::new(split.clone())))
     })
 }
