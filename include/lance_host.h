@@ -442,12 +442,13 @@ uint64_t lance_table_info_latest_version(const LanceTableInfo *info);
 // Thread-safe. Returns NULL and sets the last error if `info` is NULL.
 const char *const *lance_table_info_storage_options(const LanceTableInfo *info);
 
-// Free a table info. NULL is ignored.
+// Free a table info and the strings it owns. NULL is ignored. Call once, after the last use
+// of the info and of pointers obtained from it; not concurrently with other calls on it.
 void lance_table_info_free(LanceTableInfo *info);
 
-// Number of strings in `list` (0 if `list` is NULL).
+// Number of strings in `list`.
 //
-// Thread-safe.
+// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 size_t lance_string_list_count(const LanceStringList *list);
 
 // String `index` of `list`.
@@ -456,12 +457,13 @@ size_t lance_string_list_count(const LanceStringList *list);
 // Returns NULL and sets the last error if `list` is NULL or `index` is out of range.
 const char *lance_string_list_get(const LanceStringList *list, size_t index);
 
-// Free a string list. NULL is ignored.
+// Free a string list and its strings. NULL is ignored. Call once, after the last use of the
+// list and of pointers obtained from it; not concurrently with other calls on it.
 void lance_string_list_free(LanceStringList *list);
 
-// Number of namespace paths in `list` (0 if `list` is NULL).
+// Number of namespace paths in `list`.
 //
-// Thread-safe.
+// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 size_t lance_namespace_list_count(const LanceNamespaceList *list);
 
 // Number of name parts of path `index` (0 and the last error set if out of range).
@@ -475,7 +477,8 @@ size_t lance_namespace_list_depth(const LanceNamespaceList *list, size_t index);
 // Returns NULL and sets the last error if an index is out of range.
 const char *lance_namespace_list_part(const LanceNamespaceList *list, size_t index, size_t part);
 
-// Free a namespace list. NULL is ignored.
+// Free a namespace list and its strings. NULL is ignored. Call once, after the last use of
+// the list and of pointers obtained from it; not concurrently with other calls on it.
 void lance_namespace_list_free(LanceNamespaceList *list);
 
 // Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
@@ -536,7 +539,8 @@ int32_t lance_dataset_schema(const LanceDataset *dataset, struct ArrowSchema *ou
 // Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
 int32_t lance_dataset_fragments(const LanceDataset *dataset, LanceFragmentInfo **out, size_t *out_len);
 
-// Free an array returned by `lance_dataset_fragments`. NULL is ignored.
+// Free an array returned by `lance_dataset_fragments`, passing the length it returned. NULL is
+// ignored. Call once per array, not concurrently with other use of it.
 void lance_fragment_info_list_free(LanceFragmentInfo *list, size_t len);
 
 // Write the table's latest committed version to `out` (reads storage; the handle stays
@@ -551,7 +555,8 @@ int32_t lance_dataset_latest_version(const LanceDataset *dataset, uint64_t *out)
 // Borrows `dataset`. Thread-safe. Returns an error code; outputs are not written on failure.
 int32_t lance_dataset_versions(const LanceDataset *dataset, LanceVersionInfo **out, size_t *out_len);
 
-// Free an array returned by `lance_dataset_versions`. NULL is ignored.
+// Free an array returned by `lance_dataset_versions`, passing the length it returned. NULL is
+// ignored. Call once per array, not concurrently with other use of it.
 void lance_version_info_list_free(LanceVersionInfo *list, size_t len);
 
 // Code of the last failing call on the calling thread (`LANCE_OK` if none failed yet).
@@ -583,9 +588,9 @@ const char *lance_host_version(void);
 // Returns an error code; `*out` is not written on failure.
 int32_t lance_dataset_indexes(const LanceDataset *dataset, LanceIndexList **out);
 
-// Number of indexes in `list` (0 if NULL).
+// Number of indexes in `list`.
 //
-// Thread-safe.
+// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 size_t lance_index_list_count(const LanceIndexList *list);
 
 // Name of index `index`.
@@ -623,7 +628,8 @@ size_t lance_index_list_segment_count(const LanceIndexList *list, size_t index);
 // Thread-safe. Returns an error code; `out` is not written on failure.
 int32_t lance_index_list_segment(const LanceIndexList *list, size_t index, size_t segment, LanceIndexSegmentInfo *out);
 
-// Free an index list. NULL is ignored.
+// Free an index list and everything it owns. NULL is ignored. Call once, after the last use
+// of the list and of pointers obtained from it; not concurrently with other calls on it.
 void lance_index_list_free(LanceIndexList *list);
 
 // Load every segment of the named index of the handle's snapshot into the process-wide
@@ -659,9 +665,9 @@ int32_t lance_dataset_plan_scan(const LanceDataset *dataset, uint64_t target_row
 // `*out` is not written on failure.
 int32_t lance_dataset_plan_vector_search(const LanceDataset *dataset, const char *column, int32_t metric, bool use_index, LanceSplitPlan **out);
 
-// Number of splits in `plan` (0 if NULL).
+// Number of splits in `plan`.
 //
-// Thread-safe.
+// Borrows `plan`. Thread-safe. Returns 0 and sets the last error if `plan` is NULL.
 size_t lance_split_plan_count(const LanceSplitPlan *plan);
 
 // A copy of split `index` of `plan`.
@@ -674,6 +680,7 @@ LanceSplit *lance_split_plan_get(const LanceSplitPlan *plan, size_t index);
 // `lance_split_plan_reason`).
 //
 // The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+// Also returns NULL, and sets the last error, if `plan` is NULL.
 const char *lance_split_plan_index_name(const LanceSplitPlan *plan);
 
 // Why the plan uses (or does not use) an index, e.g. "no index on column 'v' uses metric
@@ -683,7 +690,8 @@ const char *lance_split_plan_index_name(const LanceSplitPlan *plan);
 // Returns NULL and sets the last error if `plan` is NULL.
 const char *lance_split_plan_reason(const LanceSplitPlan *plan);
 
-// Free a plan. NULL is ignored. Splits copied out of it stay valid.
+// Free a plan. NULL is ignored. Splits copied out of it stay valid. Call once, after the last
+// use of the plan and of strings obtained from it; not concurrently with other calls on it.
 void lance_split_plan_free(LanceSplitPlan *plan);
 
 // Kind of a split (a `LanceSplitKind` value); 0 and the last error set if `split` is NULL.
@@ -702,7 +710,8 @@ uint64_t lance_split_version(const LanceSplit *split);
 // Returns NULL and sets the last error if `split` is NULL.
 const char *lance_split_uri(const LanceSplit *split);
 
-// Visible rows the split covers (a scheduling weight); 0 if `split` is NULL.
+// Visible rows the split covers (a scheduling weight); 0 and the last error set if `split`
+// is NULL.
 //
 // Thread-safe.
 uint64_t lance_split_row_count(const LanceSplit *split);
@@ -726,7 +735,8 @@ int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
 // Returns an error code; outputs are not written on failure.
 int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
-// Free bytes returned by `lance_split_serialize`. NULL is ignored.
+// Free bytes returned by `lance_split_serialize`, passing the length it returned. NULL is
+// ignored. Call once per buffer, not concurrently with other use of it.
 void lance_bytes_free(uint8_t *bytes, size_t len);
 
 // Rebuild a split from bytes made by `lance_split_serialize`.
@@ -744,7 +754,9 @@ LanceSplit *lance_split_deserialize(const uint8_t *bytes, size_t len);
 // Thread-safe. Returns NULL and sets the last error on failure.
 LanceDataset *lance_split_open_dataset(const LanceSplit *split, const char *const *storage_options);
 
-// Free a split. NULL is ignored.
+// Free a split. NULL is ignored. Call once, after the last use of the split and of pointers
+// obtained from it; not concurrently with other calls on it. Datasets opened from it and
+// streams of its searches stay valid.
 void lance_split_free(LanceSplit *split);
 
 // Read the I/O statistics of the operation behind a stream returned by this library (scan,

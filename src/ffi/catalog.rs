@@ -227,15 +227,16 @@ pub extern "C" fn lance_table_info_storage_options(
     })
 }
 
-/// Free a table info. NULL is ignored.
+/// Free a table info and the strings it owns. NULL is ignored. Call once, after the last use
+/// of the info and of pointers obtained from it; not concurrently with other calls on it.
 #[no_mangle]
 pub extern "C" fn lance_table_info_free(info: *mut LanceTableInfo) {
     guard_free(|| free_handle(info))
 }
 
-/// Number of strings in `list` (0 if `list` is NULL).
+/// Number of strings in `list`.
 ///
-/// Thread-safe.
+/// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_string_list_count(list: *const LanceStringList) -> usize {
     guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
@@ -252,15 +253,16 @@ pub extern "C" fn lance_string_list_get(list: *const LanceStringList, index: usi
     })
 }
 
-/// Free a string list. NULL is ignored.
+/// Free a string list and its strings. NULL is ignored. Call once, after the last use of the
+/// list and of pointers obtained from it; not concurrently with other calls on it.
 #[no_mangle]
 pub extern "C" fn lance_string_list_free(list: *mut LanceStringList) {
     guard_free(|| free_handle(list))
 }
 
-/// Number of namespace paths in `list` (0 if `list` is NULL).
+/// Number of namespace paths in `list`.
 ///
-/// Thread-safe.
+/// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_namespace_list_count(list: *const LanceNamespaceList) -> usize {
     guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
@@ -292,7 +294,8 @@ pub extern "C" fn lance_namespace_list_part(
     })
 }
 
-/// Free a namespace list. NULL is ignored.
+/// Free a namespace list and its strings. NULL is ignored. Call once, after the last use of
+/// the list and of pointers obtained from it; not concurrently with other calls on it.
 #[no_mangle]
 pub extern "C" fn lance_namespace_list_free(list: *mut LanceNamespaceList) {
     guard_free(|| free_handle(list))

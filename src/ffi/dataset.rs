@@ -215,7 +215,8 @@ pub extern "C" fn lance_dataset_fragments(
     })
 }
 
-/// Free an array returned by `lance_dataset_fragments`. NULL is ignored.
+/// Free an array returned by `lance_dataset_fragments`, passing the length it returned. NULL is
+/// ignored. Call once per array, not concurrently with other use of it.
 #[no_mangle]
 pub extern "C" fn lance_fragment_info_list_free(list: *mut LanceFragmentInfo, len: usize) {
     guard_free(|| free_array(list, len))
@@ -261,7 +262,8 @@ pub extern "C" fn lance_dataset_versions(
     })
 }
 
-/// Free an array returned by `lance_dataset_versions`. NULL is ignored.
+/// Free an array returned by `lance_dataset_versions`, passing the length it returned. NULL is
+/// ignored. Call once per array, not concurrently with other use of it.
 #[no_mangle]
 pub extern "C" fn lance_version_info_list_free(list: *mut LanceVersionInfo, len: usize) {
     guard_free(|| free_array(list, len))

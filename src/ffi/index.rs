@@ -90,9 +90,9 @@ pub extern "C" fn lance_dataset_indexes(
     })
 }
 
-/// Number of indexes in `list` (0 if NULL).
+/// Number of indexes in `list`.
 ///
-/// Thread-safe.
+/// Borrows `list`. Thread-safe. Returns 0 and sets the last error if `list` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_index_list_count(list: *const LanceIndexList) -> usize {
     guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
@@ -171,7 +171,8 @@ pub extern "C" fn lance_index_list_segment(
     })
 }
 
-/// Free an index list. NULL is ignored.
+/// Free an index list and everything it owns. NULL is ignored. Call once, after the last use
+/// of the list and of pointers obtained from it; not concurrently with other calls on it.
 #[no_mangle]
 pub extern "C" fn lance_index_list_free(list: *mut LanceIndexList) {
     guard_free(|| free_handle(list))

@@ -129,9 +129,9 @@ pub extern "C" fn lance_dataset_plan_vector_search(
     })
 }
 
-/// Number of splits in `plan` (0 if NULL).
+/// Number of splits in `plan`.
 ///
-/// Thread-safe.
+/// Borrows `plan`. Thread-safe. Returns 0 and sets the last error if `plan` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_split_plan_count(plan: *const LanceSplitPlan) -> usize {
     guard_value(0, || Ok(handle_ref(plan, "plan")?.plan.splits.len()))
@@ -153,6 +153,7 @@ pub extern "C" fn lance_split_plan_get(plan: *const LanceSplitPlan, index: usize
 /// `lance_split_plan_reason`).
 ///
 /// The plan owns the string; valid until `lance_split_plan_free` is called. Thread-safe.
+/// Also returns NULL, and sets the last error, if `plan` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_split_plan_index_name(plan: *const LanceSplitPlan) -> *const c_char {
     guard_value(std::ptr::null(), || {
@@ -174,7 +175,8 @@ pub extern "C" fn lance_split_plan_reason(plan: *const LanceSplitPlan) -> *const
     guard_value(std::ptr::null(), || Ok(handle_ref(plan, "plan")?.reason.as_ptr()))
 }
 
-/// Free a plan. NULL is ignored. Splits copied out of it stay valid.
+/// Free a plan. NULL is ignored. Splits copied out of it stay valid. Call once, after the last
+/// use of the plan and of strings obtained from it; not concurrently with other calls on it.
 #[no_mangle]
 pub extern "C" fn lance_split_plan_free(plan: *mut LanceSplitPlan) {
     guard_free(|| free_handle(plan))
@@ -211,7 +213,8 @@ pub extern "C" fn lance_split_uri(split: *const LanceSplit) -> *const c_char {
     guard_value(std::ptr::null(), || Ok(handle_ref(split, "split")?.uri.as_ptr()))
 }
 
-/// Visible rows the split covers (a scheduling weight); 0 if `split` is NULL.
+/// Visible rows the split covers (a scheduling weight); 0 and the last error set if `split`
+/// is NULL.
 ///
 /// Thread-safe.
 #[no_mangle]
@@ -275,7 +278,8 @@ pub extern "C" fn lance_split_serialize(
     })
 }
 
-/// Free bytes returned by `lance_split_serialize`. NULL is ignored.
+/// Free bytes returned by `lance_split_serialize`, passing the length it returned. NULL is
+/// ignored. Call once per buffer, not concurrently with other use of it.
 #[no_mangle]
 pub extern "C" fn lance_bytes_free(bytes: *mut u8, len: usize) {
     guard_free(|| free_array(bytes, len))
@@ -313,7 +317,9 @@ pub extern "C" fn lance_split_open_dataset(
     })
 }
 
-/// Free a split. NULL is ignored.
+/// Free a split. NULL is ignored. Call once, after the last use of the split and of pointers
+/// obtained from it; not concurrently with other calls on it. Datasets opened from it and
+/// streams of its searches stay valid.
 #[no_mangle]
 pub extern "C" fn lance_split_free(split: *mut LanceSplit) {
     guard_free(|| free_handle(split))

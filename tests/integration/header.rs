@@ -59,7 +59,7 @@ fn header_version_matches_crate() {
         if t.contains(" lance_") && t.contains('(') && t.ends_with(");") || t.starts_with("lance_") {
             assert!(!comment.is_empty(), "undocumented: {t}");
             assert!(
-                comment.to_lowercase().contains("thread-safe") || comment.contains("NULL is ignored"),
+                comment.to_lowercase().contains("thread-safe") || comment.contains("concurrently"),
                 "no thread-safety note for: {t}"
             );
         }
