@@ -174,3 +174,127 @@ fn calls_from_inside_an_async_runtime_are_refused() {
     assert_eq!(code, LANCE_ERR_FAILED_PRECONDITION as i32, "{msg}");
     assert!(msg.contains("async runtime"), "{msg}");
 }
+
+/// Every entry point added for catalogs, indexes, planning, search, take and statistics: NULL
+/// handles, NULL out-parameters and out-of-range indexes give an error code (or the documented
+/// 0/NULL plus the last error), never a crash.
+#[test]
+fn null_and_out_of_range_arguments_everywhere() {
+    use lance_host::ffi::catalog::*;
+    use lance_host::ffi::index::*;
+    use lance_host::ffi::plan::*;
+    use lance_host::ffi::search::*;
+    use lance_host::ffi::take::*;
+
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let name = cstr("x");
+    let check = |code: i32, needle: &str| assert_err(code, LANCE_ERR_INVALID_ARGUMENT, needle);
+    let check_null = |is_null: bool, needle: &str| {
+        assert!(is_null);
+        assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, needle);
+    };
+
+    // Catalog and its lists.
+    let mut tables = std::ptr::null_mut();
+    check(lance_catalog_list_tables(std::ptr::null(), std::ptr::null(), 0, &mut tables), "catalog");
+    let mut nss = std::ptr::null_mut();
+    check(lance_catalog_list_namespaces(std::ptr::null(), std::ptr::null(), 0, false, &mut nss), "catalog");
+    let mut info = std::ptr::null_mut();
+    check(lance_catalog_describe_table(std::ptr::null(), std::ptr::null(), 0, name.as_ptr(), &mut info), "catalog");
+    check_null(lance_catalog_open_table(std::ptr::null(), std::ptr::null(), 0, name.as_ptr(), 0).is_null(), "catalog");
+    check_null(lance_table_info_location(std::ptr::null()).is_null(), "info");
+    check_null(lance_table_info_storage_options(std::ptr::null()).is_null(), "info");
+    assert_eq!(lance_table_info_latest_version(std::ptr::null()), 0);
+    assert_eq!(lance_string_list_count(std::ptr::null()), 0);
+    assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, "list");
+    assert_eq!(lance_namespace_list_count(std::ptr::null()), 0);
+    assert_eq!(lance_namespace_list_depth(std::ptr::null(), 0), 0);
+    check_null(lance_namespace_list_part(std::ptr::null(), 0, 0).is_null(), "list");
+    let root = fixture().root.to_str().unwrap().to_string();
+    let props = cstrs(&["root", &root]);
+    let mut ptrs = props.ptrs.clone();
+    ptrs.push(std::ptr::null());
+    let cat = lance_catalog_open(ptrs.as_ptr());
+    assert!(!cat.is_null(), "{}", last_message());
+    check(lance_catalog_list_tables(cat, std::ptr::null(), 0, std::ptr::null_mut()), "out");
+    check(lance_catalog_describe_table(cat, std::ptr::null(), 0, std::ptr::null(), &mut info), "table");
+    assert_eq!(lance_catalog_list_tables(cat, std::ptr::null(), 0, &mut tables), 0);
+    let n = lance_string_list_count(tables);
+    check_null(lance_string_list_get(tables, n).is_null(), &format!("index {n}"));
+    lance_string_list_free(tables);
+    lance_catalog_free(cat);
+
+    // Index lists and prewarm.
+    let ds = Ds::open(&people_uri(), 0);
+    check(lance_dataset_indexes(std::ptr::null(), &mut std::ptr::null_mut()), "dataset");
+    check(lance_dataset_indexes(ds.ptr(), std::ptr::null_mut()), "out");
+    let mut list = std::ptr::null_mut();
+    assert_eq!(lance_dataset_indexes(ds.ptr(), &mut list), 0);
+    assert_eq!(lance_index_list_count(list), 0); // people has no index
+    check_null(lance_index_list_name(list, 0).is_null(), "index 0");
+    check_null(lance_index_list_type(std::ptr::null(), 0).is_null(), "list");
+    assert_eq!(lance_index_list_segment_count(list, 3), 0);
+    let mut seg = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
+    check(lance_index_list_segment(list, 0, 0, seg.as_mut_ptr()), "index 0");
+    lance_index_list_free(list);
+    let mut io = LanceIoStats::default();
+    check(lance_dataset_prewarm_index_with_stats(ds.ptr(), std::ptr::null(), &mut io), "index_name");
+    check(lance_dataset_prewarm_index_with_stats(ds.ptr(), name.as_ptr(), std::ptr::null_mut()), "out");
+    assert_err(lance_dataset_prewarm_index(ds.ptr(), cstr("").as_ptr()), LANCE_ERR_INVALID_ARGUMENT, "empty");
+
+    // Plans and splits.
+    let mut plan = std::ptr::null_mut();
+    check(lance_dataset_plan_scan(std::ptr::null(), 0, &mut plan), "dataset");
+    check(lance_dataset_plan_scan(ds.ptr(), 0, std::ptr::null_mut()), "out");
+    check(lance_dataset_plan_vector_search(ds.ptr(), std::ptr::null(), 0, true, &mut plan), "column");
+    assert_eq!(lance_split_plan_count(std::ptr::null()), 0);
+    check_null(lance_split_plan_get(std::ptr::null(), 0).is_null(), "plan");
+    check_null(lance_split_plan_reason(std::ptr::null()).is_null(), "plan");
+    check_null(lance_split_plan_index_name(std::ptr::null()).is_null(), "plan");
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut plan), 0);
+    let count = lance_split_plan_count(plan);
+    check_null(lance_split_plan_get(plan, count).is_null(), &format!("index {count}"));
+    assert!(lance_split_plan_index_name(plan).is_null()); // a scan plan uses no index
+    let split = lance_split_plan_get(plan, 0);
+    lance_split_plan_free(plan);
+    let mut bytes = std::ptr::null_mut();
+    let mut len = 0usize;
+    check(lance_split_serialize(std::ptr::null(), &mut bytes, &mut len), "split");
+    check(lance_split_serialize(split, std::ptr::null_mut(), &mut len), "out");
+    check(lance_split_segment_uuid(split, std::ptr::null_mut()), "out");
+    check_null(lance_split_fragment_ids(split, std::ptr::null_mut()).is_null(), "out_len");
+    check_null(lance_split_uri(std::ptr::null()).is_null(), "split");
+    assert_eq!(lance_split_kind(std::ptr::null()), 0);
+    assert_eq!(lance_split_version(std::ptr::null()), 0);
+    assert_eq!(lance_split_row_count(std::ptr::null()), 0);
+    check_null(lance_split_open_dataset(std::ptr::null(), std::ptr::null()).is_null(), "split");
+    let dangling_key = [name.as_ptr(), std::ptr::null()];
+    check_null(lance_split_open_dataset(split, dangling_key.as_ptr()).is_null(), "storage_options");
+    check(lance_split_scan(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut stream), "split");
+    check(lance_split_scan(ds.ptr(), split, std::ptr::null(), std::ptr::null_mut()), "out");
+    let ids = [0u64];
+    let mut o = default_opts();
+    o.fragment_ids = ids.as_ptr();
+    o.num_fragment_ids = 1;
+    check(lance_split_scan(ds.ptr(), split, &o, &mut stream), "fragment_ids");
+    check(lance_split_search(ds.ptr(), split, std::ptr::null(), &mut stream), "query");
+    check(lance_vector_query_init(std::ptr::null_mut()), "out");
+    lance_split_free(split);
+    lance_split_free(std::ptr::null_mut());
+    lance_split_plan_free(std::ptr::null_mut());
+    lance_bytes_free(std::ptr::null_mut(), 0);
+    lance_index_list_free(std::ptr::null_mut());
+
+    // Take, merge and stream statistics.
+    check(lance_dataset_take_rows(std::ptr::null(), ids.as_ptr(), 1, std::ptr::null(), 0, &mut stream), "dataset");
+    check(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 1, std::ptr::null(), 0, std::ptr::null_mut()), "out");
+    check(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 1, std::ptr::null(), 2, &mut stream), "columns");
+    let mut merged = FFI_ArrowArrayStream::empty();
+    check(lance_topk_merge(std::ptr::null_mut(), 0, 1, 0, &mut merged), "no input");
+    check(lance_stream_io_stats(std::ptr::null(), &mut io), "stream");
+    assert_eq!(lance_dataset_scan(ds.ptr(), std::ptr::null(), &mut stream), 0);
+    check(lance_stream_io_stats(&stream, std::ptr::null_mut()), "out");
+    check(lance_topk_merge(&mut stream, 1, 1, 0, &mut merged), "_distance");
+    assert!(stream.release.is_none(), "merge must take ownership of its inputs, also on failure");
+    check(lance_topk_merge(&mut stream, 1, 1, 0, &mut merged), "already released");
+}

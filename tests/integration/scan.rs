@@ -257,7 +257,7 @@ fn stream_outlives_handle_and_moves_threads() {
 }
 
 #[test]
-fn early_release_stops_the_stream() {
+fn releasing_mid_stream_is_clean_and_repeatable() {
     let ds = Ds::open(&people_uri(), 0);
     for _ in 0..20 {
         let mut o = default_opts();
