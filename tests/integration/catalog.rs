@@ -1,7 +1,7 @@
 //! Catalogs: directory warehouses (plain and manifest layouts) and a real REST namespace
 //! server (Lance's REST adapter behind an auth-enforcing proxy) on 127.0.0.1.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::CStr;
 use std::sync::OnceLock;
 
 use lance_host::ffi::catalog::*;
@@ -38,14 +38,6 @@ impl Drop for Cat {
     fn drop(&mut self) {
         lance_catalog_free(self.0);
     }
-}
-
-fn kv(pairs: &[(&str, &str)]) -> (CStrs, Vec<*const c_char>) {
-    let flat: Vec<&str> = pairs.iter().flat_map(|(k, v)| [*k, *v]).collect();
-    let strs = cstrs(&flat);
-    let mut ptrs = strs.ptrs.clone();
-    ptrs.push(std::ptr::null());
-    (strs, ptrs)
 }
 
 fn try_open(pairs: &[(&str, &str)]) -> Result<Cat, (i32, String)> {

@@ -139,6 +139,16 @@ pub fn cstrs(items: &[&str]) -> CStrs {
     }
 }
 
+/// A NULL-terminated key/value array as a C caller builds it; keep the first element alive
+/// while the pointers are used.
+pub fn kv(pairs: &[(&str, &str)]) -> (CStrs, Vec<*const c_char>) {
+    let flat: Vec<&str> = pairs.iter().flat_map(|(k, v)| [*k, *v]).collect();
+    let strs = cstrs(&flat);
+    let mut ptrs = strs.ptrs.clone();
+    ptrs.push(std::ptr::null());
+    (strs, ptrs)
+}
+
 /// Import a C stream and read it to the end.
 pub fn read_stream(stream: FFI_ArrowArrayStream) -> Result<Vec<RecordBatch>, String> {
     let reader = ArrowArrayStreamReader::try_new(stream).map_err(|e| e.to_string())?;

@@ -151,9 +151,7 @@ fn version_history_and_open_at_timestamp() {
 #[test]
 fn storage_options_are_accepted() {
     let uri = cstr(&events_uri());
-    let kv = cstrs(&["block_size", "8192"]);
-    let mut ptrs = kv.ptrs.clone();
-    ptrs.push(std::ptr::null());
+    let (_keep, ptrs) = kv(&[("block_size", "8192")]);
     let p = lance_dataset_open(uri.as_ptr(), ptrs.as_ptr(), 0);
     assert!(!p.is_null(), "{}", last_message());
     lance_dataset_free(p);

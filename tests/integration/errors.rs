@@ -211,9 +211,7 @@ fn null_and_out_of_range_arguments_everywhere() {
     assert_eq!(lance_namespace_list_depth(std::ptr::null(), 0), 0);
     check_null(lance_namespace_list_part(std::ptr::null(), 0, 0).is_null(), "list");
     let root = fixture().root.to_str().unwrap().to_string();
-    let props = cstrs(&["root", &root]);
-    let mut ptrs = props.ptrs.clone();
-    ptrs.push(std::ptr::null());
+    let (_props, ptrs) = kv(&[("root", &root)]);
     let cat = lance_catalog_open(ptrs.as_ptr());
     assert!(!cat.is_null(), "{}", last_message());
     check(lance_catalog_list_tables(cat, std::ptr::null(), 0, std::ptr::null_mut()), "out");

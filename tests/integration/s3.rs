@@ -173,23 +173,12 @@ fn shared() -> &'static Shared {
     })
 }
 
-/// Owned C key/value array.
-struct Kv(#[allow(dead_code)] CStrs, Vec<*const std::ffi::c_char>);
-
-fn kv(opts: &StorageOptions) -> Kv {
-    let mut keys: Vec<&String> = opts.keys().collect();
-    keys.sort();
-    let flat: Vec<&str> = keys.iter().flat_map(|k| [k.as_str(), opts[*k].as_str()]).collect();
-    let strs = cstrs(&flat);
-    let mut ptrs = strs.ptrs.clone();
-    ptrs.push(std::ptr::null());
-    Kv(strs, ptrs)
-}
-
 fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
     let u = cstr(uri);
-    let opts = kv(&s3_options(endpoint));
-    let p = lance_dataset_open(u.as_ptr(), opts.1.as_ptr(), 0);
+    let opts = s3_options(endpoint);
+    let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (_keep, ptrs) = kv(&pairs);
+    let p = lance_dataset_open(u.as_ptr(), ptrs.as_ptr(), 0);
     if p.is_null() {
         Err((last_code(), last_message()))
     } else {
@@ -252,10 +241,8 @@ fn s3_scan_catalog_and_take() {
     for (k, v) in s3_options(&s.endpoint) {
         props.push((format!("storage.{k}"), v));
     }
-    let flat: Vec<&str> = props.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]).collect();
-    let strs = cstrs(&flat);
-    let mut ptrs = strs.ptrs.clone();
-    ptrs.push(std::ptr::null());
+    let pairs: Vec<(&str, &str)> = props.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (_keep, ptrs) = kv(&pairs);
     let cat = lance_catalog_open(ptrs.as_ptr());
     assert!(!cat.is_null(), "{}", last_message());
     let mut list = std::ptr::null_mut();
