@@ -461,36 +461,7 @@ fn run_bounded<T: Send + 'static>(
             LanceErrorCode::LANCE_ERR_IO,
             format!("{what}: timed out, no answer within {} ms", timeout.as_millis()),
         )),
-        Ok(Err(e)) => Err(secrets.scrub(namespace_error(what, e))),
+        Ok(Err(e)) => Err(secrets.scrub(HostError::from_lance(what, e))),
         Ok(Ok(v)) => Ok(v),
     }
-}
-
-/// Map a namespace error to a host error by its namespace error code.
-fn namespace_error(what: &str, err: lance::Error) -> HostError {
-    use lance_namespace::error::{ErrorCode as C, NamespaceError};
-    let ns_err = match &err {
-        lance::Error::Namespace { source, .. } => source.downcast_ref::<NamespaceError>(),
-        _ => None,
-    };
-    let Some(ns_err) = ns_err else {
-        return HostError::from_lance(what, err);
-    };
-    let code = match ns_err.code() {
-        C::NamespaceNotFound
-        | C::TableNotFound
-        | C::TableVersionNotFound
-        | C::TableIndexNotFound
-        | C::TableTagNotFound
-        | C::TableBranchNotFound
-        | C::TableColumnNotFound
-        | C::TransactionNotFound => LanceErrorCode::LANCE_ERR_NOT_FOUND,
-        C::Unauthenticated => LanceErrorCode::LANCE_ERR_UNAUTHENTICATED,
-        C::PermissionDenied => LanceErrorCode::LANCE_ERR_PERMISSION_DENIED,
-        C::ServiceUnavailable | C::Throttling => LanceErrorCode::LANCE_ERR_IO,
-        C::InvalidInput => LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT,
-        C::Unsupported => LanceErrorCode::LANCE_ERR_NOT_SUPPORTED,
-        _ => LanceErrorCode::LANCE_ERR_INTERNAL,
-    };
-    HostError::new(code, format!("{what}: {}", ns_err.message()))
 }

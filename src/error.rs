@@ -69,8 +69,12 @@ impl HostError {
         Self::new(LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, message)
     }
 
-    /// Map a Lance error, prefixing the message with what the library was doing.
+    /// Map a Lance error (namespace errors by their namespace error code), prefixing the
+    /// message with what the library was doing.
     pub fn from_lance(context: &str, err: lance::Error) -> Self {
+        if let Some(ns) = namespace_source(&err) {
+            return Self::new(namespace_code(ns), format!("{context}: {}", ns.message()));
+        }
         let code = lance_error_code(&err);
         Self::new(code, format!("{context}: {}", strip_location(&err.to_string())))
     }
@@ -89,6 +93,35 @@ impl fmt::Display for HostError {
 }
 
 impl std::error::Error for HostError {}
+
+fn namespace_source(err: &lance::Error) -> Option<&lance_namespace::error::NamespaceError> {
+    match err {
+        lance::Error::Namespace { source, .. } => source.downcast_ref(),
+        lance::Error::Shared { source } => namespace_source(source),
+        _ => None,
+    }
+}
+
+fn namespace_code(err: &lance_namespace::error::NamespaceError) -> LanceErrorCode {
+    use lance_namespace::error::ErrorCode as C;
+    use LanceErrorCode::*;
+    match err.code() {
+        C::NamespaceNotFound
+        | C::TableNotFound
+        | C::TableVersionNotFound
+        | C::TableIndexNotFound
+        | C::TableTagNotFound
+        | C::TableBranchNotFound
+        | C::TableColumnNotFound
+        | C::TransactionNotFound => LANCE_ERR_NOT_FOUND,
+        C::Unauthenticated => LANCE_ERR_UNAUTHENTICATED,
+        C::PermissionDenied => LANCE_ERR_PERMISSION_DENIED,
+        C::ServiceUnavailable | C::Throttling => LANCE_ERR_IO,
+        C::InvalidInput => LANCE_ERR_INVALID_ARGUMENT,
+        C::Unsupported => LANCE_ERR_NOT_SUPPORTED,
+        _ => LANCE_ERR_INTERNAL,
+    }
+}
 
 fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
     use lance::Error as E;
