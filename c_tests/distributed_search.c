@@ -2,7 +2,9 @@
  * snapshot and serializes the splits; worker threads rebuild them, open the pinned table,
  * search; the coordinator merges the global top-K and takes the winning rows by _rowid.
  * With use_index = false the result must equal an exact top-K computed here from the raw
- * vectors. argv[1] = warehouse directory. */
+ * vectors. With deferred refine, index-segment splits return approximate candidates that the
+ * coordinator merges and re-ranks once (lance_dataset_refine) before the final merge.
+ * argv[1] = warehouse directory. */
 #include <math.h>
 #include <pthread.h>
 
@@ -11,6 +13,7 @@
 #define WORKERS 3
 #define K 10
 #define MAX_SPLITS 64
+#define REFINE 4
 
 typedef struct {
   uint8_t* bytes[MAX_SPLITS];
@@ -18,8 +21,25 @@ typedef struct {
   size_t count;
   float query[64];
   size_t dim;
+  bool defer_refine;
+  bool is_segment[MAX_SPLITS];
   struct ArrowArrayStream results[MAX_SPLITS];
 } Job;
+
+static void fill_query(LanceVectorQuery* q, const Job* job, const char** cols) {
+  CHECK_OK(lance_vector_query_init(q));
+  q->column = "embedding";
+  q->vector = job->query;
+  q->dimension = job->dim;
+  q->element_type = LANCE_ELEMENT_F32;
+  q->k = K;
+  q->nprobes = 2;
+  q->columns = cols;
+  q->num_columns = 1;
+  q->with_row_id = true;
+  q->defer_refine = job->defer_refine;
+  q->refine_factor = job->defer_refine ? REFINE : 0;
+}
 
 typedef struct {
   Job* job;
@@ -36,17 +56,8 @@ static void* worker(void* p) {
     CHECK(ds != NULL);
     CHECK_EQ_U64(lance_dataset_version(ds), lance_split_version(split));
     LanceVectorQuery q;
-    CHECK_OK(lance_vector_query_init(&q));
     const char* cols[] = {"id"};
-    q.column = "embedding";
-    q.vector = job->query;
-    q.dimension = job->dim;
-    q.element_type = LANCE_ELEMENT_F32;
-    q.k = K;
-    q.nprobes = 2;
-    q.columns = cols;
-    q.num_columns = 1;
-    q.with_row_id = true;
+    fill_query(&q, job, cols);
     CHECK_OK(lance_split_search(ds, split, &q, &job->results[i]));
     lance_dataset_free(ds); /* the stream outlives the handle */
     lance_split_free(split);
@@ -132,23 +143,25 @@ static void exact_top_k(const LanceDataset* ds, const float* q, size_t dim, int6
 }
 
 /* Plan, ship, search on workers, merge, take; returns the winning ids in out_ids. */
-static void run(const LanceDataset* ds, bool use_index, const float* query, size_t dim,
-                int64_t* out_ids) {
+static void run(const LanceDataset* ds, bool use_index, bool defer_refine, const float* query,
+                size_t dim, int64_t* out_ids) {
   Job job;
   memset(&job, 0, sizeof job);
   memcpy(job.query, query, dim * sizeof(float));
   job.dim = dim;
+  job.defer_refine = defer_refine;
 
   /* Coordinator: plan and serialize. */
   LanceSplitPlan* plan = NULL;
-  CHECK_OK(lance_dataset_plan_vector_search(ds, "embedding", LANCE_METRIC_L2, use_index, &plan));
+  CHECK_OK(lance_dataset_plan_vector_search(ds, "embedding", LANCE_METRIC_L2, use_index, 0, &plan));
   job.count = lance_split_plan_count(plan);
   CHECK(job.count > 0 && job.count <= MAX_SPLITS);
   size_t segments = 0;
   for (size_t i = 0; i < job.count; i++) {
     LanceSplit* s = lance_split_plan_get(plan, i);
     CHECK(s != NULL);
-    if (lance_split_kind(s) == LANCE_SPLIT_INDEX_SEGMENT) segments++;
+    job.is_segment[i] = lance_split_kind(s) == LANCE_SPLIT_INDEX_SEGMENT;
+    if (job.is_segment[i]) segments++;
     CHECK_OK(lance_split_serialize(s, &job.bytes[i], &job.len[i]));
     lance_split_free(s);
   }
@@ -166,9 +179,27 @@ static void run(const LanceDataset* ds, bool use_index, const float* query, size
   for (int t = 0; t < WORKERS; t++) CHECK(pthread_join(th[t], NULL) == 0);
   for (size_t i = 0; i < job.count; i++) lance_bytes_free(job.bytes[i], job.len[i]);
 
-  /* Coordinator: merge and take the winners. */
+  /* Coordinator: (re-rank the segments' candidates once,) merge and take the winners. */
   struct ArrowArrayStream merged;
-  CHECK_OK(lance_topk_merge(job.results, job.count, K, 0, &merged));
+  if (defer_refine) {
+    struct ArrowArrayStream approx[MAX_SPLITS], exact[MAX_SPLITS + 1];
+    size_t na = 0, ne = 0;
+    for (size_t i = 0; i < job.count; i++) {
+      if (job.is_segment[i]) approx[na++] = job.results[i];
+      else exact[ne++] = job.results[i];
+    }
+    CHECK(na > 0);
+    struct ArrowArrayStream candidates;
+    CHECK_OK(lance_topk_merge(approx, na, (uint64_t)K * REFINE, 0, &candidates));
+    LanceVectorQuery q;
+    const char* cols[] = {"id"};
+    fill_query(&q, &job, cols);
+    CHECK_OK(lance_dataset_refine(ds, &q, &candidates, &exact[ne++]));
+    CHECK(candidates.release == NULL); /* consumed */
+    CHECK_OK(lance_topk_merge(exact, ne, K, 0, &merged));
+  } else {
+    CHECK_OK(lance_topk_merge(job.results, job.count, K, 0, &merged));
+  }
   uint64_t rowids[K];
   float dist[K];
   CHECK_EQ_U64(read_u64_col(&merged, "_rowid", rowids, K, dist), K);
@@ -215,17 +246,23 @@ int main(int argc, char** argv) {
   s.release(&s);
   st.release(&st);
 
-  int64_t exact[K], flat[K], indexed[K];
+  int64_t exact[K], flat[K], indexed[K], deferred[K];
   exact_top_k(ds, query, dim, exact);
-  run(ds, false, query, dim, flat);
+  run(ds, false, false, query, dim, flat);
   for (int i = 0; i < K; i++) CHECK(flat[i] == exact[i]);
-  run(ds, true, query, dim, indexed);
+  run(ds, true, false, query, dim, indexed);
   CHECK(indexed[0] == 777);
-  int hits = 0;
+  int hits = 0, deferred_hits = 0;
   for (int i = 0; i < K; i++)
     for (int j = 0; j < K; j++) hits += indexed[i] == exact[j];
   CHECK(hits >= K / 2);
+  run(ds, true, true, query, dim, deferred);
+  CHECK(deferred[0] == 777);
+  for (int i = 0; i < K; i++)
+    for (int j = 0; j < K; j++) deferred_hits += deferred[i] == exact[j];
+  CHECK(deferred_hits >= K / 2);
   lance_dataset_free(ds);
-  printf("distributed_search: ok (indexed recall %d/%d, flat plan exact)\n", hits, K);
+  printf("distributed_search: ok (indexed recall %d/%d, deferred refine %d/%d, flat plan exact)\n",
+         hits, K, deferred_hits, K);
   return 0;
 }

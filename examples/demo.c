@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
          warm.index_entries, warm.index_bytes);
 
   LanceSplitPlan* plan = NULL;
-  if (lance_dataset_plan_vector_search(vds, "embedding", LANCE_METRIC_L2, true, &plan) != LANCE_OK)
+  if (lance_dataset_plan_vector_search(vds, "embedding", LANCE_METRIC_L2, true, 0, &plan) != LANCE_OK)
     die("plan");
   size_t nsplits = lance_split_plan_count(plan);
   printf("   plan: %s\n", lance_split_plan_reason(plan));

@@ -86,11 +86,21 @@ struct ArrowArrayStream {
 // Current split format version.
 #define SPLIT_FORMAT 1
 
+// Finished batches a driven stream may hold ready for the host beyond the one being read.
+// The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
+#define PREFETCH_BATCHES 2
+
 // Default index cache budget: 1 GiB.
 #define LANCE_DEFAULT_INDEX_CACHE_BYTES (1 << 30)
 
 // Default metadata cache budget: 256 MiB.
 #define LANCE_DEFAULT_METADATA_CACHE_BYTES (256 << 20)
+
+// Default I/O buffer of a scan: 64 MiB (see the memory/throughput curve in bench/REPORT.md).
+#define LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES (64 << 20)
+
+// Default fragments a scan reads concurrently.
+#define LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD 2
 
 // Upper bound for runtime worker threads.
 #define LANCE_MAX_WORKER_THREADS 1024
@@ -306,10 +316,13 @@ typedef struct {
   size_t num_fragment_ids;
   // Return rows in fragment/row order (true, the default) or as soon as they are read.
   bool scan_in_order;
-  // Batches to read ahead; 0 = default.
+  // Batches to decode ahead; 0 = the session's default (`scan_batch_readahead`).
   uint32_t batch_readahead;
-  // Fragments to read ahead; 0 = default.
+  // Fragments to read ahead; 0 = the session's default (`scan_fragment_readahead`).
   uint32_t fragment_readahead;
+  // Bytes of reads the scan may queue ahead of decoding (bounds its I/O memory together
+  // with the two read-ahead settings); 0 = the session's default (`scan_io_buffer_bytes`).
+  uint64_t io_buffer_bytes;
 } LanceScanOptions;
 
 // A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
@@ -341,6 +354,12 @@ typedef struct {
   size_t num_columns;
   // Append `_rowid` (needed by `lance_topk_merge` and `lance_dataset_take_rows`).
   bool with_row_id;
+  // LANCE_SPLIT_INDEX_SEGMENT splits skip their own re-rank and return `k * refine_factor`
+  // candidates with the index's approximate `_distance`; the host merges them
+  // (`lance_topk_merge` with `k * refine_factor`) and re-ranks the merged candidates once
+  // with `lance_dataset_refine` — one batched read of candidate vectors per query instead of
+  // one per segment. FLAT splits are exact either way. false = each segment re-ranks.
+  bool defer_refine;
 } LanceVectorQuery;
 
 // Settings of the process-wide session. Fill with `lance_session_options_default` first, then
@@ -352,6 +371,15 @@ typedef struct {
   uint64_t metadata_cache_bytes;
   // Worker threads of the async runtime; at least 1, at most 1024.
   uint32_t worker_threads;
+  // Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
+  // default (one per core).
+  uint32_t scan_batch_readahead;
+  // Fragments each scan reads concurrently unless its options say otherwise; 0 = Lance's
+  // default.
+  uint32_t scan_fragment_readahead;
+  // Bytes of reads each scan may queue ahead of decoding unless its options say
+  // otherwise; 0 = Lance's default for the store (up to 2 GiB on object stores).
+  uint64_t scan_io_buffer_bytes;
 } LanceSessionOptions;
 
 // Cache statistics of the process-wide session.
@@ -654,16 +682,18 @@ int32_t lance_dataset_prewarm_index_with_stats(const LanceDataset *dataset, cons
 int32_t lance_dataset_plan_scan(const LanceDataset *dataset, uint64_t target_rows, LanceSplitPlan **out);
 
 // Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
-// segment of the chosen index (with the visible fragments it covers) plus one
-// LANCE_SPLIT_FLAT split per visible fragment no segment covers; every visible fragment lies
-// in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
+// segment of the chosen index (with the visible fragments it covers) plus LANCE_SPLIT_FLAT
+// splits over the visible fragments no segment covers — one per fragment when
+// `flat_target_rows` is 0, else consecutive uncovered fragments grouped until a split holds
+// at least `flat_target_rows` rows (fewer, larger brute-force pieces); every visible fragment
+// lies in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
 // that metric is chosen, otherwise the plan is all-flat and `lance_split_plan_reason` says
 // why. `use_index = false` plans all-flat.
 //
 // Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments. Thread-safe.
 // Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an unknown or non-vector column);
 // `*out` is not written on failure.
-int32_t lance_dataset_plan_vector_search(const LanceDataset *dataset, const char *column, int32_t metric, bool use_index, LanceSplitPlan **out);
+int32_t lance_dataset_plan_vector_search(const LanceDataset *dataset, const char *column, int32_t metric, bool use_index, uint64_t flat_target_rows, LanceSplitPlan **out);
 
 // Number of splits in `plan`.
 //
@@ -814,6 +844,23 @@ int32_t lance_vector_query_init(LanceVectorQuery *out);
 // written on failure.
 int32_t lance_split_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, struct ArrowArrayStream *out);
 
+// Re-rank approximate candidates exactly: reads every row of `candidates` (a stream with
+// `_rowid` uint64 and `_distance` float32, typically the `lance_topk_merge` of index-segment
+// splits searched with `defer_refine`), fetches the candidates' vectors from `dataset` in one
+// batched take, and writes to `out` the `query->k` rows closest to `query->vector` by exact
+// distance (ascending, ties by `_rowid`), with the candidates' schema and `_distance` exact.
+// The metric is `query->metric`, or for LANCE_METRIC_DEFAULT the one the vector planner
+// chooses for `query->column`. Only `column`, `vector`, `dimension`, `element_type`, `k` and
+// `metric` of the query are used. The result can be merged with FLAT split results by
+// `lance_topk_merge`.
+//
+// Takes ownership of `candidates`, also on failure (it is released). Caller owns `out`;
+// release it with `out->release(out)`. Borrows `dataset` and `query`. Thread-safe. Returns an
+// error code (LANCE_ERR_INVALID_ARGUMENT for a wrong dimension or a stream without
+// `_rowid`/`_distance`, LANCE_ERR_NOT_FOUND for a row id not in the snapshot); `out` is not
+// written on failure.
+int32_t lance_dataset_refine(const LanceDataset *dataset, const LanceVectorQuery *query, struct ArrowArrayStream *candidates, struct ArrowArrayStream *out);
+
 // Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 // schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
 // smallest `_distance`, ties broken by `_rowid`, written to `out`.
@@ -824,7 +871,8 @@ int32_t lance_split_search(const LanceDataset *dataset, const LanceSplit *split,
 int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, uint64_t k, uint64_t offset, struct ArrowArrayStream *out);
 
 // Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
-// thread per core).
+// thread per core; scans: 64 MiB I/O buffer, 2 fragments read concurrently, one batch
+// decoded ahead per core).
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
 int32_t lance_session_options_default(LanceSessionOptions *out);

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod prewarm;
 pub mod scan;
 pub mod redact;
+pub mod refine;
 pub mod runtime;
 pub mod session;
 pub mod search;
@@ -20,3 +21,8 @@ pub mod stats;
 pub mod take;
 
 pub use error::{HostError, LanceErrorCode, Result};
+
+/// Rust allocations of the library go through mimalloc when built with the `mimalloc` feature.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -123,14 +123,38 @@ pub fn vector_column(snapshot: &Snapshot, column: &str) -> Result<(i32, arrow_sc
     }
 }
 
+/// The index a plan without a requested metric uses: Lance's default metric is L2, so an L2
+/// index, else the first by name.
+fn preferred_index(candidates: &[IndexInfo]) -> Option<&IndexInfo> {
+    candidates
+        .iter()
+        .find(|c| c.metric == Some(Metric::L2))
+        .or(candidates.first())
+}
+
+/// The metric a vector plan of `column` uses when the query names none: that of the index the
+/// planner would choose, else L2 (flat search).
+pub fn default_metric(snapshot: &Snapshot, column: &str) -> Result<Metric> {
+    let candidates: Vec<IndexInfo> = index::list_indexes(snapshot)?
+        .into_iter()
+        .filter(|i| i.is_vector() && i.column == column)
+        .collect();
+    Ok(preferred_index(&candidates)
+        .and_then(|c| c.metric)
+        .unwrap_or(Metric::L2))
+}
+
 /// Vector-search splits for `column`: one INDEX_SEGMENT split per physical segment of the
-/// chosen index (with the visible fragments it covers) plus one FLAT split per visible
-/// fragment no segment covers. Every visible fragment lies in exactly one split.
+/// chosen index (with the visible fragments it covers) plus FLAT splits over the visible
+/// fragments no segment covers: one per fragment when `flat_target_rows` is 0, else
+/// consecutive uncovered fragments grouped until a split reaches `flat_target_rows` rows.
+/// Every visible fragment lies in exactly one split.
 pub fn plan_vector(
     snapshot: &Snapshot,
     column: &str,
     metric: Option<Metric>,
     use_index: bool,
+    flat_target_rows: u64,
 ) -> Result<SplitPlan> {
     vector_column(snapshot, column)?;
     let fragments = visible_fragments(snapshot)?;
@@ -145,11 +169,8 @@ pub fn plan_vector(
     } else {
         match metric {
             None => {
-                // Lance's default metric is L2: prefer an L2 index, else the first by name.
-                let c = candidates
-                    .iter()
-                    .find(|c| c.metric == Some(Metric::L2))
-                    .unwrap_or(&candidates[0])
+                let c = preferred_index(&candidates)
+                    .expect("candidates is not empty")
                     .clone();
                 let why = format!(
                     "using index '{}' ({}, {})",
@@ -219,10 +240,19 @@ pub fn plan_vector(
             ));
         }
     }
-    for (id, rows) in &fragments {
-        if !covered.contains(id) {
-            splits.push(base(SplitKind::Flat, vec![*id], None, String::new(), *rows));
+    let mut group: Vec<u64> = Vec::new();
+    let mut group_rows = 0u64;
+    for (id, rows) in fragments.iter().filter(|(id, _)| !covered.contains(id)) {
+        group.push(*id);
+        group_rows += rows;
+        if flat_target_rows == 0 || group_rows >= flat_target_rows {
+            let frags = std::mem::take(&mut group);
+            splits.push(base(SplitKind::Flat, frags, None, String::new(), group_rows));
+            group_rows = 0;
         }
+    }
+    if !group.is_empty() {
+        splits.push(base(SplitKind::Flat, group, None, String::new(), group_rows));
     }
     Ok(SplitPlan {
         splits,
@@ -368,8 +398,8 @@ impl Split {
             SplitKind::IndexSegment if self.segment.is_none() || self.column.is_empty() => {
                 Err(HostError::invalid("index segment split without segment or column"))
             }
-            SplitKind::Flat if self.fragment_ids.len() != 1 || self.column.is_empty() => {
-                Err(HostError::invalid("flat split must have one fragment and a column"))
+            SplitKind::Flat if self.fragment_ids.is_empty() || self.column.is_empty() => {
+                Err(HostError::invalid("flat split must have fragments and a column"))
             }
             SplitKind::Scan | SplitKind::Flat if self.segment.is_some() => {
                 Err(HostError::invalid("only index segment splits carry a segment"))

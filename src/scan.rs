@@ -37,6 +37,8 @@ pub struct ScanOptions {
     pub scan_in_order: bool,
     pub batch_readahead: Option<u32>,
     pub fragment_readahead: Option<u32>,
+    /// Bytes of reads the scan may queue ahead of decoding; None = the session's default.
+    pub io_buffer_bytes: Option<u64>,
 }
 
 /// Check projected column names against the snapshot's schema, naming the first unknown one.
@@ -162,11 +164,26 @@ pub fn configure_scanner(
         scanner.with_fragments(resolve_fragments(snapshot, ids)?);
     }
     scanner.scan_in_order(opts.scan_in_order);
-    if let Some(n) = opts.batch_readahead {
+    apply_memory_bounds(scanner, opts)
+}
+
+/// Bound what a scan holds in flight: the scan's own settings, else the session's defaults
+/// (0 in the session = Lance's own default).
+pub fn apply_memory_bounds(scanner: &mut Scanner, opts: &ScanOptions) -> Result<()> {
+    let config = session::global()?.config;
+    let nonzero = |v: u32| (v > 0).then_some(v);
+    if let Some(n) = opts.batch_readahead.or(nonzero(config.scan_batch_readahead)) {
         scanner.batch_readahead(n.max(1) as usize);
     }
-    if let Some(n) = opts.fragment_readahead {
+    if let Some(n) = opts.fragment_readahead.or(nonzero(config.scan_fragment_readahead)) {
         scanner.fragment_readahead(n.max(1) as usize);
+    }
+    let session_io = (config.scan_io_buffer_bytes > 0).then_some(config.scan_io_buffer_bytes);
+    if let Some(bytes) = opts.io_buffer_bytes.or(session_io) {
+        if bytes == 0 {
+            return Err(HostError::invalid("io_buffer_bytes must be positive"));
+        }
+        scanner.io_buffer_size(bytes);
     }
     Ok(())
 }
@@ -182,35 +199,89 @@ pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
 
 type BoxedBatchStream = Pin<Box<dyn Stream<Item = lance::Result<RecordBatch>> + Send>>;
 
-/// A blocking record batch reader over a Lance stream, driven by the global runtime. It owns
-/// everything it reads from, so it may outlive the handle that created it and move threads.
+/// Finished batches a driven stream may hold ready for the host beyond the one being read.
+/// The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
+pub const PREFETCH_BATCHES: usize = 2;
+
+/// What the task driving a stream hands to the reading thread.
+enum Msg {
+    Batch(lance::Result<RecordBatch>),
+    /// The stream reached its end normally.
+    End,
+}
+
+/// Where a reader's batches come from.
+enum Source {
+    /// Batches already in memory (take, merge).
+    Ready(std::vec::IntoIter<RecordBatch>),
+    /// A Lance stream driven by a task on the global runtime: decoding, filtering and
+    /// projection run on runtime workers; the host thread only receives finished batches.
+    Driven {
+        rx: tokio::sync::mpsc::Receiver<Msg>,
+        task: tokio::task::JoinHandle<()>,
+    },
+    Finished,
+}
+
+/// Poll `stream` on a runtime worker and send each batch, at most `PREFETCH_BATCHES` ahead of
+/// the reader. Ends after the first error, at the end of the stream, or when the reader is
+/// gone; the stream is dropped here, on the runtime.
+async fn drive(mut stream: BoxedBatchStream, tx: tokio::sync::mpsc::Sender<Msg>) {
+    use futures::FutureExt;
+    loop {
+        let next = AssertUnwindSafe(stream.next()).catch_unwind().await;
+        let msg = match next {
+            Ok(Some(Ok(batch))) => Msg::Batch(Ok(batch)),
+            Ok(Some(Err(e))) => Msg::Batch(Err(e)),
+            Ok(None) => Msg::End,
+            Err(_) => Msg::Batch(Err(lance::Error::internal(
+                "panic while reading the next batch".to_string(),
+            ))),
+        };
+        let last = !matches!(msg, Msg::Batch(Ok(_)));
+        if tx.send(msg).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+/// A blocking record batch reader over a Lance stream that runs on the global runtime. It
+/// owns everything it reads from, so it may outlive the handle that created it and move
+/// threads. Dropping it stops the work behind it.
 pub struct BatchReader {
     schema: SchemaRef,
-    stream: Option<BoxedBatchStream>,
+    source: Source,
     stats: OpStats,
 }
 
 impl BatchReader {
-    /// Plan and start the scanner's stream.
+    /// Plan the scanner's stream and start driving it on the runtime.
     pub fn start(scanner: Scanner, context: &str) -> Result<Self> {
         let stream = session::block_on(async move { scanner.try_into_stream().await })?
             .map_err(|e| HostError::from_lance(context, e))?;
         let schema = lance::io::RecordBatchStream::schema(&stream);
-        Ok(Self::from_stream(schema, Box::pin(stream)))
+        Self::from_stream(schema, Box::pin(stream))
     }
 
-    pub fn from_stream(schema: SchemaRef, stream: BoxedBatchStream) -> Self {
-        Self {
+    /// Start driving `stream` on the global runtime.
+    pub fn from_stream(schema: SchemaRef, stream: BoxedBatchStream) -> Result<Self> {
+        let runtime = &session::global()?.runtime;
+        let (tx, rx) = tokio::sync::mpsc::channel(PREFETCH_BATCHES);
+        let task = runtime.spawn(drive(stream, tx));
+        Ok(Self {
             schema,
-            stream: Some(stream),
+            source: Source::Driven { rx, task },
             stats: OpStats::default(),
-        }
+        })
     }
 
     /// A reader over one batch that is already in memory.
     pub fn from_batch(batch: RecordBatch) -> Self {
-        let schema = batch.schema();
-        Self::from_stream(schema, Box::pin(futures::stream::iter(vec![Ok(batch)])))
+        Self {
+            schema: batch.schema(),
+            source: Source::Ready(vec![batch].into_iter()),
+            stats: OpStats::default(),
+        }
     }
 
     /// Attach the counters of the operation that produced this reader.
@@ -228,20 +299,45 @@ impl BatchReader {
     pub fn collect_batches(self) -> std::result::Result<Vec<RecordBatch>, ArrowError> {
         self.collect()
     }
+
+    /// Wait for the driving task's next message on this (non-runtime) thread.
+    fn receive(&mut self) -> Option<lance::Result<RecordBatch>> {
+        let Source::Driven { rx, .. } = &mut self.source else {
+            return None;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Some(Err(lance::Error::internal(
+                "lance-host streams must not be read from inside an async runtime thread"
+                    .to_string(),
+            )));
+        }
+        match rx.blocking_recv() {
+            Some(Msg::Batch(item)) => Some(item),
+            Some(Msg::End) => None,
+            // The task ended without saying so (aborted with the runtime): never report a
+            // partial result as complete.
+            None => Some(Err(lance::Error::internal(
+                "the scan task stopped before the end of the stream".to_string(),
+            ))),
+        }
+    }
 }
 
 impl Iterator for BatchReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let stream = self.stream.as_mut()?;
-        let polled = catch_unwind(AssertUnwindSafe(|| session::block_on(stream.next())));
-        let item = match polled {
-            Ok(Ok(item)) => item,
-            Ok(Err(e)) => Some(Err(lance::Error::internal(e.message))),
-            Err(_) => Some(Err(lance::Error::internal(
-                "panic while reading the next batch".to_string(),
-            ))),
+        let item = match &mut self.source {
+            Source::Finished => return None,
+            Source::Ready(batches) => batches.next().map(Ok),
+            Source::Driven { .. } => {
+                match catch_unwind(AssertUnwindSafe(|| self.receive())) {
+                    Ok(item) => item,
+                    Err(_) => Some(Err(lance::Error::internal(
+                        "panic while waiting for the next batch".to_string(),
+                    ))),
+                }
+            }
         };
         match item {
             None => {
@@ -261,15 +357,11 @@ impl Iterator for BatchReader {
 
 impl BatchReader {
     fn release(&mut self) {
-        if let Some(stream) = self.stream.take() {
-            // Dropping the stream cancels its tasks; some drops need a runtime context.
-            match session::global() {
-                Ok(s) => {
-                    let _guard = s.runtime.enter();
-                    drop(stream);
-                }
-                Err(_) => drop(stream),
-            }
+        if let Source::Driven { task, .. } = std::mem::replace(&mut self.source, Source::Finished)
+        {
+            // Aborting drops the stream on the runtime, which cancels its I/O and decode tasks;
+            // the receiver dropped here makes a task blocked on a full channel end too.
+            task.abort();
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct VectorQuery {
     /// Columns to return besides `_distance` (empty = every column).
     pub columns: Vec<String>,
     pub with_row_id: bool,
+    /// INDEX_SEGMENT splits return `k * refine_factor` approximate candidates (index
+    /// distances, not re-ranked) for one global `refine::refine_candidates` after the merge.
+    pub defer_refine: bool,
 }
 
 /// Execute a scan split (its fragments, with the given scan options) on the split's snapshot.
@@ -90,7 +93,7 @@ pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Res
 }
 
 /// Cast the query to the column's element type after checking its dimension.
-fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
+pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
     let (dim, element) = vector_column(snapshot, &q.column)?;
     if q.vector.is_empty() {
         return Err(HostError::invalid("query vector is empty"));
@@ -134,7 +137,13 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     if q.k == 0 {
         return Err(HostError::invalid("k must be at least 1"));
     }
-    let k = usize::try_from(q.k).map_err(|_| HostError::invalid("k is too large"))?;
+    // A split cannot return more rows than it covers: bounding k (and k * refine) by the
+    // split's rows changes no result and keeps huge values from reaching Lance's allocations.
+    let rows = split.row_count.max(1);
+    let k = usize::try_from(q.k.min(rows)).map_err(|_| HostError::invalid("k is too large"))?;
+    let refine = q
+        .refine_factor
+        .map(|r| u64::from(r).min(rows.div_ceil(k as u64)).max(1) as u32);
     let metric = match (q.metric, split.metric) {
         (Some(m), Some(planned)) if split.kind == SplitKind::IndexSegment && m != planned => {
             return Err(HostError::invalid(format!(
@@ -171,7 +180,12 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
             scanner.use_index(false);
         }
         SplitKind::IndexSegment => {
-            scanner.nearest(&q.column, query.as_ref(), k).map_err(lance_err)?;
+            let candidates = if q.defer_refine {
+                k.saturating_mul(refine.unwrap_or(1) as usize).min(rows as usize)
+            } else {
+                k
+            };
+            scanner.nearest(&q.column, query.as_ref(), candidates).map_err(lance_err)?;
             let seg = split.segment.expect("validated index segment split");
             scanner.with_index_segments(vec![seg]).map_err(lance_err)?;
         }
@@ -184,7 +198,10 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
     // Index segments re-rank their candidates with exact distances (refine factor 1 unless the
     // host asks for more), so `_distance` means the same thing in every split's output and a
     // global merge across segments and flat splits compares like with like.
-    match (split.kind, q.refine_factor) {
+    // With `defer_refine` they return approximate candidates instead and the host refines
+    // them once, globally, after merging (`refine::refine_candidates`).
+    match (split.kind, refine) {
+        (SplitKind::IndexSegment, _) if q.defer_refine => {}
         (_, Some(r)) => {
             scanner.refine(r);
         }

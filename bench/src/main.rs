@@ -1,24 +1,32 @@
-//! lance-host benchmark: the same work done through lance-host's C ABI (Arrow C Stream, the
-//! global session) and through native Lance, on one generated table. Prints a Markdown report.
+//! lance-host benchmark program. `bench/bench.sh` drives it (with `bench/run.py`) against
+//! pylance on the same table; each invocation does one side of one piece of work in its own
+//! process so peak RSS and page faults are per process.
 //!
-//!   cargo run --release -p lance-host-bench [rows]
+//!   lance-host-bench write <uri> <facts.json> [rows]      write the table + ground truth
+//!   lance-host-bench host <work> <uri> <facts.json>        lance-host through its C ABI
+//!   lance-host-bench native <work> <uri> <facts.json>      native Lance (Rust API)
 //!
-//! Each measurement is the median of several alternating runs; both sides read the same
-//! files with warm OS and metadata caches.
+//! Work: scan, scan_vec, filter, scan_2t, take, search8, search32, search8_2t, search8_seg.
+//! Each side opens the table, runs the work once as warm-up, then `BENCH_ITERS` timed times
+//! (search work: once per query vector) and prints one JSON line with the timings, rows and
+//! recall@10. Between iterations it prints `MARK <i>` and waits for a line on stdin when
+//! `BENCH_HANDSHAKE=1`, so the driver can attribute object-store requests to iterations.
+//! Storage options come from `BENCH_S3_ENDPOINT` for `s3://` URIs.
 
+use std::collections::BinaryHeap;
 use std::ffi::CString;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::types::Float32Type;
 use arrow_array::{
-    FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
+    Array, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
     RecordBatchIterator, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
 use futures::TryStreamExt;
-use lance::dataset::{Dataset, WriteParams};
+use lance::dataset::{Dataset, WriteMode, WriteParams};
 use lance::index::vector::VectorIndexParams;
 use lance::index::DatasetIndexExt;
 use lance_host::ffi::dataset::*;
@@ -31,238 +39,606 @@ use lance_linalg::distance::MetricType;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const DIM: i32 = 32;
-const RUNS: usize = 15;
+const DIM: usize = 128;
+const CENTERS: usize = 256;
+const QUERIES: usize = 20;
+const K: usize = 10;
+const REFINE: u32 = 4;
+const CHUNK: usize = 50_000;
+const ROWS_PER_FILE: usize = 100_000;
 
-fn batch(start: i64, n: i64, rng: &mut StdRng) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
+// ---- Data ----------------------------------------------------------------------------------
+
+fn centers() -> Vec<Vec<f32>> {
+    let mut r = StdRng::seed_from_u64(1);
+    (0..CENTERS).map(|_| (0..DIM).map(|_| r.random_range(-1.0f32..1.0)).collect()).collect()
+}
+
+/// The query vectors: near cluster centres, never equal to a stored vector.
+fn queries() -> Vec<Vec<f32>> {
+    let c = centers();
+    let mut r = StdRng::seed_from_u64(2);
+    (0..QUERIES)
+        .map(|i| c[(i * 37) % CENTERS].iter().map(|x| x + r.random_range(-0.15f32..0.15)).collect())
+        .collect()
+}
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
-        Field::new("value", DataType::Float64, false),
-        Field::new("name", DataType::Utf8, false),
+        Field::new("cat", DataType::Utf8, false),
+        Field::new("price", DataType::Float64, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("payload", DataType::Utf8, false),
         Field::new(
             "vec",
-            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DIM),
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DIM as i32),
             false,
         ),
-    ]));
-    let ids: Vec<i64> = (start..start + n).collect();
-    let values: Vec<f64> = ids.iter().map(|_| rng.random::<f64>()).collect();
-    let names: Vec<String> = ids.iter().map(|i| format!("name-{i:08}")).collect();
-    let vecs = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-        ids.iter()
-            .map(|_| Some((0..DIM).map(|_| Some(rng.random::<f32>())).collect::<Vec<_>>())),
-        DIM,
-    );
+    ]))
+}
+
+/// Exact top-k of every query, kept while the data is generated.
+struct Truth {
+    heaps: Vec<BinaryHeap<(OrdF32, i64)>>,
+}
+
+/// f32 ordered by `total_cmp`, for the heaps.
+#[derive(Clone, Copy)]
+struct OrdF32(f32);
+impl PartialEq for OrdF32 {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.total_cmp(&o.0).is_eq()
+    }
+}
+impl Eq for OrdF32 {}
+impl PartialOrd for OrdF32 {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for OrdF32 {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+impl Truth {
+    fn observe(&mut self, qs: &[Vec<f32>], id: i64, v: &[f32]) {
+        for (q, heap) in qs.iter().zip(&mut self.heaps) {
+            let d: f32 = q.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum();
+            if heap.len() < K {
+                heap.push((OrdF32(d), id));
+            } else if (OrdF32(d), id) < *heap.peek().unwrap() {
+                heap.pop();
+                heap.push((OrdF32(d), id));
+            }
+        }
+    }
+    fn ids(&self) -> Vec<Vec<i64>> {
+        self.heaps
+            .iter()
+            .map(|h| {
+                let mut v: Vec<_> = h.iter().copied().collect();
+                v.sort();
+                v.into_iter().map(|x| x.1).collect()
+            })
+            .collect()
+    }
+}
+
+fn make_batch(start: i64, n: usize, centers: &[Vec<f32>], qs: &[Vec<f32>], truth: &Mutex<Truth>) -> RecordBatch {
+    let mut r = StdRng::seed_from_u64(1000 + start as u64);
+    let ids: Vec<i64> = (start..start + n as i64).collect();
+    let mut flat = Vec::with_capacity(n * DIM);
+    {
+        let mut t = truth.lock().unwrap();
+        for id in &ids {
+            let c = &centers[r.random_range(0..CENTERS)];
+            let v: Vec<f32> = c.iter().map(|x| x + r.random_range(-0.3f32..0.3)).collect();
+            t.observe(qs, *id, &v);
+            flat.extend_from_slice(&v);
+        }
+    }
+    let cats: Vec<String> = ids.iter().map(|i| format!("cat-{:02}", (i * 7919) % 20)).collect();
+    let prices: Vec<f64> = ids.iter().map(|_| r.random_range(0.0..100.0)).collect();
+    let ts: Vec<i64> = ids.iter().map(|i| 1_700_000_000_000 + i * 1000).collect();
+    let payload: Vec<String> = ids
+        .iter()
+        .map(|i| format!("payload-{i:012}-{}", "x".repeat(40 + (*i as usize % 24))))
+        .collect();
+    let vec = FixedSizeListArray::try_new(
+        Arc::new(Field::new("item", DataType::Float32, true)),
+        DIM as i32,
+        Arc::new(Float32Array::from(flat)),
+        None,
+    )
+    .unwrap();
     RecordBatch::try_new(
-        schema,
+        schema(),
         vec![
             Arc::new(Int64Array::from(ids)),
-            Arc::new(Float64Array::from(values)),
-            Arc::new(StringArray::from(names)),
-            Arc::new(vecs),
+            Arc::new(StringArray::from(cats)),
+            Arc::new(Float64Array::from(prices)),
+            Arc::new(Int64Array::from(ts)),
+            Arc::new(StringArray::from(payload)),
+            Arc::new(vec),
         ],
     )
     .unwrap()
 }
 
-async fn write_table(uri: &str, rows: i64) -> Dataset {
-    let mut rng = StdRng::seed_from_u64(7);
-    let chunk = 50_000.min(rows);
-    let batches: Vec<_> = (0..rows)
-        .step_by(chunk as usize)
-        .map(|s| Ok(batch(s, chunk.min(rows - s), &mut rng)))
-        .collect();
-    let schema = batches[0].as_ref().unwrap().schema();
+fn storage_options(uri: &str) -> Vec<(String, String)> {
+    match std::env::var("BENCH_S3_ENDPOINT") {
+        Ok(ep) if uri.starts_with("s3://") => vec![
+            ("aws_endpoint".into(), ep),
+            ("aws_region".into(), "us-east-1".into()),
+            ("aws_access_key_id".into(), "testing".into()),
+            ("aws_secret_access_key".into(), "testing".into()),
+            ("allow_http".into(), "true".into()),
+            ("aws_virtual_hosted_style_request".into(), "false".into()),
+        ],
+        _ => vec![],
+    }
+}
+
+async fn write_part(
+    uri: &str,
+    start: i64,
+    rows: usize,
+    mode: WriteMode,
+    truth: &Arc<Mutex<Truth>>,
+) -> Dataset {
+    let c = Arc::new(centers());
+    let qs = Arc::new(queries());
+    let t = truth.clone();
+    let batches = (0..rows).step_by(CHUNK).map(move |off| {
+        Ok(make_batch(start + off as i64, CHUNK.min(rows - off), &c, &qs, &t))
+    });
     let params = WriteParams {
-        max_rows_per_file: (rows as usize / 4).max(1),
+        mode,
+        max_rows_per_file: ROWS_PER_FILE,
+        data_storage_version: Some(lance_file::version::LanceFileVersion::V2_1),
         ..Default::default()
     };
-    let mut ds = Dataset::write(RecordBatchIterator::new(batches, schema), uri, Some(params))
+    Dataset::write(RecordBatchIterator::new(batches, schema()), uri, Some(params))
         .await
-        .unwrap();
-    let pq = VectorIndexParams::ivf_pq(16, 8, 8, MetricType::L2, 20);
-    ds.create_index(&["vec"], IndexType::Vector, Some("vec_idx".into()), &pq, true)
-        .await
-        .unwrap();
-    ds
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn host_stream_rows(stream: FFI_ArrowArrayStream) -> usize {
-    ArrowArrayStreamReader::try_new(stream)
         .unwrap()
-        .map(|b| b.unwrap().num_rows())
-        .sum()
 }
 
-struct Row {
-    name: &'static str,
-    native: Duration,
-    host: Duration,
+/// Three parts: 47 % indexed by segment 1 of `vec_idx`, 43 % appended and indexed by segment 2
+/// (`optimize_indices`), 10 % appended afterwards (no segment covers it); BTREE on `id`.
+async fn write_table(uri: &str, rows: usize) -> serde_json::Value {
+    let truth = Arc::new(Mutex::new(Truth { heaps: (0..QUERIES).map(|_| BinaryHeap::new()).collect() }));
+    let a = rows * 47 / 100 / ROWS_PER_FILE * ROWS_PER_FILE;
+    let b = rows * 90 / 100 / ROWS_PER_FILE * ROWS_PER_FILE - a;
+    let tail = rows - a - b;
+    let t0 = Instant::now();
+    let mut ds = write_part(uri, 0, a, WriteMode::Create, &truth).await;
+    eprintln!("part 1 ({a} rows) written in {:?}", t0.elapsed());
+    let pq = VectorIndexParams::ivf_pq(256, 8, 16, MetricType::L2, 20);
+    ds.create_index(&["vec"], IndexType::Vector, Some("vec_idx".into()), &pq, true).await.unwrap();
+    eprintln!("IVF_PQ segment 1 built at {:?}", t0.elapsed());
+    let mut ds = write_part(uri, a as i64, b, WriteMode::Append, &truth).await;
+    let mut append = lance_index::optimize::OptimizeOptions::append();
+    append.index_names = Some(vec!["vec_idx".into()]);
+    ds.optimize_indices(&append).await.unwrap();
+    eprintln!("segment 2 built at {:?}", t0.elapsed());
+    let btree = lance_index::scalar::ScalarIndexParams::for_builtin(lance_index::scalar::BuiltinIndexType::BTree);
+    ds.create_index(&["id"], IndexType::Scalar, Some("id_btree".into()), &btree, true).await.unwrap();
+    let ds = write_part(uri, (a + b) as i64, tail, WriteMode::Append, &truth).await;
+    eprintln!("tail ({tail} rows) written at {:?}", t0.elapsed());
+    let truth = truth.lock().unwrap().ids();
+    let take = take_ids(&ds).await;
+    serde_json::json!({
+        "take_ids": take,
+        "rows": rows,
+        "fragments": ds.get_fragments().len(),
+        "segment_rows": [a, b],
+        "tail_rows": tail,
+        "queries": queries(),
+        "truth": truth,
+        "refine_factor": REFINE,
+        "k": K,
+    })
+}
+
+// ---- Work ------------------------------------------------------------------------------------
+
+struct Facts {
+    queries: Vec<Vec<f32>>,
+    truth: Vec<Vec<i64>>,
+    take_ids: Vec<u64>,
+}
+
+fn load_facts(path: &str) -> Facts {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    Facts {
+        queries: serde_json::from_value(v["queries"].clone()).unwrap(),
+        truth: serde_json::from_value(v["truth"].clone()).unwrap(),
+        take_ids: serde_json::from_value(v["take_ids"].clone()).unwrap(),
+    }
+}
+
+/// 1,000 distinct row ids spread over the table's fragments (row ids are addresses:
+/// fragment id << 32 | offset), sorted.
+async fn take_ids(ds: &Dataset) -> Vec<u64> {
+    let mut r = StdRng::seed_from_u64(5);
+    let mut frags = Vec::new();
+    for f in ds.get_fragments() {
+        frags.push((f.id() as u64, f.physical_rows().await.unwrap() as u64));
+    }
+    let mut ids: Vec<u64> = (0..1000)
+        .map(|_| {
+            let (f, n) = frags[r.random_range(0..frags.len())];
+            (f << 32) | r.random_range(0..n)
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn recall(found: &[i64], truth: &[i64]) -> f64 {
+    found.iter().filter(|i| truth.contains(i)).count() as f64 / truth.len() as f64
+}
+
+fn env_u64(name: &str) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// One measured iteration's outcome.
+struct Outcome {
     rows: usize,
+    ids: Vec<i64>,
+}
+
+fn cstrs(v: &[&str]) -> (Vec<CString>, Vec<*const std::ffi::c_char>) {
+    let owned: Vec<CString> = v.iter().map(|s| CString::new(*s).unwrap()).collect();
+    let ptrs = owned.iter().map(|c| c.as_ptr()).collect();
+    (owned, ptrs)
+}
+
+fn drain(stream: FFI_ArrowArrayStream) -> Vec<RecordBatch> {
+    ArrowArrayStreamReader::try_new(stream).unwrap().map(|b| b.unwrap()).collect()
+}
+
+fn i64s(batches: &[RecordBatch], name: &str) -> Vec<i64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name).unwrap().as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()
+        })
+        .collect()
+}
+
+fn u64s(batches: &[RecordBatch], name: &str) -> Vec<u64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::UInt64Array>()
+                .unwrap()
+                .values()
+                .to_vec()
+        })
+        .collect()
+}
+
+struct Host {
+    ds: *mut LanceDataset,
+}
+unsafe impl Send for Host {}
+unsafe impl Sync for Host {}
+
+impl Host {
+    fn open(uri: &str) -> Host {
+        let opts = storage_options(uri);
+        let owned: Vec<CString> = opts.iter().flat_map(|(k, v)| [CString::new(k.as_str()).unwrap(), CString::new(v.as_str()).unwrap()]).collect();
+        let mut ptrs: Vec<*const std::ffi::c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let c = CString::new(uri).unwrap();
+        let ds = lance_dataset_open(c.as_ptr(), if opts.is_empty() { std::ptr::null() } else { ptrs.as_ptr() }, 0);
+        assert!(!ds.is_null(), "open failed");
+        Host { ds }
+    }
+
+    fn scan_opts(&self, cols: &[*const std::ffi::c_char], filter: Option<&CString>) -> LanceScanOptions {
+        let mut o = LanceScanOptions::default();
+        o.columns = cols.as_ptr();
+        o.num_columns = cols.len();
+        o.filter_sql = filter.map(|f| f.as_ptr()).unwrap_or(std::ptr::null());
+        o.io_buffer_bytes = env_u64("BENCH_IO_BUFFER");
+        o.batch_readahead = env_u64("BENCH_BATCH_READAHEAD") as u32;
+        o.fragment_readahead = env_u64("BENCH_FRAGMENT_READAHEAD") as u32;
+        o
+    }
+
+    fn scan(&self, cols: &[&str], filter: Option<&str>) -> usize {
+        let (_o, ptrs) = cstrs(cols);
+        let f = filter.map(|f| CString::new(f).unwrap());
+        let o = self.scan_opts(&ptrs, f.as_ref());
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_scan(self.ds, &o, &mut st), 0);
+        ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum()
+    }
+
+    fn scan_2t(&self, cols: &[&str]) -> usize {
+        let mut plan = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_scan(self.ds, 0, &mut plan), 0);
+        let n = lance_split_plan_count(plan);
+        let splits: Vec<usize> = (0..n).map(|i| lance_split_plan_get(plan, i) as usize).collect();
+        lance_split_plan_free(plan);
+        let total: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|t| {
+                    let splits = &splits;
+                    s.spawn(move || {
+                        let (_o, ptrs) = cstrs(cols);
+                        let o = self.scan_opts(&ptrs, None);
+                        let mut rows = 0;
+                        for sp in splits.iter().skip(t).step_by(2) {
+                            let mut st = FFI_ArrowArrayStream::empty();
+                            assert_eq!(lance_split_scan(self.ds, *sp as *const LanceSplit, &o, &mut st), 0);
+                            rows += ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum::<usize>();
+                        }
+                        rows
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        for sp in splits {
+            lance_split_free(sp as *mut LanceSplit);
+        }
+        total
+    }
+
+    fn take(&self, ids: &[u64]) -> usize {
+        let (_o, ptrs) = cstrs(&["id", "price"]);
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_take_rows(self.ds, ids.as_ptr(), ids.len(), ptrs.as_ptr(), 2, &mut st), 0);
+        ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum()
+    }
+
+    /// Plan + every split + merge (+ one global refine), `threads` workers; `defer`: the
+    /// index-segment splits return approximate candidates re-ranked once after the merge.
+    fn search(&self, q: &[f32], nprobes: u32, threads: usize, defer: bool) -> Vec<i64> {
+        let col = CString::new("vec").unwrap();
+        let mut plan = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_vector_search(self.ds, col.as_ptr(), 0, true, u64::MAX, &mut plan), 0);
+        let n = lance_split_plan_count(plan);
+        let splits: Vec<usize> = (0..n).map(|i| lance_split_plan_get(plan, i) as usize).collect();
+        lance_split_plan_free(plan);
+        let (_o, cols) = cstrs(&["_rowid"]);
+        let mut query = LanceVectorQuery::default();
+        query.column = col.as_ptr();
+        query.vector = q.as_ptr() as _;
+        query.dimension = q.len();
+        query.k = K as u64;
+        query.nprobes = nprobes;
+        query.refine_factor = REFINE;
+        query.defer_refine = defer;
+        query.columns = cols.as_ptr();
+        query.num_columns = 1;
+        query.with_row_id = true;
+        let qaddr = &query as *const LanceVectorQuery as usize;
+        let mut results: Vec<(bool, FFI_ArrowArrayStream)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|t| {
+                    let splits = &splits;
+                    s.spawn(move || {
+                        let mut out = Vec::new();
+                        for sp in splits.iter().skip(t).step_by(threads) {
+                            let sp = *sp as *const LanceSplit;
+                            let mut st = FFI_ArrowArrayStream::empty();
+                            let rc = lance_split_search(self.ds, sp, qaddr as *const LanceVectorQuery, &mut st);
+                            assert_eq!(rc, 0);
+                            let seg = lance_split_kind(sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32;
+                            // Workers hand finished results to the coordinator.
+                            let batches = drain(st);
+                            let schema = batches.first().map(|b| b.schema()).unwrap_or_else(|| Arc::new(Schema::empty()));
+                            let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+                            out.push((seg, FFI_ArrowArrayStream::new(Box::new(reader))));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        for sp in splits {
+            lance_split_free(sp as *mut LanceSplit);
+        }
+        let mut finals: Vec<FFI_ArrowArrayStream> = Vec::new();
+        if defer {
+            let mut approx: Vec<FFI_ArrowArrayStream> = Vec::new();
+            for (seg, st) in results.drain(..) {
+                if seg { approx.push(st) } else { finals.push(st) }
+            }
+            let mut merged = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_topk_merge(approx.as_mut_ptr(), approx.len(), K as u64 * REFINE as u64, 0, &mut merged), 0);
+            let mut refined = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_dataset_refine(self.ds, &query, &mut merged, &mut refined), 0);
+            finals.push(refined);
+        } else {
+            finals.extend(results.drain(..).map(|r| r.1));
+        }
+        let mut out = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(finals.as_mut_ptr(), finals.len(), K as u64, 0, &mut out), 0);
+        let top = drain(out);
+        // Late materialization: the winners' ids.
+        let rowids = u64s(&top, "_rowid");
+        let (_o, idcol) = cstrs(&["id"]);
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_take_rows(self.ds, rowids.as_ptr(), rowids.len(), idcol.as_ptr(), 1, &mut st), 0);
+        i64s(&drain(st), "id")
+    }
+}
+
+struct Native {
+    rt: tokio::runtime::Runtime,
+    ds: Arc<Dataset>,
+}
+
+impl Native {
+    fn open(uri: &str) -> Native {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let opts: std::collections::HashMap<String, String> = storage_options(uri).into_iter().collect();
+        let ds = rt.block_on(async {
+            lance::dataset::builder::DatasetBuilder::from_uri(uri)
+                .with_storage_options(opts)
+                .load()
+                .await
+                .unwrap()
+        });
+        Native { rt, ds: Arc::new(ds) }
+    }
+
+    fn scan(&self, cols: &[&str], filter: Option<&str>) -> usize {
+        self.rt.block_on(async {
+            let mut sc = self.ds.scan();
+            sc.project(cols).unwrap();
+            if let Some(f) = filter {
+                sc.filter(f).unwrap();
+            }
+            let io = env_u64("BENCH_IO_BUFFER");
+            if io > 0 {
+                sc.io_buffer_size(io);
+            }
+            let s = sc.try_into_stream().await.unwrap();
+            s.try_fold(0, |n, b| async move { Ok(n + b.num_rows()) }).await.unwrap()
+        })
+    }
+
+    fn take(&self, ids: &[u64]) -> usize {
+        self.rt.block_on(async {
+            let proj = self.ds.schema().project(&["id", "price"]).unwrap();
+            self.ds.take_rows(ids, proj).await.unwrap().num_rows()
+        })
+    }
+
+    fn search(&self, q: &[f32], nprobes: u32) -> Vec<i64> {
+        self.rt.block_on(async {
+            let mut sc = self.ds.scan();
+            sc.nearest("vec", &Float32Array::from(q.to_vec()), K).unwrap();
+            sc.nprobes(nprobes as usize);
+            sc.refine(REFINE);
+            sc.project(&["id"]).unwrap();
+            let b = sc.try_into_batch().await.unwrap();
+            i64s(&[b], "id")
+        })
+    }
+}
+
+fn mark(label: &str) {
+    if std::env::var("BENCH_HANDSHAKE").as_deref() == Ok("1") {
+        println!("MARK {label}");
+        std::io::stdout().flush().unwrap();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).unwrap();
+    }
+}
+
+fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
+    let iters = env_u64("BENCH_ITERS").max(1) as usize;
+    let ids = facts.take_ids.clone();
+    let host = (side == "host").then(|| Host::open(uri));
+    let native = (side == "native").then(|| Native::open(uri));
+    let scan_cols = ["id", "cat", "price", "ts", "payload"];
+    let vec_cols = ["id", "cat", "price", "ts", "payload", "vec"];
+    let is_search = work.starts_with("search");
+    let once = |i: usize| -> Outcome {
+        let q = &facts.queries[i % facts.queries.len()];
+        match (work, &host, &native) {
+            ("scan", Some(h), _) => Outcome { rows: h.scan(&scan_cols, None), ids: vec![] },
+            ("scan", _, Some(n)) => Outcome { rows: n.scan(&scan_cols, None), ids: vec![] },
+            ("scan_vec", Some(h), _) => Outcome { rows: h.scan(&vec_cols, None), ids: vec![] },
+            ("scan_vec", _, Some(n)) => Outcome { rows: n.scan(&vec_cols, None), ids: vec![] },
+            ("filter", Some(h), _) => Outcome { rows: h.scan(&["id", "price"], Some("price < 10")), ids: vec![] },
+            ("filter", _, Some(n)) => Outcome { rows: n.scan(&["id", "price"], Some("price < 10")), ids: vec![] },
+            ("scan_2t", Some(h), _) => Outcome { rows: h.scan_2t(&scan_cols), ids: vec![] },
+            ("take", Some(h), _) => Outcome { rows: h.take(&ids), ids: vec![] },
+            ("take", _, Some(n)) => Outcome { rows: n.take(&ids), ids: vec![] },
+            ("search8", Some(h), _) => { let r = h.search(q, 8, 1, true); Outcome { rows: r.len(), ids: r } }
+            ("search32", Some(h), _) => { let r = h.search(q, 32, 1, true); Outcome { rows: r.len(), ids: r } }
+            ("search8_2t", Some(h), _) => { let r = h.search(q, 8, 2, true); Outcome { rows: r.len(), ids: r } }
+            ("search8_seg", Some(h), _) => { let r = h.search(q, 8, 1, false); Outcome { rows: r.len(), ids: r } }
+            ("search8" | "search8_2t" | "search8_seg", _, Some(n)) => { let r = n.search(q, 8); Outcome { rows: r.len(), ids: r } }
+            ("search32", _, Some(n)) => { let r = n.search(q, 32); Outcome { rows: r.len(), ids: r } }
+            _ => panic!("work {work} is not defined for side {side}"),
+        }
+    };
+    // Warm-up (a query vector not among the measured ones for search work).
+    let _ = once(facts.queries.len() - 1);
+    let n = if is_search { facts.queries.len() } else { iters };
+    let mut ms = Vec::new();
+    let mut recalls = Vec::new();
+    let mut rows = 0;
+    for i in 0..n {
+        mark(&format!("begin {i}"));
+        let t = Instant::now();
+        let out = once(i);
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        mark(&format!("end {i}"));
+        rows = out.rows;
+        if is_search {
+            recalls.push(recall(&out.ids, &facts.truth[i]));
+        }
+    }
+    let ru = rusage();
+    println!(
+        "{}",
+        serde_json::json!({
+            "side": side, "work": work, "ms": ms, "rows": rows,
+            "recall": if recalls.is_empty() { serde_json::Value::Null } else { (recalls.iter().sum::<f64>() / recalls.len() as f64).into() },
+            "maxrss_kb": ru.0, "minflt": ru.1,
+        })
+    );
+    if let Some(h) = host {
+        lance_dataset_free(h.ds);
+    }
+}
+
+/// Peak RSS (KiB) and minor page faults of this process.
+fn rusage() -> (i64, i64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Field 10 (minflt), counted after the parenthesised command name.
+    let minflt = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(7))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1);
+    (hwm, minflt)
 }
 
 fn main() {
-    let rows: i64 = std::env::args().nth(1).map(|a| a.parse().unwrap()).unwrap_or(200_000);
-    let dir = tempfile::tempdir().unwrap();
-    let uri = dir.path().join("bench.lance").to_str().unwrap().to_string();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    eprintln!("writing {rows} rows + IVF_PQ index ...");
-    rt.block_on(write_table(&uri, rows));
-    let native = Arc::new(rt.block_on(Dataset::open(&uri)).unwrap());
-    let curi = CString::new(uri.clone()).unwrap();
-    let host = lance_dataset_open(curi.as_ptr(), std::ptr::null(), 0);
-    assert!(!host.is_null());
-
-    let query: Vec<f32> = {
-        let mut r = StdRng::seed_from_u64(99);
-        (0..DIM).map(|_| r.random::<f32>()).collect()
-    };
-    let mut results = Vec::new();
-
-    // Helper: run both sides alternately.
-    let mut measure = |name: &'static str, native_fn: &mut dyn FnMut() -> usize, host_fn: &mut dyn FnMut() -> usize| {
-        let (n0, h0) = (native_fn(), host_fn());
-        assert_eq!(n0, h0, "{name}: native and lance-host returned different row counts");
-        let (mut tn, mut th) = (Vec::new(), Vec::new());
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            native_fn();
-            tn.push(t.elapsed());
-            let t = Instant::now();
-            host_fn();
-            th.push(t.elapsed());
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("write") => {
+            let uri = &args[2];
+            let rows: usize = args.get(4).map(|a| a.parse().unwrap()).unwrap_or(3_000_000);
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            let facts = rt.block_on(write_table(uri, rows));
+            std::fs::write(&args[3], serde_json::to_string(&facts).unwrap()).unwrap();
         }
-        results.push(Row { name, native: median(tn), host: median(th), rows: n0 });
-    };
-
-    // 1. Full scan, every column.
-    measure(
-        "full scan (all columns)",
-        &mut || {
-            rt.block_on(async {
-                let s = native.scan().try_into_stream().await.unwrap();
-                s.try_fold(0, |n, b| async move { Ok(n + b.num_rows()) }).await.unwrap()
-            })
-        },
-        &mut || {
-            let mut st = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_dataset_scan(host, std::ptr::null(), &mut st), 0);
-            host_stream_rows(st)
-        },
-    );
-
-    // 2. Filtered, projected scan.
-    let cols = [CString::new("id").unwrap(), CString::new("value").unwrap()];
-    let col_ptrs: Vec<_> = cols.iter().map(|c| c.as_ptr()).collect();
-    let filter = CString::new("value > 0.9").unwrap();
-    measure(
-        "filtered scan (2 columns, 10% selective)",
-        &mut || {
-            rt.block_on(async {
-                let mut sc = native.scan();
-                sc.project(&["id", "value"]).unwrap();
-                sc.filter("value > 0.9").unwrap();
-                let s = sc.try_into_stream().await.unwrap();
-                s.try_fold(0, |n, b| async move { Ok(n + b.num_rows()) }).await.unwrap()
-            })
-        },
-        &mut || {
-            let mut o = LanceScanOptions::default();
-            o.columns = col_ptrs.as_ptr();
-            o.num_columns = 2;
-            o.filter_sql = filter.as_ptr();
-            let mut st = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_dataset_scan(host, &o, &mut st), 0);
-            host_stream_rows(st)
-        },
-    );
-
-    // 3. Take 1,000 rows by row id.
-    let mut rng = StdRng::seed_from_u64(5);
-    let frag_rows = (rows / 4) as u64;
-    let ids: Vec<u64> = (0..1000)
-        .map(|_| {
-            let f = rng.random_range(0..4u64);
-            (f << 32) | rng.random_range(0..frag_rows)
-        })
-        .collect();
-    let mut sorted = ids.clone();
-    sorted.sort();
-    sorted.dedup();
-    measure(
-        "take 1,000 rows by _rowid (id, name)",
-        &mut || {
-            rt.block_on(async {
-                let proj = native.schema().project(&["id", "name"]).unwrap();
-                native.take_rows(&sorted, proj).await.unwrap().num_rows()
-            })
-        },
-        &mut || {
-            let names = [CString::new("id").unwrap(), CString::new("name").unwrap()];
-            let p: Vec<_> = names.iter().map(|c| c.as_ptr()).collect();
-            let mut st = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_dataset_take_rows(host, sorted.as_ptr(), sorted.len(), p.as_ptr(), 2, &mut st), 0);
-            host_stream_rows(st)
-        },
-    );
-
-    // 4. Vector search, k = 10: native search vs. plan + per-split search + merge.
-    let col = CString::new("vec").unwrap();
-    measure(
-        "vector search k=10 nprobes=8 (plan+split search+merge)",
-        &mut || {
-            rt.block_on(async {
-                let mut sc = native.scan();
-                sc.nearest("vec", &Float32Array::from(query.clone()), 10).unwrap();
-                sc.nprobes(8);
-                sc.refine(1);
-                sc.project(&["id"]).unwrap();
-                sc.try_into_batch().await.unwrap().num_rows()
-            })
-        },
-        &mut || {
-            let mut plan = std::ptr::null_mut();
-            assert_eq!(lance_dataset_plan_vector_search(host, col.as_ptr(), 0, true, &mut plan), 0);
-            let mut q = LanceVectorQuery::default();
-            q.column = col.as_ptr();
-            q.vector = query.as_ptr() as _;
-            q.dimension = DIM as usize;
-            q.k = 10;
-            q.nprobes = 8;
-            let mut streams = Vec::new();
-            for i in 0..lance_split_plan_count(plan) {
-                let s = lance_split_plan_get(plan, i);
-                let mut st = FFI_ArrowArrayStream::empty();
-                assert_eq!(lance_split_search(host, s, &q, &mut st), 0);
-                streams.push(st);
-                lance_split_free(s);
-            }
-            lance_split_plan_free(plan);
-            let mut out = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_topk_merge(streams.as_mut_ptr(), streams.len(), 10, 0, &mut out), 0);
-            host_stream_rows(out)
-        },
-    );
-    lance_dataset_free(host);
-
-    let profile = if cfg!(debug_assertions) { "dev (unoptimized)" } else { "release" };
-    println!("| work ({rows} rows, {RUNS} runs, median) | native Lance | lance-host (C ABI) | difference | rows |");
-    println!("| --- | ---: | ---: | ---: | ---: |");
-    for r in &results {
-        let diff = (r.host.as_secs_f64() / r.native.as_secs_f64() - 1.0) * 100.0;
-        println!(
-            "| {} | {:.2} ms | {:.2} ms | {:+.1}% | {} |",
-            r.name,
-            r.native.as_secs_f64() * 1e3,
-            r.host.as_secs_f64() * 1e3,
-            diff,
-            r.rows
-        );
+        Some(side @ ("host" | "native")) => {
+            let facts = load_facts(&args[4]);
+            run_side(side, &args[2], &args[3], &facts);
+        }
+        _ => {
+            eprintln!("usage: lance-host-bench write <uri> <facts.json> [rows] | host|native <work> <uri> <facts.json>");
+            std::process::exit(2);
+        }
     }
-    println!("\nbuild profile: {profile}; {} cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
 }

@@ -102,9 +102,11 @@ pub extern "C" fn lance_dataset_plan_scan(
 }
 
 /// Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
-/// segment of the chosen index (with the visible fragments it covers) plus one
-/// LANCE_SPLIT_FLAT split per visible fragment no segment covers; every visible fragment lies
-/// in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
+/// segment of the chosen index (with the visible fragments it covers) plus LANCE_SPLIT_FLAT
+/// splits over the visible fragments no segment covers — one per fragment when
+/// `flat_target_rows` is 0, else consecutive uncovered fragments grouped until a split holds
+/// at least `flat_target_rows` rows (fewer, larger brute-force pieces); every visible fragment
+/// lies in exactly one split. `metric` is a `LanceMetric`: with a specific metric only an index of
 /// that metric is chosen, otherwise the plan is all-flat and `lance_split_plan_reason` says
 /// why. `use_index = false` plans all-flat.
 ///
@@ -117,6 +119,7 @@ pub extern "C" fn lance_dataset_plan_vector_search(
     column: *const c_char,
     metric: i32,
     use_index: bool,
+    flat_target_rows: u64,
     out: *mut *mut LanceSplitPlan,
 ) -> i32 {
     guard_code(|| {
@@ -124,7 +127,13 @@ pub extern "C" fn lance_dataset_plan_vector_search(
         let column = str_arg(column, "column")?;
         let metric = metric_arg(metric)?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(plan::plan_vector(&ds.snapshot, column, metric, use_index)?);
+        *out = export_plan(plan::plan_vector(
+            &ds.snapshot,
+            column,
+            metric,
+            use_index,
+            flat_target_rows,
+        )?);
         Ok(())
     })
 }

@@ -45,10 +45,13 @@ pub struct LanceScanOptions {
     pub num_fragment_ids: usize,
     /// Return rows in fragment/row order (true, the default) or as soon as they are read.
     pub scan_in_order: bool,
-    /// Batches to read ahead; 0 = default.
+    /// Batches to decode ahead; 0 = the session's default (`scan_batch_readahead`).
     pub batch_readahead: u32,
-    /// Fragments to read ahead; 0 = default.
+    /// Fragments to read ahead; 0 = the session's default (`scan_fragment_readahead`).
     pub fragment_readahead: u32,
+    /// Bytes of reads the scan may queue ahead of decoding (bounds its I/O memory together
+    /// with the two read-ahead settings); 0 = the session's default (`scan_io_buffer_bytes`).
+    pub io_buffer_bytes: u64,
 }
 
 impl Default for LanceScanOptions {
@@ -69,6 +72,7 @@ impl Default for LanceScanOptions {
             scan_in_order: true,
             batch_readahead: 0,
             fragment_readahead: 0,
+            io_buffer_bytes: 0,
         }
     }
 }
@@ -103,6 +107,7 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions) -> Result<ScanOptions
         scan_in_order: o.scan_in_order,
         batch_readahead: (o.batch_readahead > 0).then_some(o.batch_readahead),
         fragment_readahead: (o.fragment_readahead > 0).then_some(o.fragment_readahead),
+        io_buffer_bytes: (o.io_buffer_bytes > 0).then_some(o.io_buffer_bytes),
     })
 }
 

@@ -58,6 +58,12 @@ pub struct LanceVectorQuery {
     pub num_columns: usize,
     /// Append `_rowid` (needed by `lance_topk_merge` and `lance_dataset_take_rows`).
     pub with_row_id: bool,
+    /// LANCE_SPLIT_INDEX_SEGMENT splits skip their own re-rank and return `k * refine_factor`
+    /// candidates with the index's approximate `_distance`; the host merges them
+    /// (`lance_topk_merge` with `k * refine_factor`) and re-ranks the merged candidates once
+    /// with `lance_dataset_refine` — one batched read of candidate vectors per query instead of
+    /// one per segment. FLAT splits are exact either way. false = each segment re-ranks.
+    pub defer_refine: bool,
 }
 
 impl Default for LanceVectorQuery {
@@ -76,6 +82,7 @@ impl Default for LanceVectorQuery {
             columns: std::ptr::null(),
             num_columns: 0,
             with_row_id: true,
+            defer_refine: false,
         }
     }
 }
@@ -110,6 +117,7 @@ fn query_arg(q: *const LanceVectorQuery) -> Result<VectorQuery> {
         prefilter: opt_str_arg(q.prefilter_sql, "query.prefilter_sql")?.map(str::to_string),
         columns: str_list_arg(q.columns, q.num_columns, "query.columns")?,
         with_row_id: q.with_row_id,
+        defer_refine: q.defer_refine,
     })
 }
 
@@ -148,6 +156,52 @@ pub extern "C" fn lance_split_search(
         let q = query_arg(query)?;
         let reader = search::search_split(&ds.snapshot, &split.split, &q)?;
         export_stream(reader, out);
+        Ok(())
+    })
+}
+
+/// Re-rank approximate candidates exactly: reads every row of `candidates` (a stream with
+/// `_rowid` uint64 and `_distance` float32, typically the `lance_topk_merge` of index-segment
+/// splits searched with `defer_refine`), fetches the candidates' vectors from `dataset` in one
+/// batched take, and writes to `out` the `query->k` rows closest to `query->vector` by exact
+/// distance (ascending, ties by `_rowid`), with the candidates' schema and `_distance` exact.
+/// The metric is `query->metric`, or for LANCE_METRIC_DEFAULT the one the vector planner
+/// chooses for `query->column`. Only `column`, `vector`, `dimension`, `element_type`, `k` and
+/// `metric` of the query are used. The result can be merged with FLAT split results by
+/// `lance_topk_merge`.
+///
+/// Takes ownership of `candidates`, also on failure (it is released). Caller owns `out`;
+/// release it with `out->release(out)`. Borrows `dataset` and `query`. Thread-safe. Returns an
+/// error code (LANCE_ERR_INVALID_ARGUMENT for a wrong dimension or a stream without
+/// `_rowid`/`_distance`, LANCE_ERR_NOT_FOUND for a row id not in the snapshot); `out` is not
+/// written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_refine(
+    dataset: *const LanceDataset,
+    query: *const LanceVectorQuery,
+    candidates: *mut FFI_ArrowArrayStream,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    guard_code(|| {
+        // Take ownership first so the stream is released on every failure path.
+        let input = if candidates.is_null() {
+            None
+        } else {
+            // SAFETY: a non-NULL `candidates` points to a stream the caller hands over;
+            // from_raw moves it out and marks the caller's struct released.
+            Some(unsafe { FFI_ArrowArrayStream::from_raw(candidates) })
+        };
+        let input = input.ok_or_else(|| HostError::invalid("candidates is NULL"))?;
+        if input.release.is_none() {
+            return Err(HostError::invalid("candidates stream is already released"));
+        }
+        let reader = ArrowArrayStreamReader::try_new(input)
+            .map_err(|e| HostError::invalid(format!("candidates stream: {e}")))?;
+        let ds = handle_ref(dataset, "dataset")?;
+        let q = query_arg(query)?;
+        let out = out_arg(out, "out")?;
+        let refined = crate::refine::refine_candidates(&ds.snapshot, &q, Box::new(reader))?;
+        export_stream(refined, out);
         Ok(())
     })
 }

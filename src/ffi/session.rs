@@ -16,6 +16,15 @@ pub struct LanceSessionOptions {
     pub metadata_cache_bytes: u64,
     /// Worker threads of the async runtime; at least 1, at most 1024.
     pub worker_threads: u32,
+    /// Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
+    /// default (one per core).
+    pub scan_batch_readahead: u32,
+    /// Fragments each scan reads concurrently unless its options say otherwise; 0 = Lance's
+    /// default.
+    pub scan_fragment_readahead: u32,
+    /// Bytes of reads each scan may queue ahead of decoding unless its options say
+    /// otherwise; 0 = Lance's default for the store (up to 2 GiB on object stores).
+    pub scan_io_buffer_bytes: u64,
 }
 
 /// Cache statistics of the process-wide session.
@@ -38,6 +47,9 @@ impl From<SessionConfig> for LanceSessionOptions {
             index_cache_bytes: c.index_cache_bytes,
             metadata_cache_bytes: c.metadata_cache_bytes,
             worker_threads: c.worker_threads,
+            scan_batch_readahead: c.scan_batch_readahead,
+            scan_fragment_readahead: c.scan_fragment_readahead,
+            scan_io_buffer_bytes: c.scan_io_buffer_bytes,
         }
     }
 }
@@ -58,7 +70,8 @@ impl From<SessionStats> for LanceSessionStats {
 }
 
 /// Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
-/// thread per core).
+/// thread per core; scans: 64 MiB I/O buffer, 2 fragments read concurrently, one batch
+/// decoded ahead per core).
 ///
 /// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
 #[no_mangle]
@@ -87,6 +100,9 @@ pub extern "C" fn lance_session_configure(options: *const LanceSessionOptions) -
             index_cache_bytes: options.index_cache_bytes,
             metadata_cache_bytes: options.metadata_cache_bytes,
             worker_threads: options.worker_threads,
+            scan_io_buffer_bytes: options.scan_io_buffer_bytes,
+            scan_batch_readahead: options.scan_batch_readahead,
+            scan_fragment_readahead: options.scan_fragment_readahead,
         })
     })
 }

@@ -244,7 +244,7 @@ fn null_and_out_of_range_arguments_everywhere() {
     let mut plan = std::ptr::null_mut();
     check(lance_dataset_plan_scan(std::ptr::null(), 0, &mut plan), "dataset");
     check(lance_dataset_plan_scan(ds.ptr(), 0, std::ptr::null_mut()), "out");
-    check(lance_dataset_plan_vector_search(ds.ptr(), std::ptr::null(), 0, true, &mut plan), "column");
+    check(lance_dataset_plan_vector_search(ds.ptr(), std::ptr::null(), 0, true, 0, &mut plan), "column");
     assert_eq!(lance_split_plan_count(std::ptr::null()), 0);
     check_null(lance_split_plan_get(std::ptr::null(), 0).is_null(), "plan");
     check_null(lance_split_plan_reason(std::ptr::null()).is_null(), "plan");

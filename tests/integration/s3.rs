@@ -278,7 +278,7 @@ fn s3_scan_catalog_and_take() {
 fn index_search_stats(ds: &Ds) -> LanceIoStats {
     let col = cstr("embedding");
     let mut plan = std::ptr::null_mut();
-    assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, &mut plan), 0, "{}", last_message());
+    assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, 0, &mut plan), 0, "{}", last_message());
     let query: Vec<f32> = lance_host_testkit::vector_of(42);
     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
     lance_vector_query_init(q.as_mut_ptr());
@@ -494,4 +494,28 @@ fn server_stopping_mid_stream_fails_the_stream() {
     let msg = failed.expect("the stream ended normally although the server stopped mid-way");
     assert!(!msg.contains(SECRET) && !msg.contains(TOKEN), "secret leaked: {msg}");
     assert!(start.elapsed() < Duration::from_secs(120));
+}
+
+#[test]
+fn scan_reads_ahead_on_the_runtime_before_the_host_asks() {
+    // The host thread only receives finished batches: after the stream is created and before
+    // the first `get_next`, runtime workers have already read data for it.
+    let s = shared();
+    let ds = open_s3(s.facts.get("people.uri"), &s.endpoint).unwrap();
+    let mut o = default_opts();
+    o.batch_size = 100;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut stats = LanceIoStats::default();
+    loop {
+        assert_eq!(lance_stream_io_stats(&stream, &mut stats), 0);
+        if stats.read_bytes > 0 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(stats.read_requests > 0 && stats.read_bytes > 0, "no read before the first get_next: {stats:?}");
+    let (rows, _) = drain_in_place(&mut stream);
+    assert_eq!(rows as u64, fixture().facts.get_u64("people.v3.rows"));
 }

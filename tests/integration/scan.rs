@@ -286,6 +286,20 @@ fn scan_in_order_false_returns_same_rows() {
 }
 
 #[test]
+fn bounded_io_buffer_and_readahead_return_the_same_rows() {
+    let ds = Ds::open(&people_uri(), 0);
+    for (io, batches, frags) in [(4096u64, 1u32, 1u32), (1 << 20, 2, 1), (64 << 20, 0, 0)] {
+        let mut o = default_opts();
+        o.io_buffer_bytes = io;
+        o.batch_readahead = batches;
+        o.fragment_readahead = frags;
+        o.batch_size = 64;
+        let ids = i64_column(&scan(&ds, &o).unwrap(), "id");
+        assert_eq!(ids, visible_ids(&fixture().facts), "io_buffer_bytes {io}");
+    }
+}
+
+#[test]
 fn one_handle_many_threads() {
     let f = &fixture().facts;
     let ds = Arc::new(Ds::open(&people_uri(), 0));

@@ -41,9 +41,19 @@ fn child_configure_before_first_use() {
         LANCE_ERR_INVALID_ARGUMENT,
         "index_cache_bytes",
     );
+    let mut huge_io = options();
+    huge_io.scan_io_buffer_bytes = u64::MAX;
+    assert_err(
+        lance_session_configure(&huge_io),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "scan_io_buffer_bytes",
+    );
     // A corrected call succeeds; repeating the same values is fine.
     let mut good = options();
     good.worker_threads = 3;
+    good.scan_io_buffer_bytes = 1 << 20;
+    good.scan_batch_readahead = 1;
+    good.scan_fragment_readahead = 1;
     good.index_cache_bytes = 64 << 20;
     good.metadata_cache_bytes = 32 << 20;
     assert_eq!(lance_session_configure(&good), 0, "{}", last_message());
@@ -64,6 +74,12 @@ fn child_configure_before_first_use() {
     let running = lance_host::session::global().unwrap().config;
     assert_eq!(running.worker_threads, 3);
     assert_eq!(running.index_cache_bytes, 64 << 20);
+    assert_eq!(running.scan_io_buffer_bytes, 1 << 20);
+    assert_eq!(running.scan_batch_readahead, 1);
+    assert_eq!(running.scan_fragment_readahead, 1);
+    // Scans under the session's tight defaults return every row.
+    let batches = scan(&ds, &default_opts()).unwrap();
+    assert_eq!(total_rows(&batches) as u64, rows);
     // Configure after first use: rejected, the running session keeps working.
     assert_err(
         lance_session_configure(&good),

@@ -77,9 +77,19 @@ impl Drop for SplitH {
 unsafe impl Send for SplitH {}
 
 fn plan_vector(ds: &Ds, column: &str, metric: LanceMetric, use_index: bool) -> Result<Plan, (i32, String)> {
+    plan_vector_grouped(ds, column, metric, use_index, 0)
+}
+
+fn plan_vector_grouped(
+    ds: &Ds,
+    column: &str,
+    metric: LanceMetric,
+    use_index: bool,
+    flat_target_rows: u64,
+) -> Result<Plan, (i32, String)> {
     let c = cstr(column);
     let mut p = std::ptr::null_mut();
-    let code = lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), metric as i32, use_index, &mut p);
+    let code = lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), metric as i32, use_index, flat_target_rows, &mut p);
     if code != 0 {
         return Err((code, last_message()));
     }
@@ -358,7 +368,7 @@ fn vector_plan_covers_every_fragment_once() {
     let c = cstr("embedding");
     let mut out = std::ptr::null_mut();
     assert_err(
-        lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), 42, true, &mut out),
+        lance_dataset_plan_vector_search(ds.ptr(), c.as_ptr(), 42, true, 0, &mut out),
         LANCE_ERR_INVALID_ARGUMENT,
         "metric 42",
     );
@@ -806,4 +816,207 @@ fn child_prewarm() {
 #[test]
 fn prewarm_serves_later_handles() {
     run_child("vector::child_prewarm", &[(PREWARM_CHILD, std::ffi::OsStr::new("1"))]);
+}
+
+/// Global refine after the merge: index-segment splits return approximate candidates
+/// (`defer_refine`), the host merges `k * refine` of them, re-ranks them once with
+/// `lance_dataset_refine`, and merges the result with the exact flat splits.
+fn deferred_refine_search(ds: &Ds, q: &mut Query, k: u64, refine: u32) -> Vec<RecordBatch> {
+    let plan = plan_vector(ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    q.q.defer_refine = true;
+    q.q.refine_factor = refine;
+    let raw = q.raw();
+    let (mut approx, mut exact) = (Vec::new(), Vec::new());
+    for s in splits(&plan) {
+        let shipped = ship(&s);
+        let stream = search_split(&shipped, &raw).unwrap();
+        if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
+            approx.push(stream);
+        } else {
+            exact.push(stream);
+        }
+    }
+    assert!(!approx.is_empty() && !exact.is_empty());
+    let mut merged = FFI_ArrowArrayStream::empty();
+    let candidates = k * refine as u64;
+    assert_eq!(lance_topk_merge(approx.as_mut_ptr(), approx.len(), candidates, 0, &mut merged), 0, "{}", last_message());
+    let mut refined = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_refine(ds.ptr(), &raw, &mut merged, &mut refined), 0, "{}", last_message());
+    assert!(merged.release.is_none(), "refine consumes its input stream");
+    exact.push(refined);
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(exact.as_mut_ptr(), exact.len(), k, 0, &mut out), 0, "{}", last_message());
+    read_stream(out).unwrap()
+}
+
+#[test]
+fn deferred_refine_is_exact_and_matches_global_refine_recall() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let k = 10usize;
+    let (mut ours, mut global) = (0.0, 0.0);
+    for seed in [7i64, 321, 1200, 1777, 2101] {
+        let qv = query_vector(seed);
+        let truth = exact_top_k(&qv, k, l2, tk::vector_of, |_| true);
+        let mut q = query("embedding", qv.clone(), k as u64);
+        q.q.nprobes = 2;
+        let got = deferred_refine_search(&ds, &mut q, k as u64, 4);
+        let ids = i64_column(&got, "id");
+        assert_eq!(ids.len(), k);
+        assert!(ids.iter().all(|i| !tk::vector_deleted(*i)), "a deleted row was returned");
+        // Every returned distance is the exact one, in ascending order.
+        let d = f32_column(&got, "_distance");
+        assert!(d.windows(2).all(|w| w[0] <= w[1]), "distances not ascending: {d:?}");
+        for (id, dd) in ids.iter().zip(&d) {
+            let want = l2(&qv, &tk::vector_of(*id));
+            assert!((want - dd).abs() <= 1e-3 * want.max(1.0), "id {id}: distance {dd}, exact {want}");
+        }
+        ours += recall(&ids, &truth);
+        // One global Lance search with the same refine factor, for comparison.
+        let g = global_lance_refined_ids(&qv, k, 2, 4);
+        global += recall(&g, &truth);
+    }
+    assert!(ours + 1e-9 >= global, "deferred-refine recall {ours} below global refine recall {global}");
+    assert!(ours / 5.0 >= 0.7, "recall too low: {}", ours / 5.0);
+}
+
+fn global_lance_refined_ids(q: &[f32], k: usize, nprobes: usize, refine: u32) -> Vec<i64> {
+    let uri = vectors_uri();
+    let q = q.to_vec();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let ds = lance::Dataset::open(&uri).await.unwrap();
+            let mut s = ds.scan();
+            s.project(&["id"]).unwrap();
+            s.nearest("embedding", &Float32Array::from(q), k).unwrap();
+            s.nprobes(nprobes);
+            s.refine(refine);
+            let b = s.try_into_batch().await.unwrap();
+            i64_column(&[b], "id")
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn deferred_segment_splits_return_k_times_refine_candidates() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let ss = splits(&plan);
+    let seg = ss.iter().find(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32).unwrap();
+    let mut q = query("embedding", query_vector(77), 5);
+    q.q.nprobes = 4;
+    q.q.refine_factor = 3;
+    q.q.defer_refine = true;
+    let got = read_stream(search_split(seg, &q.raw()).unwrap()).unwrap();
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 15);
+    q.q.defer_refine = false;
+    let got = read_stream(search_split(seg, &q.raw()).unwrap()).unwrap();
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+}
+
+#[test]
+fn refine_rejects_bad_inputs_and_releases_the_stream() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false).unwrap();
+    let ss = splits(&plan);
+    let mut out = FFI_ArrowArrayStream::empty();
+    // Candidates without _rowid.
+    let mut q = query("embedding", query_vector(9), 3);
+    q.q.with_row_id = false;
+    let raw = q.raw();
+    let mut stream = search_split(&ss[0], &raw).unwrap();
+    assert_err(lance_dataset_refine(ds.ptr(), &raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "_rowid");
+    assert!(stream.release.is_none(), "input released on failure");
+    // Wrong dimension: the stream is released too.
+    let mut good = query("embedding", query_vector(9), 3);
+    let good_raw = good.raw();
+    let mut stream = search_split(&ss[0], &good_raw).unwrap();
+    let mut bad = query("embedding", vec![0.1; 5], 3);
+    assert_err(lance_dataset_refine(ds.ptr(), &bad.raw(), &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dimension 5");
+    assert!(stream.release.is_none());
+    // NULL candidates, NULL dataset, NULL out.
+    assert_err(lance_dataset_refine(ds.ptr(), &good_raw, std::ptr::null_mut(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "candidates");
+    let mut stream = search_split(&ss[0], &good_raw).unwrap();
+    assert_err(lance_dataset_refine(std::ptr::null(), &good_raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert!(stream.release.is_none());
+    let mut stream = search_split(&ss[0], &good_raw).unwrap();
+    assert_err(lance_dataset_refine(ds.ptr(), &good_raw, &mut stream, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    // Refining exact candidates again changes nothing: same ids and distances.
+    let stream = search_split(&ss[0], &good_raw).unwrap();
+    let direct = read_stream(stream).unwrap();
+    let mut stream = search_split(&ss[0], &good_raw).unwrap();
+    assert_eq!(lance_dataset_refine(ds.ptr(), &good_raw, &mut stream, &mut out), 0, "{}", last_message());
+    let again = read_stream(out).unwrap();
+    assert_eq!(i64_column(&again, "id"), i64_column(&direct, "id"));
+    for (a, b) in f32_column(&again, "_distance").iter().zip(f32_column(&direct, "_distance")) {
+        assert!((a - b).abs() <= 1e-4 * b.max(1.0), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn flat_splits_group_uncovered_fragments_up_to_a_target() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    assert_eq!(lance_dataset_fragments(ds.ptr(), &mut p, &mut n), 0);
+    let frags = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+    lance_fragment_info_list_free(p, n);
+    assert!(frags.len() >= 3, "fixture has several fragments");
+    let per_fragment = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false).unwrap();
+    assert_eq!(lance_split_plan_count(per_fragment.0), frags.len());
+    // A target of two fragments' rows: consecutive fragments grouped until the target.
+    let target = frags[0].logical_rows + frags[1].logical_rows;
+    let mut expected: Vec<Vec<u64>> = Vec::new();
+    let (mut group, mut rows) = (Vec::new(), 0u64);
+    for f in &frags {
+        group.push(f.id);
+        rows += f.logical_rows;
+        if rows >= target {
+            expected.push(std::mem::take(&mut group));
+            rows = 0;
+        }
+    }
+    if !group.is_empty() {
+        expected.push(group);
+    }
+    let grouped = plan_vector_grouped(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false, target).unwrap();
+    let got: Vec<Vec<u64>> = splits(&grouped).iter().map(frag_ids).collect();
+    assert_eq!(got, expected);
+    assert!(got.len() < frags.len());
+    let total: u64 = splits(&grouped).iter().map(|s| lance_split_row_count(s.0)).sum();
+    assert_eq!(total, frags.iter().map(|f| f.logical_rows).sum::<u64>());
+    // A huge target makes one flat split; searching it gives the exact top-k.
+    let one = plan_vector_grouped(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, false, u64::MAX).unwrap();
+    assert_eq!(lance_split_plan_count(one.0), 1);
+    let qv = query_vector(1500);
+    let truth = exact_top_k(&qv, 10, l2, tk::vector_of, |_| true);
+    let mut q = query("embedding", qv, 10);
+    let s = &splits(&one)[0];
+    let got = read_stream(search_split(&ship(s), &q.raw()).unwrap()).unwrap();
+    assert_eq!(i64_column(&got, "id"), truth);
+    // With the index, only uncovered fragments are grouped; segments keep their splits.
+    let with_index = plan_vector_grouped(&ds, "embedding", LanceMetric::LANCE_METRIC_DEFAULT, true, u64::MAX).unwrap();
+    let kinds: Vec<i32> = splits(&with_index).iter().map(|s| lance_split_kind(s.0)).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32).count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == LanceSplitKind::LANCE_SPLIT_FLAT as i32).count(), 1);
+}
+
+#[test]
+fn huge_k_and_refine_factor_are_bounded_by_the_split() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    for s in splits(&plan) {
+        let rows = lance_split_row_count(s.0);
+        for (k, refine, defer) in [(1u64 << 40, 0u32, false), (10, u32::MAX, false), (10, u32::MAX, true), (u64::MAX, u32::MAX, true)] {
+            let mut q = query("embedding", query_vector(3), k);
+            q.q.nprobes = 1;
+            q.q.refine_factor = refine;
+            q.q.defer_refine = defer;
+            let got = read_stream(search_split(&s, &q.raw()).unwrap()).unwrap();
+            let n = got.iter().map(|b| b.num_rows()).sum::<usize>() as u64;
+            assert!(n <= rows, "split of {rows} rows returned {n} (k {k}, refine {refine})");
+            assert!(n >= 1);
+        }
+    }
 }

@@ -31,6 +31,7 @@ class VectorQuery(ctypes.Structure):
         ("columns", ctypes.POINTER(ctypes.c_char_p)),
         ("num_columns", ctypes.c_size_t),
         ("with_row_id", ctypes.c_bool),
+        ("defer_refine", ctypes.c_bool),
     ]
 
 
@@ -44,7 +45,7 @@ def lib():
         "lance_dataset_scan": (ctypes.c_int32, [P, P, ctypes.POINTER(ArrowArrayStream)]),
         "lance_dataset_plan_vector_search": (
             ctypes.c_int32,
-            [P, ctypes.c_char_p, ctypes.c_int32, ctypes.c_bool, ctypes.POINTER(P)],
+            [P, ctypes.c_char_p, ctypes.c_int32, ctypes.c_bool, ctypes.c_uint64, ctypes.POINTER(P)],
         ),
         "lance_split_plan_count": (ctypes.c_size_t, [P]),
         "lance_split_plan_get": (P, [P, ctypes.c_size_t]),
@@ -71,6 +72,11 @@ def lib():
         "lance_dataset_take_rows": (
             ctypes.c_int32,
             [P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, P, ctypes.c_size_t,
+             ctypes.POINTER(ArrowArrayStream)],
+        ),
+        "lance_dataset_refine": (
+            ctypes.c_int32,
+            [P, ctypes.POINTER(VectorQuery), ctypes.POINTER(ArrowArrayStream),
              ctypes.POINTER(ArrowArrayStream)],
         ),
         "lance_last_error_message": (ctypes.c_char_p, []),
@@ -112,10 +118,10 @@ def test_distributed_search_from_python(lib, vectors_uri):
 
         exact = [i for _, i in sorted((dist(v), i) for i, v in zip(ids, vecs))[:10]]
 
-        for use_index in (False, True):
+        for use_index, defer in ((False, False), (True, False), (True, True)):
             plan = ctypes.c_void_p()
             rc = lib.lance_dataset_plan_vector_search(
-                ds, b"embedding", LANCE_METRIC_L2, use_index, ctypes.byref(plan)
+                ds, b"embedding", LANCE_METRIC_L2, use_index, 0, ctypes.byref(plan)
             )
             assert rc == LANCE_OK, lib.lance_last_error_message()
             # Coordinator: split bytes, as they would travel to workers.
@@ -143,6 +149,8 @@ def test_distributed_search_from_python(lib, vectors_uri):
             q.element_type = LANCE_ELEMENT_F32
             q.k = 10
             q.nprobes = 4
+            q.defer_refine = defer
+            q.refine_factor = 4 if defer else 0
             results = (ArrowArrayStream * len(shipped))()
             for i, data in enumerate(shipped):
                 split = lib.lance_split_deserialize(data, len(data))
@@ -154,10 +162,29 @@ def test_distributed_search_from_python(lib, vectors_uri):
                 lib.lance_dataset_free(wds)
                 lib.lance_split_free(split)
 
-            # Coordinator: merge and take the winners.
+            # Coordinator: merge and take the winners. With deferred refine, the segments'
+            # approximate candidates are merged and re-ranked once, then merged with the
+            # exact flat results.
             merged = ArrowArrayStream()
-            assert lib.lance_topk_merge(results, len(shipped), 10, 0, ctypes.byref(merged)) == 0
-            top = read(merged)
+            if defer:
+                seg = [i for i, k in enumerate(kinds) if k == LANCE_SPLIT_INDEX_SEGMENT]
+                flat = [i for i, k in enumerate(kinds) if k != LANCE_SPLIT_INDEX_SEGMENT]
+                approx = (ArrowArrayStream * len(seg))(*[results[i] for i in seg])
+                candidates = ArrowArrayStream()
+                assert lib.lance_topk_merge(approx, len(seg), 40, 0, ctypes.byref(candidates)) == 0
+                exact_streams = (ArrowArrayStream * (len(flat) + 1))(*[results[i] for i in flat])
+                rc = lib.lance_dataset_refine(
+                    ds, ctypes.byref(q), ctypes.byref(candidates), ctypes.byref(exact_streams[len(flat)])
+                )
+                assert rc == LANCE_OK, lib.lance_last_error_message()
+                assert lib.lance_topk_merge(exact_streams, len(flat) + 1, 10, 0, ctypes.byref(merged)) == 0
+                top = read(merged)
+                # Exact distances after the re-rank.
+                for i, d in zip(top["id"].to_pylist(), top["_distance"].to_pylist()):
+                    assert abs(dist(vecs[ids.index(i)]) - d) <= 1e-3 * max(d, 1.0)
+            else:
+                assert lib.lance_topk_merge(results, len(shipped), 10, 0, ctypes.byref(merged)) == 0
+                top = read(merged)
             rowids = (ctypes.c_uint64 * top.num_rows)(*top["_rowid"].to_pylist())
             taken = ArrowArrayStream()
             assert lib.lance_dataset_take_rows(ds, rowids, top.num_rows, None, 0, ctypes.byref(taken)) == 0

@@ -46,6 +46,7 @@ class ScanOptions(ctypes.Structure):
         ("scan_in_order", ctypes.c_bool),
         ("batch_readahead", ctypes.c_uint32),
         ("fragment_readahead", ctypes.c_uint32),
+        ("io_buffer_bytes", ctypes.c_uint64),
     ]
 
 

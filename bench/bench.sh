@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the benchmark (release profile, twice: glibc malloc and mimalloc), install pylance and
+# the S3-compatible test server, and run bench/run.py, which writes bench/REPORT.md.
+#   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
+# A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
+# $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LANCE_HOST_NEED_PYTHON=1 scripts/ensure-deps.sh
+if ! python3 -c "import lance, numpy, boto3" 2>/dev/null || \
+   [ "$(python3 -c 'import lance; print(lance.__version__)')" != "14.0.2" ]; then
+  echo "==> installing pylance 14.0.2"
+  python3 -m pip install -q "pylance==14.0.2" numpy boto3 ||
+    python3 -m pip install -q --break-system-packages "pylance==14.0.2" numpy boto3
+fi
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
+bin_dir="$CARGO_TARGET_DIR/bench-bins"
+mkdir -p "$bin_dir"
+echo "==> building lance-host-bench (release, mimalloc)"
+cargo build --release -q -p lance-host-bench --features mimalloc
+cp "$CARGO_TARGET_DIR/release/lance-host-bench" "$bin_dir/lance-host-bench-mimalloc"
+echo "==> building lance-host-bench (release, glibc malloc)"
+cargo build --release -q -p lance-host-bench
+cp "$CARGO_TARGET_DIR/release/lance-host-bench" "$bin_dir/lance-host-bench-glibc"
+exec python3 bench/run.py --bin "$bin_dir/lance-host-bench-glibc" \
+  --alt-bin "$bin_dir/lance-host-bench-mimalloc" "$@"
