@@ -430,13 +430,22 @@ impl Host {
                 .map(|t| {
                     let splits = &splits;
                     s.spawn(move || {
+                        // Start every split of this worker first (they run concurrently on the
+                        // library's runtime), then collect their results.
+                        let started: Vec<(bool, FFI_ArrowArrayStream)> = splits
+                            .iter()
+                            .skip(t)
+                            .step_by(threads)
+                            .map(|sp| {
+                                let sp = *sp as *const LanceSplit;
+                                let mut st = FFI_ArrowArrayStream::empty();
+                                let rc = lance_split_search(self.ds, sp, qaddr as *const LanceVectorQuery, &mut st);
+                                assert_eq!(rc, 0);
+                                (lance_split_kind(sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32, st)
+                            })
+                            .collect();
                         let mut out = Vec::new();
-                        for sp in splits.iter().skip(t).step_by(threads) {
-                            let sp = *sp as *const LanceSplit;
-                            let mut st = FFI_ArrowArrayStream::empty();
-                            let rc = lance_split_search(self.ds, sp, qaddr as *const LanceVectorQuery, &mut st);
-                            assert_eq!(rc, 0);
-                            let seg = lance_split_kind(sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32;
+                        for (seg, st) in started {
                             // Workers hand finished results to the coordinator.
                             let batches = drain(st);
                             let schema = batches.first().map(|b| b.schema()).unwrap_or_else(|| Arc::new(Schema::empty()));
