@@ -15,6 +15,7 @@ iteration.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -72,9 +73,13 @@ def run_side(cmd, env, moto_log=None):
     return result
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def count_requests(log):
+    """Request lines of the server's access log (werkzeug colours some of them)."""
     with open(log, errors="replace") as f:
-        return sum(1 for l in f if '"GET ' in l or '"HEAD ' in l or '"PUT ' in l or '"POST ' in l)
+        return sum(1 for l in f if re.search(r'"(GET|HEAD|PUT|POST|DELETE) ', ANSI.sub("", l)))
 
 
 def side_cmd(side, args, work, uri, facts):
@@ -284,6 +289,31 @@ def main():
             rss = f"{statistics.median(x['maxrss_kb'] for x in a) / 1024:.0f} / {statistics.median(x['maxrss_kb'] for x in b) / 1024:.0f}"
             lines.append(f"| {dict(WORKS)[w]} | {fmt_ms(summary(a)[0])} | {fmt_ms(summary(b)[0])} | {cell} | {flt} | {rss} |")
         lines.append("")
+
+    lines.append("## Where the sides do different work\n")
+    lines += [
+        "- Vector search: lance-host plans the pinned snapshot (one split per index segment, the "
+        "unindexed fragments grouped into one flat split), starts every split's search, merges the "
+        "segments' approximate top-40 (`defer_refine`), re-ranks them once with "
+        "`lance_dataset_refine` (exact distances from one batched take of their vectors), merges "
+        "that with the exact flat result and takes the 10 winners' `id` by `_rowid` — all through "
+        "the C ABI. pylance and native Lance run one global search with `refine_factor=4` "
+        "projecting `id`: the same index partitions, the same 40 re-ranked candidates, the same "
+        "flat pass over the tail. 'per-segment re-rank' is the default split search, where each "
+        "segment re-ranks its own 40 candidates (twice the candidate reads).",
+        "- Scans: lance-host exports an Arrow C stream that the bench imports batch by batch; "
+        "pylance yields pyarrow batches; native Lance drains the Rust stream. Split-parallel: "
+        "lance-host plans one scan split per fragment and two host threads scan alternate splits; "
+        "pylance scans alternate fragments from two Python threads.",
+        "- Take: the same 1,000 sorted row ids, columns `id` and `price`, on every side.",
+        "- `s3://`: requests are what the S3-compatible server logged during each measured "
+        "iteration (after one warm-up iteration in the same process, so index partitions already "
+        "read stay cached on both sides). The server is moto (Python), slow per request, so "
+        "latency there mostly follows the request count.",
+        "- Peak RSS is the process's high-water mark (VmHWM) after its iterations: the Rust "
+        "bench binary versus a Python interpreter with pyarrow and pylance loaded.",
+        "",
+    ]
 
     raw = Path(args.report).with_suffix(".json")
     raw.write_text(json.dumps({"local": local}, indent=1))

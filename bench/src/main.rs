@@ -45,7 +45,8 @@ const QUERIES: usize = 20;
 const K: usize = 10;
 const REFINE: u32 = 4;
 const CHUNK: usize = 50_000;
-const ROWS_PER_FILE: usize = 100_000;
+/// The table is written as this many fragments (rows / FRAGMENTS rows each).
+const FRAGMENTS: usize = 30;
 
 // ---- Data ----------------------------------------------------------------------------------
 
@@ -187,6 +188,7 @@ async fn write_part(
     start: i64,
     rows: usize,
     mode: WriteMode,
+    per_file: usize,
     truth: &Arc<Mutex<Truth>>,
 ) -> Dataset {
     let c = Arc::new(centers());
@@ -197,7 +199,7 @@ async fn write_part(
     });
     let params = WriteParams {
         mode,
-        max_rows_per_file: ROWS_PER_FILE,
+        max_rows_per_file: per_file,
         data_storage_version: Some(lance_file::version::LanceFileVersion::V2_1),
         ..Default::default()
     };
@@ -210,23 +212,24 @@ async fn write_part(
 /// (`optimize_indices`), 10 % appended afterwards (no segment covers it); BTREE on `id`.
 async fn write_table(uri: &str, rows: usize) -> serde_json::Value {
     let truth = Arc::new(Mutex::new(Truth { heaps: (0..QUERIES).map(|_| BinaryHeap::new()).collect() }));
-    let a = rows * 47 / 100 / ROWS_PER_FILE * ROWS_PER_FILE;
-    let b = rows * 90 / 100 / ROWS_PER_FILE * ROWS_PER_FILE - a;
+    let per_file = rows.div_ceil(FRAGMENTS).max(1);
+    let a = per_file * (FRAGMENTS * 47 / 100);
+    let b = per_file * (FRAGMENTS * 90 / 100) - a;
     let tail = rows - a - b;
     let t0 = Instant::now();
-    let mut ds = write_part(uri, 0, a, WriteMode::Create, &truth).await;
+    let mut ds = write_part(uri, 0, a, WriteMode::Create, per_file, &truth).await;
     eprintln!("part 1 ({a} rows) written in {:?}", t0.elapsed());
     let pq = VectorIndexParams::ivf_pq(256, 8, 16, MetricType::L2, 20);
     ds.create_index(&["vec"], IndexType::Vector, Some("vec_idx".into()), &pq, true).await.unwrap();
     eprintln!("IVF_PQ segment 1 built at {:?}", t0.elapsed());
-    let mut ds = write_part(uri, a as i64, b, WriteMode::Append, &truth).await;
+    let mut ds = write_part(uri, a as i64, b, WriteMode::Append, per_file, &truth).await;
     let mut append = lance_index::optimize::OptimizeOptions::append();
     append.index_names = Some(vec!["vec_idx".into()]);
     ds.optimize_indices(&append).await.unwrap();
     eprintln!("segment 2 built at {:?}", t0.elapsed());
     let btree = lance_index::scalar::ScalarIndexParams::for_builtin(lance_index::scalar::BuiltinIndexType::BTree);
     ds.create_index(&["id"], IndexType::Scalar, Some("id_btree".into()), &btree, true).await.unwrap();
-    let ds = write_part(uri, (a + b) as i64, tail, WriteMode::Append, &truth).await;
+    let ds = write_part(uri, (a + b) as i64, tail, WriteMode::Append, per_file, &truth).await;
     eprintln!("tail ({tail} rows) written at {:?}", t0.elapsed());
     let truth = truth.lock().unwrap().ids();
     let take = take_ids(&ds).await;

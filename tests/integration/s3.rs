@@ -89,12 +89,13 @@ impl Moto {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Request lines of the server's access log.
+    /// Request lines of the server's access log, without the terminal colours the server puts
+    /// around some of them (e.g. every 206 range read).
     pub fn requests(&self) -> Vec<String> {
         self.log_text()
             .lines()
+            .map(strip_ansi)
             .filter(|l| l.contains("\"GET ") || l.contains("\"HEAD ") || l.contains("\"PUT ") || l.contains("\"POST "))
-            .map(str::to_string)
             .collect()
     }
 
@@ -104,6 +105,24 @@ impl Moto {
             let _ = c.wait();
         }
     }
+}
+
+/// Remove ANSI colour sequences (`ESC [ ... m`) from a log line.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Drop for Moto {
