@@ -16,7 +16,6 @@ use crate::merge::DISTANCE;
 use crate::plan;
 use crate::scan::{BatchReader, ROW_ID};
 use crate::search::{query_array, VectorQuery};
-use crate::session;
 use crate::snapshot::Snapshot;
 use crate::stats::OpStats;
 
@@ -77,27 +76,14 @@ pub fn refine_candidates(
     let mut unique: Vec<u64> = row_ids.values().to_vec();
     unique.sort_unstable();
     unique.dedup();
-    let projection = snapshot
-        .dataset
-        .schema()
-        .project(&[q.column.as_str()])
-        .map_err(|e| HostError::from_lance("invalid refine projection", e))?;
     let stats = OpStats::default();
-    let ds = stats.dataset(snapshot);
-    let fetched = {
-        let unique = unique.clone();
-        session::block_on(async move { ds.take_rows(&unique, projection).await })?
-            .map_err(|e| HostError::from_lance("cannot read the candidates' vectors", e))?
-    };
-    if fetched.num_rows() != unique.len() {
-        return Err(HostError::not_found(format!(
-            "{} of the {} candidate row ids do not exist in table '{}' at version {}",
-            unique.len() - fetched.num_rows(),
-            unique.len(),
-            snapshot.uri(),
-            snapshot.version()
-        )));
-    }
+    let fetched = crate::take::fetch_rows(
+        snapshot,
+        stats.dataset(snapshot),
+        &unique,
+        std::slice::from_ref(&q.column),
+        "candidate",
+    )?;
     let vectors = fetched
         .column(0)
         .as_fixed_size_list_opt()

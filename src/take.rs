@@ -50,6 +50,36 @@ fn validate_addresses(snapshot: &Snapshot, ds: Arc<lance::Dataset>, ids: &[u64])
     }
 }
 
+/// Read `columns` of the distinct, sorted row ids `unique` through `ds` (the operation's
+/// tracked view of the snapshot) in one take; every id must exist (`what` names the ids in
+/// the error).
+pub(crate) fn fetch_rows(
+    snapshot: &Snapshot,
+    ds: Arc<lance::Dataset>,
+    unique: &[u64],
+    columns: &[String],
+    what: &str,
+) -> Result<RecordBatch> {
+    let projection = snapshot
+        .dataset
+        .schema()
+        .project(columns)
+        .map_err(|e| HostError::from_lance("invalid take projection", e))?;
+    let ids = unique.to_vec();
+    let fetched = session::block_on(async move { ds.take_rows(&ids, projection).await })?
+        .map_err(|e| HostError::from_lance("take failed", e))?;
+    if fetched.num_rows() != unique.len() {
+        return Err(HostError::not_found(format!(
+            "{} of the {} {what} row ids do not exist in table '{}' at version {}",
+            unique.len() - fetched.num_rows(),
+            unique.len(),
+            snapshot.uri(),
+            snapshot.version()
+        )));
+    }
+    Ok(fetched)
+}
+
 /// Take `ids` (request order, duplicates kept) projecting `columns` (empty = all; `_rowid`
 /// allowed). Any missing or deleted id fails the whole call.
 pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result<BatchReader> {
@@ -77,26 +107,7 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
     let mut unique: Vec<u64> = ids.to_vec();
     unique.sort_unstable();
     unique.dedup();
-    let projection = snapshot
-        .dataset
-        .schema()
-        .project(&data_cols)
-        .map_err(|e| HostError::from_lance("invalid take projection", e))?;
-    let ds = tracked;
-    let fetched = {
-        let unique = unique.clone();
-        session::block_on(async move { ds.take_rows(&unique, projection).await })?
-            .map_err(|e| HostError::from_lance("take failed", e))?
-    };
-    if fetched.num_rows() != unique.len() {
-        return Err(HostError::not_found(format!(
-            "{} of the {} requested row ids do not exist in table '{}' at version {}",
-            unique.len() - fetched.num_rows(),
-            unique.len(),
-            snapshot.uri(),
-            snapshot.version()
-        )));
-    }
+    let fetched = fetch_rows(snapshot, tracked, &unique, &data_cols, "requested")?;
     let position: HashMap<u64, u32> = unique
         .iter()
         .enumerate()

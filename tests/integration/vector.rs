@@ -218,6 +218,17 @@ fn recall(found: &[i64], truth: &[i64]) -> f64 {
 /// Recall of one global (non-split) Lance search with the same parameters, through Lance
 /// directly.
 fn global_lance_ids(column: &str, q: &[f32], k: usize, nprobes: Option<usize>) -> Vec<i64> {
+    global_lance_ids_refined(column, q, k, nprobes, None)
+}
+
+/// The same with Lance's own re-rank of `k * refine` candidates.
+fn global_lance_ids_refined(
+    column: &str,
+    q: &[f32],
+    k: usize,
+    nprobes: Option<usize>,
+    refine: Option<u32>,
+) -> Vec<i64> {
     let uri = vectors_uri();
     let column = column.to_string();
     let q = q.to_vec();
@@ -229,6 +240,9 @@ fn global_lance_ids(column: &str, q: &[f32], k: usize, nprobes: Option<usize>) -
             s.nearest(&column, &Float32Array::from(q), k).unwrap();
             if let Some(n) = nprobes {
                 s.nprobes(n);
+            }
+            if let Some(r) = refine {
+                s.refine(r);
             }
             let b = s.try_into_batch().await.unwrap();
             i64_column(&[b], "id")
@@ -872,30 +886,11 @@ fn deferred_refine_is_exact_and_matches_global_refine_recall() {
         }
         ours += recall(&ids, &truth);
         // One global Lance search with the same refine factor, for comparison.
-        let g = global_lance_refined_ids(&qv, k, 2, 4);
+        let g = global_lance_ids_refined("embedding", &qv, k, Some(2), Some(4));
         global += recall(&g, &truth);
     }
     assert!(ours + 1e-9 >= global, "deferred-refine recall {ours} below global refine recall {global}");
     assert!(ours / 5.0 >= 0.7, "recall too low: {}", ours / 5.0);
-}
-
-fn global_lance_refined_ids(q: &[f32], k: usize, nprobes: usize, refine: u32) -> Vec<i64> {
-    let uri = vectors_uri();
-    let q = q.to_vec();
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let ds = lance::Dataset::open(&uri).await.unwrap();
-            let mut s = ds.scan();
-            s.project(&["id"]).unwrap();
-            s.nearest("embedding", &Float32Array::from(q), k).unwrap();
-            s.nprobes(nprobes);
-            s.refine(refine);
-            let b = s.try_into_batch().await.unwrap();
-            i64_column(&[b], "id")
-        })
-    })
-    .join()
-    .unwrap()
 }
 
 #[test]
