@@ -105,12 +105,14 @@ def main():
     once(len(queries) - 1)
     is_search = work.startswith("search")
     n = len(queries) if is_search else iters
-    ms, recalls, rows = [], [], 0
+    ms, cpu, recalls, rows = [], [], [], 0
     for i in range(n):
         mark(f"begin {i}")
+        c = time.thread_time()
         t = time.perf_counter()
         rows, found = once(i)
         ms.append((time.perf_counter() - t) * 1e3)
+        cpu.append((time.thread_time() - c) * 1e3)
         mark(f"end {i}")
         if is_search:
             recalls.append(len(set(found) & set(truth[i])) / len(truth[i]))
@@ -121,6 +123,7 @@ def main():
                 "side": "pylance",
                 "work": work,
                 "ms": ms,
+                "thread_cpu_ms": cpu,
                 "rows": rows,
                 "recall": (sum(recalls) / len(recalls)) if recalls else None,
                 "maxrss_kb": hwm,

@@ -135,8 +135,8 @@ def verdict(ratios):
 
 def table_rows(title, res, works_desc, lines):
     lines.append(f"### {title}\n")
-    lines.append("| work | lance-host ms (min–max) | pylance ms (min–max) | native Lance ms | lance-host / pylance (min–max) | reading | recall@10 host / pylance | peak RSS MiB host / pylance |")
-    lines.append("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    lines.append("| work | lance-host ms (min–max) | pylance ms (min–max) | native Lance ms | lance-host / pylance (min–max) | reading | recall@10 host / pylance | peak RSS MiB host / pylance | calling-thread CPU ms host / pylance |")
+    lines.append("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for work, desc in works_desc:
         if work not in res:
             continue
@@ -149,8 +149,12 @@ def table_rows(title, res, works_desc, lines):
         if r["host"][0]["recall"] is not None:
             rec = f"{statistics.median(x['recall'] for x in r['host']):.3f} / {statistics.median(x['recall'] for x in r['pylance']):.3f}"
         rss = f"{statistics.median(x['maxrss_kb'] for x in r['host']) / 1024:.0f} / {statistics.median(x['maxrss_kb'] for x in r['pylance']) / 1024:.0f}"
+        tcpu = " / ".join(
+            f"{statistics.median(statistics.median(x['thread_cpu_ms']) for x in r[side]):.1f}"
+            for side in ("host", "pylance")
+        )
         lines.append(
-            f"| {desc} | {fmt_ms(h[0])} ({fmt_ms(h[1])}–{fmt_ms(h[2])}) | {fmt_ms(p[0])} ({fmt_ms(p[1])}–{fmt_ms(p[2])}) | {n} | {cell} | {verdict(ratios)} | {rec} | {rss} |"
+            f"| {desc} | {fmt_ms(h[0])} ({fmt_ms(h[1])}–{fmt_ms(h[2])}) | {fmt_ms(p[0])} ({fmt_ms(p[1])}–{fmt_ms(p[2])}) | {n} | {cell} | {verdict(ratios)} | {rec} | {rss} | {tcpu} |"
         )
     lines.append("")
 
@@ -310,6 +314,9 @@ def main():
         "iteration (after one warm-up iteration in the same process, so index partitions already "
         "read stay cached on both sides). The server is moto (Python), slow per request, so "
         "latency there mostly follows the request count.",
+        "- Calling-thread CPU is the CPU time of the thread that called the API during an "
+        "iteration (lance-host: the host thread that receives the batches; pylance: the Python "
+        "thread), i.e. how much of the work lands on the caller's thread.",
         "- Peak RSS is the process's high-water mark (VmHWM) after its iterations: the Rust "
         "bench binary versus a Python interpreter with pyarrow and pylance loaded.",
         "",

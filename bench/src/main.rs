@@ -587,13 +587,16 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
     let _ = once(facts.queries.len() - 1);
     let n = if is_search { facts.queries.len() } else { iters };
     let mut ms = Vec::new();
+    let mut cpu = Vec::new();
     let mut recalls = Vec::new();
     let mut rows = 0;
     for i in 0..n {
         mark(&format!("begin {i}"));
+        let c = thread_cpu_ms();
         let t = Instant::now();
         let out = once(i);
         ms.push(t.elapsed().as_secs_f64() * 1e3);
+        cpu.push(thread_cpu_ms() - c);
         mark(&format!("end {i}"));
         rows = out.rows;
         if is_search {
@@ -604,7 +607,7 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
     println!(
         "{}",
         serde_json::json!({
-            "side": side, "work": work, "ms": ms, "rows": rows,
+            "side": side, "work": work, "ms": ms, "thread_cpu_ms": cpu, "rows": rows,
             "recall": if recalls.is_empty() { serde_json::Value::Null } else { (recalls.iter().sum::<f64>() / recalls.len() as f64).into() },
             "maxrss_kb": ru.0, "minflt": ru.1,
         })
@@ -612,6 +615,14 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
     if let Some(h) = host {
         lance_dataset_free(h.ds);
     }
+}
+
+/// CPU time the calling thread has used, in milliseconds.
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
 /// Peak RSS (KiB) and minor page faults of this process.
