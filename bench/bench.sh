@@ -22,5 +22,7 @@ cp "$CARGO_TARGET_DIR/release/lance-host-bench" "$bin_dir/lance-host-bench-mimal
 echo "==> building lance-host-bench (release, glibc malloc)"
 cargo build --release -q -p lance-host-bench
 cp "$CARGO_TARGET_DIR/release/lance-host-bench" "$bin_dir/lance-host-bench-glibc"
-exec python3 bench/run.py --bin "$bin_dir/lance-host-bench-glibc" \
-  --alt-bin "$bin_dir/lance-host-bench-mimalloc" "$@"
+# The release library ships with mimalloc (CMake's LANCE_HOST_MIMALLOC); the glibc build is
+# measured beside it for the allocator table.
+exec python3 bench/run.py --bin "$bin_dir/lance-host-bench-mimalloc" \
+  --alt-bin "$bin_dir/lance-host-bench-glibc" "$@"

@@ -96,10 +96,11 @@ struct ArrowArrayStream {
 // Default metadata cache budget: 256 MiB.
 #define LANCE_DEFAULT_METADATA_CACHE_BYTES (256 << 20)
 
-// Default I/O buffer of a scan: 64 MiB (see the memory/throughput curve in bench/REPORT.md).
+// I/O buffer of a scan of a local table unless configured: 64 MiB (see the
+// memory/throughput curve in bench/REPORT.md).
 #define LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES (64 << 20)
 
-// Default fragments a scan reads concurrently.
+// Fragments a scan of a local table reads concurrently unless configured.
 #define LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD 2
 
 // Upper bound for runtime worker threads.
@@ -374,11 +375,13 @@ typedef struct {
   // Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
   // default (one per core).
   uint32_t scan_batch_readahead;
-  // Fragments each scan reads concurrently unless its options say otherwise; 0 = Lance's
-  // default.
+  // Fragments each scan reads concurrently unless its options say otherwise; 0 = automatic:
+  // 2 for local tables, Lance's default for object stores (deeper read-ahead hides request
+  // latency).
   uint32_t scan_fragment_readahead;
   // Bytes of reads each scan may queue ahead of decoding unless its options say
-  // otherwise; 0 = Lance's default for the store (up to 2 GiB on object stores).
+  // otherwise; 0 = automatic: 64 MiB for local tables, Lance's default for object stores
+  // (32 MiB per I/O thread).
   uint64_t scan_io_buffer_bytes;
 } LanceSessionOptions;
 
@@ -871,8 +874,9 @@ int32_t lance_dataset_refine(const LanceDataset *dataset, const LanceVectorQuery
 int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, uint64_t k, uint64_t offset, struct ArrowArrayStream *out);
 
 // Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
-// thread per core; scans: 64 MiB I/O buffer, 2 fragments read concurrently, one batch
-// decoded ahead per core).
+// thread per core; scans: automatic memory bounds — 64 MiB I/O buffer and 2 fragments read
+// concurrently for local tables, Lance's defaults for object stores — and one batch decoded
+// ahead per core).
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
 int32_t lance_session_options_default(LanceSessionOptions *out);

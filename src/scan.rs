@@ -164,22 +164,39 @@ pub fn configure_scanner(
         scanner.with_fragments(resolve_fragments(snapshot, ids)?);
     }
     scanner.scan_in_order(opts.scan_in_order);
-    apply_memory_bounds(scanner, opts)
+    apply_memory_bounds(snapshot, scanner, opts)
 }
 
-/// Bound what a scan holds in flight: the scan's own settings, else the session's defaults
-/// (0 in the session = Lance's own default).
-pub fn apply_memory_bounds(scanner: &mut Scanner, opts: &ScanOptions) -> Result<()> {
+/// Bound what a scan holds in flight: the scan's own settings, else the session's defaults.
+/// A session value of 0 means "automatic": for local tables the library's bounds
+/// (`LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES`, `LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD`), for object
+/// stores Lance's own defaults, whose deeper read-ahead hides request latency.
+pub fn apply_memory_bounds(
+    snapshot: &Snapshot,
+    scanner: &mut Scanner,
+    opts: &ScanOptions,
+) -> Result<()> {
     let config = session::global()?.config;
-    let nonzero = |v: u32| (v > 0).then_some(v);
-    if let Some(n) = opts.batch_readahead.or(nonzero(config.scan_batch_readahead)) {
+    let uri = snapshot.uri();
+    let local = !uri.contains("://") || uri.starts_with("file://");
+    let auto = |v: u64, local_default: u64| match v {
+        0 if local => Some(local_default),
+        0 => None,
+        v => Some(v),
+    };
+    let batches = auto(u64::from(config.scan_batch_readahead), 0).filter(|v| *v > 0);
+    if let Some(n) = opts.batch_readahead.map(u64::from).or(batches) {
         scanner.batch_readahead(n.max(1) as usize);
     }
-    if let Some(n) = opts.fragment_readahead.or(nonzero(config.scan_fragment_readahead)) {
+    let fragments = auto(
+        u64::from(config.scan_fragment_readahead),
+        u64::from(session::LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD),
+    );
+    if let Some(n) = opts.fragment_readahead.map(u64::from).or(fragments) {
         scanner.fragment_readahead(n.max(1) as usize);
     }
-    let session_io = (config.scan_io_buffer_bytes > 0).then_some(config.scan_io_buffer_bytes);
-    if let Some(bytes) = opts.io_buffer_bytes.or(session_io) {
+    let io = auto(config.scan_io_buffer_bytes, session::LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES);
+    if let Some(bytes) = opts.io_buffer_bytes.or(io) {
         if bytes == 0 {
             return Err(HostError::invalid("io_buffer_bytes must be positive"));
         }

@@ -13,9 +13,10 @@ use crate::error::{HostError, Result};
 pub const LANCE_DEFAULT_INDEX_CACHE_BYTES: u64 = 1 << 30;
 /// Default metadata cache budget: 256 MiB.
 pub const LANCE_DEFAULT_METADATA_CACHE_BYTES: u64 = 256 << 20;
-/// Default I/O buffer of a scan: 64 MiB (see the memory/throughput curve in bench/REPORT.md).
+/// I/O buffer of a scan of a local table unless configured: 64 MiB (see the
+/// memory/throughput curve in bench/REPORT.md).
 pub const LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES: u64 = 64 << 20;
-/// Default fragments a scan reads concurrently.
+/// Fragments a scan of a local table reads concurrently unless configured.
 pub const LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD: u32 = 2;
 /// Upper bound for runtime worker threads.
 pub const LANCE_MAX_WORKER_THREADS: u32 = 1024;
@@ -28,11 +29,13 @@ pub struct SessionConfig {
     /// Worker threads of the async runtime.
     pub worker_threads: u32,
     /// Default I/O buffer of each scan in bytes (reads queued but not yet decoded); a scan's
-    /// own `io_buffer_bytes` overrides it. 0 = Lance's default for the store.
+    /// own `io_buffer_bytes` overrides it. 0 = automatic (64 MiB for local tables, Lance's
+    /// default for object stores).
     pub scan_io_buffer_bytes: u64,
     /// Default number of batches each scan decodes ahead; 0 = Lance's default (one per core).
     pub scan_batch_readahead: u32,
-    /// Default number of fragments each scan reads concurrently; 0 = Lance's default.
+    /// Default number of fragments each scan reads concurrently; 0 = automatic (2 for local
+    /// tables, Lance's default for object stores).
     pub scan_fragment_readahead: u32,
 }
 
@@ -45,9 +48,9 @@ impl Default for SessionConfig {
             index_cache_bytes: LANCE_DEFAULT_INDEX_CACHE_BYTES,
             metadata_cache_bytes: LANCE_DEFAULT_METADATA_CACHE_BYTES,
             worker_threads: cores.clamp(1, LANCE_MAX_WORKER_THREADS as usize) as u32,
-            scan_io_buffer_bytes: LANCE_DEFAULT_SCAN_IO_BUFFER_BYTES,
+            scan_io_buffer_bytes: 0,
             scan_batch_readahead: 0,
-            scan_fragment_readahead: LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD,
+            scan_fragment_readahead: 0,
         }
     }
 }

@@ -19,11 +19,13 @@ pub struct LanceSessionOptions {
     /// Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
     /// default (one per core).
     pub scan_batch_readahead: u32,
-    /// Fragments each scan reads concurrently unless its options say otherwise; 0 = Lance's
-    /// default.
+    /// Fragments each scan reads concurrently unless its options say otherwise; 0 = automatic:
+    /// 2 for local tables, Lance's default for object stores (deeper read-ahead hides request
+    /// latency).
     pub scan_fragment_readahead: u32,
     /// Bytes of reads each scan may queue ahead of decoding unless its options say
-    /// otherwise; 0 = Lance's default for the store (up to 2 GiB on object stores).
+    /// otherwise; 0 = automatic: 64 MiB for local tables, Lance's default for object stores
+    /// (32 MiB per I/O thread).
     pub scan_io_buffer_bytes: u64,
 }
 
@@ -70,8 +72,9 @@ impl From<SessionStats> for LanceSessionStats {
 }
 
 /// Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
-/// thread per core; scans: 64 MiB I/O buffer, 2 fragments read concurrently, one batch
-/// decoded ahead per core).
+/// thread per core; scans: automatic memory bounds — 64 MiB I/O buffer and 2 fragments read
+/// concurrently for local tables, Lance's defaults for object stores — and one batch decoded
+/// ahead per core).
 ///
 /// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
 #[no_mangle]

@@ -116,6 +116,13 @@ fn configure_in_fresh_process() {
 }
 
 #[test]
+fn default_scan_bounds_are_automatic() {
+    // 0 = automatic: the library's bounds for local tables, Lance's defaults on object stores.
+    let o = options();
+    assert_eq!((o.scan_io_buffer_bytes, o.scan_fragment_readahead, o.scan_batch_readahead), (0, 0, 0));
+}
+
+#[test]
 fn configure_after_first_use_is_rejected() {
     // Any of the tests in this process may have started the session; make sure it is.
     stats();
