@@ -26,3 +26,25 @@ pub use error::{HostError, LanceErrorCode, Result};
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc commits its arenas eagerly by default and then never returns their freed pages to
+/// the OS: a take of 1,000 rows peaked at 280 MiB RSS instead of 70 MiB (bench). Committing on
+/// demand lets freed memory be purged. Set at load time, before the first allocation, by an
+/// initializer placed beside the allocator (so the linker keeps it wherever it keeps that).
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
+mod mimalloc_options {
+    extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    /// `mi_option_arena_eager_commit` in mimalloc's option enum.
+    const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
+
+    extern "C" fn configure() {
+        // SAFETY: mi_option_set only stores an option value; it allocates nothing.
+        unsafe { mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
+    }
+
+    #[used]
+    #[link_section = ".init_array"]
+    static CONFIGURE: extern "C" fn() = configure;
+}
