@@ -51,8 +51,8 @@ fn validate_addresses(snapshot: &Snapshot, ds: Arc<lance::Dataset>, ids: &[u64])
 }
 
 /// Read `columns` of the distinct, sorted row ids `unique` through `ds` (the operation's
-/// tracked view of the snapshot) in one take; every id must exist (`what` names the ids in
-/// the error).
+/// tracked view of the snapshot) in one take; every id must exist and be visible, else
+/// NOT_FOUND (`what` names the ids in the error).
 pub(crate) fn fetch_rows(
     snapshot: &Snapshot,
     ds: Arc<lance::Dataset>,
@@ -60,6 +60,9 @@ pub(crate) fn fetch_rows(
     columns: &[String],
     what: &str,
 ) -> Result<RecordBatch> {
+    if !snapshot.dataset.manifest().uses_stable_row_ids() {
+        validate_addresses(snapshot, ds.clone(), unique)?;
+    }
     let projection = snapshot
         .dataset
         .schema()
@@ -99,10 +102,6 @@ pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result
     }
     let stats = OpStats::default();
     let tracked = stats.dataset(snapshot);
-    let stable = snapshot.dataset.manifest().uses_stable_row_ids();
-    if !stable {
-        validate_addresses(snapshot, tracked.clone(), ids)?;
-    }
     // Fetch each distinct id once, then put rows in request order (with duplicates).
     let mut unique: Vec<u64> = ids.to_vec();
     unique.sort_unstable();

@@ -1015,3 +1015,29 @@ fn huge_k_and_refine_factor_are_bounded_by_the_split() {
         }
     }
 }
+
+#[test]
+fn refine_of_a_row_id_not_in_the_snapshot_is_not_found() {
+    // A candidate stream built by the host itself, naming a fragment the table does not have.
+    use std::sync::Arc;
+    let ds = Ds::open(&vectors_uri(), 0);
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("_distance", arrow_schema::DataType::Float32, true),
+        arrow_schema::Field::new("_rowid", arrow_schema::DataType::UInt64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Float32Array::from(vec![0.5f32, 0.7])),
+            Arc::new(arrow::array::UInt64Array::from(vec![1u64, (999u64 << 32) | 5])),
+        ],
+    )
+    .unwrap();
+    let reader = arrow::record_batch::RecordBatchIterator::new(vec![Ok(batch)], schema);
+    let mut stream = FFI_ArrowArrayStream::new(Box::new(reader));
+    let mut q = query("embedding", query_vector(4), 2);
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_err(lance_dataset_refine(ds.ptr(), &q.raw(), &mut stream, &mut out), LANCE_ERR_NOT_FOUND, "fragment 999");
+    assert!(stream.release.is_none());
+    assert!(out.release.is_none(), "out is not written on failure");
+}
