@@ -224,6 +224,31 @@ int main(int argc, char** argv) {
   LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
   CHECK(ds != NULL);
   CHECK_OK(lance_dataset_prewarm_index(ds, "emb_pq"));
+  {
+    /* Per-segment prewarm, as a worker does for the INDEX_SEGMENT splits routed to it: both
+       segments are already warm from the prewarm above, so each counts as a cache hit. */
+    LanceSplitPlan* plan = NULL;
+    CHECK_OK(lance_dataset_plan_vector_search(ds, "embedding", LANCE_METRIC_L2, true, 0, &plan));
+    uint8_t uuids[16 * 8];
+    size_t n = 0;
+    for (size_t i = 0; i < lance_split_plan_count(plan); i++) {
+      LanceSplit* sp = lance_split_plan_get(plan, i);
+      if (lance_split_kind(sp) == LANCE_SPLIT_INDEX_SEGMENT && n < 8)
+        CHECK_OK(lance_split_segment_uuid(sp, uuids + 16 * n++));
+      lance_split_free(sp);
+    }
+    lance_split_plan_free(plan);
+    CHECK(n == 2);
+    LanceIoStats io;
+    CHECK_OK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16 * n, &io));
+    CHECK_EQ_U64(io.index_cache_hits, n);
+    CHECK_EQ_U64(io.index_cache_misses, 0);
+    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16 * n - 1, NULL) ==
+          LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 0, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+    uuids[0] ^= 0xff;
+    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16, NULL) == LANCE_ERR_NOT_FOUND);
+  }
 
   /* Query: row 777's vector, slightly moved. */
   LanceScanOptions o;

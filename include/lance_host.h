@@ -667,15 +667,39 @@ void lance_index_list_free(LanceIndexList *list);
 // session's index cache; blocks until done. Warmed entries outlive the handle and serve every
 // later handle of the same table in this process.
 //
+// No query runs: each segment is opened through Lance's index API and Lance's own prewarm
+// loads its content in bounded read windows (all IVF partitions); for vector indexes the
+// segment's row-visibility mask at the handle's version (from deletion files, not index files)
+// is built too. Afterwards a search of the index at this version finds everything in the
+// cache and reads no index file — as long as the index cache is large enough to hold it
+// (entries stay evictable). Data files (row fetch, re-rank, unindexed fragments) are not
+// warmed.
+//
 // Borrows `dataset` and `index_name`. Thread-safe. Returns LANCE_OK, LANCE_ERR_NOT_FOUND for
 // an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
 int32_t lance_dataset_prewarm_index(const LanceDataset *dataset, const char *index_name);
 
-// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`.
+// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`:
+// object-store reads (index files apart; 0 for local tables), and per segment one cache hit
+// (nothing had to be loaded) or one miss (the segment was opened from storage or read index
+// files).
 //
 // Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
 // `out` is not written on failure.
 int32_t lance_dataset_prewarm_index_with_stats(const LanceDataset *dataset, const char *index_name, LanceIoStats *out);
+
+// Warm only some segments of the named index: the ones whose INDEX_SEGMENT splits this worker
+// serves (their UUIDs from `lance_split_segment_uuid`), exactly as
+// `lance_dataset_prewarm_index` warms all of them. `segment_uuids` holds
+// `segment_uuids_len / 16` UUIDs of 16 bytes each, back to back; a UUID given twice is warmed
+// once. If `out` is not NULL it receives the prewarm's I/O as in
+// `lance_dataset_prewarm_index_with_stats`.
+//
+// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
+// dataset or name, invalid UTF-8, an empty list or a length that is not a multiple of 16;
+// LANCE_ERR_NOT_FOUND for an unknown index or a UUID that is not one of its segments at the
+// handle's version (the message names it); or the I/O error. `out` is not written on failure.
+int32_t lance_dataset_prewarm_index_segments(const LanceDataset *dataset, const char *index_name, const uint8_t *segment_uuids, size_t segment_uuids_len, LanceIoStats *out);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).

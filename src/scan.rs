@@ -177,8 +177,7 @@ pub fn apply_memory_bounds(
     opts: &ScanOptions,
 ) -> Result<()> {
     let config = session::global()?.config;
-    let uri = snapshot.uri();
-    let local = !uri.contains("://") || uri.starts_with("file://");
+    let local = snapshot.is_local();
     let auto = |v: u64, local_default: u64| match v {
         0 if local => Some(local_default),
         0 => None,

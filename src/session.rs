@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use lance::session::Session;
+use lance_core::cache::{CacheBackend, LanceCache, QuickCacheBackend, QuickCacheShardPolicy};
 use lance_io::object_store::ObjectStoreRegistry;
 
 use crate::error::{HostError, Result};
@@ -93,6 +94,9 @@ impl SessionConfig {
 pub struct HostSession {
     pub config: SessionConfig,
     pub lance: Arc<Session>,
+    /// A second handle on the backend of Lance's index cache (same entries, same budget), for
+    /// the entries prewarm loads that Lance only builds inside a search (see `prewarm`).
+    pub index_cache: LanceCache,
     pub runtime: tokio::runtime::Runtime,
 }
 
@@ -136,14 +140,21 @@ pub fn global() -> Result<&'static HostSession> {
     }
     let config = pending.unwrap_or_default();
     let runtime = crate::runtime::build(config.worker_threads)?;
-    let lance = Arc::new(Session::new(
+    // The index cache Lance's `Session::new` builds (one weight budget for every entry), created
+    // here so the library keeps a handle on the same backend.
+    let backend: Arc<dyn CacheBackend> = Arc::new(QuickCacheBackend::with_shard_policy(
         config.index_cache_bytes as usize,
+        QuickCacheShardPolicy::Single,
+    ));
+    let lance = Arc::new(Session::with_index_cache_backend(
+        backend.clone(),
         config.metadata_cache_bytes as usize,
         Arc::new(ObjectStoreRegistry::default()),
     ));
     let _ = SESSION.set(HostSession {
         config,
         lance,
+        index_cache: LanceCache::with_backend(backend),
         runtime,
     });
     drop(pending);

@@ -100,6 +100,13 @@ impl Snapshot {
         self.dataset.uri()
     }
 
+    /// Whether the table lives on the local file system (a path or `file://`), which Lance reads
+    /// directly rather than through an object store.
+    pub fn is_local(&self) -> bool {
+        let uri = self.uri();
+        !uri.contains("://") || uri.starts_with("file://")
+    }
+
     /// Storage format version string such as "2.1".
     pub fn storage_format(&self) -> String {
         self.dataset.manifest().data_storage_format.version.to_string()

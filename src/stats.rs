@@ -68,8 +68,14 @@ pub struct OpStats {
 }
 
 impl OpStats {
-    /// The snapshot's dataset with this operation's counter around its object store.
+    /// The snapshot's dataset with this operation's counter around its object store. Local
+    /// tables are returned as they are: Lance reads their files directly, not through the
+    /// object store, so a counter there would see only a few incidental calls — local tables
+    /// report 0 requests instead of an incomplete count.
     pub fn dataset(&self, snapshot: &Snapshot) -> Arc<Dataset> {
+        if snapshot.is_local() {
+            return snapshot.dataset.clone();
+        }
         let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(CountingWrapper {
             counters: self.counters.clone(),
         });

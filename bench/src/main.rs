@@ -44,7 +44,11 @@ const CENTERS: usize = 256;
 const QUERIES: usize = 20;
 const K: usize = 10;
 const REFINE: u32 = 4;
-const CHUNK: usize = 50_000;
+/// Rows per write batch (the writer makes at least one page per batch and column).
+/// `BENCH_WRITE_CHUNK` overrides it to measure the effect of page size on readers.
+fn chunk() -> usize {
+    std::env::var("BENCH_WRITE_CHUNK").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(50_000)
+}
 /// The table is written as this many fragments (rows / FRAGMENTS rows each).
 const FRAGMENTS: usize = 30;
 
@@ -194,8 +198,9 @@ async fn write_part(
     let c = Arc::new(centers());
     let qs = Arc::new(queries());
     let t = truth.clone();
-    let batches = (0..rows).step_by(CHUNK).map(move |off| {
-        Ok(make_batch(start + off as i64, CHUNK.min(rows - off), &c, &qs, &t))
+    let chunk = chunk();
+    let batches = (0..rows).step_by(chunk).map(move |off| {
+        Ok(make_batch(start + off as i64, chunk.min(rows - off), &c, &qs, &t))
     });
     let params = WriteParams {
         mode,

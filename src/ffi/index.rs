@@ -8,8 +8,9 @@ use crate::prewarm;
 use super::dataset::LanceDataset;
 use super::{
     free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, item_at, out_arg,
-    owned_cstring, str_arg,
+    owned_cstring, slice_arg, str_arg,
 };
+use crate::error::HostError;
 
 /// The logical indexes of a snapshot. Opaque; read with the `lance_index_list_*` functions,
 /// free with `lance_index_list_free`.
@@ -182,6 +183,14 @@ pub extern "C" fn lance_index_list_free(list: *mut LanceIndexList) {
 /// session's index cache; blocks until done. Warmed entries outlive the handle and serve every
 /// later handle of the same table in this process.
 ///
+/// No query runs: each segment is opened through Lance's index API and Lance's own prewarm
+/// loads its content in bounded read windows (all IVF partitions); for vector indexes the
+/// segment's row-visibility mask at the handle's version (from deletion files, not index files)
+/// is built too. Afterwards a search of the index at this version finds everything in the
+/// cache and reads no index file — as long as the index cache is large enough to hold it
+/// (entries stay evictable). Data files (row fetch, re-rank, unindexed fragments) are not
+/// warmed.
+///
 /// Borrows `dataset` and `index_name`. Thread-safe. Returns LANCE_OK, LANCE_ERR_NOT_FOUND for
 /// an unknown index, LANCE_ERR_INVALID_ARGUMENT for NULL or invalid UTF-8, or the I/O error.
 #[no_mangle]
@@ -196,7 +205,10 @@ pub extern "C" fn lance_dataset_prewarm_index(
     })
 }
 
-/// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`.
+/// `lance_dataset_prewarm_index` that also writes the I/O the prewarm caused into `out`:
+/// object-store reads (index files apart; 0 for local tables), and per segment one cache hit
+/// (nothing had to be loaded) or one miss (the segment was opened from storage or read index
+/// files).
 ///
 /// Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
 /// `out` is not written on failure.
@@ -211,6 +223,47 @@ pub extern "C" fn lance_dataset_prewarm_index_with_stats(
         let name = str_arg(index_name, "index_name")?;
         let out = out_arg(out, "out")?;
         *out = prewarm::prewarm_index(&ds.snapshot, name)?.into();
+        Ok(())
+    })
+}
+
+/// Warm only some segments of the named index: the ones whose INDEX_SEGMENT splits this worker
+/// serves (their UUIDs from `lance_split_segment_uuid`), exactly as
+/// `lance_dataset_prewarm_index` warms all of them. `segment_uuids` holds
+/// `segment_uuids_len / 16` UUIDs of 16 bytes each, back to back; a UUID given twice is warmed
+/// once. If `out` is not NULL it receives the prewarm's I/O as in
+/// `lance_dataset_prewarm_index_with_stats`.
+///
+/// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
+/// dataset or name, invalid UTF-8, an empty list or a length that is not a multiple of 16;
+/// LANCE_ERR_NOT_FOUND for an unknown index or a UUID that is not one of its segments at the
+/// handle's version (the message names it); or the I/O error. `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_prewarm_index_segments(
+    dataset: *const LanceDataset,
+    index_name: *const c_char,
+    segment_uuids: *const u8,
+    segment_uuids_len: usize,
+    out: *mut super::scan::LanceIoStats,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let name = str_arg(index_name, "index_name")?;
+        let bytes = slice_arg(segment_uuids, segment_uuids_len, "segment_uuids")?;
+        if bytes.len() % 16 != 0 {
+            return Err(HostError::invalid(format!(
+                "segment_uuids_len {} is not a multiple of 16 (one UUID is 16 bytes)",
+                bytes.len()
+            )));
+        }
+        let uuids: Vec<uuid::Uuid> = bytes
+            .chunks_exact(16)
+            .map(|c| uuid::Uuid::from_bytes(c.try_into().expect("16-byte chunk")))
+            .collect();
+        let stats = prewarm::prewarm_index_segments(&ds.snapshot, name, &uuids)?;
+        if !out.is_null() {
+            *out_arg(out, "out")? = stats.into();
+        }
         Ok(())
     })
 }

@@ -467,3 +467,115 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }
+
+/// Index types of the verified matrix: (index name = vector column name, Lance index type).
+pub const MATRIX_VECTOR_INDEXES: [(&str, &str); 6] = [
+    ("ivf_flat", "IVF_FLAT"),
+    ("ivf_sq", "IVF_SQ"),
+    ("ivf_pq", "IVF_PQ"),
+    ("ivf_hnsw_flat", "IVF_HNSW_FLAT"),
+    ("ivf_hnsw_sq", "IVF_HNSW_SQ"),
+    ("ivf_hnsw_pq", "IVF_HNSW_PQ"),
+];
+/// Scalar indexes of the matrix table: (index name, column, Lance index type).
+pub const MATRIX_SCALAR_INDEXES: [(&str, &str, &str); 2] =
+    [("id_btree", "id", "BTREE"), ("category_bitmap", "category", "BITMAP")];
+/// Rows of the matrix table: 0..MATRIX_INDEXED are covered by every index, the rest are
+/// appended afterwards; rows with `matrix_deleted(id)` are deleted last.
+pub const MATRIX_ROWS: i64 = 1000;
+pub const MATRIX_INDEXED: i64 = 800;
+
+pub fn matrix_deleted(id: i64) -> bool {
+    id % 11 == 5
+}
+
+pub fn matrix_category(id: i64) -> &'static str {
+    CATEGORIES[(id % 4) as usize]
+}
+
+fn matrix_batch(start: i64, end: i64) -> RecordBatch {
+    let mut fields = vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("category", DataType::Utf8, false),
+    ];
+    let mut columns: Vec<Arc<dyn arrow_array::Array>> = vec![
+        Arc::new(Int64Array::from_iter_values(start..end)),
+        Arc::new(StringArray::from_iter_values((start..end).map(matrix_category))),
+    ];
+    for (name, _) in MATRIX_VECTOR_INDEXES {
+        fields.push(Field::new(
+            name,
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), VDIM),
+            true,
+        ));
+        columns.push(Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            (start..end).map(|i| Some(vector_of(i).into_iter().map(Some).collect::<Vec<_>>())),
+            VDIM,
+        )));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("matrix batch")
+}
+
+/// One table of the verified matrix in Lance file format `format` ("2.0", "2.1" or "2.2"):
+/// ids 0..MATRIX_INDEXED, then one index of each type in `MATRIX_VECTOR_INDEXES` (each on its
+/// own column, L2, 2 partitions) and `MATRIX_SCALAR_INDEXES`, then ids
+/// MATRIX_INDEXED..MATRIX_ROWS appended unindexed, then the `matrix_deleted` rows deleted.
+pub async fn write_matrix_table(uri: &str, format: &str, opts: &StorageOptions) -> Result<(), Error> {
+    use lance::index::vector::VectorIndexParams;
+    use lance::index::DatasetIndexExt;
+    use lance_file::version::LanceFileVersion;
+    use lance_index::scalar::{BuiltinIndexType, ScalarIndexParams};
+    use lance_index::vector::hnsw::builder::HnswBuildParams;
+    use lance_index::vector::ivf::IvfBuildParams;
+    use lance_index::vector::pq::PQBuildParams;
+    use lance_index::vector::sq::builder::SQBuildParams;
+    use lance_index::IndexType;
+    use lance_linalg::distance::MetricType as M;
+
+    let version = match format {
+        "2.0" => LanceFileVersion::V2_0,
+        "2.1" => LanceFileVersion::V2_1,
+        "2.2" => LanceFileVersion::V2_2,
+        other => return Err(format!("unknown file format {other}").into()),
+    };
+    let write = |batch: RecordBatch, mode: WriteMode| {
+        let mut p = params(mode, 400, opts);
+        p.data_storage_version = Some(version);
+        let schema = batch.schema();
+        async move {
+            Dataset::write(RecordBatchIterator::new(vec![Ok(batch)], schema), uri, Some(p)).await
+        }
+    };
+    let mut ds = write(matrix_batch(0, MATRIX_INDEXED), WriteMode::Create).await?;
+    let ivf = || IvfBuildParams::new(2);
+    for (name, kind) in MATRIX_VECTOR_INDEXES {
+        let p = match kind {
+            "IVF_FLAT" => VectorIndexParams::with_ivf_flat_params(M::L2, ivf()),
+            "IVF_SQ" => VectorIndexParams::with_ivf_sq_params(M::L2, ivf(), SQBuildParams::default()),
+            "IVF_PQ" => VectorIndexParams::with_ivf_pq_params(M::L2, ivf(), PQBuildParams::new(4, 8)),
+            "IVF_HNSW_FLAT" => VectorIndexParams::ivf_hnsw(M::L2, ivf(), HnswBuildParams::default()),
+            "IVF_HNSW_SQ" => VectorIndexParams::with_ivf_hnsw_sq_params(
+                M::L2,
+                ivf(),
+                HnswBuildParams::default(),
+                SQBuildParams::default(),
+            ),
+            "IVF_HNSW_PQ" => VectorIndexParams::with_ivf_hnsw_pq_params(
+                M::L2,
+                ivf(),
+                HnswBuildParams::default(),
+                PQBuildParams::new(4, 8),
+            ),
+            other => return Err(format!("unknown index type {other}").into()),
+        };
+        ds.create_index(&[name], IndexType::Vector, Some(name.into()), &p, true).await?;
+    }
+    for (name, column, kind) in MATRIX_SCALAR_INDEXES {
+        let builtin = if kind == "BTREE" { BuiltinIndexType::BTree } else { BuiltinIndexType::Bitmap };
+        let p = ScalarIndexParams::for_builtin(builtin);
+        ds.create_index(&[column], IndexType::Scalar, Some(name.into()), &p, true).await?;
+    }
+    let mut ds = write(matrix_batch(MATRIX_INDEXED, MATRIX_ROWS), WriteMode::Append).await?;
+    ds.delete("id % 11 = 5").await?;
+    Ok(())
+}

@@ -223,3 +223,27 @@ pub fn run_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) -> String {
     );
     stdout
 }
+
+/// Drain a stream through its C callbacks; returns its rows and the I/O statistics read from the
+/// still-live stream at its end, then releases it.
+pub fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats) {
+    let mut rows = 0usize;
+    loop {
+        let mut array = arrow::ffi::FFI_ArrowArray::empty();
+        let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
+        if rc != 0 {
+            let msg = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(stream)) };
+            panic!("stream failed: {}", msg.to_string_lossy());
+        }
+        if array.is_released() {
+            break;
+        }
+        rows += array.len();
+        drop(array);
+    }
+    let mut stats = LanceIoStats::default();
+    assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
+    unsafe { (stream.release.unwrap())(stream) };
+    assert!(stream.release.is_none());
+    (rows, stats)
+}

@@ -239,6 +239,10 @@ fn null_and_out_of_range_arguments_everywhere() {
     check(lance_dataset_prewarm_index_with_stats(ds.ptr(), std::ptr::null(), &mut io), "index_name");
     check(lance_dataset_prewarm_index_with_stats(ds.ptr(), name.as_ptr(), std::ptr::null_mut()), "out");
     assert_err(lance_dataset_prewarm_index(ds.ptr(), cstr("").as_ptr()), LANCE_ERR_INVALID_ARGUMENT, "empty");
+    let uuid = [7u8; 16];
+    check(lance_dataset_prewarm_index_segments(std::ptr::null(), name.as_ptr(), uuid.as_ptr(), 16, &mut io), "dataset");
+    check(lance_dataset_prewarm_index_segments(ds.ptr(), std::ptr::null(), uuid.as_ptr(), 16, &mut io), "index_name");
+    check(lance_dataset_prewarm_index_segments(ds.ptr(), name.as_ptr(), std::ptr::null(), 16, &mut io), "segment_uuids");
 
     // Plans and splits.
     let mut plan = std::ptr::null_mut();

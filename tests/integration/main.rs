@@ -5,6 +5,7 @@ mod dataset;
 mod catalog;
 mod errors;
 mod header;
+mod prewarm;
 mod s3;
 mod scan;
 mod session;

@@ -163,13 +163,13 @@ fn write_tables(endpoint: &str, root: &str) -> Facts {
 }
 
 /// The shared server with the test tables (or, in a child process, its parent's server).
-struct Shared {
-    moto: Option<Moto>,
-    endpoint: String,
-    facts: Facts,
+pub(crate) struct Shared {
+    pub(crate) moto: Option<Moto>,
+    pub(crate) endpoint: String,
+    pub(crate) facts: Facts,
 }
 
-fn shared() -> &'static Shared {
+pub(crate) fn shared() -> &'static Shared {
     static S: OnceLock<Shared> = OnceLock::new();
     S.get_or_init(|| {
         if let (Ok(endpoint), Ok(root)) = (std::env::var("LANCE_HOST_TEST_S3_ENDPOINT"), std::env::var("LANCE_HOST_TEST_S3_ROOT")) {
@@ -192,7 +192,7 @@ fn shared() -> &'static Shared {
     })
 }
 
-fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
+pub(crate) fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
     let u = cstr(uri);
     let opts = s3_options(endpoint);
     let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -214,27 +214,6 @@ fn scan_stats(ds: &Ds, opts: &LanceScanOptions) -> (usize, LanceIoStats) {
 }
 
 /// Drain a live C stream in place with its callbacks, read its stats, then release it.
-fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats) {
-    let mut rows = 0usize;
-    loop {
-        let mut array = arrow::ffi::FFI_ArrowArray::empty();
-        let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
-        if rc != 0 {
-            let msg = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(stream)) };
-            panic!("stream failed: {}", msg.to_string_lossy());
-        }
-        if array.is_released() {
-            break;
-        }
-        rows += array.len();
-        drop(array);
-    }
-    let mut stats = LanceIoStats::default();
-    assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
-    unsafe { (stream.release.unwrap())(stream) };
-    assert!(stream.release.is_none());
-    (rows, stats)
-}
 
 #[test]
 fn s3_scan_catalog_and_take() {
@@ -331,6 +310,8 @@ fn index_search_stats(ds: &Ds) -> LanceIoStats {
 }
 
 const SCENARIO: &str = "LANCE_HOST_TEST_S3_SCENARIO";
+/// A table of the scenario's own (default: the shared `vectors` table).
+const TABLE: &str = "LANCE_HOST_TEST_S3_TABLE";
 
 /// Runs in a fresh process (empty caches) for one scenario: "cold" or "prewarm".
 #[test]
@@ -338,7 +319,7 @@ const SCENARIO: &str = "LANCE_HOST_TEST_S3_SCENARIO";
 fn child_s3_scenario() {
     let Ok(scenario) = std::env::var(SCENARIO) else { return };
     let s = shared();
-    let uri = s.facts.get("vectors.uri").to_string();
+    let uri = std::env::var(TABLE).unwrap_or_else(|_| s.facts.get("vectors.uri").to_string());
     match scenario.as_str() {
         "cold" => {
             let ds = open_s3(&uri, &s.endpoint).unwrap();
@@ -352,6 +333,11 @@ fn child_s3_scenario() {
             let mut pst = LanceIoStats::default();
             assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
             assert!(pst.index_read_requests > 0, "prewarm read no index files: {pst:?}");
+            assert_eq!((pst.index_cache_misses, pst.index_cache_hits), (2, 0), "a cold prewarm of 2 segments: {pst:?}");
+            // Again: everything is cached, nothing is read.
+            let mut again = LanceIoStats::default();
+            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut again), 0, "{}", last_message());
+            assert_eq!((again.index_cache_hits, again.index_cache_misses, again.index_read_requests), (2, 0, 0), "{again:?}");
             drop(warm);
             println!("MARK-AFTER-PREWARM");
             let fresh = open_s3(&uri, &s.endpoint).unwrap();
@@ -361,17 +347,72 @@ fn child_s3_scenario() {
             assert!(st.index_cache_hits > 0, "{st:?}");
             println!("PREWARM prewarm_index_reads={} search_index_reads=0", pst.index_read_requests);
         }
+        "prewarm_only" => {
+            // Only a prewarm in this process: the parent checks the server log for what it read.
+            let warm = open_s3(&uri, &s.endpoint).unwrap();
+            println!("MARK-OPENED");
+            let name = cstr("emb_pq");
+            let mut pst = LanceIoStats::default();
+            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
+            println!("PREWARM-ONLY index_reads={} reads={}", pst.index_read_requests, pst.read_requests);
+        }
+        "segment" => {
+            // Warm one segment (the first INDEX_SEGMENT split's), then search both segments.
+            let ds = open_s3(&uri, &s.endpoint).unwrap();
+            let col = cstr("embedding");
+            let mut plan = std::ptr::null_mut();
+            assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, 0, &mut plan), 0);
+            let segs: Vec<*mut LanceSplit> = (0..lance_split_plan_count(plan))
+                .map(|i| lance_split_plan_get(plan, i))
+                .filter(|sp| lance_split_kind(*sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32)
+                .collect();
+            assert_eq!(segs.len(), 2);
+            let mut uuid = [0u8; 16];
+            assert_eq!(lance_split_segment_uuid(segs[0], uuid.as_mut_ptr()), 0);
+            let name = cstr("emb_pq");
+            let mut pst = LanceIoStats::default();
+            assert_eq!(lance_dataset_prewarm_index_segments(ds.ptr(), name.as_ptr(), uuid.as_ptr(), 16, &mut pst), 0, "{}", last_message());
+            assert_eq!((pst.index_cache_misses, pst.index_cache_hits), (1, 0), "{pst:?}");
+            assert!(pst.index_read_requests > 0, "{pst:?}");
+            let query: Vec<f32> = lance_host_testkit::vector_of(42);
+            let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
+            lance_vector_query_init(q.as_mut_ptr());
+            let mut q = unsafe { q.assume_init() };
+            q.column = col.as_ptr();
+            q.vector = query.as_ptr() as _;
+            q.dimension = query.len();
+            q.k = 5;
+            q.nprobes = 4;
+            let mut reads = Vec::new();
+            for sp in &segs {
+                let mut stream = FFI_ArrowArrayStream::empty();
+                assert_eq!(lance_split_search(ds.ptr(), *sp, &q, &mut stream), 0, "{}", last_message());
+                reads.push(drain_in_place(&mut stream).1.index_read_requests);
+            }
+            assert_eq!(reads[0], 0, "the warmed segment read index files");
+            assert!(reads[1] > 0, "the segment nobody warmed read no index file");
+            for sp in segs {
+                lance_split_free(sp);
+            }
+            lance_split_plan_free(plan);
+            println!("SEGMENT warmed_reads=0 cold_reads={}", reads[1]);
+        }
         other => panic!("unknown scenario {other}"),
     }
     println!("CHILD-OK");
 }
 
 fn run_scenario(scenario: &str) -> String {
+    run_scenario_on(scenario, &shared().facts.get("vectors.uri").to_string())
+}
+
+fn run_scenario_on(scenario: &str, table: &str) -> String {
     let s = shared();
     run_child(
         "s3::child_s3_scenario",
         &[
             (SCENARIO, std::ffi::OsStr::new(scenario)),
+            (TABLE, std::ffi::OsStr::new(table)),
             ("LANCE_HOST_TEST_S3_ENDPOINT", std::ffi::OsStr::new(&s.endpoint)),
             ("LANCE_HOST_TEST_S3_ROOT", std::ffi::OsStr::new(s.facts.get("root"))),
         ],
@@ -386,16 +427,21 @@ fn index_gets(lines: &[String]) -> usize {
 fn prewarm_removes_remote_index_reads() {
     let s = shared();
     let moto = s.moto.as_ref().expect("parent owns the server");
+    // Only this table's requests: other tests use the same server at the same time.
+    let path = format!("{}/", s.facts.get("vectors.uri").trim_start_matches("s3://"));
+    let mine = |from: usize| -> Vec<String> {
+        moto.requests()[from..].iter().filter(|l| l.contains(&path)).cloned().collect()
+    };
     // Cold: a search reads index files — by the library's count and by the server's log.
     let before = moto.requests().len();
     run_scenario("cold");
-    let cold = moto.requests()[before..].to_vec();
+    let cold = mine(before);
     assert!(index_gets(&cold) > 0, "server saw no index reads for a cold search");
     // Prewarm in a fresh process, then search through another fresh handle.
     let before = moto.requests().len();
     let out = run_scenario("prewarm");
     assert!(out.contains("search_index_reads=0"));
-    let lines = moto.requests()[before..].to_vec();
+    let lines = mine(before);
     assert!(index_gets(&lines) > 0, "the prewarm itself read no index files");
     // The server log has no marker; the library's counts separate the phases, and the
     // server log of the whole prewarm process may only hold index reads of the prewarm.
@@ -410,6 +456,46 @@ fn prewarm_removes_remote_index_reads() {
         prewarm_reads,
         "server saw index reads beyond the prewarm's own: {lines:#?}"
     );
+}
+
+/// A prewarm reads index files and deletion files only: no data file, no query.
+#[test]
+fn prewarm_reads_no_data_file_and_warms_single_segments() {
+    let s = shared();
+    let moto = s.moto.as_ref().expect("parent owns the server");
+    // A table of this test's own, so other tests' requests cannot mix into its server log.
+    let table = format!("{}/prewarm_only/vectors.lance", s.facts.get("root"));
+    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut facts = Facts::default();
+            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
+        })
+    })
+    .join()
+    .unwrap();
+    let path = table.trim_start_matches("s3://");
+    let before = moto.requests().len();
+    let out = run_scenario_on("prewarm_only", &table);
+    let lines: Vec<String> = moto.requests()[before..].iter().filter(|l| l.contains(path)).cloned().collect();
+    // The server log of this process: everything after its open is the prewarm's.
+    let start = lines
+        .iter()
+        .rposition(|l| l.contains("_versions/") || l.contains(".manifest"))
+        .expect("the open read a manifest");
+    let prewarm_lines = &lines[start + 1..];
+    let data: Vec<&String> = prewarm_lines.iter().filter(|l| l.contains("/data/")).collect();
+    assert!(data.is_empty(), "the prewarm read data files: {data:#?}");
+    let index_reads: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("PREWARM-ONLY index_reads="))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(index_reads > 0);
+    assert_eq!(index_gets(prewarm_lines), index_reads, "server and library disagree: {prewarm_lines:#?}");
+    let out = run_scenario_on("segment", &table);
+    assert!(out.contains("SEGMENT warmed_reads=0"));
 }
 
 #[test]

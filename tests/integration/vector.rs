@@ -56,19 +56,19 @@ fn exact_top_k(
     all.into_iter().take(k).map(|x| x.1).collect()
 }
 
-fn query_vector(seed: i64) -> Vec<f32> {
+pub(crate) fn query_vector(seed: i64) -> Vec<f32> {
     // Near an existing row, but not equal to it.
     tk::vector_of(seed).iter().enumerate().map(|(d, x)| x + 0.05 * (d as f32 % 3.0 - 1.0)).collect()
 }
 
-struct Plan(*mut LanceSplitPlan);
+pub(crate) struct Plan(pub(crate) *mut LanceSplitPlan);
 impl Drop for Plan {
     fn drop(&mut self) {
         lance_split_plan_free(self.0);
     }
 }
 
-struct SplitH(*mut LanceSplit);
+pub(crate) struct SplitH(pub(crate) *mut LanceSplit);
 impl Drop for SplitH {
     fn drop(&mut self) {
         lance_split_free(self.0);
@@ -76,7 +76,7 @@ impl Drop for SplitH {
 }
 unsafe impl Send for SplitH {}
 
-fn plan_vector(ds: &Ds, column: &str, metric: LanceMetric, use_index: bool) -> Result<Plan, (i32, String)> {
+pub(crate) fn plan_vector(ds: &Ds, column: &str, metric: LanceMetric, use_index: bool) -> Result<Plan, (i32, String)> {
     plan_vector_grouped(ds, column, metric, use_index, 0)
 }
 
@@ -96,7 +96,7 @@ fn plan_vector_grouped(
     Ok(Plan(p))
 }
 
-fn splits(plan: &Plan) -> Vec<SplitH> {
+pub(crate) fn splits(plan: &Plan) -> Vec<SplitH> {
     (0..lance_split_plan_count(plan.0))
         .map(|i| {
             let s = lance_split_plan_get(plan.0, i);
@@ -106,7 +106,7 @@ fn splits(plan: &Plan) -> Vec<SplitH> {
         .collect()
 }
 
-fn frag_ids(s: &SplitH) -> Vec<u64> {
+pub(crate) fn frag_ids(s: &SplitH) -> Vec<u64> {
     let mut n = 0usize;
     let p = lance_split_fragment_ids(s.0, &mut n);
     if n == 0 {
@@ -119,7 +119,7 @@ fn reason(plan: &Plan) -> String {
     unsafe { CStr::from_ptr(lance_split_plan_reason(plan.0)) }.to_string_lossy().into_owned()
 }
 
-fn index_name(plan: &Plan) -> Option<String> {
+pub(crate) fn index_name(plan: &Plan) -> Option<String> {
     let p = lance_split_plan_index_name(plan.0);
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
@@ -136,15 +136,15 @@ fn ship(s: &SplitH) -> SplitH {
     SplitH(back)
 }
 
-struct Query {
+pub(crate) struct Query {
     column: std::ffi::CString,
     vector: Vec<f32>,
     prefilter: Option<std::ffi::CString>,
     cols: CStrs,
-    q: LanceVectorQuery,
+    pub(crate) q: LanceVectorQuery,
 }
 
-fn query(column: &str, vector: Vec<f32>, k: u64) -> Query {
+pub(crate) fn query(column: &str, vector: Vec<f32>, k: u64) -> Query {
     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
     assert_eq!(lance_vector_query_init(q.as_mut_ptr()), 0);
     let mut q = unsafe { q.assume_init() };
@@ -160,7 +160,7 @@ fn query(column: &str, vector: Vec<f32>, k: u64) -> Query {
 }
 
 impl Query {
-    fn raw(&mut self) -> LanceVectorQuery {
+    pub(crate) fn raw(&mut self) -> LanceVectorQuery {
         let mut q = self.q;
         q.column = self.column.as_ptr();
         q.vector = self.vector.as_ptr() as *const _;
@@ -210,7 +210,7 @@ fn f32_column(batches: &[RecordBatch], name: &str) -> Vec<f32> {
         .collect()
 }
 
-fn recall(found: &[i64], truth: &[i64]) -> f64 {
+pub(crate) fn recall(found: &[i64], truth: &[i64]) -> f64 {
     let t: BTreeSet<i64> = truth.iter().copied().collect();
     found.iter().filter(|i| t.contains(i)).count() as f64 / truth.len() as f64
 }

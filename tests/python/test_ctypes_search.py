@@ -35,6 +35,20 @@ class VectorQuery(ctypes.Structure):
     ]
 
 
+class IoStats(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "read_requests",
+            "read_bytes",
+            "index_read_requests",
+            "index_read_bytes",
+            "index_cache_hits",
+            "index_cache_misses",
+        )
+    ]
+
+
 @pytest.fixture(scope="module")
 def lib():
     lib = ctypes.CDLL(os.environ["LANCE_HOST_LIB"])
@@ -78,6 +92,11 @@ def lib():
             ctypes.c_int32,
             [P, ctypes.POINTER(VectorQuery), ctypes.POINTER(ArrowArrayStream),
              ctypes.POINTER(ArrowArrayStream)],
+        ),
+        "lance_split_segment_uuid": (ctypes.c_int32, [P, ctypes.c_char_p]),
+        "lance_dataset_prewarm_index_segments": (
+            ctypes.c_int32,
+            [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(IoStats)],
         ),
         "lance_last_error_message": (ctypes.c_char_p, []),
     }
@@ -157,6 +176,16 @@ def test_distributed_search_from_python(lib, vectors_uri):
                 assert split, lib.lance_last_error_message()
                 wds = lib.lance_split_open_dataset(split, None)
                 assert wds, lib.lance_last_error_message()
+                if kinds[i] == LANCE_SPLIT_INDEX_SEGMENT:
+                    # The worker warms exactly the segment it serves.
+                    uuid = ctypes.create_string_buffer(16)
+                    assert lib.lance_split_segment_uuid(split, uuid) == LANCE_OK
+                    io = IoStats()
+                    rc = lib.lance_dataset_prewarm_index_segments(wds, b"emb_pq", uuid.raw, 16, ctypes.byref(io))
+                    assert rc == LANCE_OK, lib.lance_last_error_message()
+                    assert io.index_cache_hits + io.index_cache_misses == 1
+                    rc = lib.lance_dataset_prewarm_index_segments(wds, b"emb_pq", uuid.raw, 15, None)
+                    assert rc != LANCE_OK and b"multiple of 16" in lib.lance_last_error_message()
                 rc = lib.lance_split_search(wds, split, ctypes.byref(q), ctypes.byref(results[i]))
                 assert rc == LANCE_OK, lib.lance_last_error_message()
                 lib.lance_dataset_free(wds)
