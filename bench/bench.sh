@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the benchmark (release profile, twice: glibc malloc and mimalloc), install pylance and
-# the S3-compatible test server, and run bench/run.py, which writes bench/REPORT.md.
+# the S3-compatible test server, and run bench/run.py, which writes bench/REPORT.md, then
+# bench/prewarm.py, which writes bench/PREWARM.md (same table, on the S3-compatible server).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
 # A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
 # $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
@@ -24,5 +25,11 @@ cargo build --release -q -p lance-host-bench
 cp "$CARGO_TARGET_DIR/release/lance-host-bench" "$bin_dir/lance-host-bench-glibc"
 # The release library ships with mimalloc (CMake's LANCE_HOST_MIMALLOC); the glibc build is
 # measured beside it for the allocator table.
-exec python3 bench/run.py --bin "$bin_dir/lance-host-bench-mimalloc" \
+python3 bench/run.py --bin "$bin_dir/lance-host-bench-mimalloc" \
   --alt-bin "$bin_dir/lance-host-bench-glibc" "$@"
+rows=3000000
+args=("$@")
+for i in "${!args[@]}"; do
+  if [ "${args[$i]}" = "--rows" ]; then rows="${args[$((i + 1))]}"; fi
+done
+python3 bench/prewarm.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"

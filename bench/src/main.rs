@@ -6,6 +6,8 @@
 //!   lance-host-bench host <work> <uri> <facts.json>        lance-host through its C ABI
 //!   lance-host-bench native <work> <uri> <facts.json>      native Lance (Rust API)
 //!
+//!   lance-host-bench prewarm <mode> <nprobes> <uri> <facts.json>   prewarm benchmark (bench/prewarm.py)
+//!
 //! Work: scan, scan_vec, filter, scan_2t, take, search8, search32, search8_2t, search8_seg.
 //! Each side opens the table, runs the work once as warm-up, then `BENCH_ITERS` timed times
 //! (search work: once per query vector) and prints one JSON line with the timings, rows and
@@ -307,8 +309,32 @@ fn cstrs(v: &[&str]) -> (Vec<CString>, Vec<*const std::ffi::c_char>) {
     (owned, ptrs)
 }
 
-fn drain(stream: FFI_ArrowArrayStream) -> Vec<RecordBatch> {
-    ArrowArrayStreamReader::try_new(stream).unwrap().map(|b| b.unwrap()).collect()
+/// Bytes read by every lance-host stream drained so far (all / index files), from each
+/// stream's own I/O statistics read just before it is released.
+static READ_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static INDEX_READ_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn drain(mut stream: FFI_ArrowArrayStream) -> Vec<RecordBatch> {
+    let mut batches = Vec::new();
+    let mut schema = arrow::ffi::FFI_ArrowSchema::empty();
+    // SAFETY: a live stream; get_schema/get_next follow the Arrow C stream contract.
+    assert_eq!(unsafe { (stream.get_schema.unwrap())(&mut stream, &mut schema) }, 0);
+    loop {
+        let mut array = arrow::ffi::FFI_ArrowArray::empty();
+        assert_eq!(unsafe { (stream.get_next.unwrap())(&mut stream, &mut array) }, 0);
+        if array.is_released() {
+            break;
+        }
+        let data = unsafe { arrow::ffi::from_ffi(array, &schema) }.unwrap();
+        batches.push(RecordBatch::from(arrow_array::StructArray::from(data)));
+    }
+    let mut io = LanceIoStats::default();
+    // Streams of other producers (the bench's own merge inputs) have no statistics.
+    if lance_stream_io_stats(&stream, &mut io) == 0 {
+        READ_BYTES.fetch_add(io.read_bytes, std::sync::atomic::Ordering::Relaxed);
+        INDEX_READ_BYTES.fetch_add(io.index_read_bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+    batches
 }
 
 fn i64s(batches: &[RecordBatch], name: &str) -> Vec<i64> {
@@ -411,6 +437,29 @@ impl Host {
         ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum()
     }
 
+    /// One index-segment split alone (its own re-rank), the winners' ids taken by row id.
+    fn search_split(&self, split: *const LanceSplit, q: &[f32], nprobes: u32) -> Vec<i64> {
+        let col = CString::new("vec").unwrap();
+        let (_o, cols) = cstrs(&["_rowid"]);
+        let mut query = LanceVectorQuery::default();
+        query.column = col.as_ptr();
+        query.vector = q.as_ptr() as _;
+        query.dimension = q.len();
+        query.k = K as u64;
+        query.nprobes = nprobes;
+        query.refine_factor = REFINE;
+        query.columns = cols.as_ptr();
+        query.num_columns = 1;
+        query.with_row_id = true;
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_split_search(self.ds, split, &query, &mut st), 0);
+        let rowids = u64s(&drain(st), "_rowid");
+        let (_o, idcol) = cstrs(&["id"]);
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_take_rows(self.ds, rowids.as_ptr(), rowids.len(), idcol.as_ptr(), 1, &mut st), 0);
+        i64s(&drain(st), "id")
+    }
+
     /// Plan + every split + merge (+ one global refine), `threads` workers; `defer`: the
     /// index-segment splits return approximate candidates re-ranked once after the merge.
     fn search(&self, q: &[f32], nprobes: u32, threads: usize, defer: bool) -> Vec<i64> {
@@ -493,6 +542,125 @@ impl Host {
         assert_eq!(lance_dataset_take_rows(self.ds, rowids.as_ptr(), rowids.len(), idcol.as_ptr(), 1, &mut st), 0);
         i64s(&drain(st), "id")
     }
+}
+
+/// Prewarm benchmark on one table (`s3://` through the local server): `mode` is
+/// - `cold`: the 20 query vectors at `nprobes`, no prewarm;
+/// - `warm`: a prewarm of every segment of `vec_idx`, then the same queries;
+/// - `segment`: a prewarm of the first index-segment split's segment only, then the 20 queries
+///   on that split alone;
+/// - `interference`: one thread runs 30 queries while, after its third, the main thread
+///   prewarms (`BENCH_PREWARM=0`: it does not), with a timestamp per query.
+/// Prints a MARK pair around the prewarm and each query, then one JSON line.
+fn run_prewarm(mode: &str, nprobes: u32, uri: &str, facts: &Facts) {
+    use lance_host::ffi::index::*;
+    use lance_host::ffi::session::*;
+    use std::sync::atomic::Ordering::Relaxed;
+    let host = Host::open(uri);
+    let name = CString::new("vec_idx").unwrap();
+    let t0 = Instant::now();
+    let mut prewarm = serde_json::Value::Null;
+    let do_prewarm = |uuids: Option<&[u8]>| -> serde_json::Value {
+        mark("begin prewarm");
+        let t = Instant::now();
+        let mut io = LanceIoStats::default();
+        let rc = match uuids {
+            None => lance_dataset_prewarm_index_with_stats(host.ds, name.as_ptr(), &mut io),
+            Some(u) => lance_dataset_prewarm_index_segments(host.ds, name.as_ptr(), u.as_ptr(), u.len(), &mut io),
+        };
+        assert_eq!(rc, 0);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        mark("end prewarm");
+        serde_json::json!({"ms": ms, "read_requests": io.read_requests, "read_bytes": io.read_bytes,
+            "index_read_requests": io.index_read_requests, "index_read_bytes": io.index_read_bytes,
+            "segments_missed": io.index_cache_misses, "segments_hit": io.index_cache_hits})
+    };
+    let mut queries = Vec::new();
+    let mut one = |i: usize, q: &[f32], run: &dyn Fn(&[f32]) -> Vec<i64>| {
+        let (b0, i0) = (READ_BYTES.load(Relaxed), INDEX_READ_BYTES.load(Relaxed));
+        mark(&format!("begin q{i}"));
+        let t = Instant::now();
+        let ids = run(q);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        mark(&format!("end q{i}"));
+        let (b1, i1) = (READ_BYTES.load(Relaxed), INDEX_READ_BYTES.load(Relaxed));
+        queries.push(serde_json::json!({"ms": ms, "index_bytes": i1 - i0, "other_bytes": (b1 - b0) - (i1 - i0),
+            "recall": recall(&ids, &facts.truth[i])}));
+    };
+    match mode {
+        "cold" | "warm" => {
+            if mode == "warm" {
+                prewarm = do_prewarm(None);
+            }
+            for (i, q) in facts.queries.iter().enumerate() {
+                one(i, q, &|q| host.search(q, nprobes, 1, true));
+            }
+        }
+        "segment" => {
+            let col = CString::new("vec").unwrap();
+            let mut plan = std::ptr::null_mut();
+            assert_eq!(lance_dataset_plan_vector_search(host.ds, col.as_ptr(), 0, true, u64::MAX, &mut plan), 0);
+            let split = (0..lance_split_plan_count(plan))
+                .map(|i| lance_split_plan_get(plan, i))
+                .find(|sp| {
+                    let seg = lance_split_kind(*sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32;
+                    if !seg {
+                        lance_split_free(*sp);
+                    }
+                    seg
+                })
+                .expect("an index segment split");
+            lance_split_plan_free(plan);
+            let mut uuid = [0u8; 16];
+            assert_eq!(lance_split_segment_uuid(split, uuid.as_mut_ptr()), 0);
+            prewarm = do_prewarm(Some(&uuid));
+            let split_addr = split as usize;
+            for (i, q) in facts.queries.iter().enumerate() {
+                one(i, q, &|q| host.search_split(split_addr as *const LanceSplit, q, nprobes));
+            }
+            lance_split_free(split);
+        }
+        "interference" => {
+            let with = std::env::var("BENCH_PREWARM").as_deref() != Ok("0");
+            let done = std::sync::atomic::AtomicUsize::new(0);
+            let lat: Vec<(f64, f64)> = std::thread::scope(|s| {
+                let fg = s.spawn(|| {
+                    (0..30)
+                        .map(|i| {
+                            let q = &facts.queries[i % facts.queries.len()];
+                            let start = t0.elapsed().as_secs_f64() * 1e3;
+                            let t = Instant::now();
+                            host.search(q, nprobes, 1, true);
+                            done.fetch_add(1, Relaxed);
+                            (start, t.elapsed().as_secs_f64() * 1e3)
+                        })
+                        .collect()
+                });
+                while done.load(Relaxed) < 3 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                if with {
+                    let start = t0.elapsed().as_secs_f64() * 1e3;
+                    let mut io = LanceIoStats::default();
+                    assert_eq!(lance_dataset_prewarm_index_with_stats(host.ds, name.as_ptr(), &mut io), 0);
+                    let end = t0.elapsed().as_secs_f64() * 1e3;
+                    prewarm = serde_json::json!({"start_ms": start, "end_ms": end});
+                }
+                fg.join().unwrap()
+            });
+            queries = lat.iter().map(|(s, ms)| serde_json::json!({"start_ms": s, "ms": ms})).collect();
+        }
+        other => panic!("unknown prewarm mode {other}"),
+    }
+    let mut st = LanceSessionStats::default();
+    assert_eq!(lance_session_stats(&mut st), 0);
+    let ru = rusage();
+    println!(
+        "{}",
+        serde_json::json!({"mode": mode, "nprobes": nprobes, "prewarm": prewarm, "queries": queries,
+            "maxrss_kb": ru.0, "index_cache_bytes": st.index_bytes, "index_cache_entries": st.index_entries})
+    );
+    lance_dataset_free(host.ds);
 }
 
 struct Native {
@@ -660,12 +828,17 @@ fn main() {
             let facts = rt.block_on(write_table(uri, rows));
             std::fs::write(&args[3], serde_json::to_string(&facts).unwrap()).unwrap();
         }
+        Some("prewarm") => {
+            // prewarm <mode> <nprobes> <uri> <facts.json>
+            let facts = load_facts(&args[5]);
+            run_prewarm(&args[2], args[3].parse().unwrap(), &args[4], &facts);
+        }
         Some(side @ ("host" | "native")) => {
             let facts = load_facts(&args[4]);
             run_side(side, &args[2], &args[3], &facts);
         }
         _ => {
-            eprintln!("usage: lance-host-bench write <uri> <facts.json> [rows] | host|native <work> <uri> <facts.json>");
+            eprintln!("usage: lance-host-bench write <uri> <facts.json> [rows] | host|native <work> <uri> <facts.json> | prewarm <mode> <nprobes> <uri> <facts.json>");
             std::process::exit(2);
         }
     }
