@@ -106,6 +106,9 @@ struct ArrowArrayStream {
 // Upper bound for runtime worker threads.
 #define LANCE_MAX_WORKER_THREADS 1024
 
+// Current snapshot token format.
+#define SNAPSHOT_FORMAT 1
+
 // Error codes returned by every fallible C function.
 //
 // Values are explicit and never reused: a host may store or switch on them.
@@ -138,8 +141,12 @@ enum LanceErrorCode
   LANCE_ERR_PERMISSION_DENIED = 9,
   // Stored data could not be decoded (corrupt file, corrupt split bytes).
   LANCE_ERR_CORRUPT = 10,
-  // An operation did not finish within its time bound.
+  // An operation did not finish within its time bound (a call context's deadline, a
+  // catalog timeout).
   LANCE_ERR_TIMEOUT = 11,
+  // The operation was cancelled by the host (`lance_stream_cancel`,
+  // `lance_call_context_cancel`).
+  LANCE_ERR_CANCELLED = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -212,6 +219,10 @@ typedef int32_t LanceElementType;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// A call context: a cancellation handle with an optional deadline that a host binds to a
+// thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
+typedef struct LanceCallContext LanceCallContext;
+
 // A connected catalog. Opaque; create with `lance_catalog_open`, free with
 // `lance_catalog_free`.
 typedef struct LanceCatalog LanceCatalog;
@@ -244,6 +255,10 @@ typedef struct LanceStringList LanceStringList;
 // `lance_table_info_free`.
 typedef struct LanceTableInfo LanceTableInfo;
 
+// Planner statistics of a snapshot. Opaque; read with the `lance_table_stats_*` functions,
+// free with `lance_table_stats_free`.
+typedef struct LanceTableStats LanceTableStats;
+
 // One fragment of a snapshot.
 typedef struct {
   uint64_t id;
@@ -261,17 +276,6 @@ typedef struct {
   int64_t timestamp_ms;
 } LanceVersionInfo;
 
-// One physical segment of an index; pointers inside are owned by the index list.
-typedef struct {
-  // The segment's UUID (16 bytes, RFC 4122 byte order).
-  uint8_t uuid[16];
-  // Fragment ids the segment covers that are visible in the snapshot, ascending.
-  const uint64_t *fragment_ids;
-  size_t num_fragment_ids;
-  // Physical rows of those fragments.
-  uint64_t indexed_rows;
-} LanceIndexSegmentInfo;
-
 // I/O statistics of one operation (a scan, split search, take or prewarm).
 typedef struct {
   // Read requests the operation sent to the object store.
@@ -287,6 +291,39 @@ typedef struct {
   // Index-cache lookups of the operation's plan that missed and read storage.
   uint64_t index_cache_misses;
 } LanceIoStats;
+
+// Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
+// manifest does not record a data file's size (then `bytes_on_disk` is 0 and means nothing).
+typedef struct {
+  uint64_t fragment_id;
+  // Rows written to the fragment's data files.
+  uint64_t physical_rows;
+  // Of those, rows deleted at the snapshot's version.
+  uint64_t deleted_rows;
+  // Sum of the fragment's data file sizes in bytes.
+  uint64_t bytes_on_disk;
+  bool has_bytes_on_disk;
+} LanceFragmentStats;
+
+// Statistics of one top-level column; `name` is owned by the statistics object.
+typedef struct {
+  const char *name;
+  // Bytes of the column (nested fields included) in the data files, as encoded.
+  uint64_t bytes_on_disk;
+  // False for tables in the legacy (v1) file format, which do not record column sizes.
+  bool has_bytes_on_disk;
+} LanceColumnStats;
+
+// One physical segment of an index; pointers inside are owned by the index list.
+typedef struct {
+  // The segment's UUID (16 bytes, RFC 4122 byte order).
+  uint8_t uuid[16];
+  // Fragment ids the segment covers that are visible in the snapshot, ascending.
+  const uint64_t *fragment_ids;
+  size_t num_fragment_ids;
+  // Physical rows of those fragments.
+  uint64_t indexed_rows;
+} LanceIndexSegmentInfo;
 
 // What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
 // Every pointer inside is borrowed for the duration of the call that receives the options.
@@ -590,6 +627,70 @@ int32_t lance_dataset_versions(const LanceDataset *dataset, LanceVersionInfo **o
 // ignored. Call once per array, not concurrently with other use of it.
 void lance_version_info_list_free(LanceVersionInfo *list, size_t len);
 
+// Write the number of rows of the snapshot that match `filter_sql` (a SQL predicate; NULL =
+// every row) to `out`. Exact. Without a filter the count comes from the manifest and reads no
+// data file; with one, only the filter's columns are read, through a scalar index (BTREE,
+// BITMAP) where the predicate allows it. If `io` is not NULL it receives the I/O the count
+// caused (`LanceIoStats`, object stores only).
+//
+// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
+// dataset or `out`, invalid UTF-8, an empty or invalid filter or an unknown column; or the
+// I/O error. Outputs are not written on failure.
+int32_t lance_dataset_count_rows_where(const LanceDataset *dataset, const char *filter_sql, uint64_t *out, LanceIoStats *io);
+
+// Collect planner statistics of the snapshot: per fragment its physical and deleted rows and
+// bytes on disk (from the manifest, no data read), per column its bytes on disk (from the
+// data files' metadata: one footer read per data file, no data pages). Lance keeps no null
+// counts or exact minimum/maximum per column, so none are reported. If `io` is not NULL it
+// receives the I/O the call caused.
+//
+// Caller owns `*out`; free it with `lance_table_stats_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_statistics(const LanceDataset *dataset, LanceTableStats **out, LanceIoStats *io);
+
+// Number of fragments in `stats` (0 for NULL). Thread-safe.
+size_t lance_table_stats_fragment_count(const LanceTableStats *stats);
+
+// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`.
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments or an index out of range.
+int32_t lance_table_stats_fragment(const LanceTableStats *stats, size_t index, LanceFragmentStats *out);
+
+// Number of top-level columns in `stats` (0 for NULL). Thread-safe.
+size_t lance_table_stats_column_count(const LanceTableStats *stats);
+
+// Copy the statistics of column `index` (schema order) into `out`; `out->name` stays valid
+// until `stats` is freed. Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments
+// or an index out of range.
+int32_t lance_table_stats_column(const LanceTableStats *stats, size_t index, LanceColumnStats *out);
+
+// Free statistics from `lance_dataset_statistics`. NULL is ignored. Call once, after the last
+// use of the statistics and of the names obtained from them; not concurrently with other
+// calls on them.
+void lance_table_stats_free(LanceTableStats *stats);
+
+// Free a string this library returned as caller-owned (`char**` outputs such as the explain
+// functions'). NULL is ignored. Call once per string, not concurrently with other use of it.
+void lance_string_free(char *s);
+
+// Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
+// bytes holding the table URI, the pinned version and the pinned manifest — never storage
+// options or secrets. A worker opens it with `lance_snapshot_open` instead of reading the
+// manifest from storage (on object stores that saves the manifest read of every worker open).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
+// Thread-safe. Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_export_snapshot(const LanceDataset *dataset, uint8_t **out, size_t *out_len);
+
+// Open the table of a snapshot token (from `lance_dataset_export_snapshot`) at its pinned
+// version, from the shipped manifest, through the process-wide session. `storage_options`
+// (NULL-terminated key/value array or NULL) are the worker's own credentials. Splits of the
+// coordinator's plan run on the returned handle as on one opened by `lance_split_open_dataset`.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+// Thread-safe. Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for
+// truncated, tampered or foreign bytes, LANCE_ERR_NOT_SUPPORTED for another token format.
+LanceDataset *lance_snapshot_open(const uint8_t *bytes, size_t len, const char *const *storage_options);
+
 // Code of the last failing call on the calling thread (`LANCE_OK` if none failed yet).
 //
 // Reading it has no side effect: it neither clears nor changes the last error.
@@ -792,8 +893,9 @@ int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
 // Returns an error code; outputs are not written on failure.
 int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
-// Free bytes returned by `lance_split_serialize`, passing the length it returned. NULL is
-// ignored. Call once per buffer, not concurrently with other use of it.
+// Free bytes returned by `lance_split_serialize` or `lance_dataset_export_snapshot`, passing
+// the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
+// use of it.
 void lance_bytes_free(uint8_t *bytes, size_t len);
 
 // Rebuild a split from bytes made by `lance_split_serialize`.
@@ -815,6 +917,17 @@ LanceDataset *lance_split_open_dataset(const LanceSplit *split, const char *cons
 // obtained from it; not concurrently with other calls on it. Datasets opened from it and
 // streams of its searches stay valid.
 void lance_split_free(LanceSplit *split);
+
+// Write the number of rows of the split's fragments that match `filter_sql` (NULL = every
+// row) to `out`, on `dataset`, which must be the split's table at the split's version. Exact,
+// deletions accounted; as `lance_dataset_count_rows_where` (no data read without a filter).
+// The counts of all scan splits of a plan add up to the dataset's count. If `io` is not NULL
+// it receives the I/O the count caused.
+//
+// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL
+// arguments, a split of another table or version, invalid UTF-8 or an invalid filter; or the
+// I/O error. Outputs are not written on failure.
+int32_t lance_split_count_rows(const LanceDataset *dataset, const LanceSplit *split, const char *filter_sql, uint64_t *out, LanceIoStats *io);
 
 // Read the I/O statistics of the operation behind a stream returned by this library (scan,
 // split scan, split search, take, merge): object-store read requests and bytes so far, and
@@ -845,6 +958,14 @@ int32_t lance_scan_options_init(LanceScanOptions *out);
 // Thread-safe. Returns an error code; `out` is not written on failure.
 int32_t lance_dataset_scan(const LanceDataset *dataset, const LanceScanOptions *options, struct ArrowArrayStream *out);
 
+// Describe the plan Lance would run for `lance_dataset_scan` with the same options — which
+// scalar index answers the filter, what is pushed into the read, the projection — as Lance's
+// own plan text. Nothing is read. `options` may be NULL.
+//
+// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
+// Returns an error code as `lance_dataset_scan`; `out` is not written on failure.
+int32_t lance_dataset_explain_scan(const LanceDataset *dataset, const LanceScanOptions *options, char **out);
+
 // Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
 // `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
 // version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
@@ -853,6 +974,16 @@ int32_t lance_dataset_scan(const LanceDataset *dataset, const LanceScanOptions *
 // Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 // Thread-safe. Returns an error code; `out` is not written on failure.
 int32_t lance_split_scan(const LanceDataset *dataset, const LanceSplit *split, const LanceScanOptions *options, struct ArrowArrayStream *out);
+
+// Cancel a stream this library returned, from any thread — also while another thread is
+// blocked in its `get_next`. That `get_next` (and every later one) returns ECANCELED (125) with
+// a message from `get_last_error`; the work behind the stream stops (its I/O counters stop
+// growing). The stream must still be released with `release`. Cancelling twice is harmless.
+//
+// Borrows `stream`; it must be live (not released, not being released). Thread-safe.
+// Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL, a released stream or a stream
+// not created by lance-host.
+int32_t lance_stream_cancel(const struct ArrowArrayStream *stream);
 
 // Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
 // default refine, no prefilter, every column, with `_rowid`.
@@ -870,6 +1001,14 @@ int32_t lance_vector_query_init(LanceVectorQuery *out);
 // dimension, a metric that contradicts the split's index, a foreign split); `out` is not
 // written on failure.
 int32_t lance_split_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, struct ArrowArrayStream *out);
+
+// Describe the plan Lance would run for `lance_split_search` with the same arguments —
+// whether the index segment or a flat pass answers it, the prefilter, the re-rank — as
+// Lance's own plan text. Nothing is read.
+//
+// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
+// Returns an error code as `lance_split_search`; `out` is not written on failure.
+int32_t lance_split_explain_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, char **out);
 
 // Re-rank approximate candidates exactly: reads every row of `candidates` (a stream with
 // `_rowid` uint64 and `_distance` float32, typically the `lance_topk_merge` of index-segment
@@ -922,6 +1061,35 @@ int32_t lance_session_configure(const LanceSessionOptions *options);
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
 // failure.
 int32_t lance_session_stats(LanceSessionStats *out);
+
+// Create a call context whose deadline is `timeout_ms` milliseconds from now (0 = none).
+//
+// Caller owns the result; free it with `lance_call_context_free`. Thread-safe. Never fails
+// for valid input; returns NULL (and sets the last error) only for an out-of-range timeout.
+LanceCallContext *lance_call_context_new(uint64_t timeout_ms);
+
+// Bind `context` to the calling thread (NULL unbinds). While bound, every blocking call of
+// this library on this thread — open, catalog calls, planning, take, refine, prewarm, count,
+// statistics, starting a scan or search — fails with LANCE_ERR_CANCELLED once the context is
+// cancelled and with LANCE_ERR_TIMEOUT once its deadline passes, and stops its work. Streams
+// created while it is bound observe it for their whole life: their `get_next` then returns
+// ECANCELED (125) or ETIMEDOUT (110). The binding keeps the context alive, so it may be freed
+// while bound; binding another context replaces it.
+//
+// Thread-safe (affects only the calling thread). Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT
+// for a context that is not valid.
+int32_t lance_call_context_enter(const LanceCallContext *context);
+
+// Cancel `context`: calls bound to it on any thread stop with LANCE_ERR_CANCELLED, its
+// streams' `get_next` with ECANCELED. Idempotent.
+//
+// Thread-safe: may be called from any thread while others are blocked in calls bound to it.
+// Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL.
+int32_t lance_call_context_cancel(const LanceCallContext *context);
+
+// Free a call context. NULL is ignored. Threads it is bound to keep it until they unbind it.
+// Call once; not concurrently with `lance_call_context_cancel` on the same handle.
+void lance_call_context_free(LanceCallContext *context);
 
 // Take rows by `_rowid` from the handle's snapshot into `out`: rows come in request order,
 // duplicates kept. `columns` (`num_columns` names, `_rowid` allowed; 0 = every column) is the

@@ -33,8 +33,12 @@ pub enum LanceErrorCode {
     LANCE_ERR_PERMISSION_DENIED = 9,
     /// Stored data could not be decoded (corrupt file, corrupt split bytes).
     LANCE_ERR_CORRUPT = 10,
-    /// An operation did not finish within its time bound.
+    /// An operation did not finish within its time bound (a call context's deadline, a
+    /// catalog timeout).
     LANCE_ERR_TIMEOUT = 11,
+    /// The operation was cancelled by the host (`lance_stream_cancel`,
+    /// `lance_call_context_cancel`).
+    LANCE_ERR_CANCELLED = 12,
 }
 
 /// The error of the safe layer: a code and a message that says what was wrong with this call.

@@ -3,7 +3,9 @@
 //! The safe Rust layer (`session`, `snapshot`, `scan`, ...) holds all logic; `ffi` is the C ABI
 //! on top of it. See `include/lance_host.h` for the C API.
 
+pub mod cancel;
 pub mod catalog;
+pub mod count;
 pub mod error;
 pub mod ffi;
 pub mod index;
@@ -17,6 +19,7 @@ pub mod runtime;
 pub mod session;
 pub mod search;
 pub mod snapshot;
+pub mod statistics;
 pub mod stats;
 pub mod take;
 

@@ -18,12 +18,26 @@ pub fn build(worker_threads: u32) -> Result<Runtime> {
 }
 
 /// Run `fut` to completion on `runtime` from a host thread. Refuses (instead of panicking)
-/// when called from inside an async runtime, where blocking would deadlock or abort.
+/// when called from inside an async runtime, where blocking would deadlock or abort. If a call
+/// context is bound to the thread, the call fails with LANCE_ERR_CANCELLED or
+/// LANCE_ERR_TIMEOUT as soon as it is cancelled or its deadline passes, and `fut` is dropped
+/// (its work stops).
 pub fn block_on<F: Future>(runtime: &Runtime, fut: F) -> Result<F::Output> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(HostError::precondition(
             "lance-host functions must not be called from inside an async runtime thread",
         ));
     }
-    Ok(runtime.block_on(fut))
+    let watch = crate::cancel::Watch::current();
+    if watch.is_empty() {
+        return Ok(runtime.block_on(fut));
+    }
+    watch.check("the call was not started")?;
+    runtime.block_on(async {
+        tokio::select! {
+            biased;
+            stop = watch.stopped() => Err(stop.error("the call stopped")),
+            out = fut => Ok(out),
+        }
+    })
 }

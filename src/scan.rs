@@ -2,6 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -9,6 +10,7 @@ use futures::{Stream, StreamExt};
 use lance::dataset::scanner::Scanner;
 use lance_table::format::Fragment;
 
+use crate::cancel;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
@@ -204,13 +206,32 @@ pub fn apply_memory_bounds(
     Ok(())
 }
 
-/// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
-pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
+/// The scanner of a scan of the snapshot, with the scan's own I/O counters attached.
+fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, OpStats)> {
     let stats = OpStats::default();
     let mut scanner = stats.dataset(snapshot).scan();
     configure_scanner(snapshot, &mut scanner, opts)?;
     stats.attach(&mut scanner);
+    Ok((scanner, stats))
+}
+
+/// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
+pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
+    let (scanner, stats) = prepared_scan(snapshot, opts)?;
     Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats))
+}
+
+/// The plan Lance would run for this scan (which index answers the filter, what is pushed into
+/// the read), as Lance's own plan text; nothing is read.
+pub fn explain_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<String> {
+    let (scanner, _) = prepared_scan(snapshot, opts)?;
+    explain(scanner)
+}
+
+/// Lance's verbose plan text of a prepared scanner.
+pub fn explain(scanner: Scanner) -> Result<String> {
+    session::block_on(async move { scanner.explain_plan(true).await })?
+        .map_err(|e| HostError::from_lance("cannot plan", e))
 }
 
 type BoxedBatchStream = Pin<Box<dyn Stream<Item = lance::Result<RecordBatch>> + Send>>;
@@ -235,8 +256,11 @@ enum Source {
     Driven {
         rx: tokio::sync::mpsc::Receiver<Msg>,
         task: tokio::task::JoinHandle<()>,
+        handle: tokio::runtime::Handle,
     },
     Finished,
+    /// Ended with this error (reported again if the consumer asks again).
+    Failed(HostError),
 }
 
 /// Poll `stream` on a runtime worker and send each batch, at most `PREFETCH_BATCHES` ahead of
@@ -268,6 +292,12 @@ pub struct BatchReader {
     schema: SchemaRef,
     source: Source,
     stats: OpStats,
+    /// This stream's own cancellation (`lance_stream_cancel`).
+    token: cancel::Token,
+    /// What stops it: its own token and the call context bound when it was created.
+    watch: cancel::Watch,
+    /// Set when the stream stopped because of `watch`.
+    stop: Arc<OnceLock<cancel::Stop>>,
 }
 
 impl BatchReader {
@@ -284,20 +314,42 @@ impl BatchReader {
         let runtime = &session::global()?.runtime;
         let (tx, rx) = tokio::sync::mpsc::channel(PREFETCH_BATCHES);
         let task = runtime.spawn(drive(stream, tx));
+        let token = cancel::Token::new(None);
         Ok(Self {
             schema,
-            source: Source::Driven { rx, task },
+            source: Source::Driven {
+                rx,
+                task,
+                handle: runtime.handle().clone(),
+            },
             stats: OpStats::default(),
+            watch: cancel::Watch::current().with(token.clone()),
+            token,
+            stop: Arc::default(),
         })
     }
 
     /// A reader over one batch that is already in memory.
     pub fn from_batch(batch: RecordBatch) -> Self {
+        let token = cancel::Token::new(None);
         Self {
             schema: batch.schema(),
             source: Source::Ready(vec![batch].into_iter()),
             stats: OpStats::default(),
+            watch: cancel::Watch::current().with(token.clone()),
+            token,
+            stop: Arc::default(),
         }
+    }
+
+    /// The handle that cancels this stream from any thread.
+    pub fn cancel_token(&self) -> cancel::Token {
+        self.token.clone()
+    }
+
+    /// Why the stream stopped, once it stopped for a cancellation or a deadline.
+    pub fn stop_reason(&self) -> Arc<OnceLock<cancel::Stop>> {
+        self.stop.clone()
     }
 
     /// Attach the counters of the operation that produced this reader.
@@ -316,25 +368,41 @@ impl BatchReader {
         self.collect()
     }
 
-    /// Wait for the driving task's next message on this (non-runtime) thread.
-    fn receive(&mut self) -> Option<lance::Result<RecordBatch>> {
-        let Source::Driven { rx, .. } = &mut self.source else {
+    /// Wait for the driving task's next message on this (non-runtime) thread, or for the
+    /// stream's cancellation or deadline, whichever comes first.
+    fn receive(&mut self) -> Option<Result<RecordBatch>> {
+        let Source::Driven { rx, handle, .. } = &mut self.source else {
             return None;
         };
         if tokio::runtime::Handle::try_current().is_ok() {
-            return Some(Err(lance::Error::internal(
-                "lance-host streams must not be read from inside an async runtime thread"
-                    .to_string(),
+            return Some(Err(HostError::precondition(
+                "lance-host streams must not be read from inside an async runtime thread",
             )));
         }
-        match rx.blocking_recv() {
-            Some(Msg::Batch(item)) => Some(item),
-            Some(Msg::End) => None,
+        let watch = &self.watch;
+        let got = match watch.stopped_now() {
+            Some(stop) => Err(stop),
+            None => handle.block_on(async {
+                tokio::select! {
+                    biased;
+                    stop = watch.stopped() => Err(stop),
+                    msg = rx.recv() => Ok(msg),
+                }
+            }),
+        };
+        match got {
+            Ok(Some(Msg::Batch(Ok(batch)))) => Some(Ok(batch)),
+            Ok(Some(Msg::Batch(Err(e)))) => Some(Err(HostError::from_lance("scan failed", e))),
+            Ok(Some(Msg::End)) => None,
             // The task ended without saying so (aborted with the runtime): never report a
             // partial result as complete.
-            None => Some(Err(lance::Error::internal(
-                "the scan task stopped before the end of the stream".to_string(),
+            Ok(None) => Some(Err(HostError::internal(
+                "the scan task stopped before the end of the stream",
             ))),
+            Err(stop) => {
+                let _ = self.stop.set(stop);
+                Some(Err(stop.error("the stream stopped")))
+            }
         }
     }
 }
@@ -345,13 +413,19 @@ impl Iterator for BatchReader {
     fn next(&mut self) -> Option<Self::Item> {
         let item = match &mut self.source {
             Source::Finished => return None,
-            Source::Ready(batches) => batches.next().map(Ok),
+            // A failed stream keeps failing: it never looks complete.
+            Source::Failed(e) => return Some(Err(ArrowError::ExternalError(Box::new(e.clone())))),
+            Source::Ready(batches) => match self.watch.stopped_now() {
+                Some(stop) => {
+                    let _ = self.stop.set(stop);
+                    Some(Err(stop.error("the stream stopped")))
+                }
+                None => batches.next().map(Ok),
+            },
             Source::Driven { .. } => {
                 match catch_unwind(AssertUnwindSafe(|| self.receive())) {
                     Ok(item) => item,
-                    Err(_) => Some(Err(lance::Error::internal(
-                        "panic while waiting for the next batch".to_string(),
-                    ))),
+                    Err(_) => Some(Err(HostError::internal("panic while waiting for the next batch"))),
                 }
             }
         };
@@ -361,10 +435,10 @@ impl Iterator for BatchReader {
                 None
             }
             Some(Ok(batch)) => Some(Ok(batch)),
-            Some(Err(e)) => {
+            Some(Err(err)) => {
                 // A failed stream is finished: stop its remaining work now.
                 self.release();
-                let err = HostError::from_lance("scan failed", e);
+                self.source = Source::Failed(err.clone());
                 Some(Err(ArrowError::ExternalError(Box::new(err))))
             }
         }

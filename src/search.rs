@@ -122,6 +122,22 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
 /// split brute-forces its fragment. Output: the projected columns, `_distance` (float32) and
 /// `_rowid` when asked.
 pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<BatchReader> {
+    let (scanner, stats) = prepared_search(snapshot, split, q)?;
+    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats))
+}
+
+/// The plan Lance would run for this split search (index segment or flat pass, prefilter,
+/// re-rank), as Lance's own plan text; nothing is read.
+pub fn explain_search(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<String> {
+    let (scanner, _) = prepared_search(snapshot, split, q)?;
+    scan::explain(scanner)
+}
+
+fn prepared_search(
+    snapshot: &Snapshot,
+    split: &Split,
+    q: &VectorQuery,
+) -> Result<(lance::dataset::scanner::Scanner, OpStats)> {
     split.check_snapshot(snapshot)?;
     if split.kind == SplitKind::Scan {
         return Err(HostError::invalid(
@@ -214,5 +230,5 @@ pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Resu
         scanner.ef(ef as usize);
     }
     stats.attach(&mut scanner);
-    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats))
+    Ok((scanner, stats))
 }

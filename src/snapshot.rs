@@ -118,14 +118,22 @@ impl Snapshot {
 
     /// Logical (visible) rows of the snapshot.
     pub fn count_rows(&self) -> Result<u64> {
-        let ds = self.dataset.clone();
+        self.count_rows_on(self.dataset.clone())
+    }
+
+    /// `count_rows` through another view of the same dataset (e.g. one that counts its I/O).
+    pub(crate) fn count_rows_on(&self, ds: Arc<Dataset>) -> Result<u64> {
         session::block_on(async move { ds.count_rows(None).await })?
             .map(|n| n as u64)
             .map_err(|e| HostError::from_lance("cannot count rows", e))
     }
 
     pub fn fragments(&self) -> Result<Vec<FragmentInfo>> {
-        let ds = self.dataset.clone();
+        self.fragments_on(self.dataset.clone())
+    }
+
+    /// `fragments` through another view of the same dataset.
+    pub(crate) fn fragments_on(&self, ds: Arc<Dataset>) -> Result<Vec<FragmentInfo>> {
         session::block_on(async move {
             let mut out = Vec::new();
             for frag in ds.get_fragments() {
@@ -163,4 +171,96 @@ impl Snapshot {
             })
             .collect())
     }
+}
+
+// ---- Shipped snapshots ---------------------------------------------------------------------
+//
+// A coordinator ships its pinned manifest to workers so they need not read it from storage.
+// Layout (little endian): magic "LHSN" | format u8 (=1) | version u64 | uri: u32 len + bytes |
+// manifest: u32 len + protobuf bytes (Lance's own manifest message) | crc32 of all before.
+// Storage options (credentials) are never part of it.
+
+const SNAPSHOT_MAGIC: &[u8; 4] = b"LHSN";
+/// Current snapshot token format.
+pub const SNAPSHOT_FORMAT: u8 = 1;
+
+impl Snapshot {
+    /// The snapshot token: table URI, pinned version and the pinned manifest, checksummed.
+    pub fn export_token(&self) -> Vec<u8> {
+        use prost::Message;
+        let manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest()).encode_to_vec();
+        let uri = self.uri().as_bytes();
+        let mut b = Vec::with_capacity(32 + uri.len() + manifest.len());
+        b.extend_from_slice(SNAPSHOT_MAGIC);
+        b.push(SNAPSHOT_FORMAT);
+        b.extend_from_slice(&self.version().to_le_bytes());
+        b.extend_from_slice(&(uri.len() as u32).to_le_bytes());
+        b.extend_from_slice(uri);
+        b.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+        b.extend_from_slice(&manifest);
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+}
+
+/// Open the table of a snapshot token at its pinned version from the shipped manifest,
+/// without reading the manifest from storage. Damaged bytes are CORRUPT.
+pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<Snapshot> {
+    use crate::error::LanceErrorCode;
+    let corrupt = |what: &str| {
+        HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid snapshot token: {what}"))
+    };
+    if bytes.len() < 5 || &bytes[..4] != SNAPSHOT_MAGIC {
+        return Err(corrupt("not a lance-host snapshot token (bad magic)"));
+    }
+    if bytes[4] != SNAPSHOT_FORMAT {
+        return Err(HostError::not_supported(format!(
+            "snapshot token format {} is not supported (this library reads format {SNAPSHOT_FORMAT})",
+            bytes[4]
+        )));
+    }
+    if bytes.len() < 5 + 8 + 4 + 4 + 4 {
+        return Err(corrupt("truncated"));
+    }
+    let (body, tail) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(body) != u32::from_le_bytes(tail.try_into().expect("4 bytes")) {
+        return Err(corrupt("checksum mismatch (truncated or corrupted)"));
+    }
+    let mut pos = 5;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let out = body.get(pos..pos + n).ok_or_else(|| corrupt("truncated"))?;
+        pos += n;
+        Ok(out)
+    };
+    let version = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes"));
+    let uri_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+    let uri = std::str::from_utf8(take(uri_len)?).map_err(|_| corrupt("table uri is not UTF-8"))?.to_string();
+    let manifest_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+    let manifest = take(manifest_len)?.to_vec();
+    if pos != body.len() {
+        return Err(corrupt("trailing bytes"));
+    }
+    validate_uri(&uri)?;
+    let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
+    let lance_session = session::global()?.lance.clone();
+    let opts = storage_options.clone();
+    let what = format!("cannot open table '{uri}' at version {version} from its snapshot token");
+    let dataset = session::block_on(async move {
+        DatasetBuilder::from_uri(&uri)
+            .with_session(lance_session)
+            .with_storage_options(opts)
+            .with_version(version)
+            .with_serialized_manifest(&manifest)?
+            .load()
+            .await
+    })?
+    .map_err(|e| secrets.scrub(HostError::from_lance(&what, e)))?;
+    if dataset.version_id() != version {
+        return Err(corrupt("the shipped manifest is not the token's version"));
+    }
+    Ok(Snapshot {
+        dataset: Arc::new(dataset),
+        storage_options,
+    })
 }

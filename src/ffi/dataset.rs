@@ -9,7 +9,7 @@ use crate::snapshot::{self, FragmentInfo, Snapshot, VersionInfo};
 
 use super::{
     free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
-    into_array, into_handle, kv_arg, out_arg, owned_cstring, str_arg,
+    into_array, into_handle, item_at, kv_arg, opt_str_arg, out_arg, owned_cstring, str_arg,
 };
 
 /// A table pinned at one version. Opaque; create with `lance_dataset_open`, free with
@@ -267,4 +267,220 @@ pub extern "C" fn lance_dataset_versions(
 #[no_mangle]
 pub extern "C" fn lance_version_info_list_free(list: *mut LanceVersionInfo, len: usize) {
     guard_free(|| free_array(list, len))
+}
+
+/// Write the number of rows of the snapshot that match `filter_sql` (a SQL predicate; NULL =
+/// every row) to `out`. Exact. Without a filter the count comes from the manifest and reads no
+/// data file; with one, only the filter's columns are read, through a scalar index (BTREE,
+/// BITMAP) where the predicate allows it. If `io` is not NULL it receives the I/O the count
+/// caused (`LanceIoStats`, object stores only).
+///
+/// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
+/// dataset or `out`, invalid UTF-8, an empty or invalid filter or an unknown column; or the
+/// I/O error. Outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_count_rows_where(
+    dataset: *const LanceDataset,
+    filter_sql: *const c_char,
+    out: *mut u64,
+    io: *mut super::scan::LanceIoStats,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let filter = opt_str_arg(filter_sql, "filter_sql")?;
+        let out = out_arg(out, "out")?;
+        let (n, stats) = crate::count::count_rows(&ds.snapshot, None, filter)?;
+        *out = n;
+        if !io.is_null() {
+            *out_arg(io, "io")? = stats.into();
+        }
+        Ok(())
+    })
+}
+
+/// Planner statistics of a snapshot. Opaque; read with the `lance_table_stats_*` functions,
+/// free with `lance_table_stats_free`.
+pub struct LanceTableStats {
+    fragments: Vec<LanceFragmentStats>,
+    columns: Vec<(CString, Option<u64>)>,
+}
+
+/// Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
+/// manifest does not record a data file's size (then `bytes_on_disk` is 0 and means nothing).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LanceFragmentStats {
+    pub fragment_id: u64,
+    /// Rows written to the fragment's data files.
+    pub physical_rows: u64,
+    /// Of those, rows deleted at the snapshot's version.
+    pub deleted_rows: u64,
+    /// Sum of the fragment's data file sizes in bytes.
+    pub bytes_on_disk: u64,
+    pub has_bytes_on_disk: bool,
+}
+
+/// Statistics of one top-level column; `name` is owned by the statistics object.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceColumnStats {
+    pub name: *const c_char,
+    /// Bytes of the column (nested fields included) in the data files, as encoded.
+    pub bytes_on_disk: u64,
+    /// False for tables in the legacy (v1) file format, which do not record column sizes.
+    pub has_bytes_on_disk: bool,
+}
+
+/// Collect planner statistics of the snapshot: per fragment its physical and deleted rows and
+/// bytes on disk (from the manifest, no data read), per column its bytes on disk (from the
+/// data files' metadata: one footer read per data file, no data pages). Lance keeps no null
+/// counts or exact minimum/maximum per column, so none are reported. If `io` is not NULL it
+/// receives the I/O the call caused.
+///
+/// Caller owns `*out`; free it with `lance_table_stats_free`. Borrows `dataset`. Thread-safe.
+/// Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_statistics(
+    dataset: *const LanceDataset,
+    out: *mut *mut LanceTableStats,
+    io: *mut super::scan::LanceIoStats,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let (st, io_stats) = crate::statistics::statistics(&ds.snapshot)?;
+        let fragments = st
+            .fragments
+            .iter()
+            .map(|f| LanceFragmentStats {
+                fragment_id: f.id,
+                physical_rows: f.physical_rows,
+                deleted_rows: f.deleted_rows,
+                bytes_on_disk: f.bytes_on_disk.unwrap_or(0),
+                has_bytes_on_disk: f.bytes_on_disk.is_some(),
+            })
+            .collect();
+        let columns = st.columns.iter().map(|c| (owned_cstring(&c.name), c.bytes_on_disk)).collect();
+        if !io.is_null() {
+            *out_arg(io, "io")? = io_stats.into();
+        }
+        *out = into_handle(LanceTableStats { fragments, columns });
+        Ok(())
+    })
+}
+
+/// Number of fragments in `stats` (0 for NULL). Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_table_stats_fragment_count(stats: *const LanceTableStats) -> usize {
+    guard_value(0, || Ok(handle_ref(stats, "stats")?.fragments.len()))
+}
+
+/// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`.
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments or an index out of range.
+#[no_mangle]
+pub extern "C" fn lance_table_stats_fragment(
+    stats: *const LanceTableStats,
+    index: usize,
+    out: *mut LanceFragmentStats,
+) -> i32 {
+    guard_code(|| {
+        let st = handle_ref(stats, "stats")?;
+        let out = out_arg(out, "out")?;
+        *out = *item_at(&st.fragments, index, "fragment")?;
+        Ok(())
+    })
+}
+
+/// Number of top-level columns in `stats` (0 for NULL). Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_table_stats_column_count(stats: *const LanceTableStats) -> usize {
+    guard_value(0, || Ok(handle_ref(stats, "stats")?.columns.len()))
+}
+
+/// Copy the statistics of column `index` (schema order) into `out`; `out->name` stays valid
+/// until `stats` is freed. Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments
+/// or an index out of range.
+#[no_mangle]
+pub extern "C" fn lance_table_stats_column(
+    stats: *const LanceTableStats,
+    index: usize,
+    out: *mut LanceColumnStats,
+) -> i32 {
+    guard_code(|| {
+        let st = handle_ref(stats, "stats")?;
+        let out = out_arg(out, "out")?;
+        let (name, bytes) = item_at(&st.columns, index, "column")?;
+        *out = LanceColumnStats {
+            name: name.as_ptr(),
+            bytes_on_disk: bytes.unwrap_or(0),
+            has_bytes_on_disk: bytes.is_some(),
+        };
+        Ok(())
+    })
+}
+
+/// Free statistics from `lance_dataset_statistics`. NULL is ignored. Call once, after the last
+/// use of the statistics and of the names obtained from them; not concurrently with other
+/// calls on them.
+#[no_mangle]
+pub extern "C" fn lance_table_stats_free(stats: *mut LanceTableStats) {
+    guard_free(|| free_handle(stats))
+}
+
+/// Free a string this library returned as caller-owned (`char**` outputs such as the explain
+/// functions'). NULL is ignored. Call once per string, not concurrently with other use of it.
+#[no_mangle]
+pub extern "C" fn lance_string_free(s: *mut c_char) {
+    guard_free(|| {
+        if !s.is_null() {
+            // SAFETY: created by CString::into_raw in this library, freed once here.
+            drop(unsafe { CString::from_raw(s) });
+        }
+    })
+}
+
+/// Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
+/// bytes holding the table URI, the pinned version and the pinned manifest — never storage
+/// options or secrets. A worker opens it with `lance_snapshot_open` instead of reading the
+/// manifest from storage (on object stores that saves the manifest read of every worker open).
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
+/// Thread-safe. Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_export_snapshot(
+    dataset: *const LanceDataset,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        (*out, *out_len) = into_array(ds.snapshot.export_token());
+        Ok(())
+    })
+}
+
+/// Open the table of a snapshot token (from `lance_dataset_export_snapshot`) at its pinned
+/// version, from the shipped manifest, through the process-wide session. `storage_options`
+/// (NULL-terminated key/value array or NULL) are the worker's own credentials. Splits of the
+/// coordinator's plan run on the returned handle as on one opened by `lance_split_open_dataset`.
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+/// Thread-safe. Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for
+/// truncated, tampered or foreign bytes, LANCE_ERR_NOT_SUPPORTED for another token format.
+#[no_mangle]
+pub extern "C" fn lance_snapshot_open(
+    bytes: *const u8,
+    len: usize,
+    storage_options: *const *const c_char,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let b = super::slice_arg(bytes, len, "bytes")?;
+        if b.is_empty() {
+            return Err(HostError::invalid("bytes is empty"));
+        }
+        let options = kv_arg(storage_options, "storage_options")?;
+        Ok(into_handle(LanceDataset::new(snapshot::open_token(b, options)?)))
+    })
 }

@@ -76,6 +76,7 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
         9 => b"LANCE_ERR_PERMISSION_DENIED\0",
         10 => b"LANCE_ERR_CORRUPT\0",
         11 => b"LANCE_ERR_TIMEOUT\0",
+        12 => b"LANCE_ERR_CANCELLED\0",
         _ => b"LANCE_ERR_UNKNOWN\0",
     };
     name.as_ptr() as *const c_char

@@ -287,8 +287,9 @@ pub extern "C" fn lance_split_serialize(
     })
 }
 
-/// Free bytes returned by `lance_split_serialize`, passing the length it returned. NULL is
-/// ignored. Call once per buffer, not concurrently with other use of it.
+/// Free bytes returned by `lance_split_serialize` or `lance_dataset_export_snapshot`, passing
+/// the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
+/// use of it.
 #[no_mangle]
 pub extern "C" fn lance_bytes_free(bytes: *mut u8, len: usize) {
     guard_free(|| free_array(bytes, len))
@@ -332,4 +333,36 @@ pub extern "C" fn lance_split_open_dataset(
 #[no_mangle]
 pub extern "C" fn lance_split_free(split: *mut LanceSplit) {
     guard_free(|| free_handle(split))
+}
+
+/// Write the number of rows of the split's fragments that match `filter_sql` (NULL = every
+/// row) to `out`, on `dataset`, which must be the split's table at the split's version. Exact,
+/// deletions accounted; as `lance_dataset_count_rows_where` (no data read without a filter).
+/// The counts of all scan splits of a plan add up to the dataset's count. If `io` is not NULL
+/// it receives the I/O the count caused.
+///
+/// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL
+/// arguments, a split of another table or version, invalid UTF-8 or an invalid filter; or the
+/// I/O error. Outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_count_rows(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    filter_sql: *const c_char,
+    out: *mut u64,
+    io: *mut super::scan::LanceIoStats,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let s = handle_ref(split, "split")?;
+        let filter = super::opt_str_arg(filter_sql, "filter_sql")?;
+        let out = out_arg(out, "out")?;
+        s.split.check_snapshot(&ds.snapshot)?;
+        let (n, stats) = crate::count::count_rows(&ds.snapshot, Some(&s.split.fragment_ids), filter)?;
+        *out = n;
+        if !io.is_null() {
+            *out_arg(io, "io")? = stats.into();
+        }
+        Ok(())
+    })
 }

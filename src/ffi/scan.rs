@@ -143,35 +143,68 @@ impl From<IoStats> for LanceIoStats {
 }
 
 /// What a lance-host stream keeps behind `private_data`: arrow's exported stream plus the
-/// operation's counters, so hosts can read them without any change to the C struct.
+/// operation's counters and cancellation, so hosts can reach them without any change to the C
+/// struct. Callbacks only ever take shared references to it (the exported stream sits in an
+/// `UnsafeCell`), so `lance_stream_cancel` may run on another thread during `get_next`.
 struct HostStream {
-    inner: FFI_ArrowArrayStream,
+    inner: std::cell::UnsafeCell<FFI_ArrowArrayStream>,
     stats: OpStats,
+    token: crate::cancel::Token,
+    stop: std::sync::Arc<std::sync::OnceLock<crate::cancel::Stop>>,
+}
+
+/// errno values `get_next` returns for a stream stopped by the host.
+const ECANCELED: c_int = 125;
+const ETIMEDOUT: c_int = 110;
+
+/// The live lance-host stream behind `s`, or None.
+unsafe fn host_of<'a>(s: *const FFI_ArrowArrayStream) -> Option<&'a HostStream> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes a stream pointer it owns; only our release function marks it.
+    let stream = unsafe { &*s };
+    let ours = stream
+        .release
+        .is_some_and(|f| std::ptr::fn_addr_eq(f, host_release as unsafe extern "C" fn(*mut FFI_ArrowArrayStream)));
+    if !ours || stream.private_data.is_null() {
+        return None;
+    }
+    // SAFETY: created by `export_stream`; freed only by `host_release`.
+    Some(unsafe { &*(stream.private_data as *const HostStream) })
 }
 
 unsafe extern "C" fn host_get_schema(s: *mut FFI_ArrowArrayStream, out: *mut FFI_ArrowSchema) -> c_int {
     // SAFETY: called by the consumer on a live stream created by `export_stream`.
-    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
-    match host.inner.get_schema {
-        Some(f) => unsafe { f(&mut host.inner, out) },
+    let Some(host) = (unsafe { host_of(s) }) else { return libc_einval() };
+    let inner = host.inner.get();
+    match unsafe { (*inner).get_schema } {
+        Some(f) => unsafe { f(inner, out) },
         None => libc_einval(),
     }
 }
 
 unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_ArrowArray) -> c_int {
     // SAFETY: as above.
-    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
-    match host.inner.get_next {
-        Some(f) => unsafe { f(&mut host.inner, out) },
+    let Some(host) = (unsafe { host_of(s) }) else { return libc_einval() };
+    let inner = host.inner.get();
+    let rc = match unsafe { (*inner).get_next } {
+        Some(f) => unsafe { f(inner, out) },
         None => libc_einval(),
+    };
+    match (rc, host.stop.get()) {
+        (0, _) | (_, None) => rc,
+        (_, Some(crate::cancel::Stop::Cancelled)) => ECANCELED,
+        (_, Some(crate::cancel::Stop::TimedOut)) => ETIMEDOUT,
     }
 }
 
 unsafe extern "C" fn host_get_last_error(s: *mut FFI_ArrowArrayStream) -> *const c_char {
     // SAFETY: as above.
-    let host = unsafe { &mut *((*s).private_data as *mut HostStream) };
-    match host.inner.get_last_error {
-        Some(f) => unsafe { f(&mut host.inner) },
+    let Some(host) = (unsafe { host_of(s) }) else { return std::ptr::null() };
+    let inner = host.inner.get();
+    match unsafe { (*inner).get_last_error } {
+        Some(f) => unsafe { f(inner) },
         None => std::ptr::null(),
     }
 }
@@ -201,9 +234,13 @@ fn libc_einval() -> c_int {
 /// Hand a reader to C as an `ArrowArrayStream` written into `out`.
 pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream) {
     let stats = reader.stats();
+    let token = reader.cancel_token();
+    let stop = reader.stop_reason();
     let host = Box::new(HostStream {
-        inner: FFI_ArrowArrayStream::new(Box::new(reader)),
+        inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(reader))),
         stats,
+        token,
+        stop,
     });
     let stream = FFI_ArrowArrayStream {
         get_schema: Some(host_get_schema),
@@ -230,18 +267,12 @@ pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream)
 #[no_mangle]
 pub extern "C" fn lance_stream_io_stats(stream: *const FFI_ArrowArrayStream, out: *mut LanceIoStats) -> i32 {
     guard_code(|| {
-        let s = handle_ref(stream, "stream")?;
+        handle_ref(stream, "stream")?;
         let out = out_arg(out, "out")?;
-        let ours = s
-            .release
-            .is_some_and(|f| std::ptr::fn_addr_eq(f, host_release as unsafe extern "C" fn(*mut FFI_ArrowArrayStream)));
-        if !ours || s.private_data.is_null() {
-            return Err(HostError::invalid(
-                "stream is released or was not created by lance-host",
-            ));
-        }
-        // SAFETY: checked above that the stream is a live lance-host stream.
-        let host = unsafe { &*(s.private_data as *const HostStream) };
+        // SAFETY: `host_of` checks that the stream is a live lance-host stream.
+        let host = unsafe { host_of(stream) }.ok_or_else(|| {
+            HostError::invalid("stream is released or was not created by lance-host")
+        })?;
         *out = host.stats.snapshot().into();
         Ok(())
     })
@@ -283,6 +314,28 @@ pub extern "C" fn lance_dataset_scan(
     })
 }
 
+/// Describe the plan Lance would run for `lance_dataset_scan` with the same options — which
+/// scalar index answers the filter, what is pushed into the read, the projection — as Lance's
+/// own plan text. Nothing is read. `options` may be NULL.
+///
+/// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
+/// Returns an error code as `lance_dataset_scan`; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_explain_scan(
+    dataset: *const LanceDataset,
+    options: *const LanceScanOptions,
+    out: *mut *mut c_char,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let opts = scan_options_arg(options)?;
+        let text = scan::explain_scan(&ds.snapshot, &opts)?;
+        *out = super::owned_cstring(&text).into_raw();
+        Ok(())
+    })
+}
+
 /// Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
 /// `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
 /// version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
@@ -304,6 +357,27 @@ pub extern "C" fn lance_split_scan(
         let opts = scan_options_arg(options)?;
         let reader = crate::search::scan_split(&ds.snapshot, &split.split, &opts)?;
         export_stream(reader, out);
+        Ok(())
+    })
+}
+
+/// Cancel a stream this library returned, from any thread — also while another thread is
+/// blocked in its `get_next`. That `get_next` (and every later one) returns ECANCELED (125) with
+/// a message from `get_last_error`; the work behind the stream stops (its I/O counters stop
+/// growing). The stream must still be released with `release`. Cancelling twice is harmless.
+///
+/// Borrows `stream`; it must be live (not released, not being released). Thread-safe.
+/// Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL, a released stream or a stream
+/// not created by lance-host.
+#[no_mangle]
+pub extern "C" fn lance_stream_cancel(stream: *const FFI_ArrowArrayStream) -> i32 {
+    guard_code(|| {
+        handle_ref(stream, "stream")?;
+        // SAFETY: `host_of` checks that the stream is a live lance-host stream.
+        let host = unsafe { host_of(stream) }.ok_or_else(|| {
+            HostError::invalid("stream is released or was not created by lance-host")
+        })?;
+        host.token.cancel();
         Ok(())
     })
 }

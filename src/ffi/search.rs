@@ -160,6 +160,30 @@ pub extern "C" fn lance_split_search(
     })
 }
 
+/// Describe the plan Lance would run for `lance_split_search` with the same arguments —
+/// whether the index segment or a flat pass answers it, the prefilter, the re-rank — as
+/// Lance's own plan text. Nothing is read.
+///
+/// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
+/// Returns an error code as `lance_split_search`; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_split_explain_search(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    query: *const LanceVectorQuery,
+    out: *mut *mut c_char,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let split = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let q = query_arg(query)?;
+        let text = search::explain_search(&ds.snapshot, &split.split, &q)?;
+        *out = super::owned_cstring(&text).into_raw();
+        Ok(())
+    })
+}
+
 /// Re-rank approximate candidates exactly: reads every row of `candidates` (a stream with
 /// `_rowid` uint64 and `_distance` float32, typically the `lance_topk_merge` of index-segment
 /// splits searched with `defer_refine`), fetches the candidates' vectors from `dataset` in one

@@ -124,3 +124,66 @@ pub extern "C" fn lance_session_stats(out: *mut LanceSessionStats) -> i32 {
         Ok(())
     })
 }
+
+/// A call context: a cancellation handle with an optional deadline that a host binds to a
+/// thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
+pub struct LanceCallContext {
+    token: crate::cancel::Token,
+}
+
+/// Create a call context whose deadline is `timeout_ms` milliseconds from now (0 = none).
+///
+/// Caller owns the result; free it with `lance_call_context_free`. Thread-safe. Never fails
+/// for valid input; returns NULL (and sets the last error) only for an out-of-range timeout.
+#[no_mangle]
+pub extern "C" fn lance_call_context_new(timeout_ms: u64) -> *mut LanceCallContext {
+    super::guard_ptr(|| {
+        let timeout = (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms));
+        Ok(super::into_handle(LanceCallContext {
+            token: crate::cancel::Token::new(timeout),
+        }))
+    })
+}
+
+/// Bind `context` to the calling thread (NULL unbinds). While bound, every blocking call of
+/// this library on this thread — open, catalog calls, planning, take, refine, prewarm, count,
+/// statistics, starting a scan or search — fails with LANCE_ERR_CANCELLED once the context is
+/// cancelled and with LANCE_ERR_TIMEOUT once its deadline passes, and stops its work. Streams
+/// created while it is bound observe it for their whole life: their `get_next` then returns
+/// ECANCELED (125) or ETIMEDOUT (110). The binding keeps the context alive, so it may be freed
+/// while bound; binding another context replaces it.
+///
+/// Thread-safe (affects only the calling thread). Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT
+/// for a context that is not valid.
+#[no_mangle]
+pub extern "C" fn lance_call_context_enter(context: *const LanceCallContext) -> i32 {
+    super::guard_code(|| {
+        let token = if context.is_null() {
+            None
+        } else {
+            Some(super::handle_ref(context, "context")?.token.clone())
+        };
+        crate::cancel::set_current(token);
+        Ok(())
+    })
+}
+
+/// Cancel `context`: calls bound to it on any thread stop with LANCE_ERR_CANCELLED, its
+/// streams' `get_next` with ECANCELED. Idempotent.
+///
+/// Thread-safe: may be called from any thread while others are blocked in calls bound to it.
+/// Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL.
+#[no_mangle]
+pub extern "C" fn lance_call_context_cancel(context: *const LanceCallContext) -> i32 {
+    super::guard_code(|| {
+        super::handle_ref(context, "context")?.token.cancel();
+        Ok(())
+    })
+}
+
+/// Free a call context. NULL is ignored. Threads it is bound to keep it until they unbind it.
+/// Call once; not concurrently with `lance_call_context_cancel` on the same handle.
+#[no_mangle]
+pub extern "C" fn lance_call_context_free(context: *mut LanceCallContext) {
+    super::guard_free(|| super::free_handle(context))
+}

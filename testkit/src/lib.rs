@@ -579,3 +579,61 @@ pub async fn write_matrix_table(uri: &str, format: &str, opts: &StorageOptions) 
     ds.delete("id % 11 = 5").await?;
     Ok(())
 }
+
+/// A TCP proxy on 127.0.0.1 that delays every chunk the upstream server sends back by a fixed
+/// time: a deliberately slow object store for cancellation and deadline tests. Stops (and
+/// closes its listener) on drop; open connections end when either side closes.
+pub struct DelayProxy {
+    pub port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DelayProxy {
+    pub fn start(upstream_port: u16, delay: std::time::Duration) -> std::io::Result<DelayProxy> {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", upstream_port)) else { continue };
+                let (mut c_read, mut u_write) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = c_read.read(&mut buf) {
+                        if u_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = u_write.shutdown(Shutdown::Write);
+                });
+                let (mut u_read, mut c_write) = (upstream, client);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = u_read.read(&mut buf) {
+                        std::thread::sleep(delay);
+                        if c_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = c_write.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        Ok(DelayProxy { port, stop })
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}

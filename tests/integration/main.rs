@@ -2,6 +2,7 @@
 
 mod common;
 mod dataset;
+mod engine;
 mod catalog;
 mod errors;
 mod header;

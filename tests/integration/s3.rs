@@ -624,3 +624,259 @@ fn scan_reads_ahead_on_the_runtime_before_the_host_asks() {
     let (rows, _) = drain_in_place(&mut stream);
     assert_eq!(rows as u64, fixture().facts.get_u64("people.v3.rows"));
 }
+
+/// Counts on `s3://`: without a filter nothing is read; with a BTREE-answerable filter the
+/// index is read and the count equals the scan's.
+#[test]
+fn counts_on_s3_read_no_data_without_a_filter() {
+    let s = shared();
+    let ds = open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap();
+    let mut n = 0u64;
+    let mut io = LanceIoStats::default();
+    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, &mut io), 0, "{}", last_message());
+    assert_eq!(io.read_requests, 0, "an unfiltered count read storage: {io:?}");
+    let (rows, _) = scan_stats(&ds, &default_opts());
+    assert_eq!(n as usize, rows);
+    let f = cstr("id < 300");
+    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), f.as_ptr(), &mut n, &mut io), 0, "{}", last_message());
+    let mut o = default_opts();
+    o.filter_sql = f.as_ptr();
+    assert_eq!(n as usize, scan_stats(&ds, &o).0);
+    assert!(n > 0);
+}
+
+/// A deliberately slow store (a delaying proxy in front of the S3-compatible server): a scan
+/// cancelled while the host is blocked in `get_next` returns promptly with ECANCELED and its
+/// I/O stops; a call context's deadline ends a stream with ETIMEDOUT and a blocking prewarm
+/// cancelled from another thread returns LANCE_ERR_CANCELLED promptly.
+#[test]
+fn cancel_and_deadlines_on_a_slow_store() {
+    use lance_host::ffi::session::*;
+    let s = shared();
+    let moto_port: u16 = s.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let table = format!("{}/slow/vectors.lance", s.facts.get("root"));
+    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut facts = Facts::default();
+            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
+        })
+    })
+    .join()
+    .unwrap();
+    let proxy = lance_host_testkit::DelayProxy::start(moto_port, Duration::from_millis(60)).unwrap();
+    let slow = format!("http://127.0.0.1:{}", proxy.port);
+    let ds = open_s3(&table, &slow).unwrap();
+
+    let get_next = |st: &mut FFI_ArrowArrayStream| -> i32 {
+        let mut a = arrow::ffi::FFI_ArrowArray::empty();
+        unsafe { (st.get_next.unwrap())(st, &mut a) }
+    };
+    // 1. Cancel a scan from another thread while this one waits in get_next.
+    let mut o = default_opts();
+    o.batch_size = 64;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let addr = &stream as *const FFI_ArrowArrayStream as usize;
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let at = Instant::now();
+        assert_eq!(lance_stream_cancel(addr as *const FFI_ArrowArrayStream), 0);
+        at
+    });
+    let mut batches = 0;
+    let rc = loop {
+        let rc = get_next(&mut stream);
+        if rc != 0 {
+            break rc;
+        }
+        batches += 1;
+        assert!(batches < 10_000, "the scan finished before it was cancelled; slow the proxy down");
+    };
+    let returned = Instant::now();
+    let cancelled_at = canceller.join().unwrap();
+    assert_eq!(rc, 125, "get_next after cancel");
+    let latency = returned.saturating_duration_since(cancelled_at);
+    assert!(latency < Duration::from_millis(200), "get_next returned {latency:?} after the cancel");
+    let mut a = LanceIoStats::default();
+    let mut b = LanceIoStats::default();
+    assert_eq!(lance_stream_io_stats(&stream, &mut a), 0);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(lance_stream_io_stats(&stream, &mut b), 0);
+    assert_eq!((a.read_requests, a.read_bytes), (b.read_requests, b.read_bytes), "I/O went on after the cancel");
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    println!("CANCEL latency_ms={:.1} batches_before={batches}", latency.as_secs_f64() * 1e3);
+
+    // 2. A deadline ends a stream with ETIMEDOUT.
+    let ctx = lance_call_context_new(400);
+    let started = Instant::now();
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let rc = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    assert_eq!(rc, 0, "{}", last_message());
+    let rc = loop {
+        let rc = get_next(&mut stream);
+        if rc != 0 {
+            break rc;
+        }
+    };
+    let took = started.elapsed();
+    assert_eq!(rc, 110, "get_next after the deadline");
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_millis(600), "deadline 400 ms, stopped after {took:?}");
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    lance_call_context_free(ctx);
+
+    // 3. A blocking prewarm (cold, through the slow store) cancelled from another thread.
+    let ctx = lance_call_context_new(0);
+    let ctx_addr = ctx as usize;
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let at = Instant::now();
+        assert_eq!(lance_call_context_cancel(ctx_addr as *const LanceCallContext), 0);
+        at
+    });
+    let name = cstr("emb_pq");
+    let rc = lance_dataset_prewarm_index(ds.ptr(), name.as_ptr());
+    let returned = Instant::now();
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    let cancelled_at = canceller.join().unwrap();
+    assert_eq!(rc, LANCE_ERR_CANCELLED as i32, "{}", last_message());
+    let latency = returned.saturating_duration_since(cancelled_at);
+    assert!(latency < Duration::from_millis(200), "prewarm returned {latency:?} after the cancel");
+    lance_call_context_free(ctx);
+    drop(ds);
+    drop(proxy);
+}
+
+const TOKEN_FILE: &str = "LANCE_HOST_TEST_SNAPSHOT_TOKEN";
+
+/// Worker side of the shipped-snapshot test, in a fresh process (empty caches): open the table
+/// from the token (or, for "plain", from the split), then scan every scan split.
+#[test]
+#[ignore = "run by shipped_snapshot_spares_workers_the_manifest_read in its own processes"]
+fn child_snapshot_worker() {
+    let Ok(mode) = std::env::var("LANCE_HOST_TEST_SNAPSHOT_MODE") else { return };
+    let s = shared();
+    let opts = s3_options(&s.endpoint);
+    let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (_keep, ptrs) = kv(&pairs);
+    let token = std::fs::read(std::env::var(TOKEN_FILE).unwrap()).unwrap();
+    let splits: Vec<Vec<u8>> = std::fs::read(std::env::var(TOKEN_FILE).unwrap() + ".splits")
+        .unwrap()
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(std::str::from_utf8(&l[i..i + 2]).unwrap(), 16).unwrap()).collect())
+        .collect();
+    let mut rows = 0;
+    for bytes in &splits {
+        let split = lance_split_deserialize(bytes.as_ptr(), bytes.len());
+        assert!(!split.is_null(), "{}", last_message());
+        let ds = if mode == "token" {
+            lance_snapshot_open(token.as_ptr(), token.len(), ptrs.as_ptr())
+        } else {
+            lance_split_open_dataset(split, ptrs.as_ptr())
+        };
+        assert!(!ds.is_null(), "{}", last_message());
+        let ds = Ds(ds);
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_split_scan(ds.ptr(), split, &default_opts(), &mut stream), 0, "{}", last_message());
+        rows += drain_in_place(&mut stream).0;
+        lance_split_free(split);
+    }
+    println!("ROWS {rows}");
+    println!("CHILD-OK");
+}
+
+#[test]
+fn shipped_snapshot_spares_workers_the_manifest_read() {
+    let s = shared();
+    let moto = s.moto.as_ref().expect("parent owns the server");
+    // A table of this test's own, so the server log shows only its workers.
+    let table = format!("{}/token/vectors.lance", s.facts.get("root"));
+    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut facts = Facts::default();
+            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
+        })
+    })
+    .join()
+    .unwrap();
+    // Coordinator: pin, plan, export the token and the splits.
+    let ds = open_s3(&table, &s.endpoint).unwrap();
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    assert_eq!(lance_dataset_export_snapshot(ds.ptr(), &mut p, &mut n), 0, "{}", last_message());
+    let token = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+    lance_bytes_free(p, n);
+    assert!(!String::from_utf8_lossy(&token).contains(SECRET), "the token carries a secret");
+    let dir = tempfile::tempdir().unwrap();
+    let token_path = dir.path().join("token");
+    std::fs::write(&token_path, &token).unwrap();
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut plan), 0);
+    let mut lines = String::new();
+    for i in 0..lance_split_plan_count(plan) {
+        let sp = lance_split_plan_get(plan, i);
+        assert_eq!(lance_split_serialize(sp, &mut p, &mut n), 0);
+        let b = unsafe { std::slice::from_raw_parts(p, n) };
+        lines.push_str(&b.iter().map(|x| format!("{x:02x}")).collect::<String>());
+        lines.push('\n');
+        lance_bytes_free(p, n);
+        lance_split_free(sp);
+    }
+    lance_split_plan_free(plan);
+    std::fs::write(token_path.with_extension("splits"), lines).unwrap();
+    let path = table.trim_start_matches("s3://").to_string() + "/";
+    let worker = |mode: &str| -> (usize, usize) {
+        let before = moto.requests().len();
+        let out = run_child(
+            "s3::child_snapshot_worker",
+            &[
+                ("LANCE_HOST_TEST_SNAPSHOT_MODE", std::ffi::OsStr::new(mode)),
+                (TOKEN_FILE, token_path.as_os_str()),
+                ("LANCE_HOST_TEST_S3_ENDPOINT", std::ffi::OsStr::new(&s.endpoint)),
+                ("LANCE_HOST_TEST_S3_ROOT", std::ffi::OsStr::new(s.facts.get("root"))),
+            ],
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let manifest_lines: Vec<String> = moto.requests()[before..]
+            .iter()
+            .filter(|l| l.contains(&path) && (l.contains("/_versions/") || l.contains(".manifest")))
+            .cloned()
+            .collect();
+        // GETs read the manifest; HEADs only resolve where the version's manifest is.
+        let manifest_reads = manifest_lines.iter().filter(|l| l.contains("\"GET ")).count();
+        let heads = manifest_lines.iter().filter(|l| l.contains("\"HEAD ")).count();
+        println!("SNAPSHOT {mode}: manifest GETs {manifest_reads}, HEADs {heads}");
+        let rows = out.lines().find_map(|l| l.strip_prefix("ROWS ")).unwrap().parse().unwrap();
+        (manifest_reads, rows)
+    };
+    let (plain_reads, plain_rows) = worker("plain");
+    let (token_reads, token_rows) = worker("token");
+    assert!(plain_reads > 0, "workers opening from the split read no manifest: the check is void");
+    assert_eq!(token_reads, 0, "workers opening from the token read (GET) the manifest");
+    assert_eq!(token_rows, plain_rows);
+    let mut total = 0u64;
+    assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut total), 0);
+    assert_eq!(token_rows as u64, total);
+    println!("SNAPSHOT token_bytes={} manifest_reads plain={plain_reads} token={token_reads}", token.len());
+    // Damaged tokens are CORRUPT, never a wrong table.
+    let mut bad = token.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    assert!(lance_snapshot_open(bad.as_ptr(), bad.len(), std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "checksum");
+    assert!(lance_snapshot_open(token.as_ptr(), token.len() - 3, std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "snapshot token");
+    assert!(lance_snapshot_open(b"LHSP....".as_ptr(), 8, std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_CORRUPT, "bad magic");
+    let mut future = token.clone();
+    future[4] = 9;
+    assert!(lance_snapshot_open(future.as_ptr(), future.len(), std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_NOT_SUPPORTED, "format 9");
+    assert!(lance_snapshot_open(std::ptr::null(), 4, std::ptr::null()).is_null());
+    assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, "bytes");
+}

@@ -153,3 +153,36 @@ def test_errors_reach_python(lib, warehouse):
         assert "nope" in msg
     finally:
         lib.lance_dataset_free(handle)
+
+
+def test_counts_and_cancel_from_python(lib, warehouse):
+    """Exact counts agree with pyarrow's own count of a scan; a cancelled stream raises."""
+    root, facts = warehouse
+    lib.lance_dataset_count_rows_where.restype = ctypes.c_int32
+    lib.lance_dataset_count_rows_where.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p,
+    ]
+    lib.lance_stream_cancel.restype = ctypes.c_int32
+    lib.lance_stream_cancel.argtypes = [ctypes.POINTER(ArrowArrayStream)]
+    handle = open_table(lib, root / "people.lance")
+    try:
+        n = ctypes.c_uint64()
+        assert lib.lance_dataset_count_rows_where(handle, None, ctypes.byref(n), None) == LANCE_OK
+        assert n.value == int(facts["people.v3.rows"])
+        assert lib.lance_dataset_count_rows_where(handle, b"id >= 250", ctypes.byref(n), None) == LANCE_OK
+        opts = ScanOptions()
+        lib.lance_scan_options_init(ctypes.byref(opts))
+        opts.filter_sql = b"id >= 250"
+        rc, table = scan(lib, handle, opts)
+        assert rc == LANCE_OK and table.num_rows == n.value > 0
+        rc = lib.lance_dataset_count_rows_where(handle, b"nope > 1", ctypes.byref(n), None)
+        assert rc != LANCE_OK and b"nope" in lib.lance_last_error_message()
+
+        stream = ArrowArrayStream()
+        assert lib.lance_dataset_scan(handle, None, ctypes.byref(stream)) == LANCE_OK
+        assert lib.lance_stream_cancel(ctypes.byref(stream)) == LANCE_OK
+        reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+        with pytest.raises(Exception, match="cancelled"):
+            reader.read_all()
+    finally:
+        lib.lance_dataset_free(handle)

@@ -1,0 +1,308 @@
+//! What an engine's planner and executor need beyond rows: exact counts (dataset and split,
+//! with and without filters), planner statistics, explain, cancellation and deadlines — on the
+//! testkit's `vectors` table (deletions, a BTREE on `id`, two index segments, an unindexed tail).
+
+use std::ffi::{c_char, CStr};
+use std::time::{Duration, Instant};
+
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::plan::*;
+use lance_host::ffi::scan::*;
+use lance_host::ffi::search::*;
+use lance_host::ffi::index::*;
+use lance_host::ffi::session::*;
+use lance_host::ffi::take::*;
+use lance_host::LanceErrorCode::*;
+use lance_host_testkit as tk;
+
+use crate::common::*;
+use crate::vector::{plan_vector, query, query_vector, splits, vectors_uri};
+
+fn count_where(ds: &Ds, filter: Option<&str>) -> Result<(u64, LanceIoStats), (i32, String)> {
+    let f = filter.map(cstr);
+    let mut n = 0u64;
+    let mut io = LanceIoStats::default();
+    match lance_dataset_count_rows_where(ds.ptr(), f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, &mut io) {
+        0 => Ok((n, io)),
+        code => Err((code, last_message())),
+    }
+}
+
+fn split_count(ds: &Ds, split: *const LanceSplit, filter: Option<&str>) -> Result<u64, (i32, String)> {
+    let f = filter.map(cstr);
+    let mut n = 0u64;
+    match lance_split_count_rows(ds.ptr(), split, f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, std::ptr::null_mut()) {
+        0 => Ok(n),
+        code => Err((code, last_message())),
+    }
+}
+
+fn scanned(ds: &Ds, filter: Option<&str>, fragment: Option<u64>) -> usize {
+    let f = filter.map(cstr);
+    let cols = cstrs(&["id"]);
+    let frag = fragment.map(|f| [f]);
+    let mut o = default_opts();
+    o.columns = cols.ptrs.as_ptr();
+    o.num_columns = 1;
+    if let Some(f) = &f {
+        o.filter_sql = f.as_ptr();
+    }
+    if let Some(frag) = &frag {
+        o.fragment_ids = frag.as_ptr();
+        o.num_fragment_ids = 1;
+    }
+    total_rows(&scan(ds, &o).unwrap())
+}
+
+const FILTERS: [&str; 5] = [
+    "id < 500",                                // BTREE
+    "id >= 1000 AND id < 1600",                // BTREE range
+    "category = 'rare'",                       // no index
+    "id % 3 = 0",                              // no index can answer it
+    "id < 700 AND category <> 'rare'",         // BTREE + residual
+];
+
+#[test]
+fn counts_equal_scans_for_the_table_every_split_and_filters() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let (all, io) = count_where(&ds, None).unwrap();
+    assert_eq!(all as usize, scanned(&ds, None, None));
+    assert_eq!(all, fixture().facts.get_u64("vectors.rows"));
+    assert_eq!(io.read_requests, 0, "a local table reports no requests");
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut plan), 0);
+    let plan = crate::vector::Plan(plan);
+    let scan_splits = splits(&plan);
+    assert!(scan_splits.len() >= 5);
+    let mut sum = 0;
+    for s in &scan_splits {
+        let n = split_count(&ds, s.0, None).unwrap();
+        let frags = crate::vector::frag_ids(s);
+        let rows: usize = frags.iter().map(|f| scanned(&ds, None, Some(*f))).sum();
+        assert_eq!(n as usize, rows, "split over fragments {frags:?}");
+        sum += n;
+    }
+    assert_eq!(sum, all, "split counts do not add up to the table's count");
+    for filter in FILTERS {
+        let (n, _) = count_where(&ds, Some(filter)).unwrap();
+        assert_eq!(n as usize, scanned(&ds, Some(filter), None), "filter {filter}");
+        assert!(n > 0 && n < all, "filter {filter} selects {n} of {all}: not a useful check");
+        let by_split: u64 = scan_splits.iter().map(|s| split_count(&ds, s.0, Some(filter)).unwrap()).sum();
+        assert_eq!(by_split, n, "filter {filter}: split counts");
+    }
+    // Bad input.
+    let e = count_where(&ds, Some("  ")).unwrap_err();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{e:?}");
+    let e = count_where(&ds, Some("no_such_column > 1")).unwrap_err();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{e:?}");
+    assert!(e.1.contains("no_such_column"), "{e:?}");
+    let mut n = 0u64;
+    assert_err(lance_dataset_count_rows_where(std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    let bad: [u8; 3] = [0xc3, 0x28, 0];
+    assert_err(lance_dataset_count_rows_where(ds.ptr(), bad.as_ptr() as *const c_char, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "UTF-8");
+    assert_err(lance_split_count_rows(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "split");
+    let people = Ds::open(&people_uri(), 0);
+    assert_err(lance_split_count_rows(people.ptr(), scan_splits[0].0, std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
+}
+
+#[test]
+fn statistics_agree_with_scans_and_files() {
+    let uri = vectors_uri();
+    let ds = Ds::open(&uri, 0);
+    let mut st = std::ptr::null_mut();
+    let mut io = LanceIoStats::default();
+    assert_eq!(lance_dataset_statistics(ds.ptr(), &mut st, &mut io), 0, "{}", last_message());
+    let nf = lance_table_stats_fragment_count(st);
+    assert_eq!(nf as u64, fixture().facts.get_u64("vectors.fragments"));
+    let mut total_bytes = 0u64;
+    let mut physical = 0u64;
+    for i in 0..nf {
+        let mut f = LanceFragmentStats::default();
+        assert_eq!(lance_table_stats_fragment(st, i, &mut f), 0);
+        assert!(f.has_bytes_on_disk && f.bytes_on_disk > 0, "{f:?}");
+        let visible = scanned(&ds, None, Some(f.fragment_id)) as u64;
+        assert_eq!(f.physical_rows - f.deleted_rows, visible, "fragment {}", f.fragment_id);
+        // Deleted rows are exactly the ids the testkit deleted in this fragment.
+        total_bytes += f.bytes_on_disk;
+        physical += f.physical_rows;
+    }
+    assert_eq!(physical, fixture().facts.get_u64("vectors.total_ids"));
+    // The data files on disk are exactly the fragments' files (nothing was compacted away).
+    let on_disk: u64 = std::fs::read_dir(std::path::Path::new(&uri).join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert_eq!(total_bytes, on_disk);
+    let nc = lance_table_stats_column_count(st);
+    let mut names = Vec::new();
+    let mut col_bytes = 0u64;
+    for i in 0..nc {
+        let mut c = std::mem::MaybeUninit::<LanceColumnStats>::uninit();
+        assert_eq!(lance_table_stats_column(st, i, c.as_mut_ptr()), 0);
+        let c = unsafe { c.assume_init() };
+        let name = unsafe { CStr::from_ptr(c.name) }.to_str().unwrap().to_string();
+        assert!(c.has_bytes_on_disk && c.bytes_on_disk > 0, "{name}: {c:?}");
+        if name == "embedding" {
+            // float32 vectors of dimension VDIM: about their raw size.
+            let raw = physical * tk::VDIM as u64 * 4;
+            assert!(c.bytes_on_disk >= raw / 2 && c.bytes_on_disk <= raw * 2, "embedding {} vs raw {raw}", c.bytes_on_disk);
+        }
+        col_bytes += c.bytes_on_disk;
+        names.push(name);
+    }
+    assert!(col_bytes <= total_bytes, "columns {col_bytes} > files {total_bytes}");
+    let schema_names: Vec<String> = {
+        let mut s = arrow::ffi::FFI_ArrowSchema::empty();
+        assert_eq!(lance_dataset_schema(ds.ptr(), &mut s), 0);
+        let schema = arrow::datatypes::Schema::try_from(&s).unwrap();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    };
+    assert_eq!(names, schema_names);
+    let mut bad = LanceFragmentStats::default();
+    assert_err(lance_table_stats_fragment(st, nf, &mut bad), LANCE_ERR_INVALID_ARGUMENT, "out of range");
+    assert_err(lance_dataset_statistics(std::ptr::null(), &mut st, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_eq!(lance_table_stats_fragment_count(std::ptr::null()), 0);
+    lance_table_stats_free(st);
+    lance_table_stats_free(std::ptr::null_mut());
+}
+
+fn take_string(p: *mut c_char) -> String {
+    let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    lance_string_free(p);
+    s
+}
+
+#[test]
+fn explain_shows_the_index_and_the_pushed_filter() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let explain = |filter: &str| {
+        let f = cstr(filter);
+        let cols = cstrs(&["id"]);
+        let mut o = default_opts();
+        o.filter_sql = f.as_ptr();
+        o.columns = cols.ptrs.as_ptr();
+        o.num_columns = 1;
+        let mut out = std::ptr::null_mut();
+        assert_eq!(lance_dataset_explain_scan(ds.ptr(), &o, &mut out), 0, "{}", last_message());
+        take_string(out)
+    };
+    let indexed = explain("id < 100");
+    let residual = explain("category = 'rare'");
+    assert!(indexed.contains("ScalarIndexQuery"), "BTREE filter plan: {indexed}");
+    assert!(!residual.contains("ScalarIndexQuery"), "unindexed filter plan: {residual}");
+    assert!(residual.contains("rare"), "{residual}");
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_explain_scan(ds.ptr(), std::ptr::null(), &mut out), 0);
+    assert!(!take_string(out).is_empty());
+    // Split searches: the index segment's plan names the index search, the flat one does not.
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let mut q = query("embedding", query_vector(3), 5);
+    let raw = q.raw();
+    let mut seen = (false, false);
+    for s in splits(&plan) {
+        let mut out = std::ptr::null_mut();
+        assert_eq!(lance_split_explain_search(ds.ptr(), s.0, &raw, &mut out), 0, "{}", last_message());
+        let text = take_string(out);
+        if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
+            assert!(text.contains("ANN"), "index segment plan: {text}");
+            seen.0 = true;
+        } else {
+            assert!(!text.contains("ANN") && text.contains("KNN"), "flat plan: {text}");
+            seen.1 = true;
+        }
+    }
+    assert_eq!(seen, (true, true));
+    assert_err(lance_dataset_explain_scan(ds.ptr(), std::ptr::null(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    lance_string_free(std::ptr::null_mut());
+}
+
+fn get_next(stream: &mut FFI_ArrowArrayStream) -> (i32, String) {
+    let mut array = arrow::ffi::FFI_ArrowArray::empty();
+    let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
+    let msg = if rc != 0 {
+        let p = unsafe { (stream.get_last_error.unwrap())(stream) };
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    };
+    (rc, msg)
+}
+
+#[test]
+fn cancelled_streams_fail_with_ecanceled_and_keep_failing() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut stream), 0);
+    assert_eq!(lance_stream_cancel(&stream), 0);
+    assert_eq!(lance_stream_cancel(&stream), 0, "cancelling twice is harmless");
+    let (rc, msg) = get_next(&mut stream);
+    assert_eq!(rc, 125, "{msg}");
+    assert!(msg.contains("cancelled"), "{msg}");
+    assert_eq!(get_next(&mut stream).0, 125, "a cancelled stream must not look complete");
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    assert_err(lance_stream_cancel(&stream), LANCE_ERR_INVALID_ARGUMENT, "released");
+    assert_err(lance_stream_cancel(std::ptr::null()), LANCE_ERR_INVALID_ARGUMENT, "stream");
+    // A stream not made by lance-host.
+    let foreign = FFI_ArrowArrayStream::new(Box::new(arrow::record_batch::RecordBatchIterator::new(
+        Vec::<Result<arrow::record_batch::RecordBatch, arrow::error::ArrowError>>::new(),
+        std::sync::Arc::new(arrow::datatypes::Schema::empty()),
+    )));
+    assert_err(lance_stream_cancel(&foreign), LANCE_ERR_INVALID_ARGUMENT, "not created by lance-host");
+    // Merge and take streams can be cancelled too.
+    let ids = [0u64, 1, 2];
+    let mut taken = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 3, std::ptr::null(), 0, &mut taken), 0, "{}", last_message());
+    assert_eq!(lance_stream_cancel(&taken), 0);
+    assert_eq!(get_next(&mut taken).0, 125);
+    unsafe { (taken.release.unwrap())(&mut taken) };
+}
+
+#[test]
+fn call_contexts_cancel_and_time_out_blocking_calls() {
+    let uri = cstr(&vectors_uri());
+    // Deadline passed: every blocking call on this thread fails with TIMEOUT, and stops.
+    let ctx = lance_call_context_new(1);
+    assert!(!ctx.is_null());
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    assert!(lance_dataset_open(uri.as_ptr(), std::ptr::null(), 0).is_null());
+    assert_err(last_code(), LANCE_ERR_TIMEOUT, "deadline");
+    // The binding keeps the context alive after its handle is freed.
+    lance_call_context_free(ctx);
+    assert!(lance_dataset_open(uri.as_ptr(), std::ptr::null(), 0).is_null());
+    assert_err(last_code(), LANCE_ERR_TIMEOUT, "deadline");
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    let ds = Ds::open(&vectors_uri(), 0);
+    // Cancelled: CANCELLED; other threads are not affected.
+    let ctx = lance_call_context_new(0);
+    assert_eq!(lance_call_context_cancel(ctx), 0);
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    let mut n = 0u64;
+    assert_err(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_CANCELLED, "cancelled");
+    let name = cstr("emb_pq");
+    assert_err(lance_dataset_prewarm_index(ds.ptr(), name.as_ptr()), LANCE_ERR_CANCELLED, "cancelled");
+    let dsp = ds.ptr() as usize;
+    let other = std::thread::spawn(move || {
+        let mut n = 0u64;
+        lance_dataset_count_rows_where(dsp as *const LanceDataset, std::ptr::null(), &mut n, std::ptr::null_mut())
+    });
+    assert_eq!(other.join().unwrap(), 0);
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    lance_call_context_free(ctx);
+    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), 0);
+    // A stream created under a context stops when the context is cancelled later.
+    let ctx = lance_call_context_new(0);
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut stream), 0);
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    assert_eq!(lance_call_context_cancel(ctx), 0);
+    assert_eq!(get_next(&mut stream).0, 125);
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    lance_call_context_free(ctx);
+    assert_err(lance_call_context_cancel(std::ptr::null()), LANCE_ERR_INVALID_ARGUMENT, "context");
+    lance_call_context_free(std::ptr::null_mut());
+    let _ = Instant::now();
+}
