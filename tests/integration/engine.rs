@@ -283,6 +283,19 @@ fn call_contexts_cancel_and_time_out_blocking_calls() {
     assert_err(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_CANCELLED, "cancelled");
     let name = cstr("emb_pq");
     assert_err(lance_dataset_prewarm_index(ds.ptr(), name.as_ptr()), LANCE_ERR_CANCELLED, "cancelled");
+    let ids = [0u64, 1];
+    let mut taken = FFI_ArrowArrayStream::empty();
+    assert_err(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 2, std::ptr::null(), 0, &mut taken), LANCE_ERR_CANCELLED, "cancelled");
+    let root = fixture().root.to_string_lossy().into_owned();
+    let (_k, props) = kv(&[("root", &root)]);
+    let cat = lance_host::ffi::catalog::lance_catalog_open(props.as_ptr());
+    if cat.is_null() {
+        assert_err(last_code(), LANCE_ERR_CANCELLED, "cancelled");
+    } else {
+        let mut tables = std::ptr::null_mut();
+        assert_err(lance_host::ffi::catalog::lance_catalog_list_tables(cat, std::ptr::null(), 0, &mut tables), LANCE_ERR_CANCELLED, "cancelled");
+        lance_host::ffi::catalog::lance_catalog_free(cat);
+    }
     let dsp = ds.ptr() as usize;
     let other = std::thread::spawn(move || {
         let mut n = 0u64;

@@ -639,6 +639,7 @@ fn counts_on_s3_read_no_data_without_a_filter() {
     assert_eq!(n as usize, rows);
     let f = cstr("id < 300");
     assert_eq!(lance_dataset_count_rows_where(ds.ptr(), f.as_ptr(), &mut n, &mut io), 0, "{}", last_message());
+    assert!(io.index_read_requests > 0 || io.read_requests == 0, "the BTREE was not used: {io:?}");
     let mut o = default_opts();
     o.filter_sql = f.as_ptr();
     assert_eq!(n as usize, scan_stats(&ds, &o).0);
