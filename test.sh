@@ -16,7 +16,7 @@ echo "==> C tests (ctest)"
 cmake -S c_tests -B build/c_tests -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
   -DLANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" >/dev/null
 cmake --build build/c_tests -j 2 >/dev/null
-(cd build/c_tests && ctest --output-on-failure)
+(cd build/c_tests && ctest --parallel 2 --output-on-failure)
 
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
