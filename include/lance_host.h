@@ -83,6 +83,10 @@ struct ArrowArrayStream {
 // Default page size requested from the namespace.
 #define DEFAULT_PAGE_SIZE 1000
 
+// Longest message kept whole; longer ones (e.g. echoing a 1 MB filter) keep their start and
+// end and say how much was cut.
+#define MAX_MESSAGE_BYTES 2048
+
 // Current split format version.
 #define SPLIT_FORMAT 1
 
@@ -950,7 +954,11 @@ int32_t lance_scan_options_init(LanceScanOptions *out);
 
 // Scan the pinned snapshot of `dataset` into `out` (Arrow C Stream Interface, zero-copy
 // batches). `options` may be NULL for defaults. Errors found while reading surface through
-// `out->get_next` returning non-zero and `out->get_last_error(out)`.
+// `out->get_next` returning an errno and `out->get_last_error(out)`; the errno says the class
+// (for every stream of this library): EIO (5) storage or internal failure, ENOENT (2) a file or
+// row that no longer exists, EINVAL (22) invalid input, EACCES (13) credentials, EBADMSG (74)
+// corrupt data, ENOTSUP (95) unsupported, ETIMEDOUT (110) a call context's deadline, ECANCELED
+// (125) cancelled. After a failure every later `get_next` fails the same way.
 //
 // Caller owns the stream; release it with `out->release(out)` — releasing before the end
 // stops the remaining work. The stream may be consumed on any thread (one thread at a time)

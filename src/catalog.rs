@@ -38,6 +38,8 @@ pub struct Catalog {
     timeout: Duration,
     page_size: u32,
     secrets: Secrets,
+    /// The local directory a `dir` catalog reads (None for object stores and REST).
+    local_root: Option<std::path::PathBuf>,
 }
 
 /// What `describe_table` returns.
@@ -275,6 +277,11 @@ impl Catalog {
                 .connect()
                 .await
         })?;
+        let local_root = match (kind, props.get("root")) {
+            (CatalogKind::Dir, Some(root)) if !root.contains("://") => Some(root.into()),
+            (CatalogKind::Dir, Some(root)) => root.strip_prefix("file://").map(Into::into),
+            _ => None,
+        };
         Ok(Catalog {
             kind,
             namespace,
@@ -284,7 +291,19 @@ impl Catalog {
             timeout,
             page_size,
             secrets,
+            local_root,
         })
+    }
+
+    /// A local root that does not exist is NOT_FOUND, not an empty catalog.
+    fn check_root(&self) -> Result<()> {
+        match &self.local_root {
+            Some(root) if !root.is_dir() => Err(HostError::not_found(format!(
+                "catalog root '{}' does not exist or is not a directory",
+                root.display()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn full_id(&self, ns: &[String]) -> Result<Vec<String>> {
@@ -324,6 +343,7 @@ impl Catalog {
     }
 
     fn list_child_namespaces(&self, ns: &[String]) -> Result<Vec<String>> {
+        self.check_root()?;
         let id = self.full_id(ns)?;
         let what = format!("cannot list namespaces of '{}'", self.display(&id));
         let namespace = self.namespace.clone();
@@ -347,6 +367,7 @@ impl Catalog {
 
     /// Tables of `ns` (relative to the catalog's parent).
     pub fn list_tables(&self, ns: &[String]) -> Result<Vec<String>> {
+        self.check_root()?;
         let id = self.full_id(ns)?;
         let what = format!("cannot list tables of '{}'", self.display(&id));
         let namespace = self.namespace.clone();
@@ -374,6 +395,7 @@ impl Catalog {
         if table.is_empty() {
             return Err(HostError::invalid("table name is empty"));
         }
+        self.check_root()?;
         let mut id = self.full_id(ns)?;
         id.push(table.to_string());
         let what = format!("cannot describe table '{}'", self.display(&id));
@@ -387,6 +409,12 @@ impl Catalog {
             .location
             .or(resp.table_uri)
             .ok_or_else(|| HostError::internal(format!("{what}: the namespace returned no location")))?;
+        // One form for local tables: a plain absolute path (namespaces return `file://` URIs
+        // for some tables and paths for others).
+        let location = match location.strip_prefix("file://") {
+            Some(path) if path.starts_with('/') => path.to_string(),
+            _ => location,
+        };
         // The catalog's own options first; what the namespace vends overrides them.
         let mut options = self.storage_options.clone();
         options.extend(resp.storage_options.unwrap_or_default());

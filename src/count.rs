@@ -39,6 +39,7 @@ pub fn count_rows(
                 .sum()
         }
         (Some(filter), frags) => {
+            scan::check_sql_filter(snapshot, filter)?;
             let mut scanner = ds.scan();
             let lance_err = |e| HostError::from_lance("invalid count filter", e);
             scanner.filter(filter).map_err(lance_err)?;

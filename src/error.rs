@@ -54,7 +54,7 @@ impl HostError {
     pub fn new(code: LanceErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
-            message: message.into(),
+            message: readable(message.into()),
         }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -80,12 +80,13 @@ impl HostError {
             return Self::new(namespace_code(ns), format!("{context}: {}", ns.message()));
         }
         let code = lance_error_code(&err);
-        Self::new(code, format!("{context}: {}", strip_location(&err.to_string())))
+        let text = summarize_s3_xml(&without_internal_fields(&strip_location(&err.to_string())));
+        Self::new(code, format!("{context}: {text}"))
     }
 
     /// Prefix the message with more context, keeping the code.
     pub fn context(mut self, context: &str) -> Self {
-        self.message = format!("{context}: {}", self.message);
+        self.message = readable(format!("{context}: {}", self.message));
         self
     }
 }
@@ -233,4 +234,77 @@ mod tests {
         );
         assert_eq!(strip_location("plain, message"), "plain, message");
     }
+}
+
+/// Longest message kept whole; longer ones (e.g. echoing a 1 MB filter) keep their start and
+/// end and say how much was cut.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+fn readable(message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let mut head = MAX_MESSAGE_BYTES * 3 / 4;
+    while !message.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = message.len() - MAX_MESSAGE_BYTES / 8;
+    while !message.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{} … [{} bytes omitted] … {}",
+        &message[..head],
+        tail - head,
+        &message[tail..]
+    )
+}
+
+/// Lance lists "Valid fields are ..." with its internal row-metadata columns among them
+/// (`_row_created_at_version`, `_rowoffset`, ...); a host can only ask for `_rowid` and
+/// `_rowaddr`, so the other internal names are dropped from the list.
+fn without_internal_fields(message: &str) -> String {
+    const MARK: &str = "Valid fields are ";
+    let Some(start) = message.find(MARK).map(|i| i + MARK.len()) else {
+        return message.to_string();
+    };
+    let end = message[start..]
+        .find(|c: char| c == '.' || c == '\n')
+        .map(|i| start + i)
+        .unwrap_or(message.len());
+    let kept: Vec<&str> = message[start..end]
+        .split(", ")
+        .filter(|f| {
+            let f = f.trim();
+            !f.starts_with('_') || f == "_rowid" || f == "_rowaddr"
+        })
+        .collect();
+    format!("{}{}{}", &message[..start], kept.join(", "), &message[end..])
+}
+
+/// S3 errors carry the server's whole XML body (request ids, host ids); keep what a host needs:
+/// the S3 error code, its message and the bucket or object.
+fn summarize_s3_xml(message: &str) -> String {
+    let Some(open) = message.find("<Error>") else {
+        return message.to_string();
+    };
+    let Some(close) = message[open..].find("</Error>").map(|i| open + i + "</Error>".len()) else {
+        return message.to_string();
+    };
+    let start = message[..open].rfind("<?xml").unwrap_or(open);
+    let body = &message[open..close];
+    let tag = |name: &str| -> Option<&str> {
+        let a = body.find(&format!("<{name}>"))? + name.len() + 2;
+        let b = body[a..].find(&format!("</{name}>"))? + a;
+        Some(&body[a..b])
+    };
+    let mut summary = format!("S3 error {}", tag("Code").unwrap_or("(no code)"));
+    if let Some(m) = tag("Message") {
+        summary.push_str(&format!(": {m}"));
+    }
+    if let Some(k) = tag("Key").or(tag("Resource")).or(tag("BucketName")) {
+        summary.push_str(&format!(" ({k})"));
+    }
+    format!("{}{}{}", message[..start].trim_end(), if start > 0 { " " } else { "" }, summary)
+        + &message[close..]
 }

@@ -46,7 +46,11 @@ pub struct ScanOptions {
 /// Check projected column names against the snapshot's schema, naming the first unknown one.
 pub fn validate_columns(snapshot: &Snapshot, columns: &[String]) -> Result<()> {
     let schema = snapshot.dataset.schema();
+    let mut seen = std::collections::HashSet::with_capacity(columns.len());
     for c in columns {
+        if !seen.insert(c.as_str()) {
+            return Err(HostError::invalid(format!("column '{c}' is requested more than once")));
+        }
         if c == ROW_ID || c == ROW_ADDR {
             continue;
         }
@@ -76,6 +80,21 @@ pub fn project(snapshot: &Snapshot, scanner: &mut Scanner, columns: &[String]) -
         .project(&data)
         .map_err(|e| HostError::from_lance("invalid projection", e))?;
     Ok(())
+}
+
+/// Reject an SQL filter that Lance's planner cannot handle before it reaches a scan. Lance's
+/// parser panics on a few constructs it does not implement (a placeholder such as `$1`, some
+/// literal forms); those are the caller's input, so they are INVALID_ARGUMENT here rather than
+/// a panic. Other parse errors are left to the scanner, which reports them with its own words.
+pub fn check_sql_filter(snapshot: &Snapshot, sql: &str) -> Result<()> {
+    let schema = std::sync::Arc::new(snapshot.arrow_schema());
+    let planner = lance_datafusion::planner::Planner::new(schema);
+    match catch_unwind(AssertUnwindSafe(|| planner.parse_filter(sql).map(|_| ()))) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(HostError::invalid(format!(
+            "filter uses SQL that Lance cannot plan (a placeholder or an unsupported literal form): {sql}"
+        ))),
+    }
 }
 
 /// Resolve fragment ids to the snapshot's fragments, naming the first id not in it.
@@ -142,6 +161,7 @@ pub fn configure_scanner(
         if sql.trim().is_empty() {
             return Err(HostError::invalid("filter_sql is empty"));
         }
+        check_sql_filter(snapshot, sql)?;
         scanner.filter(sql).map_err(lance_err)?;
     }
     if let Some(bytes) = &opts.filter_substrait {
@@ -296,8 +316,8 @@ pub struct BatchReader {
     token: cancel::Token,
     /// What stops it: its own token and the call context bound when it was created.
     watch: cancel::Watch,
-    /// Set when the stream stopped because of `watch`.
-    stop: Arc<OnceLock<cancel::Stop>>,
+    /// The code of the error that ended the stream, once it failed.
+    failure: Arc<OnceLock<crate::error::LanceErrorCode>>,
 }
 
 impl BatchReader {
@@ -325,7 +345,7 @@ impl BatchReader {
             stats: OpStats::default(),
             watch: cancel::Watch::current().with(token.clone()),
             token,
-            stop: Arc::default(),
+            failure: Arc::default(),
         })
     }
 
@@ -338,7 +358,7 @@ impl BatchReader {
             stats: OpStats::default(),
             watch: cancel::Watch::current().with(token.clone()),
             token,
-            stop: Arc::default(),
+            failure: Arc::default(),
         }
     }
 
@@ -347,9 +367,9 @@ impl BatchReader {
         self.token.clone()
     }
 
-    /// Why the stream stopped, once it stopped for a cancellation or a deadline.
-    pub fn stop_reason(&self) -> Arc<OnceLock<cancel::Stop>> {
-        self.stop.clone()
+    /// The code of the error that ended the stream (cancellation and deadlines included).
+    pub fn failure(&self) -> Arc<OnceLock<crate::error::LanceErrorCode>> {
+        self.failure.clone()
     }
 
     /// Attach the counters of the operation that produced this reader.
@@ -399,10 +419,7 @@ impl BatchReader {
             Ok(None) => Some(Err(HostError::internal(
                 "the scan task stopped before the end of the stream",
             ))),
-            Err(stop) => {
-                let _ = self.stop.set(stop);
-                Some(Err(stop.error("the stream stopped")))
-            }
+            Err(stop) => Some(Err(stop.error("the stream stopped"))),
         }
     }
 }
@@ -416,10 +433,7 @@ impl Iterator for BatchReader {
             // A failed stream keeps failing: it never looks complete.
             Source::Failed(e) => return Some(Err(ArrowError::ExternalError(Box::new(e.clone())))),
             Source::Ready(batches) => match self.watch.stopped_now() {
-                Some(stop) => {
-                    let _ = self.stop.set(stop);
-                    Some(Err(stop.error("the stream stopped")))
-                }
+                Some(stop) => Some(Err(stop.error("the stream stopped"))),
                 None => batches.next().map(Ok),
             },
             Source::Driven { .. } => {
@@ -438,6 +452,7 @@ impl Iterator for BatchReader {
             Some(Err(err)) => {
                 // A failed stream is finished: stop its remaining work now.
                 self.release();
+                let _ = self.failure.set(err.code);
                 self.source = Source::Failed(err.clone());
                 Some(Err(ArrowError::ExternalError(Box::new(err))))
             }

@@ -186,6 +186,7 @@ fn prepared_search(
         if f.trim().is_empty() {
             return Err(HostError::invalid("prefilter is empty"));
         }
+        scan::check_sql_filter(snapshot, f)?;
         scanner.filter(f).map_err(lance_err)?;
     }
     match split.kind {

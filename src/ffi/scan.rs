@@ -150,12 +150,24 @@ struct HostStream {
     inner: std::cell::UnsafeCell<FFI_ArrowArrayStream>,
     stats: OpStats,
     token: crate::cancel::Token,
-    stop: std::sync::Arc<std::sync::OnceLock<crate::cancel::Stop>>,
+    failure: std::sync::Arc<std::sync::OnceLock<crate::error::LanceErrorCode>>,
 }
 
-/// errno values `get_next` returns for a stream stopped by the host.
-const ECANCELED: c_int = 125;
-const ETIMEDOUT: c_int = 110;
+/// The errno `get_next` returns for a stream that failed with `code` (see the header of
+/// `lance_stream_cancel` and the README's conventions).
+fn errno_of(code: crate::error::LanceErrorCode) -> c_int {
+    use crate::error::LanceErrorCode::*;
+    match code {
+        LANCE_ERR_INVALID_ARGUMENT => 22, // EINVAL
+        LANCE_ERR_NOT_FOUND => 2,         // ENOENT
+        LANCE_ERR_NOT_SUPPORTED => 95,    // ENOTSUP
+        LANCE_ERR_UNAUTHENTICATED | LANCE_ERR_PERMISSION_DENIED => 13, // EACCES
+        LANCE_ERR_CORRUPT => 74,          // EBADMSG
+        LANCE_ERR_TIMEOUT => 110,         // ETIMEDOUT
+        LANCE_ERR_CANCELLED => 125,       // ECANCELED
+        _ => 5,                           // EIO: I/O, internal errors, caught panics
+    }
+}
 
 /// The live lance-host stream behind `s`, or None.
 unsafe fn host_of<'a>(s: *const FFI_ArrowArrayStream) -> Option<&'a HostStream> {
@@ -192,10 +204,9 @@ unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_A
         Some(f) => unsafe { f(inner, out) },
         None => libc_einval(),
     };
-    match (rc, host.stop.get()) {
+    match (rc, host.failure.get()) {
         (0, _) | (_, None) => rc,
-        (_, Some(crate::cancel::Stop::Cancelled)) => ECANCELED,
-        (_, Some(crate::cancel::Stop::TimedOut)) => ETIMEDOUT,
+        (_, Some(code)) => errno_of(*code),
     }
 }
 
@@ -235,12 +246,12 @@ fn libc_einval() -> c_int {
 pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream) {
     let stats = reader.stats();
     let token = reader.cancel_token();
-    let stop = reader.stop_reason();
+    let failure = reader.failure();
     let host = Box::new(HostStream {
         inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(reader))),
         stats,
         token,
-        stop,
+        failure,
     });
     let stream = FFI_ArrowArrayStream {
         get_schema: Some(host_get_schema),
@@ -292,7 +303,11 @@ pub extern "C" fn lance_scan_options_init(out: *mut LanceScanOptions) -> i32 {
 
 /// Scan the pinned snapshot of `dataset` into `out` (Arrow C Stream Interface, zero-copy
 /// batches). `options` may be NULL for defaults. Errors found while reading surface through
-/// `out->get_next` returning non-zero and `out->get_last_error(out)`.
+/// `out->get_next` returning an errno and `out->get_last_error(out)`; the errno says the class
+/// (for every stream of this library): EIO (5) storage or internal failure, ENOENT (2) a file or
+/// row that no longer exists, EINVAL (22) invalid input, EACCES (13) credentials, EBADMSG (74)
+/// corrupt data, ENOTSUP (95) unsupported, ETIMEDOUT (110) a call context's deadline, ECANCELED
+/// (125) cancelled. After a failure every later `get_next` fails the same way.
 ///
 /// Caller owns the stream; release it with `out->release(out)` — releasing before the end
 /// stops the remaining work. The stream may be consumed on any thread (one thread at a time)

@@ -173,9 +173,28 @@ fn dir_catalog_plain_layout() {
     let v1 = open_table(&cat, &[], "people", 1).unwrap();
     assert_eq!(lance_dataset_version(v1.ptr()), 1);
     assert_eq!(rows(&v1), f.get_u64("people.v1.rows"));
-    // A file:// root works too.
+    // A file:// root works too, and every table's location has one form: an absolute path.
     let cat2 = open(&[("type", "dir"), ("root", &format!("file://{root}"))]);
     assert_eq!(tables(&cat2, &[]).unwrap(), expected);
+    for c in [&cat, &cat2] {
+        for name in &expected {
+            let t = cstr(name);
+            let mut info = std::ptr::null_mut();
+            assert_eq!(lance_catalog_describe_table(c.0, parts.ptrs.as_ptr(), 0, t.as_ptr(), &mut info), 0, "{}", last_message());
+            let location = unsafe { CStr::from_ptr(lance_table_info_location(info)) }.to_str().unwrap().to_string();
+            assert!(location.starts_with('/') && !location.contains("://"), "{name}: {location}");
+            lance_table_info_free(info);
+        }
+    }
+    // A root that does not exist is NOT_FOUND, not an empty catalog.
+    let missing = format!("{root}/no-such-dir");
+    for r in [missing.clone(), format!("file://{missing}")] {
+        let cat3 = open(&[("root", &r)]);
+        let e = tables(&cat3, &[]).unwrap_err();
+        assert_eq!(e.0, LANCE_ERR_NOT_FOUND as i32, "{e:?}");
+        assert!(e.1.contains("no-such-dir"), "{e:?}");
+        assert_eq!(namespaces(&cat3, &[], false).unwrap_err().0, LANCE_ERR_NOT_FOUND as i32);
+    }
 }
 
 #[test]

@@ -319,3 +319,44 @@ fn call_contexts_cancel_and_time_out_blocking_calls() {
     lance_call_context_free(std::ptr::null_mut());
     let _ = Instant::now();
 }
+
+#[test]
+fn filters_lance_cannot_plan_are_invalid_arguments_not_panics() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    for filter in ["id = $1", "category = N'rare'", "category = E'rare'", "category = $$rare$$", "id = ?"] {
+        let e = count_where(&ds, Some(filter)).map(|_| ()).unwrap_err();
+        assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}: {e:?}");
+        let f = cstr(filter);
+        let mut o = default_opts();
+        o.filter_sql = f.as_ptr();
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}: {}", last_message());
+        let mut out = std::ptr::null_mut();
+        assert_eq!(lance_dataset_explain_scan(ds.ptr(), &o, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}");
+    }
+}
+
+#[test]
+fn huge_inputs_give_readable_messages_and_take_rejects_repeated_columns() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    // A filter the library echoes in its message (Lance cannot plan the placeholder).
+    let filter = format!("id = $1 OR category = '{}'", "x".repeat(1 << 20));
+    let e = count_where(&ds, Some(&filter)).map(|_| ()).unwrap_err();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.len() <= 2048 + 64, "a {}-byte message", e.1.len());
+    assert!(e.1.contains("bytes omitted"), "{}", &e.1[..200]);
+    assert!(e.1.contains("cannot plan"), "the start of the message was lost");
+    // Unknown columns: the list of valid fields has no internal row-metadata columns.
+    let e = count_where(&ds, Some("no_such_column = 1")).map(|_| ()).unwrap_err();
+    assert!(e.1.contains("no_such_column") && e.1.contains("embedding"), "{}", e.1);
+    assert!(!e.1.contains("_row_created_at_version") && !e.1.contains("_rowoffset"), "{}", e.1);
+    // take, scan and search agree: a column asked for twice is an error naming it.
+    let cols = cstrs(&["id", "category", "id"]);
+    let ids = [0u64, 1];
+    let mut st = FFI_ArrowArrayStream::empty();
+    assert_err(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 2, cols.ptrs.as_ptr(), 3, &mut st), LANCE_ERR_INVALID_ARGUMENT, "'id' is requested more than once");
+    let mut o = default_opts();
+    o.columns = cols.ptrs.as_ptr();
+    o.num_columns = 3;
+    assert_err(lance_dataset_scan(ds.ptr(), &o, &mut st), LANCE_ERR_INVALID_ARGUMENT, "'id' is requested more than once");
+}

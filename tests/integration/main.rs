@@ -5,6 +5,7 @@ mod dataset;
 mod engine;
 mod catalog;
 mod errors;
+mod fuzz;
 mod header;
 mod prewarm;
 mod s3;
