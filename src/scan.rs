@@ -238,7 +238,7 @@ fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, Op
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
     let (scanner, stats) = prepared_scan(snapshot, opts)?;
-    Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats))
+    Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot))
 }
 
 /// The plan Lance would run for this scan (which index answers the filter, what is pushed into
@@ -318,6 +318,8 @@ pub struct BatchReader {
     watch: cancel::Watch,
     /// The code of the error that ended the stream, once it failed.
     failure: Arc<OnceLock<crate::error::LanceErrorCode>>,
+    /// What a read error message starts with (names the table and version).
+    context: String,
 }
 
 impl BatchReader {
@@ -346,6 +348,7 @@ impl BatchReader {
             watch: cancel::Watch::current().with(token.clone()),
             token,
             failure: Arc::default(),
+            context: "scan failed".to_string(),
         })
     }
 
@@ -359,7 +362,14 @@ impl BatchReader {
             watch: cancel::Watch::current().with(token.clone()),
             token,
             failure: Arc::default(),
+            context: "scan failed".to_string(),
         }
+    }
+
+    /// Name the table and version in the messages of read errors.
+    pub fn reading(mut self, snapshot: &Snapshot) -> Self {
+        self.context = format!("reading table '{}' at version {} failed", snapshot.uri(), snapshot.version());
+        self
     }
 
     /// The handle that cancels this stream from any thread.
@@ -412,7 +422,7 @@ impl BatchReader {
         };
         match got {
             Ok(Some(Msg::Batch(Ok(batch)))) => Some(Ok(batch)),
-            Ok(Some(Msg::Batch(Err(e)))) => Some(Err(HostError::from_lance("scan failed", e))),
+            Ok(Some(Msg::Batch(Err(e)))) => Some(Err(HostError::from_lance(&self.context, e))),
             Ok(Some(Msg::End)) => None,
             // The task ended without saying so (aborted with the runtime): never report a
             // partial result as complete.

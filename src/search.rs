@@ -123,7 +123,7 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
 /// `_rowid` when asked.
 pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<BatchReader> {
     let (scanner, stats) = prepared_search(snapshot, split, q)?;
-    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats))
+    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats).reading(snapshot))
 }
 
 /// The plan Lance would run for this split search (index segment or flat pass, prefilter,

@@ -350,22 +350,31 @@ fn read_errors_surface_through_get_last_error() {
     o.fragment_readahead = 1;
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
-    let mut reader = ArrowArrayStreamReader::try_new(stream).unwrap();
-    assert!(reader.next().unwrap().is_ok());
+    let next = |st: &mut FFI_ArrowArrayStream| {
+        let mut a = arrow::ffi::FFI_ArrowArray::empty();
+        let rc = unsafe { (st.get_next.unwrap())(st, &mut a) };
+        (rc, a.is_released())
+    };
+    assert_eq!(next(&mut stream), (0, false));
     // The data files vanish while the scan runs.
     for entry in std::fs::read_dir(table.join("data")).unwrap() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
-    let mut error = None;
-    for item in reader.by_ref() {
-        if let Err(e) = item {
-            error = Some(e.to_string());
-            break;
+    let rc = loop {
+        match next(&mut stream) {
+            (0, false) => continue,
+            (0, true) => panic!("the stream ended normally after its files were deleted"),
+            (rc, _) => break rc,
         }
-    }
-    let error = error.expect("the stream reported no error after its files were deleted");
-    assert!(
-        error.contains("scan failed") && error.to_lowercase().contains("not found"),
-        "{error}"
-    );
+    };
+    let error = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(&mut stream)) }
+        .to_string_lossy()
+        .into_owned();
+    // The errno names the class (ENOENT: a file that no longer exists); the message names the
+    // table and the pinned version.
+    assert_eq!(rc, 2, "{error}");
+    let expected = format!("reading table '{}' at version {} failed", table.to_str().unwrap(), lance_dataset_version(ds.ptr()));
+    assert!(error.contains(&expected) && error.to_lowercase().contains("not found"), "{error}");
+    assert_eq!(next(&mut stream).0, 2, "a failed stream must keep failing");
+    unsafe { (stream.release.unwrap())(&mut stream) };
 }
