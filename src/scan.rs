@@ -320,6 +320,9 @@ pub struct BatchReader {
     failure: Arc<OnceLock<crate::error::LanceErrorCode>>,
     /// What a read error message starts with (names the table and version).
     context: String,
+    /// For local tables: the table path as Lance's object-store errors print it (without the
+    /// leading '/'), and as the host knows it.
+    local_path: Option<(String, String)>,
 }
 
 impl BatchReader {
@@ -349,6 +352,7 @@ impl BatchReader {
             token,
             failure: Arc::default(),
             context: "scan failed".to_string(),
+            local_path: None,
         })
     }
 
@@ -363,12 +367,17 @@ impl BatchReader {
             token,
             failure: Arc::default(),
             context: "scan failed".to_string(),
+            local_path: None,
         }
     }
 
     /// Name the table and version in the messages of read errors.
     pub fn reading(mut self, snapshot: &Snapshot) -> Self {
         self.context = format!("reading table '{}' at version {} failed", snapshot.uri(), snapshot.version());
+        let path = snapshot.uri().trim_start_matches("file://");
+        if snapshot.is_local() && path.starts_with('/') {
+            self.local_path = Some((format!(" {}", &path[1..]), format!(" {path}")));
+        }
         self
     }
 
@@ -422,7 +431,13 @@ impl BatchReader {
         };
         match got {
             Ok(Some(Msg::Batch(Ok(batch)))) => Some(Ok(batch)),
-            Ok(Some(Msg::Batch(Err(e)))) => Some(Err(HostError::from_lance(&self.context, e))),
+            Ok(Some(Msg::Batch(Err(e)))) => {
+                let mut err = HostError::from_lance(&self.context, e);
+                if let Some((lance_form, path)) = &self.local_path {
+                    err.message = err.message.replace(lance_form.as_str(), path.as_str());
+                }
+                Some(Err(err))
+            }
             Ok(Some(Msg::End)) => None,
             // The task ended without saying so (aborted with the runtime): never report a
             // partial result as complete.

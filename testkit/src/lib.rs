@@ -637,3 +637,194 @@ impl Drop for DelayProxy {
         let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
     }
 }
+
+/// Faults a [`FaultProxy`] injects, changeable while it runs. Counters say how many of each
+/// were injected.
+#[derive(Debug, Default, Clone)]
+pub struct Faults {
+    /// Added before every response is sent.
+    pub latency: std::time::Duration,
+    /// The next N requests get this status (e.g. 503) without reaching the server.
+    pub status_burst: Option<(u16, u32)>,
+    /// The next N responses are cut mid-body and the connection closed.
+    pub reset_next: u32,
+    /// The next N responses announce their full length but send only half of the body.
+    pub truncate_next: u32,
+    /// Every request whose path contains this gets 404, persistently.
+    pub not_found: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FaultCounts {
+    pub requests: u64,
+    pub statuses: u64,
+    pub resets: u64,
+    pub truncations: u64,
+    pub not_found: u64,
+}
+
+/// An HTTP proxy on 127.0.0.1 in front of an S3-compatible server that injects latency, status
+/// bursts (500/503), connection resets mid-body, truncated bodies and persistent 404s on
+/// chosen objects. It handles one request per upstream connection (it asks the server to close
+/// after each), so every fault applies to exactly one request. Stops on drop.
+pub struct FaultProxy {
+    pub port: u16,
+    faults: Arc<std::sync::Mutex<(Faults, FaultCounts)>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FaultProxy {
+    pub fn start(upstream_port: u16) -> std::io::Result<FaultProxy> {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let faults: Arc<std::sync::Mutex<(Faults, FaultCounts)>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (f, s) = (faults.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if s.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(client, upstream_port, &f);
+                });
+            }
+        });
+        Ok(FaultProxy { port, faults, stop })
+    }
+
+    pub fn set(&self, faults: Faults) {
+        self.faults.lock().unwrap().0 = faults;
+    }
+
+    pub fn counts(&self) -> FaultCounts {
+        self.faults.lock().unwrap().1
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Serve the requests of one client connection.
+fn serve(
+    mut client: std::net::TcpStream,
+    upstream_port: u16,
+    faults: &std::sync::Mutex<(Faults, FaultCounts)>,
+) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    client.set_read_timeout(Some(std::time::Duration::from_secs(120)))?;
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        // One request head (and body, if it announces one).
+        let head_end = loop {
+            if let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut buf = [0u8; 16 * 1024];
+            let n = client.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            pending.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8_lossy(&pending[..head_end]).into_owned();
+        let body_len = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+            .unwrap_or(0);
+        while pending.len() < head_end + body_len {
+            let mut buf = [0u8; 16 * 1024];
+            let n = client.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            pending.extend_from_slice(&buf[..n]);
+        }
+        let request: Vec<u8> = pending.drain(..head_end + body_len).collect();
+        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        // Decide this request's fault.
+        let (latency, status, reset, truncate, not_found) = {
+            let mut g = faults.lock().unwrap();
+            let (f, c) = &mut *g;
+            c.requests += 1;
+            let mut status = None;
+            if let Some((code, n)) = f.status_burst {
+                if n > 0 {
+                    status = Some(code);
+                    f.status_burst = (n > 1).then_some((code, n - 1));
+                    c.statuses += 1;
+                }
+            }
+            let not_found = status.is_none() && f.not_found.as_ref().is_some_and(|p| path.contains(p.as_str()));
+            if not_found {
+                c.not_found += 1;
+            }
+            let reset = status.is_none() && !not_found && f.reset_next > 0;
+            if reset {
+                f.reset_next -= 1;
+                c.resets += 1;
+            }
+            let truncate = status.is_none() && !not_found && !reset && f.truncate_next > 0;
+            if truncate {
+                f.truncate_next -= 1;
+                c.truncations += 1;
+            }
+            (f.latency, status, reset, truncate, not_found)
+        };
+        std::thread::sleep(latency);
+        if let Some(code) = status.or(not_found.then_some(404)) {
+            let reason = match code {
+                404 => "Not Found",
+                500 => "Internal Server Error",
+                503 => "Service Unavailable",
+                _ => "Error",
+            };
+            let body = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>injected by the fault proxy</Message><Key>{path}</Key></Error>",
+                if code == 404 { "NoSuchKey" } else { "ServiceUnavailable" }
+            );
+            write!(
+                client,
+                "HTTP/1.1 {code} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n{body}",
+                body.len()
+            )?;
+            continue;
+        }
+        // Forward on a fresh upstream connection that closes after this one response.
+        let mut upstream = std::net::TcpStream::connect(("127.0.0.1", upstream_port))?;
+        let head_text = String::from_utf8_lossy(&request[..head_end]).into_owned();
+        let mut new_head = String::new();
+        for line in head_text.split("\r\n") {
+            if line.is_empty() || line.to_ascii_lowercase().starts_with("connection:") {
+                continue;
+            }
+            new_head.push_str(line);
+            new_head.push_str("\r\n");
+        }
+        new_head.push_str("Connection: close\r\n\r\n");
+        upstream.write_all(new_head.as_bytes())?;
+        upstream.write_all(&request[head_end..])?;
+        let mut response = Vec::new();
+        upstream.read_to_end(&mut response)?;
+        let split = response.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4).unwrap_or(response.len());
+        // Keep the client connection open for its next request.
+        let resp_head = String::from_utf8_lossy(&response[..split]).replace("Connection: close", "Connection: keep-alive");
+        let body = &response[split..];
+        if reset || truncate {
+            client.write_all(resp_head.as_bytes())?;
+            client.write_all(&body[..body.len() / 2])?;
+            client.flush()?;
+            let _ = client.shutdown(std::net::Shutdown::Both);
+            return Ok(());
+        }
+        client.write_all(resp_head.as_bytes())?;
+        client.write_all(body)?;
+    }
+}

@@ -375,6 +375,8 @@ fn read_errors_surface_through_get_last_error() {
     assert_eq!(rc, 2, "{error}");
     let expected = format!("reading table '{}' at version {} failed", table.to_str().unwrap(), lance_dataset_version(ds.ptr()));
     assert!(error.contains(&expected) && error.to_lowercase().contains("not found"), "{error}");
+    // The missing file is named with its full local path (Lance prints it without the '/').
+    assert!(error.contains(&format!("{}/data/", table.to_str().unwrap())), "{error}");
     assert_eq!(next(&mut stream).0, 2, "a failed stream must keep failing");
     unsafe { (stream.release.unwrap())(&mut stream) };
 }
