@@ -23,10 +23,12 @@ fi
 
 if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # pyarrow + pytest for the ctypes test; moto[server] is the S3-compatible server the
-  # Rust tests start on 127.0.0.1.
-  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors" 2>/dev/null; then
-    echo "==> installing Python packages pyarrow, pytest, moto[server]"
-    pkgs=(pyarrow pytest "moto[server]")
+  # Rust tests start on 127.0.0.1; pylance writes the tables of another writer that the Python
+  # tests read through lance-host.
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance" 2>/dev/null ||
+     [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ]; then
+    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2"
+    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2")
     if ! python3 -m pip --version >/dev/null 2>&1; then
       sudo=""
       if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
