@@ -1,0 +1,404 @@
+// lance_host.hpp — header-only C++17 API over the lance-host C ABI (lance_host.h).
+//
+// RAII handles (move-only; destructors call the matching *_free), errors as exceptions carrying
+// the library's code and message (lance_host::Error), and streams iterated as ranges of Arrow
+// C Data batches — no Arrow C++ dependency. Thread-safety is the C API's: Dataset, Catalog,
+// Split and SplitPlan objects may be used by many threads at once; a Stream is consumed by one
+// thread at a time (Stream::cancel may be called from any thread).
+#ifndef LANCE_HOST_HPP
+#define LANCE_HOST_HPP
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lance_host.h"
+
+namespace lance_host {
+
+/// A failed call: `code()` is the LanceErrorCode (or, for a stream, the errno `get_next`
+/// returned), `what()` the message.
+class Error : public std::runtime_error {
+ public:
+  Error(int32_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  int32_t code() const noexcept { return code_; }
+  /// The calling thread's last error.
+  static Error last() {
+    int32_t code = static_cast<int32_t>(lance_last_error_code());
+    return Error(code, std::string(lance_error_code_name(code)) + ": " + lance_last_error_message());
+  }
+
+ private:
+  int32_t code_;
+};
+
+inline void check(int32_t rc) {
+  if (rc != LANCE_OK) throw Error::last();
+}
+
+template <class T>
+T* check_ptr(T* p) {
+  if (p == nullptr) throw Error::last();
+  return p;
+}
+
+namespace detail {
+/// NULL-terminated key/value array over a map (valid while the map lives).
+class KeyValues {
+ public:
+  explicit KeyValues(const std::map<std::string, std::string>& kv) {
+    for (const auto& [k, v] : kv) {
+      ptrs_.push_back(k.c_str());
+      ptrs_.push_back(v.c_str());
+    }
+    ptrs_.push_back(nullptr);
+  }
+  const char* const* get() const { return ptrs_.size() > 1 ? ptrs_.data() : nullptr; }
+
+ private:
+  std::vector<const char*> ptrs_;
+};
+
+inline std::vector<const char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<const char*> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(s.c_str());
+  return out;
+}
+
+template <class T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* p) const noexcept { Free(p); }
+};
+}  // namespace detail
+
+/// One batch of a stream: an Arrow C Data struct array (children = columns) plus the stream's
+/// schema. Owns the array; released on destruction.
+class Batch {
+ public:
+  Batch(ArrowArray array, std::shared_ptr<ArrowSchema> schema) : array_(array), schema_(std::move(schema)) {}
+  Batch(Batch&& o) noexcept : array_(o.array_), schema_(std::move(o.schema_)) { o.array_.release = nullptr; }
+  Batch& operator=(Batch&& o) noexcept {
+    if (this != &o) {
+      reset();
+      array_ = o.array_;
+      schema_ = std::move(o.schema_);
+      o.array_.release = nullptr;
+    }
+    return *this;
+  }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch() { reset(); }
+
+  int64_t num_rows() const { return array_.length; }
+  const ArrowArray& array() const { return array_; }
+  const ArrowSchema& schema() const { return *schema_; }
+  /// Index of the column named `name`, or -1.
+  int64_t column_index(const std::string& name) const {
+    for (int64_t i = 0; i < schema_->n_children; i++)
+      if (name == schema_->children[i]->name) return i;
+    return -1;
+  }
+  /// The values of a primitive column (int64 "l", uint64 "L", float "f", ...), offset applied.
+  template <class T>
+  const T* values(int64_t column) const {
+    const ArrowArray* c = array_.children[column];
+    return static_cast<const T*>(c->buffers[1]) + c->offset;
+  }
+
+ private:
+  void reset() noexcept {
+    if (array_.release) array_.release(&array_);
+  }
+  ArrowArray array_;
+  std::shared_ptr<ArrowSchema> schema_;
+};
+
+/// An owned ArrowArrayStream of this library, iterable with range-for.
+class Stream {
+ public:
+  Stream() { stream_.release = nullptr; }
+  explicit Stream(ArrowArrayStream s) : stream_(s) {}
+  Stream(Stream&& o) noexcept : stream_(o.stream_), schema_(std::move(o.schema_)) { o.stream_.release = nullptr; }
+  Stream& operator=(Stream&& o) noexcept {
+    if (this != &o) {
+      reset();
+      stream_ = o.stream_;
+      schema_ = std::move(o.schema_);
+      o.stream_.release = nullptr;
+    }
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { reset(); }
+
+  ArrowArrayStream* raw() { return &stream_; }
+  /// Give up ownership (e.g. to hand the stream to lance_topk_merge).
+  ArrowArrayStream release() {
+    ArrowArrayStream s = stream_;
+    stream_.release = nullptr;
+    return s;
+  }
+
+  const ArrowSchema& schema() {
+    if (!schema_) {
+      auto s = std::shared_ptr<ArrowSchema>(new ArrowSchema(), [](ArrowSchema* p) {
+        if (p->release) p->release(p);
+        delete p;
+      });
+      int rc = stream_.get_schema(&stream_, s.get());
+      if (rc != 0) throw Error(rc, stream_.get_last_error(&stream_));
+      schema_ = s;
+    }
+    return *schema_;
+  }
+
+  /// The next batch, or nullopt at the end. Throws Error(errno, message) on failure.
+  std::optional<Batch> next() {
+    schema();
+    ArrowArray a;
+    int rc = stream_.get_next(&stream_, &a);
+    if (rc != 0) throw Error(rc, stream_.get_last_error(&stream_));
+    if (a.release == nullptr) return std::nullopt;
+    return Batch(a, schema_);
+  }
+
+  /// Cancel from any thread; the consumer's next() then throws Error(ECANCELED).
+  void cancel() const { check(lance_stream_cancel(&stream_)); }
+
+  LanceIoStats io_stats() const {
+    LanceIoStats s{};
+    check(lance_stream_io_stats(&stream_, &s));
+    return s;
+  }
+
+  class iterator {
+   public:
+    explicit iterator(Stream* s) : s_(s) { advance(); }
+    iterator() = default;
+    Batch& operator*() { return *current_; }
+    iterator& operator++() {
+      advance();
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return s_ != o.s_; }
+
+   private:
+    void advance() {
+      current_ = s_->next();
+      if (!current_) s_ = nullptr;
+    }
+    Stream* s_ = nullptr;
+    std::optional<Batch> current_;
+  };
+  iterator begin() { return iterator(this); }
+  iterator end() { return iterator(); }
+
+ private:
+  void reset() noexcept {
+    if (stream_.release) stream_.release(&stream_);
+  }
+  ArrowArrayStream stream_;
+  std::shared_ptr<ArrowSchema> schema_;
+};
+
+/// One unit of distributed work.
+class Split {
+ public:
+  explicit Split(LanceSplit* p) : p_(check_ptr(p)) {}
+  static Split deserialize(const std::vector<uint8_t>& bytes) {
+    return Split(lance_split_deserialize(bytes.data(), bytes.size()));
+  }
+  std::vector<uint8_t> serialize() const {
+    uint8_t* b = nullptr;
+    size_t n = 0;
+    check(lance_split_serialize(p_.get(), &b, &n));
+    std::vector<uint8_t> out(b, b + n);
+    lance_bytes_free(b, n);
+    return out;
+  }
+  LanceSplitKind kind() const { return static_cast<LanceSplitKind>(lance_split_kind(p_.get())); }
+  uint64_t row_count() const { return lance_split_row_count(p_.get()); }
+  uint64_t version() const { return lance_split_version(p_.get()); }
+  std::vector<uint64_t> fragment_ids() const {
+    size_t n = 0;
+    const uint64_t* ids = lance_split_fragment_ids(p_.get(), &n);
+    return std::vector<uint64_t>(ids, ids + n);
+  }
+  const LanceSplit* get() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<LanceSplit, detail::Deleter<LanceSplit, lance_split_free>> p_;
+};
+
+/// Splits of a pinned snapshot.
+class SplitPlan {
+ public:
+  explicit SplitPlan(LanceSplitPlan* p) : p_(p) {}
+  size_t size() const { return lance_split_plan_count(p_.get()); }
+  /// An owned copy of split `i`.
+  Split at(size_t i) const { return Split(lance_split_plan_get(p_.get(), i)); }
+  std::optional<std::string> index_name() const {
+    const char* n = lance_split_plan_index_name(p_.get());
+    return n ? std::optional<std::string>(n) : std::nullopt;
+  }
+  std::string reason() const { return lance_split_plan_reason(p_.get()); }
+
+ private:
+  std::unique_ptr<LanceSplitPlan, detail::Deleter<LanceSplitPlan, lance_split_plan_free>> p_;
+};
+
+/// What a scan reads; columns empty = all.
+struct ScanRequest {
+  std::vector<std::string> columns;
+  std::optional<std::string> filter;
+  int64_t limit = -1;
+  int64_t offset = 0;
+  uint64_t batch_size = 0;
+  bool with_row_id = false;
+  std::vector<uint64_t> fragment_ids;
+};
+
+/// A vector query against one split.
+struct SearchRequest {
+  std::string column;
+  std::vector<float> vector;
+  uint64_t k = 10;
+  LanceMetric metric = LANCE_METRIC_DEFAULT;
+  uint32_t nprobes = 0;
+  uint32_t refine_factor = 0;
+  std::optional<std::string> prefilter;
+  std::vector<std::string> columns;
+  bool with_row_id = true;
+};
+
+/// A table pinned at one version.
+class Dataset {
+ public:
+  static Dataset open(const std::string& uri, const std::map<std::string, std::string>& storage_options = {},
+                      uint64_t version = 0) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_dataset_open(uri.c_str(), kv.get(), version));
+  }
+  explicit Dataset(LanceDataset* p) : p_(check_ptr(p)) {}
+
+  uint64_t version() const { return lance_dataset_version(p_.get()); }
+  std::string uri() const { return lance_dataset_uri(p_.get()); }
+  uint64_t count_rows(const std::optional<std::string>& filter = std::nullopt) const {
+    uint64_t n = 0;
+    check(lance_dataset_count_rows_where(p_.get(), filter ? filter->c_str() : nullptr, &n, nullptr));
+    return n;
+  }
+  SplitPlan plan_scan(uint64_t target_rows = 0) const {
+    LanceSplitPlan* p = nullptr;
+    check(lance_dataset_plan_scan(p_.get(), target_rows, &p));
+    return SplitPlan(p);
+  }
+  SplitPlan plan_vector_search(const std::string& column, LanceMetric metric = LANCE_METRIC_DEFAULT,
+                               bool use_index = true, uint64_t flat_target_rows = 0) const {
+    LanceSplitPlan* p = nullptr;
+    check(lance_dataset_plan_vector_search(p_.get(), column.c_str(), metric, use_index, flat_target_rows, &p));
+    return SplitPlan(p);
+  }
+  Stream scan(const ScanRequest& r = {}) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceScanOptions o;
+    check(lance_scan_options_init(&o));
+    o.columns = cols.data();
+    o.num_columns = cols.size();
+    o.filter_sql = r.filter ? r.filter->c_str() : nullptr;
+    o.limit = r.limit;
+    o.offset = r.offset;
+    o.batch_size = r.batch_size;
+    o.with_row_id = r.with_row_id;
+    o.fragment_ids = r.fragment_ids.data();
+    o.num_fragment_ids = r.fragment_ids.size();
+    ArrowArrayStream s;
+    check(lance_dataset_scan(p_.get(), &o, &s));
+    return Stream(s);
+  }
+  Stream scan(const Split& split) const {
+    ArrowArrayStream s;
+    check(lance_split_scan(p_.get(), split.get(), nullptr, &s));
+    return Stream(s);
+  }
+  Stream search(const Split& split, const SearchRequest& r) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceVectorQuery q;
+    check(lance_vector_query_init(&q));
+    q.column = r.column.c_str();
+    q.vector = r.vector.data();
+    q.dimension = r.vector.size();
+    q.element_type = LANCE_ELEMENT_F32;
+    q.k = r.k;
+    q.metric = r.metric;
+    q.nprobes = r.nprobes;
+    q.refine_factor = r.refine_factor;
+    q.prefilter_sql = r.prefilter ? r.prefilter->c_str() : nullptr;
+    q.columns = cols.data();
+    q.num_columns = cols.size();
+    q.with_row_id = r.with_row_id;
+    ArrowArrayStream s;
+    check(lance_split_search(p_.get(), split.get(), &q, &s));
+    return Stream(s);
+  }
+  Stream take(const std::vector<uint64_t>& row_ids, const std::vector<std::string>& columns = {}) const {
+    auto cols = detail::c_strings(columns);
+    ArrowArrayStream s;
+    check(lance_dataset_take_rows(p_.get(), row_ids.data(), row_ids.size(), cols.data(), cols.size(), &s));
+    return Stream(s);
+  }
+  void prewarm_index(const std::string& name) const { check(lance_dataset_prewarm_index(p_.get(), name.c_str())); }
+  const LanceDataset* get() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<LanceDataset, detail::Deleter<LanceDataset, lance_dataset_free>> p_;
+};
+
+/// The global top-k of several split results (consumes them).
+inline Stream merge(std::vector<Stream>&& streams, uint64_t k, uint64_t offset = 0) {
+  std::vector<ArrowArrayStream> raw;
+  raw.reserve(streams.size());
+  for (auto& s : streams) raw.push_back(s.release());
+  ArrowArrayStream out;
+  check(lance_topk_merge(raw.data(), raw.size(), k, offset, &out));
+  return Stream(out);
+}
+
+/// A directory or REST catalog.
+class Catalog {
+ public:
+  static Catalog open(const std::map<std::string, std::string>& properties) {
+    detail::KeyValues kv(properties);
+    return Catalog(lance_catalog_open(kv.get()));
+  }
+  explicit Catalog(LanceCatalog* p) : p_(check_ptr(p)) {}
+
+  std::vector<std::string> list_tables(const std::vector<std::string>& ns = {}) const {
+    auto parts = detail::c_strings(ns);
+    LanceStringList* l = nullptr;
+    check(lance_catalog_list_tables(p_.get(), parts.data(), parts.size(), &l));
+    std::vector<std::string> out;
+    for (size_t i = 0; i < lance_string_list_count(l); i++) out.emplace_back(lance_string_list_get(l, i));
+    lance_string_list_free(l);
+    return out;
+  }
+  Dataset open_table(const std::string& table, const std::vector<std::string>& ns = {}, uint64_t version = 0) const {
+    auto parts = detail::c_strings(ns);
+    return Dataset(lance_catalog_open_table(p_.get(), parts.data(), parts.size(), table.c_str(), version));
+  }
+
+ private:
+  std::unique_ptr<LanceCatalog, detail::Deleter<LanceCatalog, lance_catalog_free>> p_;
+};
+
+}  // namespace lance_host
+
+#endif  // LANCE_HOST_HPP
