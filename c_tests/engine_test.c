@@ -23,6 +23,26 @@ static unsigned long long scan_count(LanceDataset* ds, const char* filter, const
   return drain_stream(&st, NULL, NULL, NULL, NULL); /* releases the stream */
 }
 
+static int log_records = 0;
+static void count_log(int32_t level, const char* target, const char* message, void* user_data) {
+  (void)target;
+  (void)message;
+  CHECK(level >= LANCE_LOG_ERROR && level <= LANCE_LOG_DEBUG);
+  CHECK(user_data == &log_records);
+  __atomic_add_fetch(&log_records, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t metric(const char* wanted) {
+  for (size_t i = 0; i < lance_metric_count(); i++) {
+    const char* name = NULL;
+    uint64_t value = 0;
+    CHECK_OK(lance_metric(i, &name, &value));
+    if (strcmp(name, wanted) == 0) return value;
+  }
+  fprintf(stderr, "metric %s missing\n", wanted);
+  exit(1);
+}
+
 static void* cancel_later(void* arg) {
   struct timespec t = {0, 50 * 1000 * 1000};
   nanosleep(&t, NULL);
@@ -36,8 +56,12 @@ int main(int argc, char** argv) {
   facts_load(&facts, argv[1]);
   char uri[4096];
   facts_get(&facts, "vectors.uri", uri, sizeof uri);
+  /* Lance's log records reach the host's callback (nothing goes to stdout/stderr). */
+  CHECK_OK(lance_log_set_callback(count_log, &log_records, LANCE_LOG_DEBUG));
+  uint64_t opens = metric("ops.open"), rows_before = metric("stream.rows");
   LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
   CHECK(ds != NULL);
+  CHECK(metric("ops.open") == opens + 1);
 
   /* Counts: table, filters, every scan split; they add up. */
   uint64_t all = 0, n = 0;
@@ -127,7 +151,10 @@ int main(int argc, char** argv) {
   CHECK_OK(lance_call_context_enter(NULL));
   CHECK_OK(lance_dataset_count_rows_where(ds, NULL, &n, NULL));
 
+  CHECK(metric("stream.rows") > rows_before);
+  CHECK(__atomic_load_n(&log_records, __ATOMIC_RELAXED) > 0);
+  CHECK_OK(lance_log_set_callback(NULL, NULL, LANCE_LOG_OFF));
   lance_dataset_free(ds);
-  printf("engine_test: ok (%llu rows)\n", (unsigned long long)all);
+  printf("engine_test: ok (%llu rows, %d log records)\n", (unsigned long long)all, log_records);
   return 0;
 }

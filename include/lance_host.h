@@ -223,6 +223,16 @@ typedef int32_t LanceElementType;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Log levels of `lance_log_set_callback`.
+typedef enum {
+  LANCE_LOG_OFF = 0,
+  LANCE_LOG_ERROR = 1,
+  LANCE_LOG_WARN = 2,
+  LANCE_LOG_INFO = 3,
+  LANCE_LOG_DEBUG = 4,
+  LANCE_LOG_TRACE = 5,
+} LanceLogLevel;
+
 // A call context: a cancellation handle with an optional deadline that a host binds to a
 // thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
 typedef struct LanceCallContext LanceCallContext;
@@ -437,6 +447,11 @@ typedef struct {
   uint64_t metadata_entries;
   uint64_t metadata_bytes;
 } LanceSessionStats;
+
+// Receives one log record: its `LanceLogLevel`, its target (the Lance module, e.g.
+// "lance::dataset::scanner") and its message — both valid only during the call — and the
+// `user_data` given at registration.
+typedef void (*LanceLogCallback)(int32_t level, const char *target, const char *message, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1098,6 +1113,33 @@ int32_t lance_call_context_cancel(const LanceCallContext *context);
 // Free a call context. NULL is ignored. Threads it is bound to keep it until they unbind it.
 // Call once; not concurrently with `lance_call_context_cancel` on the same handle.
 void lance_call_context_free(LanceCallContext *context);
+
+// Route the log records of the library and of Lance (object-store retries, slow requests,
+// index loading, cache activity, ...) at `level` or more severe to `callback`; NULL (or
+// LANCE_LOG_OFF) stops logging. Without a callback nothing is logged anywhere: the library
+// never writes to stdout or stderr by itself.
+//
+// The callback runs on whatever thread logs (host threads and the runtime's workers), possibly
+// concurrently, and must be thread-safe; it must not call `lance_log_set_callback`. Thread-safe.
+// Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for an unknown level;
+// LANCE_ERR_FAILED_PRECONDITION if another logger already owns the process's Rust `log`
+// facade (then records cannot be routed).
+int32_t lance_log_set_callback(LanceLogCallback callback, void *user_data, int32_t level);
+
+// Number of session-level counters (see `lance_metric`). Thread-safe.
+size_t lance_metric_count(void);
+
+// Read counter `index` (0 <= index < `lance_metric_count()`): `*name` receives its stable
+// name (static storage; do not free), `*value` its current value. Counters only grow:
+// "ops.open", "ops.plan", "ops.scan", "ops.search", "ops.take", "ops.refine", "ops.merge",
+// "ops.prewarm", "ops.count", "ops.statistics" (calls started), "stream.rows",
+// "stream.batches", "stream.bytes" (what streams handed to the host), "object_store.requests",
+// "object_store.bytes" (reads from object stores; local files are not counted),
+// "index_cache.hits", "index_cache.misses", "metadata_cache.hits", "metadata_cache.misses".
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL outputs or an index out of range;
+// outputs are not written on failure.
+int32_t lance_metric(size_t index, const char **name, uint64_t *value);
 
 // Take rows by `_rowid` from the handle's snapshot into `out`: rows come in request order,
 // duplicates kept. `columns` (`num_columns` names, `_rowid` allowed; 0 = every column) is the

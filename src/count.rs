@@ -18,6 +18,7 @@ pub fn count_rows(
     fragment_ids: Option<&[u64]>,
     filter: Option<&str>,
 ) -> Result<(u64, IoStats)> {
+    crate::metrics::op(crate::metrics::Op::Count);
     if let Some(f) = filter {
         if f.trim().is_empty() {
             return Err(HostError::invalid("filter_sql is empty"));

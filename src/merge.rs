@@ -16,6 +16,7 @@ pub fn merge_top_k(
     k: u64,
     offset: u64,
 ) -> Result<BatchReader> {
+    crate::metrics::op(crate::metrics::Op::Merge);
     if inputs.is_empty() {
         return Err(HostError::invalid("no input streams to merge"));
     }

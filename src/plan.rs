@@ -72,6 +72,7 @@ fn visible_fragments(snapshot: &Snapshot) -> Result<Vec<(u64, u64)>> {
 /// Scan splits: fragments grouped in order until a split reaches `target_rows` (0 = one
 /// fragment per split).
 pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
+    crate::metrics::op(crate::metrics::Op::Plan);
     let mut splits = Vec::new();
     let mut current: Vec<u64> = Vec::new();
     let mut rows = 0u64;
@@ -156,6 +157,7 @@ pub fn plan_vector(
     use_index: bool,
     flat_target_rows: u64,
 ) -> Result<SplitPlan> {
+    crate::metrics::op(crate::metrics::Op::Plan);
     vector_column(snapshot, column)?;
     let fragments = visible_fragments(snapshot)?;
     let candidates: Vec<IndexInfo> = index::list_indexes(snapshot)?

@@ -84,6 +84,7 @@ impl MetricsCollector for LoadCounter {
 }
 
 fn prewarm(snapshot: &Snapshot, info: &IndexInfo, selected: &[Uuid]) -> Result<IoStats> {
+    crate::metrics::op(crate::metrics::Op::Prewarm);
     let what = format!("cannot prewarm index '{}'", info.name);
     let lance_err = |e| HostError::from_lance(&what, e);
     let name = info.name.clone();

@@ -28,6 +28,7 @@ pub fn refine_candidates(
     q: &VectorQuery,
     input: Box<dyn RecordBatchReader + Send>,
 ) -> Result<BatchReader> {
+    crate::metrics::op(crate::metrics::Op::Refine);
     if q.k == 0 {
         return Err(HostError::invalid("k must be at least 1"));
     }

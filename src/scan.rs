@@ -237,6 +237,7 @@ fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, Op
 
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
+    crate::metrics::op(crate::metrics::Op::Scan);
     let (scanner, stats) = prepared_scan(snapshot, opts)?;
     Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot))
 }
@@ -473,7 +474,10 @@ impl Iterator for BatchReader {
                 self.release();
                 None
             }
-            Some(Ok(batch)) => Some(Ok(batch)),
+            Some(Ok(batch)) => {
+                crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
+                Some(Ok(batch))
+            }
             Some(Err(err)) => {
                 // A failed stream is finished: stop its remaining work now.
                 self.release();

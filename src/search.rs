@@ -122,6 +122,7 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
 /// split brute-forces its fragment. Output: the projected columns, `_distance` (float32) and
 /// `_rowid` when asked.
 pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<BatchReader> {
+    crate::metrics::op(crate::metrics::Op::Search);
     let (scanner, stats) = prepared_search(snapshot, split, q)?;
     Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats).reading(snapshot))
 }

@@ -42,6 +42,7 @@ fn validate_uri(uri: &str) -> Result<()> {
 
 /// Open `uri` at `version` (0 = the latest version at open time).
 pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -> Result<Snapshot> {
+    crate::metrics::op(crate::metrics::Op::Open);
     validate_uri(uri)?;
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
@@ -207,6 +208,7 @@ impl Snapshot {
 /// Open the table of a snapshot token at its pinned version from the shipped manifest,
 /// without reading the manifest from storage. Damaged bytes are CORRUPT.
 pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<Snapshot> {
+    crate::metrics::op(crate::metrics::Op::Open);
     use crate::error::LanceErrorCode;
     let corrupt = |what: &str| {
         HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid snapshot token: {what}"))

@@ -40,6 +40,7 @@ pub struct TableStatistics {
 }
 
 pub fn statistics(snapshot: &Snapshot) -> Result<(TableStatistics, IoStats)> {
+    crate::metrics::op(crate::metrics::Op::Statistics);
     let stats = OpStats::default();
     let ds = stats.dataset(snapshot);
     let infos = snapshot.fragments_on(ds.clone())?;

@@ -52,6 +52,7 @@ struct Counters {
 
 impl Counters {
     fn record_read(&self, path: &Path, bytes: u64) {
+        crate::metrics::object_store_read(bytes);
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         if path.as_ref().contains("_indices/") {

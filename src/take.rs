@@ -86,6 +86,7 @@ pub(crate) fn fetch_rows(
 /// Take `ids` (request order, duplicates kept) projecting `columns` (empty = all; `_rowid`
 /// allowed). Any missing or deleted id fails the whole call.
 pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result<BatchReader> {
+    crate::metrics::op(crate::metrics::Op::Take);
     validate_columns(snapshot, columns)?;
     let data_cols: Vec<String> = if columns.is_empty() {
         snapshot

@@ -1,5 +1,7 @@
 //! C ABI of the global session.
 
+use std::ffi::{c_char, c_void};
+
 use crate::error::Result;
 use crate::session::{self, SessionConfig, SessionStats};
 
@@ -186,4 +188,121 @@ pub extern "C" fn lance_call_context_cancel(context: *const LanceCallContext) ->
 #[no_mangle]
 pub extern "C" fn lance_call_context_free(context: *mut LanceCallContext) {
     super::guard_free(|| super::free_handle(context))
+}
+
+/// Log levels of `lance_log_set_callback`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum LanceLogLevel {
+    LANCE_LOG_OFF = 0,
+    LANCE_LOG_ERROR = 1,
+    LANCE_LOG_WARN = 2,
+    LANCE_LOG_INFO = 3,
+    LANCE_LOG_DEBUG = 4,
+    LANCE_LOG_TRACE = 5,
+}
+
+/// Receives one log record: its `LanceLogLevel`, its target (the Lance module, e.g.
+/// "lance::dataset::scanner") and its message — both valid only during the call — and the
+/// `user_data` given at registration.
+pub type LanceLogCallback = Option<
+    unsafe extern "C" fn(level: i32, target: *const c_char, message: *const c_char, user_data: *mut c_void),
+>;
+
+struct UserData(*mut c_void);
+// SAFETY: the host promises (header) that its callback and user data may be used from any
+// thread; the library only passes the pointer back.
+unsafe impl Send for UserData {}
+unsafe impl Sync for UserData {}
+
+/// Route the log records of the library and of Lance (object-store retries, slow requests,
+/// index loading, cache activity, ...) at `level` or more severe to `callback`; NULL (or
+/// LANCE_LOG_OFF) stops logging. Without a callback nothing is logged anywhere: the library
+/// never writes to stdout or stderr by itself.
+///
+/// The callback runs on whatever thread logs (host threads and the runtime's workers), possibly
+/// concurrently, and must be thread-safe; it must not call `lance_log_set_callback`. Thread-safe.
+/// Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for an unknown level;
+/// LANCE_ERR_FAILED_PRECONDITION if another logger already owns the process's Rust `log`
+/// facade (then records cannot be routed).
+#[no_mangle]
+pub extern "C" fn lance_log_set_callback(callback: LanceLogCallback, user_data: *mut c_void, level: i32) -> i32 {
+    super::guard_code(|| {
+        let filter = match level {
+            0 => log::LevelFilter::Off,
+            1 => log::LevelFilter::Error,
+            2 => log::LevelFilter::Warn,
+            3 => log::LevelFilter::Info,
+            4 => log::LevelFilter::Debug,
+            5 => log::LevelFilter::Trace,
+            other => return Err(crate::error::HostError::invalid(format!("unknown log level {other}"))),
+        };
+        let sink: Option<crate::logging::Sink> = match callback {
+            Some(cb) if filter != log::LevelFilter::Off => {
+                let data = UserData(user_data);
+                Some(Box::new(move |lvl: log::Level, target: &str, message: &str| {
+                    let level = match lvl {
+                        log::Level::Error => 1,
+                        log::Level::Warn => 2,
+                        log::Level::Info => 3,
+                        log::Level::Debug => 4,
+                        log::Level::Trace => 5,
+                    };
+                    let target = super::owned_cstring(target);
+                    let message = super::owned_cstring(message);
+                    let data = &data;
+                    // SAFETY: a host callback registered for exactly this call shape.
+                    unsafe { cb(level, target.as_ptr(), message.as_ptr(), data.0) }
+                }))
+            }
+            _ => None,
+        };
+        crate::logging::set_sink(sink, filter)
+    })
+}
+
+/// Number of session-level counters (see `lance_metric`). Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_metric_count() -> usize {
+    super::guard_value(0, || Ok(crate::metrics::snapshot().len()))
+}
+
+/// Read counter `index` (0 <= index < `lance_metric_count()`): `*name` receives its stable
+/// name (static storage; do not free), `*value` its current value. Counters only grow:
+/// "ops.open", "ops.plan", "ops.scan", "ops.search", "ops.take", "ops.refine", "ops.merge",
+/// "ops.prewarm", "ops.count", "ops.statistics" (calls started), "stream.rows",
+/// "stream.batches", "stream.bytes" (what streams handed to the host), "object_store.requests",
+/// "object_store.bytes" (reads from object stores; local files are not counted),
+/// "index_cache.hits", "index_cache.misses", "metadata_cache.hits", "metadata_cache.misses".
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL outputs or an index out of range;
+/// outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_metric(index: usize, name: *mut *const c_char, value: *mut u64) -> i32 {
+    super::guard_code(|| {
+        let name = out_arg(name, "name")?;
+        let value = out_arg(value, "value")?;
+        let all = crate::metrics::snapshot();
+        let (n, v) = super::item_at(&all, index, "metric")?;
+        *name = metric_name(n);
+        *value = *v;
+        Ok(())
+    })
+}
+
+/// The static C string of a metric name.
+fn metric_name(name: &str) -> *const c_char {
+    static NAMES: std::sync::OnceLock<Vec<(&'static str, std::ffi::CString)>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        crate::metrics::snapshot()
+            .into_iter()
+            .map(|(n, _)| (n, super::owned_cstring(n)))
+            .collect()
+    });
+    names
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, c)| c.as_ptr())
+        .unwrap_or(std::ptr::null())
 }

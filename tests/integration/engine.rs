@@ -360,3 +360,70 @@ fn huge_inputs_give_readable_messages_and_take_rejects_repeated_columns() {
     o.num_columns = 3;
     assert_err(lance_dataset_scan(ds.ptr(), &o, &mut st), LANCE_ERR_INVALID_ARGUMENT, "'id' is requested more than once");
 }
+
+static LOG_RECORDS: std::sync::Mutex<Vec<(i32, String, String)>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn collect_log(level: i32, target: *const c_char, message: *const c_char, user_data: *mut std::ffi::c_void) {
+    assert_eq!(user_data as usize, 0x5eed, "user data not passed back");
+    let t = unsafe { CStr::from_ptr(target) }.to_string_lossy().into_owned();
+    let m = unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned();
+    LOG_RECORDS.lock().unwrap().push((level, t, m));
+}
+
+fn metrics() -> std::collections::BTreeMap<String, u64> {
+    (0..lance_metric_count())
+        .map(|i| {
+            let mut name = std::ptr::null();
+            let mut value = 0u64;
+            assert_eq!(lance_metric(i, &mut name, &mut value), 0);
+            (unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned(), value)
+        })
+        .collect()
+}
+
+/// Runs in a fresh process: the process's log facade and counters are its own.
+#[test]
+#[ignore = "run by host_logging_and_metrics in its own process"]
+fn child_logging_and_metrics() {
+    if std::env::var_os("LANCE_HOST_TEST_LOGGING").is_none() {
+        return;
+    }
+    assert_err(lance_log_set_callback(Some(collect_log), 0x5eed as *mut _, 9), LANCE_ERR_INVALID_ARGUMENT, "level");
+    assert_eq!(lance_log_set_callback(Some(collect_log), 0x5eed as *mut _, LanceLogLevel::LANCE_LOG_DEBUG as i32), 0, "{}", last_message());
+    let before = metrics();
+    let ds = Ds::open(&vectors_uri(), 0);
+    let rows = scanned(&ds, None, None);
+    let name = cstr("emb_pq");
+    assert_eq!(lance_dataset_prewarm_index(ds.ptr(), name.as_ptr()), 0);
+    let after = metrics();
+    let records = LOG_RECORDS.lock().unwrap().clone();
+    assert!(!records.is_empty(), "no log record reached the callback");
+    assert!(records.iter().any(|(_, t, _)| t.starts_with("lance")), "no record from Lance: {:?}", &records[..records.len().min(5)]);
+    assert!(records.iter().all(|(l, _, _)| (1..=4).contains(l)), "a record above DEBUG");
+    // Counters: this process opened once, scanned once (the rows it received) and prewarmed.
+    let d = |k: &str| after[k] - before.get(k).copied().unwrap_or(0);
+    assert_eq!(d("ops.open"), 1);
+    assert_eq!(d("ops.scan"), 1);
+    assert_eq!(d("ops.prewarm"), 1);
+    assert_eq!(d("stream.rows"), rows as u64);
+    assert!(d("stream.bytes") > 0 && d("stream.batches") > 0);
+    assert!(after.contains_key("index_cache.hits") && after.contains_key("object_store.requests"));
+    let mut name_p = std::ptr::null();
+    let mut v = 0u64;
+    assert_err(lance_metric(lance_metric_count(), &mut name_p, &mut v), LANCE_ERR_INVALID_ARGUMENT, "out of range");
+    // Off: nothing more arrives.
+    assert_eq!(lance_log_set_callback(None, std::ptr::null_mut(), 0), 0);
+    let n = LOG_RECORDS.lock().unwrap().len();
+    let _ = scanned(&ds, Some("id < 10"), None);
+    assert_eq!(LOG_RECORDS.lock().unwrap().len(), n, "records after logging was turned off");
+    println!("LOG records={} first={:?}", records.len(), records.first());
+    println!("CHILD-OK");
+}
+
+#[test]
+fn host_logging_and_metrics() {
+    let out = run_child("engine::child_logging_and_metrics", &[("LANCE_HOST_TEST_LOGGING", std::ffi::OsStr::new("1"))]);
+    assert!(out.contains("LOG records="), "{out}");
+    // Nothing of Lance's logging went to the process's stdout (the callback got it).
+    assert!(!out.lines().any(|l| l.contains("DEBUG lance") || l.contains("INFO lance")), "{out}");
+}

@@ -184,5 +184,14 @@ def test_counts_and_cancel_from_python(lib, warehouse):
         reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
         with pytest.raises(Exception, match="cancelled"):
             reader.read_all()
+        # Session counters by name.
+        lib.lance_metric_count.restype = ctypes.c_size_t
+        lib.lance_metric.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_uint64)]
+        metrics = {}
+        for i in range(lib.lance_metric_count()):
+            name, value = ctypes.c_char_p(), ctypes.c_uint64()
+            assert lib.lance_metric(i, ctypes.byref(name), ctypes.byref(value)) == LANCE_OK
+            metrics[name.value.decode()] = value.value
+        assert metrics["ops.count"] >= 3 and metrics["ops.scan"] >= 2 and metrics["stream.rows"] > 0
     finally:
         lib.lance_dataset_free(handle)

@@ -1,0 +1,74 @@
+//! Session-level counters a host polls for its metrics page: operations by kind, rows, batches
+//! and bytes returned by streams, object-store requests and bytes (object stores only), and the
+//! session's cache hits and misses. Counters only grow; a host computes rates from two reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Operation kinds counted.
+#[derive(Debug, Clone, Copy)]
+pub enum Op {
+    Open,
+    Plan,
+    Scan,
+    Search,
+    Take,
+    Refine,
+    Merge,
+    Prewarm,
+    Count,
+    Statistics,
+}
+
+const OPS: [(&str, Op); 10] = [
+    ("ops.open", Op::Open),
+    ("ops.plan", Op::Plan),
+    ("ops.scan", Op::Scan),
+    ("ops.search", Op::Search),
+    ("ops.take", Op::Take),
+    ("ops.refine", Op::Refine),
+    ("ops.merge", Op::Merge),
+    ("ops.prewarm", Op::Prewarm),
+    ("ops.count", Op::Count),
+    ("ops.statistics", Op::Statistics),
+];
+
+static OP_COUNTS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
+static ROWS: AtomicU64 = AtomicU64::new(0);
+static BATCHES: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static REQUEST_BYTES: AtomicU64 = AtomicU64::new(0);
+
+pub fn op(kind: Op) {
+    OP_COUNTS[kind as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn batch_returned(rows: usize, bytes: usize) {
+    BATCHES.fetch_add(1, Ordering::Relaxed);
+    ROWS.fetch_add(rows as u64, Ordering::Relaxed);
+    BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+}
+
+pub fn object_store_read(bytes: u64) {
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    REQUEST_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Every counter as (name, value), in a fixed order (names are stable).
+pub fn snapshot() -> Vec<(&'static str, u64)> {
+    let mut out: Vec<(&'static str, u64)> = OPS
+        .iter()
+        .map(|(name, kind)| (*name, OP_COUNTS[*kind as usize].load(Ordering::Relaxed)))
+        .collect();
+    out.push(("stream.rows", ROWS.load(Ordering::Relaxed)));
+    out.push(("stream.batches", BATCHES.load(Ordering::Relaxed)));
+    out.push(("stream.bytes", BYTES.load(Ordering::Relaxed)));
+    out.push(("object_store.requests", REQUESTS.load(Ordering::Relaxed)));
+    out.push(("object_store.bytes", REQUEST_BYTES.load(Ordering::Relaxed)));
+    let cache = crate::session::stats().unwrap_or_default();
+    out.push(("index_cache.hits", cache.index_hits));
+    out.push(("index_cache.misses", cache.index_misses));
+    out.push(("metadata_cache.hits", cache.metadata_hits));
+    out.push(("metadata_cache.misses", cache.metadata_misses));
+    out
+}
