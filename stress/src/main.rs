@@ -4,6 +4,7 @@
 //! old versions while readers hold pinned handles.
 //!
 //!   lance-host-stress [--threads 8] [--seconds 10] [--writer] [--warehouse DIR]
+//!                     [--index-cache-mb N] [--metadata-cache-mb N]
 //!
 //! Without `--warehouse` the testkit writes a fresh one into a temporary directory. Prints one
 //! JSON report line (operations, wrong results, errors by code, RSS at start and end); exits
@@ -36,10 +37,13 @@ struct Opts {
     seconds: f64,
     writer: bool,
     warehouse: Option<String>,
+    /// Session cache budgets in MiB (0 = the library's defaults).
+    index_cache_mb: u64,
+    metadata_cache_mb: u64,
 }
 
 fn parse_args() -> Opts {
-    let mut o = Opts { threads: 8, seconds: 10.0, writer: false, warehouse: None };
+    let mut o = Opts { threads: 8, seconds: 10.0, writer: false, warehouse: None, index_cache_mb: 0, metadata_cache_mb: 0 };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -57,8 +61,16 @@ fn parse_args() -> Opts {
                 o.warehouse = Some(args[i + 1].clone());
                 i += 1;
             }
+            "--index-cache-mb" => {
+                o.index_cache_mb = args[i + 1].parse().expect("--index-cache-mb N");
+                i += 1;
+            }
+            "--metadata-cache-mb" => {
+                o.metadata_cache_mb = args[i + 1].parse().expect("--metadata-cache-mb N");
+                i += 1;
+            }
             other => {
-                eprintln!("unknown argument {other}\nusage: lance-host-stress [--threads N] [--seconds S] [--writer] [--warehouse DIR]");
+                eprintln!("unknown argument {other}\nusage: lance-host-stress [--threads N] [--seconds S] [--writer] [--warehouse DIR] [--index-cache-mb N] [--metadata-cache-mb N]");
                 std::process::exit(2);
             }
         }
@@ -528,6 +540,18 @@ fn writer(uri: String, stop: Arc<AtomicBool>) -> (u64, BTreeMap<&'static str, u6
 
 fn main() {
     let o = parse_args();
+    if o.index_cache_mb > 0 || o.metadata_cache_mb > 0 {
+        let mut so = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
+        assert_eq!(lance_session_options_default(so.as_mut_ptr()), 0);
+        let mut so = unsafe { so.assume_init() };
+        if o.index_cache_mb > 0 {
+            so.index_cache_bytes = o.index_cache_mb << 20;
+        }
+        if o.metadata_cache_mb > 0 {
+            so.metadata_cache_bytes = o.metadata_cache_mb << 20;
+        }
+        assert_eq!(lance_session_configure(&so), 0, "session configuration rejected");
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = match &o.warehouse {
         Some(w) => std::path::PathBuf::from(w),
