@@ -111,7 +111,7 @@ struct ArrowArrayStream {
 #define LANCE_MAX_WORKER_THREADS 1024
 
 // Current snapshot token format.
-#define SNAPSHOT_FORMAT 1
+#define SNAPSHOT_FORMAT 2
 
 // Error codes returned by every fallible C function.
 //
@@ -692,9 +692,10 @@ void lance_table_stats_free(LanceTableStats *stats);
 void lance_string_free(char *s);
 
 // Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
-// bytes holding the table URI, the pinned version and the pinned manifest — never storage
-// options or secrets. A worker opens it with `lance_snapshot_open` instead of reading the
-// manifest from storage (on object stores that saves the manifest read of every worker open).
+// bytes holding the table URI, the pinned version, the pinned manifest and its index metadata
+// — never storage options or secrets. A worker opens it with `lance_snapshot_open` instead of
+// reading the manifest from storage: on object stores that saves the manifest reads of every
+// worker open, and of its first vector plan.
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
 // Thread-safe. Returns an error code; outputs are not written on failure.

@@ -177,19 +177,28 @@ impl Snapshot {
 // ---- Shipped snapshots ---------------------------------------------------------------------
 //
 // A coordinator ships its pinned manifest to workers so they need not read it from storage.
-// Layout (little endian): magic "LHSN" | format u8 (=1) | version u64 | uri: u32 len + bytes |
-// manifest: u32 len + protobuf bytes (Lance's own manifest message) | crc32 of all before.
-// Storage options (credentials) are never part of it.
+// Layout (little endian): magic "LHSN" | format u8 (=2) | version u64 | uri: u32 len + bytes |
+// manifest: u32 len + protobuf bytes (Lance's own manifest message) | index section: u32 len +
+// protobuf bytes (Lance's index metadata of that version; format 2 only) | crc32 of all before.
+// Storage options (credentials) are never part of it. Format 1 (no index section) is read too.
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"LHSN";
 /// Current snapshot token format.
-pub const SNAPSHOT_FORMAT: u8 = 1;
+pub const SNAPSHOT_FORMAT: u8 = 2;
 
 impl Snapshot {
     /// The snapshot token: table URI, pinned version and the pinned manifest, checksummed.
-    pub fn export_token(&self) -> Vec<u8> {
+    pub fn export_token(&self) -> Result<Vec<u8>> {
+        use lance::index::DatasetIndexExt;
         use prost::Message;
         let manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest()).encode_to_vec();
+        let ds = self.dataset.clone();
+        let indices = session::block_on(async move { ds.load_indices().await })?
+            .map_err(|e| HostError::from_lance("cannot read the index metadata", e))?;
+        let section = lance_table::format::pb::IndexSection {
+            indices: indices.iter().map(lance_table::format::pb::IndexMetadata::from).collect(),
+        }
+        .encode_to_vec();
         let uri = self.uri().as_bytes();
         let mut b = Vec::with_capacity(32 + uri.len() + manifest.len());
         b.extend_from_slice(SNAPSHOT_MAGIC);
@@ -199,9 +208,11 @@ impl Snapshot {
         b.extend_from_slice(uri);
         b.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
         b.extend_from_slice(&manifest);
+        b.extend_from_slice(&(section.len() as u32).to_le_bytes());
+        b.extend_from_slice(&section);
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_le_bytes());
-        b
+        Ok(b)
     }
 }
 
@@ -216,7 +227,8 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     if bytes.len() < 5 || &bytes[..4] != SNAPSHOT_MAGIC {
         return Err(corrupt("not a lance-host snapshot token (bad magic)"));
     }
-    if bytes[4] != SNAPSHOT_FORMAT {
+    let format = bytes[4];
+    if format != 1 && format != SNAPSHOT_FORMAT {
         return Err(HostError::not_supported(format!(
             "snapshot token format {} is not supported (this library reads format {SNAPSHOT_FORMAT})",
             bytes[4]
@@ -240,6 +252,12 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     let uri = std::str::from_utf8(take(uri_len)?).map_err(|_| corrupt("table uri is not UTF-8"))?.to_string();
     let manifest_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
     let manifest = take(manifest_len)?.to_vec();
+    let section = if format >= 2 {
+        let len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+        Some(take(len)?.to_vec())
+    } else {
+        None
+    };
     if pos != body.len() {
         return Err(corrupt("trailing bytes"));
     }
@@ -261,8 +279,41 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     if dataset.version_id() != version {
         return Err(corrupt("the shipped manifest is not the token's version"));
     }
+    if let Some(section) = section {
+        seed_index_metadata(&dataset, &section).map_err(|e| corrupt(&e.message))?;
+    }
     Ok(Snapshot {
         dataset: Arc::new(dataset),
         storage_options,
     })
+}
+
+/// Put the shipped index metadata where Lance looks for it (the index cache entry it would
+/// otherwise fill by reading the manifest file's index section), so a worker's vector planning
+/// reads no manifest either.
+fn seed_index_metadata(dataset: &Dataset, section: &[u8]) -> Result<()> {
+    use lance::session::index_caches::IndexMetadataKey;
+    use lance_table::format::IndexMetadata;
+    use prost::Message;
+    let decoded = lance_table::format::pb::IndexSection::decode(section)
+        .map_err(|e| HostError::invalid(format!("bad index section: {e}")))?;
+    let indices: Vec<IndexMetadata> = decoded
+        .indices
+        .into_iter()
+        .map(IndexMetadata::try_from)
+        .collect::<lance::Result<_>>()
+        .map_err(|e| HostError::invalid(format!("bad index metadata: {e}")))?;
+    let cache = session::global()?.index_cache.with_key_prefix(dataset.uri());
+    let ds = dataset.clone();
+    session::block_on(async move {
+        let store = ds.object_store(None).await?;
+        let key = IndexMetadataKey {
+            version: ds.manifest().version,
+            store_identity: &store.store_prefix,
+            e_tag: ds.manifest_location().e_tag.as_deref(),
+        };
+        cache.insert_with_key(&key, Arc::new(indices)).await;
+        Ok::<_, lance::Error>(())
+    })?
+    .map_err(|e| HostError::from_lance("cannot cache the shipped index metadata", e))
 }

@@ -440,9 +440,10 @@ pub extern "C" fn lance_string_free(s: *mut c_char) {
 }
 
 /// Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
-/// bytes holding the table URI, the pinned version and the pinned manifest — never storage
-/// options or secrets. A worker opens it with `lance_snapshot_open` instead of reading the
-/// manifest from storage (on object stores that saves the manifest read of every worker open).
+/// bytes holding the table URI, the pinned version, the pinned manifest and its index metadata
+/// — never storage options or secrets. A worker opens it with `lance_snapshot_open` instead of
+/// reading the manifest from storage: on object stores that saves the manifest reads of every
+/// worker open, and of its first vector plan.
 ///
 /// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
 /// Thread-safe. Returns an error code; outputs are not written on failure.
@@ -456,7 +457,7 @@ pub extern "C" fn lance_dataset_export_snapshot(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
-        (*out, *out_len) = into_array(ds.snapshot.export_token());
+        (*out, *out_len) = into_array(ds.snapshot.export_token()?);
         Ok(())
     })
 }

@@ -773,6 +773,20 @@ fn child_snapshot_worker() {
         .filter(|l| !l.is_empty())
         .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(std::str::from_utf8(&l[i..i + 2]).unwrap(), 16).unwrap()).collect())
         .collect();
+    if mode == "token_vector" {
+        // Open from the token and plan a vector search: the index metadata Lance needs for it
+        // lives in the manifest file's index section.
+        let ds = lance_snapshot_open(token.as_ptr(), token.len(), ptrs.as_ptr());
+        assert!(!ds.is_null(), "{}", last_message());
+        let ds = Ds(ds);
+        let col = cstr("embedding");
+        let mut plan = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), 1, true, 0, &mut plan), 0, "{}", last_message());
+        lance_split_plan_free(plan);
+        println!("ROWS 0");
+        println!("CHILD-OK");
+        return;
+    }
     let mut rows = 0;
     for bytes in &splits {
         let split = lance_split_deserialize(bytes.as_ptr(), bytes.len());
@@ -860,13 +874,17 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
     };
     let (plain_reads, plain_rows) = worker("plain");
     let (token_reads, token_rows) = worker("token");
+    // Vector planning on a token-opened handle: the token carries the index metadata too, so
+    // not even the manifest file's index section is read.
+    let (vector_reads, _) = worker("token_vector");
+    assert_eq!(vector_reads, 0, "a vector plan from a token read the manifest");
     assert!(plain_reads > 0, "workers opening from the split read no manifest: the check is void");
     assert_eq!(token_reads, 0, "workers opening from the token read (GET) the manifest");
     assert_eq!(token_rows, plain_rows);
     let mut total = 0u64;
     assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut total), 0);
     assert_eq!(token_rows as u64, total);
-    println!("SNAPSHOT token_bytes={} manifest_reads plain={plain_reads} token={token_reads}", token.len());
+    println!("SNAPSHOT token_bytes={} manifest_reads plain={plain_reads} token={token_reads} token_vector_plan={vector_reads}", token.len());
     // Damaged tokens are CORRUPT, never a wrong table.
     let mut bad = token.clone();
     let mid = bad.len() / 2;
