@@ -51,3 +51,29 @@ pub fn set_sink(sink: Option<Sink>, level: log::LevelFilter) -> Result<()> {
     log::set_max_level(if off { log::LevelFilter::Off } else { level });
     Ok(())
 }
+
+thread_local! {
+    static QUIET: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+static HOOK: std::sync::Once = std::sync::Once::new();
+
+/// `catch_unwind` for panics the library catches and reports itself (at the C boundary, and
+/// Lance's SQL planner on input it does not implement): the panic's message goes to the host's
+/// log sink (at ERROR) instead of the process's stderr. Panics anywhere else keep the process's
+/// own panic hook, which this one delegates to.
+pub fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(|q| q.get()) > 0 {
+                log::error!(target: "lance_host", "caught panic: {info}");
+            } else {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(q.get() + 1));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(q.get() - 1));
+    r
+}

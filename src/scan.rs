@@ -89,7 +89,7 @@ pub fn project(snapshot: &Snapshot, scanner: &mut Scanner, columns: &[String]) -
 pub fn check_sql_filter(snapshot: &Snapshot, sql: &str) -> Result<()> {
     let schema = std::sync::Arc::new(snapshot.arrow_schema());
     let planner = lance_datafusion::planner::Planner::new(schema);
-    match catch_unwind(AssertUnwindSafe(|| planner.parse_filter(sql).map(|_| ()))) {
+    match crate::logging::catch_quietly(|| planner.parse_filter(sql).map(|_| ())) {
         Ok(_) => Ok(()),
         Err(_) => Err(HostError::invalid(format!(
             "filter uses SQL that Lance cannot plan (a placeholder or an unsupported literal form): {sql}"

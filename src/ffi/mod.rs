@@ -14,7 +14,6 @@ pub mod take;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{HostError, LanceErrorCode, Result};
 use self::error::set_last_error;
@@ -25,7 +24,7 @@ const MAX_KV_PAIRS: usize = 4096;
 
 /// Run `f` for a function that returns an error code.
 pub(crate) fn guard_code(f: impl FnOnce() -> Result<()>) -> i32 {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match crate::logging::catch_quietly(f) {
         Ok(Ok(())) => LanceErrorCode::LANCE_OK as i32,
         Ok(Err(e)) => {
             let code = e.code as i32;
@@ -41,7 +40,7 @@ pub(crate) fn guard_code(f: impl FnOnce() -> Result<()>) -> i32 {
 
 /// Run `f` for a function that returns a pointer (NULL on failure).
 pub(crate) fn guard_ptr<T>(f: impl FnOnce() -> Result<*mut T>) -> *mut T {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match crate::logging::catch_quietly(f) {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
             set_last_error(e);
@@ -57,7 +56,7 @@ pub(crate) fn guard_ptr<T>(f: impl FnOnce() -> Result<*mut T>) -> *mut T {
 /// Run `f` for an infallible-looking accessor that returns a plain value; `fallback` is
 /// returned (and the last error set) on failure.
 pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match crate::logging::catch_quietly(f) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             set_last_error(e);
@@ -72,7 +71,7 @@ pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
 
 /// Free-functions: never fail, never unwind.
 pub(crate) fn guard_free(f: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(f));
+    let _ = crate::logging::catch_quietly(f);
 }
 
 fn panic_error(panic: Box<dyn std::any::Any + Send>) -> HostError {

@@ -427,3 +427,34 @@ fn host_logging_and_metrics() {
     // Nothing of Lance's logging went to the process's stdout (the callback got it).
     assert!(!out.lines().any(|l| l.contains("DEBUG lance") || l.contains("INFO lance")), "{out}");
 }
+
+/// Runs in a fresh process: a panic the library catches (Lance's planner on `$1`) is reported
+/// to the host (INVALID_ARGUMENT, and the log sink) and printed nowhere.
+#[test]
+#[ignore = "run by caught_panics_stay_off_stderr in its own process"]
+fn child_quiet_panic() {
+    if std::env::var_os("LANCE_HOST_TEST_QUIET").is_none() {
+        return;
+    }
+    assert_eq!(lance_log_set_callback(Some(collect_log), 0x5eed as *mut _, LanceLogLevel::LANCE_LOG_ERROR as i32), 0);
+    let ds = Ds::open(&vectors_uri(), 0);
+    let e = count_where(&ds, Some("id = $1")).map(|_| ()).unwrap_err();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    let records = LOG_RECORDS.lock().unwrap().clone();
+    assert!(records.iter().any(|(l, _, m)| *l == 1 && m.contains("caught panic")), "{records:?}");
+    println!("CHILD-OK");
+}
+
+#[test]
+fn caught_panics_stay_off_stderr() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "engine::child_quiet_panic", "--ignored", "--nocapture"])
+        .env("LANCE_HOST_TEST_WAREHOUSE", fixture().root.as_os_str())
+        .env("LANCE_HOST_TEST_QUIET", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("CHILD-OK"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("panicked at"), "a caught panic was printed: {stderr}");
+}
