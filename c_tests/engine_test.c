@@ -111,6 +111,21 @@ int main(int argc, char** argv) {
   CHECK(saw_embedding);
   lance_table_stats_free(stats);
 
+  /* Shipped snapshot: a worker opens the coordinator's token and sees the same table. */
+  uint8_t* token = NULL;
+  size_t token_len = 0;
+  CHECK_OK(lance_dataset_export_snapshot(ds, &token, &token_len));
+  LanceDataset* worker = lance_snapshot_open(token, token_len, NULL);
+  CHECK(worker != NULL);
+  CHECK_EQ_U64(lance_dataset_version(worker), lance_dataset_version(ds));
+  CHECK_OK(lance_dataset_count_rows_where(worker, NULL, &n, NULL));
+  CHECK_EQ_U64(n, all);
+  lance_dataset_free(worker);
+  token[token_len / 2] ^= 0x10;
+  CHECK(lance_snapshot_open(token, token_len, NULL) == NULL);
+  CHECK(lance_last_error_code() == LANCE_ERR_CORRUPT);
+  lance_bytes_free(token, token_len);
+
   /* Explain: the BTREE answers `id < 100`. */
   LanceScanOptions o;
   CHECK_OK(lance_scan_options_init(&o));

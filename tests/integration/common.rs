@@ -224,10 +224,12 @@ pub fn run_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) -> String {
     stdout
 }
 
-/// Drain a stream through its C callbacks; returns its rows and the I/O statistics read from the
-/// still-live stream at its end, then releases it.
-pub fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats) {
-    let mut rows = 0usize;
+/// Read a stream to its end through the C callbacks; returns its batches and its I/O
+/// statistics (final at the end), then releases it.
+pub fn collect_with_stats(stream: &mut FFI_ArrowArrayStream) -> (Vec<RecordBatch>, LanceIoStats) {
+    let mut schema = arrow::ffi::FFI_ArrowSchema::empty();
+    assert_eq!(unsafe { (stream.get_schema.unwrap())(stream, &mut schema) }, 0);
+    let mut out = Vec::new();
     loop {
         let mut array = arrow::ffi::FFI_ArrowArray::empty();
         let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
@@ -238,12 +240,18 @@ pub fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats
         if array.is_released() {
             break;
         }
-        rows += array.len();
-        drop(array);
+        let data = unsafe { arrow::ffi::from_ffi(array, &schema) }.unwrap();
+        out.push(RecordBatch::from(arrow::array::StructArray::from(data)));
     }
     let mut stats = LanceIoStats::default();
     assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
     unsafe { (stream.release.unwrap())(stream) };
     assert!(stream.release.is_none());
-    (rows, stats)
+    (out, stats)
+}
+
+/// `collect_with_stats`, keeping only the number of rows.
+pub fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats) {
+    let (batches, stats) = collect_with_stats(stream);
+    (total_rows(&batches), stats)
 }

@@ -2,7 +2,7 @@
 //! (each scenario in a fresh process), interference with foreground queries, and the verified
 //! matrix of index type × file format × table location published in the README.
 
-use arrow::array::{Array, Float32Array, RecordBatch, StructArray};
+use arrow::array::{Array, Float32Array, RecordBatch};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::catalog::*;
 use lance_host::ffi::dataset::*;
@@ -49,31 +49,6 @@ fn segment_uuid(s: &SplitH) -> [u8; 16] {
 
 fn is_segment(s: &SplitH) -> bool {
     lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32
-}
-
-/// Read a stream to its end through the C callbacks; returns its batches and its I/O
-/// statistics (final at the end), then releases it.
-fn collect_with_stats(stream: &mut FFI_ArrowArrayStream) -> (Vec<RecordBatch>, LanceIoStats) {
-    let mut schema = arrow::ffi::FFI_ArrowSchema::empty();
-    assert_eq!(unsafe { (stream.get_schema.unwrap())(stream, &mut schema) }, 0);
-    let mut out = Vec::new();
-    loop {
-        let mut array = arrow::ffi::FFI_ArrowArray::empty();
-        let rc = unsafe { (stream.get_next.unwrap())(stream, &mut array) };
-        if rc != 0 {
-            let msg = unsafe { std::ffi::CStr::from_ptr((stream.get_last_error.unwrap())(stream)) };
-            panic!("stream failed: {}", msg.to_string_lossy());
-        }
-        if array.is_released() {
-            break;
-        }
-        let data = unsafe { arrow::ffi::from_ffi(array, &schema) }.unwrap();
-        out.push(RecordBatch::from(StructArray::from(data)));
-    }
-    let mut stats = LanceIoStats::default();
-    assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
-    unsafe { (stream.release.unwrap())(stream) };
-    (out, stats)
 }
 
 /// Search one split on `ds`; returns its rows and the search's I/O statistics.

@@ -192,6 +192,23 @@ pub(crate) fn shared() -> &'static Shared {
     })
 }
 
+/// A copy of the testkit's `vectors` table of one test's own under the shared root, so the
+/// server log and the caches show only that test's requests; returns its URI.
+fn private_vectors_table(name: &str) -> String {
+    let s = shared();
+    let table = format!("{}/{name}/vectors.lance", s.facts.get("root"));
+    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut facts = Facts::default();
+            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
+        })
+    })
+    .join()
+    .unwrap();
+    table
+}
+
 pub(crate) fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
     let u = cstr(uri);
     let opts = s3_options(endpoint);
@@ -464,16 +481,7 @@ fn prewarm_reads_no_data_file_and_warms_single_segments() {
     let s = shared();
     let moto = s.moto.as_ref().expect("parent owns the server");
     // A table of this test's own, so other tests' requests cannot mix into its server log.
-    let table = format!("{}/prewarm_only/vectors.lance", s.facts.get("root"));
-    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let mut facts = Facts::default();
-            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
-        })
-    })
-    .join()
-    .unwrap();
+    let table = private_vectors_table("prewarm_only");
     let path = table.trim_start_matches("s3://");
     let before = moto.requests().len();
     let out = run_scenario_on("prewarm_only", &table);
@@ -658,16 +666,7 @@ fn cancel_and_deadlines_on_a_slow_store() {
     use lance_host::ffi::session::*;
     let s = shared();
     let moto_port: u16 = s.endpoint.rsplit(':').next().unwrap().parse().unwrap();
-    let table = format!("{}/slow/vectors.lance", s.facts.get("root"));
-    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let mut facts = Facts::default();
-            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
-        })
-    })
-    .join()
-    .unwrap();
+    let table = private_vectors_table("slow");
     let proxy = lance_host_testkit::DelayProxy::start(moto_port, Duration::from_millis(60)).unwrap();
     let slow = format!("http://127.0.0.1:{}", proxy.port);
     let ds = open_s3(&table, &slow).unwrap();
@@ -827,16 +826,7 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
     let s = shared();
     let moto = s.moto.as_ref().expect("parent owns the server");
     // A table of this test's own, so the server log shows only its workers.
-    let table = format!("{}/token/vectors.lance", s.facts.get("root"));
-    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let mut facts = Facts::default();
-            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
-        })
-    })
-    .join()
-    .unwrap();
+    let table = private_vectors_table("token");
     // Coordinator: pin, plan, export the token and the splits.
     let ds = open_s3(&table, &s.endpoint).unwrap();
     let mut p = std::ptr::null_mut();
