@@ -23,13 +23,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from prewarm import log_requests  # noqa: E402
+from prewarm import run as run_marked  # noqa: E402
 from run import start_moto, upload  # noqa: E402
 
 
-def classify(paths):
+def classify(requests):
     out = {"manifest_get": 0, "manifest_head": 0, "data": 0, "other": 0}
-    for method, p in paths:
+    for method, p in requests:
         if "/_versions/" in p:
             out["manifest_get" if method == "GET" else "manifest_head"] += 1
         elif "/data/" in p:
@@ -39,34 +39,8 @@ def classify(paths):
     return out
 
 
-def requests_with_method(log):
-    import re
-    from run import ANSI
-    req = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+)')
-    with open(log, errors="replace") as f:
-        return [(m.group(1), m.group(2)) for m in (req.search(ANSI.sub("", l)) for l in f) if m]
-
-
 def run(cmd, env, log):
-    p = subprocess.Popen(cmd, env=dict(os.environ, **env, BENCH_HANDSHAKE="1"), stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    spans, begin, result = {}, None, None
-    for line in p.stdout:
-        line = line.strip()
-        if line.startswith("MARK begin "):
-            begin = len(requests_with_method(log))
-        elif line.startswith("MARK end "):
-            time.sleep(0.15)
-            spans[line[len("MARK end "):]] = classify(requests_with_method(log)[begin:])
-        elif line.startswith("{") or line.startswith("["):
-            result = json.loads(line)
-        if line.startswith("MARK "):
-            p.stdin.write("\n")
-            p.stdin.flush()
-    err = p.stderr.read()
-    if p.wait() != 0 or result is None:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-4000:]}")
-    return result, spans
+    return run_marked(cmd, env, log, classify)
 
 
 def main():

@@ -32,13 +32,14 @@ REQ = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+)')
 
 
 def log_requests(log):
+    """(method, path) of every request line of the server's access log."""
     with open(log, errors="replace") as f:
-        return [m.group(2) for m in (REQ.search(ANSI.sub("", l)) for l in f) if m]
+        return [(m.group(1), m.group(2)) for m in (REQ.search(ANSI.sub("", l)) for l in f) if m]
 
 
-def classify(paths):
+def classify(requests):
     out = {"index": 0, "data": 0, "metadata": 0}
-    for p in paths:
+    for _, p in requests:
         if "/_indices/" in p:
             out["index"] += 1
         elif "/data/" in p:
@@ -48,8 +49,9 @@ def classify(paths):
     return out
 
 
-def run(cmd, env, log):
-    """Run one process with the MARK handshake; return its JSON and the requests per marked span."""
+def run(cmd, env, log, classify=classify):
+    """Run one process with the MARK handshake; return its JSON result and, per marked span,
+    `classify` of the requests the server logged in it."""
     p = subprocess.Popen(cmd, env=dict(os.environ, **env, BENCH_HANDSHAKE="1"), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     spans, begin, result = {}, None, None
@@ -60,7 +62,7 @@ def run(cmd, env, log):
         elif line.startswith("MARK end "):
             time.sleep(0.15)  # let the server finish logging
             spans[line[len("MARK end "):]] = classify(log_requests(log)[begin:])
-        elif line.startswith("{"):
+        elif line.startswith("{") or line.startswith("["):
             result = json.loads(line)
         if line.startswith("MARK "):
             p.stdin.write("\n")
@@ -68,8 +70,7 @@ def run(cmd, env, log):
     err = p.stderr.read()
     if p.wait() != 0 or result is None:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-4000:]}")
-    result["spans"] = spans
-    return result
+    return result, spans
 
 
 def med(xs):
@@ -103,11 +104,11 @@ def main():
             for r in range(args.runs):
                 for mode, n in plan if r % 2 == 0 else [(m, n) for n in (1, 8, 32) for m in ("warm", "cold")] + [("segment", 8)]:
                     print(f"==> {mode} nprobes={n} run {r + 1}", file=sys.stderr, flush=True)
-                    res = run([args.bin, "prewarm", mode, str(n), uri, str(facts)], env, log)
+                    res, res["spans"] = run([args.bin, "prewarm", mode, str(n), uri, str(facts)], env, log)
                     results.setdefault((mode, n), []).append(res)
                 for w in ("1", "0") if r % 2 == 0 else ("0", "1"):
                     print(f"==> interference prewarm={w} run {r + 1}", file=sys.stderr, flush=True)
-                    res = run([args.bin, "prewarm", "interference", "8", uri, str(facts)], dict(env, BENCH_PREWARM=w), log)
+                    res, res["spans"] = run([args.bin, "prewarm", "interference", "8", uri, str(facts)], dict(env, BENCH_PREWARM=w), log)
                     results.setdefault(("interference", w), []).append(res)
         finally:
             proc.terminate()
@@ -197,6 +198,11 @@ def main():
     L.append("")
     L.append("## Reading")
     L.append("")
+    L.append(
+        f"- Latencies are medians over {args.runs} processes per mode (20 queries each); their spread is not "
+        "reported, so latency differences between the modes are indicative, not established. The request "
+        "counts are exact."
+    )
     w8, c8 = summary[("warm", 8)], summary[("cold", 8)]
     L.append(
         f"- After the prewarm, queries made {sum(summary[('warm', n)]['index_total'] for n in (1, 8, 32))} "
