@@ -1,6 +1,7 @@
 //! Linux shared-library surface: export only the C ABI (`lance_host.map`) and give the library
-//! a SONAME (`liblance_host.so.0.<minor>` while the major version is 0, then
-//! `liblance_host.so.<major>`), so hosts link against a compatibility line, not a file name.
+//! the SONAME `liblance_host.so.<major>`, so hosts link against a compatibility line, not a
+//! file name: every release of one major version keeps the ABI of the earlier ones (see "ABI
+//! compatibility" in the README).
 
 fn main() {
     println!("cargo:rerun-if-changed=lance_host.map");
@@ -10,12 +11,7 @@ fn main() {
     }
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_default();
-    let minor = std::env::var("CARGO_PKG_VERSION_MINOR").unwrap_or_default();
-    let soname = if major == "0" {
-        format!("liblance_host.so.0.{minor}")
-    } else {
-        format!("liblance_host.so.{major}")
-    };
+    let soname = format!("liblance_host.so.{major}");
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={dir}/lance_host.map");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
     println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");

@@ -315,7 +315,7 @@ def main():
         "- Vector search: lance-host plans the pinned snapshot (one split per index segment, the "
         "unindexed fragments grouped into one flat split), starts every split's search, merges the "
         "segments' approximate top-40 (`defer_refine`), re-ranks them once with "
-        "`lance_dataset_refine` (exact distances from one batched take of their vectors), merges "
+        "`lance_dataset_refine_v2` (exact distances from one batched take of their vectors), merges "
         "that with the exact flat result and takes the 10 winners' `id` by `_rowid` — all through "
         "the C ABI. pylance and native Lance run one global search with `refine_factor=4` "
         "projecting `id`: the same index partitions, the same 40 re-ranked candidates, the same "

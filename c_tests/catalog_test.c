@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
   CHECK(ds != NULL);
   CHECK_EQ_U64(lance_dataset_version(ds), lance_dataset_version(direct));
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, &o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
   long long sum = 0;
   unsigned long long rows = drain_stream(&st, "event_id", &sum, NULL, NULL);
   CHECK_EQ_U64(rows, facts_u64(&facts, "nested.prod$analytics$clicks.rows"));

@@ -27,7 +27,7 @@ typedef struct {
 } Job;
 
 static void fill_query(LanceVectorQuery* q, const Job* job, const char** cols) {
-  CHECK_OK(lance_vector_query_init(q));
+  CHECK_OK(lance_vector_query_init_v2(q, sizeof(LanceVectorQuery)));
   q->column = "embedding";
   q->vector = job->query;
   q->dimension = job->dim;
@@ -58,7 +58,7 @@ static void* worker(void* p) {
     LanceVectorQuery q;
     const char* cols[] = {"id"};
     fill_query(&q, job, cols);
-    CHECK_OK(lance_split_search(ds, split, &q, &job->results[i]));
+    CHECK_OK(lance_split_search_v2(ds, split, &q, &job->results[i]));
     lance_dataset_free(ds); /* the stream outlives the handle */
     lance_split_free(split);
   }
@@ -106,12 +106,12 @@ static int cmp_cand(const void* a, const void* b) {
 /* Exact top-K by scanning (id, embedding) of the pinned snapshot. */
 static void exact_top_k(const LanceDataset* ds, const float* q, size_t dim, int64_t* out) {
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   const char* cols[] = {"id", "embedding"};
   o.columns = cols;
   o.num_columns = 2;
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, &o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
   struct ArrowSchema s;
   CHECK(st.get_schema(&st, &s) == 0);
   size_t cap = 4096, n = 0;
@@ -194,7 +194,7 @@ static void run(const LanceDataset* ds, bool use_index, bool defer_refine, const
     LanceVectorQuery q;
     const char* cols[] = {"id"};
     fill_query(&q, &job, cols);
-    CHECK_OK(lance_dataset_refine(ds, &q, &candidates, &exact[ne++]));
+    CHECK_OK(lance_dataset_refine_v2(ds, &q, &candidates, &exact[ne++]));
     CHECK(candidates.release == NULL); /* consumed */
     CHECK_OK(lance_topk_merge(exact, ne, K, 0, &merged));
   } else {
@@ -239,26 +239,26 @@ int main(int argc, char** argv) {
     }
     lance_split_plan_free(plan);
     CHECK(n == 2);
-    LanceIoStats io;
-    CHECK_OK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16 * n, &io));
+    LanceIoStats io = {.struct_size = sizeof(LanceIoStats)};
+    CHECK_OK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 16 * n, &io));
     CHECK_EQ_U64(io.index_cache_hits, n);
     CHECK_EQ_U64(io.index_cache_misses, 0);
-    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16 * n - 1, NULL) ==
+    CHECK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 16 * n - 1, NULL) ==
           LANCE_ERR_INVALID_ARGUMENT);
-    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 0, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 0, NULL) == LANCE_ERR_INVALID_ARGUMENT);
     uuids[0] ^= 0xff;
-    CHECK(lance_dataset_prewarm_index_segments(ds, "emb_pq", uuids, 16, NULL) == LANCE_ERR_NOT_FOUND);
+    CHECK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 16, NULL) == LANCE_ERR_NOT_FOUND);
   }
 
   /* Query: row 777's vector, slightly moved. */
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   const char* cols[] = {"embedding"};
   o.columns = cols;
   o.num_columns = 1;
   o.filter_sql = "id = 777";
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, &o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
   struct ArrowSchema s;
   CHECK(st.get_schema(&st, &s) == 0);
   struct ArrowArray a;

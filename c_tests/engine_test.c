@@ -11,7 +11,7 @@
 static unsigned long long scan_count(LanceDataset* ds, const char* filter, const uint64_t* frags,
                                      size_t nfrags) {
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   const char* cols[] = {"id"};
   o.columns = cols;
   o.num_columns = 1;
@@ -19,7 +19,7 @@ static unsigned long long scan_count(LanceDataset* ds, const char* filter, const
   o.fragment_ids = frags;
   o.num_fragment_ids = nfrags;
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, &o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
   return drain_stream(&st, NULL, NULL, NULL, NULL); /* releases the stream */
 }
 
@@ -65,21 +65,21 @@ int main(int argc, char** argv) {
 
   /* Counts: table, filters, every scan split; they add up. */
   uint64_t all = 0, n = 0;
-  LanceIoStats io;
-  CHECK_OK(lance_dataset_count_rows_where(ds, NULL, &all, &io));
+  LanceIoStats io = {.struct_size = sizeof(LanceIoStats)};
+  CHECK_OK(lance_dataset_count_rows_where_v2(ds, NULL, &all, &io));
   CHECK_EQ_U64(all, facts_u64(&facts, "vectors.rows"));
   CHECK_EQ_U64(all, scan_count(ds, NULL, NULL, 0));
   const char* filters[] = {"id < 500", "category = 'rare'", "id % 3 = 0"};
   LanceSplitPlan* plan = NULL;
   CHECK_OK(lance_dataset_plan_scan(ds, 0, &plan));
   for (size_t f = 0; f < 3; f++) {
-    CHECK_OK(lance_dataset_count_rows_where(ds, filters[f], &n, NULL));
+    CHECK_OK(lance_dataset_count_rows_where_v2(ds, filters[f], &n, NULL));
     CHECK_EQ_U64(n, scan_count(ds, filters[f], NULL, 0));
     uint64_t by_split = 0;
     for (size_t i = 0; i < lance_split_plan_count(plan); i++) {
       LanceSplit* s = lance_split_plan_get(plan, i);
       uint64_t c = 0;
-      CHECK_OK(lance_split_count_rows(ds, s, filters[f], &c, NULL));
+      CHECK_OK(lance_split_count_rows_v2(ds, s, filters[f], &c, NULL));
       size_t nf = 0;
       const uint64_t* ids = lance_split_fragment_ids(s, &nf);
       CHECK_EQ_U64(c, scan_count(ds, filters[f], ids, nf));
@@ -89,22 +89,22 @@ int main(int argc, char** argv) {
     CHECK_EQ_U64(by_split, n);
   }
   lance_split_plan_free(plan);
-  CHECK(lance_dataset_count_rows_where(ds, "no_such_column = 1", &n, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_dataset_count_rows_where_v2(ds, "no_such_column = 1", &n, NULL) == LANCE_ERR_INVALID_ARGUMENT);
 
   /* Statistics: visible rows per fragment equal a scan of the fragment. */
   LanceTableStats* stats = NULL;
-  CHECK_OK(lance_dataset_statistics(ds, &stats, NULL));
+  CHECK_OK(lance_dataset_statistics_v2(ds, &stats, NULL));
   CHECK(lance_table_stats_fragment_count(stats) == facts_u64(&facts, "vectors.fragments"));
   for (size_t i = 0; i < lance_table_stats_fragment_count(stats); i++) {
-    LanceFragmentStats fs;
-    CHECK_OK(lance_table_stats_fragment(stats, i, &fs));
+    LanceFragmentStats fs = {.struct_size = sizeof(LanceFragmentStats)};
+    CHECK_OK(lance_table_stats_fragment_v2(stats, i, &fs));
     CHECK(fs.has_bytes_on_disk && fs.bytes_on_disk > 0);
     CHECK_EQ_U64(fs.physical_rows - fs.deleted_rows, scan_count(ds, NULL, &fs.fragment_id, 1));
   }
   int saw_embedding = 0;
   for (size_t i = 0; i < lance_table_stats_column_count(stats); i++) {
-    LanceColumnStats cs;
-    CHECK_OK(lance_table_stats_column(stats, i, &cs));
+    LanceColumnStats cs = {.struct_size = sizeof(LanceColumnStats)};
+    CHECK_OK(lance_table_stats_column_v2(stats, i, &cs));
     CHECK(cs.has_bytes_on_disk && cs.bytes_on_disk > 0);
     saw_embedding |= strcmp(cs.name, "embedding") == 0;
   }
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   LanceDataset* worker = lance_snapshot_open(token, token_len, NULL);
   CHECK(worker != NULL);
   CHECK_EQ_U64(lance_dataset_version(worker), lance_dataset_version(ds));
-  CHECK_OK(lance_dataset_count_rows_where(worker, NULL, &n, NULL));
+  CHECK_OK(lance_dataset_count_rows_where_v2(worker, NULL, &n, NULL));
   CHECK_EQ_U64(n, all);
   lance_dataset_free(worker);
   token[token_len / 2] ^= 0x10;
@@ -128,16 +128,16 @@ int main(int argc, char** argv) {
 
   /* Explain: the BTREE answers `id < 100`. */
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   o.filter_sql = "id < 100";
   char* text = NULL;
-  CHECK_OK(lance_dataset_explain_scan(ds, &o, &text));
+  CHECK_OK(lance_dataset_explain_scan_v2(ds, &o, &text));
   CHECK(strstr(text, "ScalarIndexQuery") != NULL);
   lance_string_free(text);
 
   /* Cancel a stream from another thread; get_next reports ECANCELED, release frees it. */
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, NULL, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, NULL, &st));
   pthread_t th;
   CHECK(pthread_create(&th, NULL, cancel_later, &st) == 0);
   CHECK(pthread_join(th, NULL) == 0);
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   CHECK(ctx != NULL);
   CHECK_OK(lance_call_context_cancel(ctx));
   CHECK_OK(lance_call_context_enter(ctx));
-  CHECK(lance_dataset_count_rows_where(ds, NULL, &n, NULL) == LANCE_ERR_CANCELLED);
+  CHECK(lance_dataset_count_rows_where_v2(ds, NULL, &n, NULL) == LANCE_ERR_CANCELLED);
   CHECK_OK(lance_call_context_enter(NULL));
   lance_call_context_free(ctx);
   ctx = lance_call_context_new(1);
@@ -162,9 +162,9 @@ int main(int argc, char** argv) {
   CHECK(lance_dataset_open(uri, NULL, 0) == NULL);
   CHECK(lance_last_error_code() == LANCE_ERR_TIMEOUT);
   lance_call_context_free(ctx); /* still bound: the binding keeps it */
-  CHECK(lance_dataset_count_rows_where(ds, NULL, &n, NULL) == LANCE_ERR_TIMEOUT);
+  CHECK(lance_dataset_count_rows_where_v2(ds, NULL, &n, NULL) == LANCE_ERR_TIMEOUT);
   CHECK_OK(lance_call_context_enter(NULL));
-  CHECK_OK(lance_dataset_count_rows_where(ds, NULL, &n, NULL));
+  CHECK_OK(lance_dataset_count_rows_where_v2(ds, NULL, &n, NULL));
 
   CHECK(metric("stream.rows") > rows_before);
   CHECK(__atomic_load_n(&log_records, __ATOMIC_RELAXED) > 0);

@@ -3,6 +3,6 @@
 
 int main(void) {
   LanceScanOptions o;
-  if (lance_scan_options_init(&o) != LANCE_OK) return 1;
+  if (lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)) != LANCE_OK) return 1;
   return (LANCE_HOST_VERSION_MAJOR >= 0 && o.limit < 0) ? 0 : 1;
 }

@@ -34,13 +34,13 @@ static void* run(void* arg) {
   Worker* w = (Worker*)arg;
   for (size_t i = (size_t)w->index; i < w->nfrags; i += THREADS) {
     LanceScanOptions o;
-    CHECK_OK(lance_scan_options_init(&o));
+    CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
     uint64_t id = w->frags[i].id;
     o.fragment_ids = &id;
     o.num_fragment_ids = 1;
     o.batch_size = 17;
     struct ArrowArrayStream st;
-    CHECK_OK(lance_dataset_scan(w->ds, &o, &st));
+    CHECK_OK(lance_dataset_scan_v2(w->ds, &o, &st));
     unsigned long long rows = drain_stream(&st, "id", NULL, push_id, &w->out);
     CHECK_EQ_U64(rows, w->frags[i].logical_rows);
     w->expected_rows += rows;
@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   }
 
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, &o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
   IdVec full = {0};
   drain_stream(&st, "id", NULL, push_id, &full);
 

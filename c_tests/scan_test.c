@@ -13,7 +13,7 @@ static LanceDataset* open_table(const char* root, const char* table, uint64_t ve
 static unsigned long long scan_sum(const LanceDataset* ds, const LanceScanOptions* o,
                                    long long* sum) {
   struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, o, &st));
+  CHECK_OK(lance_dataset_scan_v2(ds, o, &st));
   *sum = 0;
   return drain_stream(&st, "id", sum, NULL, NULL);
 }
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
 
   /* Full scan. */
   LanceScanOptions o;
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   long long sum = 0;
   CHECK_EQ_U64(scan_sum(ds, &o, &sum), rows);
   CHECK_EQ_U64(sum, facts_u64(&facts, "people.v3.sum_id"));
@@ -68,17 +68,17 @@ int main(int argc, char** argv) {
   CHECK_EQ_U64(scan_sum(ds, &o, &sum), facts_u64(&facts, "people.v3.rows_id_lt_100"));
 
   /* Limit. */
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   o.limit = 5;
   CHECK_EQ_U64(scan_sum(ds, &o, &sum), 5);
 
   /* Unknown column. */
   const char* bad_cols[] = {"id", "nope_col"};
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   o.columns = bad_cols;
   o.num_columns = 2;
   struct ArrowArrayStream st;
-  CHECK(lance_dataset_scan(ds, &o, &st) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_dataset_scan_v2(ds, &o, &st) == LANCE_ERR_INVALID_ARGUMENT);
   CHECK(strstr(lance_last_error_message(), "nope_col") != NULL);
 
   /* Latest version does not move the handle. */
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
 
   /* Older version. */
   LanceDataset* v1 = open_table(root, "people", 1);
-  CHECK_OK(lance_scan_options_init(&o));
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
   CHECK_EQ_U64(scan_sum(v1, &o, &sum), facts_u64(&facts, "people.v1.rows"));
   CHECK_EQ_U64(sum, facts_u64(&facts, "people.v1.sum_id"));
   lance_dataset_free(v1);

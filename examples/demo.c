@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
 
   /* 5. Scan one fragment, projected, with row ids. */
   LanceScanOptions o;
-  lance_scan_options_init(&o);
+  lance_scan_options_init_v2(&o, sizeof(LanceScanOptions));
   const char* cols[] = {"id", "name", "category", "score"};
   o.columns = cols;
   o.num_columns = 4;
@@ -178,17 +178,17 @@ int main(int argc, char** argv) {
   o.num_fragment_ids = 1;
   o.with_row_id = true;
   struct ArrowArrayStream st;
-  if (lance_dataset_scan(ds, &o, &st) != LANCE_OK) die("scan");
+  if (lance_dataset_scan_v2(ds, &o, &st) != LANCE_OK) die("scan");
   printf("\n5. scan of fragment %" PRIu64 " (projection + _rowid)\n", frags[nfrags - 1].id);
   print_stream(&st, 5);
   lance_fragment_info_list_free(frags, nfrags);
 
   /* 6. Filtered scan with limit. */
-  lance_scan_options_init(&o);
+  lance_scan_options_init_v2(&o, sizeof(LanceScanOptions));
   o.columns = cols;
   o.num_columns = 4;
   o.filter_sql = "category = 'gamma' AND score > 90";
-  if (lance_dataset_scan(ds, &o, &st) != LANCE_OK) die("filtered scan");
+  if (lance_dataset_scan_v2(ds, &o, &st) != LANCE_OK) die("filtered scan");
   printf("\n6. filtered scan: %s\n", o.filter_sql);
   print_stream(&st, 8);
 
@@ -197,22 +197,22 @@ int main(int argc, char** argv) {
   if (!v1) die("open version 1");
   uint64_t v1_rows = 0;
   lance_dataset_count_rows(v1, &v1_rows);
-  lance_scan_options_init(&o);
+  lance_scan_options_init_v2(&o, sizeof(LanceScanOptions));
   o.columns = cols;
   o.num_columns = 2;
   o.filter_sql = "id % 10 = 0";
   o.limit = 3;
-  if (lance_dataset_scan(v1, &o, &st) != LANCE_OK) die("scan version 1");
+  if (lance_dataset_scan_v2(v1, &o, &st) != LANCE_OK) die("scan version 1");
   printf("\n7. version 1 has %" PRIu64 " rows; rows deleted later are still there:\n", v1_rows);
   print_stream(&st, 3);
   lance_dataset_free(v1);
 
   /* 8. Errors come back as codes with messages. */
   const char* bad[] = {"no_such_column"};
-  lance_scan_options_init(&o);
+  lance_scan_options_init_v2(&o, sizeof(LanceScanOptions));
   o.columns = bad;
   o.num_columns = 1;
-  int rc = lance_dataset_scan(ds, &o, &st);
+  int rc = lance_dataset_scan_v2(ds, &o, &st);
   printf("\n8. bad input -> %s: %s\n", lance_error_code_name(rc), lance_last_error_message());
 
   /* 9. Vector search the way a distributed engine runs it. */
@@ -230,8 +230,8 @@ int main(int argc, char** argv) {
   lance_index_list_free(idx);
 
   if (lance_dataset_prewarm_index(vds, "emb_pq") != LANCE_OK) die("prewarm");
-  LanceSessionStats warm;
-  lance_session_stats(&warm);
+  LanceSessionStats warm = {.struct_size = sizeof(LanceSessionStats)};
+  lance_session_stats_v2(&warm);
   printf("   prewarmed emb_pq: index cache now holds %" PRIu64 " entries (%" PRIu64 " bytes)\n",
          warm.index_entries, warm.index_bytes);
 
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
     printf(" (%" PRIu64 " rows, %zu bytes on the wire)\n", lance_split_row_count(shipped), len);
     LanceDataset* worker = lance_split_open_dataset(shipped, NULL);
     LanceVectorQuery q;
-    lance_vector_query_init(&q);
+    lance_vector_query_init_v2(&q, sizeof(LanceVectorQuery));
     const char* qcols[] = {"id"};
     q.column = "embedding";
     q.vector = query;
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     q.k = 5;
     q.columns = qcols;
     q.num_columns = 1;
-    if (lance_split_search(worker, shipped, &q, &results[i]) != LANCE_OK) die("split search");
+    if (lance_split_search_v2(worker, shipped, &q, &results[i]) != LANCE_OK) die("split search");
     lance_dataset_free(worker);
     lance_split_free(shipped);
     lance_bytes_free(bytes, len);
@@ -295,8 +295,8 @@ int main(int argc, char** argv) {
   print_stream(&st, 5);
   lance_dataset_free(vds);
 
-  LanceSessionStats stats;
-  lance_session_stats(&stats);
+  LanceSessionStats stats = {.struct_size = sizeof(LanceSessionStats)};
+  lance_session_stats_v2(&stats);
   printf("\nsession: metadata cache %" PRIu64 " hits / %" PRIu64 " misses, %" PRIu64
          " entries; index cache %" PRIu64 " hits / %" PRIu64 " misses\n",
          stats.metadata_hits, stats.metadata_misses, stats.metadata_entries, stats.index_hits,

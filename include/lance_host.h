@@ -24,9 +24,11 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 1
+#define LANCE_HOST_VERSION_MINOR 2
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.1.0"
+#define LANCE_HOST_VERSION "0.2.0"
+/* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
+#define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
 /* Arrow C Data Interface and C Stream Interface (https://arrow.apache.org/docs/format/CDataInterface.html). */
 #ifndef ARROW_C_DATA_INTERFACE
@@ -187,11 +189,11 @@ enum LanceSplitKind
   : int32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
-  // Scan the split's fragments (`lance_split_scan`).
+  // Scan the split's fragments (`lance_split_scan_v2`).
   LANCE_SPLIT_SCAN = 1,
-  // Search one physical index segment over the fragments it covers (`lance_split_search`).
+  // Search one physical index segment over the fragments it covers (`lance_split_search_v2`).
   LANCE_SPLIT_INDEX_SEGMENT = 2,
-  // Brute-force search one fragment no segment covers (`lance_split_search`).
+  // Brute-force search one fragment no segment covers (`lance_split_search_v2`).
   LANCE_SPLIT_FLAT = 3,
 };
 #ifndef __cplusplus
@@ -290,8 +292,12 @@ typedef struct {
   int64_t timestamp_ms;
 } LanceVersionInfo;
 
-// I/O statistics of one operation (a scan, split search, take or prewarm).
+// I/O statistics of one operation (a scan, split search, take or prewarm). Set
+// `struct_size = sizeof(LanceIoStats)` before passing it to a function that fills it.
 typedef struct {
+  // `sizeof(LanceIoStats)` as the caller compiled it (set by the caller; see "ABI
+  // compatibility" in the README).
+  size_t struct_size;
   // Read requests the operation sent to the object store.
   uint64_t read_requests;
   // Bytes those requests returned.
@@ -308,7 +314,10 @@ typedef struct {
 
 // Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
 // manifest does not record a data file's size (then `bytes_on_disk` is 0 and means nothing).
+// Set `struct_size = sizeof(LanceFragmentStats)` before `lance_table_stats_fragment_v2`.
 typedef struct {
+  // `sizeof(LanceFragmentStats)` as the caller compiled it (set by the caller).
+  size_t struct_size;
   uint64_t fragment_id;
   // Rows written to the fragment's data files.
   uint64_t physical_rows;
@@ -319,8 +328,11 @@ typedef struct {
   bool has_bytes_on_disk;
 } LanceFragmentStats;
 
-// Statistics of one top-level column; `name` is owned by the statistics object.
+// Statistics of one top-level column; `name` is owned by the statistics object. Set
+// `struct_size = sizeof(LanceColumnStats)` before `lance_table_stats_column_v2`.
 typedef struct {
+  // `sizeof(LanceColumnStats)` as the caller compiled it (set by the caller).
+  size_t struct_size;
   const char *name;
   // Bytes of the column (nested fields included) in the data files, as encoded.
   uint64_t bytes_on_disk;
@@ -328,8 +340,11 @@ typedef struct {
   bool has_bytes_on_disk;
 } LanceColumnStats;
 
-// One physical segment of an index; pointers inside are owned by the index list.
+// One physical segment of an index; pointers inside are owned by the index list. Set
+// `struct_size = sizeof(LanceIndexSegmentInfo)` before `lance_index_list_segment_v2`.
 typedef struct {
+  // `sizeof(LanceIndexSegmentInfo)` as the caller compiled it (set by the caller).
+  size_t struct_size;
   // The segment's UUID (16 bytes, RFC 4122 byte order).
   uint8_t uuid[16];
   // Fragment ids the segment covers that are visible in the snapshot, ascending.
@@ -339,9 +354,13 @@ typedef struct {
   uint64_t indexed_rows;
 } LanceIndexSegmentInfo;
 
-// What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
-// Every pointer inside is borrowed for the duration of the call that receives the options.
+// What a scan reads. Initialise with `lance_scan_options_init_v2(&o, sizeof o)`, then set
+// what you need. Every pointer inside is borrowed for the duration of the call that receives
+// the options.
 typedef struct {
+  // `sizeof(LanceScanOptions)` as the caller compiled it; set by `lance_scan_options_init_v2`
+  // (see "ABI compatibility" in the README).
+  size_t struct_size;
   // Columns to return, in order (`_rowid` and `_rowaddr` allowed); `num_columns == 0` means
   // every column of the schema. An unknown column is LANCE_ERR_INVALID_ARGUMENT.
   const char *const *columns;
@@ -377,9 +396,13 @@ typedef struct {
   uint64_t io_buffer_bytes;
 } LanceScanOptions;
 
-// A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
-// pointer inside is borrowed for the duration of the call that receives the query.
+// A vector query. Initialise with `lance_vector_query_init_v2(&q, sizeof q)`, then set what
+// you need. Every pointer inside is borrowed for the duration of the call that receives the
+// query.
 typedef struct {
+  // `sizeof(LanceVectorQuery)` as the caller compiled it; set by `lance_vector_query_init_v2`
+  // (see "ABI compatibility" in the README).
+  size_t struct_size;
   // The vector column; must be the column the split was planned for.
   const char *column;
   // `dimension` elements of type `element_type`; the dimension must equal the column's.
@@ -409,14 +432,17 @@ typedef struct {
   // LANCE_SPLIT_INDEX_SEGMENT splits skip their own re-rank and return `k * refine_factor`
   // candidates with the index's approximate `_distance`; the host merges them
   // (`lance_topk_merge` with `k * refine_factor`) and re-ranks the merged candidates once
-  // with `lance_dataset_refine` — one batched read of candidate vectors per query instead of
+  // with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
   // one per segment. FLAT splits are exact either way. false = each segment re-ranks.
   bool defer_refine;
 } LanceVectorQuery;
 
-// Settings of the process-wide session. Fill with `lance_session_options_default` first, then
-// change what you need.
+// Settings of the process-wide session. Fill with
+// `lance_session_options_default_v2(&o, sizeof o)` first, then change what you need.
 typedef struct {
+  // `sizeof(LanceSessionOptions)` as the caller compiled it; set by
+  // `lance_session_options_default_v2` (see "ABI compatibility" in the README).
+  size_t struct_size;
   // Budget of the index cache in bytes (shared by every table and handle).
   uint64_t index_cache_bytes;
   // Budget of the metadata cache in bytes (manifests, file metadata).
@@ -436,8 +462,11 @@ typedef struct {
   uint64_t scan_io_buffer_bytes;
 } LanceSessionOptions;
 
-// Cache statistics of the process-wide session.
+// Cache statistics of the process-wide session. Set `struct_size = sizeof(LanceSessionStats)`
+// before passing it to `lance_session_stats_v2`.
 typedef struct {
+  // `sizeof(LanceSessionStats)` as the caller compiled it (set by the caller).
+  size_t struct_size;
   uint64_t index_hits;
   uint64_t index_misses;
   uint64_t index_entries;
@@ -655,7 +684,7 @@ void lance_version_info_list_free(LanceVersionInfo *list, size_t len);
 // Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
 // dataset or `out`, invalid UTF-8, an empty or invalid filter or an unknown column; or the
 // I/O error. Outputs are not written on failure.
-int32_t lance_dataset_count_rows_where(const LanceDataset *dataset, const char *filter_sql, uint64_t *out, LanceIoStats *io);
+int32_t lance_dataset_count_rows_where_v2(const LanceDataset *dataset, const char *filter_sql, uint64_t *out, LanceIoStats *io);
 
 // Collect planner statistics of the snapshot: per fragment its physical and deleted rows and
 // bytes on disk (from the manifest, no data read), per column its bytes on disk (from the
@@ -665,24 +694,27 @@ int32_t lance_dataset_count_rows_where(const LanceDataset *dataset, const char *
 //
 // Caller owns `*out`; free it with `lance_table_stats_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; outputs are not written on failure.
-int32_t lance_dataset_statistics(const LanceDataset *dataset, LanceTableStats **out, LanceIoStats *io);
+int32_t lance_dataset_statistics_v2(const LanceDataset *dataset, LanceTableStats **out, LanceIoStats *io);
 
 // Number of fragments in `stats` (0 for NULL). Thread-safe.
 size_t lance_table_stats_fragment_count(const LanceTableStats *stats);
 
-// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`.
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments or an index out of range.
-int32_t lance_table_stats_fragment(const LanceTableStats *stats, size_t index, LanceFragmentStats *out);
+// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`
+// (`out->struct_size` set by the caller). Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for
+// NULL arguments, a too-small `struct_size` or an index out of range; `out` is not written on
+// failure.
+int32_t lance_table_stats_fragment_v2(const LanceTableStats *stats, size_t index, LanceFragmentStats *out);
 
 // Number of top-level columns in `stats` (0 for NULL). Thread-safe.
 size_t lance_table_stats_column_count(const LanceTableStats *stats);
 
-// Copy the statistics of column `index` (schema order) into `out`; `out->name` stays valid
-// until `stats` is freed. Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments
-// or an index out of range.
-int32_t lance_table_stats_column(const LanceTableStats *stats, size_t index, LanceColumnStats *out);
+// Copy the statistics of column `index` (schema order) into `out` (`out->struct_size` set by
+// the caller); `out->name` stays valid until `stats` is freed. Thread-safe. Returns
+// LANCE_ERR_INVALID_ARGUMENT for NULL arguments, a too-small `struct_size` or an index out of
+// range; `out` is not written on failure.
+int32_t lance_table_stats_column_v2(const LanceTableStats *stats, size_t index, LanceColumnStats *out);
 
-// Free statistics from `lance_dataset_statistics`. NULL is ignored. Call once, after the last
+// Free statistics from `lance_dataset_statistics_v2`. NULL is ignored. Call once, after the last
 // use of the statistics and of the names obtained from them; not concurrently with other
 // calls on them.
 void lance_table_stats_free(LanceTableStats *stats);
@@ -729,10 +761,20 @@ const char *lance_last_error_message(void);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_error_code_name(int32_t code);
 
-// Version of this library, e.g. "0.1.0" (matches `LANCE_HOST_VERSION` in this header).
+// Version of the loaded library, e.g. "0.2.0" — compare with `LANCE_HOST_VERSION`, the
+// version of the header a caller was built with. A caller built with header X.Y runs on any
+// library X.Z with Z >= Y (see "ABI compatibility" in the README).
 //
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_version(void);
+
+// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.2.0 is 200), to
+// compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
+// serves the caller if it has the same major version and a number at least as large
+// (`lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER`).
+//
+// Thread-safe; never fails.
+uint32_t lance_host_version_number(void);
 
 // List the logical indexes of the snapshot, sorted by name.
 //
@@ -778,7 +820,7 @@ size_t lance_index_list_segment_count(const LanceIndexList *list, size_t index);
 //
 // Pointers in `*out` are owned by the list; valid until `lance_index_list_free` is called.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_index_list_segment(const LanceIndexList *list, size_t index, size_t segment, LanceIndexSegmentInfo *out);
+int32_t lance_index_list_segment_v2(const LanceIndexList *list, size_t index, size_t segment, LanceIndexSegmentInfo *out);
 
 // Free an index list and everything it owns. NULL is ignored. Call once, after the last use
 // of the list and of pointers obtained from it; not concurrently with other calls on it.
@@ -807,20 +849,20 @@ int32_t lance_dataset_prewarm_index(const LanceDataset *dataset, const char *ind
 //
 // Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
 // `out` is not written on failure.
-int32_t lance_dataset_prewarm_index_with_stats(const LanceDataset *dataset, const char *index_name, LanceIoStats *out);
+int32_t lance_dataset_prewarm_index_with_stats_v2(const LanceDataset *dataset, const char *index_name, LanceIoStats *out);
 
 // Warm only some segments of the named index: the ones whose INDEX_SEGMENT splits this worker
 // serves (their UUIDs from `lance_split_segment_uuid`), exactly as
 // `lance_dataset_prewarm_index` warms all of them. `segment_uuids` holds
 // `segment_uuids_len / 16` UUIDs of 16 bytes each, back to back; a UUID given twice is warmed
 // once. If `out` is not NULL it receives the prewarm's I/O as in
-// `lance_dataset_prewarm_index_with_stats`.
+// `lance_dataset_prewarm_index_with_stats_v2`.
 //
 // Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
 // dataset or name, invalid UTF-8, an empty list or a length that is not a multiple of 16;
 // LANCE_ERR_NOT_FOUND for an unknown index or a UUID that is not one of its segments at the
 // handle's version (the message names it); or the I/O error. `out` is not written on failure.
-int32_t lance_dataset_prewarm_index_segments(const LanceDataset *dataset, const char *index_name, const uint8_t *segment_uuids, size_t segment_uuids_len, LanceIoStats *out);
+int32_t lance_dataset_prewarm_index_segments_v2(const LanceDataset *dataset, const char *index_name, const uint8_t *segment_uuids, size_t segment_uuids_len, LanceIoStats *out);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).
@@ -940,14 +982,14 @@ void lance_split_free(LanceSplit *split);
 
 // Write the number of rows of the split's fragments that match `filter_sql` (NULL = every
 // row) to `out`, on `dataset`, which must be the split's table at the split's version. Exact,
-// deletions accounted; as `lance_dataset_count_rows_where` (no data read without a filter).
+// deletions accounted; as `lance_dataset_count_rows_where_v2` (no data read without a filter).
 // The counts of all scan splits of a plan add up to the dataset's count. If `io` is not NULL
 // it receives the I/O the count caused.
 //
 // Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL
 // arguments, a split of another table or version, invalid UTF-8 or an invalid filter; or the
 // I/O error. Outputs are not written on failure.
-int32_t lance_split_count_rows(const LanceDataset *dataset, const LanceSplit *split, const char *filter_sql, uint64_t *out, LanceIoStats *io);
+int32_t lance_split_count_rows_v2(const LanceDataset *dataset, const LanceSplit *split, const char *filter_sql, uint64_t *out, LanceIoStats *io);
 
 // Read the I/O statistics of the operation behind a stream returned by this library (scan,
 // split scan, split search, take, merge): object-store read requests and bytes so far, and
@@ -960,13 +1002,15 @@ int32_t lance_split_count_rows(const LanceDataset *dataset, const LanceSplit *sp
 // streams; do not call it concurrently with `get_next` on the same stream. Returns
 // LANCE_ERR_INVALID_ARGUMENT if `stream` is NULL, released, or not from this library;
 // `out` is not written on failure.
-int32_t lance_stream_io_stats(const struct ArrowArrayStream *stream, LanceIoStats *out);
+int32_t lance_stream_io_stats_v2(const struct ArrowArrayStream *stream, LanceIoStats *out);
 
-// Fill `out` with the default scan options: all columns, no filter, no limit, default batch
-// size, all fragments, in order.
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+// scan options — all columns, no filter, no limit, default batch size, all fragments, in order
+// — and set `out->struct_size`.
 //
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_scan_options_init(LanceScanOptions *out);
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+// smaller than the first sized `LanceScanOptions`; `out` is not written on failure.
+int32_t lance_scan_options_init_v2(LanceScanOptions *out, size_t struct_size);
 
 // Scan the pinned snapshot of `dataset` into `out` (Arrow C Stream Interface, zero-copy
 // batches). `options` may be NULL for defaults. Errors found while reading surface through
@@ -980,24 +1024,24 @@ int32_t lance_scan_options_init(LanceScanOptions *out);
 // stops the remaining work. The stream may be consumed on any thread (one thread at a time)
 // and may outlive `dataset`. Borrows `dataset` and `options` for the duration of the call.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_dataset_scan(const LanceDataset *dataset, const LanceScanOptions *options, struct ArrowArrayStream *out);
+int32_t lance_dataset_scan_v2(const LanceDataset *dataset, const LanceScanOptions *options, struct ArrowArrayStream *out);
 
-// Describe the plan Lance would run for `lance_dataset_scan` with the same options — which
+// Describe the plan Lance would run for `lance_dataset_scan_v2` with the same options — which
 // scalar index answers the filter, what is pushed into the read, the projection — as Lance's
 // own plan text. Nothing is read. `options` may be NULL.
 //
 // Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
-// Returns an error code as `lance_dataset_scan`; `out` is not written on failure.
-int32_t lance_dataset_explain_scan(const LanceDataset *dataset, const LanceScanOptions *options, char **out);
+// Returns an error code as `lance_dataset_scan_v2`; `out` is not written on failure.
+int32_t lance_dataset_explain_scan_v2(const LanceDataset *dataset, const LanceScanOptions *options, char **out);
 
 // Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
 // `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
-// version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
+// version. `options` apply as for `lance_dataset_scan_v2`, except that `fragment_ids` must be
 // empty (the split chooses the fragments).
 //
 // Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 // Thread-safe. Returns an error code; `out` is not written on failure.
-int32_t lance_split_scan(const LanceDataset *dataset, const LanceSplit *split, const LanceScanOptions *options, struct ArrowArrayStream *out);
+int32_t lance_split_scan_v2(const LanceDataset *dataset, const LanceSplit *split, const LanceScanOptions *options, struct ArrowArrayStream *out);
 
 // Cancel a stream this library returned, from any thread — also while another thread is
 // blocked in its `get_next`. That `get_next` (and every later one) returns ECANCELED (125) with
@@ -1009,11 +1053,13 @@ int32_t lance_split_scan(const LanceDataset *dataset, const LanceSplit *split, c
 // not created by lance-host.
 int32_t lance_stream_cancel(const struct ArrowArrayStream *stream);
 
-// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
-// default refine, no prefilter, every column, with `_rowid`.
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with defaults —
+// f32 elements, k = 10, default metric, default nprobes/ef, default refine, no prefilter,
+// every column, with `_rowid` — and set `out->struct_size`.
 //
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_vector_query_init(LanceVectorQuery *out);
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+// smaller than the first sized `LanceVectorQuery`; `out` is not written on failure.
+int32_t lance_vector_query_init_v2(LanceVectorQuery *out, size_t struct_size);
 
 // Execute a vector-search split on `dataset` (which must be the split's table at the split's
 // version, e.g. from `lance_split_open_dataset`) into `out`. A LANCE_SPLIT_INDEX_SEGMENT split
@@ -1024,15 +1070,15 @@ int32_t lance_vector_query_init(LanceVectorQuery *out);
 // `query`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for a wrong
 // dimension, a metric that contradicts the split's index, a foreign split); `out` is not
 // written on failure.
-int32_t lance_split_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, struct ArrowArrayStream *out);
+int32_t lance_split_search_v2(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, struct ArrowArrayStream *out);
 
-// Describe the plan Lance would run for `lance_split_search` with the same arguments —
+// Describe the plan Lance would run for `lance_split_search_v2` with the same arguments —
 // whether the index segment or a flat pass answers it, the prefilter, the re-rank — as
 // Lance's own plan text. Nothing is read.
 //
 // Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
-// Returns an error code as `lance_split_search`; `out` is not written on failure.
-int32_t lance_split_explain_search(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, char **out);
+// Returns an error code as `lance_split_search_v2`; `out` is not written on failure.
+int32_t lance_split_explain_search_v2(const LanceDataset *dataset, const LanceSplit *split, const LanceVectorQuery *query, char **out);
 
 // Re-rank approximate candidates exactly: reads every row of `candidates` (a stream with
 // `_rowid` uint64 and `_distance` float32, typically the `lance_topk_merge` of index-segment
@@ -1049,7 +1095,7 @@ int32_t lance_split_explain_search(const LanceDataset *dataset, const LanceSplit
 // error code (LANCE_ERR_INVALID_ARGUMENT for a wrong dimension or a stream without
 // `_rowid`/`_distance`, LANCE_ERR_NOT_FOUND for a row id not in the snapshot); `out` is not
 // written on failure.
-int32_t lance_dataset_refine(const LanceDataset *dataset, const LanceVectorQuery *query, struct ArrowArrayStream *candidates, struct ArrowArrayStream *out);
+int32_t lance_dataset_refine_v2(const LanceDataset *dataset, const LanceVectorQuery *query, struct ArrowArrayStream *candidates, struct ArrowArrayStream *out);
 
 // Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 // schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
@@ -1065,8 +1111,12 @@ int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, u
 // concurrently for local tables, Lance's defaults for object stores — and one batch decoded
 // ahead per core).
 //
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
-int32_t lance_session_options_default(LanceSessionOptions *out);
+// `out` is a caller's struct of `struct_size` bytes (pass `sizeof *out`); `out->struct_size`
+// is set.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+// smaller than the first sized `LanceSessionOptions`; `out` is not written on failure.
+int32_t lance_session_options_default_v2(LanceSessionOptions *out, size_t struct_size);
 
 // Set the settings of the process-wide session. Allowed only before the first call that uses
 // the session (opening a table, a catalog, reading stats); a repeated call with identical
@@ -1077,14 +1127,14 @@ int32_t lance_session_options_default(LanceSessionOptions *out);
 // threads, sizes beyond the address space) — nothing is recorded, a corrected call may
 // follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
 // already configured — the running session is unaffected.
-int32_t lance_session_configure(const LanceSessionOptions *options);
+int32_t lance_session_configure_v2(const LanceSessionOptions *options);
 
 // Write the cache statistics of the process-wide session into `out` (starting the session if
 // it has not started yet).
 //
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
-// failure.
-int32_t lance_session_stats(LanceSessionStats *out);
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or its `struct_size` is too
+// small; `out` is not written on failure.
+int32_t lance_session_stats_v2(LanceSessionStats *out);
 
 // Create a call context whose deadline is `timeout_ms` milliseconds from now (0 = none).
 //

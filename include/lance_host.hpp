@@ -175,7 +175,8 @@ class Stream {
 
   LanceIoStats io_stats() const {
     LanceIoStats s{};
-    check(lance_stream_io_stats(&stream_, &s));
+    s.struct_size = sizeof s;
+    check(lance_stream_io_stats_v2(&stream_, &s));
     return s;
   }
 
@@ -293,7 +294,7 @@ class Dataset {
   std::string uri() const { return lance_dataset_uri(p_.get()); }
   uint64_t count_rows(const std::optional<std::string>& filter = std::nullopt) const {
     uint64_t n = 0;
-    check(lance_dataset_count_rows_where(p_.get(), filter ? filter->c_str() : nullptr, &n, nullptr));
+    check(lance_dataset_count_rows_where_v2(p_.get(), filter ? filter->c_str() : nullptr, &n, nullptr));
     return n;
   }
   SplitPlan plan_scan(uint64_t target_rows = 0) const {
@@ -310,7 +311,7 @@ class Dataset {
   Stream scan(const ScanRequest& r = {}) const {
     auto cols = detail::c_strings(r.columns);
     LanceScanOptions o;
-    check(lance_scan_options_init(&o));
+    check(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
     o.columns = cols.data();
     o.num_columns = cols.size();
     o.filter_sql = r.filter ? r.filter->c_str() : nullptr;
@@ -321,18 +322,18 @@ class Dataset {
     o.fragment_ids = r.fragment_ids.data();
     o.num_fragment_ids = r.fragment_ids.size();
     ArrowArrayStream s;
-    check(lance_dataset_scan(p_.get(), &o, &s));
+    check(lance_dataset_scan_v2(p_.get(), &o, &s));
     return Stream(s);
   }
   Stream scan(const Split& split) const {
     ArrowArrayStream s;
-    check(lance_split_scan(p_.get(), split.get(), nullptr, &s));
+    check(lance_split_scan_v2(p_.get(), split.get(), nullptr, &s));
     return Stream(s);
   }
   Stream search(const Split& split, const SearchRequest& r) const {
     auto cols = detail::c_strings(r.columns);
     LanceVectorQuery q;
-    check(lance_vector_query_init(&q));
+    check(lance_vector_query_init_v2(&q, sizeof(LanceVectorQuery)));
     q.column = r.column.c_str();
     q.vector = r.vector.data();
     q.dimension = r.vector.size();
@@ -346,7 +347,7 @@ class Dataset {
     q.num_columns = cols.size();
     q.with_row_id = r.with_row_id;
     ArrowArrayStream s;
-    check(lance_split_search(p_.get(), split.get(), &q, &s));
+    check(lance_split_search_v2(p_.get(), split.get(), &q, &s));
     return Stream(s);
   }
   Stream take(const std::vector<uint64_t>& row_ids, const std::vector<std::string>& columns = {}) const {

@@ -8,6 +8,7 @@ mkdir -p "$CARGO_TARGET_DIR"
 echo "==> building liblance_host (cargo target dir: $CARGO_TARGET_DIR)"
 cmake -S . -B build/lib -DCMAKE_BUILD_TYPE=Debug -DLANCE_HOST_CARGO_TARGET_DIR="$CARGO_TARGET_DIR" >/dev/null
 cmake --build build/lib
+rm -rf build/prefix  # no stale library names from an earlier version
 cmake --install build/lib --prefix "$PWD/build/prefix" >/dev/null
 echo "==> building lance-host-testkit"
 cargo build -q -p lance-host-testkit

@@ -331,7 +331,7 @@ fn drain(mut stream: FFI_ArrowArrayStream) -> Vec<RecordBatch> {
     }
     let mut io = LanceIoStats::default();
     // Streams of other producers (the bench's own merge inputs) have no statistics.
-    if lance_stream_io_stats(&stream, &mut io) == 0 {
+    if lance_stream_io_stats_v2(&stream, &mut io) == 0 {
         READ_BYTES.fetch_add(io.read_bytes, std::sync::atomic::Ordering::Relaxed);
         INDEX_READ_BYTES.fetch_add(io.index_read_bytes, std::sync::atomic::Ordering::Relaxed);
     }
@@ -396,7 +396,7 @@ impl Host {
         let f = filter.map(|f| CString::new(f).unwrap());
         let o = self.scan_opts(&ptrs, f.as_ref());
         let mut st = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_dataset_scan(self.ds, &o, &mut st), 0);
+        assert_eq!(lance_dataset_scan_v2(self.ds, &o, &mut st), 0);
         ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum()
     }
 
@@ -416,7 +416,7 @@ impl Host {
                         let mut rows = 0;
                         for sp in splits.iter().skip(t).step_by(2) {
                             let mut st = FFI_ArrowArrayStream::empty();
-                            assert_eq!(lance_split_scan(self.ds, *sp as *const LanceSplit, &o, &mut st), 0);
+                            assert_eq!(lance_split_scan_v2(self.ds, *sp as *const LanceSplit, &o, &mut st), 0);
                             rows += ArrowArrayStreamReader::try_new(st).unwrap().map(|b| b.unwrap().num_rows()).sum::<usize>();
                         }
                         rows
@@ -453,7 +453,7 @@ impl Host {
         query.num_columns = 1;
         query.with_row_id = true;
         let mut st = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_split_search(self.ds, split, &query, &mut st), 0);
+        assert_eq!(lance_split_search_v2(self.ds, split, &query, &mut st), 0);
         let rowids = u64s(&drain(st), "_rowid");
         let (_o, idcol) = cstrs(&["id"]);
         let mut st = FFI_ArrowArrayStream::empty();
@@ -497,7 +497,7 @@ impl Host {
                             .map(|sp| {
                                 let sp = *sp as *const LanceSplit;
                                 let mut st = FFI_ArrowArrayStream::empty();
-                                let rc = lance_split_search(self.ds, sp, qaddr as *const LanceVectorQuery, &mut st);
+                                let rc = lance_split_search_v2(self.ds, sp, qaddr as *const LanceVectorQuery, &mut st);
                                 assert_eq!(rc, 0);
                                 (lance_split_kind(sp) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32, st)
                             })
@@ -528,7 +528,7 @@ impl Host {
             let mut merged = FFI_ArrowArrayStream::empty();
             assert_eq!(lance_topk_merge(approx.as_mut_ptr(), approx.len(), K as u64 * REFINE as u64, 0, &mut merged), 0);
             let mut refined = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_dataset_refine(self.ds, &query, &mut merged, &mut refined), 0);
+            assert_eq!(lance_dataset_refine_v2(self.ds, &query, &mut merged, &mut refined), 0);
             finals.push(refined);
         } else {
             finals.extend(results.drain(..).map(|r| r.1));
@@ -566,8 +566,8 @@ fn run_prewarm(mode: &str, nprobes: u32, uri: &str, facts: &Facts) {
         let t = Instant::now();
         let mut io = LanceIoStats::default();
         let rc = match uuids {
-            None => lance_dataset_prewarm_index_with_stats(host.ds, name.as_ptr(), &mut io),
-            Some(u) => lance_dataset_prewarm_index_segments(host.ds, name.as_ptr(), u.as_ptr(), u.len(), &mut io),
+            None => lance_dataset_prewarm_index_with_stats_v2(host.ds, name.as_ptr(), &mut io),
+            Some(u) => lance_dataset_prewarm_index_segments_v2(host.ds, name.as_ptr(), u.as_ptr(), u.len(), &mut io),
         };
         assert_eq!(rc, 0);
         let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -643,7 +643,7 @@ fn run_prewarm(mode: &str, nprobes: u32, uri: &str, facts: &Facts) {
                 if with {
                     let start = t0.elapsed().as_secs_f64() * 1e3;
                     let mut io = LanceIoStats::default();
-                    assert_eq!(lance_dataset_prewarm_index_with_stats(host.ds, name.as_ptr(), &mut io), 0);
+                    assert_eq!(lance_dataset_prewarm_index_with_stats_v2(host.ds, name.as_ptr(), &mut io), 0);
                     let end = t0.elapsed().as_secs_f64() * 1e3;
                     prewarm = serde_json::json!({"start_ms": start, "end_ms": end});
                 }
@@ -654,7 +654,7 @@ fn run_prewarm(mode: &str, nprobes: u32, uri: &str, facts: &Facts) {
         other => panic!("unknown prewarm mode {other}"),
     }
     let mut st = LanceSessionStats::default();
-    assert_eq!(lance_session_stats(&mut st), 0);
+    assert_eq!(lance_session_stats_v2(&mut st), 0);
     let ru = rusage();
     println!(
         "{}",
@@ -752,7 +752,7 @@ fn run_engine(args: &[String]) {
             o.columns = cols.as_ptr();
             o.num_columns = 1;
             let mut st = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_split_scan(ds, split, &o, &mut st), 0);
+            assert_eq!(lance_split_scan_v2(ds, split, &o, &mut st), 0);
             let rows: usize = drain(st).iter().map(|b| b.num_rows()).sum();
             mark("end scan");
             lance_split_free(split);
@@ -779,7 +779,7 @@ fn run_engine(args: &[String]) {
             };
             for i in 0..20u64 {
                 let mut st = FFI_ArrowArrayStream::empty();
-                assert_eq!(lance_dataset_scan(host.ds, &o, &mut st), 0);
+                assert_eq!(lance_dataset_scan_v2(host.ds, &o, &mut st), 0);
                 let addr = &st as *const FFI_ArrowArrayStream as usize;
                 let after = std::time::Duration::from_millis(100 + 15 * i);
                 let canceller = std::thread::spawn(move || {
@@ -805,7 +805,7 @@ fn run_engine(args: &[String]) {
                 let started = Instant::now();
                 assert_eq!(lance_call_context_enter(ctx), 0);
                 let mut st = FFI_ArrowArrayStream::empty();
-                let rc = lance_dataset_scan(host.ds, &o, &mut st);
+                let rc = lance_dataset_scan_v2(host.ds, &o, &mut st);
                 assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
                 if rc == 0 {
                     while get_next(&mut st) == 0 {}

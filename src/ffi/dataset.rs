@@ -7,6 +7,8 @@ use arrow::ffi::FFI_ArrowSchema;
 use crate::error::HostError;
 use crate::snapshot::{self, FragmentInfo, Snapshot, VersionInfo};
 
+use super::scan::LanceIoStats;
+use super::sized::{out_slot, required_out, Extensible, Layout};
 use super::{
     free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
     into_array, into_handle, item_at, kv_arg, opt_str_arg, out_arg, owned_cstring, str_arg,
@@ -279,20 +281,31 @@ pub extern "C" fn lance_version_info_list_free(list: *mut LanceVersionInfo, len:
 /// dataset or `out`, invalid UTF-8, an empty or invalid filter or an unknown column; or the
 /// I/O error. Outputs are not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_count_rows_where(
+pub extern "C" fn lance_dataset_count_rows_where_v2(
     dataset: *const LanceDataset,
     filter_sql: *const c_char,
     out: *mut u64,
-    io: *mut super::scan::LanceIoStats,
+    io: *mut LanceIoStats,
+) -> i32 {
+    dataset_count_rows_where(dataset, filter_sql, out, io, Layout::Sized)
+}
+
+pub(crate) fn dataset_count_rows_where(
+    dataset: *const LanceDataset,
+    filter_sql: *const c_char,
+    out: *mut u64,
+    io: *mut LanceIoStats,
+    layout: Layout,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let filter = opt_str_arg(filter_sql, "filter_sql")?;
         let out = out_arg(out, "out")?;
+        let io = out_slot(io, layout, "io")?;
         let (n, stats) = crate::count::count_rows(&ds.snapshot, None, filter)?;
         *out = n;
-        if !io.is_null() {
-            *out_arg(io, "io")? = stats.into();
+        if let Some(io) = io {
+            io.write(&stats.into());
         }
         Ok(())
     })
@@ -307,9 +320,12 @@ pub struct LanceTableStats {
 
 /// Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
 /// manifest does not record a data file's size (then `bytes_on_disk` is 0 and means nothing).
+/// Set `struct_size = sizeof(LanceFragmentStats)` before `lance_table_stats_fragment_v2`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct LanceFragmentStats {
+    /// `sizeof(LanceFragmentStats)` as the caller compiled it (set by the caller).
+    pub struct_size: usize,
     pub fragment_id: u64,
     /// Rows written to the fragment's data files.
     pub physical_rows: u64,
@@ -320,15 +336,63 @@ pub struct LanceFragmentStats {
     pub has_bytes_on_disk: bool,
 }
 
-/// Statistics of one top-level column; `name` is owned by the statistics object.
+/// Statistics of one top-level column; `name` is owned by the statistics object. Set
+/// `struct_size = sizeof(LanceColumnStats)` before `lance_table_stats_column_v2`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LanceColumnStats {
+    /// `sizeof(LanceColumnStats)` as the caller compiled it (set by the caller).
+    pub struct_size: usize,
     pub name: *const c_char,
     /// Bytes of the column (nested fields included) in the data files, as encoded.
     pub bytes_on_disk: u64,
     /// False for tables in the legacy (v1) file format, which do not record column sizes.
     pub has_bytes_on_disk: bool,
+}
+
+impl Default for LanceFragmentStats {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            fragment_id: 0,
+            physical_rows: 0,
+            deleted_rows: 0,
+            bytes_on_disk: 0,
+            has_bytes_on_disk: false,
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, u64 and bool fields; 0.1 layout 40 bytes.
+unsafe impl Extensible for LanceFragmentStats {
+    const NAME: &'static str = "LanceFragmentStats";
+    const MIN_SIZE: usize = 48;
+    const V0_SIZE: usize = 40;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+impl Default for LanceColumnStats {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            name: std::ptr::null(),
+            bytes_on_disk: 0,
+            has_bytes_on_disk: false,
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, pointer/u64/bool fields; 0.1 layout 24
+// bytes.
+unsafe impl Extensible for LanceColumnStats {
+    const NAME: &'static str = "LanceColumnStats";
+    const MIN_SIZE: usize = 32;
+    const V0_SIZE: usize = 24;
+    fn initial() -> Self {
+        Self::default()
+    }
 }
 
 /// Collect planner statistics of the snapshot: per fragment its physical and deleted rows and
@@ -340,19 +404,30 @@ pub struct LanceColumnStats {
 /// Caller owns `*out`; free it with `lance_table_stats_free`. Borrows `dataset`. Thread-safe.
 /// Returns an error code; outputs are not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_statistics(
+pub extern "C" fn lance_dataset_statistics_v2(
     dataset: *const LanceDataset,
     out: *mut *mut LanceTableStats,
-    io: *mut super::scan::LanceIoStats,
+    io: *mut LanceIoStats,
+) -> i32 {
+    dataset_statistics(dataset, out, io, Layout::Sized)
+}
+
+pub(crate) fn dataset_statistics(
+    dataset: *const LanceDataset,
+    out: *mut *mut LanceTableStats,
+    io: *mut LanceIoStats,
+    layout: Layout,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
+        let io = out_slot(io, layout, "io")?;
         let (st, io_stats) = crate::statistics::statistics(&ds.snapshot)?;
         let fragments = st
             .fragments
             .iter()
             .map(|f| LanceFragmentStats {
+                struct_size: std::mem::size_of::<LanceFragmentStats>(),
                 fragment_id: f.id,
                 physical_rows: f.physical_rows,
                 deleted_rows: f.deleted_rows,
@@ -361,8 +436,8 @@ pub extern "C" fn lance_dataset_statistics(
             })
             .collect();
         let columns = st.columns.iter().map(|c| (owned_cstring(&c.name), c.bytes_on_disk)).collect();
-        if !io.is_null() {
-            *out_arg(io, "io")? = io_stats.into();
+        if let Some(io) = io {
+            io.write(&io_stats.into());
         }
         *out = into_handle(LanceTableStats { fragments, columns });
         Ok(())
@@ -375,18 +450,29 @@ pub extern "C" fn lance_table_stats_fragment_count(stats: *const LanceTableStats
     guard_value(0, || Ok(handle_ref(stats, "stats")?.fragments.len()))
 }
 
-/// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`.
-/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments or an index out of range.
+/// Copy the statistics of fragment `index` (in the snapshot's fragment order) into `out`
+/// (`out->struct_size` set by the caller). Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for
+/// NULL arguments, a too-small `struct_size` or an index out of range; `out` is not written on
+/// failure.
 #[no_mangle]
-pub extern "C" fn lance_table_stats_fragment(
+pub extern "C" fn lance_table_stats_fragment_v2(
     stats: *const LanceTableStats,
     index: usize,
     out: *mut LanceFragmentStats,
 ) -> i32 {
+    table_stats_fragment(stats, index, out, Layout::Sized)
+}
+
+pub(crate) fn table_stats_fragment(
+    stats: *const LanceTableStats,
+    index: usize,
+    out: *mut LanceFragmentStats,
+    layout: Layout,
+) -> i32 {
     guard_code(|| {
         let st = handle_ref(stats, "stats")?;
-        let out = out_arg(out, "out")?;
-        *out = *item_at(&st.fragments, index, "fragment")?;
+        let out = required_out(out, layout, "out")?;
+        out.write(item_at(&st.fragments, index, "fragment")?);
         Ok(())
     })
 }
@@ -397,29 +483,40 @@ pub extern "C" fn lance_table_stats_column_count(stats: *const LanceTableStats) 
     guard_value(0, || Ok(handle_ref(stats, "stats")?.columns.len()))
 }
 
-/// Copy the statistics of column `index` (schema order) into `out`; `out->name` stays valid
-/// until `stats` is freed. Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT for NULL arguments
-/// or an index out of range.
+/// Copy the statistics of column `index` (schema order) into `out` (`out->struct_size` set by
+/// the caller); `out->name` stays valid until `stats` is freed. Thread-safe. Returns
+/// LANCE_ERR_INVALID_ARGUMENT for NULL arguments, a too-small `struct_size` or an index out of
+/// range; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_table_stats_column(
+pub extern "C" fn lance_table_stats_column_v2(
     stats: *const LanceTableStats,
     index: usize,
     out: *mut LanceColumnStats,
 ) -> i32 {
+    table_stats_column(stats, index, out, Layout::Sized)
+}
+
+pub(crate) fn table_stats_column(
+    stats: *const LanceTableStats,
+    index: usize,
+    out: *mut LanceColumnStats,
+    layout: Layout,
+) -> i32 {
     guard_code(|| {
         let st = handle_ref(stats, "stats")?;
-        let out = out_arg(out, "out")?;
+        let out = required_out(out, layout, "out")?;
         let (name, bytes) = item_at(&st.columns, index, "column")?;
-        *out = LanceColumnStats {
+        out.write(&LanceColumnStats {
+            struct_size: std::mem::size_of::<LanceColumnStats>(),
             name: name.as_ptr(),
             bytes_on_disk: bytes.unwrap_or(0),
             has_bytes_on_disk: bytes.is_some(),
-        };
+        });
         Ok(())
     })
 }
 
-/// Free statistics from `lance_dataset_statistics`. NULL is ignored. Call once, after the last
+/// Free statistics from `lance_dataset_statistics_v2`. NULL is ignored. Call once, after the last
 /// use of the statistics and of the names obtained from them; not concurrently with other
 /// calls on them.
 #[no_mangle]

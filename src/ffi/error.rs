@@ -82,10 +82,47 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
     name.as_ptr() as *const c_char
 }
 
-/// Version of this library, e.g. "0.1.0" (matches `LANCE_HOST_VERSION` in this header).
+/// Version of the loaded library, e.g. "0.2.0" — compare with `LANCE_HOST_VERSION`, the
+/// version of the header a caller was built with. A caller built with header X.Y runs on any
+/// library X.Z with Z >= Y (see "ABI compatibility" in the README).
 ///
 /// The library owns the string (static storage); do not free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn lance_host_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+const fn parse_version_part(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut n = 0u32;
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    n
+}
+
+const VERSION_NUMBER: u32 = parse_version_part(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+    + parse_version_part(env!("CARGO_PKG_VERSION_MINOR")) * 100
+    + parse_version_part(env!("CARGO_PKG_VERSION_PATCH"));
+
+/// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.2.0 is 200), to
+/// compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
+/// serves the caller if it has the same major version and a number at least as large
+/// (`lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER`).
+///
+/// Thread-safe; never fails.
+#[no_mangle]
+pub extern "C" fn lance_host_version_number() -> u32 {
+    VERSION_NUMBER
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_number_matches_the_package_version() {
+        let parts: Vec<u32> = env!("CARGO_PKG_VERSION").split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(super::lance_host_version_number(), parts[0] * 10000 + parts[1] * 100 + parts[2]);
+    }
 }

@@ -6,6 +6,8 @@ use crate::index::{self, IndexInfo};
 use crate::prewarm;
 
 use super::dataset::LanceDataset;
+use super::scan::LanceIoStats;
+use super::sized::{out_slot, required_out, Extensible, Layout};
 use super::{
     free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, item_at, out_arg,
     owned_cstring, slice_arg, str_arg,
@@ -32,10 +34,13 @@ struct SegmentEntry {
     indexed_rows: u64,
 }
 
-/// One physical segment of an index; pointers inside are owned by the index list.
+/// One physical segment of an index; pointers inside are owned by the index list. Set
+/// `struct_size = sizeof(LanceIndexSegmentInfo)` before `lance_index_list_segment_v2`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LanceIndexSegmentInfo {
+    /// `sizeof(LanceIndexSegmentInfo)` as the caller compiled it (set by the caller).
+    pub struct_size: usize,
     /// The segment's UUID (16 bytes, RFC 4122 byte order).
     pub uuid: [u8; 16],
     /// Fragment ids the segment covers that are visible in the snapshot, ascending.
@@ -43,6 +48,29 @@ pub struct LanceIndexSegmentInfo {
     pub num_fragment_ids: usize,
     /// Physical rows of those fragments.
     pub indexed_rows: u64,
+}
+
+impl Default for LanceIndexSegmentInfo {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            uuid: [0; 16],
+            fragment_ids: std::ptr::null(),
+            num_fragment_ids: 0,
+            indexed_rows: 0,
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, byte array/pointer/integer fields; 0.1
+// layout 40 bytes.
+unsafe impl Extensible for LanceIndexSegmentInfo {
+    const NAME: &'static str = "LanceIndexSegmentInfo";
+    const MIN_SIZE: usize = 48;
+    const V0_SIZE: usize = 40;
+    fn initial() -> Self {
+        Self::default()
+    }
 }
 
 impl From<IndexInfo> for IndexEntry {
@@ -148,17 +176,28 @@ pub extern "C" fn lance_index_list_segment_count(list: *const LanceIndexList, in
 /// Pointers in `*out` are owned by the list; valid until `lance_index_list_free` is called.
 /// Thread-safe. Returns an error code; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_index_list_segment(
+pub extern "C" fn lance_index_list_segment_v2(
     list: *const LanceIndexList,
     index: usize,
     segment: usize,
     out: *mut LanceIndexSegmentInfo,
 ) -> i32 {
+    index_list_segment(list, index, segment, out, Layout::Sized)
+}
+
+pub(crate) fn index_list_segment(
+    list: *const LanceIndexList,
+    index: usize,
+    segment: usize,
+    out: *mut LanceIndexSegmentInfo,
+    layout: Layout,
+) -> i32 {
     guard_code(|| {
         let e = entry(list, index)?;
-        let out = out_arg(out, "out")?;
+        let out = required_out(out, layout, "out")?;
         let s = item_at(&e.segments, segment, "segment")?;
-        *out = LanceIndexSegmentInfo {
+        out.write(&LanceIndexSegmentInfo {
+            struct_size: std::mem::size_of::<LanceIndexSegmentInfo>(),
             uuid: s.uuid,
             fragment_ids: if s.fragment_ids.is_empty() {
                 std::ptr::null()
@@ -167,7 +206,7 @@ pub extern "C" fn lance_index_list_segment(
             },
             num_fragment_ids: s.fragment_ids.len(),
             indexed_rows: s.indexed_rows,
-        };
+        });
         Ok(())
     })
 }
@@ -213,16 +252,25 @@ pub extern "C" fn lance_dataset_prewarm_index(
 /// Borrows its arguments. Thread-safe. Returns an error code as `lance_dataset_prewarm_index`;
 /// `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_prewarm_index_with_stats(
+pub extern "C" fn lance_dataset_prewarm_index_with_stats_v2(
     dataset: *const LanceDataset,
     index_name: *const c_char,
-    out: *mut super::scan::LanceIoStats,
+    out: *mut LanceIoStats,
+) -> i32 {
+    prewarm_index_with_stats(dataset, index_name, out, Layout::Sized)
+}
+
+pub(crate) fn prewarm_index_with_stats(
+    dataset: *const LanceDataset,
+    index_name: *const c_char,
+    out: *mut LanceIoStats,
+    layout: Layout,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(index_name, "index_name")?;
-        let out = out_arg(out, "out")?;
-        *out = prewarm::prewarm_index(&ds.snapshot, name)?.into();
+        let out = required_out(out, layout, "out")?;
+        out.write(&prewarm::prewarm_index(&ds.snapshot, name)?.into());
         Ok(())
     })
 }
@@ -232,23 +280,35 @@ pub extern "C" fn lance_dataset_prewarm_index_with_stats(
 /// `lance_dataset_prewarm_index` warms all of them. `segment_uuids` holds
 /// `segment_uuids_len / 16` UUIDs of 16 bytes each, back to back; a UUID given twice is warmed
 /// once. If `out` is not NULL it receives the prewarm's I/O as in
-/// `lance_dataset_prewarm_index_with_stats`.
+/// `lance_dataset_prewarm_index_with_stats_v2`.
 ///
 /// Borrows its arguments. Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for a NULL
 /// dataset or name, invalid UTF-8, an empty list or a length that is not a multiple of 16;
 /// LANCE_ERR_NOT_FOUND for an unknown index or a UUID that is not one of its segments at the
 /// handle's version (the message names it); or the I/O error. `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_prewarm_index_segments(
+pub extern "C" fn lance_dataset_prewarm_index_segments_v2(
     dataset: *const LanceDataset,
     index_name: *const c_char,
     segment_uuids: *const u8,
     segment_uuids_len: usize,
-    out: *mut super::scan::LanceIoStats,
+    out: *mut LanceIoStats,
+) -> i32 {
+    prewarm_index_segments(dataset, index_name, segment_uuids, segment_uuids_len, out, Layout::Sized)
+}
+
+pub(crate) fn prewarm_index_segments(
+    dataset: *const LanceDataset,
+    index_name: *const c_char,
+    segment_uuids: *const u8,
+    segment_uuids_len: usize,
+    out: *mut LanceIoStats,
+    layout: Layout,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(index_name, "index_name")?;
+        let out = out_slot(out, layout, "out")?;
         let bytes = slice_arg(segment_uuids, segment_uuids_len, "segment_uuids")?;
         if bytes.len() % 16 != 0 {
             return Err(HostError::invalid(format!(
@@ -261,8 +321,8 @@ pub extern "C" fn lance_dataset_prewarm_index_segments(
             .map(|c| uuid::Uuid::from_bytes(c.try_into().expect("16-byte chunk")))
             .collect();
         let stats = prewarm::prewarm_index_segments(&ds.snapshot, name, &uuids)?;
-        if !out.is_null() {
-            *out_arg(out, "out")? = stats.into();
+        if let Some(out) = out {
+            out.write(&stats.into());
         }
         Ok(())
     })

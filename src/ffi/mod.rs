@@ -3,6 +3,8 @@
 //! of the library lives in this module tree.
 
 pub mod catalog;
+/// cbindgen:ignore
+mod compat;
 pub mod dataset;
 pub mod error;
 pub mod index;
@@ -10,6 +12,7 @@ pub mod plan;
 pub mod scan;
 pub mod search;
 pub mod session;
+pub(crate) mod sized;
 pub mod take;
 
 use std::collections::HashMap;

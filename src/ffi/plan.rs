@@ -31,11 +31,11 @@ pub enum LanceMetric {
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LanceSplitKind {
-    /// Scan the split's fragments (`lance_split_scan`).
+    /// Scan the split's fragments (`lance_split_scan_v2`).
     LANCE_SPLIT_SCAN = 1,
-    /// Search one physical index segment over the fragments it covers (`lance_split_search`).
+    /// Search one physical index segment over the fragments it covers (`lance_split_search_v2`).
     LANCE_SPLIT_INDEX_SEGMENT = 2,
-    /// Brute-force search one fragment no segment covers (`lance_split_search`).
+    /// Brute-force search one fragment no segment covers (`lance_split_search_v2`).
     LANCE_SPLIT_FLAT = 3,
 }
 
@@ -337,7 +337,7 @@ pub extern "C" fn lance_split_free(split: *mut LanceSplit) {
 
 /// Write the number of rows of the split's fragments that match `filter_sql` (NULL = every
 /// row) to `out`, on `dataset`, which must be the split's table at the split's version. Exact,
-/// deletions accounted; as `lance_dataset_count_rows_where` (no data read without a filter).
+/// deletions accounted; as `lance_dataset_count_rows_where_v2` (no data read without a filter).
 /// The counts of all scan splits of a plan add up to the dataset's count. If `io` is not NULL
 /// it receives the I/O the count caused.
 ///
@@ -345,23 +345,35 @@ pub extern "C" fn lance_split_free(split: *mut LanceSplit) {
 /// arguments, a split of another table or version, invalid UTF-8 or an invalid filter; or the
 /// I/O error. Outputs are not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_split_count_rows(
+pub extern "C" fn lance_split_count_rows_v2(
     dataset: *const LanceDataset,
     split: *const LanceSplit,
     filter_sql: *const c_char,
     out: *mut u64,
     io: *mut super::scan::LanceIoStats,
 ) -> i32 {
+    split_count_rows(dataset, split, filter_sql, out, io, super::sized::Layout::Sized)
+}
+
+pub(crate) fn split_count_rows(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    filter_sql: *const c_char,
+    out: *mut u64,
+    io: *mut super::scan::LanceIoStats,
+    layout: super::sized::Layout,
+) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let s = handle_ref(split, "split")?;
         let filter = super::opt_str_arg(filter_sql, "filter_sql")?;
         let out = out_arg(out, "out")?;
+        let io = super::sized::out_slot(io, layout, "io")?;
         s.split.check_snapshot(&ds.snapshot)?;
         let (n, stats) = crate::count::count_rows(&ds.snapshot, Some(&s.split.fragment_ids), filter)?;
         *out = n;
-        if !io.is_null() {
-            *out_arg(io, "io")? = stats.into();
+        if let Some(io) = io {
+            io.write(&stats.into());
         }
         Ok(())
     })

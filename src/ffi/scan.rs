@@ -12,13 +12,18 @@ use crate::scan::{self, BatchReader, ScanOptions};
 use crate::stats::{IoStats, OpStats};
 
 use super::dataset::LanceDataset;
+use super::sized::{init_out, read_in, required_out, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_list_arg};
 
-/// What a scan reads. Initialise with `lance_scan_options_init`, then set what you need.
-/// Every pointer inside is borrowed for the duration of the call that receives the options.
+/// What a scan reads. Initialise with `lance_scan_options_init_v2(&o, sizeof o)`, then set
+/// what you need. Every pointer inside is borrowed for the duration of the call that receives
+/// the options.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LanceScanOptions {
+    /// `sizeof(LanceScanOptions)` as the caller compiled it; set by `lance_scan_options_init_v2`
+    /// (see "ABI compatibility" in the README).
+    pub struct_size: usize,
     /// Columns to return, in order (`_rowid` and `_rowaddr` allowed); `num_columns == 0` means
     /// every column of the schema. An unknown column is LANCE_ERR_INVALID_ARGUMENT.
     pub columns: *const *const c_char,
@@ -57,6 +62,7 @@ pub struct LanceScanOptions {
 impl Default for LanceScanOptions {
     fn default() -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>(),
             columns: std::ptr::null(),
             num_columns: 0,
             filter_sql: std::ptr::null(),
@@ -77,15 +83,20 @@ impl Default for LanceScanOptions {
     }
 }
 
-/// Convert C scan options (NULL = defaults) into the safe form.
-pub(crate) fn scan_options_arg(p: *const LanceScanOptions) -> Result<ScanOptions> {
-    let defaults = LanceScanOptions::default();
-    let o = if p.is_null() {
-        &defaults
-    } else {
-        // SAFETY: non-NULL options are valid for reads for the duration of the call.
-        unsafe { &*p }
-    };
+// SAFETY: repr(C), leading struct_size, alignment 8, fields valid for any C value; the 0.1
+// layout (the same fields without struct_size) is 112 bytes.
+unsafe impl Extensible for LanceScanOptions {
+    const NAME: &'static str = "LanceScanOptions";
+    const MIN_SIZE: usize = 120;
+    const V0_SIZE: usize = 112;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+/// Convert C scan options (NULL = defaults) in `layout` into the safe form.
+pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Result<ScanOptions> {
+    let o = &read_in(p, layout, "options")?.unwrap_or_default();
     if o.offset < 0 {
         return Err(HostError::invalid(format!(
             "offset must not be negative (got {})",
@@ -111,10 +122,14 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions) -> Result<ScanOptions
     })
 }
 
-/// I/O statistics of one operation (a scan, split search, take or prewarm).
+/// I/O statistics of one operation (a scan, split search, take or prewarm). Set
+/// `struct_size = sizeof(LanceIoStats)` before passing it to a function that fills it.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct LanceIoStats {
+    /// `sizeof(LanceIoStats)` as the caller compiled it (set by the caller; see "ABI
+    /// compatibility" in the README).
+    pub struct_size: usize,
     /// Read requests the operation sent to the object store.
     pub read_requests: u64,
     /// Bytes those requests returned.
@@ -129,9 +144,26 @@ pub struct LanceIoStats {
     pub index_cache_misses: u64,
 }
 
+impl Default for LanceIoStats {
+    fn default() -> Self {
+        IoStats::default().into()
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, all u64; the 0.1 layout is the six counters.
+unsafe impl Extensible for LanceIoStats {
+    const NAME: &'static str = "LanceIoStats";
+    const MIN_SIZE: usize = 56;
+    const V0_SIZE: usize = 48;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
 impl From<IoStats> for LanceIoStats {
     fn from(s: IoStats) -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>(),
             read_requests: s.read_requests,
             read_bytes: s.read_bytes,
             index_read_requests: s.index_read_requests,
@@ -276,29 +308,32 @@ pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream)
 /// LANCE_ERR_INVALID_ARGUMENT if `stream` is NULL, released, or not from this library;
 /// `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_stream_io_stats(stream: *const FFI_ArrowArrayStream, out: *mut LanceIoStats) -> i32 {
+pub extern "C" fn lance_stream_io_stats_v2(stream: *const FFI_ArrowArrayStream, out: *mut LanceIoStats) -> i32 {
+    stream_io_stats(stream, out, Layout::Sized)
+}
+
+pub(crate) fn stream_io_stats(stream: *const FFI_ArrowArrayStream, out: *mut LanceIoStats, layout: Layout) -> i32 {
     guard_code(|| {
         handle_ref(stream, "stream")?;
-        let out = out_arg(out, "out")?;
+        let out = required_out(out, layout, "out")?;
         // SAFETY: `host_of` checks that the stream is a live lance-host stream.
         let host = unsafe { host_of(stream) }.ok_or_else(|| {
             HostError::invalid("stream is released or was not created by lance-host")
         })?;
-        *out = host.stats.snapshot().into();
+        out.write(&host.stats.snapshot().into());
         Ok(())
     })
 }
 
-/// Fill `out` with the default scan options: all columns, no filter, no limit, default batch
-/// size, all fragments, in order.
+/// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+/// scan options — all columns, no filter, no limit, default batch size, all fragments, in order
+/// — and set `out->struct_size`.
 ///
-/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+/// smaller than the first sized `LanceScanOptions`; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_scan_options_init(out: *mut LanceScanOptions) -> i32 {
-    guard_code(|| {
-        *out_arg(out, "out")? = LanceScanOptions::default();
-        Ok(())
-    })
+pub extern "C" fn lance_scan_options_init_v2(out: *mut LanceScanOptions, struct_size: usize) -> i32 {
+    guard_code(|| init_out(out, struct_size, "out"))
 }
 
 /// Scan the pinned snapshot of `dataset` into `out` (Arrow C Stream Interface, zero-copy
@@ -314,37 +349,55 @@ pub extern "C" fn lance_scan_options_init(out: *mut LanceScanOptions) -> i32 {
 /// and may outlive `dataset`. Borrows `dataset` and `options` for the duration of the call.
 /// Thread-safe. Returns an error code; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_scan(
+pub extern "C" fn lance_dataset_scan_v2(
     dataset: *const LanceDataset,
     options: *const LanceScanOptions,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    dataset_scan(dataset, options, Layout::Sized, out)
+}
+
+pub(crate) fn dataset_scan(
+    dataset: *const LanceDataset,
+    options: *const LanceScanOptions,
+    layout: Layout,
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let opts = scan_options_arg(options)?;
+        let opts = scan_options_arg(options, layout)?;
         let reader = scan::scan(&ds.snapshot, &opts)?;
         export_stream(reader, out);
         Ok(())
     })
 }
 
-/// Describe the plan Lance would run for `lance_dataset_scan` with the same options — which
+/// Describe the plan Lance would run for `lance_dataset_scan_v2` with the same options — which
 /// scalar index answers the filter, what is pushed into the read, the projection — as Lance's
 /// own plan text. Nothing is read. `options` may be NULL.
 ///
 /// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
-/// Returns an error code as `lance_dataset_scan`; `out` is not written on failure.
+/// Returns an error code as `lance_dataset_scan_v2`; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_explain_scan(
+pub extern "C" fn lance_dataset_explain_scan_v2(
     dataset: *const LanceDataset,
     options: *const LanceScanOptions,
+    out: *mut *mut c_char,
+) -> i32 {
+    dataset_explain_scan(dataset, options, Layout::Sized, out)
+}
+
+pub(crate) fn dataset_explain_scan(
+    dataset: *const LanceDataset,
+    options: *const LanceScanOptions,
+    layout: Layout,
     out: *mut *mut c_char,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let opts = scan_options_arg(options)?;
+        let opts = scan_options_arg(options, layout)?;
         let text = scan::explain_scan(&ds.snapshot, &opts)?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
@@ -353,23 +406,33 @@ pub extern "C" fn lance_dataset_explain_scan(
 
 /// Execute a scan split (from `lance_dataset_plan_scan`, possibly rebuilt with
 /// `lance_split_deserialize`) on `dataset`, which must be the split's table at the split's
-/// version. `options` apply as for `lance_dataset_scan`, except that `fragment_ids` must be
+/// version. `options` apply as for `lance_dataset_scan_v2`, except that `fragment_ids` must be
 /// empty (the split chooses the fragments).
 ///
 /// Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 /// Thread-safe. Returns an error code; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_split_scan(
+pub extern "C" fn lance_split_scan_v2(
     dataset: *const LanceDataset,
     split: *const super::plan::LanceSplit,
     options: *const LanceScanOptions,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    split_scan(dataset, split, options, Layout::Sized, out)
+}
+
+pub(crate) fn split_scan(
+    dataset: *const LanceDataset,
+    split: *const super::plan::LanceSplit,
+    options: *const LanceScanOptions,
+    layout: Layout,
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
-        let opts = scan_options_arg(options)?;
+        let opts = scan_options_arg(options, layout)?;
         let reader = crate::search::scan_split(&ds.snapshot, &split.split, &opts)?;
         export_stream(reader, out);
         Ok(())

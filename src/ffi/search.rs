@@ -12,6 +12,7 @@ use crate::search::{self, QueryVector, VectorQuery};
 use super::dataset::LanceDataset;
 use super::plan::{metric_arg, LanceSplit};
 use super::scan::export_stream;
+use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg};
 
 /// Element types of a query vector.
@@ -27,11 +28,15 @@ pub enum LanceElementType {
     LANCE_ELEMENT_I8 = 5,
 }
 
-/// A vector query. Initialise with `lance_vector_query_init`, then set what you need. Every
-/// pointer inside is borrowed for the duration of the call that receives the query.
+/// A vector query. Initialise with `lance_vector_query_init_v2(&q, sizeof q)`, then set what
+/// you need. Every pointer inside is borrowed for the duration of the call that receives the
+/// query.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LanceVectorQuery {
+    /// `sizeof(LanceVectorQuery)` as the caller compiled it; set by `lance_vector_query_init_v2`
+    /// (see "ABI compatibility" in the README).
+    pub struct_size: usize,
     /// The vector column; must be the column the split was planned for.
     pub column: *const c_char,
     /// `dimension` elements of type `element_type`; the dimension must equal the column's.
@@ -61,7 +66,7 @@ pub struct LanceVectorQuery {
     /// LANCE_SPLIT_INDEX_SEGMENT splits skip their own re-rank and return `k * refine_factor`
     /// candidates with the index's approximate `_distance`; the host merges them
     /// (`lance_topk_merge` with `k * refine_factor`) and re-ranks the merged candidates once
-    /// with `lance_dataset_refine` — one batched read of candidate vectors per query instead of
+    /// with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
     /// one per segment. FLAT splits are exact either way. false = each segment re-ranks.
     pub defer_refine: bool,
 }
@@ -69,6 +74,7 @@ pub struct LanceVectorQuery {
 impl Default for LanceVectorQuery {
     fn default() -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>(),
             column: std::ptr::null(),
             vector: std::ptr::null(),
             dimension: 0,
@@ -87,8 +93,19 @@ impl Default for LanceVectorQuery {
     }
 }
 
-fn query_arg(q: *const LanceVectorQuery) -> Result<VectorQuery> {
-    let q = handle_ref(q, "query")?;
+// SAFETY: repr(C), leading struct_size, alignment 8, fields valid for any C value; the 0.1
+// layout (the same fields without struct_size) is 88 bytes.
+unsafe impl Extensible for LanceVectorQuery {
+    const NAME: &'static str = "LanceVectorQuery";
+    const MIN_SIZE: usize = 96;
+    const V0_SIZE: usize = 88;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+fn query_arg(q: *const LanceVectorQuery, layout: Layout) -> Result<VectorQuery> {
+    let q = &read_in(q, layout, "query")?.ok_or_else(|| HostError::invalid("query is NULL"))?;
     let column = str_arg(q.column, "query.column")?.to_string();
     let n = q.dimension;
     if n == 0 {
@@ -121,16 +138,15 @@ fn query_arg(q: *const LanceVectorQuery) -> Result<VectorQuery> {
     })
 }
 
-/// Fill `out` with defaults: f32 elements, k = 10, default metric, default nprobes/ef,
-/// default refine, no prefilter, every column, with `_rowid`.
+/// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with defaults —
+/// f32 elements, k = 10, default metric, default nprobes/ef, default refine, no prefilter,
+/// every column, with `_rowid` — and set `out->struct_size`.
 ///
-/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+/// smaller than the first sized `LanceVectorQuery`; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_vector_query_init(out: *mut LanceVectorQuery) -> i32 {
-    guard_code(|| {
-        *out_arg(out, "out")? = LanceVectorQuery::default();
-        Ok(())
-    })
+pub extern "C" fn lance_vector_query_init_v2(out: *mut LanceVectorQuery, struct_size: usize) -> i32 {
+    guard_code(|| init_out(out, struct_size, "out"))
 }
 
 /// Execute a vector-search split on `dataset` (which must be the split's table at the split's
@@ -143,41 +159,61 @@ pub extern "C" fn lance_vector_query_init(out: *mut LanceVectorQuery) -> i32 {
 /// dimension, a metric that contradicts the split's index, a foreign split); `out` is not
 /// written on failure.
 #[no_mangle]
-pub extern "C" fn lance_split_search(
+pub extern "C" fn lance_split_search_v2(
     dataset: *const LanceDataset,
     split: *const LanceSplit,
     query: *const LanceVectorQuery,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    split_search(dataset, split, query, Layout::Sized, out)
+}
+
+pub(crate) fn split_search(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    query: *const LanceVectorQuery,
+    layout: Layout,
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
-        let q = query_arg(query)?;
+        let q = query_arg(query, layout)?;
         let reader = search::search_split(&ds.snapshot, &split.split, &q)?;
         export_stream(reader, out);
         Ok(())
     })
 }
 
-/// Describe the plan Lance would run for `lance_split_search` with the same arguments —
+/// Describe the plan Lance would run for `lance_split_search_v2` with the same arguments —
 /// whether the index segment or a flat pass answers it, the prefilter, the re-rank — as
 /// Lance's own plan text. Nothing is read.
 ///
 /// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
-/// Returns an error code as `lance_split_search`; `out` is not written on failure.
+/// Returns an error code as `lance_split_search_v2`; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_split_explain_search(
+pub extern "C" fn lance_split_explain_search_v2(
     dataset: *const LanceDataset,
     split: *const LanceSplit,
     query: *const LanceVectorQuery,
+    out: *mut *mut c_char,
+) -> i32 {
+    split_explain_search(dataset, split, query, Layout::Sized, out)
+}
+
+pub(crate) fn split_explain_search(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    query: *const LanceVectorQuery,
+    layout: Layout,
     out: *mut *mut c_char,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
-        let q = query_arg(query)?;
+        let q = query_arg(query, layout)?;
         let text = search::explain_search(&ds.snapshot, &split.split, &q)?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
@@ -200,9 +236,19 @@ pub extern "C" fn lance_split_explain_search(
 /// `_rowid`/`_distance`, LANCE_ERR_NOT_FOUND for a row id not in the snapshot); `out` is not
 /// written on failure.
 #[no_mangle]
-pub extern "C" fn lance_dataset_refine(
+pub extern "C" fn lance_dataset_refine_v2(
     dataset: *const LanceDataset,
     query: *const LanceVectorQuery,
+    candidates: *mut FFI_ArrowArrayStream,
+    out: *mut FFI_ArrowArrayStream,
+) -> i32 {
+    dataset_refine(dataset, query, Layout::Sized, candidates, out)
+}
+
+pub(crate) fn dataset_refine(
+    dataset: *const LanceDataset,
+    query: *const LanceVectorQuery,
+    layout: Layout,
     candidates: *mut FFI_ArrowArrayStream,
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
@@ -222,7 +268,7 @@ pub extern "C" fn lance_dataset_refine(
         let reader = ArrowArrayStreamReader::try_new(input)
             .map_err(|e| HostError::invalid(format!("candidates stream: {e}")))?;
         let ds = handle_ref(dataset, "dataset")?;
-        let q = query_arg(query)?;
+        let q = query_arg(query, layout)?;
         let out = out_arg(out, "out")?;
         let refined = crate::refine::refine_candidates(&ds.snapshot, &q, Box::new(reader))?;
         export_stream(refined, out);

@@ -5,13 +5,17 @@ use std::ffi::{c_char, c_void};
 use crate::error::Result;
 use crate::session::{self, SessionConfig, SessionStats};
 
+use super::sized::{init_out, read_in, required_out, Extensible, Layout};
 use super::{guard_code, out_arg};
 
-/// Settings of the process-wide session. Fill with `lance_session_options_default` first, then
-/// change what you need.
+/// Settings of the process-wide session. Fill with
+/// `lance_session_options_default_v2(&o, sizeof o)` first, then change what you need.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LanceSessionOptions {
+    /// `sizeof(LanceSessionOptions)` as the caller compiled it; set by
+    /// `lance_session_options_default_v2` (see "ABI compatibility" in the README).
+    pub struct_size: usize,
     /// Budget of the index cache in bytes (shared by every table and handle).
     pub index_cache_bytes: u64,
     /// Budget of the metadata cache in bytes (manifests, file metadata).
@@ -31,10 +35,13 @@ pub struct LanceSessionOptions {
     pub scan_io_buffer_bytes: u64,
 }
 
-/// Cache statistics of the process-wide session.
+/// Cache statistics of the process-wide session. Set `struct_size = sizeof(LanceSessionStats)`
+/// before passing it to `lance_session_stats_v2`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct LanceSessionStats {
+    /// `sizeof(LanceSessionStats)` as the caller compiled it (set by the caller).
+    pub struct_size: usize,
     pub index_hits: u64,
     pub index_misses: u64,
     pub index_entries: u64,
@@ -45,9 +52,36 @@ pub struct LanceSessionStats {
     pub metadata_bytes: u64,
 }
 
+// SAFETY: repr(C), leading struct_size, alignment 8, integer fields; 0.1 layout 40 bytes.
+unsafe impl Extensible for LanceSessionOptions {
+    const NAME: &'static str = "LanceSessionOptions";
+    const MIN_SIZE: usize = 48;
+    const V0_SIZE: usize = 40;
+    fn initial() -> Self {
+        SessionConfig::default().into()
+    }
+}
+
+impl Default for LanceSessionStats {
+    fn default() -> Self {
+        SessionStats::default().into()
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, all u64; 0.1 layout 64 bytes.
+unsafe impl Extensible for LanceSessionStats {
+    const NAME: &'static str = "LanceSessionStats";
+    const MIN_SIZE: usize = 72;
+    const V0_SIZE: usize = 64;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
 impl From<SessionConfig> for LanceSessionOptions {
     fn from(c: SessionConfig) -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>(),
             index_cache_bytes: c.index_cache_bytes,
             metadata_cache_bytes: c.metadata_cache_bytes,
             worker_threads: c.worker_threads,
@@ -61,6 +95,7 @@ impl From<SessionConfig> for LanceSessionOptions {
 impl From<SessionStats> for LanceSessionStats {
     fn from(s: SessionStats) -> Self {
         Self {
+            struct_size: std::mem::size_of::<Self>(),
             index_hits: s.index_hits,
             index_misses: s.index_misses,
             index_entries: s.index_entries,
@@ -78,14 +113,14 @@ impl From<SessionStats> for LanceSessionStats {
 /// concurrently for local tables, Lance's defaults for object stores — and one batch decoded
 /// ahead per core).
 ///
-/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL.
+/// `out` is a caller's struct of `struct_size` bytes (pass `sizeof *out`); `out->struct_size`
+/// is set.
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+/// smaller than the first sized `LanceSessionOptions`; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_session_options_default(out: *mut LanceSessionOptions) -> i32 {
-    guard_code(|| {
-        let out = out_arg(out, "out")?;
-        *out = SessionConfig::default().into();
-        Ok(())
-    })
+pub extern "C" fn lance_session_options_default_v2(out: *mut LanceSessionOptions, struct_size: usize) -> i32 {
+    guard_code(|| init_out(out, struct_size, "out"))
 }
 
 /// Set the settings of the process-wide session. Allowed only before the first call that uses
@@ -98,9 +133,14 @@ pub extern "C" fn lance_session_options_default(out: *mut LanceSessionOptions) -
 /// follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
 /// already configured — the running session is unaffected.
 #[no_mangle]
-pub extern "C" fn lance_session_configure(options: *const LanceSessionOptions) -> i32 {
+pub extern "C" fn lance_session_configure_v2(options: *const LanceSessionOptions) -> i32 {
+    session_configure(options, Layout::Sized)
+}
+
+pub(crate) fn session_configure(options: *const LanceSessionOptions, layout: Layout) -> i32 {
     guard_code(|| {
-        let options = super::handle_ref(options, "options")?;
+        let options = read_in(options, layout, "options")?
+            .ok_or_else(|| crate::error::HostError::invalid("options is NULL"))?;
         session::configure(SessionConfig {
             index_cache_bytes: options.index_cache_bytes,
             metadata_cache_bytes: options.metadata_cache_bytes,
@@ -115,14 +155,18 @@ pub extern "C" fn lance_session_configure(options: *const LanceSessionOptions) -
 /// Write the cache statistics of the process-wide session into `out` (starting the session if
 /// it has not started yet).
 ///
-/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL; `out` is not written on
-/// failure.
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or its `struct_size` is too
+/// small; `out` is not written on failure.
 #[no_mangle]
-pub extern "C" fn lance_session_stats(out: *mut LanceSessionStats) -> i32 {
+pub extern "C" fn lance_session_stats_v2(out: *mut LanceSessionStats) -> i32 {
+    session_stats(out, Layout::Sized)
+}
+
+pub(crate) fn session_stats(out: *mut LanceSessionStats, layout: Layout) -> i32 {
     guard_code(|| {
-        let out = out_arg(out, "out")?;
+        let out = required_out(out, layout, "out")?;
         let stats: Result<SessionStats> = session::stats();
-        *out = stats?.into();
+        out.write(&stats?.into());
         Ok(())
     })
 }

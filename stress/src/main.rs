@@ -146,8 +146,8 @@ fn scan_ids(ds: &Ds, filter: Option<&str>, frags: Option<&[u64]>, split: Option<
     }
     let mut st = FFI_ArrowArrayStream::empty();
     let rc = match split {
-        Some(s) => lance_split_scan(ds.0, s, &o, &mut st),
-        None => lance_dataset_scan(ds.0, &o, &mut st),
+        Some(s) => lance_split_scan_v2(ds.0, s, &o, &mut st),
+        None => lance_dataset_scan_v2(ds.0, &o, &mut st),
     };
     if rc != 0 {
         return Err(last_error());
@@ -187,7 +187,7 @@ fn expect(uri: &str, root: &str, total_ids: i64) -> Expect {
     o.num_columns = 1;
     o.with_row_id = true;
     let mut st = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.0, &o, &mut st), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.0, &o, &mut st), 0);
     let b = read(st).unwrap();
     let rowid_to_id: Vec<(u64, i64)> = u64s(&b, "_rowid").into_iter().zip(ids(&b, "id")).collect();
     assert_eq!(rowid_to_id.len(), visible.len(), "fixture rows differ from the testkit's description");
@@ -262,7 +262,7 @@ fn search(ds: &Ds, q: &[f32], use_index: bool) -> Result<Vec<(i64, f32)>, (Strin
     let cols = [CString::new("id").unwrap()];
     let ptrs: Vec<*const c_char> = cols.iter().map(|c| c.as_ptr()).collect();
     let mut query = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-    lance_vector_query_init(query.as_mut_ptr());
+    lance_vector_query_init_v2(query.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>());
     let mut query = unsafe { query.assume_init() };
     query.column = col.as_ptr();
     query.vector = q.as_ptr() as *const _;
@@ -276,7 +276,7 @@ fn search(ds: &Ds, q: &[f32], use_index: bool) -> Result<Vec<(i64, f32)>, (Strin
     for i in 0..lance_split_plan_count(plan) {
         let s = lance_split_plan_get(plan, i);
         let mut st = FFI_ArrowArrayStream::empty();
-        if lance_split_search(ds.0, s, &query, &mut st) == 0 {
+        if lance_split_search_v2(ds.0, s, &query, &mut st) == 0 {
             streams.push(st);
         } else if failed.is_none() {
             failed = Some(last_error());
@@ -412,8 +412,8 @@ fn reader_thread(t: usize, e: Arc<Expect>, shared: Arc<Ds>, stop: Arc<AtomicBool
             8 => {
                 let f = CString::new(FILTER).unwrap();
                 let (mut n, mut m) = (0u64, 0u64);
-                if lance_dataset_count_rows_where(ds.0, std::ptr::null(), &mut n, std::ptr::null_mut()) != 0
-                    || lance_dataset_count_rows_where(ds.0, f.as_ptr(), &mut m, std::ptr::null_mut()) != 0
+                if lance_dataset_count_rows_where_v2(ds.0, std::ptr::null(), &mut n, std::ptr::null_mut()) != 0
+                    || lance_dataset_count_rows_where_v2(ds.0, f.as_ptr(), &mut m, std::ptr::null_mut()) != 0
                 {
                     r.error("count", last_error());
                 } else if (n, m) == (e.count, e.filtered.0) {
@@ -424,7 +424,7 @@ fn reader_thread(t: usize, e: Arc<Expect>, shared: Arc<Ds>, stop: Arc<AtomicBool
             }
             _ => {
                 let mut s = LanceSessionStats::default();
-                if lance_session_stats(&mut s) == 0 {
+                if lance_session_stats_v2(&mut s) == 0 {
                     r.ok("session stats");
                 } else {
                     r.error("session stats", last_error());
@@ -542,7 +542,7 @@ fn main() {
     let o = parse_args();
     if o.index_cache_mb > 0 || o.metadata_cache_mb > 0 {
         let mut so = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
-        assert_eq!(lance_session_options_default(so.as_mut_ptr()), 0);
+        assert_eq!(lance_session_options_default_v2(so.as_mut_ptr(), std::mem::size_of::<LanceSessionOptions>()), 0);
         let mut so = unsafe { so.assume_init() };
         if o.index_cache_mb > 0 {
             so.index_cache_bytes = o.index_cache_mb << 20;
@@ -550,7 +550,7 @@ fn main() {
         if o.metadata_cache_mb > 0 {
             so.metadata_cache_bytes = o.metadata_cache_mb << 20;
         }
-        assert_eq!(lance_session_configure(&so), 0, "session configuration rejected");
+        assert_eq!(lance_session_configure_v2(&so), 0, "session configuration rejected");
     }
     let dir = tempfile::tempdir().unwrap();
     let root = match &o.warehouse {

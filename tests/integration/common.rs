@@ -160,7 +160,7 @@ pub fn read_stream(stream: FFI_ArrowArrayStream) -> Result<Vec<RecordBatch>, Str
 /// Scan through the C ABI and collect all batches.
 pub fn scan(ds: &Ds, opts: &LanceScanOptions) -> Result<Vec<RecordBatch>, (i32, String)> {
     let mut stream = FFI_ArrowArrayStream::empty();
-    let code = lance_dataset_scan(ds.ptr(), opts, &mut stream);
+    let code = lance_dataset_scan_v2(ds.ptr(), opts, &mut stream);
     if code != 0 {
         return Err((code, last_message()));
     }
@@ -169,7 +169,7 @@ pub fn scan(ds: &Ds, opts: &LanceScanOptions) -> Result<Vec<RecordBatch>, (i32, 
 
 pub fn default_opts() -> LanceScanOptions {
     let mut o = std::mem::MaybeUninit::<LanceScanOptions>::uninit();
-    assert_eq!(lance_scan_options_init(o.as_mut_ptr()), 0);
+    assert_eq!(lance_scan_options_init_v2(o.as_mut_ptr(), std::mem::size_of::<LanceScanOptions>()), 0);
     unsafe { o.assume_init() }
 }
 
@@ -244,7 +244,7 @@ pub fn collect_with_stats(stream: &mut FFI_ArrowArrayStream) -> (Vec<RecordBatch
         out.push(RecordBatch::from(arrow::array::StructArray::from(data)));
     }
     let mut stats = LanceIoStats::default();
-    assert_eq!(lance_stream_io_stats(stream, &mut stats), 0, "{}", last_message());
+    assert_eq!(lance_stream_io_stats_v2(stream, &mut stats), 0, "{}", last_message());
     unsafe { (stream.release.unwrap())(stream) };
     assert!(stream.release.is_none());
     (out, stats)

@@ -23,7 +23,7 @@ fn count_where(ds: &Ds, filter: Option<&str>) -> Result<(u64, LanceIoStats), (i3
     let f = filter.map(cstr);
     let mut n = 0u64;
     let mut io = LanceIoStats::default();
-    match lance_dataset_count_rows_where(ds.ptr(), f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, &mut io) {
+    match lance_dataset_count_rows_where_v2(ds.ptr(), f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, &mut io) {
         0 => Ok((n, io)),
         code => Err((code, last_message())),
     }
@@ -32,7 +32,7 @@ fn count_where(ds: &Ds, filter: Option<&str>) -> Result<(u64, LanceIoStats), (i3
 fn split_count(ds: &Ds, split: *const LanceSplit, filter: Option<&str>) -> Result<u64, (i32, String)> {
     let f = filter.map(cstr);
     let mut n = 0u64;
-    match lance_split_count_rows(ds.ptr(), split, f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, std::ptr::null_mut()) {
+    match lance_split_count_rows_v2(ds.ptr(), split, f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()), &mut n, std::ptr::null_mut()) {
         0 => Ok(n),
         code => Err((code, last_message())),
     }
@@ -98,13 +98,13 @@ fn counts_equal_scans_for_the_table_every_split_and_filters() {
     assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{e:?}");
     assert!(e.1.contains("no_such_column"), "{e:?}");
     let mut n = 0u64;
-    assert_err(lance_dataset_count_rows_where(std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
-    assert_err(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    assert_err(lance_dataset_count_rows_where_v2(std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
     let bad: [u8; 3] = [0xc3, 0x28, 0];
-    assert_err(lance_dataset_count_rows_where(ds.ptr(), bad.as_ptr() as *const c_char, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "UTF-8");
-    assert_err(lance_split_count_rows(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "split");
+    assert_err(lance_dataset_count_rows_where_v2(ds.ptr(), bad.as_ptr() as *const c_char, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "UTF-8");
+    assert_err(lance_split_count_rows_v2(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "split");
     let people = Ds::open(&people_uri(), 0);
-    assert_err(lance_split_count_rows(people.ptr(), scan_splits[0].0, std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
+    assert_err(lance_split_count_rows_v2(people.ptr(), scan_splits[0].0, std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
 }
 
 #[test]
@@ -113,14 +113,14 @@ fn statistics_agree_with_scans_and_files() {
     let ds = Ds::open(&uri, 0);
     let mut st = std::ptr::null_mut();
     let mut io = LanceIoStats::default();
-    assert_eq!(lance_dataset_statistics(ds.ptr(), &mut st, &mut io), 0, "{}", last_message());
+    assert_eq!(lance_dataset_statistics_v2(ds.ptr(), &mut st, &mut io), 0, "{}", last_message());
     let nf = lance_table_stats_fragment_count(st);
     assert_eq!(nf as u64, fixture().facts.get_u64("vectors.fragments"));
     let mut total_bytes = 0u64;
     let mut physical = 0u64;
     for i in 0..nf {
         let mut f = LanceFragmentStats::default();
-        assert_eq!(lance_table_stats_fragment(st, i, &mut f), 0);
+        assert_eq!(lance_table_stats_fragment_v2(st, i, &mut f), 0);
         assert!(f.has_bytes_on_disk && f.bytes_on_disk > 0, "{f:?}");
         let visible = scanned(&ds, None, Some(f.fragment_id)) as u64;
         assert_eq!(f.physical_rows - f.deleted_rows, visible, "fragment {}", f.fragment_id);
@@ -139,8 +139,8 @@ fn statistics_agree_with_scans_and_files() {
     let mut names = Vec::new();
     let mut col_bytes = 0u64;
     for i in 0..nc {
-        let mut c = std::mem::MaybeUninit::<LanceColumnStats>::uninit();
-        assert_eq!(lance_table_stats_column(st, i, c.as_mut_ptr()), 0);
+        let mut c = std::mem::MaybeUninit::new(LanceColumnStats::default());
+        assert_eq!(lance_table_stats_column_v2(st, i, c.as_mut_ptr()), 0);
         let c = unsafe { c.assume_init() };
         let name = unsafe { CStr::from_ptr(c.name) }.to_str().unwrap().to_string();
         assert!(c.has_bytes_on_disk && c.bytes_on_disk > 0, "{name}: {c:?}");
@@ -161,8 +161,8 @@ fn statistics_agree_with_scans_and_files() {
     };
     assert_eq!(names, schema_names);
     let mut bad = LanceFragmentStats::default();
-    assert_err(lance_table_stats_fragment(st, nf, &mut bad), LANCE_ERR_INVALID_ARGUMENT, "out of range");
-    assert_err(lance_dataset_statistics(std::ptr::null(), &mut st, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_table_stats_fragment_v2(st, nf, &mut bad), LANCE_ERR_INVALID_ARGUMENT, "out of range");
+    assert_err(lance_dataset_statistics_v2(std::ptr::null(), &mut st, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "dataset");
     assert_eq!(lance_table_stats_fragment_count(std::ptr::null()), 0);
     lance_table_stats_free(st);
     lance_table_stats_free(std::ptr::null_mut());
@@ -185,7 +185,7 @@ fn explain_shows_the_index_and_the_pushed_filter() {
         o.columns = cols.ptrs.as_ptr();
         o.num_columns = 1;
         let mut out = std::ptr::null_mut();
-        assert_eq!(lance_dataset_explain_scan(ds.ptr(), &o, &mut out), 0, "{}", last_message());
+        assert_eq!(lance_dataset_explain_scan_v2(ds.ptr(), &o, &mut out), 0, "{}", last_message());
         take_string(out)
     };
     let indexed = explain("id < 100");
@@ -194,7 +194,7 @@ fn explain_shows_the_index_and_the_pushed_filter() {
     assert!(!residual.contains("ScalarIndexQuery"), "unindexed filter plan: {residual}");
     assert!(residual.contains("rare"), "{residual}");
     let mut out = std::ptr::null_mut();
-    assert_eq!(lance_dataset_explain_scan(ds.ptr(), std::ptr::null(), &mut out), 0);
+    assert_eq!(lance_dataset_explain_scan_v2(ds.ptr(), std::ptr::null(), &mut out), 0);
     assert!(!take_string(out).is_empty());
     // Split searches: the index segment's plan names the index search, the flat one does not.
     let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
@@ -203,7 +203,7 @@ fn explain_shows_the_index_and_the_pushed_filter() {
     let mut seen = (false, false);
     for s in splits(&plan) {
         let mut out = std::ptr::null_mut();
-        assert_eq!(lance_split_explain_search(ds.ptr(), s.0, &raw, &mut out), 0, "{}", last_message());
+        assert_eq!(lance_split_explain_search_v2(ds.ptr(), s.0, &raw, &mut out), 0, "{}", last_message());
         let text = take_string(out);
         if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
             assert!(text.contains("ANN"), "index segment plan: {text}");
@@ -214,7 +214,7 @@ fn explain_shows_the_index_and_the_pushed_filter() {
         }
     }
     assert_eq!(seen, (true, true));
-    assert_err(lance_dataset_explain_scan(ds.ptr(), std::ptr::null(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    assert_err(lance_dataset_explain_scan_v2(ds.ptr(), std::ptr::null(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
     lance_string_free(std::ptr::null_mut());
 }
 
@@ -234,7 +234,7 @@ fn get_next(stream: &mut FFI_ArrowArrayStream) -> (i32, String) {
 fn cancelled_streams_fail_with_ecanceled_and_keep_failing() {
     let ds = Ds::open(&vectors_uri(), 0);
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &default_opts(), &mut stream), 0);
     assert_eq!(lance_stream_cancel(&stream), 0);
     assert_eq!(lance_stream_cancel(&stream), 0, "cancelling twice is harmless");
     let (rc, msg) = get_next(&mut stream);
@@ -280,7 +280,7 @@ fn call_contexts_cancel_and_time_out_blocking_calls() {
     assert_eq!(lance_call_context_cancel(ctx), 0);
     assert_eq!(lance_call_context_enter(ctx), 0);
     let mut n = 0u64;
-    assert_err(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_CANCELLED, "cancelled");
+    assert_err(lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), LANCE_ERR_CANCELLED, "cancelled");
     let name = cstr("emb_pq");
     assert_err(lance_dataset_prewarm_index(ds.ptr(), name.as_ptr()), LANCE_ERR_CANCELLED, "cancelled");
     let ids = [0u64, 1];
@@ -299,17 +299,17 @@ fn call_contexts_cancel_and_time_out_blocking_calls() {
     let dsp = ds.ptr() as usize;
     let other = std::thread::spawn(move || {
         let mut n = 0u64;
-        lance_dataset_count_rows_where(dsp as *const LanceDataset, std::ptr::null(), &mut n, std::ptr::null_mut())
+        lance_dataset_count_rows_where_v2(dsp as *const LanceDataset, std::ptr::null(), &mut n, std::ptr::null_mut())
     });
     assert_eq!(other.join().unwrap(), 0);
     assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
     lance_call_context_free(ctx);
-    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), 0);
+    assert_eq!(lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), &mut n, std::ptr::null_mut()), 0);
     // A stream created under a context stops when the context is cancelled later.
     let ctx = lance_call_context_new(0);
     assert_eq!(lance_call_context_enter(ctx), 0);
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &default_opts(), &mut stream), 0);
     assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
     assert_eq!(lance_call_context_cancel(ctx), 0);
     assert_eq!(get_next(&mut stream).0, 125);
@@ -330,9 +330,9 @@ fn filters_lance_cannot_plan_are_invalid_arguments_not_panics() {
         let mut o = default_opts();
         o.filter_sql = f.as_ptr();
         let mut stream = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}: {}", last_message());
+        assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}: {}", last_message());
         let mut out = std::ptr::null_mut();
-        assert_eq!(lance_dataset_explain_scan(ds.ptr(), &o, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}");
+        assert_eq!(lance_dataset_explain_scan_v2(ds.ptr(), &o, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32, "{filter}");
     }
 }
 
@@ -358,7 +358,7 @@ fn huge_inputs_give_readable_messages_and_take_rejects_repeated_columns() {
     let mut o = default_opts();
     o.columns = cols.ptrs.as_ptr();
     o.num_columns = 3;
-    assert_err(lance_dataset_scan(ds.ptr(), &o, &mut st), LANCE_ERR_INVALID_ARGUMENT, "'id' is requested more than once");
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut st), LANCE_ERR_INVALID_ARGUMENT, "'id' is requested more than once");
 }
 
 static LOG_RECORDS: std::sync::Mutex<Vec<(i32, String, String)>> = std::sync::Mutex::new(Vec::new());

@@ -52,18 +52,18 @@ fn null_arguments() {
         "out",
     );
     assert_err(
-        lance_dataset_scan(ds.ptr(), std::ptr::null(), std::ptr::null_mut()),
+        lance_dataset_scan_v2(ds.ptr(), std::ptr::null(), std::ptr::null_mut()),
         LANCE_ERR_INVALID_ARGUMENT,
         "out",
     );
     assert_err(
-        lance_scan_options_init(std::ptr::null_mut()),
+        lance_scan_options_init_v2(std::ptr::null_mut(), std::mem::size_of::<LanceScanOptions>()),
         LANCE_ERR_INVALID_ARGUMENT,
         "out",
     );
     // NULL options = defaults.
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), std::ptr::null(), &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), std::ptr::null(), &mut stream), 0);
     assert_eq!(total_rows(&read_stream(stream).unwrap()) as u64, fixture().facts.get_u64("people.v3.rows"));
     // Frees accept NULL.
     lance_dataset_free(std::ptr::null_mut());
@@ -85,14 +85,14 @@ fn invalid_utf8() {
     o.num_columns = 1;
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "columns[0]",
     );
     let mut o = default_opts();
     o.filter_sql = bad.as_ptr() as *const c_char;
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "filter_sql",
     );
@@ -232,17 +232,17 @@ fn null_and_out_of_range_arguments_everywhere() {
     check_null(lance_index_list_name(list, 0).is_null(), "index 0");
     check_null(lance_index_list_type(std::ptr::null(), 0).is_null(), "list");
     assert_eq!(lance_index_list_segment_count(list, 3), 0);
-    let mut seg = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
-    check(lance_index_list_segment(list, 0, 0, seg.as_mut_ptr()), "index 0");
+    let mut seg = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+    check(lance_index_list_segment_v2(list, 0, 0, seg.as_mut_ptr()), "index 0");
     lance_index_list_free(list);
     let mut io = LanceIoStats::default();
-    check(lance_dataset_prewarm_index_with_stats(ds.ptr(), std::ptr::null(), &mut io), "index_name");
-    check(lance_dataset_prewarm_index_with_stats(ds.ptr(), name.as_ptr(), std::ptr::null_mut()), "out");
+    check(lance_dataset_prewarm_index_with_stats_v2(ds.ptr(), std::ptr::null(), &mut io), "index_name");
+    check(lance_dataset_prewarm_index_with_stats_v2(ds.ptr(), name.as_ptr(), std::ptr::null_mut()), "out");
     assert_err(lance_dataset_prewarm_index(ds.ptr(), cstr("").as_ptr()), LANCE_ERR_INVALID_ARGUMENT, "empty");
     let uuid = [7u8; 16];
-    check(lance_dataset_prewarm_index_segments(std::ptr::null(), name.as_ptr(), uuid.as_ptr(), 16, &mut io), "dataset");
-    check(lance_dataset_prewarm_index_segments(ds.ptr(), std::ptr::null(), uuid.as_ptr(), 16, &mut io), "index_name");
-    check(lance_dataset_prewarm_index_segments(ds.ptr(), name.as_ptr(), std::ptr::null(), 16, &mut io), "segment_uuids");
+    check(lance_dataset_prewarm_index_segments_v2(std::ptr::null(), name.as_ptr(), uuid.as_ptr(), 16, &mut io), "dataset");
+    check(lance_dataset_prewarm_index_segments_v2(ds.ptr(), std::ptr::null(), uuid.as_ptr(), 16, &mut io), "index_name");
+    check(lance_dataset_prewarm_index_segments_v2(ds.ptr(), name.as_ptr(), std::ptr::null(), 16, &mut io), "segment_uuids");
 
     // Plans and splits.
     let mut plan = std::ptr::null_mut();
@@ -272,15 +272,15 @@ fn null_and_out_of_range_arguments_everywhere() {
     check_null(lance_split_open_dataset(std::ptr::null(), std::ptr::null()).is_null(), "split");
     let dangling_key = [name.as_ptr(), std::ptr::null()];
     check_null(lance_split_open_dataset(split, dangling_key.as_ptr()).is_null(), "storage_options");
-    check(lance_split_scan(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut stream), "split");
-    check(lance_split_scan(ds.ptr(), split, std::ptr::null(), std::ptr::null_mut()), "out");
+    check(lance_split_scan_v2(ds.ptr(), std::ptr::null(), std::ptr::null(), &mut stream), "split");
+    check(lance_split_scan_v2(ds.ptr(), split, std::ptr::null(), std::ptr::null_mut()), "out");
     let ids = [0u64];
     let mut o = default_opts();
     o.fragment_ids = ids.as_ptr();
     o.num_fragment_ids = 1;
-    check(lance_split_scan(ds.ptr(), split, &o, &mut stream), "fragment_ids");
-    check(lance_split_search(ds.ptr(), split, std::ptr::null(), &mut stream), "query");
-    check(lance_vector_query_init(std::ptr::null_mut()), "out");
+    check(lance_split_scan_v2(ds.ptr(), split, &o, &mut stream), "fragment_ids");
+    check(lance_split_search_v2(ds.ptr(), split, std::ptr::null(), &mut stream), "query");
+    check(lance_vector_query_init_v2(std::ptr::null_mut(), std::mem::size_of::<LanceVectorQuery>()), "out");
     lance_split_free(split);
     lance_split_free(std::ptr::null_mut());
     lance_split_plan_free(std::ptr::null_mut());
@@ -293,10 +293,87 @@ fn null_and_out_of_range_arguments_everywhere() {
     check(lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 1, std::ptr::null(), 2, &mut stream), "columns");
     let mut merged = FFI_ArrowArrayStream::empty();
     check(lance_topk_merge(std::ptr::null_mut(), 0, 1, 0, &mut merged), "no input");
-    check(lance_stream_io_stats(std::ptr::null(), &mut io), "stream");
-    assert_eq!(lance_dataset_scan(ds.ptr(), std::ptr::null(), &mut stream), 0);
-    check(lance_stream_io_stats(&stream, std::ptr::null_mut()), "out");
+    check(lance_stream_io_stats_v2(std::ptr::null(), &mut io), "stream");
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), std::ptr::null(), &mut stream), 0);
+    check(lance_stream_io_stats_v2(&stream, std::ptr::null_mut()), "out");
     check(lance_topk_merge(&mut stream, 1, 1, 0, &mut merged), "_distance");
     assert!(stream.release.is_none(), "merge must take ownership of its inputs, also on failure");
     check(lance_topk_merge(&mut stream, 1, 1, 0, &mut merged), "already released");
+}
+
+/// Structs of other header versions: a caller built with an older or newer header passes its
+/// own `struct_size`; the library honours it (see "ABI compatibility" in the README).
+#[test]
+fn sized_structs_of_older_and_newer_callers() {
+    let ds = Ds::open(&people_uri(), 0);
+    let rows = fixture().facts.get_u64("people.v3.rows");
+    let size = std::mem::size_of::<LanceScanOptions>();
+
+    // A newer caller: 32 more bytes, all zero (its new fields unset) -> accepted, same rows.
+    #[repr(C)]
+    struct Newer {
+        known: LanceScanOptions,
+        extra: [u64; 4],
+    }
+    let mut newer = Newer { known: default_opts(), extra: [0; 4] };
+    assert_eq!(lance_scan_options_init_v2(&mut newer.known, std::mem::size_of::<Newer>()), 0);
+    assert_eq!(newer.known.struct_size, std::mem::size_of::<Newer>());
+    newer.extra = [0; 4];
+    newer.known.limit = 7;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &newer.known, &mut stream), 0);
+    assert_eq!(total_rows(&read_stream(stream).unwrap()), 7);
+    // ... but a field this library does not know, set -> NOT_SUPPORTED naming the byte.
+    newer.extra[1] = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(
+        lance_dataset_scan_v2(ds.ptr(), &newer.known, &mut stream),
+        LANCE_ERR_NOT_SUPPORTED,
+        &format!("sets byte {} of its {}-byte LanceScanOptions", size + 8, size + 32),
+    );
+
+    // A struct_size the caller forgot (0) or below the first sized revision -> INVALID.
+    for bad in [0, 8, size - 8] {
+        let mut o = default_opts();
+        o.struct_size = bad;
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_err(
+            lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
+            LANCE_ERR_INVALID_ARGUMENT,
+            &format!("options->struct_size is {bad}"),
+        );
+        let mut o = default_opts();
+        assert_err(lance_scan_options_init_v2(&mut o, bad), LANCE_ERR_INVALID_ARGUMENT, "sizeof(LanceScanOptions)");
+    }
+
+    // Outputs: a newer caller's unknown trailing bytes come back zeroed, the known ones filled;
+    // a forgotten struct_size is INVALID and nothing is written.
+    #[repr(C)]
+    struct NewerIo {
+        known: LanceIoStats,
+        extra: [u64; 2],
+    }
+    let mut io = NewerIo { known: LanceIoStats::default(), extra: [u64::MAX; 2] };
+    io.known.struct_size = std::mem::size_of::<NewerIo>();
+    io.known.read_bytes = u64::MAX;
+    let mut n = 0u64;
+    assert_eq!(lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), &mut n, &mut io.known), 0);
+    assert_eq!(n, rows);
+    assert_eq!(io.known.read_bytes, 0, "known fields written (local table: 0)");
+    assert_eq!(io.extra, [0, 0], "unknown fields zeroed");
+    assert_eq!(io.known.struct_size, std::mem::size_of::<NewerIo>(), "the caller's size stays");
+    let mut io = LanceIoStats { struct_size: 0, read_bytes: 42, ..LanceIoStats::default() };
+    let mut n = 5u64;
+    assert_err(
+        lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), &mut n, &mut io),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "io->struct_size is 0",
+    );
+    assert_eq!((n, io.read_bytes), (5, 42), "outputs untouched on failure");
+
+    // Version: the header's number is the library's.
+    assert_eq!(lance_host_version_number(), {
+        let v: Vec<u32> = env!("CARGO_PKG_VERSION").split('.').map(|p| p.parse().unwrap()).collect();
+        v[0] * 10000 + v[1] * 100 + v[2]
+    });
 }

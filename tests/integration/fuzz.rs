@@ -258,7 +258,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                 match op {
                     1 => {
                         let mut st = FFI_ArrowArrayStream::empty();
-                        let rc = lance_dataset_scan(ds.ptr(), &o, &mut st);
+                        let rc = lance_dataset_scan_v2(ds.ptr(), &o, &mut st);
                         t.code("scan", rc);
                         if rc == 0 {
                             t.stream("scan", st);
@@ -266,7 +266,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                     }
                     2 => {
                         let mut out = std::ptr::null_mut();
-                        let rc = lance_dataset_explain_scan(ds.ptr(), &o, &mut out);
+                        let rc = lance_dataset_explain_scan_v2(ds.ptr(), &o, &mut out);
                         t.code("explain", rc);
                         if rc == 0 {
                             lance_string_free(out);
@@ -274,7 +274,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                     }
                     _ => {
                         let mut n = 0;
-                        t.code("count", lance_dataset_count_rows_where(ds.ptr(), filter.ptr(), &mut n, std::ptr::null_mut()));
+                        t.code("count", lance_dataset_count_rows_where_v2(ds.ptr(), filter.ptr(), &mut n, std::ptr::null_mut()));
                     }
                 }
             }
@@ -286,7 +286,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                 let Some(split) = t.ptr("deserialize", lance_split_deserialize(b.as_ptr(), b.len())) else { continue };
                 let mut st = FFI_ArrowArrayStream::empty();
                 if op == 4 {
-                    let rc = lance_split_scan(ds.ptr(), split, &default_opts(), &mut st);
+                    let rc = lance_split_scan_v2(ds.ptr(), split, &default_opts(), &mut st);
                     t.code("split scan", rc);
                     if rc == 0 {
                         t.stream("split scan", st);
@@ -306,7 +306,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                     let cols: Vec<Arg> = (0..rng.random_range(0..3)).map(|_| Arg::of(WORDS[rng.random_range(0..6)])).collect();
                     let col_ptrs: Vec<*const c_char> = cols.iter().map(Arg::ptr).collect();
                     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-                    assert_eq!(lance_vector_query_init(q.as_mut_ptr()), 0);
+                    assert_eq!(lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>()), 0);
                     let mut q = unsafe { q.assume_init() };
                     q.column = col.ptr();
                     q.vector = if rng.random_bool(0.05) { std::ptr::null() } else { buf.as_ptr() as *const _ };
@@ -322,7 +322,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                     q.num_columns = col_ptrs.len();
                     q.with_row_id = rng.random();
                     q.defer_refine = rng.random();
-                    let rc = lance_split_search(ds.ptr(), split, &q, &mut st);
+                    let rc = lance_split_search_v2(ds.ptr(), split, &q, &mut st);
                     t.code("split search", rc);
                     if rc == 0 {
                         t.stream("split search", st);
@@ -358,7 +358,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                 let mut streams: Vec<FFI_ArrowArrayStream> = (0..rng.random_range(0..3))
                     .map(|_| {
                         let mut st = FFI_ArrowArrayStream::empty();
-                        assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut st), 0);
+                        assert_eq!(lance_dataset_scan_v2(ds.ptr(), &default_opts(), &mut st), 0);
                         st
                     })
                     .collect();
@@ -373,7 +373,7 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                 // per-segment prewarm with random bytes and names
                 let name = if rng.random_bool(0.6) { Arg::of("emb_pq") } else { Arg::random(&mut rng) };
                 let b = bytes(&mut rng, &[0u8; 32]);
-                t.code("prewarm segments", lance_dataset_prewarm_index_segments(ds.ptr(), name.ptr(), b.as_ptr(), b.len(), std::ptr::null_mut()));
+                t.code("prewarm segments", lance_dataset_prewarm_index_segments_v2(ds.ptr(), name.ptr(), b.as_ptr(), b.len(), std::ptr::null_mut()));
             }
             9 => {
                 // snapshot tokens, damaged
@@ -410,18 +410,18 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
             _ => {
                 // refine with a candidate stream that is not one (a plain scan) or an empty k
                 let mut cands = FFI_ArrowArrayStream::empty();
-                assert_eq!(lance_dataset_scan(ds.ptr(), &default_opts(), &mut cands), 0);
+                assert_eq!(lance_dataset_scan_v2(ds.ptr(), &default_opts(), &mut cands), 0);
                 let buf = vec![0.5f32; 16];
                 let col = cstr("embedding");
                 let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-                assert_eq!(lance_vector_query_init(q.as_mut_ptr()), 0);
+                assert_eq!(lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>()), 0);
                 let mut q = unsafe { q.assume_init() };
                 q.column = col.as_ptr();
                 q.vector = buf.as_ptr() as *const _;
                 q.dimension = 16;
                 q.k = size(&mut rng);
                 let mut out = FFI_ArrowArrayStream::empty();
-                let rc = lance_dataset_refine(ds.ptr(), &q, &mut cands, &mut out);
+                let rc = lance_dataset_refine_v2(ds.ptr(), &q, &mut cands, &mut out);
                 t.code("refine", rc);
                 if rc == 0 {
                     t.stream("refine", out);

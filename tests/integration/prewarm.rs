@@ -18,14 +18,14 @@ use crate::vector::{frag_ids, index_name, plan_vector, query, query_vector, reca
 
 pub(crate) fn session_stats() -> LanceSessionStats {
     let mut s = LanceSessionStats::default();
-    assert_eq!(lance_session_stats(&mut s), 0);
+    assert_eq!(lance_session_stats_v2(&mut s), 0);
     s
 }
 
 fn prewarm(ds: &Ds, name: &str) -> Result<LanceIoStats, (i32, String)> {
     let n = cstr(name);
     let mut st = LanceIoStats::default();
-    match lance_dataset_prewarm_index_with_stats(ds.ptr(), n.as_ptr(), &mut st) {
+    match lance_dataset_prewarm_index_with_stats_v2(ds.ptr(), n.as_ptr(), &mut st) {
         0 => Ok(st),
         code => Err((code, last_message())),
     }
@@ -35,7 +35,7 @@ fn prewarm_segments(ds: &Ds, name: &str, uuids: &[[u8; 16]]) -> Result<LanceIoSt
     let n = cstr(name);
     let bytes: Vec<u8> = uuids.iter().flatten().copied().collect();
     let mut st = LanceIoStats::default();
-    match lance_dataset_prewarm_index_segments(ds.ptr(), n.as_ptr(), bytes.as_ptr(), bytes.len(), &mut st) {
+    match lance_dataset_prewarm_index_segments_v2(ds.ptr(), n.as_ptr(), bytes.as_ptr(), bytes.len(), &mut st) {
         0 => Ok(st),
         code => Err((code, last_message())),
     }
@@ -54,7 +54,7 @@ fn is_segment(s: &SplitH) -> bool {
 /// Search one split on `ds`; returns its rows and the search's I/O statistics.
 fn search_split_on(ds: &Ds, split: &SplitH, q: &LanceVectorQuery) -> (Vec<RecordBatch>, LanceIoStats) {
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_split_search(ds.ptr(), split.0, q, &mut stream), 0, "{}", last_message());
+    assert_eq!(lance_split_search_v2(ds.ptr(), split.0, q, &mut stream), 0, "{}", last_message());
     collect_with_stats(&mut stream)
 }
 
@@ -237,7 +237,7 @@ fn scalar_cell(location: &str, format: &str, name: &str, column: &str) -> String
     o.num_columns = 1;
     let before = session_stats();
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
     let (batches, st) = collect_with_stats(&mut stream);
     let after = session_stats();
     let mut ids = i64_column(&batches, "id");
@@ -408,10 +408,10 @@ fn answers(ds: &Ds, seeds: &[i64], nprobes: u32) -> Vec<(Answer, LanceIoStats)> 
 
 fn configure_cache(bytes: u64) {
     let mut o = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
-    assert_eq!(lance_session_options_default(o.as_mut_ptr()), 0);
+    assert_eq!(lance_session_options_default_v2(o.as_mut_ptr(), std::mem::size_of::<LanceSessionOptions>()), 0);
     let mut o = unsafe { o.assume_init() };
     o.index_cache_bytes = bytes;
-    assert_eq!(lance_session_configure(&o), 0, "{}", last_message());
+    assert_eq!(lance_session_configure_v2(&o), 0, "{}", last_message());
 }
 
 const SEEDS: [i64; 5] = [3, 250, 777, 1333, 1950];
@@ -749,7 +749,7 @@ fn prewarm_segments_checks_its_arguments() {
     assert_eq!(segs.len(), 2);
     let name = cstr("emb_pq");
     let call = |bytes: &[u8], out: *mut LanceIoStats| {
-        lance_dataset_prewarm_index_segments(ds.ptr(), name.as_ptr(), bytes.as_ptr(), bytes.len(), out)
+        lance_dataset_prewarm_index_segments_v2(ds.ptr(), name.as_ptr(), bytes.as_ptr(), bytes.len(), out)
     };
     let mut io = LanceIoStats::default();
     assert_err(call(&[], &mut io), lance_host::LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT, "empty");
@@ -760,7 +760,7 @@ fn prewarm_segments_checks_its_arguments() {
     assert_err(call(&both, &mut io), lance_host::LanceErrorCode::LANCE_ERR_NOT_FOUND, "abababab-abab-abab-abab-abababababab");
     let other = cstr("no_such_index");
     assert_err(
-        lance_dataset_prewarm_index_segments(ds.ptr(), other.as_ptr(), segs[0].as_ptr(), 16, &mut io),
+        lance_dataset_prewarm_index_segments_v2(ds.ptr(), other.as_ptr(), segs[0].as_ptr(), 16, &mut io),
         lance_host::LanceErrorCode::LANCE_ERR_NOT_FOUND,
         "no_such_index",
     );
@@ -786,8 +786,8 @@ fn segment_uuids_of(ds: &Ds, index: &str) -> Vec<[u8; 16]> {
             continue;
         }
         for j in 0..lance_index_list_segment_count(list, i) {
-            let mut seg = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
-            assert_eq!(lance_index_list_segment(list, i, j, seg.as_mut_ptr()), 0);
+            let mut seg = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+            assert_eq!(lance_index_list_segment_v2(list, i, j, seg.as_mut_ptr()), 0);
             out.push(unsafe { seg.assume_init() }.uuid);
         }
     }

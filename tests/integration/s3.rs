@@ -226,7 +226,7 @@ pub(crate) fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
 /// the still-live stream at its end.
 fn scan_stats(ds: &Ds, opts: &LanceScanOptions) -> (usize, LanceIoStats) {
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), opts, &mut stream), 0, "{}", last_message());
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), opts, &mut stream), 0, "{}", last_message());
     drain_in_place(&mut stream)
 }
 
@@ -248,7 +248,7 @@ fn s3_scan_catalog_and_take() {
     // Stats of a released or foreign stream are refused.
     let mut st = LanceIoStats::default();
     let empty = FFI_ArrowArrayStream::empty();
-    assert_err(lance_stream_io_stats(&empty, &mut st), LANCE_ERR_INVALID_ARGUMENT, "not created by lance-host");
+    assert_err(lance_stream_io_stats_v2(&empty, &mut st), LANCE_ERR_INVALID_ARGUMENT, "not created by lance-host");
 
     // A directory catalog rooted in the bucket.
     let root = s.facts.get("root").to_string();
@@ -283,7 +283,7 @@ fn s3_scan_catalog_and_take() {
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_eq!(lance_dataset_take_rows(vectors.ptr(), ids.as_ptr(), 3, cols.ptrs.as_ptr(), 1, &mut stream), 0, "{}", last_message());
     let mut tst = LanceIoStats::default();
-    assert_eq!(lance_stream_io_stats(&stream, &mut tst), 0);
+    assert_eq!(lance_stream_io_stats_v2(&stream, &mut tst), 0);
     assert!(tst.read_requests > 0, "{tst:?}");
     let (rows, _) = drain_in_place(&mut stream);
     assert_eq!(rows, 3);
@@ -296,7 +296,7 @@ fn index_search_stats(ds: &Ds) -> LanceIoStats {
     assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, 0, &mut plan), 0, "{}", last_message());
     let query: Vec<f32> = lance_host_testkit::vector_of(42);
     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-    lance_vector_query_init(q.as_mut_ptr());
+    lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>());
     let mut q = unsafe { q.assume_init() };
     q.column = col.as_ptr();
     q.vector = query.as_ptr() as _;
@@ -309,7 +309,7 @@ fn index_search_stats(ds: &Ds) -> LanceIoStats {
         let split = lance_split_plan_get(plan, i);
         if lance_split_kind(split) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
             let mut stream = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_split_search(ds.ptr(), split, &q, &mut stream), 0, "{}", last_message());
+            assert_eq!(lance_split_search_v2(ds.ptr(), split, &q, &mut stream), 0, "{}", last_message());
             let (rows, st) = drain_in_place(&mut stream);
             assert_eq!(rows, 5);
             total.read_requests += st.read_requests;
@@ -348,12 +348,12 @@ fn child_s3_scenario() {
             let warm = open_s3(&uri, &s.endpoint).unwrap();
             let name = cstr("emb_pq");
             let mut pst = LanceIoStats::default();
-            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
+            assert_eq!(lance_dataset_prewarm_index_with_stats_v2(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
             assert!(pst.index_read_requests > 0, "prewarm read no index files: {pst:?}");
             assert_eq!((pst.index_cache_misses, pst.index_cache_hits), (2, 0), "a cold prewarm of 2 segments: {pst:?}");
             // Again: everything is cached, nothing is read.
             let mut again = LanceIoStats::default();
-            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut again), 0, "{}", last_message());
+            assert_eq!(lance_dataset_prewarm_index_with_stats_v2(warm.ptr(), name.as_ptr(), &mut again), 0, "{}", last_message());
             assert_eq!((again.index_cache_hits, again.index_cache_misses, again.index_read_requests), (2, 0, 0), "{again:?}");
             drop(warm);
             println!("MARK-AFTER-PREWARM");
@@ -370,7 +370,7 @@ fn child_s3_scenario() {
             println!("MARK-OPENED");
             let name = cstr("emb_pq");
             let mut pst = LanceIoStats::default();
-            assert_eq!(lance_dataset_prewarm_index_with_stats(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
+            assert_eq!(lance_dataset_prewarm_index_with_stats_v2(warm.ptr(), name.as_ptr(), &mut pst), 0, "{}", last_message());
             println!("PREWARM-ONLY index_reads={} reads={}", pst.index_read_requests, pst.read_requests);
         }
         "segment" => {
@@ -388,12 +388,12 @@ fn child_s3_scenario() {
             assert_eq!(lance_split_segment_uuid(segs[0], uuid.as_mut_ptr()), 0);
             let name = cstr("emb_pq");
             let mut pst = LanceIoStats::default();
-            assert_eq!(lance_dataset_prewarm_index_segments(ds.ptr(), name.as_ptr(), uuid.as_ptr(), 16, &mut pst), 0, "{}", last_message());
+            assert_eq!(lance_dataset_prewarm_index_segments_v2(ds.ptr(), name.as_ptr(), uuid.as_ptr(), 16, &mut pst), 0, "{}", last_message());
             assert_eq!((pst.index_cache_misses, pst.index_cache_hits), (1, 0), "{pst:?}");
             assert!(pst.index_read_requests > 0, "{pst:?}");
             let query: Vec<f32> = lance_host_testkit::vector_of(42);
             let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-            lance_vector_query_init(q.as_mut_ptr());
+            lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>());
             let mut q = unsafe { q.assume_init() };
             q.column = col.as_ptr();
             q.vector = query.as_ptr() as _;
@@ -403,7 +403,7 @@ fn child_s3_scenario() {
             let mut reads = Vec::new();
             for sp in &segs {
                 let mut stream = FFI_ArrowArrayStream::empty();
-                assert_eq!(lance_split_search(ds.ptr(), *sp, &q, &mut stream), 0, "{}", last_message());
+                assert_eq!(lance_split_search_v2(ds.ptr(), *sp, &q, &mut stream), 0, "{}", last_message());
                 reads.push(drain_in_place(&mut stream).1.index_read_requests);
             }
             assert_eq!(reads[0], 0, "the warmed segment read index files");
@@ -585,7 +585,7 @@ fn server_stopping_mid_stream_fails_the_stream() {
     o.batch_readahead = 1;
     o.fragment_readahead = 1;
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0);
     let mut first = arrow::ffi::FFI_ArrowArray::empty();
     assert_eq!(unsafe { (stream.get_next.unwrap())(&mut stream, &mut first) }, 0);
     assert!(!first.is_released());
@@ -621,11 +621,11 @@ fn scan_reads_ahead_on_the_runtime_before_the_host_asks() {
     let mut o = default_opts();
     o.batch_size = 100;
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut stats = LanceIoStats::default();
     loop {
-        assert_eq!(lance_stream_io_stats(&stream, &mut stats), 0);
+        assert_eq!(lance_stream_io_stats_v2(&stream, &mut stats), 0);
         if stats.read_bytes > 0 || std::time::Instant::now() > deadline {
             break;
         }
@@ -644,12 +644,12 @@ fn counts_on_s3_read_no_data_without_a_filter() {
     let ds = open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap();
     let mut n = 0u64;
     let mut io = LanceIoStats::default();
-    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), std::ptr::null(), &mut n, &mut io), 0, "{}", last_message());
+    assert_eq!(lance_dataset_count_rows_where_v2(ds.ptr(), std::ptr::null(), &mut n, &mut io), 0, "{}", last_message());
     assert_eq!(io.read_requests, 0, "an unfiltered count read storage: {io:?}");
     let (rows, _) = scan_stats(&ds, &default_opts());
     assert_eq!(n as usize, rows);
     let f = cstr("id < 300");
-    assert_eq!(lance_dataset_count_rows_where(ds.ptr(), f.as_ptr(), &mut n, &mut io), 0, "{}", last_message());
+    assert_eq!(lance_dataset_count_rows_where_v2(ds.ptr(), f.as_ptr(), &mut n, &mut io), 0, "{}", last_message());
     assert!(io.index_read_requests > 0 || io.read_requests == 0, "the BTREE was not used: {io:?}");
     let mut o = default_opts();
     o.filter_sql = f.as_ptr();
@@ -679,7 +679,7 @@ fn cancel_and_deadlines_on_a_slow_store() {
     let mut o = default_opts();
     o.batch_size = 64;
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
     let addr = &stream as *const FFI_ArrowArrayStream as usize;
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
@@ -705,7 +705,7 @@ fn cancel_and_deadlines_on_a_slow_store() {
     // new ones start — the counters settle and then stay put.
     let io = |st: &FFI_ArrowArrayStream| {
         let mut s = LanceIoStats::default();
-        assert_eq!(lance_stream_io_stats(st, &mut s), 0);
+        assert_eq!(lance_stream_io_stats_v2(st, &mut s), 0);
         (s.read_requests, s.read_bytes)
     };
     let at_cancel = io(&stream);
@@ -730,7 +730,7 @@ fn cancel_and_deadlines_on_a_slow_store() {
     let started = Instant::now();
     assert_eq!(lance_call_context_enter(ctx), 0);
     let mut stream = FFI_ArrowArrayStream::empty();
-    let rc = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    let rc = lance_dataset_scan_v2(ds.ptr(), &o, &mut stream);
     assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
     assert_eq!(rc, 0, "{}", last_message());
     let rc = loop {
@@ -813,7 +813,7 @@ fn child_snapshot_worker() {
         assert!(!ds.is_null(), "{}", last_message());
         let ds = Ds(ds);
         let mut stream = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_split_scan(ds.ptr(), split, &default_opts(), &mut stream), 0, "{}", last_message());
+        assert_eq!(lance_split_scan_v2(ds.ptr(), split, &default_opts(), &mut stream), 0, "{}", last_message());
         rows += drain_in_place(&mut stream).0;
         lance_split_free(split);
     }
@@ -929,7 +929,7 @@ fn scan_checksum(ds: &Ds) -> Result<(usize, i64, f64), (i32, String)> {
     let mut stream = FFI_ArrowArrayStream::empty();
     let mut o = default_opts();
     o.batch_size = 100;
-    if lance_dataset_scan(ds.ptr(), &o, &mut stream) != 0 {
+    if lance_dataset_scan_v2(ds.ptr(), &o, &mut stream) != 0 {
         return Err((last_code(), last_message()));
     }
     let mut schema = arrow::ffi::FFI_ArrowSchema::empty();

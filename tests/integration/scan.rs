@@ -63,7 +63,7 @@ fn unknown_column_is_named() {
     o.columns = cols.ptrs.as_ptr();
     o.num_columns = 2;
     let mut stream = FFI_ArrowArrayStream::empty();
-    let code = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    let code = lance_dataset_scan_v2(ds.ptr(), &o, &mut stream);
     assert_err(code, LANCE_ERR_INVALID_ARGUMENT, "no_such_column");
     // Not written on failure.
     assert!(stream.release.is_none());
@@ -100,7 +100,7 @@ fn sql_filter_limit_offset() {
     o.offset = -1;
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "offset",
     );
@@ -113,7 +113,7 @@ fn bad_sql_filter_is_an_error() {
     let mut o = default_opts();
     o.filter_sql = filter.as_ptr();
     let mut stream = FFI_ArrowArrayStream::empty();
-    let code = lance_dataset_scan(ds.ptr(), &o, &mut stream);
+    let code = lance_dataset_scan_v2(ds.ptr(), &o, &mut stream);
     assert_ne!(code, 0);
     assert!(last_message().contains("no_such_col"), "{}", last_message());
 }
@@ -148,7 +148,7 @@ fn substrait_filter() {
     o.filter_substrait_len = garbage.len();
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "filter_substrait",
     );
@@ -156,7 +156,7 @@ fn substrait_filter() {
     o.filter_substrait = bytes.as_ptr();
     o.filter_substrait_len = bytes.len() / 2;
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "filter_substrait",
     );
@@ -164,7 +164,7 @@ fn substrait_filter() {
     o.filter_substrait = std::ptr::null();
     o.filter_substrait_len = 3;
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "filter_substrait",
     );
@@ -174,7 +174,7 @@ fn substrait_filter() {
     o.filter_substrait_len = bytes.len();
     o.filter_sql = sql.as_ptr();
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_INVALID_ARGUMENT,
         "mutually exclusive",
     );
@@ -232,7 +232,7 @@ fn fragment_restriction() {
     o.num_fragment_ids = 1;
     let mut stream = FFI_ArrowArrayStream::empty();
     assert_err(
-        lance_dataset_scan(ds.ptr(), &o, &mut stream),
+        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
         LANCE_ERR_NOT_FOUND,
         &bogus[0].to_string(),
     );
@@ -245,7 +245,7 @@ fn stream_outlives_handle_and_moves_threads() {
     let mut o = default_opts();
     o.batch_size = 50;
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0);
     drop(ds);
     let reader = ArrowArrayStreamReader::try_new(stream).unwrap();
     let rows = std::thread::spawn(move || {
@@ -263,7 +263,7 @@ fn releasing_mid_stream_is_clean_and_repeatable() {
         let mut o = default_opts();
         o.batch_size = 10;
         let mut stream = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+        assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0);
         let mut reader = ArrowArrayStreamReader::try_new(stream).unwrap();
         let first = reader.next().unwrap().unwrap();
         assert_eq!(first.num_rows(), 10);
@@ -349,7 +349,7 @@ fn read_errors_surface_through_get_last_error() {
     o.batch_readahead = 1;
     o.fragment_readahead = 1;
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_scan(ds.ptr(), &o, &mut stream), 0);
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0);
     let next = |st: &mut FFI_ArrowArrayStream| {
         let mut a = arrow::ffi::FFI_ArrowArray::empty();
         let rc = unsafe { (st.get_next.unwrap())(st, &mut a) };

@@ -9,13 +9,13 @@ const CHILD_ENV: &str = "LANCE_HOST_TEST_CHILD";
 
 fn options() -> LanceSessionOptions {
     let mut o = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
-    assert_eq!(lance_session_options_default(o.as_mut_ptr()), 0);
+    assert_eq!(lance_session_options_default_v2(o.as_mut_ptr(), std::mem::size_of::<LanceSessionOptions>()), 0);
     unsafe { o.assume_init() }
 }
 
 fn stats() -> LanceSessionStats {
     let mut s = LanceSessionStats::default();
-    assert_eq!(lance_session_stats(&mut s), 0, "{}", last_message());
+    assert_eq!(lance_session_stats_v2(&mut s), 0, "{}", last_message());
     s
 }
 
@@ -30,21 +30,21 @@ fn child_configure_before_first_use() {
     let mut bad = options();
     bad.worker_threads = 0;
     assert_err(
-        lance_session_configure(&bad),
+        lance_session_configure_v2(&bad),
         LANCE_ERR_INVALID_ARGUMENT,
         "worker_threads",
     );
     let mut huge = options();
     huge.index_cache_bytes = u64::MAX;
     assert_err(
-        lance_session_configure(&huge),
+        lance_session_configure_v2(&huge),
         LANCE_ERR_INVALID_ARGUMENT,
         "index_cache_bytes",
     );
     let mut huge_io = options();
     huge_io.scan_io_buffer_bytes = u64::MAX;
     assert_err(
-        lance_session_configure(&huge_io),
+        lance_session_configure_v2(&huge_io),
         LANCE_ERR_INVALID_ARGUMENT,
         "scan_io_buffer_bytes",
     );
@@ -56,13 +56,13 @@ fn child_configure_before_first_use() {
     good.scan_fragment_readahead = 1;
     good.index_cache_bytes = 64 << 20;
     good.metadata_cache_bytes = 32 << 20;
-    assert_eq!(lance_session_configure(&good), 0, "{}", last_message());
-    assert_eq!(lance_session_configure(&good), 0);
+    assert_eq!(lance_session_configure_v2(&good), 0, "{}", last_message());
+    assert_eq!(lance_session_configure_v2(&good), 0);
     // Different values before first use: rejected, the first configuration stays.
     let mut other = good;
     other.worker_threads = 2;
     assert_err(
-        lance_session_configure(&other),
+        lance_session_configure_v2(&other),
         LANCE_ERR_FAILED_PRECONDITION,
         "different values",
     );
@@ -82,7 +82,7 @@ fn child_configure_before_first_use() {
     assert_eq!(total_rows(&batches) as u64, rows);
     // Configure after first use: rejected, the running session keeps working.
     assert_err(
-        lance_session_configure(&good),
+        lance_session_configure_v2(&good),
         LANCE_ERR_FAILED_PRECONDITION,
         "already running",
     );
@@ -128,7 +128,7 @@ fn configure_after_first_use_is_rejected() {
     stats();
     let o = options();
     assert_err(
-        lance_session_configure(&o),
+        lance_session_configure_v2(&o),
         LANCE_ERR_FAILED_PRECONDITION,
         "already running",
     );
@@ -136,22 +136,22 @@ fn configure_after_first_use_is_rejected() {
     let mut bad = o;
     bad.worker_threads = 5000;
     assert_err(
-        lance_session_configure(&bad),
+        lance_session_configure_v2(&bad),
         LANCE_ERR_INVALID_ARGUMENT,
         "worker_threads",
     );
     assert_err(
-        lance_session_configure(std::ptr::null()),
+        lance_session_configure_v2(std::ptr::null()),
         LANCE_ERR_INVALID_ARGUMENT,
         "options",
     );
     assert_err(
-        lance_session_stats(std::ptr::null_mut()),
+        lance_session_stats_v2(std::ptr::null_mut()),
         LANCE_ERR_INVALID_ARGUMENT,
         "out",
     );
     assert_err(
-        lance_session_options_default(std::ptr::null_mut()),
+        lance_session_options_default_v2(std::ptr::null_mut(), std::mem::size_of::<LanceSessionOptions>()),
         LANCE_ERR_INVALID_ARGUMENT,
         "out",
     );

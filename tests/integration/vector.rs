@@ -146,7 +146,7 @@ pub(crate) struct Query {
 
 pub(crate) fn query(column: &str, vector: Vec<f32>, k: u64) -> Query {
     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-    assert_eq!(lance_vector_query_init(q.as_mut_ptr()), 0);
+    assert_eq!(lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>()), 0);
     let mut q = unsafe { q.assume_init() };
     q.k = k;
     q.with_row_id = true;
@@ -179,7 +179,7 @@ fn search_split(split: &SplitH, q: &LanceVectorQuery) -> Result<FFI_ArrowArraySt
     assert!(!ds.is_null(), "{}", last_message());
     let ds = Ds(ds);
     let mut stream = FFI_ArrowArrayStream::empty();
-    let code = lance_split_search(ds.ptr(), split.0, q, &mut stream);
+    let code = lance_split_search_v2(ds.ptr(), split.0, q, &mut stream);
     if code != 0 {
         return Err((code, last_message()));
     }
@@ -287,8 +287,8 @@ fn index_metadata() {
     let mut covered = BTreeSet::new();
     let mut uuids = BTreeSet::new();
     for j in 0..2 {
-        let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
-        assert_eq!(lance_index_list_segment(list, pq, j, info.as_mut_ptr()), 0);
+        let mut info = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+        assert_eq!(lance_index_list_segment_v2(list, pq, j, info.as_mut_ptr()), 0);
         let info = unsafe { info.assume_init() };
         assert!(info.uuid.iter().any(|b| *b != 0));
         uuids.insert(info.uuid);
@@ -303,8 +303,8 @@ fn index_metadata() {
     // One fragment (appended after indexing) is covered by no segment.
     let total = fixture().facts.get_u64("vectors.fragments") as usize;
     assert_eq!(covered.len(), total - fixture().facts.get_u64("vectors.uncovered_fragments") as usize);
-    let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
-    assert_err(lance_index_list_segment(list, pq, 5, info.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT, "segment 5");
+    let mut info = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+    assert_err(lance_index_list_segment_v2(list, pq, 5, info.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT, "segment 5");
     lance_index_list_free(list);
 }
 
@@ -338,8 +338,8 @@ fn vector_plan_covers_every_fragment_once() {
         .unwrap();
     let mut index_uuids = BTreeSet::new();
     for j in 0..lance_index_list_segment_count(list, pq) {
-        let mut info = std::mem::MaybeUninit::<LanceIndexSegmentInfo>::uninit();
-        assert_eq!(lance_index_list_segment(list, pq, j, info.as_mut_ptr()), 0);
+        let mut info = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+        assert_eq!(lance_index_list_segment_v2(list, pq, j, info.as_mut_ptr()), 0);
         index_uuids.insert(unsafe { info.assume_init() }.uuid);
     }
     lance_index_list_free(list);
@@ -412,7 +412,7 @@ fn scan_splits_travel_and_cover_the_table() {
             o.columns = cols.ptrs.as_ptr();
             o.num_columns = 1;
             let mut stream = FFI_ArrowArrayStream::empty();
-            assert_eq!(lance_split_scan(wds.ptr(), worker.0, &o, &mut stream), 0, "{}", last_message());
+            assert_eq!(lance_split_scan_v2(wds.ptr(), worker.0, &o, &mut stream), 0, "{}", last_message());
             let got = i64_column(&read_stream(stream).unwrap(), "id");
             assert_eq!(got.len() as u64, lance_split_row_count(s.0));
             ids.extend(got);
@@ -551,7 +551,7 @@ fn query_errors() {
     // A scan split cannot search; a vector split cannot scan.
     let wds = Ds(lance_split_open_dataset(seg.0, std::ptr::null()));
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_err(lance_split_scan(wds.ptr(), seg.0, std::ptr::null(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "cannot be scanned");
+    assert_err(lance_split_scan_v2(wds.ptr(), seg.0, std::ptr::null(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "cannot be scanned");
 }
 
 #[test]
@@ -620,7 +620,7 @@ fn hamming_on_binary_vectors() {
     let col = cstr("bits");
     let cols = cstrs(&["id"]);
     let mut q = std::mem::MaybeUninit::<LanceVectorQuery>::uninit();
-    lance_vector_query_init(q.as_mut_ptr());
+    lance_vector_query_init_v2(q.as_mut_ptr(), std::mem::size_of::<LanceVectorQuery>());
     let mut q = unsafe { q.assume_init() };
     q.column = col.as_ptr();
     q.vector = bits.as_ptr() as _;
@@ -768,9 +768,9 @@ fn split_bytes_reject_damage_and_foreign_tables() {
     let people = Ds::open(&people_uri(), 0);
     let mut q = query("embedding", query_vector(1), 3);
     let mut stream = FFI_ArrowArrayStream::empty();
-    assert_err(lance_split_search(people.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
+    assert_err(lance_split_search_v2(people.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "belongs to table");
     let older = Ds::open(&vectors_uri(), 1);
-    assert_err(lance_split_search(older.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "version");
+    assert_err(lance_split_search_v2(older.ptr(), back.0, &q.raw(), &mut stream), LANCE_ERR_INVALID_ARGUMENT, "version");
 }
 
 const PREWARM_CHILD: &str = "LANCE_HOST_TEST_PREWARM_CHILD";
@@ -785,7 +785,7 @@ fn child_prewarm() {
     use lance_host::ffi::session::*;
     let stats = || {
         let mut s = LanceSessionStats::default();
-        assert_eq!(lance_session_stats(&mut s), 0);
+        assert_eq!(lance_session_stats_v2(&mut s), 0);
         s
     };
     let uri = vectors_uri();
@@ -815,7 +815,7 @@ fn child_prewarm() {
             continue;
         }
         let mut stream = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_split_search(second.ptr(), s.0, &raw, &mut stream), 0, "{}", last_message());
+        assert_eq!(lance_split_search_v2(second.ptr(), s.0, &raw, &mut stream), 0, "{}", last_message());
         assert!(total_rows(&read_stream(stream).unwrap()) > 0);
     }
     let after = stats();
@@ -855,7 +855,7 @@ fn deferred_refine_search(ds: &Ds, q: &mut Query, k: u64, refine: u32) -> Vec<Re
     let candidates = k * refine as u64;
     assert_eq!(lance_topk_merge(approx.as_mut_ptr(), approx.len(), candidates, 0, &mut merged), 0, "{}", last_message());
     let mut refined = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_dataset_refine(ds.ptr(), &raw, &mut merged, &mut refined), 0, "{}", last_message());
+    assert_eq!(lance_dataset_refine_v2(ds.ptr(), &raw, &mut merged, &mut refined), 0, "{}", last_message());
     assert!(merged.release.is_none(), "refine consumes its input stream");
     exact.push(refined);
     let mut out = FFI_ArrowArrayStream::empty();
@@ -921,27 +921,27 @@ fn refine_rejects_bad_inputs_and_releases_the_stream() {
     q.q.with_row_id = false;
     let raw = q.raw();
     let mut stream = search_split(&ss[0], &raw).unwrap();
-    assert_err(lance_dataset_refine(ds.ptr(), &raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "_rowid");
+    assert_err(lance_dataset_refine_v2(ds.ptr(), &raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "_rowid");
     assert!(stream.release.is_none(), "input released on failure");
     // Wrong dimension: the stream is released too.
     let mut good = query("embedding", query_vector(9), 3);
     let good_raw = good.raw();
     let mut stream = search_split(&ss[0], &good_raw).unwrap();
     let mut bad = query("embedding", vec![0.1; 5], 3);
-    assert_err(lance_dataset_refine(ds.ptr(), &bad.raw(), &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dimension 5");
+    assert_err(lance_dataset_refine_v2(ds.ptr(), &bad.raw(), &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dimension 5");
     assert!(stream.release.is_none());
     // NULL candidates, NULL dataset, NULL out.
-    assert_err(lance_dataset_refine(ds.ptr(), &good_raw, std::ptr::null_mut(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "candidates");
+    assert_err(lance_dataset_refine_v2(ds.ptr(), &good_raw, std::ptr::null_mut(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "candidates");
     let mut stream = search_split(&ss[0], &good_raw).unwrap();
-    assert_err(lance_dataset_refine(std::ptr::null(), &good_raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_dataset_refine_v2(std::ptr::null(), &good_raw, &mut stream, &mut out), LANCE_ERR_INVALID_ARGUMENT, "dataset");
     assert!(stream.release.is_none());
     let mut stream = search_split(&ss[0], &good_raw).unwrap();
-    assert_err(lance_dataset_refine(ds.ptr(), &good_raw, &mut stream, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    assert_err(lance_dataset_refine_v2(ds.ptr(), &good_raw, &mut stream, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
     // Refining exact candidates again changes nothing: same ids and distances.
     let stream = search_split(&ss[0], &good_raw).unwrap();
     let direct = read_stream(stream).unwrap();
     let mut stream = search_split(&ss[0], &good_raw).unwrap();
-    assert_eq!(lance_dataset_refine(ds.ptr(), &good_raw, &mut stream, &mut out), 0, "{}", last_message());
+    assert_eq!(lance_dataset_refine_v2(ds.ptr(), &good_raw, &mut stream, &mut out), 0, "{}", last_message());
     let again = read_stream(out).unwrap();
     assert_eq!(i64_column(&again, "id"), i64_column(&direct, "id"));
     for (a, b) in f32_column(&again, "_distance").iter().zip(f32_column(&direct, "_distance")) {
@@ -1037,7 +1037,7 @@ fn refine_of_a_row_id_not_in_the_snapshot_is_not_found() {
     let mut stream = FFI_ArrowArrayStream::new(Box::new(reader));
     let mut q = query("embedding", query_vector(4), 2);
     let mut out = FFI_ArrowArrayStream::empty();
-    assert_err(lance_dataset_refine(ds.ptr(), &q.raw(), &mut stream, &mut out), LANCE_ERR_NOT_FOUND, "fragment 999");
+    assert_err(lance_dataset_refine_v2(ds.ptr(), &q.raw(), &mut stream, &mut out), LANCE_ERR_NOT_FOUND, "fragment 999");
     assert!(stream.release.is_none());
     assert!(out.release.is_none(), "out is not written on failure");
 }

@@ -18,6 +18,7 @@ LANCE_ELEMENT_F32 = 2
 
 class VectorQuery(ctypes.Structure):
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("column", ctypes.c_char_p),
         ("vector", ctypes.c_void_p),
         ("dimension", ctypes.c_size_t),
@@ -36,7 +37,7 @@ class VectorQuery(ctypes.Structure):
 
 
 class IoStats(ctypes.Structure):
-    _fields_ = [
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
         (name, ctypes.c_uint64)
         for name in (
             "read_requests",
@@ -56,7 +57,7 @@ def lib():
     sigs = {
         "lance_dataset_open": (P, [ctypes.c_char_p, P, ctypes.c_uint64]),
         "lance_dataset_free": (None, [P]),
-        "lance_dataset_scan": (ctypes.c_int32, [P, P, ctypes.POINTER(ArrowArrayStream)]),
+        "lance_dataset_scan_v2": (ctypes.c_int32, [P, P, ctypes.POINTER(ArrowArrayStream)]),
         "lance_dataset_plan_vector_search": (
             ctypes.c_int32,
             [P, ctypes.c_char_p, ctypes.c_int32, ctypes.c_bool, ctypes.c_uint64, ctypes.POINTER(P)],
@@ -73,8 +74,8 @@ def lib():
         "lance_split_deserialize": (P, [ctypes.c_char_p, ctypes.c_size_t]),
         "lance_split_open_dataset": (P, [P, P]),
         "lance_split_free": (None, [P]),
-        "lance_vector_query_init": (ctypes.c_int32, [ctypes.POINTER(VectorQuery)]),
-        "lance_split_search": (
+        "lance_vector_query_init_v2": (ctypes.c_int32, [ctypes.POINTER(VectorQuery), ctypes.c_size_t]),
+        "lance_split_search_v2": (
             ctypes.c_int32,
             [P, P, ctypes.POINTER(VectorQuery), ctypes.POINTER(ArrowArrayStream)],
         ),
@@ -88,13 +89,13 @@ def lib():
             [P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, P, ctypes.c_size_t,
              ctypes.POINTER(ArrowArrayStream)],
         ),
-        "lance_dataset_refine": (
+        "lance_dataset_refine_v2": (
             ctypes.c_int32,
             [P, ctypes.POINTER(VectorQuery), ctypes.POINTER(ArrowArrayStream),
              ctypes.POINTER(ArrowArrayStream)],
         ),
         "lance_split_segment_uuid": (ctypes.c_int32, [P, ctypes.c_char_p]),
-        "lance_dataset_prewarm_index_segments": (
+        "lance_dataset_prewarm_index_segments_v2": (
             ctypes.c_int32,
             [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(IoStats)],
         ),
@@ -126,7 +127,7 @@ def test_distributed_search_from_python(lib, vectors_uri):
     assert ds, lib.lance_last_error_message()
     try:
         st = ArrowArrayStream()
-        assert lib.lance_dataset_scan(ds, None, ctypes.byref(st)) == LANCE_OK
+        assert lib.lance_dataset_scan_v2(ds, None, ctypes.byref(st)) == LANCE_OK
         table = read(st)
         ids = table["id"].to_pylist()
         vecs = table["embedding"].to_pylist()
@@ -160,7 +161,7 @@ def test_distributed_search_from_python(lib, vectors_uri):
 
             # Workers: rebuild, open the pinned table, search.
             q = VectorQuery()
-            lib.lance_vector_query_init(ctypes.byref(q))
+            lib.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q))
             qbuf = (ctypes.c_float * len(query))(*query)
             q.column = b"embedding"
             q.vector = ctypes.cast(qbuf, ctypes.c_void_p)
@@ -180,13 +181,13 @@ def test_distributed_search_from_python(lib, vectors_uri):
                     # The worker warms exactly the segment it serves.
                     uuid = ctypes.create_string_buffer(16)
                     assert lib.lance_split_segment_uuid(split, uuid) == LANCE_OK
-                    io = IoStats()
-                    rc = lib.lance_dataset_prewarm_index_segments(wds, b"emb_pq", uuid.raw, 16, ctypes.byref(io))
+                    io = IoStats(struct_size=ctypes.sizeof(IoStats))
+                    rc = lib.lance_dataset_prewarm_index_segments_v2(wds, b"emb_pq", uuid.raw, 16, ctypes.byref(io))
                     assert rc == LANCE_OK, lib.lance_last_error_message()
                     assert io.index_cache_hits + io.index_cache_misses == 1
-                    rc = lib.lance_dataset_prewarm_index_segments(wds, b"emb_pq", uuid.raw, 15, None)
+                    rc = lib.lance_dataset_prewarm_index_segments_v2(wds, b"emb_pq", uuid.raw, 15, None)
                     assert rc != LANCE_OK and b"multiple of 16" in lib.lance_last_error_message()
-                rc = lib.lance_split_search(wds, split, ctypes.byref(q), ctypes.byref(results[i]))
+                rc = lib.lance_split_search_v2(wds, split, ctypes.byref(q), ctypes.byref(results[i]))
                 assert rc == LANCE_OK, lib.lance_last_error_message()
                 lib.lance_dataset_free(wds)
                 lib.lance_split_free(split)
@@ -202,7 +203,7 @@ def test_distributed_search_from_python(lib, vectors_uri):
                 candidates = ArrowArrayStream()
                 assert lib.lance_topk_merge(approx, len(seg), 40, 0, ctypes.byref(candidates)) == 0
                 exact_streams = (ArrowArrayStream * (len(flat) + 1))(*[results[i] for i in flat])
-                rc = lib.lance_dataset_refine(
+                rc = lib.lance_dataset_refine_v2(
                     ds, ctypes.byref(q), ctypes.byref(candidates), ctypes.byref(exact_streams[len(flat)])
                 )
                 assert rc == LANCE_OK, lib.lance_last_error_message()

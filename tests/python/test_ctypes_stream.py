@@ -31,6 +31,7 @@ class ArrowArrayStream(ctypes.Structure):
 
 class ScanOptions(ctypes.Structure):
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("columns", ctypes.POINTER(ctypes.c_char_p)),
         ("num_columns", ctypes.c_size_t),
         ("filter_sql", ctypes.c_char_p),
@@ -60,13 +61,13 @@ def lib():
     lib.lance_dataset_free.argtypes = [ctypes.c_void_p]
     lib.lance_dataset_version.restype = ctypes.c_uint64
     lib.lance_dataset_version.argtypes = [ctypes.c_void_p]
-    lib.lance_dataset_scan.restype = ctypes.c_int32
-    lib.lance_dataset_scan.argtypes = [
+    lib.lance_dataset_scan_v2.restype = ctypes.c_int32
+    lib.lance_dataset_scan_v2.argtypes = [
         ctypes.c_void_p,
         ctypes.POINTER(ScanOptions),
         ctypes.POINTER(ArrowArrayStream),
     ]
-    lib.lance_scan_options_init.argtypes = [ctypes.POINTER(ScanOptions)]
+    lib.lance_scan_options_init_v2.argtypes = [ctypes.POINTER(ScanOptions), ctypes.c_size_t]
     lib.lance_last_error_code.restype = ctypes.c_int32
     lib.lance_last_error_message.restype = ctypes.c_char_p
     return lib
@@ -92,7 +93,7 @@ def open_table(lib, path, version=0):
 
 def scan(lib, handle, opts=None):
     stream = ArrowArrayStream()
-    rc = lib.lance_dataset_scan(handle, ctypes.byref(opts) if opts else None, ctypes.byref(stream))
+    rc = lib.lance_dataset_scan_v2(handle, ctypes.byref(opts) if opts else None, ctypes.byref(stream))
     if rc != LANCE_OK:
         return rc, lib.lance_last_error_message().decode()
     reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
@@ -121,7 +122,7 @@ def test_filter_projection_and_old_version(lib, warehouse):
     handle = open_table(lib, root / "people.lance", 1)
     try:
         opts = ScanOptions()
-        lib.lance_scan_options_init(ctypes.byref(opts))
+        lib.lance_scan_options_init_v2(ctypes.byref(opts), ctypes.sizeof(opts))
         cols = (ctypes.c_char_p * 2)(b"id", b"score")
         opts.columns = cols
         opts.num_columns = 2
@@ -144,7 +145,7 @@ def test_errors_reach_python(lib, warehouse):
     handle = open_table(lib, root / "events.lance")
     try:
         opts = ScanOptions()
-        lib.lance_scan_options_init(ctypes.byref(opts))
+        lib.lance_scan_options_init_v2(ctypes.byref(opts), ctypes.sizeof(opts))
         cols = (ctypes.c_char_p * 1)(b"nope")
         opts.columns = cols
         opts.num_columns = 1
@@ -158,8 +159,8 @@ def test_errors_reach_python(lib, warehouse):
 def test_counts_and_cancel_from_python(lib, warehouse):
     """Exact counts agree with pyarrow's own count of a scan; a cancelled stream raises."""
     root, facts = warehouse
-    lib.lance_dataset_count_rows_where.restype = ctypes.c_int32
-    lib.lance_dataset_count_rows_where.argtypes = [
+    lib.lance_dataset_count_rows_where_v2.restype = ctypes.c_int32
+    lib.lance_dataset_count_rows_where_v2.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p,
     ]
     lib.lance_stream_cancel.restype = ctypes.c_int32
@@ -167,19 +168,19 @@ def test_counts_and_cancel_from_python(lib, warehouse):
     handle = open_table(lib, root / "people.lance")
     try:
         n = ctypes.c_uint64()
-        assert lib.lance_dataset_count_rows_where(handle, None, ctypes.byref(n), None) == LANCE_OK
+        assert lib.lance_dataset_count_rows_where_v2(handle, None, ctypes.byref(n), None) == LANCE_OK
         assert n.value == int(facts["people.v3.rows"])
-        assert lib.lance_dataset_count_rows_where(handle, b"id >= 250", ctypes.byref(n), None) == LANCE_OK
+        assert lib.lance_dataset_count_rows_where_v2(handle, b"id >= 250", ctypes.byref(n), None) == LANCE_OK
         opts = ScanOptions()
-        lib.lance_scan_options_init(ctypes.byref(opts))
+        lib.lance_scan_options_init_v2(ctypes.byref(opts), ctypes.sizeof(opts))
         opts.filter_sql = b"id >= 250"
         rc, table = scan(lib, handle, opts)
         assert rc == LANCE_OK and table.num_rows == n.value > 0
-        rc = lib.lance_dataset_count_rows_where(handle, b"nope > 1", ctypes.byref(n), None)
+        rc = lib.lance_dataset_count_rows_where_v2(handle, b"nope > 1", ctypes.byref(n), None)
         assert rc != LANCE_OK and b"nope" in lib.lance_last_error_message()
 
         stream = ArrowArrayStream()
-        assert lib.lance_dataset_scan(handle, None, ctypes.byref(stream)) == LANCE_OK
+        assert lib.lance_dataset_scan_v2(handle, None, ctypes.byref(stream)) == LANCE_OK
         assert lib.lance_stream_cancel(ctypes.byref(stream)) == LANCE_OK
         reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
         with pytest.raises(Exception, match="cancelled"):

@@ -44,10 +44,10 @@ def lib():
         "lance_dataset_free": (None, [P]),
         "lance_dataset_version": (ctypes.c_uint64, [P]),
         "lance_dataset_storage_format": (ctypes.c_char_p, [P]),
-        "lance_dataset_scan": (ctypes.c_int32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(ArrowArrayStream)]),
-        "lance_scan_options_init": (ctypes.c_int32, [ctypes.POINTER(ScanOptions)]),
+        "lance_dataset_scan_v2": (ctypes.c_int32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(ArrowArrayStream)]),
+        "lance_scan_options_init_v2": (ctypes.c_int32, [ctypes.POINTER(ScanOptions), ctypes.c_size_t]),
         "lance_dataset_count_rows": (ctypes.c_int32, [P, ctypes.POINTER(ctypes.c_uint64)]),
-        "lance_dataset_count_rows_where": (
+        "lance_dataset_count_rows_where_v2": (
             ctypes.c_int32, [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), P]),
         "lance_dataset_fragments": (
             ctypes.c_int32, [P, ctypes.POINTER(ctypes.POINTER(FragmentInfo)), ctypes.POINTER(ctypes.c_size_t)]),
@@ -62,8 +62,8 @@ def lib():
         "lance_split_plan_free": (None, [P]),
         "lance_split_kind": (ctypes.c_int32, [P]),
         "lance_split_free": (None, [P]),
-        "lance_vector_query_init": (ctypes.c_int32, [ctypes.POINTER(VectorQuery)]),
-        "lance_split_search": (
+        "lance_vector_query_init_v2": (ctypes.c_int32, [ctypes.POINTER(VectorQuery), ctypes.c_size_t]),
+        "lance_split_search_v2": (
             ctypes.c_int32, [P, P, ctypes.POINTER(VectorQuery), ctypes.POINTER(ArrowArrayStream)]),
         "lance_topk_merge": (
             ctypes.c_int32,
@@ -119,7 +119,7 @@ def open_table(lib, uri, version=0):
 
 def scan(lib, h, columns=None, filter=None):
     opts = ScanOptions()
-    lib.lance_scan_options_init(ctypes.byref(opts))
+    lib.lance_scan_options_init_v2(ctypes.byref(opts), ctypes.sizeof(opts))
     if columns is not None:
         cols = (ctypes.c_char_p * len(columns))(*[c.encode() for c in columns])
         opts.columns = cols
@@ -127,7 +127,7 @@ def scan(lib, h, columns=None, filter=None):
     if filter:
         opts.filter_sql = filter.encode()
     st = ArrowArrayStream()
-    rc = lib.lance_dataset_scan(h, ctypes.byref(opts), ctypes.byref(st))
+    rc = lib.lance_dataset_scan_v2(h, ctypes.byref(opts), ctypes.byref(st))
     if rc != LANCE_OK:
         return rc, lib.lance_last_error_message().decode()
     return rc, pa.RecordBatchReader._import_from_c(ctypes.addressof(st)).read_all()
@@ -138,7 +138,7 @@ def search(lib, h, query, k, use_index, nprobes=0, refine=0):
     rc = lib.lance_dataset_plan_vector_search(h, b"vec", LANCE_METRIC_L2, use_index, 0, ctypes.byref(plan))
     assert rc == LANCE_OK, lib.lance_last_error_message()
     q = VectorQuery()
-    lib.lance_vector_query_init(ctypes.byref(q))
+    lib.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q))
     buf = (ctypes.c_float * DIM)(*query)
     cols = (ctypes.c_char_p * 1)(b"id")
     q.column = b"vec"
@@ -156,7 +156,7 @@ def search(lib, h, query, k, use_index, nprobes=0, refine=0):
     for i in range(n):
         s = lib.lance_split_plan_get(plan, i)
         kinds.append(lib.lance_split_kind(s))
-        rc = lib.lance_split_search(h, s, ctypes.byref(q), ctypes.byref(streams[i]))
+        rc = lib.lance_split_search_v2(h, s, ctypes.byref(q), ctypes.byref(streams[i]))
         assert rc == LANCE_OK, lib.lance_last_error_message()
         lib.lance_split_free(s)
     lib.lance_split_plan_free(plan)
@@ -181,7 +181,7 @@ def test_scans_counts_fragments_and_versions_equal_pylance(lib, table):
         n = ctypes.c_uint64()
         assert lib.lance_dataset_count_rows(h, ctypes.byref(n)) == LANCE_OK and n.value == ds.count_rows()
         for f in ("id < 1000", "category = 'c3'", "id >= 2500 AND category <> 'c1'"):
-            assert lib.lance_dataset_count_rows_where(h, f.encode(), ctypes.byref(n), None) == LANCE_OK
+            assert lib.lance_dataset_count_rows_where_v2(h, f.encode(), ctypes.byref(n), None) == LANCE_OK
             assert n.value == ds.count_rows(filter=f), f
             rc, mine = scan(lib, h, ["id"], f)
             assert sorted(mine["id"].to_pylist()) == sorted(ds.to_table(columns=["id"], filter=f)["id"].to_pylist()), f
