@@ -10,6 +10,9 @@ mkdir -p "$CARGO_TARGET_DIR"
 echo "==> Rust tests"
 cargo test --workspace
 
+echo "==> one feature set for the library, demo and test builds"
+python3 scripts/feature-sets.py
+
 scripts/build-lib.sh
 
 echo "==> C tests (ctest)"
