@@ -21,7 +21,15 @@ cmake -S c_tests -B build/c_tests -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
 cmake --build build/c_tests -j 2 >/dev/null
 (cd build/c_tests && ctest --parallel 2 --output-on-failure)
 
+echo "==> DuckDB extension"
+scripts/fetch-duckdb-headers.sh build/duckdb-include
+cmake -S duckdb -B build/duckdb -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
+  -DDUCKDB_INCLUDE_DIR="$PWD/build/duckdb-include" >/dev/null
+cmake --build build/duckdb >/dev/null
+
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
+LANCE_HOST_WAREHOUSE="$PWD/build/c_tests/warehouse" \
+LANCE_HOST_DUCKDB_EXTENSION="$PWD/build/duckdb/lance_host.duckdb_extension" \
   python3 -m pytest -q tests/python

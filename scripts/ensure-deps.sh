@@ -12,6 +12,7 @@ command -v cc >/dev/null || need+=(gcc)
 command -v c++ >/dev/null || need+=(g++)
 command -v valgrind >/dev/null || need+=(valgrind)
 command -v make >/dev/null || need+=(make)
+command -v curl >/dev/null || need+=(curl ca-certificates)
 
 if ((${#need[@]})); then
   echo "==> installing ${need[*]}"
@@ -25,10 +26,12 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # pyarrow + pytest for the ctypes test; moto[server] is the S3-compatible server the
   # Rust tests start on 127.0.0.1; pylance writes the tables of another writer that the Python
   # tests read through lance-host.
-  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance" 2>/dev/null ||
-     [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ]; then
-    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2"
-    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2")
+  # duckdb (the Python package) loads the lance-host DuckDB extension in the tests.
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb" 2>/dev/null ||
+     [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ] ||
+     [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "2.0.0" ]; then
+    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0"
+    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0")
     if ! python3 -m pip --version >/dev/null 2>&1; then
       sudo=""
       if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

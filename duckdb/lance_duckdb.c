@@ -1,0 +1,497 @@
+/* lance-host as a DuckDB extension, written against DuckDB's C extension API (stable API v1.2.0,
+ * so any DuckDB from 1.2 on loads it). Two table functions:
+ *
+ *   lance_scan(uri [, filter := 'sql'] [, version := n])
+ *       the table at `version` (default: latest, pinned at bind). DuckDB pushes its projection
+ *       down (only the columns the query uses are read); `filter` is pushed into Lance's scan
+ *       (scalar indexes apply). DuckDB's C API has no filter pushdown of its own, so a WHERE
+ *       clause is evaluated by DuckDB on the rows the scan returns.
+ *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n])
+ *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
+ *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
+ *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
+ *
+ * Rows arrive as Arrow C Data batches from lance-host and are copied into DuckDB vectors.
+ * Supported column types: (u)int8..64, float, double, bool, utf8/large utf8 and fixed-size
+ * lists of float or double (DuckDB FLOAT[n] / DOUBLE[n]); a query that uses a column of
+ * another type fails with an error naming it. */
+#define DUCKDB_EXTENSION_NAME lance_host
+#define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
+#define DUCKDB_EXTENSION_API_VERSION_MINOR 2
+#define DUCKDB_EXTENSION_API_VERSION_PATCH 0
+#include "duckdb_extension.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lance_host.h"
+
+DUCKDB_EXTENSION_EXTERN
+
+#define MAX_COLUMNS 256
+
+/* One output column: its name and Arrow format in the table schema. */
+typedef struct {
+  char* name;
+  char* format;
+  size_t list_size; /* for FLOAT[n] */
+  int supported;
+} Column;
+
+typedef struct {
+  LanceDataset* ds;
+  Column cols[MAX_COLUMNS];
+  size_t ncols;
+  char* filter;
+  /* vector search only */
+  int is_search;
+  char* vector_column;
+  float* vector;
+  size_t dim;
+  uint64_t k;
+  uint32_t nprobes;
+} BindData;
+
+typedef struct {
+  struct ArrowArrayStream stream;
+  struct ArrowSchema schema;
+  struct ArrowArray batch; /* current batch (release == NULL: none) */
+  int64_t row;              /* next row of `batch` */
+  const Column* out_cols[MAX_COLUMNS]; /* projected output columns */
+  int src[MAX_COLUMNS];        /* their child index in the stream's schema */
+  size_t nout;
+  int done;
+} ScanState;
+
+static char* dup(const char* s) {
+  size_t n = strlen(s) + 1;
+  char* d = (char*)malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void free_bind(void* p) {
+  BindData* b = (BindData*)p;
+  if (!b) return;
+  for (size_t i = 0; i < b->ncols; i++) {
+    free(b->cols[i].name);
+    free(b->cols[i].format);
+  }
+  free(b->filter);
+  free(b->vector_column);
+  free(b->vector);
+  lance_dataset_free(b->ds);
+  free(b);
+}
+
+static void free_state(void* p) {
+  ScanState* s = (ScanState*)p;
+  if (!s) return;
+  if (s->batch.release) s->batch.release(&s->batch);
+  if (s->schema.release) s->schema.release(&s->schema);
+  if (s->stream.release) s->stream.release(&s->stream);
+  free(s);
+}
+
+/* The DuckDB type of an Arrow format, or NULL when unsupported. */
+static duckdb_logical_type duck_type(const struct ArrowSchema* f, size_t* list_size) {
+  const char* fmt = f->format;
+  duckdb_type t = DUCKDB_TYPE_INVALID;
+  if (strcmp(fmt, "c") == 0) t = DUCKDB_TYPE_TINYINT;
+  else if (strcmp(fmt, "s") == 0) t = DUCKDB_TYPE_SMALLINT;
+  else if (strcmp(fmt, "i") == 0) t = DUCKDB_TYPE_INTEGER;
+  else if (strcmp(fmt, "l") == 0) t = DUCKDB_TYPE_BIGINT;
+  else if (strcmp(fmt, "C") == 0) t = DUCKDB_TYPE_UTINYINT;
+  else if (strcmp(fmt, "S") == 0) t = DUCKDB_TYPE_USMALLINT;
+  else if (strcmp(fmt, "I") == 0) t = DUCKDB_TYPE_UINTEGER;
+  else if (strcmp(fmt, "L") == 0) t = DUCKDB_TYPE_UBIGINT;
+  else if (strcmp(fmt, "f") == 0) t = DUCKDB_TYPE_FLOAT;
+  else if (strcmp(fmt, "g") == 0) t = DUCKDB_TYPE_DOUBLE;
+  else if (strcmp(fmt, "b") == 0) t = DUCKDB_TYPE_BOOLEAN;
+  else if (strcmp(fmt, "u") == 0 || strcmp(fmt, "U") == 0) t = DUCKDB_TYPE_VARCHAR;
+  else if (strncmp(fmt, "+w:", 3) == 0 && f->n_children == 1 &&
+           (strcmp(f->children[0]->format, "f") == 0 || strcmp(f->children[0]->format, "g") == 0)) {
+    *list_size = (size_t)strtoull(fmt + 3, NULL, 10);
+    duckdb_logical_type child =
+        duckdb_create_logical_type(f->children[0]->format[0] == 'f' ? DUCKDB_TYPE_FLOAT : DUCKDB_TYPE_DOUBLE);
+    duckdb_logical_type arr = duckdb_create_array_type(child, *list_size);
+    duckdb_destroy_logical_type(&child);
+    return arr;
+  }
+  if (t == DUCKDB_TYPE_INVALID) return NULL;
+  return duckdb_create_logical_type(t);
+}
+
+/* Declare the columns of the dataset's schema (and `_distance` for searches). */
+static int bind_columns(duckdb_bind_info info, BindData* b) {
+  struct ArrowSchema schema;
+  if (lance_dataset_schema(b->ds, &schema) != LANCE_OK) {
+    duckdb_bind_set_error(info, lance_last_error_message());
+    return 0;
+  }
+  for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS - 1; i++) {
+    const struct ArrowSchema* f = schema.children[i];
+    Column* c = &b->cols[b->ncols++];
+    c->name = dup(f->name);
+    c->format = dup(f->format);
+    duckdb_logical_type t = duck_type(f, &c->list_size);
+    c->supported = t != NULL;
+    /* Columns DuckDB cannot receive stay visible (as VARCHAR) and fail only when used. */
+    if (!t) t = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+    duckdb_bind_add_result_column(info, f->name, t);
+    duckdb_destroy_logical_type(&t);
+  }
+  schema.release(&schema);
+  if (b->is_search) {
+    Column* c = &b->cols[b->ncols++];
+    c->name = dup("_distance");
+    c->format = dup("f");
+    c->supported = 1;
+    duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_FLOAT);
+    duckdb_bind_add_result_column(info, "_distance", t);
+    duckdb_destroy_logical_type(&t);
+  }
+  return 1;
+}
+
+static char* varchar_param(duckdb_value v) {
+  char* s = duckdb_get_varchar(v);
+  char* out = dup(s);
+  duckdb_free(s);
+  return out;
+}
+
+/* Named parameters shared by both functions; returns 0 after setting an error. */
+static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, "filter");
+  if (v) {
+    b->filter = varchar_param(v);
+    duckdb_destroy_value(&v);
+  }
+  v = duckdb_bind_get_named_parameter(info, "version");
+  if (v) {
+    int64_t n = duckdb_get_int64(v);
+    duckdb_destroy_value(&v);
+    if (n < 0) {
+      duckdb_bind_set_error(info, "lance: version must not be negative");
+      return 0;
+    }
+    *version = (uint64_t)n;
+  }
+  v = duckdb_bind_get_named_parameter(info, "nprobes");
+  if (v) {
+    b->nprobes = (uint32_t)duckdb_get_int64(v);
+    duckdb_destroy_value(&v);
+  }
+  return 1;
+}
+
+static void bind_open(duckdb_bind_info info, BindData* b, const char* uri, uint64_t version) {
+  b->ds = lance_dataset_open(uri, NULL, version);
+  if (!b->ds) {
+    char msg[4096];
+    snprintf(msg, sizeof msg, "lance: cannot open %s: %s", uri, lance_last_error_message());
+    duckdb_bind_set_error(info, msg);
+  }
+}
+
+static void scan_bind(duckdb_bind_info info) {
+  BindData* b = (BindData*)calloc(1, sizeof(BindData));
+  duckdb_bind_set_bind_data(info, b, free_bind);
+  duckdb_value v = duckdb_bind_get_parameter(info, 0);
+  char* uri = varchar_param(v);
+  duckdb_destroy_value(&v);
+  uint64_t version = 0;
+  if (bind_named(info, b, &version)) {
+    bind_open(info, b, uri, version);
+    if (b->ds) bind_columns(info, b);
+  }
+  free(uri);
+}
+
+static void search_bind(duckdb_bind_info info) {
+  BindData* b = (BindData*)calloc(1, sizeof(BindData));
+  b->is_search = 1;
+  duckdb_bind_set_bind_data(info, b, free_bind);
+  duckdb_value v = duckdb_bind_get_parameter(info, 0);
+  char* uri = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 1);
+  b->vector_column = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 2);
+  b->dim = (size_t)duckdb_get_list_size(v);
+  b->vector = (float*)calloc(b->dim ? b->dim : 1, sizeof(float));
+  for (size_t i = 0; i < b->dim; i++) {
+    duckdb_value e = duckdb_get_list_child(v, i);
+    b->vector[i] = (float)duckdb_get_double(e);
+    duckdb_destroy_value(&e);
+  }
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 3);
+  int64_t k = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  uint64_t version = 0;
+  if (k < 1) {
+    duckdb_bind_set_error(info, "lance_vector_search: k must be at least 1");
+  } else if (b->dim == 0) {
+    duckdb_bind_set_error(info, "lance_vector_search: the query vector is empty");
+  } else if (bind_named(info, b, &version)) {
+    b->k = (uint64_t)k;
+    bind_open(info, b, uri, version);
+    if (b->ds) bind_columns(info, b);
+  }
+  free(uri);
+}
+
+/* Map the projected output columns to the stream's children by name. */
+static int map_stream(duckdb_init_info info, ScanState* s) {
+  if (s->stream.get_schema(&s->stream, &s->schema) != 0) {
+    duckdb_init_set_error(info, s->stream.get_last_error(&s->stream));
+    return 0;
+  }
+  for (size_t i = 0; i < s->nout; i++) {
+    const char* name = s->out_cols[i]->name;
+    s->src[i] = -1;
+    for (int64_t c = 0; c < s->schema.n_children; c++)
+      if (strcmp(s->schema.children[c]->name, name) == 0) s->src[i] = (int)c;
+    if (s->src[i] < 0) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "lance: column %s missing from the stream", name);
+      duckdb_init_set_error(info, msg);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* DuckDB's row-id pseudo column (asked for when a query needs no column, e.g. count(*)). */
+static const Column rowid_column = {(char*)"_rowid", (char*)"L", 0, 1};
+
+/* The projected columns; 0 after setting an error for an unsupported one. */
+static int projection(duckdb_init_info info, ScanState* s, const BindData* b, const char** names,
+                      size_t* nnames) {
+  s->nout = duckdb_init_get_column_count(info);
+  *nnames = 0;
+  for (size_t i = 0; i < s->nout && i < MAX_COLUMNS; i++) {
+    idx_t c = duckdb_init_get_column_index(info, i);
+    const Column* col = c < b->ncols ? &b->cols[c] : &rowid_column;
+    s->out_cols[i] = col;
+    if (!col->supported) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "lance: column %s has Arrow type '%s', which this extension cannot hand to DuckDB",
+               col->name, col->format);
+      duckdb_init_set_error(info, msg);
+      return 0;
+    }
+    if (strcmp(col->name, "_distance") != 0) names[(*nnames)++] = col->name;
+  }
+  return 1;
+}
+
+static void scan_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  ScanState* s = (ScanState*)calloc(1, sizeof(ScanState));
+  duckdb_init_set_init_data(info, s, free_state);
+  duckdb_init_set_max_threads(info, 1);
+  const char* names[MAX_COLUMNS];
+  size_t nnames = 0;
+  if (!projection(info, s, b, names, &nnames)) return;
+  LanceScanOptions o;
+  lance_scan_options_init_v2(&o, sizeof o);
+  /* Nothing projected (e.g. count(*)): read the narrowest thing there is, the row ids. */
+  const char* rowid[] = {"_rowid"};
+  o.columns = nnames ? names : rowid;
+  o.num_columns = nnames ? nnames : 1;
+  o.filter_sql = b->filter;
+  o.batch_size = duckdb_vector_size();
+  if (lance_dataset_scan_v2(b->ds, &o, &s->stream) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    return;
+  }
+  map_stream(info, s);
+}
+
+static void search_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  ScanState* s = (ScanState*)calloc(1, sizeof(ScanState));
+  duckdb_init_set_init_data(info, s, free_state);
+  duckdb_init_set_max_threads(info, 1);
+  const char* names[MAX_COLUMNS];
+  size_t nnames = 0;
+  if (!projection(info, s, b, names, &nnames)) return;
+  const char* rowid[] = {"_rowid"};
+  LanceVectorQuery q;
+  lance_vector_query_init_v2(&q, sizeof q);
+  q.column = b->vector_column;
+  q.vector = b->vector;
+  q.dimension = b->dim;
+  q.element_type = LANCE_ELEMENT_F32;
+  q.k = b->k;
+  q.nprobes = b->nprobes;
+  q.prefilter_sql = b->filter;
+  q.columns = nnames ? names : rowid;
+  q.num_columns = nnames ? nnames : 1;
+  q.with_row_id = true; /* the merge breaks ties by row id */
+  LanceSplitPlan* plan = NULL;
+  if (lance_dataset_plan_vector_search(b->ds, b->vector_column, LANCE_METRIC_DEFAULT, true, 0, &plan) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    return;
+  }
+  size_t n = lance_split_plan_count(plan);
+  struct ArrowArrayStream* parts = (struct ArrowArrayStream*)calloc(n ? n : 1, sizeof *parts);
+  size_t got = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n && ok; i++) {
+    LanceSplit* split = lance_split_plan_get(plan, i);
+    ok = split && lance_split_search_v2(b->ds, split, &q, &parts[got]) == LANCE_OK;
+    if (ok) got++;
+    lance_split_free(split);
+  }
+  lance_split_plan_free(plan);
+  if (!ok) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    for (size_t i = 0; i < got; i++) parts[i].release(&parts[i]);
+  } else if (lance_topk_merge(parts, got, b->k, 0, &s->stream) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message()); /* the merge released the parts */
+  } else {
+    map_stream(info, s);
+  }
+  free(parts);
+}
+
+static int is_valid(const struct ArrowArray* a, int64_t i) {
+  if (a->null_count == 0 || a->n_buffers == 0 || a->buffers[0] == NULL) return 1;
+  int64_t j = a->offset + i;
+  return (((const uint8_t*)a->buffers[0])[j >> 3] >> (j & 7)) & 1;
+}
+
+static size_t width_of(const char* fmt) {
+  switch (fmt[0]) {
+    case 'c': case 'C': return 1;
+    case 's': case 'S': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'l': case 'L': case 'g': return 8;
+    default: return 0;
+  }
+}
+
+/* Copy rows [from, from + n) of Arrow array `a` (format `fmt`) into DuckDB vector `v`. */
+static void copy_rows(const struct ArrowArray* a, const struct ArrowSchema* type, size_t list_size, int64_t from,
+                      idx_t n, duckdb_vector v) {
+  const char* fmt = type->format;
+  size_t child_width = type->n_children == 1 ? width_of(type->children[0]->format) : 0;
+  uint64_t* validity = NULL;
+  if (a->null_count != 0) {
+    duckdb_vector_ensure_validity_writable(v);
+    validity = duckdb_vector_get_validity(v);
+  }
+  size_t w = width_of(fmt);
+  if (w > 0) {
+    memcpy(duckdb_vector_get_data(v), (const uint8_t*)a->buffers[1] + (size_t)(a->offset + from) * w, n * w);
+  } else if (fmt[0] == 'b') {
+    bool* out = (bool*)duckdb_vector_get_data(v);
+    const uint8_t* bits = (const uint8_t*)a->buffers[1];
+    for (idx_t i = 0; i < n; i++) {
+      int64_t j = a->offset + from + (int64_t)i;
+      out[i] = (bits[j >> 3] >> (j & 7)) & 1;
+    }
+  } else if (fmt[0] == 'u' || fmt[0] == 'U') {
+    const char* data = (const char*)a->buffers[2];
+    for (idx_t i = 0; i < n; i++) {
+      int64_t j = a->offset + from + (int64_t)i;
+      int64_t start, end;
+      if (fmt[0] == 'u') {
+        start = ((const int32_t*)a->buffers[1])[j];
+        end = ((const int32_t*)a->buffers[1])[j + 1];
+      } else {
+        start = ((const int64_t*)a->buffers[1])[j];
+        end = ((const int64_t*)a->buffers[1])[j + 1];
+      }
+      if (is_valid(a, from + (int64_t)i)) duckdb_vector_assign_string_element_len(v, i, data + start, (idx_t)(end - start));
+    }
+  } else { /* fixed-size list of float or double: `child_width` bytes per element */
+    const struct ArrowArray* child = a->children[0];
+    size_t cw = child_width;
+    const uint8_t* in = (const uint8_t*)child->buffers[1] + (child->offset + (a->offset + from) * (int64_t)list_size) * (int64_t)cw;
+    memcpy(duckdb_vector_get_data(duckdb_array_vector_get_child(v)), in, n * list_size * cw);
+  }
+  if (validity)
+    for (idx_t i = 0; i < n; i++)
+      if (!is_valid(a, from + (int64_t)i)) duckdb_validity_set_row_invalid(validity, i);
+}
+
+static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
+  ScanState* s = (ScanState*)duckdb_function_get_init_data(info);
+  while (!s->done && (!s->batch.release || s->row >= s->batch.length)) {
+    if (s->batch.release) s->batch.release(&s->batch);
+    memset(&s->batch, 0, sizeof s->batch);
+    s->row = 0;
+    int rc = s->stream.get_next(&s->stream, &s->batch);
+    if (rc != 0) {
+      char msg[4096];
+      snprintf(msg, sizeof msg, "lance: reading failed (errno %d): %s", rc, s->stream.get_last_error(&s->stream));
+      duckdb_function_set_error(info, msg);
+      return;
+    }
+    if (!s->batch.release) s->done = 1;
+  }
+  if (s->done) {
+    duckdb_data_chunk_set_size(output, 0);
+    return;
+  }
+  int64_t left = s->batch.length - s->row;
+  idx_t n = (idx_t)(left < (int64_t)duckdb_vector_size() ? left : (int64_t)duckdb_vector_size());
+  for (size_t i = 0; i < s->nout; i++) {
+    const Column* col = s->out_cols[i];
+    copy_rows(s->batch.children[s->src[i]], s->schema.children[s->src[i]], col->list_size, s->row, n,
+              duckdb_data_chunk_get_vector(output, i));
+  }
+  s->row += (int64_t)n;
+  duckdb_data_chunk_set_size(output, n);
+}
+
+static int register_function(duckdb_connection con, const char* name, duckdb_table_function_bind_t bind,
+                             duckdb_table_function_init_t init, int search) {
+  duckdb_table_function f = duckdb_create_table_function();
+  duckdb_table_function_set_name(f, name);
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type dbl = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+  duckdb_logical_type list = duckdb_create_list_type(dbl);
+  duckdb_table_function_add_parameter(f, varchar); /* uri */
+  if (search) {
+    duckdb_table_function_add_parameter(f, varchar); /* column */
+    duckdb_table_function_add_parameter(f, list);    /* vector */
+    duckdb_table_function_add_parameter(f, bigint);  /* k */
+    duckdb_table_function_add_named_parameter(f, "nprobes", bigint);
+  }
+  duckdb_table_function_add_named_parameter(f, "filter", varchar);
+  duckdb_table_function_add_named_parameter(f, "version", bigint);
+  duckdb_table_function_set_bind(f, bind);
+  duckdb_table_function_set_init(f, init);
+  duckdb_table_function_set_function(f, scan_function);
+  duckdb_table_function_supports_projection_pushdown(f, true);
+  duckdb_state st = duckdb_register_table_function(con, f);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&list);
+  duckdb_destroy_logical_type(&dbl);
+  duckdb_destroy_table_function(&f);
+  return st == DuckDBSuccess;
+}
+
+DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info info,
+                            struct duckdb_extension_access* access) {
+  if (lance_host_version_number() < LANCE_HOST_VERSION_NUMBER) {
+    access->set_error(info, "lance_host: liblance_host is older than the header this extension was built with");
+    return false;
+  }
+  if (!register_function(connection, "lance_scan", scan_bind, scan_init, 0) ||
+      !register_function(connection, "lance_vector_search", search_bind, search_init, 1)) {
+    access->set_error(info, "lance_host: registering the table functions failed");
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,129 @@
+"""DuckDB runs SQL over lance-host: the C extension (duckdb/lance_duckdb.c, built by CMake) is
+loaded into the duckdb Python package, and its answers are checked against pylance reading the
+same table (another reader) and against the library's own counters (projection pushdown)."""
+
+import ctypes
+import os
+
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+lance = pytest.importorskip("lance")
+
+
+def facts():
+    path = os.path.join(os.environ["LANCE_HOST_WAREHOUSE"], "FIXTURE")
+    return dict(line.strip().split("=", 1) for line in open(path) if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def uri():
+    return facts()["vectors.uri"]
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    c.execute(f"LOAD '{os.environ['LANCE_HOST_DUCKDB_EXTENSION']}'")
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def metrics():
+    """The library instance the extension loaded (same file, so the same instance)."""
+    lib = ctypes.CDLL(os.environ["LANCE_HOST_LIB"])
+    lib.lance_metric_count.restype = ctypes.c_size_t
+    lib.lance_metric.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_uint64)]
+
+    def read(name):
+        for i in range(lib.lance_metric_count()):
+            n, v = ctypes.c_char_p(), ctypes.c_uint64()
+            assert lib.lance_metric(i, ctypes.byref(n), ctypes.byref(v)) == 0
+            if n.value.decode() == name:
+                return v.value
+        raise KeyError(name)
+
+    return read
+
+
+def test_scan_equals_pylance(con, uri):
+    ds = lance.dataset(uri)
+    ids = ds.to_table(columns=["id"]).column("id").to_pylist()
+    assert con.execute(f"SELECT count(*), sum(id), min(id), max(id) FROM lance_scan('{uri}')").fetchone() == (
+        len(ids), sum(ids), min(ids), max(ids))
+    # DuckDB's own SQL on top: group by a string column.
+    expected = {}
+    for row in ds.to_table(columns=["category"]).column("category").to_pylist():
+        expected[row] = expected.get(row, 0) + 1
+    got = dict(con.execute(f"SELECT category, count(*) FROM lance_scan('{uri}') GROUP BY 1").fetchall())
+    assert got == expected
+    # Vectors arrive as FLOAT[dim], equal to pylance's.
+    dim = int(facts()["vectors.dim"])
+    row = con.execute(f"SELECT embedding FROM lance_scan('{uri}') WHERE id = 777").fetchone()[0]
+    want = ds.to_table(columns=["embedding"], filter="id = 777").column("embedding").to_pylist()[0]
+    assert len(row) == dim and row == pytest.approx(want)
+
+
+def test_filter_and_projection_pushdown(con, uri, metrics):
+    ds = lance.dataset(uri)
+    flt = "id % 7 = 0 AND category = 'common'"
+    want = sorted(ds.to_table(columns=["id"], filter=flt).column("id").to_pylist())
+    got = [r[0] for r in con.execute(f"SELECT id FROM lance_scan('{uri}', filter := $$ {flt} $$) ORDER BY id").fetchall()]
+    assert got == want and len(got) > 0
+    # The pushed filter reduces what the library returns (not DuckDB filtering afterwards).
+    before = metrics("stream.rows")
+    con.execute(f"SELECT count(*) FROM lance_scan('{uri}', filter := 'id < 10')").fetchall()
+    assert metrics("stream.rows") - before == len(ds.to_table(columns=["id"], filter="id < 10"))
+    # Projection: a query on `id` makes the library return far fewer bytes than one on vectors.
+    before = metrics("stream.bytes")
+    con.execute(f"SELECT sum(id) FROM lance_scan('{uri}')").fetchall()
+    id_bytes = metrics("stream.bytes") - before
+    before = metrics("stream.bytes")
+    con.execute(f"SELECT count(embedding) FROM lance_scan('{uri}')").fetchall()
+    emb_bytes = metrics("stream.bytes") - before
+    rows = ds.count_rows()
+    assert id_bytes <= rows * 8 * 2
+    assert emb_bytes >= rows * 4 * int(facts()["vectors.dim"])
+
+
+def test_version_parameter(con, uri):
+    first = lance.dataset(uri).versions()[0]["version"]
+    want = lance.dataset(uri, version=first).count_rows()
+    assert con.execute(f"SELECT count(*) FROM lance_scan('{uri}', version := {first})").fetchone()[0] == want
+
+
+def test_vector_search(con, uri):
+    ds = lance.dataset(uri)
+    q = ds.to_table(columns=["embedding"], filter="id = 777").column("embedding").to_pylist()[0]
+    rows = con.execute(
+        f"SELECT id, _distance FROM lance_vector_search('{uri}', 'embedding', {q}, 10, nprobes := 64)").fetchall()
+    assert len(rows) == 10
+    assert rows[0][0] == 777 and rows[0][1] == pytest.approx(0.0, abs=1e-4)
+    dists = [r[1] for r in rows]
+    assert dists == sorted(dists)
+    exact = ds.to_table(nearest={"column": "embedding", "q": q, "k": 10, "use_index": False}, columns=["id"])
+    overlap = len({r[0] for r in rows} & set(exact.column("id").to_pylist()))
+    assert overlap >= 8, f"recall {overlap}/10 against pylance's exact search"
+    # Prefilter: every result satisfies it; DuckDB SQL composes on top.
+    rare = con.execute(
+        f"SELECT id, category FROM lance_vector_search('{uri}', 'embedding', {q}, 5, "
+        f"filter := $$category = 'rare'$$)").fetchall()
+    assert len(rare) == 5 and all(c == "rare" for _, c in rare)
+    n = con.execute(f"SELECT count(*) FROM lance_vector_search('{uri}', 'embedding', {q}, 7) WHERE _distance >= 0").fetchone()[0]
+    assert n == 7
+
+
+def test_errors_are_sql_errors(con, uri):
+    with pytest.raises(duckdb.Error, match="cannot open"):
+        con.execute("SELECT * FROM lance_scan('/no/such/table.lance')").fetchall()
+    with pytest.raises(duckdb.Error, match="no_such_column"):
+        con.execute(f"SELECT id FROM lance_scan('{uri}', filter := 'no_such_column = 1')").fetchall()
+    with pytest.raises(duckdb.Error, match="embedding_f16"):
+        con.execute(f"SELECT embedding_f16 FROM lance_scan('{uri}')").fetchall()
+    with pytest.raises(duckdb.Error, match="dimension"):
+        con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', [1.0, 2.0], 3)").fetchall()
+    with pytest.raises(duckdb.Error, match="k must be"):
+        con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', [1.0], 0)").fetchall()
+    # The connection still works after the errors.
+    assert con.execute(f"SELECT count(*) FROM lance_scan('{uri}')").fetchone()[0] == lance.dataset(uri).count_rows()
