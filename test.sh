@@ -16,8 +16,10 @@ python3 scripts/feature-sets.py
 scripts/build-lib.sh
 
 echo "==> C tests (ctest)"
+cargo build -q -p rust-neighbor
 cmake -S c_tests -B build/c_tests -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
-  -DLANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" >/dev/null
+  -DLANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
+  -DLANCE_HOST_NEIGHBOR_LIB="$CARGO_TARGET_DIR/debug/librust_neighbor.a" >/dev/null
 cmake --build build/c_tests -j 2 >/dev/null
 (cd build/c_tests && ctest --parallel 2 --output-on-failure)
 
