@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   EXPECT(argc == 2);
   const std::string warehouse = argv[1];
   namespace lh = lance_host;
+  EXPECT(lh::library_is_compatible());
+  EXPECT(lh::library_version() == LANCE_HOST_VERSION);
   try {
     // Catalog -> a pinned dataset.
     auto catalog = lh::Catalog::open({{"root", warehouse}});

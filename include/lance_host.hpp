@@ -37,6 +37,16 @@ class Error : public std::runtime_error {
   int32_t code_;
 };
 
+/// The loaded library's version, e.g. "0.2.0".
+inline std::string library_version() { return lance_host_version(); }
+
+/// Whether the loaded library serves code built with this header: same major version and at
+/// least this header's version (see "ABI compatibility" in the README). Call once at start-up.
+inline bool library_is_compatible() {
+  const uint32_t v = lance_host_version_number();
+  return v / 10000 == LANCE_HOST_VERSION_MAJOR && v >= LANCE_HOST_VERSION_NUMBER;
+}
+
 inline void check(int32_t rc) {
   if (rc != LANCE_OK) throw Error::last();
 }

@@ -196,3 +196,30 @@ def test_counts_and_cancel_from_python(lib, warehouse):
         assert metrics["ops.count"] >= 3 and metrics["ops.scan"] >= 2 and metrics["stream.rows"] > 0
     finally:
         lib.lance_dataset_free(handle)
+
+
+def test_version_and_struct_sizes(lib, warehouse):
+    """The version calls agree, and a struct from another header version is handled by its
+    struct_size: a forgotten size is an error, a newer caller's zeroed extra bytes are fine."""
+    root, facts = warehouse
+    lib.lance_host_version.restype = ctypes.c_char_p
+    lib.lance_host_version_number.restype = ctypes.c_uint32
+    major, minor, patch = (int(p) for p in lib.lance_host_version().decode().split("."))
+    assert lib.lance_host_version_number() == major * 10000 + minor * 100 + patch
+    handle = open_table(lib, root / "people.lance")
+    try:
+        opts = ScanOptions()  # struct_size left 0
+        rc, msg = scan(lib, handle, opts)
+        assert rc == LANCE_ERR_INVALID_ARGUMENT
+        assert "struct_size is 0" in msg
+
+        class Newer(ctypes.Structure):
+            _fields_ = [("known", ScanOptions), ("added", ctypes.c_uint64 * 2)]
+
+        newer = Newer()
+        lib.lance_scan_options_init_v2(ctypes.byref(newer.known), ctypes.sizeof(Newer))
+        assert newer.known.struct_size == ctypes.sizeof(Newer)
+        rc, table = scan(lib, handle, newer.known)
+        assert rc == LANCE_OK and table.num_rows == int(facts["people.v3.rows"])
+    finally:
+        lib.lance_dataset_free(handle)
