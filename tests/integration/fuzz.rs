@@ -255,6 +255,11 @@ fn hostile_input_never_crashes_and_always_explains_itself() {
                 o.batch_readahead = size(&mut rng) as u32;
                 o.fragment_readahead = size(&mut rng) as u32;
                 o.io_buffer_bytes = if rng.random_bool(0.5) { 0 } else { size(&mut rng) };
+                if rng.random_bool(0.05) {
+                    // A struct_size from a broken or older caller (never larger than the struct:
+                    // the driver stays memory-safe).
+                    o.struct_size = rng.random_range(0..o.struct_size);
+                }
                 match op {
                     1 => {
                         let mut st = FFI_ArrowArrayStream::empty();
