@@ -290,14 +290,21 @@ static int projection(duckdb_init_info info, ScanState* s, const BindData* b, co
   return 1;
 }
 
-static void scan_init(duckdb_init_info info) {
-  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+/* The state of one scan (single-threaded: one stream), registered with DuckDB; NULL after
+   setting an error for an unusable projection. */
+static ScanState* begin_init(duckdb_init_info info, const BindData* b, const char** names, size_t* nnames) {
   ScanState* s = (ScanState*)calloc(1, sizeof(ScanState));
   duckdb_init_set_init_data(info, s, free_state);
   duckdb_init_set_max_threads(info, 1);
+  return projection(info, s, b, names, nnames) ? s : NULL;
+}
+
+static void scan_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
   const char* names[MAX_COLUMNS];
   size_t nnames = 0;
-  if (!projection(info, s, b, names, &nnames)) return;
+  ScanState* s = begin_init(info, b, names, &nnames);
+  if (!s) return;
   LanceScanOptions o;
   lance_scan_options_init_v2(&o, sizeof o);
   /* Nothing projected (e.g. count(*)): read the narrowest thing there is, the row ids. */
@@ -315,12 +322,10 @@ static void scan_init(duckdb_init_info info) {
 
 static void search_init(duckdb_init_info info) {
   BindData* b = (BindData*)duckdb_init_get_bind_data(info);
-  ScanState* s = (ScanState*)calloc(1, sizeof(ScanState));
-  duckdb_init_set_init_data(info, s, free_state);
-  duckdb_init_set_max_threads(info, 1);
   const char* names[MAX_COLUMNS];
   size_t nnames = 0;
-  if (!projection(info, s, b, names, &nnames)) return;
+  ScanState* s = begin_init(info, b, names, &nnames);
+  if (!s) return;
   const char* rowid[] = {"_rowid"};
   LanceVectorQuery q;
   lance_vector_query_init_v2(&q, sizeof q);

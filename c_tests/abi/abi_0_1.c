@@ -33,11 +33,16 @@ static void* exact_copy(const void* p, size_t size) {
   return q;
 }
 
-static unsigned long long scan_rows(LanceDataset* ds, const LanceScanOptions* o) {
+/* Start a scan with 0.1 options passed in an exact-size heap copy. */
+static void scan_exact(LanceDataset* ds, const LanceScanOptions* o, struct ArrowArrayStream* st) {
   LanceScanOptions* copy = (LanceScanOptions*)exact_copy(o, sizeof *o);
-  struct ArrowArrayStream st;
-  CHECK_OK(lance_dataset_scan(ds, copy, &st));
+  CHECK_OK(lance_dataset_scan(ds, copy, st));
   free(copy);
+}
+
+static unsigned long long scan_rows(LanceDataset* ds, const LanceScanOptions* o) {
+  struct ArrowArrayStream st;
+  scan_exact(ds, o, &st);
   return drain_stream(&st, NULL, NULL, NULL, NULL);
 }
 
@@ -125,10 +130,8 @@ int main(int argc, char** argv) {
   {
     /* The sixth id in order, for the offset check below. */
     o->limit = 6;
-    LanceScanOptions* copy = (LanceScanOptions*)exact_copy(o, sizeof *o);
     struct ArrowArrayStream st;
-    CHECK_OK(lance_dataset_scan(ds, copy, &st));
-    free(copy);
+    scan_exact(ds, o, &st);
     struct ArrowSchema s;
     CHECK(st.get_schema(&st, &s) == 0);
     size_t seen = 0;
@@ -150,10 +153,8 @@ int main(int argc, char** argv) {
   o->io_buffer_bytes = 8u << 20; /* last field of the 0.1 layout */
   o->with_row_id = true;
   {
-    LanceScanOptions* copy = (LanceScanOptions*)exact_copy(o, sizeof *o);
     struct ArrowArrayStream st;
-    CHECK_OK(lance_dataset_scan(ds, copy, &st));
-    free(copy);
+    scan_exact(ds, o, &st);
     struct ArrowSchema s;
     CHECK(st.get_schema(&st, &s) == 0);
     CHECK(s.n_children == 2 && schema_index(&s, "_rowid") == 1);
@@ -270,10 +271,8 @@ int main(int argc, char** argv) {
     const char* emb[] = {"embedding"};
     o->columns = emb;
     o->filter_sql = "id = 777";
-    LanceScanOptions* copy = (LanceScanOptions*)exact_copy(o, sizeof *o);
     struct ArrowArrayStream st;
-    CHECK_OK(lance_dataset_scan(ds, copy, &st));
-    free(copy);
+    scan_exact(ds, o, &st);
     struct ArrowSchema s;
     CHECK(st.get_schema(&st, &s) == 0);
     struct ArrowArray a;
