@@ -2,10 +2,11 @@
  * so any DuckDB from 1.2 on loads it). Two table functions:
  *
  *   lance_scan(uri [, filter := 'sql'] [, version := n])
- *       the table at `version` (default: latest, pinned at bind). DuckDB pushes its projection
- *       down (only the columns the query uses are read); `filter` is pushed into Lance's scan
- *       (scalar indexes apply). DuckDB's C API has no filter pushdown of its own, so a WHERE
- *       clause is evaluated by DuckDB on the rows the scan returns.
+ *       the table at `version` (default: latest, pinned at bind), read in parallel: lance-host
+ *       plans one scan split per fragment and DuckDB's threads take splits in turn. DuckDB
+ *       pushes its projection down (only the columns the query uses are read); `filter` is
+ *       pushed into Lance's scan (scalar indexes apply). DuckDB's C API has no filter pushdown
+ *       of its own, so a WHERE clause is evaluated by DuckDB on the rows the scan returns.
  *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n])
  *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
@@ -21,6 +22,7 @@
 #define DUCKDB_EXTENSION_API_VERSION_PATCH 0
 #include "duckdb_extension.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +55,33 @@ typedef struct {
   uint32_t nprobes;
 } BindData;
 
+/* A stream being turned into DuckDB chunks. */
 typedef struct {
   struct ArrowArrayStream stream;
   struct ArrowSchema schema;
   struct ArrowArray batch; /* current batch (release == NULL: none) */
   int64_t row;              /* next row of `batch` */
+  int src[MAX_COLUMNS];     /* child index in the stream of each projected column */
+  int active;
+} Reader;
+
+/* Per query: the projection and, for lance_scan, the scan splits the threads share; for
+   lance_vector_search the one merged stream. */
+typedef struct {
   const Column* out_cols[MAX_COLUMNS]; /* projected output columns */
-  int src[MAX_COLUMNS];        /* their child index in the stream's schema */
   size_t nout;
-  int done;
-} ScanState;
+  const char* names[MAX_COLUMNS]; /* the projected table columns, for lance-host */
+  size_t nnames;
+  LanceSplitPlan* plan; /* lance_scan: one split per fragment, handed out in order */
+  size_t nsplits;
+  atomic_size_t next_split;
+  Reader single; /* lance_vector_search */
+} GlobalState;
+
+/* Per DuckDB thread of a lance_scan: the split it is reading. */
+typedef struct {
+  Reader reader;
+} LocalState;
 
 static char* dup(const char* s) {
   size_t n = strlen(s) + 1;
@@ -85,13 +104,26 @@ static void free_bind(void* p) {
   free(b);
 }
 
-static void free_state(void* p) {
-  ScanState* s = (ScanState*)p;
-  if (!s) return;
-  if (s->batch.release) s->batch.release(&s->batch);
-  if (s->schema.release) s->schema.release(&s->schema);
-  if (s->stream.release) s->stream.release(&s->stream);
-  free(s);
+static void reader_close(Reader* r) {
+  if (r->batch.release) r->batch.release(&r->batch);
+  if (r->schema.release) r->schema.release(&r->schema);
+  if (r->stream.release) r->stream.release(&r->stream);
+  memset(r, 0, sizeof *r);
+}
+
+static void free_global(void* p) {
+  GlobalState* g = (GlobalState*)p;
+  if (!g) return;
+  reader_close(&g->single);
+  lance_split_plan_free(g->plan);
+  free(g);
+}
+
+static void free_local(void* p) {
+  LocalState* l = (LocalState*)p;
+  if (!l) return;
+  reader_close(&l->reader);
+  free(l);
 }
 
 /* The DuckDB type of an Arrow format, or NULL when unsupported. */
@@ -245,88 +277,93 @@ static void search_bind(duckdb_bind_info info) {
   free(uri);
 }
 
-/* Map the projected output columns to the stream's children by name. */
-static int map_stream(duckdb_init_info info, ScanState* s) {
-  if (s->stream.get_schema(&s->stream, &s->schema) != 0) {
-    duckdb_init_set_error(info, s->stream.get_last_error(&s->stream));
-    return 0;
+/* Start reading `r->stream`: map the projected columns to its children by name. Returns NULL or
+   an error message (static or the stream's). */
+static const char* reader_start(Reader* r, const GlobalState* g) {
+  r->active = 1;
+  if (r->stream.get_schema(&r->stream, &r->schema) != 0) return r->stream.get_last_error(&r->stream);
+  for (size_t i = 0; i < g->nout; i++) {
+    r->src[i] = -1;
+    for (int64_t c = 0; c < r->schema.n_children; c++)
+      if (strcmp(r->schema.children[c]->name, g->out_cols[i]->name) == 0) r->src[i] = (int)c;
+    if (r->src[i] < 0) return "lance: a projected column is missing from the stream";
   }
-  for (size_t i = 0; i < s->nout; i++) {
-    const char* name = s->out_cols[i]->name;
-    s->src[i] = -1;
-    for (int64_t c = 0; c < s->schema.n_children; c++)
-      if (strcmp(s->schema.children[c]->name, name) == 0) s->src[i] = (int)c;
-    if (s->src[i] < 0) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "lance: column %s missing from the stream", name);
-      duckdb_init_set_error(info, msg);
-      return 0;
-    }
-  }
-  return 1;
+  return NULL;
 }
 
 /* DuckDB's row-id pseudo column (asked for when a query needs no column, e.g. count(*)). */
 static const Column rowid_column = {(char*)"_rowid", (char*)"L", 0, 1};
 
-/* The projected columns; 0 after setting an error for an unsupported one. */
-static int projection(duckdb_init_info info, ScanState* s, const BindData* b, const char** names,
-                      size_t* nnames) {
-  s->nout = duckdb_init_get_column_count(info);
-  *nnames = 0;
-  for (size_t i = 0; i < s->nout && i < MAX_COLUMNS; i++) {
+/* The query's state with its projection, registered with DuckDB; NULL after setting an error
+   for an unusable projection. */
+static GlobalState* begin_init(duckdb_init_info info, const BindData* b) {
+  GlobalState* g = (GlobalState*)calloc(1, sizeof(GlobalState));
+  duckdb_init_set_init_data(info, g, free_global);
+  g->nout = duckdb_init_get_column_count(info);
+  for (size_t i = 0; i < g->nout && i < MAX_COLUMNS; i++) {
     idx_t c = duckdb_init_get_column_index(info, i);
     const Column* col = c < b->ncols ? &b->cols[c] : &rowid_column;
-    s->out_cols[i] = col;
+    g->out_cols[i] = col;
     if (!col->supported) {
       char msg[512];
       snprintf(msg, sizeof msg, "lance: column %s has Arrow type '%s', which this extension cannot hand to DuckDB",
                col->name, col->format);
       duckdb_init_set_error(info, msg);
-      return 0;
+      return NULL;
     }
-    if (strcmp(col->name, "_distance") != 0) names[(*nnames)++] = col->name;
+    if (strcmp(col->name, "_distance") != 0) g->names[g->nnames++] = col->name;
+  }
+  /* Nothing to read but rows (e.g. count(*)): read the narrowest thing there is, the row ids. */
+  if (g->nnames == 0) g->names[g->nnames++] = rowid_column.name;
+  return g;
+}
+
+/* lance_scan: plan one split per fragment; DuckDB runs up to one thread per split, each
+   thread scanning the splits it takes in turn (lance_split_scan_v2), as a distributed
+   engine's workers do. */
+static void scan_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  if (lance_dataset_plan_scan(b->ds, 0, &g->plan) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    return;
+  }
+  g->nsplits = lance_split_plan_count(g->plan);
+  atomic_init(&g->next_split, 0);
+  duckdb_init_set_max_threads(info, g->nsplits ? g->nsplits : 1);
+}
+
+static void scan_local_init(duckdb_init_info info) {
+  duckdb_init_set_init_data(info, calloc(1, sizeof(LocalState)), free_local);
+}
+
+/* Open the next split into `r`; 0 when none is left, -1 after setting an error. */
+static int next_split(duckdb_function_info info, const BindData* b, GlobalState* g, Reader* r) {
+  size_t i = atomic_fetch_add(&g->next_split, 1);
+  if (i >= g->nsplits) return 0;
+  LanceSplit* split = lance_split_plan_get(g->plan, i);
+  LanceScanOptions o;
+  lance_scan_options_init_v2(&o, sizeof o);
+  o.columns = g->names;
+  o.num_columns = g->nnames;
+  o.filter_sql = b->filter;
+  o.batch_size = duckdb_vector_size();
+  int rc = split ? lance_split_scan_v2(b->ds, split, &o, &r->stream) : LANCE_ERR_INTERNAL;
+  lance_split_free(split);
+  const char* err = rc == LANCE_OK ? reader_start(r, g) : lance_last_error_message();
+  if (err) {
+    duckdb_function_set_error(info, err);
+    return -1;
   }
   return 1;
 }
 
-/* The state of one scan (single-threaded: one stream), registered with DuckDB; NULL after
-   setting an error for an unusable projection. */
-static ScanState* begin_init(duckdb_init_info info, const BindData* b, const char** names, size_t* nnames) {
-  ScanState* s = (ScanState*)calloc(1, sizeof(ScanState));
-  duckdb_init_set_init_data(info, s, free_state);
-  duckdb_init_set_max_threads(info, 1);
-  return projection(info, s, b, names, nnames) ? s : NULL;
-}
-
-static void scan_init(duckdb_init_info info) {
-  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
-  const char* names[MAX_COLUMNS];
-  size_t nnames = 0;
-  ScanState* s = begin_init(info, b, names, &nnames);
-  if (!s) return;
-  LanceScanOptions o;
-  lance_scan_options_init_v2(&o, sizeof o);
-  /* Nothing projected (e.g. count(*)): read the narrowest thing there is, the row ids. */
-  const char* rowid[] = {"_rowid"};
-  o.columns = nnames ? names : rowid;
-  o.num_columns = nnames ? nnames : 1;
-  o.filter_sql = b->filter;
-  o.batch_size = duckdb_vector_size();
-  if (lance_dataset_scan_v2(b->ds, &o, &s->stream) != LANCE_OK) {
-    duckdb_init_set_error(info, lance_last_error_message());
-    return;
-  }
-  map_stream(info, s);
-}
-
 static void search_init(duckdb_init_info info) {
   BindData* b = (BindData*)duckdb_init_get_bind_data(info);
-  const char* names[MAX_COLUMNS];
-  size_t nnames = 0;
-  ScanState* s = begin_init(info, b, names, &nnames);
-  if (!s) return;
-  const char* rowid[] = {"_rowid"};
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  duckdb_init_set_max_threads(info, 1);
   LanceVectorQuery q;
   lance_vector_query_init_v2(&q, sizeof q);
   q.column = b->vector_column;
@@ -336,8 +373,8 @@ static void search_init(duckdb_init_info info) {
   q.k = b->k;
   q.nprobes = b->nprobes;
   q.prefilter_sql = b->filter;
-  q.columns = nnames ? names : rowid;
-  q.num_columns = nnames ? nnames : 1;
+  q.columns = g->names;
+  q.num_columns = g->nnames;
   q.with_row_id = true; /* the merge breaks ties by row id */
   LanceSplitPlan* plan = NULL;
   if (lance_dataset_plan_vector_search(b->ds, b->vector_column, LANCE_METRIC_DEFAULT, true, 0, &plan) != LANCE_OK) {
@@ -358,10 +395,11 @@ static void search_init(duckdb_init_info info) {
   if (!ok) {
     duckdb_init_set_error(info, lance_last_error_message());
     for (size_t i = 0; i < got; i++) parts[i].release(&parts[i]);
-  } else if (lance_topk_merge(parts, got, b->k, 0, &s->stream) != LANCE_OK) {
+  } else if (lance_topk_merge(parts, got, b->k, 0, &g->single.stream) != LANCE_OK) {
     duckdb_init_set_error(info, lance_last_error_message()); /* the merge released the parts */
   } else {
-    map_stream(info, s);
+    const char* err = reader_start(&g->single, g);
+    if (err) duckdb_init_set_error(info, err);
   }
   free(parts);
 }
@@ -428,32 +466,39 @@ static void copy_rows(const struct ArrowArray* a, const struct ArrowSchema* type
 }
 
 static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
-  ScanState* s = (ScanState*)duckdb_function_get_init_data(info);
-  while (!s->done && (!s->batch.release || s->row >= s->batch.length)) {
-    if (s->batch.release) s->batch.release(&s->batch);
-    memset(&s->batch, 0, sizeof s->batch);
-    s->row = 0;
-    int rc = s->stream.get_next(&s->stream, &s->batch);
-    if (rc != 0) {
-      char msg[4096];
-      snprintf(msg, sizeof msg, "lance: reading failed (errno %d): %s", rc, s->stream.get_last_error(&s->stream));
-      duckdb_function_set_error(info, msg);
+  BindData* b = (BindData*)duckdb_function_get_bind_data(info);
+  GlobalState* g = (GlobalState*)duckdb_function_get_init_data(info);
+  LocalState* l = b->is_search ? NULL : (LocalState*)duckdb_function_get_local_init_data(info);
+  Reader* r = l ? &l->reader : &g->single;
+  for (;;) {
+    if (r->active && r->batch.release && r->row < r->batch.length) break;
+    if (r->active) {
+      if (r->batch.release) r->batch.release(&r->batch);
+      memset(&r->batch, 0, sizeof r->batch);
+      r->row = 0;
+      int rc = r->stream.get_next(&r->stream, &r->batch);
+      if (rc != 0) {
+        char msg[4096];
+        snprintf(msg, sizeof msg, "lance: reading failed (errno %d): %s", rc, r->stream.get_last_error(&r->stream));
+        duckdb_function_set_error(info, msg);
+        return;
+      }
+      if (r->batch.release) continue;
+      reader_close(r); /* this stream is done */
+    }
+    int opened = l ? next_split(info, b, g, r) : 0;
+    if (opened < 0) return;
+    if (opened == 0) {
+      duckdb_data_chunk_set_size(output, 0);
       return;
     }
-    if (!s->batch.release) s->done = 1;
   }
-  if (s->done) {
-    duckdb_data_chunk_set_size(output, 0);
-    return;
-  }
-  int64_t left = s->batch.length - s->row;
+  int64_t left = r->batch.length - r->row;
   idx_t n = (idx_t)(left < (int64_t)duckdb_vector_size() ? left : (int64_t)duckdb_vector_size());
-  for (size_t i = 0; i < s->nout; i++) {
-    const Column* col = s->out_cols[i];
-    copy_rows(s->batch.children[s->src[i]], s->schema.children[s->src[i]], col->list_size, s->row, n,
+  for (size_t i = 0; i < g->nout; i++)
+    copy_rows(r->batch.children[r->src[i]], r->schema.children[r->src[i]], g->out_cols[i]->list_size, r->row, n,
               duckdb_data_chunk_get_vector(output, i));
-  }
-  s->row += (int64_t)n;
+  r->row += (int64_t)n;
   duckdb_data_chunk_set_size(output, n);
 }
 
@@ -476,6 +521,7 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   duckdb_table_function_add_named_parameter(f, "version", bigint);
   duckdb_table_function_set_bind(f, bind);
   duckdb_table_function_set_init(f, init);
+  if (!search) duckdb_table_function_set_local_init(f, scan_local_init);
   duckdb_table_function_set_function(f, scan_function);
   duckdb_table_function_supports_projection_pushdown(f, true);
   duckdb_state st = duckdb_register_table_function(con, f);

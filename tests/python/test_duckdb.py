@@ -87,6 +87,21 @@ def test_filter_and_projection_pushdown(con, uri, metrics):
     assert emb_bytes >= rows * 4 * int(facts()["vectors.dim"])
 
 
+def test_parallel_scan_over_splits(con, uri, metrics):
+    """lance_scan reads one lance-host scan split per fragment, spread over DuckDB's threads;
+    the answer does not depend on the thread count."""
+    ds = lance.dataset(uri)
+    ids = ds.to_table(columns=["id"]).column("id").to_pylist()
+    fragments = len(ds.get_fragments())
+    assert fragments >= 2
+    for threads in (1, 4):
+        con.execute(f"SET threads = {threads}")
+        before = metrics("ops.scan")
+        got = con.execute(f"SELECT count(*), sum(id), count(DISTINCT id) FROM lance_scan('{uri}')").fetchone()
+        assert got == (len(ids), sum(ids), len(set(ids)))
+        assert metrics("ops.scan") - before == fragments, "one split scan per fragment"
+
+
 def test_version_parameter(con, uri):
     first = lance.dataset(uri).versions()[0]["version"]
     want = lance.dataset(uri, version=first).count_rows()
