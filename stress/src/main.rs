@@ -4,6 +4,8 @@
 //! old versions while readers hold pinned handles.
 //!
 //!   lance-host-stress [--threads 8] [--seconds 10] [--writer] [--warehouse DIR]
+//! With --writer the run lasts until the writer made each kind of commit once (at most ten
+//! times --seconds).
 //!                     [--index-cache-mb N] [--metadata-cache-mb N]
 //!
 //! Without `--warehouse` the testkit writes a fresh one into a temporary directory. Prints one
@@ -485,7 +487,10 @@ fn pinned_reader(t: usize, uri: String, stop: Arc<AtomicBool>, pins: Arc<AtomicU
     r
 }
 
-fn writer(uri: String, stop: Arc<AtomicBool>) -> (u64, BTreeMap<&'static str, u64>, Vec<String>) {
+/// The kinds of commit the writer cycles through.
+const WRITER_KINDS: [&str; 6] = ["append", "delete", "update", "compact", "optimize", "cleanup"];
+
+fn writer(uri: String, stop: Arc<AtomicBool>, steps: Arc<AtomicU64>) -> (u64, BTreeMap<&'static str, u64>, Vec<String>) {
     use lance::index::DatasetIndexExt;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut commits = 0;
@@ -494,7 +499,7 @@ fn writer(uri: String, stop: Arc<AtomicBool>) -> (u64, BTreeMap<&'static str, u6
     let mut next_id = 100_000i64;
     let mut step = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let kind = ["append", "delete", "update", "compact", "optimize", "cleanup"][(step % 6) as usize];
+        let kind = WRITER_KINDS[(step % WRITER_KINDS.len() as u64) as usize];
         let res: lance::Result<()> = rt.block_on(async {
             let mut ds = lance::Dataset::open(&uri).await?;
             match kind {
@@ -533,6 +538,7 @@ fn writer(uri: String, stop: Arc<AtomicBool>) -> (u64, BTreeMap<&'static str, u6
             Err(_) => {}
         }
         step += 1;
+        steps.store(step, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(50));
     }
     (commits, kinds, failures)
@@ -574,14 +580,15 @@ fn main() {
     let mut handles = Vec::new();
     let writer_uri = root.join("vectors_w.lance").to_string_lossy().into_owned();
     let pins = Arc::new(AtomicU64::new(0));
+    let writer_steps = Arc::new(AtomicU64::new(0));
     let writer_handle = if o.writer {
         let u = writer_uri.clone();
         tokio::runtime::Runtime::new().unwrap().block_on(async {
             let mut f = tk::Facts::default();
             tk::write_vectors(&u, &mut f, &Default::default()).await.expect("write writer table");
         });
-        let (u, s) = (writer_uri.clone(), stop.clone());
-        Some(std::thread::spawn(move || writer(u, s)))
+        let (u, s, n) = (writer_uri.clone(), stop.clone(), writer_steps.clone());
+        Some(std::thread::spawn(move || writer(u, s, n)))
     } else {
         None
     };
@@ -599,8 +606,14 @@ fn main() {
     // RSS every 10 s (or 10 samples for short runs): whether memory levels off under load.
     let step = (o.seconds / 10.0).clamp(0.1, 10.0);
     let mut samples = Vec::new();
-    while started.elapsed().as_secs_f64() < o.seconds {
-        std::thread::sleep(Duration::from_secs_f64(step.min((o.seconds - started.elapsed().as_secs_f64()).max(0.0))));
+    // With a writer the run lasts until it made every kind of commit once (a slow machine may
+    // need longer than --seconds for that), but at most ten times --seconds.
+    let writer_pending = || o.writer && writer_steps.load(Ordering::Relaxed) < WRITER_KINDS.len() as u64;
+    while started.elapsed().as_secs_f64() < o.seconds
+        || (writer_pending() && started.elapsed().as_secs_f64() < o.seconds * 10.0)
+    {
+        let left = (o.seconds - started.elapsed().as_secs_f64()).max(0.0);
+        std::thread::sleep(Duration::from_secs_f64(if left > 0.0 { step.min(left) } else { 0.2 }));
         samples.push((started.elapsed().as_secs_f64().round(), (rss_mb() * 10.0).round() / 10.0));
     }
     stop.store(true, Ordering::Relaxed);
