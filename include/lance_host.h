@@ -10,6 +10,10 @@
  *  - (NULL, 0) is an empty list; (NULL, n > 0) is LANCE_ERR_INVALID_ARGUMENT.
  *  - Key/value arrays are NULL-terminated: {"k1", "v1", "k2", "v2", NULL}; NULL = empty.
  *  - Every *_free function accepts NULL. Panics never cross the boundary (LANCE_ERR_PANIC).
+ *  - Structs the caller allocates start with `size_t struct_size` = sizeof as compiled: set by
+ *    the *_init_v2 functions for inputs, by the caller for outputs. The library touches only
+ *    those bytes, so structs can grow without breaking older callers (README, "ABI
+ *    compatibility"). Check lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER.
  *  - All calls block the calling thread; do not call them from inside an async runtime.
  */
 
