@@ -6,6 +6,7 @@ cd "$(dirname "$0")"
 LANCE_HOST_NEED_PYTHON=1 scripts/ensure-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
 mkdir -p "$CARGO_TARGET_DIR"
+scripts/claim-target-dir.sh
 
 echo "==> Rust tests"
 cargo test --workspace

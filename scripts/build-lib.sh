@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
 mkdir -p "$CARGO_TARGET_DIR"
+scripts/claim-target-dir.sh
 echo "==> building liblance_host (cargo target dir: $CARGO_TARGET_DIR)"
 cmake -S . -B build/lib -DCMAKE_BUILD_TYPE=Debug -DLANCE_HOST_CARGO_TARGET_DIR="$CARGO_TARGET_DIR" >/dev/null
 cmake --build build/lib
