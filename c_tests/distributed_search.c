@@ -259,17 +259,9 @@ int main(int argc, char** argv) {
   o.filter_sql = "id = 777";
   struct ArrowArrayStream st;
   CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
-  struct ArrowSchema s;
-  CHECK(st.get_schema(&st, &s) == 0);
-  struct ArrowArray a;
-  CHECK(st.get_next(&st, &a) == 0 && a.release && a.length == 1);
-  const struct ArrowArray* vals = a.children[0]->children[0];
   float query[64];
-  for (size_t j = 0; j < dim; j++)
-    query[j] = ((const float*)vals->buffers[1])[vals->offset + (a.children[0]->offset) * (int64_t)dim + j] + 0.01f;
-  a.release(&a);
-  s.release(&s);
-  st.release(&st);
+  read_single_vector(&st, query, dim);
+  for (size_t j = 0; j < dim; j++) query[j] += 0.01f;
 
   int64_t exact[K], flat[K], indexed[K], deferred[K];
   exact_top_k(ds, query, dim, exact);

@@ -128,4 +128,26 @@ static inline unsigned long long drain_stream(struct ArrowArrayStream* st, const
   return rows;
 }
 
+/* Copy the one row's fixed-size-list<float> (`dim` values), the first column of a stream that
+ * yields exactly one row, into out. Releases the stream. */
+static inline void read_single_vector(struct ArrowArrayStream* st, float* out, size_t dim) {
+  struct ArrowSchema s;
+  if (st->get_schema(st, &s) != 0) {
+    fprintf(stderr, "get_schema failed: %s\n", st->get_last_error(st));
+    exit(1);
+  }
+  struct ArrowArray a;
+  if (st->get_next(st, &a) != 0 || !a.release || a.length != 1) {
+    fprintf(stderr, "expected a batch of one row\n");
+    exit(1);
+  }
+  const struct ArrowArray* list = a.children[0];
+  const struct ArrowArray* vals = list->children[0];
+  for (size_t j = 0; j < dim; j++)
+    out[j] = ((const float*)vals->buffers[1])[vals->offset + list->offset * (int64_t)dim + (int64_t)j];
+  a.release(&a);
+  s.release(&s);
+  st->release(st);
+}
+
 #endif

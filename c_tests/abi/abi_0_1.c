@@ -273,16 +273,7 @@ int main(int argc, char** argv) {
     o->filter_sql = "id = 777";
     struct ArrowArrayStream st;
     scan_exact(ds, o, &st);
-    struct ArrowSchema s;
-    CHECK(st.get_schema(&st, &s) == 0);
-    struct ArrowArray a;
-    CHECK(st.get_next(&st, &a) == 0 && a.release && a.length == 1);
-    const struct ArrowArray* vals = a.children[0]->children[0];
-    for (size_t j = 0; j < dim; j++)
-      query[j] = ((const float*)vals->buffers[1])[vals->offset + a.children[0]->offset * (int64_t)dim + j];
-    a.release(&a);
-    s.release(&s);
-    st.release(&st);
+    read_single_vector(&st, query, dim);
   }
   LanceVectorQuery* q = (LanceVectorQuery*)guarded(sizeof *q);
   CHECK_OK(lance_vector_query_init(q));
