@@ -210,8 +210,12 @@ fn private_vectors_table(name: &str) -> String {
 }
 
 pub(crate) fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
+    open_s3_with(uri, &s3_options(endpoint))
+}
+
+/// Open `uri` at its latest version with these storage options.
+fn open_s3_with(uri: &str, opts: &StorageOptions) -> Result<Ds, (i32, String)> {
     let u = cstr(uri);
-    let opts = s3_options(endpoint);
     let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (_keep, ptrs) = kv(&pairs);
     let p = lance_dataset_open(u.as_ptr(), ptrs.as_ptr(), 0);
@@ -909,18 +913,10 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
 }
 
 fn open_with(uri: &str, endpoint: &str, retries: &str) -> Result<Ds, (i32, String)> {
-    let u = cstr(uri);
     let mut opts = s3_options(endpoint);
     opts.insert("client_max_retries".into(), retries.into());
     opts.insert("client_retry_timeout".into(), "20".into());
-    let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let (_keep, ptrs) = kv(&pairs);
-    let p = lance_dataset_open(u.as_ptr(), ptrs.as_ptr(), 0);
-    if p.is_null() {
-        Err((last_code(), last_message()))
-    } else {
-        Ok(Ds(p))
-    }
+    open_s3_with(uri, &opts)
 }
 
 /// (rows, sum of ids, sum of the embedding's first element) of a full scan, or the stream's
