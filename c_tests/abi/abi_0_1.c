@@ -313,6 +313,39 @@ int main(int argc, char** argv) {
   CHECK_EQ_U64(first_i64(&merged, "id"), 777);
   free(qin);
 
+  /* Bad inputs through the 0.1 entry points: codes as documented, outputs untouched. */
+  CHECK(lance_scan_options_init(NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_vector_query_init(NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_session_options_default(NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_session_stats(NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(lance_session_configure(NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  {
+    struct ArrowArrayStream st;
+    CHECK_OK(lance_dataset_scan(ds, NULL, &st)); /* NULL options = defaults */
+    CHECK_EQ_U64(drain_stream(&st, NULL, NULL, NULL, NULL), total);
+    CHECK_OK(lance_dataset_plan_vector_search(ds, "embedding", LANCE_METRIC_L2, true, 0, &plan));
+    LanceSplit* sp = lance_split_plan_get(plan, 0);
+    CHECK(lance_split_search(ds, sp, NULL, &st) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(lance_last_error_message(), "query") != NULL);
+    lance_split_free(sp);
+    lance_split_plan_free(plan);
+    LanceIoStats* bio = (LanceIoStats*)guarded(sizeof *bio);
+    memset(bio, 0x5A, sizeof *bio);
+    n = 12345;
+    CHECK(lance_dataset_count_rows_where(ds, "no_such_column = 1", &n, bio) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(n == 12345 && bio->read_requests == 0x5A5A5A5A5A5A5A5Aull && bio->index_cache_misses == 0x5A5A5A5A5A5A5A5Aull);
+    check_guard(bio, sizeof *bio);
+    free(bio);
+    LanceTableStats* st2 = NULL;
+    CHECK_OK(lance_dataset_statistics(ds, &st2, NULL));
+    LanceFragmentStats* fs = (LanceFragmentStats*)guarded(sizeof *fs);
+    CHECK(lance_table_stats_fragment(st2, nfrags, fs) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(fs->fragment_id == 0 && fs->physical_rows == 0);
+    check_guard(fs, sizeof *fs);
+    free(fs);
+    lance_table_stats_free(st2);
+  }
+
   LanceSessionStats* ss = (LanceSessionStats*)guarded(sizeof *ss);
   CHECK_OK(lance_session_stats(ss));
   check_guard(ss, sizeof *ss);
