@@ -35,6 +35,24 @@ int main(int argc, char** argv) {
   EXPECT(lh::library_is_compatible());
   EXPECT(lh::library_version() == LANCE_HOST_VERSION);
   try {
+    // Session settings before first use: a smaller data cache with 32 KiB blocks; a bad block
+    // size is an Error with the library's code.
+    lh::SessionOptions bad;
+    bad.data_cache(1u << 20, 12345);
+    try {
+      bad.configure();
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    lh::SessionOptions opts;
+    opts.data_cache(64u << 20, 32u << 10);
+    opts.configure();
+    LanceSessionStats st = lh::session_stats();
+    EXPECT(st.data_cache_memory_capacity == (64u << 20));
+    EXPECT(st.data_cache_disk_enabled == 0);
+    lh::flush_data_cache();  // no disk tier: returns at once
+
     // Catalog -> a pinned dataset.
     auto catalog = lh::Catalog::open({{"root", warehouse}});
     auto tables = catalog.list_tables();

@@ -220,6 +220,49 @@ class Stream {
   std::shared_ptr<ArrowSchema> schema_;
 };
 
+/// Settings of the process-wide session: the library's defaults, changed field by field, then
+/// `configure()` before the first call that uses the session.
+struct SessionOptions {
+  LanceSessionOptions raw;
+  SessionOptions() { check(lance_session_options_default_v2(&raw, sizeof raw)); }
+  /// Data cache of object-store reads: memory tier, block size, optional disk tier.
+  SessionOptions& data_cache(uint64_t memory_bytes, uint64_t block_bytes = 0) {
+    raw.data_cache_memory_bytes = memory_bytes;
+    raw.data_cache_block_bytes = block_bytes;
+    return *this;
+  }
+  /// Disk tier in `dir` (kept by this object) with a budget of `bytes` (0 = 1 GiB).
+  SessionOptions& data_cache_disk(const std::string& dir, uint64_t bytes) {
+    dir_ = dir;
+    raw.data_cache_disk_bytes = bytes;
+    return *this;
+  }
+  SessionOptions& no_data_cache() {
+    raw.data_cache_disabled = 1;
+    return *this;
+  }
+  /// Apply (throws Error with LANCE_ERR_FAILED_PRECONDITION after first use).
+  void configure() const {
+    LanceSessionOptions o = raw;
+    o.data_cache_disk_dir = dir_.empty() ? nullptr : dir_.c_str();
+    check(lance_session_configure_v2(&o));
+  }
+
+ private:
+  std::string dir_;
+};
+
+/// Cache figures of the process-wide session (index, metadata and data cache).
+inline LanceSessionStats session_stats() {
+  LanceSessionStats s{};
+  s.struct_size = sizeof s;
+  check(lance_session_stats_v2(&s));
+  return s;
+}
+
+/// Wait until the data cache's disk tier holds every block read so far (before a shutdown).
+inline void flush_data_cache() { check(lance_session_flush_data_cache()); }
+
 /// One unit of distributed work.
 class Split {
  public:

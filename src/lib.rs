@@ -4,6 +4,7 @@
 //! on top of it. See `include/lance_host.h` for the C API.
 
 pub mod cancel;
+pub mod datacache;
 pub mod catalog;
 pub mod count;
 pub mod error;

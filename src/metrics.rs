@@ -70,5 +70,15 @@ pub fn snapshot() -> Vec<(&'static str, u64)> {
     out.push(("index_cache.misses", cache.index_misses));
     out.push(("metadata_cache.hits", cache.metadata_hits));
     out.push(("metadata_cache.misses", cache.metadata_misses));
+    let d = cache.data_cache;
+    out.push(("data_cache.hits", d.hits));
+    out.push(("data_cache.misses", d.misses));
+    out.push(("data_cache.hit_bytes", d.hit_bytes));
+    out.push(("data_cache.storage_requests", d.storage_requests));
+    out.push(("data_cache.storage_bytes", d.storage_bytes));
+    out.push(("data_cache.evictions", d.evictions));
+    out.push(("data_cache.errors", d.errors));
+    out.push(("data_cache.memory_bytes", d.memory_bytes));
+    out.push(("data_cache.disk_bytes", d.disk_bytes));
     out
 }

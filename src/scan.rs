@@ -198,7 +198,7 @@ pub fn apply_memory_bounds(
     scanner: &mut Scanner,
     opts: &ScanOptions,
 ) -> Result<()> {
-    let config = session::global()?.config;
+    let config = &session::global()?.config;
     let local = snapshot.is_local();
     let auto = |v: u64, local_default: u64| match v {
         0 if local => Some(local_default),

@@ -8,6 +8,7 @@ use lance::session::Session;
 use lance_core::cache::{CacheBackend, LanceCache, QuickCacheBackend, QuickCacheShardPolicy};
 use lance_io::object_store::ObjectStoreRegistry;
 
+use crate::datacache::{DataCache, DataCacheConfig, DataCacheStats};
 use crate::error::{HostError, Result};
 
 /// Default index cache budget: 1 GiB.
@@ -23,7 +24,7 @@ pub const LANCE_DEFAULT_SCAN_FRAGMENT_READAHEAD: u32 = 2;
 pub const LANCE_MAX_WORKER_THREADS: u32 = 1024;
 
 /// Settings of the global session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionConfig {
     pub index_cache_bytes: u64,
     pub metadata_cache_bytes: u64,
@@ -38,6 +39,8 @@ pub struct SessionConfig {
     /// Default number of fragments each scan reads concurrently; 0 = automatic (2 for local
     /// tables, Lance's default for object stores).
     pub scan_fragment_readahead: u32,
+    /// The data cache of object-store reads (see `datacache`).
+    pub data_cache: DataCacheConfig,
 }
 
 impl Default for SessionConfig {
@@ -52,6 +55,7 @@ impl Default for SessionConfig {
             scan_io_buffer_bytes: 0,
             scan_batch_readahead: 0,
             scan_fragment_readahead: 0,
+            data_cache: DataCacheConfig::default(),
         }
     }
 }
@@ -86,7 +90,7 @@ impl SessionConfig {
                 self.scan_io_buffer_bytes
             )));
         }
-        Ok(())
+        self.data_cache.validate()
     }
 }
 
@@ -97,6 +101,8 @@ pub struct HostSession {
     /// A second handle on the backend of Lance's index cache (same entries, same budget), for
     /// the entries prewarm loads that Lance only builds inside a search (see `prewarm`).
     pub index_cache: LanceCache,
+    /// The data cache of object-store reads; `None` when configured off.
+    pub data_cache: Option<Arc<DataCache>>,
     pub runtime: tokio::runtime::Runtime,
 }
 
@@ -117,8 +123,8 @@ pub fn configure(config: SessionConfig) -> Result<()> {
             running.config.metadata_cache_bytes
         )));
     }
-    match *pending {
-        Some(existing) if existing != config => Err(HostError::precondition(
+    match &*pending {
+        Some(existing) if *existing != config => Err(HostError::precondition(
             "the session was already configured with different values",
         )),
         _ => {
@@ -138,8 +144,9 @@ pub fn global() -> Result<&'static HostSession> {
     if let Some(s) = SESSION.get() {
         return Ok(s);
     }
-    let config = pending.unwrap_or_default();
+    let config = pending.clone().unwrap_or_default();
     let runtime = crate::runtime::build(config.worker_threads)?;
+    let data_cache = crate::runtime::block_on(&runtime, DataCache::build(&config.data_cache))??;
     // The index cache Lance's `Session::new` builds (one weight budget for every entry), created
     // here so the library keeps a handle on the same backend.
     let backend: Arc<dyn CacheBackend> = Arc::new(QuickCacheBackend::with_shard_policy(
@@ -155,6 +162,7 @@ pub fn global() -> Result<&'static HostSession> {
         config,
         lance,
         index_cache: LanceCache::with_backend(backend),
+        data_cache,
         runtime,
     });
     drop(pending);
@@ -177,11 +185,14 @@ pub struct SessionStats {
     pub metadata_misses: u64,
     pub metadata_entries: u64,
     pub metadata_bytes: u64,
+    /// The data cache's figures (all 0 when it is off).
+    pub data_cache: DataCacheStats,
 }
 
 pub fn stats() -> Result<SessionStats> {
     let session = global()?;
     let lance = session.lance.clone();
+    let data_cache = session.data_cache.as_ref().map(|c| c.stats()).unwrap_or_default();
     block_on(async move {
         let index = lance.index_cache_stats().await;
         let meta = lance.metadata_cache_stats().await;
@@ -194,6 +205,18 @@ pub fn stats() -> Result<SessionStats> {
             metadata_misses: meta.misses,
             metadata_entries: meta.num_entries as u64,
             metadata_bytes: meta.size_bytes as u64,
+            data_cache,
         }
     })
+}
+
+/// Wait until every block the data cache holds so far is written to its disk tier (nothing to
+/// do without one). For a planned shutdown: a process that exits right after its last read may
+/// otherwise leave the newest blocks unwritten (the tier stays consistent either way).
+pub fn flush_data_cache() -> Result<()> {
+    let session = global()?;
+    match session.data_cache.clone() {
+        Some(c) => block_on(async move { c.flush().await }),
+        None => Ok(()),
+    }
 }

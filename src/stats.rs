@@ -21,6 +21,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result as OSResult,
 };
 
+use crate::datacache::{DataCache, Observer};
 use crate::snapshot::Snapshot;
 
 /// A point-in-time copy of an operation's counters.
@@ -38,6 +39,12 @@ pub struct IoStats {
     pub index_cache_hits: u64,
     /// Index-cache lookups of the operation's plan that missed and went to storage.
     pub index_cache_misses: u64,
+    /// Data-cache blocks the operation's reads found in the cache (memory or disk tier).
+    pub data_cache_hits: u64,
+    /// Data-cache blocks the operation's reads had to fetch from storage.
+    pub data_cache_misses: u64,
+    /// Bytes of the operation's reads served from the data cache.
+    pub data_cache_hit_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -48,6 +55,24 @@ struct Counters {
     index_bytes: AtomicU64,
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
+    data_hits: AtomicU64,
+    data_misses: AtomicU64,
+    data_hit_bytes: AtomicU64,
+}
+
+impl Observer for Counters {
+    fn storage_read(&self, path: &Path, bytes: u64) {
+        self.record_read(path, bytes);
+    }
+
+    fn cache_hit(&self, blocks: u64, bytes: u64) {
+        self.data_hits.fetch_add(blocks, Ordering::Relaxed);
+        self.data_hit_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn cache_miss(&self, blocks: u64) {
+        self.data_misses.fetch_add(blocks, Ordering::Relaxed);
+    }
 }
 
 impl Counters {
@@ -69,16 +94,19 @@ pub struct OpStats {
 }
 
 impl OpStats {
-    /// The snapshot's dataset with this operation's counter around its object store. Local
-    /// tables are returned as they are: Lance reads their files directly, not through the
-    /// object store, so a counter there would see only a few incidental calls — local tables
-    /// report 0 requests instead of an incomplete count.
+    /// The snapshot's dataset with this operation's counter (and the session's data cache)
+    /// around its object store. Local tables are returned as they are: Lance reads their files
+    /// directly, not through the object store, so a counter there would see only a few
+    /// incidental calls — local tables report 0 requests instead of an incomplete count, and
+    /// the data cache (which would only copy the page cache) is not used for them.
     pub fn dataset(&self, snapshot: &Snapshot) -> Arc<Dataset> {
         if snapshot.is_local() {
             return snapshot.dataset.clone();
         }
         let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(CountingWrapper {
             counters: self.counters.clone(),
+            cache: crate::session::global().ok().and_then(|s| s.data_cache.clone()),
+            endpoint: store_identity(&snapshot.storage_options),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
@@ -101,6 +129,9 @@ impl OpStats {
             index_read_bytes: c.index_bytes.load(Ordering::Relaxed),
             index_cache_hits: c.cache_hits.load(Ordering::Relaxed),
             index_cache_misses: c.cache_misses.load(Ordering::Relaxed),
+            data_cache_hits: c.data_hits.load(Ordering::Relaxed),
+            data_cache_misses: c.data_misses.load(Ordering::Relaxed),
+            data_cache_hit_bytes: c.data_hit_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -108,13 +139,35 @@ impl OpStats {
 #[derive(Debug)]
 struct CountingWrapper {
     counters: Arc<Counters>,
+    cache: Option<Arc<DataCache>>,
+    /// The storage options that tell which server the store's prefix (scheme and bucket)
+    /// lives on: two S3-compatible servers may have buckets of the same name.
+    endpoint: String,
+}
+
+/// The storage options that select the server (endpoints, account names), sorted, as one
+/// string: with Lance's store prefix (scheme and bucket) it identifies the store in the data
+/// cache's keys.
+fn store_identity(options: &std::collections::HashMap<String, String>) -> String {
+    let mut parts: Vec<String> = options
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            k.contains("endpoint") || k.contains("account_name") || k == "aws_virtual_hosted_style_request"
+        })
+        .map(|(k, v)| format!("{}={v}", k.to_ascii_lowercase()))
+        .collect();
+    parts.sort();
+    parts.join(",")
 }
 
 impl WrappingObjectStore for CountingWrapper {
-    fn wrap(&self, _prefix: &str, original: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
+    fn wrap(&self, prefix: &str, original: Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore> {
         Arc::new(CountingStore {
             inner: original,
             counters: self.counters.clone(),
+            cache: self.cache.clone(),
+            root: format!("{prefix}|{}", self.endpoint),
         })
     }
 
@@ -127,11 +180,21 @@ impl WrappingObjectStore for CountingWrapper {
     }
 }
 
-/// Delegates every call; counts reads.
+/// Delegates every call; counts reads; serves reads of immutable files through the data cache
+/// when the session has one.
 #[derive(Debug)]
 struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     counters: Arc<Counters>,
+    cache: Option<Arc<DataCache>>,
+    /// The store's identity (scheme and bucket), part of the data cache's keys.
+    root: String,
+}
+
+impl CountingStore {
+    fn observer(&self) -> Arc<dyn Observer> {
+        self.counters.clone()
+    }
 }
 
 impl std::fmt::Display for CountingStore {
@@ -155,6 +218,9 @@ impl ObjectStore for CountingStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> OSResult<GetResult> {
+        if let Some(cache) = &self.cache {
+            return cache.get_opts(&self.inner, &self.root, location, options, &self.observer()).await;
+        }
         let head = options.head;
         let result = self.inner.get_opts(location, options).await;
         if let Ok(r) = &result {
@@ -165,6 +231,15 @@ impl ObjectStore for CountingStore {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> OSResult<Vec<Bytes>> {
+        if let Some(cache) = &self.cache {
+            let obs = self.observer();
+            let reads = ranges.iter().map(|r| {
+                let opts = GetOptions { range: Some(r.clone().into()), ..Default::default() };
+                let obs = obs.clone();
+                async move { cache.get_opts(&self.inner, &self.root, location, opts, &obs).await?.bytes().await }
+            });
+            return futures::future::try_join_all(reads).await;
+        }
         let result = self.inner.get_ranges(location, ranges).await;
         if let Ok(r) = &result {
             self.counters

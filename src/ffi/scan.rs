@@ -142,6 +142,12 @@ pub struct LanceIoStats {
     pub index_cache_hits: u64,
     /// Index-cache lookups of the operation's plan that missed and read storage.
     pub index_cache_misses: u64,
+    /// Data-cache blocks the operation's reads found cached (memory or disk tier; since 0.3).
+    pub data_cache_hits: u64,
+    /// Data-cache blocks the operation's reads fetched from storage (since 0.3).
+    pub data_cache_misses: u64,
+    /// Bytes of the operation's reads served from the data cache (since 0.3).
+    pub data_cache_hit_bytes: u64,
 }
 
 impl Default for LanceIoStats {
@@ -170,6 +176,9 @@ impl From<IoStats> for LanceIoStats {
             index_read_bytes: s.index_read_bytes,
             index_cache_hits: s.index_cache_hits,
             index_cache_misses: s.index_cache_misses,
+            data_cache_hits: s.data_cache_hits,
+            data_cache_misses: s.data_cache_misses,
+            data_cache_hit_bytes: s.data_cache_hit_bytes,
         }
     }
 }

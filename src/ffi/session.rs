@@ -2,6 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
+use crate::datacache::DataCacheConfig;
 use crate::error::Result;
 use crate::session::{self, SessionConfig, SessionStats};
 
@@ -33,6 +34,25 @@ pub struct LanceSessionOptions {
     /// otherwise; 0 = automatic: 64 MiB for local tables, Lance's default for object stores
     /// (32 MiB per I/O thread).
     pub scan_io_buffer_bytes: u64,
+    /// Memory tier of the data cache in bytes: blocks of data, deletion and index files of
+    /// tables on object storage (never manifests; local tables do not use it). 0 = the default,
+    /// 256 MiB; at least four blocks otherwise. `data_cache_disabled` turns it off. (Since 0.3.)
+    pub data_cache_memory_bytes: u64,
+    /// Disk tier budget in bytes: the files in `data_cache_disk_dir` never grow beyond it.
+    /// 0 = the default, 1 GiB, when a directory is given; at least 64 blocks. (Since 0.3.)
+    pub data_cache_disk_bytes: u64,
+    /// Block size of the data cache: reads are cached and fetched in aligned blocks of this
+    /// size; a power of two from 4 KiB to 16 MiB. 0 = the default, 64 KiB. (Since 0.3.)
+    pub data_cache_block_bytes: u64,
+    /// Directory of the disk tier (UTF-8, created if missing), or NULL for none (the default).
+    /// Its contents survive a restart and are verified (checksums) before use. Only one process
+    /// at a time uses a directory: another process configured with the same directory runs the
+    /// data cache in memory only (a warning goes to the log callback and its
+    /// `LanceSessionStats::data_cache_disk_enabled` is 0). The string is copied; it may be
+    /// freed after `lance_session_configure_v2` returns. (Since 0.3.)
+    pub data_cache_disk_dir: *const c_char,
+    /// Non-zero: no data cache at all (every read goes to storage). Default 0. (Since 0.3.)
+    pub data_cache_disabled: u32,
 }
 
 /// Cache statistics of the process-wide session. Set `struct_size = sizeof(LanceSessionStats)`
@@ -50,9 +70,35 @@ pub struct LanceSessionStats {
     pub metadata_misses: u64,
     pub metadata_entries: u64,
     pub metadata_bytes: u64,
+    /// Data cache (since 0.3): blocks served from either tier.
+    pub data_cache_hits: u64,
+    /// Blocks that were not cached and were read from storage.
+    pub data_cache_misses: u64,
+    /// Bytes of reads served from cached blocks.
+    pub data_cache_hit_bytes: u64,
+    /// Requests the data cache sent to storage (one per run of missing blocks).
+    pub data_cache_storage_requests: u64,
+    /// Bytes those requests returned.
+    pub data_cache_storage_bytes: u64,
+    /// Blocks evicted from the memory tier to stay within its budget.
+    pub data_cache_evictions: u64,
+    /// Disk-tier entries found damaged or unreadable by this library's checks, dropped and
+    /// read again from storage (entries the disk engine's own checksum rejects count as misses).
+    pub data_cache_errors: u64,
+    /// Bytes the memory tier holds now (block bytes plus per-entry overhead).
+    pub data_cache_memory_bytes: u64,
+    /// Bytes the disk tier's files occupy on disk now.
+    pub data_cache_disk_bytes: u64,
+    /// The memory budget in effect (0 = data cache off).
+    pub data_cache_memory_capacity: u64,
+    /// The disk budget in effect (0 = no disk tier in this process).
+    pub data_cache_disk_capacity: u64,
+    /// 1 when this process uses the disk tier, 0 otherwise.
+    pub data_cache_disk_enabled: u64,
 }
 
-// SAFETY: repr(C), leading struct_size, alignment 8, integer fields; 0.1 layout 40 bytes.
+// SAFETY: repr(C), leading struct_size, alignment 8, integer fields and one pointer (an
+// all-zero value is NULL); 0.1 layout 40 bytes.
 unsafe impl Extensible for LanceSessionOptions {
     const NAME: &'static str = "LanceSessionOptions";
     const MIN_SIZE: usize = 48;
@@ -88,6 +134,11 @@ impl From<SessionConfig> for LanceSessionOptions {
             scan_batch_readahead: c.scan_batch_readahead,
             scan_fragment_readahead: c.scan_fragment_readahead,
             scan_io_buffer_bytes: c.scan_io_buffer_bytes,
+            data_cache_memory_bytes: c.data_cache.memory_bytes,
+            data_cache_disk_bytes: c.data_cache.disk_bytes,
+            data_cache_block_bytes: c.data_cache.block_bytes,
+            data_cache_disk_dir: std::ptr::null(),
+            data_cache_disabled: (c.data_cache.memory_bytes == 0) as u32,
         }
     }
 }
@@ -104,6 +155,18 @@ impl From<SessionStats> for LanceSessionStats {
             metadata_misses: s.metadata_misses,
             metadata_entries: s.metadata_entries,
             metadata_bytes: s.metadata_bytes,
+            data_cache_hits: s.data_cache.hits,
+            data_cache_misses: s.data_cache.misses,
+            data_cache_hit_bytes: s.data_cache.hit_bytes,
+            data_cache_storage_requests: s.data_cache.storage_requests,
+            data_cache_storage_bytes: s.data_cache.storage_bytes,
+            data_cache_evictions: s.data_cache.evictions,
+            data_cache_errors: s.data_cache.errors,
+            data_cache_memory_bytes: s.data_cache.memory_bytes,
+            data_cache_disk_bytes: s.data_cache.disk_bytes,
+            data_cache_memory_capacity: s.data_cache.memory_capacity,
+            data_cache_disk_capacity: s.data_cache.disk_capacity,
+            data_cache_disk_enabled: s.data_cache.disk_enabled as u64,
         }
     }
 }
@@ -111,7 +174,7 @@ impl From<SessionStats> for LanceSessionStats {
 /// Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
 /// thread per core; scans: automatic memory bounds — 64 MiB I/O buffer and 2 fragments read
 /// concurrently for local tables, Lance's defaults for object stores — and one batch decoded
-/// ahead per core).
+/// ahead per core; data cache: 256 MiB memory tier, 64 KiB blocks, no disk tier).
 ///
 /// `out` is a caller's struct of `struct_size` bytes (pass `sizeof *out`); `out->struct_size`
 /// is set.
@@ -129,7 +192,10 @@ pub extern "C" fn lance_session_options_default_v2(out: *mut LanceSessionOptions
 ///
 /// Borrows `options` for the duration of the call. Thread-safe.
 /// Errors: LANCE_ERR_INVALID_ARGUMENT for NULL or invalid values (0 or more than 1024 worker
-/// threads, sizes beyond the address space) — nothing is recorded, a corrected call may
+/// threads, sizes beyond the address space, a data cache block size that is not a power of two
+/// in 4 KiB..16 MiB, a memory tier below four blocks, a disk directory without a disk budget or
+/// the reverse, a disk budget below the minimum, a directory that is not UTF-8) — nothing is
+/// recorded, a corrected call may
 /// follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
 /// already configured — the running session is unaffected.
 #[no_mangle]
@@ -141,7 +207,15 @@ pub(crate) fn session_configure(options: *const LanceSessionOptions, layout: Lay
     guard_code(|| {
         let options = read_in(options, layout, "options")?
             .ok_or_else(|| crate::error::HostError::invalid("options is NULL"))?;
+        let disk_dir = super::opt_str_arg(options.data_cache_disk_dir, "data_cache_disk_dir")?;
         session::configure(SessionConfig {
+            data_cache: DataCacheConfig::from_options(
+                options.data_cache_disabled != 0,
+                options.data_cache_memory_bytes,
+                disk_dir.map(std::path::PathBuf::from),
+                options.data_cache_disk_bytes,
+                options.data_cache_block_bytes,
+            ),
             index_cache_bytes: options.index_cache_bytes,
             metadata_cache_bytes: options.metadata_cache_bytes,
             worker_threads: options.worker_threads,
@@ -169,6 +243,17 @@ pub(crate) fn session_stats(out: *mut LanceSessionStats, layout: Layout) -> i32 
         out.write(&stats?.into());
         Ok(())
     })
+}
+
+/// Wait until every block the data cache holds so far is written to its disk tier; returns at
+/// once without a disk tier. Call it before a planned shutdown so the next process finds the
+/// newest blocks too (without it the tier stays consistent, it may only lack the last blocks).
+///
+/// Thread-safe; starts the session if it has not started. Errors: what starting the session
+/// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created).
+#[no_mangle]
+pub extern "C" fn lance_session_flush_data_cache() -> i32 {
+    guard_code(session::flush_data_cache)
 }
 
 /// A call context: a cancellation handle with an optional deadline that a host binds to a

@@ -1,6 +1,7 @@
 //! The one integration test binary of lance-host. Every test calls the exported C functions.
 
 mod common;
+mod datacache;
 mod dataset;
 mod engine;
 mod catalog;

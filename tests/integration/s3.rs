@@ -85,6 +85,11 @@ impl Moto {
         assert!(resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"), "{resp}");
     }
 
+    /// The server's access log.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -46,6 +46,9 @@ class IoStats(ctypes.Structure):
             "index_read_bytes",
             "index_cache_hits",
             "index_cache_misses",
+            "data_cache_hits",
+            "data_cache_misses",
+            "data_cache_hit_bytes",
         )
     ]
 

@@ -1,0 +1,1163 @@
+//! The process-wide data cache: blocks of immutable object-store files (data files, deletion
+//! files, index files) kept in memory and, once a directory is configured, on local disk, so
+//! repeated reads of the same bytes do not go back to object storage — also after a restart.
+//!
+//! - What is cached: only files Lance never rewrites in place (`data/`, `_deletions/`,
+//!   `_indices/` of a table; UUID-named). Manifests, `_latest` pointers, transaction files and
+//!   everything else pass through. Local tables never reach this layer (see `stats`).
+//! - Keys: store root + object path + block number; each block also carries the object's size,
+//!   e-tag and modification time as storage reported them. A miss that finds a different e-tag
+//!   than the cached blocks of the same read drops those blocks and serves the read from storage,
+//!   so a path rewritten in place cannot mix old and new bytes within one read.
+//! - Reads are cut into aligned blocks. Cached blocks are served from the cache; each run of
+//!   consecutive missing blocks is one ranged request; a block that another read is already
+//!   fetching is waited for, not requested again. A failed request inserts nothing.
+//! - Tiers: a memory tier (its budget counts keys and block bytes) and an optional disk tier in
+//!   a directory. Disk entries carry checksums (the disk engine's over key and value, plus this
+//!   module's CRC-32 over the block); a damaged entry is dropped and read again from storage. The
+//!   directory is locked by one process at a time: a second process configured with the same
+//!   directory runs with the memory tier only and says so in the log and in its session stats.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use foyer::{
+    BlockEngineConfig, Code, DeviceBuilder, Event, EventListener, FsDeviceBuilder, HybridCache,
+    HybridCacheBuilder, HybridCachePolicy, PsyncIoEngineConfig, RecoverMode,
+};
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, StreamExt};
+use object_store::path::Path;
+use object_store::{Attributes, GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, ObjectStore};
+
+use crate::error::{HostError, Result};
+
+/// Memory tier budget unless configured: 256 MiB.
+pub const LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES: u64 = 256 << 20;
+/// Block size unless configured: 64 KiB.
+pub const LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES: u64 = 64 << 10;
+/// Smallest block size accepted: 4 KiB.
+pub const LANCE_MIN_DATA_CACHE_BLOCK_BYTES: u64 = 4 << 10;
+/// Largest block size accepted: 16 MiB.
+pub const LANCE_MAX_DATA_CACHE_BLOCK_BYTES: u64 = 16 << 20;
+/// Disk tier budget when a directory is given without one: 1 GiB.
+pub const LANCE_DEFAULT_DATA_CACHE_DISK_BYTES: u64 = 1 << 30;
+/// Name of the lock file in the disk tier's directory.
+pub const LOCK_FILE: &str = "lance-host-data-cache.lock";
+
+/// Settings of the data cache (part of the session's settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataCacheConfig {
+    /// Memory tier budget; 0 turns the whole cache off.
+    pub memory_bytes: u64,
+    /// Disk tier directory; `None` = no disk tier.
+    pub disk_dir: Option<PathBuf>,
+    /// Disk tier budget (required with a directory).
+    pub disk_bytes: u64,
+    /// Block size: a power of two between 4 KiB and 16 MiB.
+    pub block_bytes: u64,
+}
+
+impl Default for DataCacheConfig {
+    fn default() -> Self {
+        Self {
+            memory_bytes: LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES,
+            disk_dir: None,
+            disk_bytes: 0,
+            block_bytes: LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES,
+        }
+    }
+}
+
+impl DataCacheConfig {
+    /// The settings as the C options give them: 0 = the default for each size.
+    pub fn from_options(disabled: bool, memory: u64, disk_dir: Option<PathBuf>, disk: u64, block: u64) -> Self {
+        let or = |v: u64, d: u64| if v == 0 { d } else { v };
+        Self {
+            memory_bytes: if disabled { 0 } else { or(memory, LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES) },
+            disk_bytes: if disk_dir.is_some() { or(disk, LANCE_DEFAULT_DATA_CACHE_DISK_BYTES) } else { disk },
+            disk_dir,
+            block_bytes: or(block, LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES),
+        }
+    }
+
+    /// Size of the disk engine's own blocks (the unit it writes and evicts): 1/64 of the disk
+    /// budget, at least four cache blocks, at most 16 MiB (or four cache blocks if larger).
+    fn engine_block_bytes(&self) -> u64 {
+        let min = self.block_bytes * 4;
+        let max = (16u64 << 20).max(min);
+        ((self.disk_bytes / 64) & !4095).clamp(min, max)
+    }
+
+    /// Smallest disk budget accepted for this block size: 64 blocks (16 engine blocks).
+    pub fn min_disk_bytes(&self) -> u64 {
+        self.block_bytes * 64
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let b = self.block_bytes;
+        if !(LANCE_MIN_DATA_CACHE_BLOCK_BYTES..=LANCE_MAX_DATA_CACHE_BLOCK_BYTES).contains(&b) || !b.is_power_of_two() {
+            return Err(HostError::invalid(format!(
+                "data_cache_block_bytes {b} must be a power of two between {LANCE_MIN_DATA_CACHE_BLOCK_BYTES} and \
+                 {LANCE_MAX_DATA_CACHE_BLOCK_BYTES}"
+            )));
+        }
+        if self.memory_bytes > isize::MAX as u64 || self.disk_bytes > isize::MAX as u64 {
+            return Err(HostError::invalid("a data cache budget does not fit in this platform's address space"));
+        }
+        if self.memory_bytes != 0 && self.memory_bytes < b * 4 {
+            return Err(HostError::invalid(format!(
+                "data_cache_memory_bytes {} is below four blocks ({}); use 0 to turn the data cache off",
+                self.memory_bytes,
+                b * 4
+            )));
+        }
+        match &self.disk_dir {
+            None if self.disk_bytes != 0 => Err(HostError::invalid(
+                "data_cache_disk_bytes is set but data_cache_disk_dir is not",
+            )),
+            Some(_) if self.memory_bytes == 0 => Err(HostError::invalid(
+                "the disk tier needs the memory tier: data_cache_memory_bytes is 0",
+            )),
+            Some(dir) if dir.as_os_str().is_empty() => Err(HostError::invalid("data_cache_disk_dir is empty")),
+            Some(_) if self.disk_bytes < self.min_disk_bytes() => Err(HostError::invalid(format!(
+                "data_cache_disk_bytes {} is below the minimum of {} for {}-byte blocks",
+                self.disk_bytes,
+                self.min_disk_bytes(),
+                b
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One cached block (or, with empty data and block `u64::MAX`, an object's metadata).
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Size of the whole object.
+    size: u64,
+    e_tag: Option<String>,
+    modified_ns: i64,
+    data: Bytes,
+}
+
+const BLOCK_MAGIC: u32 = 0x4C48_4231; // "LHB1"
+
+impl Block {
+    fn meta(&self, location: &Path) -> ObjectMeta {
+        ObjectMeta {
+            location: location.clone(),
+            last_modified: chrono_from_ns(self.modified_ns),
+            size: self.size,
+            e_tag: self.e_tag.clone(),
+            version: None,
+        }
+    }
+
+    fn from_meta(meta: &ObjectMeta, data: Bytes) -> Self {
+        Self {
+            size: meta.size,
+            e_tag: meta.e_tag.clone(),
+            modified_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+            data,
+        }
+    }
+
+    fn weight(&self) -> usize {
+        self.data.len() + self.e_tag.as_ref().map_or(0, |e| e.len()) + 64
+    }
+
+    fn same_object(&self, other: &Block) -> bool {
+        self.size == other.size && self.e_tag == other.e_tag
+    }
+}
+
+fn chrono_from_ns(ns: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_nanos(ns)
+}
+
+fn code_err(msg: &str) -> foyer::Error {
+    foyer::Error::io_error(std::io::Error::new(std::io::ErrorKind::InvalidData, msg.to_string()))
+}
+
+impl Code for Block {
+    fn encode(&self, w: &mut impl Write) -> foyer::Result<()> {
+        let etag = self.e_tag.as_deref().unwrap_or("");
+        let mut head = Vec::with_capacity(40 + etag.len());
+        head.extend_from_slice(&BLOCK_MAGIC.to_le_bytes());
+        head.extend_from_slice(&self.size.to_le_bytes());
+        head.extend_from_slice(&self.modified_ns.to_le_bytes());
+        head.push(self.e_tag.is_some() as u8);
+        head.extend_from_slice(&(etag.len() as u32).to_le_bytes());
+        head.extend_from_slice(etag.as_bytes());
+        head.extend_from_slice(&(self.data.len() as u64).to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head);
+        crc.update(&self.data);
+        w.write_all(&head).map_err(foyer::Error::io_error)?;
+        w.write_all(&self.data).map_err(foyer::Error::io_error)?;
+        w.write_all(&crc.finalize().to_le_bytes()).map_err(foyer::Error::io_error)
+    }
+
+    fn decode(r: &mut impl Read) -> foyer::Result<Self> {
+        let mut crc = crc32fast::Hasher::new();
+        let mut read = |n: usize, crc: &mut crc32fast::Hasher| -> foyer::Result<Vec<u8>> {
+            let mut buf = vec![0u8; n];
+            r.read_exact(&mut buf).map_err(foyer::Error::io_error)?;
+            crc.update(&buf);
+            Ok(buf)
+        };
+        let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+        let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let fixed = read(25, &mut crc)?;
+        if u32_of(&fixed[0..4]) != BLOCK_MAGIC {
+            return Err(code_err("data cache block: bad magic"));
+        }
+        let size = u64_of(&fixed[4..12]);
+        let modified_ns = u64_of(&fixed[12..20]) as i64;
+        let has_etag = fixed[20] == 1;
+        let etag_len = u32_of(&fixed[21..25]) as usize;
+        if etag_len > 4096 {
+            return Err(code_err("data cache block: bad e-tag length"));
+        }
+        let etag = read(etag_len, &mut crc)?;
+        let data_len = u64_of(&read(8, &mut crc)?) as usize;
+        if data_len as u64 > LANCE_MAX_DATA_CACHE_BLOCK_BYTES {
+            return Err(code_err("data cache block: bad length"));
+        }
+        let data = read(data_len, &mut crc)?;
+        let mut stored = [0u8; 4];
+        r.read_exact(&mut stored).map_err(foyer::Error::io_error)?;
+        if u32::from_le_bytes(stored) != crc.finalize() {
+            return Err(code_err("data cache block: checksum mismatch"));
+        }
+        let e_tag = if has_etag {
+            Some(String::from_utf8(etag).map_err(|_| code_err("data cache block: e-tag not UTF-8"))?)
+        } else {
+            None
+        };
+        Ok(Block { size, e_tag, modified_ns, data: Bytes::from(data) })
+    }
+
+    fn estimated_size(&self) -> usize {
+        4 + 8 + 8 + 1 + 4 + self.e_tag.as_ref().map_or(0, |e| e.len()) + 8 + self.data.len() + 4
+    }
+}
+
+/// Session-wide counters of the data cache.
+#[derive(Debug, Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    hit_bytes: AtomicU64,
+    storage_requests: AtomicU64,
+    storage_bytes: AtomicU64,
+    evictions: AtomicU64,
+    errors: AtomicU64,
+}
+
+struct EvictionCounter(Arc<Counters>);
+
+impl EventListener for EvictionCounter {
+    type Key = String;
+    type Value = Block;
+    fn on_leave(&self, reason: Event, _key: &String, _value: &Block) {
+        if matches!(reason, Event::Evict) {
+            self.0.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A point-in-time copy of the data cache's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataCacheStats {
+    /// Blocks served from the cache (either tier).
+    pub hits: u64,
+    /// Blocks not in the cache (read from storage).
+    pub misses: u64,
+    /// Bytes of reads served from cached blocks.
+    pub hit_bytes: u64,
+    /// Requests the cache sent to storage to fill missing blocks.
+    pub storage_requests: u64,
+    /// Bytes those requests returned.
+    pub storage_bytes: u64,
+    /// Blocks evicted from the memory tier to stay within its budget.
+    pub evictions: u64,
+    /// Damaged or unreadable disk-tier entries that were dropped and re-read from storage.
+    pub errors: u64,
+    /// Bytes held by the memory tier now (weighted: block bytes plus per-entry overhead).
+    pub memory_bytes: u64,
+    /// Bytes the disk tier's files occupy on disk now.
+    pub disk_bytes: u64,
+    /// Memory budget (0 = cache off).
+    pub memory_capacity: u64,
+    /// Disk budget (0 = no disk tier in use).
+    pub disk_capacity: u64,
+    /// Block size.
+    pub block_bytes: u64,
+    /// 1 when this process uses the disk tier.
+    pub disk_enabled: bool,
+}
+
+/// What an operation learns from the cache (per-operation I/O stats).
+pub trait Observer: Send + Sync {
+    /// A request sent to storage and the bytes it returned.
+    fn storage_read(&self, path: &Path, bytes: u64);
+    /// Blocks served from the cache and the bytes of the read they covered.
+    fn cache_hit(&self, blocks: u64, bytes: u64);
+    /// Blocks that had to be read from storage.
+    fn cache_miss(&self, blocks: u64);
+}
+
+type Inflight = Shared<BoxFuture<'static, std::result::Result<Block, String>>>;
+
+/// The data cache of the session.
+pub struct DataCache {
+    cache: HybridCache<String, Block>,
+    config: DataCacheConfig,
+    block: u64,
+    counters: Arc<Counters>,
+    inflight: Mutex<HashMap<String, Inflight>>,
+    disk_dir: Option<PathBuf>,
+    /// Held for the life of the process: the disk tier's directory lock.
+    _lock: Option<std::fs::File>,
+}
+
+impl std::fmt::Debug for DataCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataCache").field("config", &self.config).finish()
+    }
+}
+
+/// Try to take the directory's lock; `None` when another process holds it.
+fn lock_dir(dir: &std::path::Path) -> Result<Option<std::fs::File>> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        HostError::invalid(format!("cannot create data cache directory '{}': {e}", dir.display()))
+    })?;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| HostError::invalid(format!("cannot open data cache lock '{}': {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(HostError::invalid(format!(
+            "cannot lock data cache directory '{}': {e}",
+            dir.display()
+        ))),
+    }
+}
+
+impl DataCache {
+    /// Build the cache (on the session's runtime). `None` when the configuration turns it off.
+    pub async fn build(config: &DataCacheConfig) -> Result<Option<Arc<DataCache>>> {
+        if config.memory_bytes == 0 {
+            return Ok(None);
+        }
+        let counters = Arc::new(Counters::default());
+        let (lock, disk_dir) = match &config.disk_dir {
+            None => (None, None),
+            Some(dir) => match lock_dir(dir)? {
+                Some(lock) => (Some(lock), Some(dir.clone())),
+                None => {
+                    log::warn!(
+                        "data cache directory '{}' is in use by another process; this process runs the data \
+                         cache in memory only",
+                        dir.display()
+                    );
+                    (None, None)
+                }
+            },
+        };
+        let builder = HybridCacheBuilder::new()
+            .with_name("lance-host-data")
+            .with_policy(HybridCachePolicy::WriteOnInsertion)
+            .with_event_listener(Arc::new(EvictionCounter(counters.clone())))
+            .memory(config.memory_bytes as usize)
+            // Each shard holds at least 16 blocks, so no block outweighs its shard.
+            .with_shards((config.memory_bytes / (config.block_bytes * 16)).clamp(1, 8) as usize)
+            .with_weighter(|k: &String, v: &Block| k.len() + v.weight())
+            .storage();
+        let builder = match &disk_dir {
+            None => builder,
+            Some(dir) => {
+                let device = FsDeviceBuilder::new(dir)
+                    .with_capacity(config.disk_bytes as usize)
+                    .build()
+                    .map_err(|e| HostError::invalid(format!("cannot use data cache directory '{}': {e}", dir.display())))?;
+                builder
+                    .with_io_engine_config(PsyncIoEngineConfig::new())
+                    .with_engine_config(
+                        BlockEngineConfig::new(device)
+                            .with_block_size(config.engine_block_bytes() as usize)
+                            .with_tombstone_log(true),
+                    )
+                    .with_recover_mode(RecoverMode::Quiet)
+            }
+        };
+        let cache = builder
+            .build()
+            .await
+            .map_err(|e| HostError::internal(format!("cannot start the data cache: {e}")))?;
+        Ok(Some(Arc::new(DataCache {
+            cache,
+            block: config.block_bytes,
+            config: config.clone(),
+            counters,
+            inflight: Mutex::new(HashMap::new()),
+            disk_dir,
+            _lock: lock,
+        })))
+    }
+
+    pub fn stats(&self) -> DataCacheStats {
+        let c = &self.counters;
+        let disk_bytes = self.disk_dir.as_ref().map_or(0, |d| dir_usage(d));
+        DataCacheStats {
+            hits: c.hits.load(Ordering::Relaxed),
+            misses: c.misses.load(Ordering::Relaxed),
+            hit_bytes: c.hit_bytes.load(Ordering::Relaxed),
+            storage_requests: c.storage_requests.load(Ordering::Relaxed),
+            storage_bytes: c.storage_bytes.load(Ordering::Relaxed),
+            evictions: c.evictions.load(Ordering::Relaxed),
+            errors: c.errors.load(Ordering::Relaxed),
+            memory_bytes: self.cache.memory().usage() as u64,
+            disk_bytes,
+            memory_capacity: self.config.memory_bytes,
+            disk_capacity: if self.disk_dir.is_some() { self.config.disk_bytes } else { 0 },
+            block_bytes: self.block,
+            disk_enabled: self.disk_dir.is_some(),
+        }
+    }
+
+    /// Wait until every block inserted so far is written to the disk tier.
+    pub async fn flush(&self) {
+        if self.disk_dir.is_some() {
+            self.cache.storage().wait().await;
+        }
+    }
+
+    /// Whether reads of `location` may be cached: files Lance never rewrites in place.
+    pub fn cacheable(location: &Path) -> bool {
+        let parts: Vec<_> = location.parts().collect();
+        if parts.len() < 2 {
+            return false;
+        }
+        let dir = parts[..parts.len() - 1].iter().rev();
+        let mut immutable = false;
+        for p in dir {
+            match p.as_ref() {
+                "data" | "_deletions" | "_indices" => immutable = true,
+                "_versions" | "_transactions" | "_refs" => return false,
+                _ => {}
+            }
+        }
+        immutable
+    }
+
+    fn key(root: &str, location: &Path, block: u64) -> String {
+        format!("{root}\u{1}{location}\u{1}{block}")
+    }
+
+    fn meta_key(root: &str, location: &Path) -> String {
+        format!("{root}\u{1}{location}\u{1}meta")
+    }
+
+    async fn lookup(&self, key: &str) -> Option<Block> {
+        match self.cache.get(key).await {
+            Ok(Some(entry)) => Some(entry.value().clone()),
+            Ok(None) => None,
+            Err(e) => {
+                self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                log::warn!("data cache: dropping an unreadable entry: {e}");
+                self.cache.remove(key);
+                None
+            }
+        }
+    }
+
+    /// The expected length of block `b` of an object of `size` bytes.
+    fn block_len(&self, b: u64, size: u64) -> u64 {
+        size.saturating_sub(b * self.block).min(self.block)
+    }
+
+    /// Serve `options` for `location` through the cache. `root` identifies the store.
+    pub async fn get_opts(
+        self: &Arc<Self>,
+        inner: &Arc<dyn ObjectStore>,
+        root: &str,
+        location: &Path,
+        options: GetOptions,
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<GetResult> {
+        let conditional = options.if_match.is_some()
+            || options.if_none_match.is_some()
+            || options.if_modified_since.is_some()
+            || options.if_unmodified_since.is_some()
+            || options.version.is_some();
+        if conditional || !Self::cacheable(location) {
+            return passthrough(inner, location, options, obs).await;
+        }
+        let meta_key = Self::meta_key(root, location);
+        if options.head {
+            if let Some(m) = self.lookup(&meta_key).await {
+                self.count_hit(obs, 0);
+                return Ok(result_of(m.meta(location), 0..m.size, Bytes::new()));
+            }
+            let r = passthrough(inner, location, options, obs).await?;
+            self.cache.insert(meta_key, Block::from_meta(&r.meta, Bytes::new()));
+            return Ok(r);
+        }
+        let range = match options.range.clone() {
+            Some(GetRange::Bounded(r)) => Some(r),
+            other => match self.lookup(&meta_key).await {
+                Some(m) => match other {
+                    None => Some(0..m.size),
+                    Some(GetRange::Offset(o)) if o < m.size => Some(o..m.size),
+                    Some(GetRange::Suffix(n)) => Some(m.size.saturating_sub(n)..m.size),
+                    _ => None,
+                },
+                None => None,
+            },
+        };
+        let Some(range) = range.filter(|r| r.start < r.end) else {
+            // Unknown size: read from storage once, keep what came back.
+            let r = passthrough(inner, location, options, obs).await?;
+            let meta = r.meta.clone();
+            let got = r.range.clone();
+            let bytes = r.bytes().await?;
+            self.cache.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
+            self.insert_aligned(root, location, &meta, got.start, &bytes);
+            return Ok(result_of(meta, got, bytes));
+        };
+        let (meta, bytes, got) = self.read_range(inner, root, location, range, obs).await?;
+        if !self.cache.contains(&meta_key) {
+            self.cache.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
+        }
+        Ok(result_of(meta, got, bytes))
+    }
+
+    fn count_hit(&self, obs: &Arc<dyn Observer>, bytes: u64) {
+        self.counters.hits.fetch_add(1, Ordering::Relaxed);
+        self.counters.hit_bytes.fetch_add(bytes, Ordering::Relaxed);
+        obs.cache_hit(1, bytes);
+    }
+
+    /// Insert the whole blocks of `bytes` (which start at `start` of the object), and its last
+    /// block when the bytes end at the object's end.
+    fn insert_aligned(&self, root: &str, location: &Path, meta: &ObjectMeta, start: u64, bytes: &Bytes) {
+        let end = start + bytes.len() as u64;
+        let mut b = start.div_ceil(self.block);
+        while b * self.block < end {
+            let from = b * self.block;
+            let to = (from + self.block).min(meta.size);
+            if to > end || to <= from {
+                break;
+            }
+            let slice = bytes.slice((from - start) as usize..(to - start) as usize);
+            self.cache.insert(Self::key(root, location, b), Block::from_meta(meta, slice));
+            b += 1;
+        }
+    }
+
+    /// Read `range` of `location` block by block: cached blocks from the cache, each run of
+    /// missing blocks with one request (or by waiting for a read of them already under way).
+    async fn read_range(
+        self: &Arc<Self>,
+        inner: &Arc<dyn ObjectStore>,
+        root: &str,
+        location: &Path,
+        range: Range<u64>,
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<(ObjectMeta, Bytes, Range<u64>)> {
+        let bs = self.block;
+        let first = range.start / bs;
+        let last = (range.end - 1) / bs;
+        let keys: Vec<String> = (first..=last).map(|b| Self::key(root, location, b)).collect();
+        let found = futures::future::join_all(keys.iter().map(|k| self.lookup(k))).await;
+        let mut blocks: Vec<Option<Block>> = Vec::with_capacity(found.len());
+        // A cached block must agree with the others on the object and have its full length.
+        let reference = found.iter().flatten().next().cloned();
+        for (i, f) in found.into_iter().enumerate() {
+            let b = first + i as u64;
+            blocks.push(f.filter(|blk| {
+                reference.as_ref().is_some_and(|r| r.same_object(blk))
+                    && blk.data.len() as u64 == self.block_len(b, blk.size)
+                    && blk.data.len() as u64 > 0
+            }));
+        }
+        let mut keys = keys;
+        let mut last = last;
+        if let Some(r) = &reference {
+            if range.start >= r.size {
+                // Out of range: let storage answer with its own error.
+                return passthrough_range(inner, location, range, obs).await;
+            }
+            // Blocks past the object's end do not exist.
+            last = last.min((r.size - 1) / bs);
+            let n = (last - first + 1) as usize;
+            keys.truncate(n);
+            blocks.truncate(n);
+        }
+
+        // Claim the missing blocks nobody is fetching; wait for the others.
+        let missing: Vec<u64> = (first..=last).filter(|b| blocks[(b - first) as usize].is_none()).collect();
+        let mut waits = Vec::new();
+        let mut mine = Vec::new();
+        if !missing.is_empty() {
+            let mut map = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+            for b in &missing {
+                let k = &keys[(b - first) as usize];
+                if let Some(f) = map.get(k) {
+                    waits.push((*b, f.clone()));
+                } else {
+                    let (tx, rx) = futures::channel::oneshot::channel::<std::result::Result<Block, String>>();
+                    let fut: BoxFuture<'static, std::result::Result<Block, String>> = async move {
+                        rx.await.unwrap_or_else(|_| Err("the read that was filling this block was dropped".into()))
+                    }
+                    .boxed();
+                    map.insert(k.clone(), fut.shared());
+                    mine.push((*b, tx));
+                }
+            }
+        }
+        let hits = (blocks.len() - missing.len()) as u64;
+        if !missing.is_empty() {
+            self.counters.misses.fetch_add(missing.len() as u64, Ordering::Relaxed);
+            obs.cache_miss(missing.len() as u64);
+        }
+
+        // Runs of consecutive claimed blocks: one request each.
+        let mut runs: Vec<Vec<(u64, futures::channel::oneshot::Sender<std::result::Result<Block, String>>)>> = Vec::new();
+        for (b, tx) in mine {
+            match runs.last_mut() {
+                Some(run) if run.last().map(|(lb, _)| lb + 1) == Some(b) => run.push((b, tx)),
+                _ => runs.push(vec![(b, tx)]),
+            }
+        }
+        let fetches = runs.into_iter().map(|run| {
+            let this = self.clone();
+            let inner = inner.clone();
+            let obs = obs.clone();
+            let keys: Vec<String> = run.iter().map(|(b, _)| Self::key(root, location, *b)).collect();
+            let location = location.clone();
+            async move {
+                // Unregisters the run's blocks however this future ends (also when dropped).
+                let _registered = InflightGuard { cache: this.clone(), keys: keys.clone() };
+                let (b0, b1) = (run[0].0, run[run.len() - 1].0);
+                let result = this.fetch_run(&inner, &location, b0, b1, &obs).await;
+                match &result {
+                    Ok(fetched) => {
+                        for ((_, tx), (k, blk)) in run.into_iter().zip(keys.iter().zip(fetched.iter())) {
+                            if !blk.data.is_empty() {
+                                this.cache.insert(k.clone(), blk.clone());
+                            }
+                            let _ = tx.send(Ok(blk.clone()));
+                        }
+                    }
+                    Err(e) => {
+                        let msg = e.to_string();
+                        for (_, tx) in run {
+                            let _ = tx.send(Err(msg.clone()));
+                        }
+                    }
+                }
+                result.map(|list| list.into_iter().enumerate().map(|(i, blk)| (b0 + i as u64, blk)).collect::<Vec<_>>())
+            }
+        });
+        let fetched = futures::future::join_all(fetches).await;
+        let mut first_error = None;
+        for f in fetched {
+            match f {
+                Ok(list) => {
+                    for (b, blk) in list {
+                        blocks[(b - first) as usize] = Some(blk);
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        for (b, w) in waits {
+            // The read that was filling the block failed or went away: read it here.
+            let blk = match w.await {
+                Ok(blk) => blk,
+                Err(_) => self.fetch_run(inner, location, b, b, obs).await?.remove(0),
+            };
+            blocks[(b - first) as usize] = Some(blk);
+        }
+
+        // All blocks must describe the same object; otherwise storage changed under the cache.
+        let all: Vec<&Block> = blocks.iter().flatten().collect();
+        let consistent = all.len() == blocks.len() && all.windows(2).all(|w| w[0].same_object(w[1]));
+        if !consistent {
+            for k in &keys {
+                self.cache.remove(k);
+            }
+            log::warn!("data cache: '{location}' changed in storage; its cached blocks were dropped");
+            return passthrough_range(inner, location, range, obs).await;
+        }
+        let size = all[0].size;
+        let end = range.end.min(size);
+        if range.start >= end {
+            return passthrough_range(inner, location, range, obs).await;
+        }
+        let meta = all[0].meta(location);
+        let hit_bytes: u64 = (first..=last)
+            .zip(&found_hits(&missing, first, last))
+            .filter(|(_, h)| **h)
+            .map(|(b, _)| overlap(b * bs..b * bs + bs, &range))
+            .sum();
+        if hits > 0 {
+            self.counters.hits.fetch_add(hits, Ordering::Relaxed);
+            self.counters.hit_bytes.fetch_add(hit_bytes, Ordering::Relaxed);
+            obs.cache_hit(hits, hit_bytes);
+        }
+        let bytes = if first == last {
+            let blk = &all[0];
+            let from = (range.start - first * bs) as usize;
+            let to = (end - first * bs) as usize;
+            if to > blk.data.len() {
+                return Err(generic("a cached block is shorter than its object"));
+            }
+            blk.data.slice(from..to)
+        } else {
+            let mut out = BytesMut::with_capacity((end - range.start) as usize);
+            for (i, blk) in all.iter().enumerate() {
+                let b = first + i as u64;
+                let bstart = b * bs;
+                let from = range.start.max(bstart) - bstart;
+                let to = end.min(bstart + blk.data.len() as u64);
+                if to <= bstart + from {
+                    continue;
+                }
+                out.extend_from_slice(&blk.data[from as usize..(to - bstart) as usize]);
+            }
+            if out.len() as u64 != end - range.start {
+                return Err(generic("cached blocks do not cover the read"));
+            }
+            out.freeze()
+        };
+        Ok((meta, bytes, range.start..end))
+    }
+
+    /// One ranged request for blocks `b0..=b1`; returns one block per number (the last may be
+    /// short at the object's end; blocks past the end come back empty).
+    async fn fetch_run(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &Path,
+        b0: u64,
+        b1: u64,
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<Vec<Block>> {
+        let bs = self.block;
+        let start = b0 * bs;
+        let opts = GetOptions { range: Some(GetRange::Bounded(start..(b1 + 1) * bs)), ..Default::default() };
+        let r = inner.get_opts(location, opts).await?;
+        let meta = r.meta.clone();
+        let got = r.range.clone();
+        let bytes = r.bytes().await?;
+        obs.storage_read(location, bytes.len() as u64);
+        self.counters.storage_requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.storage_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if got.start != start || got.end - got.start != bytes.len() as u64 {
+            return Err(generic("storage returned another range than the one asked for"));
+        }
+        let mut out = Vec::with_capacity((b1 - b0 + 1) as usize);
+        for b in b0..=b1 {
+            let from = (b * bs).min(got.end) - start;
+            let to = ((b + 1) * bs).min(got.end) - start;
+            out.push(Block::from_meta(&meta, bytes.slice(from as usize..to as usize)));
+        }
+        Ok(out)
+    }
+}
+
+/// Removes a fetch's blocks from the in-flight map when the fetch ends or is dropped.
+struct InflightGuard {
+    cache: Arc<DataCache>,
+    keys: Vec<String>,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        let mut map = self.cache.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        for k in &self.keys {
+            map.remove(k);
+        }
+    }
+}
+
+fn found_hits(missing: &[u64], first: u64, last: u64) -> Vec<bool> {
+    (first..=last).map(|b| !missing.contains(&b)).collect()
+}
+
+fn overlap(a: Range<u64>, b: &Range<u64>) -> u64 {
+    a.end.min(b.end).saturating_sub(a.start.max(b.start))
+}
+
+fn generic(msg: &str) -> object_store::Error {
+    object_store::Error::Generic { store: "lance-host data cache", source: msg.to_string().into() }
+}
+
+fn result_of(meta: ObjectMeta, range: Range<u64>, bytes: Bytes) -> GetResult {
+    GetResult {
+        payload: GetResultPayload::Stream(futures::stream::once(futures::future::ready(Ok(bytes))).boxed()),
+        meta,
+        range,
+        attributes: Attributes::default(),
+        extensions: Default::default(),
+    }
+}
+
+/// A read straight from storage, counted.
+async fn passthrough(
+    inner: &Arc<dyn ObjectStore>,
+    location: &Path,
+    options: GetOptions,
+    obs: &Arc<dyn Observer>,
+) -> object_store::Result<GetResult> {
+    let head = options.head;
+    let r = inner.get_opts(location, options).await?;
+    obs.storage_read(location, if head { 0 } else { r.range.end - r.range.start });
+    Ok(r)
+}
+
+async fn passthrough_range(
+    inner: &Arc<dyn ObjectStore>,
+    location: &Path,
+    range: Range<u64>,
+    obs: &Arc<dyn Observer>,
+) -> object_store::Result<(ObjectMeta, Bytes, Range<u64>)> {
+    let opts = GetOptions { range: Some(GetRange::Bounded(range)), ..Default::default() };
+    let r = passthrough(inner, location, opts, obs).await?;
+    let meta = r.meta.clone();
+    let got = r.range.clone();
+    Ok((meta, r.bytes().await?, got))
+}
+
+/// Bytes the files under `dir` occupy on disk (allocated blocks, so sparse files count what
+/// they use).
+fn dir_usage(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.blocks() * 512;
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::stream::BoxStream;
+    use object_store::memory::InMemory;
+    use object_store::ObjectStoreExt;
+    use object_store::{
+        CopyOptions, ListResult, MultipartUpload, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+        RenameOptions,
+    };
+    use std::sync::atomic::AtomicBool;
+
+    /// An in-memory store that counts GETs and can be slowed down or made to fail.
+    #[derive(Debug, Default)]
+    struct Mock {
+        inner: InMemory,
+        gets: AtomicU64,
+        bytes: AtomicU64,
+        slow: AtomicBool,
+        fail: AtomicBool,
+    }
+
+    impl std::fmt::Display for Mock {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Mock")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for Mock {
+        async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> object_store::Result<PutResult> {
+            self.inner.put_opts(l, p, o).await
+        }
+        async fn put_multipart_opts(&self, l: &Path, o: PutMultipartOptions) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(l, o).await
+        }
+        async fn get_opts(&self, l: &Path, o: GetOptions) -> object_store::Result<GetResult> {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            if self.slow.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(generic("injected failure"));
+            }
+            let r = self.inner.get_opts(l, o).await?;
+            self.bytes.fetch_add(r.range.end - r.range.start, Ordering::SeqCst);
+            Ok(r)
+        }
+        fn delete_stream(&self, l: BoxStream<'static, object_store::Result<Path>>) -> BoxStream<'static, object_store::Result<Path>> {
+            self.inner.delete_stream(l)
+        }
+        fn list(&self, p: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.inner.list(p)
+        }
+        async fn list_with_delimiter(&self, p: Option<&Path>) -> object_store::Result<ListResult> {
+            self.inner.list_with_delimiter(p).await
+        }
+        async fn copy_opts(&self, f: &Path, t: &Path, o: CopyOptions) -> object_store::Result<()> {
+            self.inner.copy_opts(f, t, o).await
+        }
+        async fn rename_opts(&self, f: &Path, t: &Path, o: RenameOptions) -> object_store::Result<()> {
+            self.inner.rename_opts(f, t, o).await
+        }
+    }
+
+    #[derive(Default)]
+    struct Obs {
+        requests: AtomicU64,
+        hits: AtomicU64,
+        misses: AtomicU64,
+    }
+
+    impl Observer for Obs {
+        fn storage_read(&self, _path: &Path, _bytes: u64) {
+            self.requests.fetch_add(1, Ordering::SeqCst);
+        }
+        fn cache_hit(&self, blocks: u64, _bytes: u64) {
+            self.hits.fetch_add(blocks, Ordering::SeqCst);
+        }
+        fn cache_miss(&self, blocks: u64) {
+            self.misses.fetch_add(blocks, Ordering::SeqCst);
+        }
+    }
+
+    const FILE: &str = "bucket/t.lance/data/0001.lance";
+
+    fn content(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    async fn setup(len: usize, config: DataCacheConfig) -> (Arc<Mock>, Arc<dyn ObjectStore>, Arc<DataCache>, Vec<u8>) {
+        let mock = Arc::new(Mock::default());
+        let data = content(len, 7);
+        mock.inner.put(&Path::from(FILE), data.clone().into()).await.unwrap();
+        let inner: Arc<dyn ObjectStore> = mock.clone();
+        let cache = DataCache::build(&config).await.unwrap().unwrap();
+        (mock, inner, cache, data)
+    }
+
+    fn small(block: u64) -> DataCacheConfig {
+        DataCacheConfig { memory_bytes: 64 << 20, block_bytes: block, ..Default::default() }
+    }
+
+    async fn read(cache: &Arc<DataCache>, inner: &Arc<dyn ObjectStore>, r: Range<u64>) -> (Bytes, Arc<Obs>) {
+        let obs = Arc::new(Obs::default());
+        let o: Arc<dyn Observer> = obs.clone();
+        let opts = GetOptions { range: Some(GetRange::Bounded(r)), ..Default::default() };
+        let got = cache.get_opts(inner, "s3$bucket|", &Path::from(FILE), opts, &o).await.unwrap();
+        (got.bytes().await.unwrap(), obs)
+    }
+
+    #[test]
+    fn repeated_reads_hit_and_partial_reads_fetch_only_missing_blocks() {
+        rt().block_on(async {
+            let (mock, inner, cache, data) = setup(100_000, small(4096)).await;
+            let (b, obs) = read(&cache, &inner, 5000..9000).await;
+            assert_eq!(&b[..], &data[5000..9000]);
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 1);
+            assert_eq!(obs.misses.load(Ordering::SeqCst), 2, "blocks 1 and 2");
+            // Same read: from the cache, no request.
+            let (b, obs) = read(&cache, &inner, 5000..9000).await;
+            assert_eq!(&b[..], &data[5000..9000]);
+            assert_eq!((obs.requests.load(Ordering::SeqCst), obs.hits.load(Ordering::SeqCst)), (0, 2));
+            // A wider read: blocks 0 and 3..=4 are new; two runs, two requests, only those bytes.
+            let before = mock.bytes.load(Ordering::SeqCst);
+            let (b, obs) = read(&cache, &inner, 100..20000).await;
+            assert_eq!(&b[..], &data[100..20000]);
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 2);
+            assert_eq!(obs.hits.load(Ordering::SeqCst), 2);
+            assert_eq!(mock.bytes.load(Ordering::SeqCst) - before, 4096 * 3);
+            // The object's tail (short last block) and a read past the end.
+            let (b, _) = read(&cache, &inner, 99_000..100_000).await;
+            assert_eq!(&b[..], &data[99_000..]);
+            let (b, obs) = read(&cache, &inner, 98_500..120_000).await;
+            assert_eq!(&b[..], &data[98_500..]);
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 0);
+            let s = cache.stats();
+            assert!(s.hits >= 4 && s.misses >= 5 && s.storage_requests == mock.gets.load(Ordering::SeqCst), "{s:?}");
+        });
+    }
+
+    #[test]
+    fn concurrent_misses_of_a_block_make_one_request() {
+        rt().block_on(async {
+            let (mock, inner, cache, data) = setup(50_000, small(65536)).await;
+            mock.slow.store(true, Ordering::SeqCst);
+            let reads = (0..8).map(|i| {
+                let (cache, inner) = (cache.clone(), inner.clone());
+                tokio::spawn(async move { read(&cache, &inner, 1000 + i * 100..2000 + i * 100).await.0 })
+            });
+            let got = futures::future::join_all(reads).await;
+            for (i, b) in got.into_iter().enumerate() {
+                let i = i as usize;
+                assert_eq!(&b.unwrap()[..], &data[1000 + i * 100..2000 + i * 100]);
+            }
+            assert_eq!(mock.gets.load(Ordering::SeqCst), 1, "8 concurrent misses of one block");
+        });
+    }
+
+    #[test]
+    fn failed_fills_do_not_poison_the_cache() {
+        rt().block_on(async {
+            let (mock, inner, cache, data) = setup(30_000, small(4096)).await;
+            mock.fail.store(true, Ordering::SeqCst);
+            let obs: Arc<dyn Observer> = Arc::new(Obs::default());
+            let opts = GetOptions { range: Some(GetRange::Bounded(0..10_000)), ..Default::default() };
+            assert!(cache.get_opts(&inner, "s3$bucket|", &Path::from(FILE), opts, &obs).await.is_err());
+            assert!(cache.inflight.lock().unwrap().is_empty(), "a failed fill left in-flight entries");
+            mock.fail.store(false, Ordering::SeqCst);
+            let (b, obs) = read(&cache, &inner, 0..10_000).await;
+            assert_eq!(&b[..], &data[..10_000]);
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 1);
+        });
+    }
+
+    #[test]
+    fn a_rewritten_object_is_not_served_from_old_blocks() {
+        rt().block_on(async {
+            let (mock, inner, cache, _) = setup(20_000, small(4096)).await;
+            read(&cache, &inner, 0..4096).await;
+            let new = content(20_000, 99);
+            mock.inner.put(&Path::from(FILE), new.clone().into()).await.unwrap();
+            // Block 0 is cached (old), block 1 is not: the miss sees the new e-tag.
+            let (b, _) = read(&cache, &inner, 0..8192).await;
+            assert_eq!(&b[..], &new[..8192]);
+            let (b, _) = read(&cache, &inner, 0..8192).await;
+            assert_eq!(&b[..], &new[..8192]);
+        });
+    }
+
+    #[test]
+    fn memory_tier_stays_within_budget() {
+        rt().block_on(async {
+            let cfg = DataCacheConfig { memory_bytes: 256 << 10, block_bytes: 4096, ..Default::default() };
+            let (_mock, inner, cache, data) = setup(2 << 20, cfg).await;
+            for start in (0..data.len() as u64).step_by(64 << 10) {
+                let (b, _) = read(&cache, &inner, start..start + (64 << 10)).await;
+                assert_eq!(&b[..], &data[start as usize..start as usize + (64 << 10)]);
+                assert!(cache.stats().memory_bytes <= 256 << 10, "{:?}", cache.stats());
+            }
+            let s = cache.stats();
+            assert!(s.evictions > 0, "{s:?}");
+        });
+    }
+
+    fn disk(dir: &std::path::Path) -> DataCacheConfig {
+        DataCacheConfig {
+            memory_bytes: 4 << 20,
+            block_bytes: 4096,
+            disk_dir: Some(dir.to_path_buf()),
+            disk_bytes: 16 << 20,
+        }
+    }
+
+    #[test]
+    fn disk_tier_survives_a_restart_and_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = content(200_000, 7);
+        rt().block_on(async {
+            let (_mock, inner, cache, _) = setup(200_000, disk(dir.path())).await;
+            read(&cache, &inner, 0..200_000).await;
+            assert!(cache.stats().disk_enabled);
+            // A second instance on the same directory runs without the disk tier.
+            let other = DataCache::build(&disk(dir.path())).await.unwrap().unwrap();
+            assert!(!other.stats().disk_enabled);
+            drop(other);
+            cache.flush().await;
+            cache.cache.close().await.unwrap();
+        });
+        rt().block_on(async {
+            let (mock, inner, cache, _) = setup(200_000, disk(dir.path())).await;
+            assert!(cache.stats().disk_enabled, "the lock was not released");
+            let (b, obs) = read(&cache, &inner, 0..200_000).await;
+            assert_eq!(&b[..], &data[..]);
+            assert_eq!(mock.gets.load(Ordering::SeqCst), 0, "restart re-read storage: {:?}", cache.stats());
+            assert!(obs.hits.load(Ordering::SeqCst) > 0);
+            cache.cache.close().await.unwrap();
+        });
+    }
+
+    #[test]
+    fn block_encoding_round_trips_and_detects_damage() {
+        let b = Block { size: 1000, e_tag: Some("\"abc\"".into()), modified_ns: 42, data: Bytes::from(vec![7u8; 300]) };
+        let mut buf = Vec::new();
+        b.encode(&mut buf).unwrap();
+        assert_eq!(buf.len(), b.estimated_size());
+        let back = Block::decode(&mut buf.as_slice()).unwrap();
+        assert!(back.same_object(&b));
+        assert_eq!(back.data, b.data);
+        assert_eq!(back.modified_ns, 42);
+        for pos in [0, 10, 30, buf.len() / 2, buf.len() - 1] {
+            let mut bad = buf.clone();
+            bad[pos] ^= 0x40;
+            assert!(Block::decode(&mut bad.as_slice()).is_err(), "flip at {pos} not detected");
+        }
+        assert!(Block::decode(&mut &buf[..buf.len() - 3]).is_err(), "truncation not detected");
+    }
+
+    #[test]
+    fn only_immutable_table_files_are_cacheable() {
+        let yes = ["b/t.lance/data/abc.lance", "t.lance/_deletions/1-2-3.arrow", "w/t.lance/_indices/u/index.idx"];
+        let no = ["t.lance/_versions/3.manifest", "t.lance/_latest.manifest", "t.lance/_transactions/x.txn", "data"];
+        for p in yes {
+            assert!(DataCache::cacheable(&Path::from(p)), "{p}");
+        }
+        for p in no {
+            assert!(!DataCache::cacheable(&Path::from(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn config_is_validated() {
+        let ok = DataCacheConfig::default();
+        ok.validate().unwrap();
+        let bad = [
+            DataCacheConfig { block_bytes: 3000, ..ok.clone() },
+            DataCacheConfig { block_bytes: 1 << 30, ..ok.clone() },
+            DataCacheConfig { memory_bytes: 1000, ..ok.clone() },
+            DataCacheConfig { disk_bytes: 1 << 30, ..ok.clone() },
+            DataCacheConfig { disk_dir: Some("/tmp/x".into()), disk_bytes: (64 << 16) - 1, ..ok.clone() },
+            DataCacheConfig { disk_dir: Some("/tmp/x".into()), disk_bytes: 1 << 30, memory_bytes: 0, ..ok.clone() },
+        ];
+        for c in bad {
+            assert!(c.validate().is_err(), "{c:?}");
+        }
+        DataCacheConfig { disk_dir: Some("/tmp/x".into()), disk_bytes: 64 << 16, ..ok }.validate().unwrap();
+    }
+}
