@@ -71,7 +71,7 @@ fn child_configure_before_first_use() {
     let mut rows = 0u64;
     assert_eq!(lance_dataset_count_rows_ptr(&ds, &mut rows), 0);
     assert!(rows > 0);
-    let running = lance_host::session::global().unwrap().config;
+    let running = lance_host::session::global().unwrap().config.clone();
     assert_eq!(running.worker_threads, 3);
     assert_eq!(running.index_cache_bytes, 64 << 20);
     assert_eq!(running.scan_io_buffer_bytes, 1 << 20);
