@@ -50,6 +50,20 @@ pub const LANCE_DEFAULT_DATA_CACHE_DISK_BYTES: u64 = 1 << 30;
 /// Name of the lock file in the disk tier's directory.
 pub const LOCK_FILE: &str = "lance-host-data-cache.lock";
 
+/// The storage option that keeps one table's reads out of the data cache.
+pub const TABLE_OPTION: &str = "lance_host.data_cache";
+
+/// Whether reads of a table opened with these storage options go through the data cache:
+/// `lance_host.data_cache` = `true` (the default) or `false`. Lance ignores the key.
+pub fn table_uses_cache(options: &std::collections::HashMap<String, String>) -> Result<bool> {
+    match options.get(TABLE_OPTION).map(|v| v.to_ascii_lowercase()) {
+        None => Ok(true),
+        Some(v) if v == "true" => Ok(true),
+        Some(v) if v == "false" => Ok(false),
+        Some(v) => Err(HostError::invalid(format!("storage option {TABLE_OPTION} must be true or false, not '{v}'"))),
+    }
+}
+
 /// Settings of the data cache (part of the session's settings).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataCacheConfig {

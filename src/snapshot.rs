@@ -44,6 +44,7 @@ fn validate_uri(uri: &str) -> Result<()> {
 pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -> Result<Snapshot> {
     crate::metrics::op(crate::metrics::Op::Open);
     validate_uri(uri)?;
+    crate::datacache::table_uses_cache(&storage_options)?;
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
     let dataset = session::block_on(async {
@@ -224,6 +225,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     let corrupt = |what: &str| {
         HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid snapshot token: {what}"))
     };
+    crate::datacache::table_uses_cache(&storage_options)?;
     if bytes.len() < 5 || &bytes[..4] != SNAPSHOT_MAGIC {
         return Err(corrupt("not a lance-host snapshot token (bad magic)"));
     }

@@ -105,7 +105,10 @@ impl OpStats {
         }
         let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(CountingWrapper {
             counters: self.counters.clone(),
-            cache: crate::session::global().ok().and_then(|s| s.data_cache.clone()),
+            cache: crate::session::global()
+                .ok()
+                .and_then(|s| s.data_cache.clone())
+                .filter(|_| crate::datacache::table_uses_cache(&snapshot.storage_options).unwrap_or(true)),
             endpoint: store_identity(&snapshot.storage_options),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))

@@ -252,7 +252,8 @@ fn s3_scan_catalog_and_take() {
     assert_eq!(n, expected_rows);
     let (rows, stats) = scan_stats(&ds, &default_opts());
     assert_eq!(rows as u64, expected_rows);
-    assert!(stats.read_requests > 0 && stats.read_bytes > 0, "{stats:?}");
+    // Read from storage or (when another test read the table first) from the data cache.
+    assert!(stats.read_bytes + stats.data_cache_hit_bytes > 0, "{stats:?}");
     assert_eq!(stats.index_read_requests, 0);
     // Stats of a released or foreign stream are refused.
     let mut st = LanceIoStats::default();
@@ -293,7 +294,7 @@ fn s3_scan_catalog_and_take() {
     assert_eq!(lance_dataset_take_rows(vectors.ptr(), ids.as_ptr(), 3, cols.ptrs.as_ptr(), 1, &mut stream), 0, "{}", last_message());
     let mut tst = LanceIoStats::default();
     assert_eq!(lance_stream_io_stats_v2(&stream, &mut tst), 0);
-    assert!(tst.read_requests > 0, "{tst:?}");
+    assert!(tst.read_requests + tst.data_cache_hits > 0, "{tst:?}");
     let (rows, _) = drain_in_place(&mut stream);
     assert_eq!(rows, 3);
 }
@@ -518,8 +519,11 @@ fn prewarm_reads_no_data_file_and_warms_single_segments() {
 #[test]
 fn concurrent_scans_report_their_own_requests() {
     let s = shared();
-    let people = Arc::new(open_s3(s.facts.get("people.uri"), &s.endpoint).unwrap());
-    let vectors = Arc::new(open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap());
+    // Outside the data cache: every scan's reads reach storage, so each has requests to count.
+    let mut opts = s3_options(&s.endpoint);
+    opts.insert("lance_host.data_cache".into(), "false".into());
+    let people = Arc::new(open_s3_with(s.facts.get("people.uri"), &opts).unwrap());
+    let vectors = Arc::new(open_s3_with(s.facts.get("vectors.uri"), &opts).unwrap());
     let cols_a: Arc<[&str]> = Arc::from(vec!["id", "name", "embedding"]);
     let cols_b: Arc<[&str]> = Arc::from(vec!["id", "category"]);
     fn run(ds: &Ds, names: &[&str], batch: u64) -> (usize, LanceIoStats) {
@@ -635,12 +639,13 @@ fn scan_reads_ahead_on_the_runtime_before_the_host_asks() {
     let mut stats = LanceIoStats::default();
     loop {
         assert_eq!(lance_stream_io_stats_v2(&stream, &mut stats), 0);
-        if stats.read_bytes > 0 || std::time::Instant::now() > deadline {
+        // Read from storage, or from the data cache when another test read the table first.
+        if stats.read_bytes + stats.data_cache_hit_bytes > 0 || std::time::Instant::now() > deadline {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(stats.read_requests > 0 && stats.read_bytes > 0, "no read before the first get_next: {stats:?}");
+    assert!(stats.read_bytes + stats.data_cache_hit_bytes > 0, "no read before the first get_next: {stats:?}");
     let (rows, _) = drain_in_place(&mut stream);
     assert_eq!(rows as u64, fixture().facts.get_u64("people.v3.rows"));
 }
@@ -734,19 +739,24 @@ fn cancel_and_deadlines_on_a_slow_store() {
     unsafe { (stream.release.unwrap())(&mut stream) };
     println!("CANCEL latency_ms={:.1} batches_before={batches}", latency.as_secs_f64() * 1e3);
 
-    // 2. A deadline ends a stream with ETIMEDOUT.
+    // 2. A deadline ends a stream with ETIMEDOUT. Through a second slow proxy: another
+    // endpoint, so none of the blocks part 1 read come from the data cache.
+    let proxy2 = lance_host_testkit::DelayProxy::start(moto_port, Duration::from_millis(60)).unwrap();
+    let ds2 = open_s3(&table, &format!("http://127.0.0.1:{}", proxy2.port)).unwrap();
     let ctx = lance_call_context_new(400);
     let started = Instant::now();
     assert_eq!(lance_call_context_enter(ctx), 0);
     let mut stream = FFI_ArrowArrayStream::empty();
-    let rc = lance_dataset_scan_v2(ds.ptr(), &o, &mut stream);
+    let rc = lance_dataset_scan_v2(ds2.ptr(), &o, &mut stream);
     assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
     assert_eq!(rc, 0, "{}", last_message());
     let rc = loop {
-        let rc = get_next(&mut stream);
+        let mut a = arrow::ffi::FFI_ArrowArray::empty();
+        let rc = unsafe { (stream.get_next.unwrap())(&mut stream, &mut a) };
         if rc != 0 {
             break rc;
         }
+        assert!(!a.is_released(), "the scan ended within its deadline; slow the proxy down");
     };
     let took = started.elapsed();
     assert_eq!(rc, 110, "get_next after the deadline");
@@ -774,7 +784,9 @@ fn cancel_and_deadlines_on_a_slow_store() {
     assert!(latency < Duration::from_millis(200), "prewarm returned {latency:?} after the cancel");
     lance_call_context_free(ctx);
     drop(ds);
+    drop(ds2);
     drop(proxy);
+    drop(proxy2);
 }
 
 const TOKEN_FILE: &str = "LANCE_HOST_TEST_SNAPSHOT_TOKEN";
@@ -917,8 +929,12 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
     assert_err(last_code(), LANCE_ERR_INVALID_ARGUMENT, "bytes");
 }
 
+/// Open through `endpoint` with bounded retries, outside the data cache: these tests are about
+/// what storage faults do to reads, so every read must reach storage (the data cache's own
+/// fault test is in `datacache`).
 fn open_with(uri: &str, endpoint: &str, retries: &str) -> Result<Ds, (i32, String)> {
     let mut opts = s3_options(endpoint);
+    opts.insert("lance_host.data_cache".into(), "false".into());
     opts.insert("client_max_retries".into(), retries.into());
     opts.insert("client_retry_timeout".into(), "20".into());
     open_s3_with(uri, &opts)
