@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 2
+#define LANCE_HOST_VERSION_MINOR 3
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.2.0"
+#define LANCE_HOST_VERSION "0.3.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -82,6 +82,21 @@ struct ArrowArrayStream {
 
 #endif  /* ARROW_C_STREAM_INTERFACE */
 
+
+// Memory tier budget unless configured: 256 MiB.
+#define LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES (256 << 20)
+
+// Block size unless configured: 64 KiB.
+#define LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES (64 << 10)
+
+// Smallest block size accepted: 4 KiB.
+#define LANCE_MIN_DATA_CACHE_BLOCK_BYTES (4 << 10)
+
+// Largest block size accepted: 16 MiB.
+#define LANCE_MAX_DATA_CACHE_BLOCK_BYTES (16 << 20)
+
+// Disk tier budget when a directory is given without one: 1 GiB.
+#define LANCE_DEFAULT_DATA_CACHE_DISK_BYTES (1 << 30)
 
 // Default bound for one catalog call (all pages included).
 #define DEFAULT_TIMEOUT_MS 30000
@@ -314,6 +329,12 @@ typedef struct {
   uint64_t index_cache_hits;
   // Index-cache lookups of the operation's plan that missed and read storage.
   uint64_t index_cache_misses;
+  // Data-cache blocks the operation's reads found cached (memory or disk tier; since 0.3).
+  uint64_t data_cache_hits;
+  // Data-cache blocks the operation's reads fetched from storage (since 0.3).
+  uint64_t data_cache_misses;
+  // Bytes of the operation's reads served from the data cache (since 0.3).
+  uint64_t data_cache_hit_bytes;
 } LanceIoStats;
 
 // Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
@@ -464,6 +485,25 @@ typedef struct {
   // otherwise; 0 = automatic: 64 MiB for local tables, Lance's default for object stores
   // (32 MiB per I/O thread).
   uint64_t scan_io_buffer_bytes;
+  // Memory tier of the data cache in bytes: blocks of data, deletion and index files of
+  // tables on object storage (never manifests; local tables do not use it). 0 = the default,
+  // 256 MiB; at least four blocks otherwise. `data_cache_disabled` turns it off. (Since 0.3.)
+  uint64_t data_cache_memory_bytes;
+  // Disk tier budget in bytes: the files in `data_cache_disk_dir` never grow beyond it.
+  // 0 = the default, 1 GiB, when a directory is given; at least 64 blocks. (Since 0.3.)
+  uint64_t data_cache_disk_bytes;
+  // Block size of the data cache: reads are cached and fetched in aligned blocks of this
+  // size; a power of two from 4 KiB to 16 MiB. 0 = the default, 64 KiB. (Since 0.3.)
+  uint64_t data_cache_block_bytes;
+  // Directory of the disk tier (UTF-8, created if missing), or NULL for none (the default).
+  // Its contents survive a restart and are verified (checksums) before use. Only one process
+  // at a time uses a directory: another process configured with the same directory runs the
+  // data cache in memory only (a warning goes to the log callback and its
+  // `LanceSessionStats::data_cache_disk_enabled` is 0). The string is copied; it may be
+  // freed after `lance_session_configure_v2` returns. (Since 0.3.)
+  const char *data_cache_disk_dir;
+  // Non-zero: no data cache at all (every read goes to storage). Default 0. (Since 0.3.)
+  uint32_t data_cache_disabled;
 } LanceSessionOptions;
 
 // Cache statistics of the process-wide session. Set `struct_size = sizeof(LanceSessionStats)`
@@ -479,6 +519,31 @@ typedef struct {
   uint64_t metadata_misses;
   uint64_t metadata_entries;
   uint64_t metadata_bytes;
+  // Data cache (since 0.3): blocks served from either tier.
+  uint64_t data_cache_hits;
+  // Blocks that were not cached and were read from storage.
+  uint64_t data_cache_misses;
+  // Bytes of reads served from cached blocks.
+  uint64_t data_cache_hit_bytes;
+  // Requests the data cache sent to storage (one per run of missing blocks).
+  uint64_t data_cache_storage_requests;
+  // Bytes those requests returned.
+  uint64_t data_cache_storage_bytes;
+  // Blocks evicted from the memory tier to stay within its budget.
+  uint64_t data_cache_evictions;
+  // Disk-tier entries found damaged or unreadable by this library's checks, dropped and
+  // read again from storage (entries the disk engine's own checksum rejects count as misses).
+  uint64_t data_cache_errors;
+  // Bytes the memory tier holds now (block bytes plus per-entry overhead).
+  uint64_t data_cache_memory_bytes;
+  // Bytes the disk tier's files occupy on disk now.
+  uint64_t data_cache_disk_bytes;
+  // The memory budget in effect (0 = data cache off).
+  uint64_t data_cache_memory_capacity;
+  // The disk budget in effect (0 = no disk tier in this process).
+  uint64_t data_cache_disk_capacity;
+  // 1 when this process uses the disk tier, 0 otherwise.
+  uint64_t data_cache_disk_enabled;
 } LanceSessionStats;
 
 // Receives one log record: its `LanceLogLevel`, its target (the Lance module, e.g.
@@ -765,14 +830,14 @@ const char *lance_last_error_message(void);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_error_code_name(int32_t code);
 
-// Version of the loaded library, e.g. "0.2.0" — compare with `LANCE_HOST_VERSION`, the
+// Version of the loaded library, e.g. "0.3.0" — compare with `LANCE_HOST_VERSION`, the
 // version of the header a caller was built with. A caller built with header X.Y runs on any
 // library X.Z with Z >= Y (see "ABI compatibility" in the README).
 //
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_version(void);
 
-// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.2.0 is 200), to
+// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.3.0 is 300), to
 // compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
 // serves the caller if it has the same major version and a number at least as large
 // (`lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER`).
@@ -1113,7 +1178,7 @@ int32_t lance_topk_merge(struct ArrowArrayStream *streams, size_t num_streams, u
 // Fill `out` with the default settings (1 GiB index cache, 256 MiB metadata cache, one worker
 // thread per core; scans: automatic memory bounds — 64 MiB I/O buffer and 2 fragments read
 // concurrently for local tables, Lance's defaults for object stores — and one batch decoded
-// ahead per core).
+// ahead per core; data cache: 256 MiB memory tier, 64 KiB blocks, no disk tier).
 //
 // `out` is a caller's struct of `struct_size` bytes (pass `sizeof *out`); `out->struct_size`
 // is set.
@@ -1128,7 +1193,10 @@ int32_t lance_session_options_default_v2(LanceSessionOptions *out, size_t struct
 //
 // Borrows `options` for the duration of the call. Thread-safe.
 // Errors: LANCE_ERR_INVALID_ARGUMENT for NULL or invalid values (0 or more than 1024 worker
-// threads, sizes beyond the address space) — nothing is recorded, a corrected call may
+// threads, sizes beyond the address space, a data cache block size that is not a power of two
+// in 4 KiB..16 MiB, a memory tier below four blocks, a disk directory without a disk budget or
+// the reverse, a disk budget below the minimum, a directory that is not UTF-8) — nothing is
+// recorded, a corrected call may
 // follow; LANCE_ERR_FAILED_PRECONDITION after first use or when different values were
 // already configured — the running session is unaffected.
 int32_t lance_session_configure_v2(const LanceSessionOptions *options);
@@ -1139,6 +1207,14 @@ int32_t lance_session_configure_v2(const LanceSessionOptions *options);
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or its `struct_size` is too
 // small; `out` is not written on failure.
 int32_t lance_session_stats_v2(LanceSessionStats *out);
+
+// Wait until every block the data cache holds so far is written to its disk tier; returns at
+// once without a disk tier. Call it before a planned shutdown so the next process finds the
+// newest blocks too (without it the tier stays consistent, it may only lack the last blocks).
+//
+// Thread-safe; starts the session if it has not started. Errors: what starting the session
+// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created).
+int32_t lance_session_flush_data_cache(void);
 
 // Create a call context whose deadline is `timeout_ms` milliseconds from now (0 = none).
 //
