@@ -197,23 +197,32 @@ mod tests {
 
     use super::*;
 
-    /// The current layouts are the first sized revision: `MIN_SIZE` is their size, and the 0.1
-    /// layout is the same bytes after the header.
-    fn check<T: Extensible>() {
-        assert_eq!(size_of::<T>(), T::MIN_SIZE, "{}", T::NAME);
+    /// `MIN_SIZE` is the first sized revision (0.2): the 0.1 layout after the header. A struct
+    /// that grew since keeps those bytes and appends after them: `first_new` is the offset of
+    /// its first appended field (`MIN_SIZE` itself), `size` its current size.
+    fn check<T: Extensible>(grown: Option<(usize, usize)>) {
         assert_eq!(T::V0_SIZE + size_of::<usize>(), T::MIN_SIZE, "{}", T::NAME);
+        match grown {
+            None => assert_eq!(size_of::<T>(), T::MIN_SIZE, "{}", T::NAME),
+            Some((first_new, size)) => {
+                assert_eq!(first_new, T::MIN_SIZE, "{}: appended fields start after 0.2", T::NAME);
+                assert_eq!(size_of::<T>(), size, "{}", T::NAME);
+            }
+        }
         assert!(std::mem::align_of::<T>() <= 8, "{}", T::NAME);
     }
 
     #[test]
     fn sized_layouts_extend_the_0_1_layouts() {
-        check::<LanceScanOptions>();
-        check::<LanceVectorQuery>();
-        check::<LanceSessionOptions>();
-        check::<LanceIoStats>();
-        check::<LanceSessionStats>();
-        check::<LanceFragmentStats>();
-        check::<LanceColumnStats>();
-        check::<LanceIndexSegmentInfo>();
+        use std::mem::offset_of;
+        check::<LanceScanOptions>(None);
+        check::<LanceVectorQuery>(None);
+        // 0.3: the data cache's settings and figures.
+        check::<LanceSessionOptions>(Some((offset_of!(LanceSessionOptions, data_cache_memory_bytes), 88)));
+        check::<LanceIoStats>(Some((offset_of!(LanceIoStats, data_cache_hits), 80)));
+        check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 168)));
+        check::<LanceFragmentStats>(None);
+        check::<LanceColumnStats>(None);
+        check::<LanceIndexSegmentInfo>(None);
     }
 }

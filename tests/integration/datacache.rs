@@ -547,3 +547,41 @@ fn a_table_can_opt_out_of_the_cache() {
     assert!(st1.read_requests > 0 && st2.read_requests > 0, "{st1:?} {st2:?}");
     assert_eq!(st2.data_cache_hits + st2.data_cache_misses, 0, "{st2:?}");
 }
+
+/// A host built with the 0.2 header passes the 0.2 sizes of the structs that grew in 0.3: the
+/// library writes only those bytes (canaries after them stay) and fills what 0.2 knew.
+#[test]
+fn structs_of_the_0_2_header_still_work() {
+    const IO_0_2: usize = 56;
+    const SESSION_STATS_0_2: usize = 72;
+    let s = shared();
+    let table = private_table("abi02");
+    let ds = open_s3(&table, &s.endpoint).unwrap();
+    let mut o = default_opts();
+    let c = cstrs(&["id"]);
+    o.columns = c.ptrs.as_ptr();
+    o.num_columns = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let (_, full) = collect_with_stats(&mut stream);
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let mut a = arrow::ffi::FFI_ArrowArray::empty();
+    while unsafe { (stream.get_next.unwrap())(&mut stream, &mut a) } == 0 && !a.is_released() {
+        a = arrow::ffi::FFI_ArrowArray::empty();
+    }
+    // An 0.2-sized LanceIoStats in a larger buffer of canaries.
+    let canary = 0xABAB_ABAB_ABAB_ABABu64;
+    let mut buf = vec![canary; 16];
+    buf[0] = IO_0_2 as u64;
+    assert_eq!(lance_stream_io_stats_v2(&stream, buf.as_mut_ptr() as *mut LanceIoStats), 0, "{}", last_message());
+    assert!(buf[IO_0_2 / 8..].iter().all(|b| *b == canary), "bytes after the 0.2 struct were written");
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    let requests = buf[1];
+    assert!(full.read_requests > 0, "{full:?}");
+    assert_eq!(requests, 0, "the repeated scan (cached) reported storage requests");
+    let mut buf = vec![canary; 32];
+    buf[0] = SESSION_STATS_0_2 as u64;
+    assert_eq!(lance_session_stats_v2(buf.as_mut_ptr() as *mut LanceSessionStats), 0, "{}", last_message());
+    assert!(buf[SESSION_STATS_0_2 / 8..].iter().all(|b| *b == canary), "bytes after the 0.2 struct were written");
+}
