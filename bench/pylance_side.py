@@ -102,7 +102,14 @@ def main():
             return len(r), r
         raise SystemExit(f"work {work} is not defined for pylance")
 
+    cold = os.environ.get("BENCH_COLD") == "1"
+    if cold:
+        mark("begin cold")
+    t = time.perf_counter()
     once(len(queries) - 1)
+    cold_ms = (time.perf_counter() - t) * 1e3
+    if cold:
+        mark("end cold")
     is_search = work.startswith("search")
     n = len(queries) if is_search else iters
     ms, cpu, recalls, rows = [], [], [], 0
@@ -128,6 +135,7 @@ def main():
                 "recall": (sum(recalls) / len(recalls)) if recalls else None,
                 "maxrss_kb": hwm,
                 "minflt": minflt,
+                "cold_ms": cold_ms,
             }
         ),
         flush=True,

@@ -294,6 +294,46 @@ fn recall(found: &[i64], truth: &[i64]) -> f64 {
     found.iter().filter(|i| truth.contains(i)).count() as f64 / truth.len() as f64
 }
 
+/// The session's data cache from the environment, before first use: BENCH_DATA_CACHE = `off`
+/// (no data cache) or `on` (memory tier of BENCH_DATA_CACHE_MEM bytes, default the library's;
+/// disk tier in BENCH_DATA_CACHE_DIR of BENCH_DATA_CACHE_DISK bytes when a directory is given).
+/// Unset: the library's defaults.
+fn configure_data_cache() {
+    use lance_host::ffi::session::*;
+    let Ok(mode) = std::env::var("BENCH_DATA_CACHE") else { return };
+    let mut o = std::mem::MaybeUninit::<LanceSessionOptions>::uninit();
+    assert_eq!(lance_session_options_default_v2(o.as_mut_ptr(), std::mem::size_of::<LanceSessionOptions>()), 0);
+    let mut o = unsafe { o.assume_init() };
+    let dir = std::env::var("BENCH_DATA_CACHE_DIR").ok().map(|d| CString::new(d).unwrap());
+    match mode.as_str() {
+        "off" => o.data_cache_disabled = 1,
+        "on" => {
+            o.data_cache_memory_bytes = env_u64("BENCH_DATA_CACHE_MEM");
+            if let Some(d) = &dir {
+                o.data_cache_disk_dir = d.as_ptr();
+                o.data_cache_disk_bytes = env_u64("BENCH_DATA_CACHE_DISK");
+            }
+        }
+        other => panic!("BENCH_DATA_CACHE={other}: use on or off"),
+    }
+    assert_eq!(lance_session_configure_v2(&o), 0, "cannot configure the data cache");
+}
+
+/// Data cache figures of the session (0s without one), for the bench's JSON line.
+fn data_cache_json() -> serde_json::Value {
+    use lance_host::ffi::session::*;
+    let mut s = LanceSessionStats { struct_size: std::mem::size_of::<LanceSessionStats>(), ..Default::default() };
+    if lance_session_stats_v2(&mut s) != 0 {
+        return serde_json::Value::Null;
+    }
+    serde_json::json!({
+        "hits": s.data_cache_hits, "misses": s.data_cache_misses, "hit_bytes": s.data_cache_hit_bytes,
+        "storage_requests": s.data_cache_storage_requests, "storage_bytes": s.data_cache_storage_bytes,
+        "memory_bytes": s.data_cache_memory_bytes, "disk_bytes": s.data_cache_disk_bytes,
+        "disk_enabled": s.data_cache_disk_enabled,
+    })
+}
+
 fn env_u64(name: &str) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(0)
 }
@@ -370,6 +410,7 @@ unsafe impl Sync for Host {}
 
 impl Host {
     fn open(uri: &str) -> Host {
+        configure_data_cache();
         let opts = storage_options(uri);
         let owned: Vec<CString> = opts.iter().flat_map(|(k, v)| [CString::new(k.as_str()).unwrap(), CString::new(v.as_str()).unwrap()]).collect();
         let mut ptrs: Vec<*const std::ffi::c_char> = owned.iter().map(|c| c.as_ptr()).collect();
@@ -914,8 +955,18 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
             _ => panic!("work {work} is not defined for side {side}"),
         }
     };
-    // Warm-up (a query vector not among the measured ones for search work).
+    // Warm-up (a query vector not among the measured ones for search work); with BENCH_COLD=1
+    // it is measured and reported as the process's cold iteration.
+    let cold = std::env::var("BENCH_COLD").as_deref() == Ok("1");
+    if cold {
+        mark("begin cold");
+    }
+    let t = Instant::now();
     let _ = once(facts.queries.len() - 1);
+    let cold_ms = t.elapsed().as_secs_f64() * 1e3;
+    if cold {
+        mark("end cold");
+    }
     let n = if is_search { facts.queries.len() } else { iters };
     let mut ms = Vec::new();
     let mut cpu = Vec::new();
@@ -940,11 +991,14 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
         serde_json::json!({
             "side": side, "work": work, "ms": ms, "thread_cpu_ms": cpu, "rows": rows,
             "recall": if recalls.is_empty() { serde_json::Value::Null } else { (recalls.iter().sum::<f64>() / recalls.len() as f64).into() },
-            "maxrss_kb": ru.0, "minflt": ru.1,
+            "maxrss_kb": ru.0, "minflt": ru.1, "cold_ms": cold_ms,
+            "data_cache": if side == "host" { data_cache_json() } else { serde_json::Value::Null },
         })
     );
     if let Some(h) = host {
         lance_dataset_free(h.ds);
+        // The disk tier holds everything read, for the next (restarted) process.
+        assert_eq!(lance_host::ffi::session::lance_session_flush_data_cache(), 0);
     }
 }
 
