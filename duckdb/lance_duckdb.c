@@ -12,6 +12,13 @@
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
  *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
  *
+ *   lance_host_data_cache([memory_bytes := n] [, block_bytes := n] [, disk_dir := 'path']
+ *                         [, disk_bytes := n] [, disabled := true])
+ *       one row with the data cache's settings in effect and its figures (hits, misses, bytes
+ *       from cache and from storage, evictions, errors, bytes per tier). With any named
+ *       parameter it first configures lance-host's process-wide session, which works only
+ *       before the first lance_scan/lance_vector_search of the process (0 = the default).
+ *
  * Rows arrive as Arrow C Data batches from lance-host and are copied into DuckDB vectors.
  * Supported column types: (u)int8..64, float, double, bool, utf8/large utf8 and fixed-size
  * lists of float or double (DuckDB FLOAT[n] / DOUBLE[n]); a query that uses a column of
@@ -502,6 +509,112 @@ static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
   duckdb_data_chunk_set_size(output, n);
 }
 
+/* lance_host_data_cache: the figures, read at bind. */
+#define CACHE_FIGURES 12
+static const char* cache_names[CACHE_FIGURES] = {
+    "memory_capacity", "disk_capacity", "disk_enabled", "hits", "misses", "hit_bytes",
+    "storage_requests", "storage_bytes", "evictions", "errors", "memory_bytes", "disk_bytes"};
+
+typedef struct {
+  uint64_t values[CACHE_FIGURES];
+  int done;
+} CacheRow;
+
+static int cache_u64_param(duckdb_bind_info info, const char* name, uint64_t* out) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (!v) return 0;
+  int64_t n = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  *out = n < 0 ? UINT64_MAX : (uint64_t)n; /* negative: rejected by lance-host as too large */
+  return 1;
+}
+
+static void cache_bind(duckdb_bind_info info) {
+  LanceSessionOptions o;
+  if (lance_session_options_default_v2(&o, sizeof o) != LANCE_OK) {
+    duckdb_bind_set_error(info, lance_last_error_message());
+    return;
+  }
+  int given = 0;
+  given |= cache_u64_param(info, "memory_bytes", &o.data_cache_memory_bytes);
+  given |= cache_u64_param(info, "block_bytes", &o.data_cache_block_bytes);
+  given |= cache_u64_param(info, "disk_bytes", &o.data_cache_disk_bytes);
+  char* dir = NULL;
+  duckdb_value v = duckdb_bind_get_named_parameter(info, "disk_dir");
+  if (v) {
+    dir = varchar_param(v);
+    duckdb_destroy_value(&v);
+    o.data_cache_disk_dir = dir;
+    given = 1;
+  }
+  v = duckdb_bind_get_named_parameter(info, "disabled");
+  if (v) {
+    o.data_cache_disabled = duckdb_get_bool(v) ? 1 : 0;
+    duckdb_destroy_value(&v);
+    given = 1;
+  }
+  int rc = given ? lance_session_configure_v2(&o) : LANCE_OK;
+  free(dir);
+  if (rc != LANCE_OK) {
+    char msg[4096];
+    snprintf(msg, sizeof msg, "lance_host_data_cache: %s", lance_last_error_message());
+    duckdb_bind_set_error(info, msg);
+    return;
+  }
+  LanceSessionStats st = {.struct_size = sizeof st};
+  if (lance_session_stats_v2(&st) != LANCE_OK) {
+    duckdb_bind_set_error(info, lance_last_error_message());
+    return;
+  }
+  CacheRow* row = (CacheRow*)calloc(1, sizeof(CacheRow));
+  uint64_t values[CACHE_FIGURES] = {st.data_cache_memory_capacity, st.data_cache_disk_capacity,
+                                    st.data_cache_disk_enabled, st.data_cache_hits, st.data_cache_misses,
+                                    st.data_cache_hit_bytes, st.data_cache_storage_requests,
+                                    st.data_cache_storage_bytes, st.data_cache_evictions, st.data_cache_errors,
+                                    st.data_cache_memory_bytes, st.data_cache_disk_bytes};
+  memcpy(row->values, values, sizeof values);
+  duckdb_bind_set_bind_data(info, row, free);
+  duckdb_logical_type ubig = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);
+  for (int i = 0; i < CACHE_FIGURES; i++) duckdb_bind_add_result_column(info, cache_names[i], ubig);
+  duckdb_destroy_logical_type(&ubig);
+}
+
+static void cache_init(duckdb_init_info info) { (void)info; }
+
+static void cache_function(duckdb_function_info info, duckdb_data_chunk output) {
+  CacheRow* row = (CacheRow*)duckdb_function_get_bind_data(info);
+  if (row->done) {
+    duckdb_data_chunk_set_size(output, 0);
+    return;
+  }
+  for (int i = 0; i < CACHE_FIGURES; i++)
+    ((uint64_t*)duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, i)))[0] = row->values[i];
+  duckdb_data_chunk_set_size(output, 1);
+  row->done = 1;
+}
+
+static int register_cache_function(duckdb_connection con) {
+  duckdb_table_function f = duckdb_create_table_function();
+  duckdb_table_function_set_name(f, "lance_host_data_cache");
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type boolean = duckdb_create_logical_type(DUCKDB_TYPE_BOOLEAN);
+  duckdb_table_function_add_named_parameter(f, "memory_bytes", bigint);
+  duckdb_table_function_add_named_parameter(f, "block_bytes", bigint);
+  duckdb_table_function_add_named_parameter(f, "disk_bytes", bigint);
+  duckdb_table_function_add_named_parameter(f, "disk_dir", varchar);
+  duckdb_table_function_add_named_parameter(f, "disabled", boolean);
+  duckdb_table_function_set_bind(f, cache_bind);
+  duckdb_table_function_set_init(f, cache_init);
+  duckdb_table_function_set_function(f, cache_function);
+  duckdb_state st = duckdb_register_table_function(con, f);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&boolean);
+  duckdb_destroy_table_function(&f);
+  return st == DuckDBSuccess;
+}
+
 static int register_function(duckdb_connection con, const char* name, duckdb_table_function_bind_t bind,
                              duckdb_table_function_init_t init, int search) {
   duckdb_table_function f = duckdb_create_table_function();
@@ -540,7 +653,8 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
     return false;
   }
   if (!register_function(connection, "lance_scan", scan_bind, scan_init, 0) ||
-      !register_function(connection, "lance_vector_search", search_bind, search_init, 1)) {
+      !register_function(connection, "lance_vector_search", search_bind, search_init, 1) ||
+      !register_cache_function(connection)) {
     access->set_error(info, "lance_host: registering the table functions failed");
     return false;
   }

@@ -142,3 +142,38 @@ def test_errors_are_sql_errors(con, uri):
         con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', [1.0], 0)").fetchall()
     # The connection still works after the errors.
     assert con.execute(f"SELECT count(*) FROM lance_scan('{uri}')").fetchone()[0] == lance.dataset(uri).count_rows()
+
+
+def test_data_cache_settings_and_figures(con, uri):
+    """lance_host_data_cache() reads the data cache's figures; configuring it after first use is
+    refused with lance-host's reason; a fresh process configures it before first use."""
+    con.execute(f"SELECT count(*) FROM lance_scan('{uri}')").fetchone()
+    row = con.execute("SELECT * FROM lance_host_data_cache()").fetchone()
+    cols = [d[0] for d in con.description]
+    fig = dict(zip(cols, row))
+    assert fig["memory_capacity"] == 256 << 20 and fig["disk_enabled"] == 0
+    assert fig["hits"] == 0 and fig["misses"] == 0, "a local table went through the data cache"
+    with pytest.raises(duckdb.Error, match="already running"):
+        con.execute("SELECT * FROM lance_host_data_cache(memory_bytes := 1048576)").fetchall()
+
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        script = (
+            "import duckdb, os, sys\n"
+            "c = duckdb.connect(config={'allow_unsigned_extensions': 'true'})\n"
+            "c.execute(f\"LOAD '{os.environ['LANCE_HOST_DUCKDB_EXTENSION']}'\")\n"
+            "try:\n"
+            "    c.execute(\"SELECT * FROM lance_host_data_cache(block_bytes := 1000)\").fetchall()\n"
+            "    sys.exit('a bad block size was accepted')\n"
+            "except duckdb.Error as e:\n"
+            "    assert 'data_cache_block_bytes' in str(e), e\n"
+            "r = c.execute(\"SELECT memory_capacity, disk_capacity, disk_enabled FROM lance_host_data_cache("
+            "memory_bytes := 67108864, disk_dir := '\" + sys.argv[1] + \"', disk_bytes := 33554432)\").fetchone()\n"
+            "print(r)\n"
+        )
+        out = subprocess.run([sys.executable, "-c", script, d], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == str((64 << 20, 32 << 20, 1)), out.stdout
