@@ -623,7 +623,8 @@ impl DataCache {
         }
 
         // Claim the missing blocks nobody is fetching; wait for the others.
-        let missing: Vec<u64> = (first..=last).filter(|b| blocks[(b - first) as usize].is_none()).collect();
+        let was_hit: Vec<bool> = blocks.iter().map(Option::is_some).collect();
+        let missing: Vec<u64> = (first..=last).filter(|b| !was_hit[(b - first) as usize]).collect();
         let mut waits = Vec::new();
         let mut mine = Vec::new();
         if !missing.is_empty() {
@@ -730,7 +731,7 @@ impl DataCache {
         }
         let meta = all[0].meta(location);
         let hit_bytes: u64 = (first..=last)
-            .zip(&found_hits(&missing, first, last))
+            .zip(&was_hit)
             .filter(|(_, h)| **h)
             .map(|(b, _)| overlap(b * bs..b * bs + bs, &range))
             .sum();
@@ -813,10 +814,6 @@ impl Drop for InflightGuard {
             map.remove(k);
         }
     }
-}
-
-fn found_hits(missing: &[u64], first: u64, last: u64) -> Vec<bool> {
-    (first..=last).map(|b| !missing.contains(&b)).collect()
 }
 
 fn overlap(a: Range<u64>, b: &Range<u64>) -> u64 {
