@@ -255,3 +255,16 @@ pub fn drain_in_place(stream: &mut FFI_ArrowArrayStream) -> (usize, LanceIoStats
     let (batches, stats) = collect_with_stats(stream);
     (total_rows(&batches), stats)
 }
+
+/// Add one operation's I/O counters to a running total.
+pub fn add_io(total: &mut LanceIoStats, s: &LanceIoStats) {
+    total.read_requests += s.read_requests;
+    total.read_bytes += s.read_bytes;
+    total.index_read_requests += s.index_read_requests;
+    total.index_read_bytes += s.index_read_bytes;
+    total.index_cache_hits += s.index_cache_hits;
+    total.index_cache_misses += s.index_cache_misses;
+    total.data_cache_hits += s.data_cache_hits;
+    total.data_cache_misses += s.data_cache_misses;
+    total.data_cache_hit_bytes += s.data_cache_hit_bytes;
+}

@@ -13,36 +13,23 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
-use lance_host::ffi::dataset::*;
 use lance_host::ffi::plan::*;
 use lance_host::ffi::scan::*;
 use lance_host::ffi::search::*;
 use lance_host::ffi::session::*;
 use lance_host::ffi::take::*;
-use lance_host_testkit::Facts;
 
 use crate::common::*;
-use crate::s3::{open_s3, s3_options, shared};
+use crate::s3::{open_s3, open_s3_with, private_vectors_table, s3_options, shared};
 
 const SCENARIO: &str = "LANCE_HOST_TEST_DC_SCENARIO";
 const DIR: &str = "LANCE_HOST_TEST_DC_DIR";
 const TABLES: &str = "LANCE_HOST_TEST_DC_TABLES";
 const LOG: &str = "LANCE_HOST_TEST_DC_LOG";
 
-/// Write a copy of the testkit's `vectors` table under its own prefix; returns its URI.
+/// A copy of the testkit's `vectors` table of this test's own; returns its URI.
 fn private_table(name: &str) -> String {
-    let s = shared();
-    let table = format!("{}/dc-{name}-{}/vectors.lance", s.facts.get("root"), std::process::id());
-    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let mut facts = Facts::default();
-            lance_host_testkit::write_vectors(&t, &mut facts, &opts).await.expect("write table");
-        })
-    })
-    .join()
-    .unwrap();
-    table
+    private_vectors_table(&format!("dc-{name}"))
 }
 
 /// GET/HEAD lines of the server log for the immutable files (data, deletion, index) of `table`.
@@ -54,15 +41,6 @@ fn data_requests(log: &Path, table: &str) -> usize {
         .filter(|l| l.contains(&path) && (l.contains("\"GET ") || l.contains("\"HEAD ")))
         .filter(|l| l.contains("/data/") || l.contains("/_indices/") || l.contains("/_deletions/"))
         .count()
-}
-
-fn add(total: &mut LanceIoStats, s: &LanceIoStats) {
-    total.read_requests += s.read_requests;
-    total.read_bytes += s.read_bytes;
-    total.index_read_requests += s.index_read_requests;
-    total.data_cache_hits += s.data_cache_hits;
-    total.data_cache_misses += s.data_cache_misses;
-    total.data_cache_hit_bytes += s.data_cache_hit_bytes;
 }
 
 fn digest_of(batches: &[RecordBatch]) -> u32 {
@@ -122,7 +100,7 @@ fn search(ds: &Ds, seed: i64) -> (u32, LanceIoStats, Vec<u64>) {
         assert_eq!(lance_split_search_v2(ds.ptr(), split, &q, &mut stream), 0, "{}", last_message());
         // Drain here (stats are per stream), hand the rows on as a fresh stream.
         let (batches, st) = collect_with_stats(&mut stream);
-        add(&mut total, &st);
+        add_io(&mut total, &st);
         let stream = batches_to_stream(batches);
         if lance_split_kind(split) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32 {
             approx.push(stream);
@@ -137,7 +115,7 @@ fn search(ds: &Ds, seed: i64) -> (u32, LanceIoStats, Vec<u64>) {
     let mut refined = FFI_ArrowArrayStream::empty();
     assert_eq!(lance_dataset_refine_v2(ds.ptr(), &q, &mut merged, &mut refined), 0, "{}", last_message());
     let (batches, st) = collect_with_stats(&mut refined);
-    add(&mut total, &st);
+    add_io(&mut total, &st);
     exact.push(batches_to_stream(batches));
     let mut out = FFI_ArrowArrayStream::empty();
     assert_eq!(lance_topk_merge(exact.as_mut_ptr(), exact.len(), 10, 0, &mut out), 0, "{}", last_message());
@@ -172,21 +150,21 @@ fn workload(ds: &Ds) -> (Vec<u32>, LanceIoStats) {
     let mut digests = Vec::new();
     let (d, st, row_ids) = scan_with(ds, &["id", "category", "embedding", "embedding_f16"], None);
     digests.push(d);
-    add(&mut total, &st);
+    add_io(&mut total, &st);
     let (d, st, _) = scan_with(ds, &["id", "category"], Some("id >= 1500 AND id < 1700"));
     digests.push(d);
-    add(&mut total, &st);
+    add_io(&mut total, &st);
     let mut take_ids = Vec::new();
     for seed in [42, 977] {
         let (d, st, ids) = search(ds, seed);
         digests.push(d);
-        add(&mut total, &st);
+        add_io(&mut total, &st);
         take_ids.extend(ids);
     }
     take_ids.extend(row_ids.iter().step_by(97));
     let (d, st) = take(ds, &take_ids);
     digests.push(d);
-    add(&mut total, &st);
+    add_io(&mut total, &st);
     (digests, total)
 }
 
@@ -486,15 +464,7 @@ fn faults_while_filling_do_not_poison_the_cache() {
     let ep = format!("http://127.0.0.1:{}", proxy.port);
     let mut opts = s3_options(&ep);
     opts.insert("client_max_retries".into(), "0".into());
-    let open = |opts: &lance_host_testkit::StorageOptions| {
-        let u = cstr(&table);
-        let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (_keep, ptrs) = kv(&pairs);
-        let p = lance_dataset_open(u.as_ptr(), ptrs.as_ptr(), 0);
-        assert!(!p.is_null(), "{}", last_message());
-        Ds(p)
-    };
-    let ds = open(&opts);
+    let ds = open_s3_with(&table, &opts).unwrap();
     let cols = cstrs(&["id", "category", "embedding"]);
     let mut o = default_opts();
     o.columns = cols.ptrs.as_ptr();
@@ -522,23 +492,12 @@ fn a_table_can_opt_out_of_the_cache() {
     let s = shared();
     let table = private_table("optout");
     let mut opts = s3_options(&s.endpoint);
-    let open = |opts: &lance_host_testkit::StorageOptions| {
-        let u = cstr(&table);
-        let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (_keep, ptrs) = kv(&pairs);
-        let p = lance_dataset_open(u.as_ptr(), ptrs.as_ptr(), 0);
-        if p.is_null() {
-            Err((last_code(), last_message()))
-        } else {
-            Ok(Ds(p))
-        }
-    };
     opts.insert("lance_host.data_cache".into(), "sometimes".into());
-    let e = open(&opts).err().expect("opened with a bad data cache option");
+    let e = open_s3_with(&table, &opts).err().expect("opened with a bad data cache option");
     assert_eq!(e.0, lance_host::LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT as i32, "{e:?}");
     assert!(e.1.contains("lance_host.data_cache"), "{e:?}");
     opts.insert("lance_host.data_cache".into(), "false".into());
-    let ds = open(&opts).unwrap();
+    let ds = open_s3_with(&table, &opts).unwrap();
     let (d1, st1, _) = scan_with(&ds, &["id", "embedding"], None);
     let (d2, st2, _) = scan_with(&ds, &["id", "embedding"], None);
     assert_eq!(d1, d2);

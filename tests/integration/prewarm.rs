@@ -58,15 +58,6 @@ fn search_split_on(ds: &Ds, split: &SplitH, q: &LanceVectorQuery) -> (Vec<Record
     collect_with_stats(&mut stream)
 }
 
-fn add(total: &mut LanceIoStats, s: &LanceIoStats) {
-    total.read_requests += s.read_requests;
-    total.read_bytes += s.read_bytes;
-    total.index_read_requests += s.index_read_requests;
-    total.index_read_bytes += s.index_read_bytes;
-    total.index_cache_hits += s.index_cache_hits;
-    total.index_cache_misses += s.index_cache_misses;
-}
-
 /// One query's answer: (id, distance) of the merged top-k, in order.
 type Answer = Vec<(i64, f32)>;
 
@@ -113,7 +104,7 @@ fn search_metric(
         }
         let (batches, st) = search_split_on(ds, &s, &raw);
         if is_segment(&s) {
-            add(&mut seg_stats, &st);
+            add_io(&mut seg_stats, &st);
         }
         let schema = batches.first().map(|b| b.schema()).unwrap_or_else(|| std::sync::Arc::new(arrow::datatypes::Schema::empty()));
         let reader = arrow::record_batch::RecordBatchIterator::new(batches.into_iter().map(Ok), schema);

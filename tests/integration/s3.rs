@@ -199,7 +199,7 @@ pub(crate) fn shared() -> &'static Shared {
 
 /// A copy of the testkit's `vectors` table of one test's own under the shared root, so the
 /// server log and the caches show only that test's requests; returns its URI.
-fn private_vectors_table(name: &str) -> String {
+pub(crate) fn private_vectors_table(name: &str) -> String {
     let s = shared();
     let table = format!("{}/{name}/vectors.lance", s.facts.get("root"));
     let (t, opts) = (table.clone(), s3_options(&s.endpoint));
@@ -219,7 +219,7 @@ pub(crate) fn open_s3(uri: &str, endpoint: &str) -> Result<Ds, (i32, String)> {
 }
 
 /// Open `uri` at its latest version with these storage options.
-fn open_s3_with(uri: &str, opts: &StorageOptions) -> Result<Ds, (i32, String)> {
+pub(crate) fn open_s3_with(uri: &str, opts: &StorageOptions) -> Result<Ds, (i32, String)> {
     let u = cstr(uri);
     let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (_keep, ptrs) = kv(&pairs);
