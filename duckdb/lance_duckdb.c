@@ -510,10 +510,10 @@ static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
 }
 
 /* lance_host_data_cache: the figures, read at bind. */
-#define CACHE_FIGURES 12
+#define CACHE_FIGURES 13
 static const char* cache_names[CACHE_FIGURES] = {
-    "memory_capacity", "disk_capacity", "disk_enabled", "hits", "misses", "hit_bytes",
-    "storage_requests", "storage_bytes", "evictions", "errors", "memory_bytes", "disk_bytes"};
+    "memory_capacity", "disk_capacity", "disk_enabled", "hits", "misses", "hit_bytes", "storage_requests",
+    "storage_bytes", "evictions", "errors", "memory_bytes", "disk_bytes", "disk_write_drops"};
 
 typedef struct {
   uint64_t values[CACHE_FIGURES];
@@ -571,7 +571,8 @@ static void cache_bind(duckdb_bind_info info) {
                                     st.data_cache_disk_enabled, st.data_cache_hits, st.data_cache_misses,
                                     st.data_cache_hit_bytes, st.data_cache_storage_requests,
                                     st.data_cache_storage_bytes, st.data_cache_evictions, st.data_cache_errors,
-                                    st.data_cache_memory_bytes, st.data_cache_disk_bytes};
+                                    st.data_cache_memory_bytes, st.data_cache_disk_bytes,
+                                    st.data_cache_disk_write_drops};
   memcpy(row->values, values, sizeof values);
   duckdb_bind_set_bind_data(info, row, free);
   duckdb_logical_type ubig = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);

@@ -544,6 +544,9 @@ typedef struct {
   uint64_t data_cache_disk_capacity;
   // 1 when this process uses the disk tier, 0 otherwise.
   uint64_t data_cache_disk_enabled;
+  // Blocks the disk tier did not write because its write queue was full: they stay in the
+  // memory tier, but a restarted process reads them from storage again.
+  uint64_t data_cache_disk_write_drops;
 } LanceSessionStats;
 
 // Receives one log record: its `LanceLogLevel`, its target (the Lance module, e.g.

@@ -108,6 +108,11 @@ impl DataCacheConfig {
         ((self.disk_bytes / 64) & !4095).clamp(min, max)
     }
 
+    /// Write buffer of the disk tier: 1/16 of its budget, between 16 and 64 MiB.
+    fn write_buffer_bytes(&self) -> u64 {
+        (self.disk_bytes / 16).clamp(16 << 20, 64 << 20)
+    }
+
     /// Smallest disk budget accepted for this block size: 64 blocks (16 engine blocks).
     pub fn min_disk_bytes(&self) -> u64 {
         self.block_bytes * 64
@@ -263,6 +268,109 @@ impl Code for Block {
     }
 }
 
+/// A metrics registry for foyer that keeps the counters this library reports (disk-tier writes
+/// skipped because the write queue was full, disk-tier errors); everything else is dropped.
+#[derive(Debug, Default)]
+struct FoyerCounters {
+    write_drops: Arc<AtomicU64>,
+    disk_errors: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct Sink(Option<Arc<AtomicU64>>);
+
+impl mixtrics::metrics::CounterOps for Sink {
+    fn increase(&self, val: u64) {
+        if let Some(c) = &self.0 {
+            c.fetch_add(val, Ordering::Relaxed);
+        }
+    }
+}
+
+impl mixtrics::metrics::GaugeOps for Sink {
+    fn increase(&self, _: u64) {}
+    fn decrease(&self, _: u64) {}
+    fn absolute(&self, _: u64) {}
+}
+
+impl mixtrics::metrics::HistogramOps for Sink {
+    fn record(&self, _: f64) {}
+}
+
+#[derive(Debug)]
+struct CounterVec {
+    name: String,
+    counters: Arc<FoyerCounters>,
+}
+
+impl mixtrics::metrics::CounterVecOps for CounterVec {
+    fn counter(&self, labels: &[std::borrow::Cow<'static, str>]) -> mixtrics::metrics::BoxedCounter {
+        let op = labels.last().map(|l| l.as_ref()).unwrap_or("");
+        let target = match (self.name.as_str(), op) {
+            ("foyer_storage_inner_op_total", "buffer_overflow" | "channel_overflow") => {
+                Some(self.counters.write_drops.clone())
+            }
+            ("foyer_storage_op_total", "error") => Some(self.counters.disk_errors.clone()),
+            _ => None,
+        };
+        Box::new(Sink(target))
+    }
+}
+
+#[derive(Debug)]
+struct NoVec;
+
+impl mixtrics::metrics::GaugeVecOps for NoVec {
+    fn gauge(&self, _: &[std::borrow::Cow<'static, str>]) -> mixtrics::metrics::BoxedGauge {
+        Box::new(Sink(None))
+    }
+}
+
+impl mixtrics::metrics::HistogramVecOps for NoVec {
+    fn histogram(&self, _: &[std::borrow::Cow<'static, str>]) -> mixtrics::metrics::BoxedHistogram {
+        Box::new(Sink(None))
+    }
+}
+
+#[derive(Debug)]
+struct Registry(Arc<FoyerCounters>);
+
+impl mixtrics::metrics::RegistryOps for Registry {
+    fn register_counter_vec(
+        &self,
+        name: std::borrow::Cow<'static, str>,
+        _: std::borrow::Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> mixtrics::metrics::BoxedCounterVec {
+        Box::new(CounterVec { name: name.into_owned(), counters: self.0.clone() })
+    }
+    fn register_gauge_vec(
+        &self,
+        _: std::borrow::Cow<'static, str>,
+        _: std::borrow::Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> mixtrics::metrics::BoxedGaugeVec {
+        Box::new(NoVec)
+    }
+    fn register_histogram_vec(
+        &self,
+        _: std::borrow::Cow<'static, str>,
+        _: std::borrow::Cow<'static, str>,
+        _: &'static [&'static str],
+    ) -> mixtrics::metrics::BoxedHistogramVec {
+        Box::new(NoVec)
+    }
+    fn register_histogram_vec_with_buckets(
+        &self,
+        _: std::borrow::Cow<'static, str>,
+        _: std::borrow::Cow<'static, str>,
+        _: &'static [&'static str],
+        _: Vec<f64>,
+    ) -> mixtrics::metrics::BoxedHistogramVec {
+        Box::new(NoVec)
+    }
+}
+
 /// Session-wide counters of the data cache.
 #[derive(Debug, Default)]
 struct Counters {
@@ -273,6 +381,7 @@ struct Counters {
     storage_bytes: AtomicU64,
     evictions: AtomicU64,
     errors: AtomicU64,
+    foyer: Arc<FoyerCounters>,
 }
 
 struct EvictionCounter(Arc<Counters>);
@@ -302,8 +411,12 @@ pub struct DataCacheStats {
     pub storage_bytes: u64,
     /// Blocks evicted from the memory tier to stay within its budget.
     pub evictions: u64,
-    /// Damaged or unreadable disk-tier entries that were dropped and re-read from storage.
+    /// Damaged or unreadable disk-tier entries that were dropped and re-read from storage, and
+    /// disk-tier I/O errors.
     pub errors: u64,
+    /// Blocks the disk tier did not write because its write queue was full (they stay in the
+    /// memory tier; a restarted process reads them from storage).
+    pub disk_write_drops: u64,
     /// Bytes held by the memory tier now (weighted: block bytes plus per-entry overhead).
     pub memory_bytes: u64,
     /// Bytes the disk tier's files occupy on disk now.
@@ -393,6 +506,7 @@ impl DataCache {
         };
         let builder = HybridCacheBuilder::new()
             .with_name("lance-host-data")
+            .with_metrics_registry(Box::new(Registry(counters.foyer.clone())))
             .with_policy(HybridCachePolicy::WriteOnInsertion)
             .with_event_listener(Arc::new(EvictionCounter(counters.clone())))
             .memory(config.memory_bytes as usize)
@@ -412,6 +526,10 @@ impl DataCache {
                     .with_engine_config(
                         BlockEngineConfig::new(device)
                             .with_block_size(config.engine_block_bytes() as usize)
+                            // Room for bursts (a scan inserts blocks faster than one write
+                            // completes): what does not fit is not written to disk.
+                            .with_buffer_pool_size(config.write_buffer_bytes() as usize)
+                            .with_submit_queue_size_threshold(config.write_buffer_bytes() as usize * 4)
                             .with_tombstone_log(true),
                     )
                     .with_recover_mode(RecoverMode::Quiet)
@@ -442,7 +560,8 @@ impl DataCache {
             storage_requests: c.storage_requests.load(Ordering::Relaxed),
             storage_bytes: c.storage_bytes.load(Ordering::Relaxed),
             evictions: c.evictions.load(Ordering::Relaxed),
-            errors: c.errors.load(Ordering::Relaxed),
+            errors: c.errors.load(Ordering::Relaxed) + c.foyer.disk_errors.load(Ordering::Relaxed),
+            disk_write_drops: c.foyer.write_drops.load(Ordering::Relaxed),
             memory_bytes: self.cache.memory().usage() as u64,
             disk_bytes,
             memory_capacity: self.config.memory_bytes,

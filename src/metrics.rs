@@ -78,6 +78,7 @@ pub fn snapshot() -> Vec<(&'static str, u64)> {
     out.push(("data_cache.storage_bytes", d.storage_bytes));
     out.push(("data_cache.evictions", d.evictions));
     out.push(("data_cache.errors", d.errors));
+    out.push(("data_cache.disk_write_drops", d.disk_write_drops));
     out.push(("data_cache.memory_bytes", d.memory_bytes));
     out.push(("data_cache.disk_bytes", d.disk_bytes));
     out

@@ -220,7 +220,7 @@ mod tests {
         // 0.3: the data cache's settings and figures.
         check::<LanceSessionOptions>(Some((offset_of!(LanceSessionOptions, data_cache_memory_bytes), 88)));
         check::<LanceIoStats>(Some((offset_of!(LanceIoStats, data_cache_hits), 80)));
-        check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 168)));
+        check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 176)));
         check::<LanceFragmentStats>(None);
         check::<LanceColumnStats>(None);
         check::<LanceIndexSegmentInfo>(None);

@@ -95,6 +95,9 @@ pub struct LanceSessionStats {
     pub data_cache_disk_capacity: u64,
     /// 1 when this process uses the disk tier, 0 otherwise.
     pub data_cache_disk_enabled: u64,
+    /// Blocks the disk tier did not write because its write queue was full: they stay in the
+    /// memory tier, but a restarted process reads them from storage again.
+    pub data_cache_disk_write_drops: u64,
 }
 
 // SAFETY: repr(C), leading struct_size, alignment 8, integer fields and one pointer (an
@@ -167,6 +170,7 @@ impl From<SessionStats> for LanceSessionStats {
             data_cache_memory_capacity: s.data_cache.memory_capacity,
             data_cache_disk_capacity: s.data_cache.disk_capacity,
             data_cache_disk_enabled: s.data_cache.disk_enabled as u64,
+            data_cache_disk_write_drops: s.data_cache.disk_write_drops,
         }
     }
 }

@@ -218,7 +218,16 @@ fn child_data_cache() {
                     );
                 }
                 "replay" => {
-                    assert_eq!(st1.read_requests, 0, "a restarted process read storage: {st1:?}");
+                    if st1.read_requests != 0 {
+                        let lines: Vec<String> = std::fs::read_to_string(&log)
+                            .unwrap_or_default()
+                            .lines()
+                            .filter(|l| l.contains(table.trim_start_matches("s3://")))
+                            .map(String::from)
+                            .collect();
+                        let tail: Vec<&String> = lines.iter().rev().take(30).collect();
+                        panic!("a restarted process read storage: {st1:?} {:?}\n{tail:#?}", session_stats());
+                    }
                     assert!(st1.data_cache_hits > 0 && st1.data_cache_misses == 0, "{st1:?}");
                     assert_eq!(data_requests(&log, table), server_before, "the server saw data requests");
                 }
@@ -247,7 +256,14 @@ fn child_data_cache() {
             }
             assert_eq!(lance_session_flush_data_cache(), 0, "{}", last_message());
             let stats = session_stats();
-            println!("ERRORS={} HITS={} MISSES={}", stats.data_cache_errors, stats.data_cache_hits, stats.data_cache_misses);
+            println!(
+                "ERRORS={} HITS={} MISSES={} DROPS={}",
+                stats.data_cache_errors, stats.data_cache_hits, stats.data_cache_misses, stats.data_cache_disk_write_drops
+            );
+            if scenario == "fill" {
+                // Everything the workload read reached the disk tier (the restart relies on it).
+                assert_eq!(stats.data_cache_disk_write_drops, 0, "{stats:?}");
+            }
             println!("DIGESTS={}", digests_line(&first));
         }
         "budget" => {
@@ -348,6 +364,9 @@ fn disk_tier_serves_restarts_and_repairs_damage() {
     let table = private_table("restart");
     let dir = tempfile::tempdir().unwrap();
     let fill = run("fill", &[&table], dir.path());
+    for l in fill.lines().filter(|l| l.starts_with("ERRORS=")) {
+        println!("FILL-PROCESS {l}");
+    }
     let truth = digests(&fill);
     let replay = run("replay", &[&table], dir.path());
     assert_eq!(digests(&replay), truth, "the restarted process returned other results");

@@ -35,7 +35,7 @@ CHILD = textwrap.dedent(
              "data_cache_misses", "data_cache_hit_bytes", "data_cache_storage_requests",
              "data_cache_storage_bytes", "data_cache_evictions", "data_cache_errors",
              "data_cache_memory_bytes", "data_cache_disk_bytes", "data_cache_memory_capacity",
-             "data_cache_disk_capacity", "data_cache_disk_enabled"]
+             "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops"]
 
     class SessionStats(ctypes.Structure):
         _fields_ = [("struct_size", ctypes.c_size_t)] + [(n, u64) for n in STATS]
