@@ -47,6 +47,8 @@ pub const LANCE_MIN_DATA_CACHE_BLOCK_BYTES: u64 = 4 << 10;
 pub const LANCE_MAX_DATA_CACHE_BLOCK_BYTES: u64 = 16 << 20;
 /// Disk tier budget when a directory is given without one: 1 GiB.
 pub const LANCE_DEFAULT_DATA_CACHE_DISK_BYTES: u64 = 1 << 30;
+/// Claimed blocks at most this many blocks apart are fetched with one request.
+const MAX_GAP_BLOCKS: u64 = 16;
 /// Name of the lock file in the disk tier's directory.
 pub const LOCK_FILE: &str = "lance-host-data-cache.lock";
 
@@ -769,11 +771,14 @@ impl DataCache {
             obs.cache_miss(missing.len() as u64);
         }
 
-        // Runs of consecutive claimed blocks: one request each.
+        // Runs of claimed blocks: one request each. Claimed blocks at most MAX_GAP_BLOCKS
+        // apart share a request: the blocks between them (cached, or being fetched by another
+        // read) are fetched again rather than splitting the read into more requests, since a
+        // request costs more than the bytes of a few blocks.
         let mut runs: Vec<Vec<(u64, futures::channel::oneshot::Sender<std::result::Result<Block, String>>)>> = Vec::new();
         for (b, tx) in mine {
             match runs.last_mut() {
-                Some(run) if run.last().map(|(lb, _)| lb + 1) == Some(b) => run.push((b, tx)),
+                Some(run) if run.last().is_some_and(|(lb, _)| b - lb <= MAX_GAP_BLOCKS + 1) => run.push((b, tx)),
                 _ => runs.push(vec![(b, tx)]),
             }
         }
@@ -790,7 +795,8 @@ impl DataCache {
                 let result = this.fetch_run(&inner, &location, b0, b1, &obs).await;
                 match &result {
                     Ok(fetched) => {
-                        for ((_, tx), (k, blk)) in run.into_iter().zip(keys.iter().zip(fetched.iter())) {
+                        for ((b, tx), k) in run.into_iter().zip(keys.iter()) {
+                            let blk = &fetched[(b - b0) as usize];
                             if !blk.data.is_empty() {
                                 this.cache.insert(k.clone(), blk.clone());
                             }
@@ -813,7 +819,10 @@ impl DataCache {
             match f {
                 Ok(list) => {
                     for (b, blk) in list {
-                        blocks[(b - first) as usize] = Some(blk);
+                        let slot = &mut blocks[(b - first) as usize];
+                        if slot.is_none() {
+                            *slot = Some(blk);
+                        }
                     }
                 }
                 Err(e) => {
@@ -825,6 +834,9 @@ impl DataCache {
             return Err(e);
         }
         for (b, w) in waits {
+            if blocks[(b - first) as usize].is_some() {
+                continue; // fetched with one of this read's own runs
+            }
             // The read that was filling the block failed or went away: read it here.
             let blk = match w.await {
                 Ok(blk) => blk,
@@ -1126,13 +1138,15 @@ mod tests {
             let (b, obs) = read(&cache, &inner, 5000..9000).await;
             assert_eq!(&b[..], &data[5000..9000]);
             assert_eq!((obs.requests.load(Ordering::SeqCst), obs.hits.load(Ordering::SeqCst)), (0, 2));
-            // A wider read: blocks 0 and 3..=4 are new; two runs, two requests, only those bytes.
+            // A wider read: blocks 0 and 3..=4 are new, 1..=2 cached between them: one request
+            // (the small gap is fetched again rather than making two requests).
             let before = mock.bytes.load(Ordering::SeqCst);
             let (b, obs) = read(&cache, &inner, 100..20000).await;
             assert_eq!(&b[..], &data[100..20000]);
-            assert_eq!(obs.requests.load(Ordering::SeqCst), 2);
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 1);
             assert_eq!(obs.hits.load(Ordering::SeqCst), 2);
-            assert_eq!(mock.bytes.load(Ordering::SeqCst) - before, 4096 * 3);
+            assert_eq!(mock.bytes.load(Ordering::SeqCst) - before, 4096 * 5);
+
             // The object's tail (short last block) and a read past the end.
             let (b, _) = read(&cache, &inner, 99_000..100_000).await;
             assert_eq!(&b[..], &data[99_000..]);
@@ -1141,6 +1155,20 @@ mod tests {
             assert_eq!(obs.requests.load(Ordering::SeqCst), 0);
             let s = cache.stats();
             assert!(s.hits >= 4 && s.misses >= 5 && s.storage_requests == mock.gets.load(Ordering::SeqCst), "{s:?}");
+        });
+    }
+
+    #[test]
+    fn runs_separated_by_many_cached_blocks_are_separate_requests() {
+        rt().block_on(async {
+            let (mock, inner, cache, data) = setup(100_000, small(4096)).await;
+            read(&cache, &inner, 2 * 4096..21 * 4096).await; // blocks 2..=20 cached
+            let before = mock.bytes.load(Ordering::SeqCst);
+            let (b, obs) = read(&cache, &inner, 0..100_000).await;
+            assert_eq!(&b[..], &data[..]);
+            // Missing 0..=1 and 21..=24, 19 cached blocks apart: two requests, only those bytes.
+            assert_eq!(obs.requests.load(Ordering::SeqCst), 2);
+            assert_eq!(mock.bytes.load(Ordering::SeqCst) - before, 2 * 4096 + (100_000 - 21 * 4096));
         });
     }
 
