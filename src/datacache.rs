@@ -452,6 +452,9 @@ pub struct DataCache {
     block: u64,
     counters: Arc<Counters>,
     inflight: Mutex<HashMap<String, Inflight>>,
+    /// With a disk tier: keys inserted since the last flush (at most as many as the tier holds
+    /// blocks; the oldest half is forgotten beyond that). `flush` checks they reached the disk.
+    unflushed: Mutex<std::collections::VecDeque<String>>,
     disk_dir: Option<PathBuf>,
     /// Held for the life of the process: the disk tier's directory lock.
     _lock: Option<std::fs::File>,
@@ -547,6 +550,7 @@ impl DataCache {
             config: config.clone(),
             counters,
             inflight: Mutex::new(HashMap::new()),
+            unflushed: Mutex::new(std::collections::VecDeque::new()),
             disk_dir,
             _lock: lock,
         })))
@@ -573,10 +577,53 @@ impl DataCache {
         }
     }
 
-    /// Wait until every block inserted so far is written to the disk tier.
-    pub async fn flush(&self) {
+    /// Insert a block (or meta entry); with a disk tier, remember it for `flush`.
+    fn insert(&self, key: String, value: Block) {
         if self.disk_dir.is_some() {
-            self.cache.storage().wait().await;
+            let cap = (self.config.disk_bytes / self.block).max(1024) as usize;
+            let mut keys = self.unflushed.lock().unwrap_or_else(|e| e.into_inner());
+            if keys.len() >= cap {
+                keys.drain(..cap / 2);
+            }
+            keys.push_back(key.clone());
+        }
+        self.cache.insert(key, value);
+    }
+
+    /// Wait until the blocks inserted since the last flush are on the disk tier. The disk tier
+    /// writes in the background and skips blocks when its write queue is full (a burst of
+    /// inserts); those still in the memory tier are written again here, until all are on disk.
+    pub async fn flush(&self) {
+        if self.disk_dir.is_none() {
+            return;
+        }
+        let storage = self.cache.storage();
+        storage.wait().await;
+        let mut pending: Vec<String> = {
+            let mut keys = self.unflushed.lock().unwrap_or_else(|e| e.into_inner());
+            keys.drain(..).collect()
+        };
+        for _round in 0..8 {
+            pending.retain(|k| !storage.may_contains(k));
+            if pending.is_empty() {
+                break;
+            }
+            let mut rewritten = 0;
+            for (i, k) in pending.iter().enumerate() {
+                if let Some(entry) = self.cache.memory().get(k) {
+                    self.cache.insert(k.clone(), entry.value().clone());
+                    rewritten += 1;
+                }
+                // Let the writer drain between chunks instead of overflowing its queue again.
+                if i % 256 == 255 {
+                    storage.wait().await;
+                }
+            }
+            storage.wait().await;
+            if rewritten == 0 {
+                break;
+            }
+            log::info!("data cache: wrote {rewritten} skipped blocks to the disk tier on flush");
         }
     }
 
@@ -648,7 +695,7 @@ impl DataCache {
                 return Ok(result_of(m.meta(location), 0..m.size, Bytes::new()));
             }
             let r = passthrough(inner, location, options, obs).await?;
-            self.cache.insert(meta_key, Block::from_meta(&r.meta, Bytes::new()));
+            self.insert(meta_key, Block::from_meta(&r.meta, Bytes::new()));
             return Ok(r);
         }
         let range = match options.range.clone() {
@@ -669,13 +716,13 @@ impl DataCache {
             let meta = r.meta.clone();
             let got = r.range.clone();
             let bytes = r.bytes().await?;
-            self.cache.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
+            self.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
             self.insert_aligned(root, location, &meta, got.start, &bytes);
             return Ok(result_of(meta, got, bytes));
         };
         let (meta, bytes, got) = self.read_range(inner, root, location, range, obs).await?;
         if !self.cache.contains(&meta_key) {
-            self.cache.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
+            self.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
         }
         Ok(result_of(meta, got, bytes))
     }
@@ -698,7 +745,7 @@ impl DataCache {
                 break;
             }
             let slice = bytes.slice((from - start) as usize..(to - start) as usize);
-            self.cache.insert(Self::key(root, location, b), Block::from_meta(meta, slice));
+            self.insert(Self::key(root, location, b), Block::from_meta(meta, slice));
             b += 1;
         }
     }
@@ -798,7 +845,7 @@ impl DataCache {
                         for ((b, tx), k) in run.into_iter().zip(keys.iter()) {
                             let blk = &fetched[(b - b0) as usize];
                             if !blk.data.is_empty() {
-                                this.cache.insert(k.clone(), blk.clone());
+                                this.insert(k.clone(), blk.clone());
                             }
                             let _ = tx.send(Ok(blk.clone()));
                         }

@@ -330,7 +330,7 @@ fn data_cache_json() -> serde_json::Value {
         "hits": s.data_cache_hits, "misses": s.data_cache_misses, "hit_bytes": s.data_cache_hit_bytes,
         "storage_requests": s.data_cache_storage_requests, "storage_bytes": s.data_cache_storage_bytes,
         "memory_bytes": s.data_cache_memory_bytes, "disk_bytes": s.data_cache_disk_bytes,
-        "disk_enabled": s.data_cache_disk_enabled,
+        "disk_enabled": s.data_cache_disk_enabled, "disk_write_drops": s.data_cache_disk_write_drops,
     })
 }
 

@@ -249,9 +249,11 @@ pub(crate) fn session_stats(out: *mut LanceSessionStats, layout: Layout) -> i32 
     })
 }
 
-/// Wait until every block the data cache holds so far is written to its disk tier; returns at
-/// once without a disk tier. Call it before a planned shutdown so the next process finds the
-/// newest blocks too (without it the tier stays consistent, it may only lack the last blocks).
+/// Wait until the blocks the data cache took in since the last flush are on its disk tier,
+/// writing again those the tier skipped while its write queue was full (they are still in the
+/// memory tier); returns at once without a disk tier. Call it before a planned shutdown so the
+/// next process finds the newest blocks too (without it the tier stays consistent, it may only
+/// lack the last blocks).
 ///
 /// Thread-safe; starts the session if it has not started. Errors: what starting the session
 /// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created).
