@@ -532,7 +532,8 @@ typedef struct {
   // Blocks evicted from the memory tier to stay within its budget.
   uint64_t data_cache_evictions;
   // Disk-tier entries found damaged or unreadable by this library's checks, dropped and
-  // read again from storage (entries the disk engine's own checksum rejects count as misses).
+  // read again from storage, plus disk-tier I/O errors (entries the disk engine's own
+  // checksum rejects count as misses, not here).
   uint64_t data_cache_errors;
   // Bytes the memory tier holds now (block bytes plus per-entry overhead).
   uint64_t data_cache_memory_bytes;

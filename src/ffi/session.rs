@@ -83,7 +83,8 @@ pub struct LanceSessionStats {
     /// Blocks evicted from the memory tier to stay within its budget.
     pub data_cache_evictions: u64,
     /// Disk-tier entries found damaged or unreadable by this library's checks, dropped and
-    /// read again from storage (entries the disk engine's own checksum rejects count as misses).
+    /// read again from storage, plus disk-tier I/O errors (entries the disk engine's own
+    /// checksum rejects count as misses, not here).
     pub data_cache_errors: u64,
     /// Bytes the memory tier holds now (block bytes plus per-entry overhead).
     pub data_cache_memory_bytes: u64,

@@ -71,6 +71,19 @@ CHILD = textwrap.dedent(
         assert s.data_cache_memory_capacity == 0 and s.data_cache_disk_enabled == 0
         print("OFF-OK")
         sys.exit(0)
+    if mode == "baddir":
+        # A directory that cannot be created: configure accepts it (nothing is touched before
+        # first use); the first call that starts the session fails with the reason, and so
+        # does every later one.
+        o.data_cache_disk_dir = cache_dir.encode()
+        assert lib.lance_session_configure_v2(ctypes.byref(o)) == 0
+        for _ in range(2):
+            assert not lib.lance_dataset_open(table.encode(), None, 0)
+            assert lib.lance_last_error_code() == 1, lib.lance_last_error_code()
+            msg = lib.lance_last_error_message()
+            assert b"data cache directory" in msg and cache_dir.encode() in msg, msg
+        print("BADDIR-OK")
+        sys.exit(0)
     o.data_cache_memory_bytes = 8 << 20
     o.data_cache_block_bytes = 4096
     o.data_cache_disk_dir = cache_dir.encode()
@@ -107,6 +120,15 @@ def test_data_cache_settings_and_errors(tmp_path, warehouse):  # noqa: F811
     p = child("errors", tmp_path / "unused", root / "people.lance")
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0 and "OFF-OK" in out, err
+
+
+def test_a_disk_directory_that_cannot_be_created_is_a_clear_error(tmp_path, warehouse):  # noqa: F811
+    root, _ = warehouse
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    p = child("baddir", blocker / "cache", root / "people.lance")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and "BADDIR-OK" in out, out + err
 
 
 def test_disk_tier_is_locked_by_one_process(tmp_path, warehouse):  # noqa: F811
