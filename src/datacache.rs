@@ -1012,8 +1012,8 @@ fn result_of(meta: ObjectMeta, range: Range<u64>, bytes: Bytes) -> GetResult {
     }
 }
 
-/// A read straight from storage, counted.
-async fn passthrough(
+/// A read straight from storage, counted (also the read path of operations without the cache).
+pub(crate) async fn passthrough(
     inner: &Arc<dyn ObjectStore>,
     location: &Path,
     options: GetOptions,

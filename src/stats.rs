@@ -224,13 +224,7 @@ impl ObjectStore for CountingStore {
         if let Some(cache) = &self.cache {
             return cache.get_opts(&self.inner, &self.root, location, options, &self.observer()).await;
         }
-        let head = options.head;
-        let result = self.inner.get_opts(location, options).await;
-        if let Ok(r) = &result {
-            let n = if head { 0 } else { r.range.end - r.range.start };
-            self.counters.record_read(location, n);
-        }
-        result
+        crate::datacache::passthrough(&self.inner, location, options, &self.observer()).await
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> OSResult<Vec<Bytes>> {
