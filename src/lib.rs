@@ -8,6 +8,7 @@ pub mod datacache;
 pub mod catalog;
 pub mod count;
 pub mod error;
+pub mod fts;
 pub mod ffi;
 pub mod index;
 pub mod logging;

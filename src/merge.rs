@@ -16,6 +16,27 @@ pub fn merge_top_k(
     k: u64,
     offset: u64,
 ) -> Result<BatchReader> {
+    merge_by(inputs, k, offset, DISTANCE, false)
+}
+
+/// Merge full-text results into the `k` rows after `offset` with the largest `_score` (ties by
+/// `_rowid` ascending). Every input must have the same schema with `_score` (float32) and
+/// `_rowid` (uint64).
+pub fn merge_top_k_by_score(
+    inputs: Vec<Box<dyn RecordBatchReader + Send>>,
+    k: u64,
+    offset: u64,
+) -> Result<BatchReader> {
+    merge_by(inputs, k, offset, crate::fts::SCORE, true)
+}
+
+fn merge_by(
+    inputs: Vec<Box<dyn RecordBatchReader + Send>>,
+    k: u64,
+    offset: u64,
+    key: &str,
+    descending: bool,
+) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Merge);
     if inputs.is_empty() {
         return Err(HostError::invalid("no input streams to merge"));
@@ -28,9 +49,9 @@ pub fn merge_top_k(
             )));
         }
     }
-    let dist_idx = schema.index_of(DISTANCE).map_err(|_| {
-        HostError::invalid("input streams lack a '_distance' column")
-    })?;
+    let dist_idx = schema
+        .index_of(key)
+        .map_err(|_| HostError::invalid(format!("input streams lack a '{key}' column")))?;
     let rowid_idx = schema
         .index_of(ROW_ID)
         .map_err(|_| HostError::invalid("input streams lack a '_rowid' column (search with with_row_id)"))?;
@@ -49,14 +70,19 @@ pub fn merge_top_k(
             .column(dist_idx)
             .as_any()
             .downcast_ref::<Float32Array>()
-            .ok_or_else(|| HostError::invalid("'_distance' must be float32"))?;
+            .ok_or_else(|| HostError::invalid(format!("'{key}' must be float32")))?;
         let r = b
             .column(rowid_idx)
             .as_any()
             .downcast_ref::<UInt64Array>()
             .ok_or_else(|| HostError::invalid("'_rowid' must be uint64"))?;
         for row in 0..b.num_rows() {
-            let dist = if d.is_null(row) { f32::INFINITY } else { d.value(row) };
+            // Nulls sort last; for a descending key the value is negated.
+            let dist = match (d.is_null(row), descending) {
+                (true, _) => f32::INFINITY,
+                (false, false) => d.value(row),
+                (false, true) => -d.value(row),
+            };
             candidates.push((dist, r.value(row), bi, row));
         }
     }

@@ -18,6 +18,11 @@ pub enum SplitKind {
     IndexSegment = 2,
     /// Brute-force search one fragment no index segment covers.
     Flat = 3,
+    /// Full-text search one physical segment of an INVERTED index over the visible fragments
+    /// it covers.
+    TextSegment = 4,
+    /// Full-text search (tokenize and score) fragments no INVERTED segment covers.
+    TextFlat = 5,
 }
 
 impl SplitKind {
@@ -26,6 +31,8 @@ impl SplitKind {
             1 => Some(SplitKind::Scan),
             2 => Some(SplitKind::IndexSegment),
             3 => Some(SplitKind::Flat),
+            4 => Some(SplitKind::TextSegment),
+            5 => Some(SplitKind::TextFlat),
             _ => None,
         }
     }
@@ -159,7 +166,6 @@ pub fn plan_vector(
 ) -> Result<SplitPlan> {
     crate::metrics::op(crate::metrics::Op::Plan);
     vector_column(snapshot, column)?;
-    let fragments = visible_fragments(snapshot)?;
     let candidates: Vec<IndexInfo> = index::list_indexes(snapshot)?
         .into_iter()
         .filter(|i| i.is_vector() && i.column == column)
@@ -205,6 +211,36 @@ pub fn plan_vector(
         }
     };
     let plan_metric = chosen.as_ref().and_then(|c| c.metric).or(metric);
+    let splits = segment_and_flat_splits(
+        snapshot,
+        column,
+        chosen.as_ref(),
+        plan_metric,
+        flat_target_rows,
+        (SplitKind::IndexSegment, SplitKind::Flat),
+    )?;
+    Ok(SplitPlan {
+        splits,
+        index_name: chosen.map(|c| c.name),
+        reason,
+        metric: plan_metric,
+    })
+}
+
+/// One `kinds.0` split per physical segment of `chosen` (the visible fragments it covers that
+/// no earlier segment covers) plus `kinds.1` splits over the visible fragments no segment
+/// covers: one per fragment when `flat_target_rows` is 0, else consecutive uncovered fragments
+/// grouped until a split reaches `flat_target_rows` rows. Every visible fragment lies in
+/// exactly one split.
+pub(crate) fn segment_and_flat_splits(
+    snapshot: &Snapshot,
+    column: &str,
+    chosen: Option<&IndexInfo>,
+    metric: Option<Metric>,
+    flat_target_rows: u64,
+    kinds: (SplitKind, SplitKind),
+) -> Result<Vec<Split>> {
+    let fragments = visible_fragments(snapshot)?;
     let base = |kind, frags: Vec<u64>, segment, index_name: String, rows| Split {
         uri: snapshot.uri().to_string(),
         version: snapshot.version(),
@@ -213,13 +249,13 @@ pub fn plan_vector(
         segment,
         column: column.to_string(),
         index_name,
-        metric: plan_metric,
+        metric,
         row_count: rows,
     };
     let rows_of = |id: u64| fragments.iter().find(|f| f.0 == id).map(|f| f.1).unwrap_or(0);
     let mut splits = Vec::new();
     let mut covered: BTreeSet<u64> = BTreeSet::new();
-    if let Some(index) = &chosen {
+    if let Some(index) = chosen {
         for seg in &index.segments {
             // A fragment belongs to exactly one split: the first segment that covers it.
             let frags: Vec<u64> = seg
@@ -233,13 +269,7 @@ pub fn plan_vector(
             }
             covered.extend(frags.iter().copied());
             let rows = frags.iter().map(|f| rows_of(*f)).sum();
-            splits.push(base(
-                SplitKind::IndexSegment,
-                frags,
-                Some(seg.uuid),
-                index.name.clone(),
-                rows,
-            ));
+            splits.push(base(kinds.0, frags, Some(seg.uuid), index.name.clone(), rows));
         }
     }
     let mut group: Vec<u64> = Vec::new();
@@ -249,19 +279,14 @@ pub fn plan_vector(
         group_rows += rows;
         if flat_target_rows == 0 || group_rows >= flat_target_rows {
             let frags = std::mem::take(&mut group);
-            splits.push(base(SplitKind::Flat, frags, None, String::new(), group_rows));
+            splits.push(base(kinds.1, frags, None, String::new(), group_rows));
             group_rows = 0;
         }
     }
     if !group.is_empty() {
-        splits.push(base(SplitKind::Flat, group, None, String::new(), group_rows));
+        splits.push(base(kinds.1, group, None, String::new(), group_rows));
     }
-    Ok(SplitPlan {
-        splits,
-        index_name: chosen.map(|c| c.name),
-        reason,
-        metric: plan_metric,
-    })
+    Ok(splits)
 }
 
 // ---- Serialization -------------------------------------------------------------------------
@@ -397,13 +422,17 @@ impl Split {
             return Err(HostError::invalid("split has no pinned version"));
         }
         match self.kind {
-            SplitKind::IndexSegment if self.segment.is_none() || self.column.is_empty() => {
+            SplitKind::IndexSegment | SplitKind::TextSegment
+                if self.segment.is_none() || self.column.is_empty() =>
+            {
                 Err(HostError::invalid("index segment split without segment or column"))
             }
-            SplitKind::Flat if self.fragment_ids.is_empty() || self.column.is_empty() => {
+            SplitKind::Flat | SplitKind::TextFlat
+                if self.fragment_ids.is_empty() || self.column.is_empty() =>
+            {
                 Err(HostError::invalid("flat split must have fragments and a column"))
             }
-            SplitKind::Scan | SplitKind::Flat if self.segment.is_some() => {
+            SplitKind::Scan | SplitKind::Flat | SplitKind::TextFlat if self.segment.is_some() => {
                 Err(HostError::invalid("only index segment splits carry a segment"))
             }
             _ => Ok(()),

@@ -140,10 +140,18 @@ fn prepared_search(
     q: &VectorQuery,
 ) -> Result<(lance::dataset::scanner::Scanner, OpStats)> {
     split.check_snapshot(snapshot)?;
-    if split.kind == SplitKind::Scan {
-        return Err(HostError::invalid(
-            "a scan split cannot run a vector search; plan with the vector planner",
-        ));
+    match split.kind {
+        SplitKind::Scan => {
+            return Err(HostError::invalid(
+                "a scan split cannot run a vector search; plan with the vector planner",
+            ))
+        }
+        SplitKind::TextSegment | SplitKind::TextFlat => {
+            return Err(HostError::invalid(
+                "a full-text split cannot run a vector search; use the full-text search of splits",
+            ))
+        }
+        SplitKind::IndexSegment | SplitKind::Flat => {}
     }
     if q.column != split.column {
         return Err(HostError::invalid(format!(
@@ -207,7 +215,7 @@ fn prepared_search(
             let seg = split.segment.expect("validated index segment split");
             scanner.with_index_segments(vec![seg]).map_err(lance_err)?;
         }
-        SplitKind::Scan => unreachable!(),
+        SplitKind::Scan | SplitKind::TextSegment | SplitKind::TextFlat => unreachable!(),
     }
     scanner.distance_metric(metric.to_lance());
     if let Some(n) = q.nprobes {

@@ -7,6 +7,7 @@ pub mod catalog;
 mod compat;
 pub mod dataset;
 pub mod error;
+pub mod fts;
 pub mod index;
 pub mod plan;
 pub mod scan;

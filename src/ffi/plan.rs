@@ -37,6 +37,12 @@ pub enum LanceSplitKind {
     LANCE_SPLIT_INDEX_SEGMENT = 2,
     /// Brute-force search one fragment no segment covers (`lance_split_search_v2`).
     LANCE_SPLIT_FLAT = 3,
+    /// Full-text search one physical segment of an INVERTED index over the fragments it covers
+    /// (`lance_split_fts_search`).
+    LANCE_SPLIT_FTS_SEGMENT = 4,
+    /// Full-text search fragments no INVERTED segment covers by tokenizing them
+    /// (`lance_split_fts_search`).
+    LANCE_SPLIT_FTS_FLAT = 5,
 }
 
 /// Convert a C metric value (one of `LanceMetric`).
@@ -72,7 +78,7 @@ impl LanceSplit {
     }
 }
 
-fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
+pub(crate) fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
     let index_name = plan.index_name.as_deref().map(owned_cstring);
     let reason = owned_cstring(&plan.reason);
     into_handle(LanceSplitPlan {
@@ -201,6 +207,8 @@ pub extern "C" fn lance_split_kind(split: *const LanceSplit) -> i32 {
             SplitKind::Scan => LanceSplitKind::LANCE_SPLIT_SCAN as i32,
             SplitKind::IndexSegment => LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32,
             SplitKind::Flat => LanceSplitKind::LANCE_SPLIT_FLAT as i32,
+            SplitKind::TextSegment => LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32,
+            SplitKind::TextFlat => LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32,
         })
     })
 }
