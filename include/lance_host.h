@@ -108,6 +108,12 @@ struct ArrowArrayStream {
 // end and say how much was cut.
 #define MAX_MESSAGE_BYTES 2048
 
+// Largest k a full-text query accepts (results are held in memory before they are returned).
+#define MAX_K (1 << 20)
+
+// Current statistics format version.
+#define STATS_FORMAT 1
+
 // Current split format version.
 #define SPLIT_FORMAT 1
 
@@ -214,6 +220,12 @@ enum LanceSplitKind
   LANCE_SPLIT_INDEX_SEGMENT = 2,
   // Brute-force search one fragment no segment covers (`lance_split_search_v2`).
   LANCE_SPLIT_FLAT = 3,
+  // Full-text search one physical segment of an INVERTED index over the fragments it covers
+  // (`lance_split_fts_search`).
+  LANCE_SPLIT_FTS_SEGMENT = 4,
+  // Full-text search fragments no INVERTED segment covers by tokenizing them
+  // (`lance_split_fts_search`).
+  LANCE_SPLIT_FTS_FLAT = 5,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -364,6 +376,30 @@ typedef struct {
   // False for tables in the legacy (v1) file format, which do not record column sizes.
   bool has_bytes_on_disk;
 } LanceColumnStats;
+
+// A full-text query. Initialise with `lance_text_query_init(&q, sizeof q)`, then set what you
+// need. Every pointer inside is borrowed for the duration of the call that receives the query.
+typedef struct {
+  // `sizeof(LanceTextQuery)` as the caller compiled it; set by `lance_text_query_init`.
+  size_t struct_size;
+  // The text column; it must have an INVERTED index.
+  const char *column;
+  // The query text (UTF-8, not empty), tokenized with the index's tokenizer.
+  const char *text;
+  // A `LanceTextMatch` value; default LANCE_TEXT_MATCH_ANY.
+  int32_t match_kind;
+  // Phrase queries: positions allowed between the terms (0 = adjacent). Must be 0 otherwise.
+  uint32_t slop;
+  // Results per split, 1 to 1048576; default 10.
+  uint64_t k;
+  // SQL filter: only rows it keeps are searched and counted in the statistics; NULL = none.
+  const char *prefilter_sql;
+  // Columns to return besides `_score` (`_rowid` allowed); 0 = every column.
+  const char *const *columns;
+  size_t num_columns;
+  // Append `_rowid` (needed by the merges and `lance_dataset_take_rows`); default true.
+  bool with_row_id;
+} LanceTextQuery;
 
 // One physical segment of an index; pointers inside are owned by the index list. Set
 // `struct_size = sizeof(LanceIndexSegmentInfo)` before `lance_index_list_segment_v2`.
@@ -848,6 +884,90 @@ const char *lance_host_version(void);
 //
 // Thread-safe; never fails.
 uint32_t lance_host_version_number(void);
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with defaults —
+// LANCE_TEXT_MATCH_ANY, slop 0, k = 10, no prefilter, every column, with `_rowid` — and set
+// `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is
+// smaller than the first `LanceTextQuery`; `out` is not written on failure.
+int32_t lance_text_query_init(LanceTextQuery *out, size_t struct_size);
+
+// Plan full-text splits for `column`, which must be a string column with an INVERTED index:
+// one LANCE_SPLIT_FTS_SEGMENT split per physical segment of the index (with the visible
+// fragments it covers) plus LANCE_SPLIT_FTS_FLAT splits over the visible fragments no segment
+// covers — one per fragment when `flat_target_rows` is 0, else consecutive fragments grouped
+// until a split holds at least `flat_target_rows` rows. Every visible fragment lies in exactly
+// one split. Splits serialize like every split (`lance_split_serialize`).
+//
+// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments.
+// Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an unknown or non-string
+// column or a column without an INVERTED index: there is no index-less full-text search);
+// `*out` is not written on failure.
+int32_t lance_dataset_plan_fts(const LanceDataset *dataset, const char *column, uint64_t flat_target_rows, LanceSplitPlan **out);
+
+// Compute the BM25 corpus statistics of `query` (its text, match kind and prefilter) over the
+// whole snapshot — every segment of the column's INVERTED index and every unindexed fragment,
+// through the prefilter — once, on the coordinator. Writes them as opaque, versioned,
+// checksummed bytes to `*out` / `*out_len`, to ship with each split to
+// `lance_split_fts_search`; a worker then never reads another segment's files, and every
+// split's `_score` is comparable. Reads each segment's statistics and tokenizes the unindexed
+// fragments. `io` (NULL = not wanted; `struct_size` set by the caller) receives the I/O.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its other
+// arguments. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for an empty query
+// text, k out of range, an unknown match kind, a column without an INVERTED index, a bad
+// prefilter); outputs are not written on failure.
+int32_t lance_dataset_fts_stats(const LanceDataset *dataset, const LanceTextQuery *query, uint8_t **out, size_t *out_len, LanceIoStats *io);
+
+// Execute a full-text split on `dataset` (the split's table at the split's version, e.g. from
+// `lance_split_open_dataset`) with the coordinator's statistics (`stats`, `stats_len` bytes
+// from `lance_dataset_fts_stats` for the same query). A LANCE_SPLIT_FTS_SEGMENT split searches
+// its segment; a LANCE_SPLIT_FTS_FLAT split tokenizes and scores its fragments. Output, in one
+// batch: the projected columns, `_score` (float32, BM25 over the whole snapshot; descending,
+// ties by `_rowid` ascending) and `_rowid` when asked; at most `query->k` rows. Merge the
+// splits' outputs with `lance_fts_merge`: the result equals Lance's single-process full-text
+// search of the snapshot (README: "Full-text search").
+//
+// Caller owns the stream; release it with `out->release(out)`; its I/O is read with
+// `lance_stream_io_stats_v2`. Borrows the other arguments. Thread-safe. Returns an error code:
+// LANCE_ERR_CORRUPT for damaged statistics or statistics of another table or version,
+// LANCE_ERR_INVALID_ARGUMENT for statistics of another query or column, a foreign split, a
+// split of another kind, a bad query; `out` is not written on failure.
+int32_t lance_split_fts_search(const LanceDataset *dataset, const LanceSplit *split, const LanceTextQuery *query, const uint8_t *stats, size_t stats_len, struct ArrowArrayStream *out);
+
+// Describe what `lance_split_fts_search` runs with the same arguments: the INVERTED index and
+// segment searched (with Lance's plan text) or the flat pass over the split's fragments.
+// Nothing is read.
+//
+// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
+// Returns an error code as `lance_split_fts_search`; `out` is not written on failure.
+int32_t lance_split_explain_fts(const LanceDataset *dataset, const LanceSplit *split, const LanceTextQuery *query, const uint8_t *stats, size_t stats_len, char **out);
+
+// Merge `num_streams` full-text split results (same schema, with `_score` float32 and
+// `_rowid` uint64) into the `k` rows after `offset` with the largest `_score`, ties broken by
+// `_rowid` ascending, written to `out`.
+//
+// Takes ownership of every input stream, also on failure (they are released). Caller owns
+// `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is not
+// written on failure.
+int32_t lance_fts_merge(struct ArrowArrayStream *streams, size_t num_streams, uint64_t k, uint64_t offset, struct ArrowArrayStream *out);
+
+// Hybrid search by reciprocal-rank fusion of a vector result (`vector`: `_distance` float32
+// and `_rowid`, e.g. the `lance_topk_merge` of a vector plan) and a full-text result (`text`:
+// `_score` float32 and `_rowid`, e.g. the `lance_fts_merge` of a full-text plan). Each row's
+// `_relevance_score` is the sum, over the lists it appears in, of `1 / (rrf_k + rank)` with
+// ranks from 1 (the vector list by `_distance` ascending, the text list by `_score`
+// descending, ties by `_rowid`). `out` gets the `k` best rows (`_relevance_score` descending,
+// ties by `_rowid` ascending) with columns `_rowid` (uint64), `_relevance_score` (float32),
+// `_distance` and `_score` (float32, null where the row is absent from that list); fetch other
+// columns with `lance_dataset_take_rows`. `rrf_k` is the RRF constant (60 is customary), finite
+// and >= 0.
+//
+// Takes ownership of both input streams, also on failure. Caller owns `out`; release it with
+// `out->release(out)`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for k = 0,
+// a bad constant, a stream without the needed columns); `out` is not written on failure.
+int32_t lance_rrf_merge(struct ArrowArrayStream *vector, struct ArrowArrayStream *text, uint64_t k, double rrf_k, struct ArrowArrayStream *out);
 
 // List the logical indexes of the snapshot, sorted by name.
 //
