@@ -611,18 +611,25 @@ pub fn search_split(
     let scored = match split.kind {
         SplitKind::TextSegment => {
             let base = corpus.scorer(&corpus.indexed);
-            let (ds2, q2, split2, k) = (ds.clone(), q.clone(), split.clone(), p.k);
+            let (ds2, q2, split2, k, stats2) = (ds.clone(), q.clone(), split.clone(), p.k, p.stats.clone());
             session::block_on(async move {
                 let prefilter = segment_prefilter(ds2.clone(), frags, q2.prefilter.as_deref())
                     .await
                     .map_err(lance_err("invalid full-text prefilter"))?;
                 let exec = segment_exec(ds2, &split2, &q2, k, prefilter, base)?;
-                let stream = execute_plan(exec, LanceExecutionOptions::default())
+                let stream = execute_plan(exec.clone(), LanceExecutionOptions::default())
                     .map_err(lance_err("full-text search failed"))?;
                 let batches: Vec<RecordBatch> = stream
                     .try_collect()
                     .await
                     .map_err(|e| df_err("full-text search of the index segment failed", e))?;
+                if let Some(m) = exec.metrics() {
+                    let count = |name| m.sum_by_name(name).map(|v| v.as_usize() as u64).unwrap_or(0);
+                    stats2.add_index_cache(
+                        count(lance_datafusion::utils::INDEX_CACHE_HITS_METRIC),
+                        count(lance_datafusion::utils::INDEX_CACHE_MISSES_METRIC),
+                    );
+                }
                 top_k(&batches, k)
             })??
         }

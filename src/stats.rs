@@ -123,6 +123,12 @@ impl OpStats {
         }));
     }
 
+    /// Add index-cache lookups counted by a plan executed without a scanner.
+    pub fn add_index_cache(&self, hits: u64, misses: u64) {
+        self.counters.cache_hits.fetch_add(hits, Ordering::Relaxed);
+        self.counters.cache_misses.fetch_add(misses, Ordering::Relaxed);
+    }
+
     pub fn snapshot(&self) -> IoStats {
         let c = &self.counters;
         IoStats {

@@ -440,6 +440,78 @@ pub async fn write_remote_tables(root: &str, opts: &StorageOptions) -> Result<Fa
     Ok(facts)
 }
 
+/// Words of the docs table: a Zipf-like draw from 200 words `t000`..`t199` (seeded per row),
+/// with the phrase "quick brown fox" planted in every 6th row.
+pub fn doc_text(id: i64) -> String {
+    let mut state = (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x1234_5678;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let len = 4 + (next() % 24) as usize;
+    let mut words: Vec<String> = (0..len)
+        .map(|_| {
+            // Squaring a uniform draw favours small ranks (a Zipf-like skew).
+            let u = (next() % 10_000) as f64 / 10_000.0;
+            format!("t{:03}", (u * u * 200.0) as usize)
+        })
+        .collect();
+    if id % 6 == 0 {
+        let at = (next() % (words.len() as u64 + 1)) as usize;
+        for (i, w) in ["quick", "brown", "fox"].iter().enumerate() {
+            words.insert(at + i, w.to_string());
+        }
+    }
+    words.join(" ")
+}
+
+pub fn docs_batch(start: i64, end: i64) -> RecordBatch {
+    let ids: Vec<i64> = (start..end).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, true),
+    ]));
+    let texts: Vec<String> = ids.iter().map(|i| doc_text(*i)).collect();
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(arrow_array::StringArray::from(texts)),
+        ],
+    )
+    .expect("docs batch")
+}
+
+pub const DOCS_ROWS: i64 = 1400;
+
+pub fn doc_deleted(id: i64) -> bool {
+    id % 11 == 3
+}
+
+/// The docs table for full-text search: ids 0..800 indexed by INVERTED index `text_idx` (with
+/// positions), ids 800..1200 appended and indexed as a second segment, ids 1200..1400 an
+/// unindexed tail, then rows with `doc_deleted(id)` deleted. 200 rows per fragment.
+pub async fn write_docs(uri: &str, facts: &mut Facts, opts: &StorageOptions) -> Result<(), Error> {
+    use lance::index::DatasetIndexExt;
+    use lance_index::optimize::OptimizeOptions;
+    use lance_index::scalar::inverted::InvertedIndexParams;
+    use lance_index::IndexType;
+    let mut ds = write_batch_rows(uri, docs_batch(0, 800), WriteMode::Create, 200, opts).await?;
+    let params = InvertedIndexParams::default().with_position(true);
+    ds.create_index(&["text"], IndexType::Inverted, Some("text_idx".into()), &params, true)
+        .await?;
+    let mut ds = write_batch_rows(uri, docs_batch(800, 1200), WriteMode::Append, 200, opts).await?;
+    ds.optimize_indices(&OptimizeOptions::append())
+        .await?;
+    let mut ds = write_batch_rows(uri, docs_batch(1200, DOCS_ROWS), WriteMode::Append, 200, opts).await?;
+    ds.delete("id % 11 = 3").await?;
+    facts.set("docs.uri", uri);
+    facts.set("docs.rows", (0..DOCS_ROWS).filter(|i| !doc_deleted(*i)).count());
+    Ok(())
+}
+
 /// Write the warehouse under `root` (created if missing; existing tables are replaced) and
 /// the `FIXTURE` facts file beside them.
 pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
@@ -464,6 +536,11 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
         std::fs::remove_dir_all(&vectors)?;
     }
     write_vectors(vectors.to_str().ok_or("non-UTF-8 path")?, &mut facts, &none).await?;
+    let docs = root.join("docs.lance");
+    if docs.exists() {
+        std::fs::remove_dir_all(&docs)?;
+    }
+    write_docs(docs.to_str().ok_or("non-UTF-8 path")?, &mut facts, &none).await?;
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }

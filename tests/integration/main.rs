@@ -6,6 +6,7 @@ mod dataset;
 mod engine;
 mod catalog;
 mod errors;
+mod fts;
 mod fuzz;
 mod header;
 mod prewarm;

@@ -1,0 +1,414 @@
+//! Full-text search across splits on the testkit's `docs` table (INVERTED index in two
+//! segments, an unindexed tail, deletions), through the C ABI: the merged top-k equals Lance's
+//! own single-process search (local and through a REST catalog), statistics the worker would
+//! have alone give different scores, prewarm makes segment searches read no index file, and
+//! bad input is a clear error.
+
+use std::ffi::{c_char, CStr};
+
+use arrow::array::{Array, Float32Array, UInt64Array};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::fts::*;
+use lance_host::ffi::index::*;
+use lance_host::ffi::plan::*;
+use lance_host::ffi::scan::LanceIoStats;
+use lance_host::LanceErrorCode::*;
+use lance_host_testkit as tk;
+
+use crate::common::*;
+use crate::vector::{splits, Plan, SplitH};
+
+fn docs_uri() -> String {
+    fixture().facts.get("docs.uri").to_string()
+}
+
+struct Q {
+    q: LanceTextQuery,
+    _keep: (std::ffi::CString, std::ffi::CString, Option<std::ffi::CString>, CStrs),
+}
+
+fn text_query(text: &str, kind: LanceTextMatch, slop: u32, k: u64, filter: Option<&str>) -> Q {
+    let mut q = std::mem::MaybeUninit::<LanceTextQuery>::uninit();
+    assert_eq!(lance_text_query_init(q.as_mut_ptr(), std::mem::size_of::<LanceTextQuery>()), 0);
+    let mut q = unsafe { q.assume_init() };
+    let (column, t, f, cols) = (cstr("text"), cstr(text), filter.map(cstr), cstrs(&["id"]));
+    q.column = column.as_ptr();
+    q.text = t.as_ptr();
+    q.match_kind = kind as i32;
+    q.slop = slop;
+    q.k = k;
+    q.prefilter_sql = f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr());
+    q.columns = cols.ptrs.as_ptr();
+    q.num_columns = 1;
+    Q { q, _keep: (column, t, f, cols) }
+}
+
+fn plan_fts(ds: &Ds) -> Result<Plan, (i32, String)> {
+    let c = cstr("text");
+    let mut p = std::ptr::null_mut();
+    match lance_dataset_plan_fts(ds.ptr(), c.as_ptr(), 0, &mut p) {
+        0 => Ok(Plan(p)),
+        code => Err((code, last_message())),
+    }
+}
+
+fn stats(ds: &Ds, q: &Q) -> Result<(Vec<u8>, LanceIoStats), (i32, String)> {
+    let mut p = std::ptr::null_mut();
+    let mut n = 0usize;
+    let mut io = LanceIoStats::default();
+    match lance_dataset_fts_stats(ds.ptr(), &q.q, &mut p, &mut n, &mut io) {
+        0 => {
+            let v = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+            lance_bytes_free(p, n);
+            Ok((v, io))
+        }
+        code => Err((code, last_message())),
+    }
+}
+
+fn search_split(ds: &Ds, s: &SplitH, q: &Q, st: &[u8]) -> Result<FFI_ArrowArrayStream, (i32, String)> {
+    let mut out = FFI_ArrowArrayStream::empty();
+    match lance_split_fts_search(ds.ptr(), s.0, &q.q, st.as_ptr(), st.len(), &mut out) {
+        0 => Ok(out),
+        code => Err((code, last_message())),
+    }
+}
+
+/// (row ids, scores, ids) of a full-text result.
+type Hits = (Vec<u64>, Vec<f32>, Vec<i64>);
+
+fn hits(batches: &[arrow::array::RecordBatch]) -> Hits {
+    let mut h: Hits = Default::default();
+    for b in batches {
+        let r = b.column_by_name("_rowid").unwrap().as_any().downcast_ref::<UInt64Array>().unwrap();
+        let s = b.column_by_name("_score").unwrap().as_any().downcast_ref::<Float32Array>().unwrap();
+        h.0.extend(r.values().iter());
+        h.1.extend(s.values().iter());
+    }
+    h.2 = i64_column(batches, "id");
+    h
+}
+
+/// Plan, compute statistics once, search every split with them, merge by score.
+fn distributed(ds: &Ds, q: &Q, k: u64) -> Hits {
+    let plan = plan_fts(ds).unwrap();
+    let all = splits(&plan);
+    let (st, _) = stats(ds, q).unwrap();
+    let mut streams: Vec<FFI_ArrowArrayStream> = all.iter().map(|s| search_split(ds, s, q, &st).unwrap()).collect();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_fts_merge(streams.as_mut_ptr(), streams.len(), k, 0, &mut out), 0, "{}", last_message());
+    hits(&read_stream(out).unwrap())
+}
+
+/// Lance's own single-process full-text search of the table (a separate reader, its own runtime).
+fn lance_search(uri: &str, text: &str, kind: LanceTextMatch, slop: u32, k: usize, filter: Option<&str>) -> Hits {
+    use lance_index::scalar::FullTextSearchQuery;
+    use lance_index::scalar::inverted::query::{FtsQuery, MatchQuery, Operator, PhraseQuery};
+    let (uri, text, filter) = (uri.to_string(), text.to_string(), filter.map(str::to_string));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let ds = lance::Dataset::open(&uri).await.unwrap();
+            let query = match kind {
+                LanceTextMatch::LANCE_TEXT_MATCH_PHRASE => {
+                    FtsQuery::Phrase(PhraseQuery::new(text).with_column(Some("text".into())).with_slop(slop))
+                }
+                other => {
+                    let op = if other == LanceTextMatch::LANCE_TEXT_MATCH_ALL { Operator::And } else { Operator::Or };
+                    FtsQuery::Match(MatchQuery::new(text).with_column(Some("text".into())).with_operator(op))
+                }
+            };
+            let mut scanner = ds.scan();
+            scanner.full_text_search(FullTextSearchQuery::new_query(query)).unwrap();
+            scanner.project(&["id"]).unwrap();
+            scanner.with_row_id();
+            scanner.limit(Some(k as i64), None).unwrap();
+            if let Some(f) = filter {
+                scanner.filter(&f).unwrap();
+                scanner.prefilter(true);
+            }
+            let batch = scanner.try_into_batch().await.unwrap();
+            hits(&[batch])
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+/// Same rows with the same scores (1e-5 relative); rows tied with the k-th score may differ.
+#[track_caller]
+fn assert_same(got: &Hits, want: &Hits, what: &str) {
+    assert_eq!(got.0.len(), want.0.len(), "{what}: row count");
+    for (i, (a, b)) in got.1.iter().zip(&want.1).enumerate() {
+        assert!((a - b).abs() <= 1e-5 * b.abs().max(1e-6), "{what}: score {i}: {a} vs {b}");
+    }
+    if let Some(last) = want.1.last() {
+        let tol = 1e-5 * last.abs().max(1e-6);
+        let above = |h: &Hits| -> Vec<u64> {
+            let mut v: Vec<u64> = h.0.iter().zip(&h.1).filter(|(_, s)| **s > last + tol).map(|(r, _)| *r).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(above(got), above(want), "{what}: rows");
+    }
+}
+
+fn queries() -> Vec<(String, LanceTextMatch, u32)> {
+    use LanceTextMatch::*;
+    let mut v: Vec<(String, LanceTextMatch, u32)> = ["t000", "t001", "t010", "t050", "t120", "t199", "quick", "nothere"]
+        .iter()
+        .map(|t| (t.to_string(), LANCE_TEXT_MATCH_ANY, 0))
+        .collect();
+    v.push(("t000 t002 t030".into(), LANCE_TEXT_MATCH_ANY, 0));
+    v.push(("t000 t001".into(), LANCE_TEXT_MATCH_ALL, 0));
+    v.push(("quick brown fox".into(), LANCE_TEXT_MATCH_PHRASE, 0));
+    v.push(("quick fox".into(), LANCE_TEXT_MATCH_PHRASE, 1));
+    v.push(("brown quick".into(), LANCE_TEXT_MATCH_PHRASE, 0));
+    v
+}
+
+#[test]
+fn fts_merged_top_k_equals_lances_own_search() {
+    let uri = docs_uri();
+    let ds = Ds::open(&uri, 0);
+    let plan = plan_fts(&ds).unwrap();
+    let kinds: Vec<i32> = splits(&plan).iter().map(|s| lance_split_kind(s.0)).collect();
+    assert!(kinds.iter().filter(|k| **k == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32).count() >= 2, "{kinds:?}");
+    assert!(kinds.contains(&(LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32)), "{kinds:?}");
+    let mut nonempty = 0;
+    for filter in [None, Some("id % 3 = 1")] {
+        for (text, kind, slop) in queries() {
+            let q = text_query(&text, kind, slop, 10, filter);
+            let got = distributed(&ds, &q, 10);
+            let want = lance_search(&uri, &text, kind, slop, 10, filter);
+            assert_same(&got, &want, &format!("{text:?} {kind:?} slop {slop} filter {filter:?}"));
+            assert!(got.2.iter().all(|id| !tk::doc_deleted(*id)), "deleted rows returned");
+            nonempty += usize::from(!want.0.is_empty());
+        }
+    }
+    assert!(nonempty >= 16, "too few queries matched: {nonempty}");
+}
+
+#[test]
+fn fts_through_a_rest_catalog_equals_lances_own_search() {
+    let root = fixture().root.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let server = rt
+        .block_on(lance_host_rest_server::start(root.to_str().unwrap(), Default::default()))
+        .expect("start REST server");
+    let uri = server.uri();
+    let (_keep, props) = kv(&[("type", "rest"), ("uri", &uri)]);
+    let cat = lance_host::ffi::catalog::lance_catalog_open(props.as_ptr());
+    assert!(!cat.is_null(), "{}", last_message());
+    let table = cstr("docs");
+    let ds = lance_host::ffi::catalog::lance_catalog_open_table(cat, std::ptr::null(), 0, table.as_ptr(), 0);
+    assert!(!ds.is_null(), "{}", last_message());
+    let ds = Ds(ds);
+    for (text, kind, slop) in queries().into_iter().take(6) {
+        let q = text_query(&text, kind, slop, 10, None);
+        assert_same(&distributed(&ds, &q, 10), &lance_search(&docs_uri(), &text, kind, slop, 10, None), &text);
+    }
+    lance_host::ffi::catalog::lance_catalog_free(cat);
+    drop(server);
+}
+
+#[test]
+fn scores_without_shipped_statistics_are_detectably_different() {
+    // A worker that scored its segment with only its segment's statistics (what it can see
+    // alone) would rank differently from the corpus: the shipped statistics exist for this.
+    let uri = docs_uri();
+    let snap = lance_host::snapshot::open(&uri, Default::default(), 0).unwrap();
+    let plan = lance_host::fts::plan_text(&snap, "text", 0).unwrap();
+    let q = lance_host::fts::TextQuery {
+        column: "text".into(),
+        text: "t040 t005".into(),
+        kind: lance_host::fts::TextMatch::Any,
+        k: 20,
+        prefilter: None,
+        columns: vec!["id".into()],
+        with_row_id: true,
+    };
+    let (global, _) = lance_host::fts::corpus_stats(&snap, &q).unwrap();
+    let mut differs = 0;
+    for split in &plan.splits {
+        let local = lance_host::fts::local_only_stats(&snap, split, &q).unwrap();
+        assert_ne!(local.indexed.num_docs + local.flat.len() as u64, 0);
+        let read = |st| {
+            hits(&lance_host::fts::search_split(&snap, split, &q, st).unwrap().collect_batches().unwrap())
+        };
+        let (a, b) = (read(&global), read(&local));
+        assert_eq!(a.0.len(), b.0.len());
+        differs += a.1.iter().zip(&b.1).filter(|(x, y)| (*x - *y).abs() > 1e-3 * x.abs()).count();
+    }
+    assert!(differs > 0, "local statistics gave the same scores as the corpus's");
+    // And the merged answer with shipped statistics is Lance's.
+    let ds = Ds::open(&uri, 0);
+    let cq = text_query("t040 t005", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 20, None);
+    assert_same(&distributed(&ds, &cq, 20), &lance_search(&uri, "t040 t005", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 20, None), "global");
+}
+
+#[test]
+fn prewarmed_inverted_segments_are_searched_without_index_reads() {
+    // s3:// with the data cache off for these tables, so the counts are storage requests.
+    let s3 = crate::s3::shared();
+    let write = |name: &str| {
+        let table = format!("{}/{name}/docs.lance", s3.facts.get("root"));
+        let (t, opts) = (table.clone(), crate::s3::s3_options(&s3.endpoint));
+        std::thread::spawn(move || {
+            tokio::runtime::Runtime::new().unwrap().block_on(async move {
+                tk::write_docs(&t, &mut tk::Facts::default(), &opts).await.expect("write docs")
+            })
+        })
+        .join()
+        .unwrap();
+        table
+    };
+    let mut opts = crate::s3::s3_options(&s3.endpoint);
+    opts.insert("lance_host.data_cache".into(), "false".into());
+    let search_segments = |ds: &Ds| -> LanceIoStats {
+        let plan = plan_fts(ds).unwrap();
+        let q = text_query("t003 quick", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 10, None);
+        let (st, _) = stats(ds, &q).unwrap();
+        let mut total = LanceIoStats::default();
+        for s in splits(&plan).iter().filter(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32) {
+            let mut out = search_split(ds, s, &q, &st).unwrap();
+            let (_, io) = collect_with_stats(&mut out);
+            add_io(&mut total, &io);
+        }
+        total
+    };
+    // Cold: the segment searches read index files.
+    let cold_uri = write("fts_cold");
+    let cold = crate::s3::open_s3_with(&cold_uri, &opts).unwrap();
+    let c = search_segments(&cold);
+    assert!(c.index_read_requests > 0 && c.index_cache_misses > 0, "{c:?}");
+    // Warmed: prewarm reads them once; the searches then read no index file.
+    let warm_uri = write("fts_warm");
+    let warm = crate::s3::open_s3_with(&warm_uri, &opts).unwrap();
+    let name = cstr("text_idx");
+    let mut p = LanceIoStats::default();
+    assert_eq!(lance_dataset_prewarm_index_with_stats_v2(warm.ptr(), name.as_ptr(), &mut p), 0, "{}", last_message());
+    assert!(p.index_read_requests > 0 && p.index_cache_misses == 2, "{p:?}");
+    let w = search_segments(&warm);
+    assert_eq!(w.index_read_requests, 0, "index files read after prewarm: {w:?}");
+    assert_eq!(w.index_cache_misses, 0, "{w:?}");
+    assert!(w.index_cache_hits > 0, "{w:?}");
+}
+
+#[test]
+fn bad_fts_input_is_a_clear_error() {
+    let ds = Ds::open(&docs_uri(), 0);
+    let plan = plan_fts(&ds).unwrap();
+    let all = splits(&plan);
+    let q = text_query("quick", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, None);
+    let (st, _) = stats(&ds, &q).unwrap();
+    let mut out = FFI_ArrowArrayStream::empty();
+    // NULL arguments.
+    assert_err(lance_split_fts_search(std::ptr::null(), all[0].0, &q.q, st.as_ptr(), st.len(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_split_fts_search(ds.ptr(), std::ptr::null(), &q.q, st.as_ptr(), st.len(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "split");
+    assert_err(lance_split_fts_search(ds.ptr(), all[0].0, std::ptr::null(), st.as_ptr(), st.len(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "query");
+    assert_err(lance_split_fts_search(ds.ptr(), all[0].0, &q.q, std::ptr::null(), 5, &mut out), LANCE_ERR_INVALID_ARGUMENT, "stats");
+    assert_err(lance_split_fts_search(ds.ptr(), all[0].0, &q.q, st.as_ptr(), st.len(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    assert_err(lance_dataset_plan_fts(ds.ptr(), std::ptr::null(), 0, &mut std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "column");
+    // Invalid UTF-8 in the query text.
+    let bad = [0x66u8, 0xff, 0x00];
+    let mut bq = text_query("x", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, None);
+    bq.q.text = bad.as_ptr() as *const c_char;
+    let (mut p, mut n) = (std::ptr::null_mut(), 0usize);
+    assert_err(lance_dataset_fts_stats(ds.ptr(), &bq.q, &mut p, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "UTF-8");
+    // A struct_size of 0 (the caller forgot the init function).
+    let mut zq = text_query("x", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, None);
+    zq.q.struct_size = 0;
+    assert_err(lance_dataset_fts_stats(ds.ptr(), &zq.q, &mut p, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "struct_size");
+    // Unknown projection column and bad prefilter.
+    let mut cq = text_query("quick", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, None);
+    let nope = cstrs(&["nope"]);
+    cq.q.columns = nope.ptrs.as_ptr();
+    assert_err(lance_split_fts_search(ds.ptr(), all[0].0, &cq.q, st.as_ptr(), st.len(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "nope");
+    let fq = text_query("quick", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, Some("nope > 1"));
+    assert_err(lance_dataset_fts_stats(ds.ptr(), &fq.q, &mut p, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "nope");
+    // A vector split cannot run a text search, and a text split no vector search.
+    let vds = Ds::open(&crate::vector::vectors_uri(), 0);
+    let vplan = crate::vector::plan_vector(&vds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let vsplit = &splits(&vplan)[0];
+    let code = lance_split_fts_search(vds.ptr(), vsplit.0, &q.q, st.as_ptr(), st.len(), &mut out);
+    assert!(code == LANCE_ERR_CORRUPT as i32 || code == LANCE_ERR_INVALID_ARGUMENT as i32, "{code}: {}", last_message());
+    let mut vq = crate::vector::query("embedding", crate::vector::query_vector(1), 5);
+    assert_err(
+        lance_host::ffi::search::lance_split_search_v2(ds.ptr(), all[0].0, &vq.raw(), &mut out),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "full-text split",
+    );
+    // The merge needs `_score`; a vector result is refused.
+    let mut streams = [search_split(&ds, &all[0], &q, &st).unwrap()];
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_fts_merge(streams.as_mut_ptr(), 1, 0, 0, &mut merged), 0);
+    assert_eq!(total_rows(&read_stream(merged).unwrap()), 0, "k = 0 merges to nothing");
+    // RRF: NULL and bad constants.
+    let mut o = FFI_ArrowArrayStream::empty();
+    assert_err(lance_rrf_merge(std::ptr::null_mut(), std::ptr::null_mut(), 5, 60.0, &mut o), LANCE_ERR_INVALID_ARGUMENT, "NULL");
+    let mut a = search_split(&ds, &all[0], &q, &st).unwrap();
+    let mut b = search_split(&ds, &all[0], &q, &st).unwrap();
+    assert_err(lance_rrf_merge(&mut a, &mut b, 5, f64::NAN, &mut o), LANCE_ERR_INVALID_ARGUMENT, "RRF constant");
+    let mut a = search_split(&ds, &all[0], &q, &st).unwrap();
+    let mut b = search_split(&ds, &all[0], &q, &st).unwrap();
+    assert_err(lance_rrf_merge(&mut a, &mut b, 5, 60.0, &mut o), LANCE_ERR_INVALID_ARGUMENT, "_distance");
+    // Explain names the index and the segment.
+    let mut text: *mut c_char = std::ptr::null_mut();
+    let seg = all.iter().find(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32).unwrap();
+    assert_eq!(lance_split_explain_fts(ds.ptr(), seg.0, &q.q, st.as_ptr(), st.len(), &mut text), 0, "{}", last_message());
+    let explained = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
+    lance_host::ffi::dataset::lance_string_free(text);
+    assert!(explained.contains("text_idx") && explained.contains("MatchQuery"), "{explained}");
+}
+
+#[test]
+fn hybrid_rrf_of_vector_and_text_results() {
+    // Fuse a text result with itself standing in as the "vector" list (distance = -score): the
+    // fused order must be the text order, and scores follow 2 / (c + rank).
+    let ds = Ds::open(&docs_uri(), 0);
+    let q = text_query("t007 t011", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 8, None);
+    let text = distributed(&ds, &q, 8);
+    assert!(!text.0.is_empty());
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("_distance", arrow_schema::DataType::Float32, true),
+        arrow_schema::Field::new("_rowid", arrow_schema::DataType::UInt64, false),
+    ]));
+    let vb = arrow::array::RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            std::sync::Arc::new(Float32Array::from(text.1.iter().map(|s| -s).collect::<Vec<_>>())),
+            std::sync::Arc::new(UInt64Array::from(text.0.clone())),
+        ],
+    )
+    .unwrap();
+    let tschema = std::sync::Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("_score", arrow_schema::DataType::Float32, false),
+        arrow_schema::Field::new("_rowid", arrow_schema::DataType::UInt64, false),
+    ]));
+    let tb = arrow::array::RecordBatch::try_new(
+        tschema.clone(),
+        vec![
+            std::sync::Arc::new(Float32Array::from(text.1.clone())),
+            std::sync::Arc::new(UInt64Array::from(text.0.clone())),
+        ],
+    )
+    .unwrap();
+    let export = |b: arrow::array::RecordBatch| {
+        let r = arrow::array::RecordBatchIterator::new(vec![Ok(b.clone())], b.schema());
+        FFI_ArrowArrayStream::new(Box::new(r))
+    };
+    let (mut v, mut t) = (export(vb), export(tb));
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_rrf_merge(&mut v, &mut t, 5, 60.0, &mut out), 0, "{}", last_message());
+    let fused = read_stream(out).unwrap();
+    let ids = u64_column(&fused, "_rowid");
+    assert_eq!(ids.len(), text.0.len().min(5));
+    // Ties in score are ranked by row id in both lists, so compare with the tie-broken order.
+    let mut order: Vec<(f32, u64)> = text.1.iter().copied().zip(text.0.iter().copied()).collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    assert_eq!(ids, order.iter().take(5).map(|x| x.1).collect::<Vec<_>>());
+    let rel = fused[0].column_by_name("_relevance_score").unwrap().as_any().downcast_ref::<Float32Array>().unwrap();
+    for (rank, r) in rel.values().iter().enumerate() {
+        assert!((r - 2.0 / (60.0 + rank as f32 + 1.0)).abs() < 1e-6, "rank {rank}: {r}");
+    }
+}
