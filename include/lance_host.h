@@ -266,6 +266,27 @@ typedef enum {
   LANCE_LOG_TRACE = 5,
 } LanceLogLevel;
 
+// How the terms of a full-text query match.
+enum LanceTextMatch
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Rows containing at least one of the terms (OR).
+  LANCE_TEXT_MATCH_ANY = 0,
+  // Rows containing every term (AND).
+  LANCE_TEXT_MATCH_ALL = 1,
+  // Rows containing the terms as a phrase, at most `slop` positions apart.
+  LANCE_TEXT_MATCH_PHRASE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceTextMatch LanceTextMatch;
+#else
+typedef int32_t LanceTextMatch;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A call context: a cancellation handle with an optional deadline that a host binds to a
 // thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
 typedef struct LanceCallContext LanceCallContext;
