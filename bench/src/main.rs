@@ -16,6 +16,8 @@
 //! `BENCH_HANDSHAKE=1`, so the driver can attribute object-store requests to iterations.
 //! Storage options come from `BENCH_S3_ENDPOINT` for `s3://` URIs.
 
+mod fts;
+
 use std::collections::BinaryHeap;
 use std::ffi::CString;
 use std::io::{BufRead, Write};
@@ -1049,6 +1051,7 @@ fn main() {
             let facts = load_facts(&args[5]);
             run_prewarm(&args[2], args[3].parse().unwrap(), &args[4], &facts);
         }
+        Some("fts") => fts::run(&args[2], &args[3], &storage_options(&args[2])),
         Some(side @ ("host" | "native")) => {
             let facts = load_facts(&args[4]);
             run_side(side, &args[2], &args[3], &facts);
