@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 3
+#define LANCE_HOST_VERSION_MINOR 4
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.3.0"
+#define LANCE_HOST_VERSION "0.4.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -891,14 +891,14 @@ const char *lance_last_error_message(void);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_error_code_name(int32_t code);
 
-// Version of the loaded library, e.g. "0.3.0" — compare with `LANCE_HOST_VERSION`, the
+// Version of the loaded library, e.g. "0.4.0" — compare with `LANCE_HOST_VERSION`, the
 // version of the header a caller was built with. A caller built with header X.Y runs on any
 // library X.Z with Z >= Y (see "ABI compatibility" in the README).
 //
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_version(void);
 
-// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.3.0 is 300), to
+// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.4.0 is 400), to
 // compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
 // serves the caller if it has the same major version and a number at least as large
 // (`lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER`).

@@ -82,7 +82,7 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
     name.as_ptr() as *const c_char
 }
 
-/// Version of the loaded library, e.g. "0.3.0" — compare with `LANCE_HOST_VERSION`, the
+/// Version of the loaded library, e.g. "0.4.0" — compare with `LANCE_HOST_VERSION`, the
 /// version of the header a caller was built with. A caller built with header X.Y runs on any
 /// library X.Z with Z >= Y (see "ABI compatibility" in the README).
 ///
@@ -107,7 +107,7 @@ const VERSION_NUMBER: u32 = parse_version_part(env!("CARGO_PKG_VERSION_MAJOR")) 
     + parse_version_part(env!("CARGO_PKG_VERSION_MINOR")) * 100
     + parse_version_part(env!("CARGO_PKG_VERSION_PATCH"));
 
-/// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.3.0 is 300), to
+/// Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.4.0 is 400), to
 /// compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
 /// serves the caller if it has the same major version and a number at least as large
 /// (`lance_host_version_number() >= LANCE_HOST_VERSION_NUMBER`).
