@@ -112,6 +112,51 @@ int main(int argc, char** argv) {
     }
     EXPECT(ids.size() == 5 && ids[0] == 777);
 
+    // Full-text search: plan, statistics once, split searches, merge by score; every hit's
+    // text (taken by _rowid) holds the query term.
+    auto docs = lh::Dataset::open(fact(warehouse, "docs.uri"));
+    auto fplan = docs.plan_fts("text");
+    EXPECT(fplan.size() >= 3 && fplan.index_name() == std::optional<std::string>("text_idx"));
+    lh::TextSearchRequest tq;
+    tq.column = "text";
+    tq.text = "t001";
+    tq.k = 8;
+    tq.columns = {"id"};
+    auto stats = docs.fts_stats(tq);
+    std::vector<lh::Stream> hits;
+    for (size_t i = 0; i < fplan.size(); i++) hits.push_back(docs.fts_search(fplan.at(i), tq, stats));
+    std::vector<uint64_t> hit_ids;
+    float last = 1e30f;
+    for (auto& batch : lh::merge_fts(std::move(hits), 8)) {
+      const float* sc = batch.values<float>(batch.column_index("_score"));
+      const uint64_t* r = batch.values<uint64_t>(batch.column_index("_rowid"));
+      for (int64_t i = 0; i < batch.num_rows(); i++) {
+        EXPECT(sc[i] <= last && sc[i] > 0);
+        last = sc[i];
+        hit_ids.push_back(r[i]);
+      }
+    }
+    EXPECT(hit_ids.size() == 8);
+    size_t with_term = 0;
+    for (auto& batch : docs.take(hit_ids, {"text"})) {
+      const ArrowArray* col = batch.array().children[0];
+      const int32_t* off = static_cast<const int32_t*>(col->buffers[1]);
+      const char* data = static_cast<const char*>(col->buffers[2]);
+      for (int64_t i = 0; i < batch.num_rows(); i++) {
+        std::string text(data + off[col->offset + i], off[col->offset + i + 1] - off[col->offset + i]);
+        with_term += (" " + text + " ").find(" t001 ") != std::string::npos;
+      }
+    }
+    EXPECT(with_term == 8);
+    try {
+      lh::TextSearchRequest empty = tq;
+      empty.text = "";
+      docs.fts_stats(empty);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+
     // Errors are exceptions with the library's code and message.
     try {
       lh::Dataset::open(warehouse + "/no_such_table.lance");

@@ -333,6 +333,36 @@ struct SearchRequest {
   bool with_row_id = true;
 };
 
+/// A full-text query against one split (and the statistics computed for it).
+struct TextSearchRequest {
+  std::string column;
+  std::string text;
+  LanceTextMatch match = LANCE_TEXT_MATCH_ANY;
+  uint32_t slop = 0;  ///< phrase queries only
+  uint64_t k = 10;
+  std::optional<std::string> prefilter;
+  std::vector<std::string> columns;
+  bool with_row_id = true;
+};
+
+namespace detail {
+/// The C query of `r`; `cols` must outlive it.
+inline LanceTextQuery text_query(const TextSearchRequest& r, const std::vector<const char*>& cols) {
+  LanceTextQuery q;
+  check(lance_text_query_init(&q, sizeof(LanceTextQuery)));
+  q.column = r.column.c_str();
+  q.text = r.text.c_str();
+  q.match_kind = r.match;
+  q.slop = r.slop;
+  q.k = r.k;
+  q.prefilter_sql = r.prefilter ? r.prefilter->c_str() : nullptr;
+  q.columns = cols.data();
+  q.num_columns = cols.size();
+  q.with_row_id = r.with_row_id;
+  return q;
+}
+}  // namespace detail
+
 /// A table pinned at one version.
 class Dataset {
  public:
@@ -409,6 +439,31 @@ class Dataset {
     check(lance_dataset_take_rows(p_.get(), row_ids.data(), row_ids.size(), cols.data(), cols.size(), &s));
     return Stream(s);
   }
+  /// Full-text splits of `column` (one per INVERTED segment plus flat splits).
+  SplitPlan plan_fts(const std::string& column, uint64_t flat_target_rows = 0) const {
+    LanceSplitPlan* p = nullptr;
+    check(lance_dataset_plan_fts(p_.get(), column.c_str(), flat_target_rows, &p));
+    return SplitPlan(p);
+  }
+  /// The corpus statistics of `r` over the whole snapshot, as bytes to ship with each split.
+  std::vector<uint8_t> fts_stats(const TextSearchRequest& r) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceTextQuery q = detail::text_query(r, cols);
+    uint8_t* b = nullptr;
+    size_t n = 0;
+    check(lance_dataset_fts_stats(p_.get(), &q, &b, &n, nullptr));
+    std::vector<uint8_t> out(b, b + n);
+    lance_bytes_free(b, n);
+    return out;
+  }
+  /// Search one full-text split with the coordinator's statistics (`_score` descending).
+  Stream fts_search(const Split& split, const TextSearchRequest& r, const std::vector<uint8_t>& stats) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceTextQuery q = detail::text_query(r, cols);
+    ArrowArrayStream s;
+    check(lance_split_fts_search(p_.get(), split.get(), &q, stats.data(), stats.size(), &s));
+    return Stream(s);
+  }
   void prewarm_index(const std::string& name) const { check(lance_dataset_prewarm_index(p_.get(), name.c_str())); }
   const LanceDataset* get() const { return p_.get(); }
 
@@ -423,6 +478,26 @@ inline Stream merge(std::vector<Stream>&& streams, uint64_t k, uint64_t offset =
   for (auto& s : streams) raw.push_back(s.release());
   ArrowArrayStream out;
   check(lance_topk_merge(raw.data(), raw.size(), k, offset, &out));
+  return Stream(out);
+}
+
+/// The global top-k of several full-text split results by `_score` (consumes them).
+inline Stream merge_fts(std::vector<Stream>&& streams, uint64_t k, uint64_t offset = 0) {
+  std::vector<ArrowArrayStream> raw;
+  raw.reserve(streams.size());
+  for (auto& s : streams) raw.push_back(s.release());
+  ArrowArrayStream out;
+  check(lance_fts_merge(raw.data(), raw.size(), k, offset, &out));
+  return Stream(out);
+}
+
+/// Reciprocal-rank fusion of a merged vector result and a merged full-text result (consumes
+/// both): `_rowid`, `_relevance_score`, `_distance`, `_score`, best first.
+inline Stream rrf_merge(Stream&& vector, Stream&& text, uint64_t k, double rrf_k = 60.0) {
+  ArrowArrayStream v = vector.release();
+  ArrowArrayStream t = text.release();
+  ArrowArrayStream out;
+  check(lance_rrf_merge(&v, &t, k, rrf_k, &out));
   return Stream(out);
 }
 
