@@ -1,5 +1,5 @@
 /* lance-host as a DuckDB extension, written against DuckDB's C extension API (stable API v1.2.0,
- * so any DuckDB from 1.2 on loads it). Two table functions:
+ * so any DuckDB from 1.2 on loads it). Table functions:
  *
  *   lance_scan(uri [, filter := 'sql'] [, version := n])
  *       the table at `version` (default: latest, pinned at bind), read in parallel: lance-host
@@ -11,6 +11,17 @@
  *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
  *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
+ *
+ *   lance_fts(uri, column, query, k [, filter := 'sql'] [, operator := 'OR'|'AND'|'PHRASE']
+ *             [, slop := n] [, version := n])
+ *       the k rows of the table's full-text search with BM25 `_score` (descending): lance-host's
+ *       full-text plan (one split per INVERTED segment plus unindexed fragments), the corpus
+ *       statistics computed once, every split searched with them and merged — the answer Lance's
+ *       own search gives. `filter` is a prefilter.
+ *   lance_hybrid_search(uri, vector_column, vector, text_column, query, k [, filter := 'sql']
+ *                       [, nprobes := n] [, rrf_k := 60] [, version := n])
+ *       the k best rows of a vector search and a full-text search fused by reciprocal rank, with
+ *       `_relevance_score`, `_distance` and `_score` (NULL where a row is absent from a list).
  *
  *   lance_host_data_cache([memory_bytes := n] [, block_bytes := n] [, disk_dir := 'path']
  *                         [, disk_bytes := n] [, disabled := true])
@@ -53,14 +64,24 @@ typedef struct {
   Column cols[MAX_COLUMNS];
   size_t ncols;
   char* filter;
-  /* vector search only */
+  /* 0 lance_scan, 1 lance_vector_search, 2 lance_fts, 3 lance_hybrid_search */
   int is_search;
   char* vector_column;
   float* vector;
   size_t dim;
   uint64_t k;
   uint32_t nprobes;
+  /* full-text search */
+  char* text_column;
+  char* text;
+  int match_kind;
+  uint32_t slop;
+  double rrf_k;
 } BindData;
+
+#define KIND_VECTOR 1
+#define KIND_FTS 2
+#define KIND_HYBRID 3
 
 /* A stream being turned into DuckDB chunks. */
 typedef struct {
@@ -82,13 +103,20 @@ typedef struct {
   LanceSplitPlan* plan; /* lance_scan: one split per fragment, handed out in order */
   size_t nsplits;
   atomic_size_t next_split;
-  Reader single; /* lance_vector_search */
+  Reader single; /* lance_vector_search, lance_fts, lance_hybrid_search */
+  /* lance_hybrid_search: the fused scores of the rows `single` reads, in its order */
+  float* fused[3]; /* _relevance_score, _distance, _score */
+  uint8_t* fused_null[3];
+  size_t fused_n;
+  size_t emitted;
 } GlobalState;
 
 /* Per DuckDB thread of a lance_scan: the split it is reading. */
 typedef struct {
   Reader reader;
 } LocalState;
+
+static int is_valid(const struct ArrowArray* a, int64_t i);
 
 static char* dup(const char* s) {
   size_t n = strlen(s) + 1;
@@ -107,6 +135,8 @@ static void free_bind(void* p) {
   free(b->filter);
   free(b->vector_column);
   free(b->vector);
+  free(b->text_column);
+  free(b->text);
   lance_dataset_free(b->ds);
   free(b);
 }
@@ -123,6 +153,10 @@ static void free_global(void* p) {
   if (!g) return;
   reader_close(&g->single);
   lance_split_plan_free(g->plan);
+  for (int i = 0; i < 3; i++) {
+    free(g->fused[i]);
+    free(g->fused_null[i]);
+  }
   free(g);
 }
 
@@ -182,16 +216,29 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
     duckdb_destroy_logical_type(&t);
   }
   schema.release(&schema);
-  if (b->is_search) {
+  const char* extra[3] = {NULL, NULL, NULL};
+  if (b->is_search == KIND_VECTOR) extra[0] = "_distance";
+  if (b->is_search == KIND_FTS) extra[0] = "_score";
+  if (b->is_search == KIND_HYBRID) {
+    extra[0] = "_relevance_score";
+    extra[1] = "_distance";
+    extra[2] = "_score";
+  }
+  for (int i = 0; i < 3 && extra[i]; i++) {
     Column* c = &b->cols[b->ncols++];
-    c->name = dup("_distance");
+    c->name = dup(extra[i]);
     c->format = dup("f");
     c->supported = 1;
     duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_FLOAT);
-    duckdb_bind_add_result_column(info, "_distance", t);
+    duckdb_bind_add_result_column(info, extra[i], t);
     duckdb_destroy_logical_type(&t);
   }
   return 1;
+}
+
+/* A column the searches compute (not a table column). */
+static int is_computed(const char* name) {
+  return strcmp(name, "_distance") == 0 || strcmp(name, "_score") == 0 || strcmp(name, "_relevance_score") == 0;
 }
 
 static char* varchar_param(duckdb_value v) {
@@ -223,6 +270,37 @@ static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
     b->nprobes = (uint32_t)duckdb_get_int64(v);
     duckdb_destroy_value(&v);
   }
+  v = duckdb_bind_get_named_parameter(info, "operator");
+  if (v) {
+    char* op = varchar_param(v);
+    duckdb_destroy_value(&v);
+    int kind = -1;
+    if (strcmp(op, "OR") == 0 || strcmp(op, "or") == 0) kind = LANCE_TEXT_MATCH_ANY;
+    if (strcmp(op, "AND") == 0 || strcmp(op, "and") == 0) kind = LANCE_TEXT_MATCH_ALL;
+    if (strcmp(op, "PHRASE") == 0 || strcmp(op, "phrase") == 0) kind = LANCE_TEXT_MATCH_PHRASE;
+    free(op);
+    if (kind < 0) {
+      duckdb_bind_set_error(info, "lance_fts: operator must be 'OR', 'AND' or 'PHRASE'");
+      return 0;
+    }
+    b->match_kind = kind;
+  }
+  v = duckdb_bind_get_named_parameter(info, "slop");
+  if (v) {
+    int64_t n = duckdb_get_int64(v);
+    duckdb_destroy_value(&v);
+    if (n < 0 || n > UINT32_MAX) {
+      duckdb_bind_set_error(info, "lance_fts: slop must be between 0 and 4294967295");
+      return 0;
+    }
+    b->slop = (uint32_t)n;
+  }
+  b->rrf_k = 60.0;
+  v = duckdb_bind_get_named_parameter(info, "rrf_k");
+  if (v) {
+    b->rrf_k = duckdb_get_double(v);
+    duckdb_destroy_value(&v);
+  }
   return 1;
 }
 
@@ -251,7 +329,7 @@ static void scan_bind(duckdb_bind_info info) {
 
 static void search_bind(duckdb_bind_info info) {
   BindData* b = (BindData*)calloc(1, sizeof(BindData));
-  b->is_search = 1;
+  b->is_search = KIND_VECTOR;
   duckdb_bind_set_bind_data(info, b, free_bind);
   duckdb_value v = duckdb_bind_get_parameter(info, 0);
   char* uri = varchar_param(v);
@@ -284,6 +362,60 @@ static void search_bind(duckdb_bind_info info) {
   free(uri);
 }
 
+
+/* lance_fts(uri, column, query, k) and lance_hybrid_search(uri, vector_column, vector,
+   text_column, query, k). */
+static void text_bind(duckdb_bind_info info, int kind) {
+  BindData* b = (BindData*)calloc(1, sizeof(BindData));
+  b->is_search = kind;
+  duckdb_bind_set_bind_data(info, b, free_bind);
+  const char* fn = kind == KIND_FTS ? "lance_fts" : "lance_hybrid_search";
+  idx_t at = 0;
+  duckdb_value v = duckdb_bind_get_parameter(info, at++);
+  char* uri = varchar_param(v);
+  duckdb_destroy_value(&v);
+  if (kind == KIND_HYBRID) {
+    v = duckdb_bind_get_parameter(info, at++);
+    b->vector_column = varchar_param(v);
+    duckdb_destroy_value(&v);
+    v = duckdb_bind_get_parameter(info, at++);
+    b->dim = (size_t)duckdb_get_list_size(v);
+    b->vector = (float*)calloc(b->dim ? b->dim : 1, sizeof(float));
+    for (size_t i = 0; i < b->dim; i++) {
+      duckdb_value e = duckdb_get_list_child(v, i);
+      b->vector[i] = (float)duckdb_get_double(e);
+      duckdb_destroy_value(&e);
+    }
+    duckdb_destroy_value(&v);
+  }
+  v = duckdb_bind_get_parameter(info, at++);
+  b->text_column = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, at++);
+  b->text = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, at++);
+  int64_t k = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  uint64_t version = 0;
+  char msg[256];
+  if (k < 1) {
+    snprintf(msg, sizeof msg, "%s: k must be at least 1", fn);
+    duckdb_bind_set_error(info, msg);
+  } else if (kind == KIND_HYBRID && b->dim == 0) {
+    snprintf(msg, sizeof msg, "%s: the query vector is empty", fn);
+    duckdb_bind_set_error(info, msg);
+  } else if (bind_named(info, b, &version)) {
+    b->k = (uint64_t)k;
+    bind_open(info, b, uri, version);
+    if (b->ds) bind_columns(info, b);
+  }
+  free(uri);
+}
+
+static void fts_bind(duckdb_bind_info info) { text_bind(info, KIND_FTS); }
+static void hybrid_bind(duckdb_bind_info info) { text_bind(info, KIND_HYBRID); }
+
 /* Start reading `r->stream`: map the projected columns to its children by name. Returns NULL or
    an error message (static or the stream's). */
 static const char* reader_start(Reader* r, const GlobalState* g) {
@@ -291,6 +423,10 @@ static const char* reader_start(Reader* r, const GlobalState* g) {
   if (r->stream.get_schema(&r->stream, &r->schema) != 0) return r->stream.get_last_error(&r->stream);
   for (size_t i = 0; i < g->nout; i++) {
     r->src[i] = -1;
+    if (g->fused[0] && is_computed(g->out_cols[i]->name)) {
+      r->src[i] = -2; /* filled from the fused scores */
+      continue;
+    }
     for (int64_t c = 0; c < r->schema.n_children; c++)
       if (strcmp(r->schema.children[c]->name, g->out_cols[i]->name) == 0) r->src[i] = (int)c;
     if (r->src[i] < 0) return "lance: a projected column is missing from the stream";
@@ -318,7 +454,7 @@ static GlobalState* begin_init(duckdb_init_info info, const BindData* b) {
       duckdb_init_set_error(info, msg);
       return NULL;
     }
-    if (strcmp(col->name, "_distance") != 0) g->names[g->nnames++] = col->name;
+    if (!is_computed(col->name)) g->names[g->nnames++] = col->name;
   }
   /* Nothing to read but rows (e.g. count(*)): read the narrowest thing there is, the row ids. */
   if (g->nnames == 0) g->names[g->nnames++] = rowid_column.name;
@@ -366,11 +502,9 @@ static int next_split(duckdb_function_info info, const BindData* b, GlobalState*
   return 1;
 }
 
-static void search_init(duckdb_init_info info) {
-  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
-  GlobalState* g = begin_init(info, b);
-  if (!g) return;
-  duckdb_init_set_max_threads(info, 1);
+/* The merged vector search of `b` with columns `names` into `out`; 0 after setting an error. */
+static int vector_merged(duckdb_init_info info, const BindData* b, const char** names, size_t nnames,
+                         struct ArrowArrayStream* out) {
   LanceVectorQuery q;
   lance_vector_query_init_v2(&q, sizeof q);
   q.column = b->vector_column;
@@ -380,13 +514,13 @@ static void search_init(duckdb_init_info info) {
   q.k = b->k;
   q.nprobes = b->nprobes;
   q.prefilter_sql = b->filter;
-  q.columns = g->names;
-  q.num_columns = g->nnames;
+  q.columns = names;
+  q.num_columns = nnames;
   q.with_row_id = true; /* the merge breaks ties by row id */
   LanceSplitPlan* plan = NULL;
   if (lance_dataset_plan_vector_search(b->ds, b->vector_column, LANCE_METRIC_DEFAULT, true, 0, &plan) != LANCE_OK) {
     duckdb_init_set_error(info, lance_last_error_message());
-    return;
+    return 0;
   }
   size_t n = lance_split_plan_count(plan);
   struct ArrowArrayStream* parts = (struct ArrowArrayStream*)calloc(n ? n : 1, sizeof *parts);
@@ -402,13 +536,135 @@ static void search_init(duckdb_init_info info) {
   if (!ok) {
     duckdb_init_set_error(info, lance_last_error_message());
     for (size_t i = 0; i < got; i++) parts[i].release(&parts[i]);
-  } else if (lance_topk_merge(parts, got, b->k, 0, &g->single.stream) != LANCE_OK) {
+  } else if (lance_topk_merge(parts, got, b->k, 0, out) != LANCE_OK) {
     duckdb_init_set_error(info, lance_last_error_message()); /* the merge released the parts */
-  } else {
-    const char* err = reader_start(&g->single, g);
-    if (err) duckdb_init_set_error(info, err);
+    ok = 0;
   }
   free(parts);
+  return ok;
+}
+
+/* The merged full-text search of `b` with columns `names` into `out`: plan, statistics once,
+   every split searched with them, merged by score; 0 after setting an error. */
+static int text_merged(duckdb_init_info info, const BindData* b, const char** names, size_t nnames,
+                       struct ArrowArrayStream* out) {
+  LanceTextQuery q;
+  lance_text_query_init(&q, sizeof q);
+  q.column = b->text_column;
+  q.text = b->text;
+  q.match_kind = b->match_kind;
+  q.slop = b->slop;
+  q.k = b->k;
+  q.prefilter_sql = b->filter;
+  q.columns = names;
+  q.num_columns = nnames;
+  q.with_row_id = true;
+  LanceSplitPlan* plan = NULL;
+  uint8_t* stats = NULL;
+  size_t stats_len = 0;
+  if (lance_dataset_plan_fts(b->ds, b->text_column, 0, &plan) != LANCE_OK ||
+      lance_dataset_fts_stats(b->ds, &q, &stats, &stats_len, NULL) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    lance_split_plan_free(plan);
+    return 0;
+  }
+  size_t n = lance_split_plan_count(plan);
+  struct ArrowArrayStream* parts = (struct ArrowArrayStream*)calloc(n ? n : 1, sizeof *parts);
+  size_t got = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n && ok; i++) {
+    LanceSplit* split = lance_split_plan_get(plan, i);
+    ok = split && lance_split_fts_search(b->ds, split, &q, stats, stats_len, &parts[got]) == LANCE_OK;
+    if (ok) got++;
+    lance_split_free(split);
+  }
+  lance_split_plan_free(plan);
+  lance_bytes_free(stats, stats_len);
+  if (!ok) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    for (size_t i = 0; i < got; i++) parts[i].release(&parts[i]);
+  } else if (lance_fts_merge(parts, got, b->k, 0, out) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    ok = 0;
+  }
+  free(parts);
+  return ok;
+}
+
+static void search_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  duckdb_init_set_max_threads(info, 1);
+  if (!vector_merged(info, b, g->names, g->nnames, &g->single.stream)) return;
+  const char* err = reader_start(&g->single, g);
+  if (err) duckdb_init_set_error(info, err);
+}
+
+static void fts_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  duckdb_init_set_max_threads(info, 1);
+  if (!text_merged(info, b, g->names, g->nnames, &g->single.stream)) return;
+  const char* err = reader_start(&g->single, g);
+  if (err) duckdb_init_set_error(info, err);
+}
+
+/* lance_hybrid_search: the merged vector and full-text results (row ids only), fused by
+   lance_rrf_merge, then the projected columns of the fused rows taken by row id. */
+static void hybrid_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  duckdb_init_set_max_threads(info, 1);
+  const char* rowid_only[] = {"_rowid"};
+  struct ArrowArrayStream vec, text, fused;
+  if (!vector_merged(info, b, rowid_only, 1, &vec)) return;
+  if (!text_merged(info, b, rowid_only, 1, &text)) {
+    vec.release(&vec);
+    return;
+  }
+  if (lance_rrf_merge(&vec, &text, b->k, b->rrf_k, &fused) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    return;
+  }
+  /* Read the fused rows: _rowid, _relevance_score, _distance, _score (in that order). */
+  uint64_t* ids = (uint64_t*)calloc(b->k, sizeof(uint64_t));
+  for (int c = 0; c < 3; c++) {
+    g->fused[c] = (float*)calloc(b->k, sizeof(float));
+    g->fused_null[c] = (uint8_t*)calloc(b->k, 1);
+  }
+  size_t n = 0;
+  for (;;) {
+    struct ArrowArray a;
+    if (fused.get_next(&fused, &a) != 0) {
+      duckdb_init_set_error(info, fused.get_last_error(&fused));
+      fused.release(&fused);
+      free(ids);
+      return;
+    }
+    if (!a.release) break;
+    for (int64_t i = 0; i < a.length && n < b->k; i++, n++) {
+      ids[n] = ((const uint64_t*)a.children[0]->buffers[1])[a.children[0]->offset + i];
+      for (int c = 0; c < 3; c++) {
+        const struct ArrowArray* col = a.children[c + 1];
+        g->fused[c][n] = ((const float*)col->buffers[1])[col->offset + i];
+        g->fused_null[c][n] = !is_valid(col, i);
+      }
+    }
+    a.release(&a);
+  }
+  fused.release(&fused);
+  g->fused_n = n;
+  if (lance_dataset_take_rows(b->ds, ids, n, g->names, g->nnames, &g->single.stream) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    free(ids);
+    return;
+  }
+  free(ids);
+  const char* err = reader_start(&g->single, g);
+  if (err) duckdb_init_set_error(info, err);
 }
 
 static int is_valid(const struct ArrowArray* a, int64_t i) {
@@ -502,10 +758,27 @@ static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
   }
   int64_t left = r->batch.length - r->row;
   idx_t n = (idx_t)(left < (int64_t)duckdb_vector_size() ? left : (int64_t)duckdb_vector_size());
-  for (size_t i = 0; i < g->nout; i++)
+  for (size_t i = 0; i < g->nout; i++) {
+    duckdb_vector out = duckdb_data_chunk_get_vector(output, i);
+    if (r->src[i] == -2) { /* a fused score of lance_hybrid_search, by output row */
+      const char* name = g->out_cols[i]->name;
+      int c = strcmp(name, "_relevance_score") == 0 ? 0 : (strcmp(name, "_distance") == 0 ? 1 : 2);
+      float* dst = (float*)duckdb_vector_get_data(out);
+      for (idx_t j = 0; j < n; j++) {
+        size_t at = g->emitted + j;
+        dst[j] = at < g->fused_n ? g->fused[c][at] : 0.0f;
+        if (at >= g->fused_n || g->fused_null[c][at]) {
+          duckdb_vector_ensure_validity_writable(out);
+          duckdb_validity_set_row_invalid(duckdb_vector_get_validity(out), j);
+        }
+      }
+      continue;
+    }
     copy_rows(r->batch.children[r->src[i]], r->schema.children[r->src[i]], g->out_cols[i]->list_size, r->row, n,
-              duckdb_data_chunk_get_vector(output, i));
+              out);
+  }
   r->row += (int64_t)n;
+  g->emitted += n;
   duckdb_data_chunk_set_size(output, n);
 }
 
@@ -617,7 +890,7 @@ static int register_cache_function(duckdb_connection con) {
 }
 
 static int register_function(duckdb_connection con, const char* name, duckdb_table_function_bind_t bind,
-                             duckdb_table_function_init_t init, int search) {
+                             duckdb_table_function_init_t init, int kind) {
   duckdb_table_function f = duckdb_create_table_function();
   duckdb_table_function_set_name(f, name);
   duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
@@ -625,17 +898,24 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   duckdb_logical_type dbl = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
   duckdb_logical_type list = duckdb_create_list_type(dbl);
   duckdb_table_function_add_parameter(f, varchar); /* uri */
-  if (search) {
-    duckdb_table_function_add_parameter(f, varchar); /* column */
+  if (kind == KIND_VECTOR || kind == KIND_HYBRID) {
+    duckdb_table_function_add_parameter(f, varchar); /* vector column */
     duckdb_table_function_add_parameter(f, list);    /* vector */
-    duckdb_table_function_add_parameter(f, bigint);  /* k */
     duckdb_table_function_add_named_parameter(f, "nprobes", bigint);
   }
+  if (kind == KIND_FTS || kind == KIND_HYBRID) {
+    duckdb_table_function_add_parameter(f, varchar); /* text column */
+    duckdb_table_function_add_parameter(f, varchar); /* query */
+    duckdb_table_function_add_named_parameter(f, "operator", varchar);
+    duckdb_table_function_add_named_parameter(f, "slop", bigint);
+  }
+  if (kind == KIND_HYBRID) duckdb_table_function_add_named_parameter(f, "rrf_k", dbl);
+  if (kind != 0) duckdb_table_function_add_parameter(f, bigint); /* k */
   duckdb_table_function_add_named_parameter(f, "filter", varchar);
   duckdb_table_function_add_named_parameter(f, "version", bigint);
   duckdb_table_function_set_bind(f, bind);
   duckdb_table_function_set_init(f, init);
-  if (!search) duckdb_table_function_set_local_init(f, scan_local_init);
+  if (kind == 0) duckdb_table_function_set_local_init(f, scan_local_init);
   duckdb_table_function_set_function(f, scan_function);
   duckdb_table_function_supports_projection_pushdown(f, true);
   duckdb_state st = duckdb_register_table_function(con, f);
@@ -654,7 +934,9 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
     return false;
   }
   if (!register_function(connection, "lance_scan", scan_bind, scan_init, 0) ||
-      !register_function(connection, "lance_vector_search", search_bind, search_init, 1) ||
+      !register_function(connection, "lance_vector_search", search_bind, search_init, KIND_VECTOR) ||
+      !register_function(connection, "lance_fts", fts_bind, fts_init, KIND_FTS) ||
+      !register_function(connection, "lance_hybrid_search", hybrid_bind, hybrid_init, KIND_HYBRID) ||
       !register_cache_function(connection)) {
     access->set_error(info, "lance_host: registering the table functions failed");
     return false;

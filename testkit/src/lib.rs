@@ -467,18 +467,35 @@ pub fn doc_text(id: i64) -> String {
     words.join(" ")
 }
 
+/// Dimension of the docs table's `emb` column (for hybrid search; no vector index: flat).
+pub const DOCS_DIM: i32 = 8;
+
+pub fn doc_embedding(id: i64) -> Vec<f32> {
+    (0..DOCS_DIM as i64).map(|j| (((id * 31 + j * 17) % 97) as f32) / 97.0).collect()
+}
+
 pub fn docs_batch(start: i64, end: i64) -> RecordBatch {
     let ids: Vec<i64> = (start..end).collect();
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("text", DataType::Utf8, true),
+        Field::new(
+            "emb",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DOCS_DIM),
+            false,
+        ),
     ]));
     let texts: Vec<String> = ids.iter().map(|i| doc_text(*i)).collect();
+    let emb = arrow_array::FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        ids.iter().map(|i| Some(doc_embedding(*i).into_iter().map(Some).collect::<Vec<_>>())),
+        DOCS_DIM,
+    );
     RecordBatch::try_new(
         schema,
         vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(arrow_array::StringArray::from(texts)),
+            Arc::new(emb),
         ],
     )
     .expect("docs batch")

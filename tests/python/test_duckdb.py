@@ -129,6 +129,63 @@ def test_vector_search(con, uri):
     assert n == 7
 
 
+def test_fts_equals_pylance(con):
+    docs = facts()["docs.uri"]
+    ds = lance.dataset(docs)
+    from lance.query import FullTextOperator, MatchQuery, PhraseQuery
+    cases = [
+        ("t001 t004", "OR", MatchQuery("t001 t004", "text")),
+        ("t002 t003", "AND", MatchQuery("t002 t003", "text", operator=FullTextOperator.AND)),
+        ("quick brown fox", "PHRASE", PhraseQuery("quick brown fox", "text")),
+    ]
+    for text, op, query in cases:
+        rows = con.execute(
+            f"SELECT id, _score FROM lance_fts('{docs}', 'text', '{text}', 10, operator := '{op}')").fetchall()
+        want = ds.to_table(full_text_query=query, limit=10, columns=["id"])
+        assert len(rows) == want.num_rows > 0, text
+        for (rid, score), w in zip(rows, want["_score"].to_pylist()):
+            assert score == pytest.approx(w, rel=1e-5), text
+        scores = [s for _, s in rows]
+        assert scores == sorted(scores, reverse=True)
+    # Prefilter and SQL on top.
+    rows = con.execute(f"SELECT id FROM lance_fts('{docs}', 'text', 't000', 5, filter := 'id % 2 = 0')").fetchall()
+    assert len(rows) == 5 and all(r[0] % 2 == 0 for r in rows)
+    with pytest.raises(duckdb.Error, match="operator"):
+        con.execute(f"SELECT id FROM lance_fts('{docs}', 'text', 'x', 5, operator := 'XOR')").fetchall()
+    with pytest.raises(duckdb.Error, match="not a text column"):
+        con.execute(f"SELECT id FROM lance_fts('{docs}', 'id', 'x', 5)").fetchall()
+
+
+def test_hybrid_search_is_rrf_of_pylance_results(con):
+    docs = facts()["docs.uri"]
+    ds = lance.dataset(docs)
+    from lance.query import MatchQuery
+    q = [0.5] * 8
+    k = 10
+    rows = con.execute(
+        f"SELECT id, _relevance_score, _distance, _score FROM "
+        f"lance_hybrid_search('{docs}', 'emb', {q}, 'text', 't005 quick', {k})").fetchall()
+    vec = ds.to_table(nearest={"column": "emb", "q": q, "k": k, "use_index": False}, columns=["id"], with_row_id=True)
+    txt = ds.to_table(full_text_query=MatchQuery("t005 quick", "text"), limit=k, columns=["id"], with_row_id=True)
+    # Reciprocal rank fusion of pylance's two lists (ties ranked by row id), computed here.
+    def ranked(t, key, desc):
+        pairs = list(zip(t[key].to_pylist(), t["_rowid"].to_pylist(), t["id"].to_pylist()))
+        pairs.sort(key=lambda p: ((-p[0] if desc else p[0]), p[1]))
+        return pairs
+    fused = {}
+    for pairs in (ranked(vec, "_distance", False), ranked(txt, "_score", True)):
+        for rank, (_, rowid, id_) in enumerate(pairs, start=1):
+            r, i = fused.get(rowid, (0.0, id_))
+            fused[rowid] = (r + 1.0 / (60 + rank), i)
+    want = sorted(fused.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+    assert [r[0] for r in rows] == [w[1][1] for w in want]
+    for r, w in zip(rows, want):
+        assert r[1] == pytest.approx(w[1][0], rel=1e-5)
+    vec_ids, txt_ids = set(vec["id"].to_pylist()), set(txt["id"].to_pylist())
+    for id_, _, dist, score in rows:
+        assert (dist is None) == (id_ not in vec_ids) and (score is None) == (id_ not in txt_ids), id_
+
+
 def test_errors_are_sql_errors(con, uri):
     with pytest.raises(duckdb.Error, match="cannot open"):
         con.execute("SELECT * FROM lance_scan('/no/such/table.lance')").fetchall()
