@@ -125,7 +125,7 @@ def main():
     host_runs, py_runs, warm_runs = [], [], []
     for r in range(a.runs):  # alternating processes: A B A B
         host_runs.append(run_side([a.bin, "fts", uri, qpath]))
-        py_runs.append(run_side([sys.executable, __file__, "--side", "pylance", "x", uri, qpath]))
+        py_runs.append(run_side([sys.executable, __file__, "--side", "pylance", uri, qpath]))
     warm_runs.append(run_side([a.bin, "fts", uri, qpath], {"BENCH_PREWARM": "1"}))
 
     # Same answers? (row ids; ties at the 10th score may be cut differently)

@@ -4,7 +4,8 @@
 //! For each selected segment:
 //! 1. the segment is opened through Lance's index-opening API (its model, quantizer and file
 //!    metadata enter the index cache) and Lance's own `prewarm` loads its content (for IVF
-//!    indexes every partition, read in Lance's bounded byte windows);
+//!    indexes every partition, read in Lance's bounded byte windows; for INVERTED indexes every
+//!    posting list, with positions when the index stores them, for phrase queries);
 //! 2. for vector indexes, the one entry a search would still build — the segment's ownership
 //!    mask at the snapshot's version: which rows of its fragments it may return, deletions
 //!    applied, built from the manifest and deletion files, never from index files — is built
@@ -22,6 +23,8 @@ use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
 use lance::session::index_caches::SegmentOwnershipMaskKey;
 use lance::Dataset;
 use lance_index::metrics::MetricsCollector;
+use lance_index::scalar::inverted::InvertedIndex;
+use lance_index::traits::FtsPrewarmOptions;
 use lance_table::format::IndexMetadata;
 use uuid::Uuid;
 
@@ -114,7 +117,16 @@ fn prewarm(snapshot: &Snapshot, info: &IndexInfo, selected: &[Uuid]) -> Result<I
             async move {
                 let loads = LoadCounter::default();
                 let opened = ds.open_generic_index(&column, &meta.uuid, &loads).await?;
-                opened.prewarm().await?;
+                match opened.as_any().downcast_ref::<InvertedIndex>() {
+                    // An INVERTED index with positions also warms them: phrase queries read them.
+                    Some(inverted) => {
+                        let with_position = inverted.params().has_positions();
+                        inverted
+                            .prewarm_with_options(&FtsPrewarmOptions::new().with_position(with_position))
+                            .await?
+                    }
+                    None => opened.prewarm().await?,
+                }
                 if is_vector {
                     warm_ownership_mask(&cache, &ds, &meta).await?;
                 }

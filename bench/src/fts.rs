@@ -66,12 +66,20 @@ pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
         let (mut sp, mut n) = (std::ptr::null_mut(), 0usize);
         let mut stats_io = LanceIoStats::default();
         assert_eq!(lance_dataset_fts_stats(ds, &q, &mut sp, &mut n, &mut stats_io), 0, "{}", msg());
+        let stats_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (mut segment_ms, mut flat_ms) = (0f64, 0f64);
         let mut requests = stats_io.read_requests;
         let (mut index_requests, mut index_misses) = (0u64, 0u64);
         let mut streams: Vec<FFI_ArrowArrayStream> = Vec::new();
         for s in &splits {
             let mut st = FFI_ArrowArrayStream::empty();
+            let t = Instant::now();
             assert_eq!(lance_split_fts_search(ds, *s, &q, sp, n, &mut st), 0, "{}", msg());
+            if lance_split_kind(*s) == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32 {
+                segment_ms += t.elapsed().as_secs_f64() * 1e3;
+            } else {
+                flat_ms += t.elapsed().as_secs_f64() * 1e3;
+            }
             let io = io_of(&st);
             requests += io.read_requests;
             if lance_split_kind(*s) == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32 {
@@ -83,17 +91,21 @@ pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
         let mut merged = FFI_ArrowArrayStream::empty();
         assert_eq!(lance_fts_merge(streams.as_mut_ptr(), streams.len(), 10, 0, &mut merged), 0, "{}", msg());
         let mut ids = Vec::new();
+        let mut scores = Vec::new();
         for b in ArrowArrayStreamReader::try_new(merged).unwrap() {
             let b = b.unwrap();
             let r = b.column_by_name("_rowid").unwrap().as_any().downcast_ref::<UInt64Array>().unwrap();
             ids.extend((0..r.len()).map(|i| r.value(i)));
+            let sc = b.column_by_name("_score").unwrap().as_any().downcast_ref::<arrow::array::Float32Array>().unwrap();
+            scores.extend((0..sc.len()).map(|i| sc.value(i)));
         }
         let ms = start.elapsed().as_secs_f64() * 1e3;
         lance_bytes_free(sp, n);
         out.push(serde_json::json!({
             "text": text, "kind": kind, "ms": ms, "stats_bytes": n, "requests": requests,
             "stats_requests": stats_io.read_requests, "index_requests": index_requests,
-            "index_cache_misses": index_misses, "ids": ids,
+            "index_cache_misses": index_misses, "ids": ids, "scores": scores,
+            "stats_ms": stats_ms, "segment_ms": segment_ms, "flat_ms": flat_ms,
         }));
     }
     for s in splits {
