@@ -572,6 +572,8 @@ pub const MATRIX_VECTOR_INDEXES: [(&str, &str); 6] = [
     ("ivf_hnsw_pq", "IVF_HNSW_PQ"),
 ];
 /// Scalar indexes of the matrix table: (index name, column, Lance index type).
+/// The INVERTED index of the matrix table (with positions): (index name, column).
+pub const MATRIX_TEXT_INDEX: (&str, &str) = ("text_inverted", "text");
 pub const MATRIX_SCALAR_INDEXES: [(&str, &str, &str); 2] =
     [("id_btree", "id", "BTREE"), ("category_bitmap", "category", "BITMAP")];
 /// Rows of the matrix table: 0..MATRIX_INDEXED are covered by every index, the rest are
@@ -596,6 +598,8 @@ fn matrix_batch(start: i64, end: i64) -> RecordBatch {
         Arc::new(Int64Array::from_iter_values(start..end)),
         Arc::new(StringArray::from_iter_values((start..end).map(matrix_category))),
     ];
+    fields.push(Field::new(MATRIX_TEXT_INDEX.1, DataType::Utf8, true));
+    columns.push(Arc::new(StringArray::from_iter_values((start..end).map(doc_text))));
     for (name, _) in MATRIX_VECTOR_INDEXES {
         fields.push(Field::new(
             name,
@@ -612,7 +616,7 @@ fn matrix_batch(start: i64, end: i64) -> RecordBatch {
 
 /// One table of the verified matrix in Lance file format `format` ("2.0", "2.1" or "2.2"):
 /// ids 0..MATRIX_INDEXED, then one index of each type in `MATRIX_VECTOR_INDEXES` (each on its
-/// own column, L2, 2 partitions) and `MATRIX_SCALAR_INDEXES`, then ids
+/// own column, L2, 2 partitions), `MATRIX_SCALAR_INDEXES` and `MATRIX_TEXT_INDEX`, then ids
 /// MATRIX_INDEXED..MATRIX_ROWS appended unindexed, then the `matrix_deleted` rows deleted.
 pub async fn write_matrix_table(uri: &str, format: &str, opts: &StorageOptions) -> Result<(), Error> {
     use lance::index::vector::VectorIndexParams;
@@ -669,6 +673,9 @@ pub async fn write_matrix_table(uri: &str, format: &str, opts: &StorageOptions) 
         let p = ScalarIndexParams::for_builtin(builtin);
         ds.create_index(&[column], IndexType::Scalar, Some(name.into()), &p, true).await?;
     }
+    let (name, column) = MATRIX_TEXT_INDEX;
+    let p = lance_index::scalar::inverted::InvertedIndexParams::default().with_position(true);
+    ds.create_index(&[column], IndexType::Inverted, Some(name.into()), &p, true).await?;
     let mut ds = write(matrix_batch(MATRIX_INDEXED, MATRIX_ROWS), WriteMode::Append).await?;
     ds.delete("id % 11 = 5").await?;
     Ok(())

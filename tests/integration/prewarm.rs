@@ -239,6 +239,64 @@ fn scalar_cell(location: &str, format: &str, name: &str, column: &str) -> String
     "filter exact · prewarmed, 0 misses".to_string()
 }
 
+/// INVERTED: prewarm, then the distributed full-text search (plan, statistics, every split, for
+/// a match and a phrase query) misses no index-cache entry and reads no index file, and every
+/// hit's text holds the terms.
+fn text_cell(location: &str, format: &str) -> String {
+    use lance_host::ffi::fts::*;
+    let (name, column) = tk::MATRIX_TEXT_INDEX;
+    let warm = open_in_location(location, format);
+    let pst = prewarm(&warm, name).unwrap_or_else(|e| panic!("{location} {format} {name}: {e:?}"));
+    assert!(pst.index_cache_misses >= 1 && pst.index_cache_hits == 0, "cold prewarm of {name}: {pst:?}");
+    drop(warm);
+    let ds = open_in_location(location, format);
+    let c = cstr(column);
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_fts(ds.ptr(), c.as_ptr(), 0, &mut plan), 0, "{}", last_message());
+    let plan = crate::vector::Plan(plan);
+    let before = session_stats();
+    let mut hits = 0usize;
+    for (text, kind, terms) in [
+        ("t002 t009", LanceTextMatch::LANCE_TEXT_MATCH_ANY, vec!["t002", "t009"]),
+        ("quick brown fox", LanceTextMatch::LANCE_TEXT_MATCH_PHRASE, vec!["quick brown fox"]),
+    ] {
+        let mut q = std::mem::MaybeUninit::<LanceTextQuery>::uninit();
+        assert_eq!(lance_text_query_init(q.as_mut_ptr(), std::mem::size_of::<LanceTextQuery>()), 0);
+        let mut q = unsafe { q.assume_init() };
+        let (t, cols) = (cstr(text), cstrs(&["text"]));
+        q.column = c.as_ptr();
+        q.text = t.as_ptr();
+        q.match_kind = kind as i32;
+        q.k = 10;
+        q.columns = cols.ptrs.as_ptr();
+        q.num_columns = 1;
+        let (mut sp, mut n) = (std::ptr::null_mut(), 0usize);
+        assert_eq!(lance_dataset_fts_stats(ds.ptr(), &q, &mut sp, &mut n, std::ptr::null_mut()), 0, "{}", last_message());
+        for s in splits(&plan) {
+            let mut out = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_fts_search(ds.ptr(), s.0, &q, sp, n, &mut out), 0, "{}", last_message());
+            let (batches, st) = collect_with_stats(&mut out);
+            if lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32 {
+                assert_eq!(st.index_read_requests, 0, "{location} {format} {text}: {st:?}");
+                assert_eq!(st.index_cache_misses, 0, "{location} {format} {text}: {st:?}");
+            }
+            for b in &batches {
+                let texts = b.column_by_name("text").unwrap().as_any().downcast_ref::<arrow::array::StringArray>().unwrap();
+                for i in 0..texts.len() {
+                    let doc = format!(" {} ", texts.value(i));
+                    assert!(terms.iter().any(|t| doc.contains(&format!(" {t} "))), "{text}: {doc}");
+                    hits += 1;
+                }
+            }
+        }
+        lance_bytes_free(sp, n);
+    }
+    let after = session_stats();
+    assert!(hits > 0);
+    assert_eq!(after.index_misses, before.index_misses, "{location} {format}: index-cache misses after prewarm");
+    "match + phrase · prewarmed, 0 misses".to_string()
+}
+
 /// Runs in a fresh process per location: every cell of that location.
 #[test]
 #[ignore = "run by prewarm_matrix_is_verified_and_published in its own processes"]
@@ -253,6 +311,7 @@ fn child_matrix() {
             let cell = scalar_cell(&location, format, name, column);
             println!("CELL|{kind}|{format}|{location}|{cell}");
         }
+        println!("CELL|INVERTED|{format}|{location}|{}", text_cell(&location, format));
     }
     println!("CHILD-OK");
 }
@@ -315,6 +374,7 @@ fn prewarm_matrix_is_verified_and_published() {
         .iter()
         .map(|(_, k)| *k)
         .chain(tk::MATRIX_SCALAR_INDEXES.iter().map(|(_, _, k)| *k))
+        .chain(["INVERTED"])
         .collect();
     let mut table = String::from(
         "| index type | file format | local directory | `s3://` (S3-compatible server) | REST catalog (local directory behind it) |\n| --- | --- | --- | --- | --- |\n",
