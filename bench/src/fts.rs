@@ -31,6 +31,7 @@ fn io_of(stream: &FFI_ArrowArrayStream) -> LanceIoStats {
 }
 
 pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
+    super::configure_data_cache();
     let queries: Vec<(String, i32)> =
         serde_json::from_str(&std::fs::read_to_string(queries_path).unwrap()).unwrap();
     let u = CString::new(uri).unwrap();
@@ -59,9 +60,10 @@ pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
         q.text = t.as_ptr();
         q.match_kind = *kind;
         q.k = 10;
-        let cols = [column.as_ptr()];
+        let id = CString::new("id").unwrap();
+        let cols = [id.as_ptr()];
         q.columns = cols.as_ptr();
-        q.num_columns = 0;
+        q.num_columns = 1; // "id", as the pylance side
         let start = Instant::now();
         let (mut sp, mut n) = (std::ptr::null_mut(), 0usize);
         let mut stats_io = LanceIoStats::default();

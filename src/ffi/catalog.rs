@@ -4,7 +4,7 @@ use std::ffi::{c_char, CString};
 
 use crate::catalog::{Catalog, TableInfo};
 
-use super::dataset::LanceDataset;
+use super::handles::LanceDataset;
 use super::{
     free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at,
     kv_arg, out_arg, owned_cstring, str_arg, str_list_arg,

@@ -8,10 +8,11 @@ use std::ffi::c_char;
 
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 
-use super::dataset::{LanceColumnStats, LanceDataset, LanceFragmentStats, LanceTableStats};
+use super::dataset::{LanceColumnStats, LanceFragmentStats, LanceTableStats};
+use super::handles::{LanceDataset, LanceIoStats};
 use super::index::{LanceIndexList, LanceIndexSegmentInfo};
-use super::plan::LanceSplit;
-use super::scan::{LanceIoStats, LanceScanOptions};
+use super::handles::LanceSplit;
+use super::scan::LanceScanOptions;
 use super::search::LanceVectorQuery;
 use super::session::{LanceSessionOptions, LanceSessionStats};
 use super::sized::{Extensible, Layout};

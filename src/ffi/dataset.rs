@@ -5,34 +5,15 @@ use std::ffi::{c_char, CString};
 use arrow::ffi::FFI_ArrowSchema;
 
 use crate::error::HostError;
-use crate::snapshot::{self, FragmentInfo, Snapshot, VersionInfo};
+use crate::snapshot::{self, FragmentInfo, VersionInfo};
 
-use super::scan::LanceIoStats;
+pub use super::handles::LanceDataset;
+use super::handles::LanceIoStats;
 use super::sized::{out_slot, required_out, Extensible, Layout};
 use super::{
     free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
     into_array, into_handle, item_at, kv_arg, opt_str_arg, out_arg, owned_cstring, str_arg,
 };
-
-/// A table pinned at one version. Opaque; create with `lance_dataset_open`, free with
-/// `lance_dataset_free`.
-pub struct LanceDataset {
-    pub(crate) snapshot: Snapshot,
-    uri: CString,
-    storage_format: CString,
-}
-
-impl LanceDataset {
-    pub(crate) fn new(snapshot: Snapshot) -> Self {
-        let uri = owned_cstring(snapshot.uri());
-        let storage_format = owned_cstring(&snapshot.storage_format());
-        Self {
-            snapshot,
-            uri,
-            storage_format,
-        }
-    }
-}
 
 /// One fragment of a snapshot.
 #[repr(C)]

@@ -10,10 +10,9 @@ use crate::error::{HostError, Result};
 use crate::fts::{self, CorpusStats, TextMatch, TextQuery};
 use crate::merge;
 
-use super::dataset::LanceDataset;
-use super::plan::{export_plan, LanceSplit, LanceSplitPlan};
+use super::handles::{LanceDataset, LanceIoStats, LanceSplit, LanceSplitPlan};
+use super::plan::export_plan;
 use super::scan::export_stream;
-use super::scan::LanceIoStats;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
     guard_code, handle_ref, into_array, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg,

@@ -5,8 +5,8 @@ use std::ffi::{c_char, CString};
 use crate::index::{self, IndexInfo};
 use crate::prewarm;
 
-use super::dataset::LanceDataset;
-use super::scan::LanceIoStats;
+use super::handles::LanceDataset;
+use super::handles::LanceIoStats;
 use super::sized::{out_slot, required_out, Extensible, Layout};
 use super::{
     free_handle, guard_code, guard_free, guard_value, handle_ref, into_handle, item_at, out_arg,

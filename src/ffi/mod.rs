@@ -8,6 +8,7 @@ mod compat;
 pub mod dataset;
 pub mod error;
 pub mod fts;
+pub mod handles;
 pub mod index;
 pub mod plan;
 pub mod scan;

@@ -1,13 +1,14 @@
 //! C ABI of split planning and split transport.
 
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 
 use crate::error::{HostError, Result};
 use crate::index::Metric;
 use crate::plan::{self, Split, SplitKind, SplitPlan};
 use crate::snapshot;
 
-use super::dataset::LanceDataset;
+pub use super::handles::{LanceSplit, LanceSplitPlan};
+use super::handles::LanceDataset;
 use super::{
     free_array, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref,
     into_array, into_handle, item_at, kv_arg, out_arg, owned_cstring, slice_arg, str_arg,
@@ -55,27 +56,6 @@ pub(crate) fn metric_arg(v: i32) -> Result<Option<Metric>> {
         4 => Some(Metric::Hamming),
         other => return Err(HostError::invalid(format!("metric {other} is not a LanceMetric value"))),
     })
-}
-
-/// A planned set of splits. Opaque; read with the `lance_split_plan_*` functions, free with
-/// `lance_split_plan_free`.
-pub struct LanceSplitPlan {
-    plan: SplitPlan,
-    index_name: Option<CString>,
-    reason: CString,
-}
-
-/// One split: a unit of work on one pinned snapshot. Opaque; free with `lance_split_free`.
-pub struct LanceSplit {
-    pub(crate) split: Split,
-    uri: CString,
-}
-
-impl LanceSplit {
-    fn new(split: Split) -> Self {
-        let uri = owned_cstring(&split.uri);
-        Self { split, uri }
-    }
 }
 
 pub(crate) fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
@@ -358,7 +338,7 @@ pub extern "C" fn lance_split_count_rows_v2(
     split: *const LanceSplit,
     filter_sql: *const c_char,
     out: *mut u64,
-    io: *mut super::scan::LanceIoStats,
+    io: *mut super::handles::LanceIoStats,
 ) -> i32 {
     split_count_rows(dataset, split, filter_sql, out, io, super::sized::Layout::Sized)
 }
@@ -368,7 +348,7 @@ pub(crate) fn split_count_rows(
     split: *const LanceSplit,
     filter_sql: *const c_char,
     out: *mut u64,
-    io: *mut super::scan::LanceIoStats,
+    io: *mut super::handles::LanceIoStats,
     layout: super::sized::Layout,
 ) -> i32 {
     guard_code(|| {

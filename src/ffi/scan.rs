@@ -9,9 +9,10 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::scan::{self, BatchReader, ScanOptions};
-use crate::stats::{IoStats, OpStats};
+use crate::stats::OpStats;
 
-use super::dataset::LanceDataset;
+pub use super::handles::LanceIoStats;
+use super::handles::LanceDataset;
 use super::sized::{init_out, read_in, required_out, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_list_arg};
 
@@ -120,67 +121,6 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
         fragment_readahead: (o.fragment_readahead > 0).then_some(o.fragment_readahead),
         io_buffer_bytes: (o.io_buffer_bytes > 0).then_some(o.io_buffer_bytes),
     })
-}
-
-/// I/O statistics of one operation (a scan, split search, take or prewarm). Set
-/// `struct_size = sizeof(LanceIoStats)` before passing it to a function that fills it.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct LanceIoStats {
-    /// `sizeof(LanceIoStats)` as the caller compiled it (set by the caller; see "ABI
-    /// compatibility" in the README).
-    pub struct_size: usize,
-    /// Read requests the operation sent to the object store.
-    pub read_requests: u64,
-    /// Bytes those requests returned.
-    pub read_bytes: u64,
-    /// The part of `read_requests` that read index files.
-    pub index_read_requests: u64,
-    /// The part of `read_bytes` that came from index files.
-    pub index_read_bytes: u64,
-    /// Index-cache lookups of the operation's plan that hit (final once the stream ended).
-    pub index_cache_hits: u64,
-    /// Index-cache lookups of the operation's plan that missed and read storage.
-    pub index_cache_misses: u64,
-    /// Data-cache blocks the operation's reads found cached (memory or disk tier; since 0.3).
-    pub data_cache_hits: u64,
-    /// Data-cache blocks the operation's reads fetched from storage (since 0.3).
-    pub data_cache_misses: u64,
-    /// Bytes of the operation's reads served from the data cache (since 0.3).
-    pub data_cache_hit_bytes: u64,
-}
-
-impl Default for LanceIoStats {
-    fn default() -> Self {
-        IoStats::default().into()
-    }
-}
-
-// SAFETY: repr(C), leading struct_size, all u64; the 0.1 layout is the six counters.
-unsafe impl Extensible for LanceIoStats {
-    const NAME: &'static str = "LanceIoStats";
-    const MIN_SIZE: usize = 56;
-    const V0_SIZE: usize = 48;
-    fn initial() -> Self {
-        Self::default()
-    }
-}
-
-impl From<IoStats> for LanceIoStats {
-    fn from(s: IoStats) -> Self {
-        Self {
-            struct_size: std::mem::size_of::<Self>(),
-            read_requests: s.read_requests,
-            read_bytes: s.read_bytes,
-            index_read_requests: s.index_read_requests,
-            index_read_bytes: s.index_read_bytes,
-            index_cache_hits: s.index_cache_hits,
-            index_cache_misses: s.index_cache_misses,
-            data_cache_hits: s.data_cache_hits,
-            data_cache_misses: s.data_cache_misses,
-            data_cache_hit_bytes: s.data_cache_hit_bytes,
-        }
-    }
 }
 
 /// What a lance-host stream keeps behind `private_data`: arrow's exported stream plus the
@@ -423,7 +363,7 @@ pub(crate) fn dataset_explain_scan(
 #[no_mangle]
 pub extern "C" fn lance_split_scan_v2(
     dataset: *const LanceDataset,
-    split: *const super::plan::LanceSplit,
+    split: *const super::handles::LanceSplit,
     options: *const LanceScanOptions,
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
@@ -432,7 +372,7 @@ pub extern "C" fn lance_split_scan_v2(
 
 pub(crate) fn split_scan(
     dataset: *const LanceDataset,
-    split: *const super::plan::LanceSplit,
+    split: *const super::handles::LanceSplit,
     options: *const LanceScanOptions,
     layout: Layout,
     out: *mut FFI_ArrowArrayStream,

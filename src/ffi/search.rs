@@ -9,8 +9,9 @@ use crate::error::{HostError, Result};
 use crate::merge;
 use crate::search::{self, QueryVector, VectorQuery};
 
-use super::dataset::LanceDataset;
-use super::plan::{metric_arg, LanceSplit};
+use super::handles::LanceDataset;
+use super::handles::LanceSplit;
+use super::plan::metric_arg;
 use super::scan::export_stream;
 use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg};

@@ -6,7 +6,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::take;
 
-use super::dataset::LanceDataset;
+use super::handles::LanceDataset;
 use super::scan::export_stream;
 use super::{guard_code, handle_ref, out_arg, slice_arg, str_list_arg};
 
