@@ -2,8 +2,8 @@
 # Build the benchmark (release profile, twice: glibc malloc and mimalloc), install pylance and
 # the S3-compatible test server, and run bench/run.py, which writes bench/REPORT.md, then
 # bench/prewarm.py, which writes bench/PREWARM.md, bench/engine.py, which writes
-# bench/ENGINE.md, and bench/datacache.py, which writes bench/DATACACHE.md (same table, on the
-# S3-compatible server).
+# bench/ENGINE.md, bench/datacache.py, which writes bench/DATACACHE.md (same table, on the
+# S3-compatible server), and bench/fts.py, which writes bench/FTS.md (its own text corpus).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
 # A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
 # $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
@@ -37,3 +37,4 @@ done
 python3 bench/prewarm.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"
 python3 bench/engine.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"
 python3 bench/datacache.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"
+python3 bench/fts.py --bin "$bin_dir/lance-host-bench-mimalloc"
