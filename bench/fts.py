@@ -137,7 +137,8 @@ def main():
     lines.append("")
     lines.append("lance-host does per query what a distributed engine does, in one thread: the corpus "
                  "statistics (each segment's stored statistics; the unindexed fragments tokenized), then "
-                 "each split searched with them, then the merge. **Different work:** with an unindexed "
+                 "each split searched with them (returning `_rowid` and `_score`), then the merge, then "
+                 "one take of the winners' `id` (pylance returns `id` too). **Different work:** with an unindexed "
                  "tail, lance-host tokenizes it twice per query (statistics, then its flat split) where "
                  "pylance tokenizes it once; the second table has no unindexed tail.")
     for variant, index_tail in [("2 segments (85% + 10%), 5% unindexed", False),

@@ -679,7 +679,7 @@ fn materialize(snapshot: &Snapshot, ds: Arc<Dataset>, q: &TextQuery, scored: &Sc
                 fields.push(f);
             }
         } else {
-            let fetched = crate::take::fetch_rows(snapshot, ds, &unique, &data_cols, "matched")?;
+            let fetched = crate::take::fetch_found_rows(snapshot, ds, &unique, &data_cols, "matched")?;
             let position: HashMap<u64, u32> = unique.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
             let indices = UInt32Array::from(scored.row_ids.iter().map(|id| position[id]).collect::<Vec<_>>());
             for name in &data_cols {

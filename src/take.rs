@@ -63,6 +63,18 @@ pub(crate) fn fetch_rows(
     if !snapshot.dataset.manifest().uses_stable_row_ids() {
         validate_addresses(snapshot, ds.clone(), unique)?;
     }
+    fetch_found_rows(snapshot, ds, unique, columns, what)
+}
+
+/// `fetch_rows` for ids a search of the same snapshot just returned (they exist and are
+/// visible by construction, so they are not checked again).
+pub(crate) fn fetch_found_rows(
+    snapshot: &Snapshot,
+    ds: Arc<lance::Dataset>,
+    unique: &[u64],
+    columns: &[String],
+    what: &str,
+) -> Result<RecordBatch> {
     let projection = snapshot
         .dataset
         .schema()

@@ -60,10 +60,12 @@ pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
         q.text = t.as_ptr();
         q.match_kind = *kind;
         q.k = 10;
-        let id = CString::new("id").unwrap();
-        let cols = [id.as_ptr()];
+        // Splits return only `_rowid` and `_score`; the winners' `id` is taken after the merge
+        // (late materialization, one take per query as pylance does).
+        let rowid = CString::new("_rowid").unwrap();
+        let cols = [rowid.as_ptr()];
         q.columns = cols.as_ptr();
-        q.num_columns = 1; // "id", as the pylance side
+        q.num_columns = 1;
         let start = Instant::now();
         let (mut sp, mut n) = (std::ptr::null_mut(), 0usize);
         let mut stats_io = LanceIoStats::default();
@@ -101,6 +103,17 @@ pub fn run(uri: &str, queries_path: &str, storage: &[(String, String)]) {
             let sc = b.column_by_name("_score").unwrap().as_any().downcast_ref::<arrow::array::Float32Array>().unwrap();
             scores.extend((0..sc.len()).map(|i| sc.value(i)));
         }
+        let id_col = CString::new("id").unwrap();
+        let take_cols = [id_col.as_ptr()];
+        let mut taken = FFI_ArrowArrayStream::empty();
+        assert_eq!(
+            lance_host::ffi::take::lance_dataset_take_rows(ds, ids.as_ptr(), ids.len(), take_cols.as_ptr(), 1, &mut taken),
+            0,
+            "{}",
+            msg()
+        );
+        let taken_rows: usize = ArrowArrayStreamReader::try_new(taken).unwrap().map(|b| b.unwrap().num_rows()).sum();
+        assert_eq!(taken_rows, ids.len());
         let ms = start.elapsed().as_secs_f64() * 1e3;
         lance_bytes_free(sp, n);
         out.push(serde_json::json!({
