@@ -30,6 +30,8 @@ cmake -S duckdb -B build/duckdb -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
   -DDUCKDB_INCLUDE_DIR="$PWD/build/duckdb-include" >/dev/null
 cmake --build build/duckdb >/dev/null
 
+scripts/install-python-package.sh
+
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \

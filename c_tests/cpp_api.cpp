@@ -1,6 +1,7 @@
 // The C++17 API (lance_host.hpp) as an engine would use it: catalog -> pinned dataset ->
 // scan plan -> split scans -> vector plan -> split searches -> merge -> take, with RAII and
 // exceptions; compiled with -Wall -Wextra -Werror.
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
       }
     }
     EXPECT(with_term == 8);
+    EXPECT(docs.explain_fts(fplan.at(0), tq, stats).find("text_idx") != std::string::npos);
     try {
       lh::TextSearchRequest empty = tq;
       empty.text = "";
@@ -156,6 +158,88 @@ int main(int argc, char** argv) {
     } catch (const lh::Error& e) {
       EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
     }
+
+    // Metadata, statistics, indexes, counts, explain, snapshot tokens, prewarm, refine.
+    EXPECT(!ds.storage_format().empty());
+    EXPECT(ds.latest_version() == ds.version() && ds.version() == std::stoull(fact(warehouse, "vectors.version")));
+    auto schema = ds.schema();
+    EXPECT(schema->n_children > 0);
+    auto frags = ds.fragments();
+    EXPECT(frags.size() == std::stoull(fact(warehouse, "vectors.fragments")));
+    uint64_t logical = 0;
+    for (const auto& f : frags) logical += f.logical_rows;
+    EXPECT(logical == rows);
+    EXPECT(ds.versions().back().version == ds.version());
+    auto table_stats = ds.statistics();
+    EXPECT(table_stats.fragments.size() == frags.size() && !table_stats.columns.empty());
+    auto [under_100, count_io] = ds.count_rows_with_io(std::string("id < 100"));
+    EXPECT(under_100 > 0 && under_100 < 100 && count_io.struct_size == sizeof(LanceIoStats));
+    auto first = plan.at(0);
+    EXPECT(ds.count_split_rows(first).first == first.row_count());
+    EXPECT(first.uri() == ds.uri() && !first.segment_uuid().has_value());
+    EXPECT(first.open_dataset().version() == ds.version());
+    EXPECT(!ds.explain_scan().empty());
+    auto token = ds.export_snapshot();
+    EXPECT(lh::Dataset::open_snapshot(token).version() == ds.version());
+    EXPECT(lh::Dataset::open_at_timestamp(ds.uri(), INT64_MAX).version() == ds.version());
+    auto indexes = ds.indexes();
+    const lh::Dataset::IndexInfo* pq = nullptr;
+    for (const auto& i : indexes)
+      if (i.name == "emb_pq") pq = &i;
+    EXPECT(pq != nullptr && pq->metric.has_value() && pq->segments.size() >= 2);
+    ds.prewarm_index_segments("emb_pq", {pq->segments[0].uuid});
+    EXPECT(ds.prewarm_index_with_stats("emb_pq").index_cache_hits >= 1);  // segment 0 was warm
+    std::vector<lh::Stream> cands;
+    lh::SearchRequest dq = q;
+    dq.refine_factor = 4;
+    dq.defer_refine = true;
+    lh::Stream flat_parts[8];
+    size_t n_flat = 0;
+    for (size_t i = 0; i < vplan.size(); i++) {
+      auto split = vplan.at(i);
+      if (split.kind() == LANCE_SPLIT_INDEX_SEGMENT) {
+        EXPECT(split.segment_uuid().has_value());
+        EXPECT(!ds.explain_search(split, dq).empty());
+        cands.push_back(ds.search(split, dq));
+      } else {
+        flat_parts[n_flat++] = ds.search(split, q);
+      }
+    }
+    auto refined = ds.refine(lh::merge(std::move(cands), dq.k * dq.refine_factor), q);
+    std::vector<lh::Stream> final_parts;
+    final_parts.push_back(std::move(refined));
+    for (size_t i = 0; i < n_flat; i++) final_parts.push_back(std::move(flat_parts[i]));
+    std::vector<uint64_t> refined_ids;
+    for (auto& batch : lh::merge(std::move(final_parts), 5)) {
+      const uint64_t* r = batch.values<uint64_t>(batch.column_index("_rowid"));
+      refined_ids.insert(refined_ids.end(), r, r + batch.num_rows());
+    }
+    EXPECT(refined_ids.size() == 5 && refined_ids[0] == row_ids[0]);  // the query's own row first
+
+    // Catalog metadata, call contexts, logging, metrics.
+    auto info = catalog.describe_table("vectors");
+    EXPECT(info.location.find("vectors.lance") != std::string::npos && info.latest_version == ds.version());
+    bool nested = false;
+    for (const auto& ns : catalog.list_namespaces({}, true)) nested |= !ns.empty() && ns[0] == "nested";
+    EXPECT(nested);
+    lh::CallContext ctx;
+    ctx.cancel();
+    {
+      auto scope = ctx.enter();
+      try {
+        lh::Dataset::open(ds.uri());
+        EXPECT(false);
+      } catch (const lh::Error& e) {
+        EXPECT(e.code() == LANCE_ERR_CANCELLED);
+      }
+    }
+    EXPECT(lh::Dataset::open(ds.uri()).version() == ds.version());
+    std::atomic<int> records{0};
+    lh::set_log_callback([&records](int32_t, const char*, const char*) { records++; }, LANCE_LOG_DEBUG);
+    for (auto& batch : ds.scan()) (void)batch;
+    lh::set_log_callback({});
+    EXPECT(records.load() > 0);
+    EXPECT(!lh::metrics().empty());
 
     // Errors are exceptions with the library's code and message.
     try {

@@ -8,7 +8,10 @@
 #ifndef LANCE_HOST_HPP
 #define LANCE_HOST_HPP
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +88,26 @@ template <class T, void (*Free)(T*)>
 struct Deleter {
   void operator()(T* p) const noexcept { Free(p); }
 };
+
+/// A string the library allocated, copied and freed (lance_string_free).
+inline std::string take_string(char* p) {
+  std::string s(p ? p : "");
+  lance_string_free(p);
+  return s;
+}
+
+/// Bytes the library allocated, copied and freed (lance_bytes_free).
+inline std::vector<uint8_t> take_bytes(uint8_t* b, size_t n) {
+  std::vector<uint8_t> out(b, b + n);
+  lance_bytes_free(b, n);
+  return out;
+}
+
+inline LanceIoStats io_stats() {
+  LanceIoStats s{};
+  s.struct_size = sizeof s;
+  return s;
+}
 }  // namespace detail
 
 /// One batch of a stream: an Arrow C Data struct array (children = columns) plus the stream's
@@ -263,6 +286,8 @@ inline LanceSessionStats session_stats() {
 /// Wait until the data cache's disk tier holds every block read so far (before a shutdown).
 inline void flush_data_cache() { check(lance_session_flush_data_cache()); }
 
+class Dataset;
+
 /// One unit of distributed work.
 class Split {
  public:
@@ -279,6 +304,15 @@ class Split {
     return out;
   }
   LanceSplitKind kind() const { return static_cast<LanceSplitKind>(lance_split_kind(p_.get())); }
+  std::string uri() const { return lance_split_uri(p_.get()); }
+  /// The index segment's UUID, for index segment splits.
+  std::optional<std::array<uint8_t, 16>> segment_uuid() const {
+    std::array<uint8_t, 16> u{};
+    if (lance_split_segment_uuid(p_.get(), u.data()) != LANCE_OK) return std::nullopt;
+    return u;
+  }
+  /// Open the split's table at exactly its version (defined after Dataset).
+  Dataset open_dataset(const std::map<std::string, std::string>& storage_options = {}) const;
   uint64_t row_count() const { return lance_split_row_count(p_.get()); }
   uint64_t version() const { return lance_split_version(p_.get()); }
   std::vector<uint64_t> fragment_ids() const {
@@ -331,6 +365,7 @@ struct SearchRequest {
   std::optional<std::string> prefilter;
   std::vector<std::string> columns;
   bool with_row_id = true;
+  bool defer_refine = false;  ///< index segments return k * refine_factor approximate candidates
 };
 
 /// A full-text query against one split (and the statistics computed for it).
@@ -393,17 +428,7 @@ class Dataset {
   }
   Stream scan(const ScanRequest& r = {}) const {
     auto cols = detail::c_strings(r.columns);
-    LanceScanOptions o;
-    check(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
-    o.columns = cols.data();
-    o.num_columns = cols.size();
-    o.filter_sql = r.filter ? r.filter->c_str() : nullptr;
-    o.limit = r.limit;
-    o.offset = r.offset;
-    o.batch_size = r.batch_size;
-    o.with_row_id = r.with_row_id;
-    o.fragment_ids = r.fragment_ids.data();
-    o.num_fragment_ids = r.fragment_ids.size();
+    LanceScanOptions o = scan_options(r, cols);
     ArrowArrayStream s;
     check(lance_dataset_scan_v2(p_.get(), &o, &s));
     return Stream(s);
@@ -415,20 +440,7 @@ class Dataset {
   }
   Stream search(const Split& split, const SearchRequest& r) const {
     auto cols = detail::c_strings(r.columns);
-    LanceVectorQuery q;
-    check(lance_vector_query_init_v2(&q, sizeof(LanceVectorQuery)));
-    q.column = r.column.c_str();
-    q.vector = r.vector.data();
-    q.dimension = r.vector.size();
-    q.element_type = LANCE_ELEMENT_F32;
-    q.k = r.k;
-    q.metric = r.metric;
-    q.nprobes = r.nprobes;
-    q.refine_factor = r.refine_factor;
-    q.prefilter_sql = r.prefilter ? r.prefilter->c_str() : nullptr;
-    q.columns = cols.data();
-    q.num_columns = cols.size();
-    q.with_row_id = r.with_row_id;
+    LanceVectorQuery q = vector_query(r, cols);
     ArrowArrayStream s;
     check(lance_split_search_v2(p_.get(), split.get(), &q, &s));
     return Stream(s);
@@ -465,11 +477,216 @@ class Dataset {
     return Stream(s);
   }
   void prewarm_index(const std::string& name) const { check(lance_dataset_prewarm_index(p_.get(), name.c_str())); }
+  /// Prewarm every segment and return the I/O it caused.
+  LanceIoStats prewarm_index_with_stats(const std::string& name) const {
+    LanceIoStats io = detail::io_stats();
+    check(lance_dataset_prewarm_index_with_stats_v2(p_.get(), name.c_str(), &io));
+    return io;
+  }
+  /// Prewarm only the given segments (e.g. the UUIDs of the splits this worker serves).
+  LanceIoStats prewarm_index_segments(const std::string& name, const std::vector<std::array<uint8_t, 16>>& uuids) const {
+    std::vector<uint8_t> raw;
+    for (const auto& u : uuids) raw.insert(raw.end(), u.begin(), u.end());
+    LanceIoStats io = detail::io_stats();
+    check(lance_dataset_prewarm_index_segments_v2(p_.get(), name.c_str(), raw.data(), raw.size(), &io));
+    return io;
+  }
+
+  static Dataset open_at_timestamp(const std::string& uri, int64_t timestamp_ms,
+                                   const std::map<std::string, std::string>& storage_options = {}) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_dataset_open_at_timestamp(uri.c_str(), kv.get(), timestamp_ms));
+  }
+  /// Open a shipped snapshot token without reading the manifest.
+  static Dataset open_snapshot(const std::vector<uint8_t>& token,
+                               const std::map<std::string, std::string>& storage_options = {}) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_snapshot_open(token.data(), token.size(), kv.get()));
+  }
+  std::vector<uint8_t> export_snapshot() const {
+    uint8_t* b = nullptr;
+    size_t n = 0;
+    check(lance_dataset_export_snapshot(p_.get(), &b, &n));
+    return detail::take_bytes(b, n);
+  }
+  std::string storage_format() const { return lance_dataset_storage_format(p_.get()); }
+  uint64_t latest_version() const {
+    uint64_t v = 0;
+    check(lance_dataset_latest_version(p_.get(), &v));
+    return v;
+  }
+  /// The Arrow schema (released when the last copy of the pointer goes).
+  std::shared_ptr<ArrowSchema> schema() const {
+    auto s = std::shared_ptr<ArrowSchema>(new ArrowSchema(), [](ArrowSchema* p) {
+      if (p->release) p->release(p);
+      delete p;
+    });
+    s->release = nullptr;
+    check(lance_dataset_schema(p_.get(), s.get()));
+    return s;
+  }
+  std::vector<LanceFragmentInfo> fragments() const {
+    LanceFragmentInfo* p = nullptr;
+    size_t n = 0;
+    check(lance_dataset_fragments(p_.get(), &p, &n));
+    std::vector<LanceFragmentInfo> out(p, p + n);
+    lance_fragment_info_list_free(p, n);
+    return out;
+  }
+  std::vector<LanceVersionInfo> versions() const {
+    LanceVersionInfo* p = nullptr;
+    size_t n = 0;
+    check(lance_dataset_versions(p_.get(), &p, &n));
+    std::vector<LanceVersionInfo> out(p, p + n);
+    lance_version_info_list_free(p, n);
+    return out;
+  }
+  /// Rows (all when `filter` is empty) and the I/O the count caused.
+  std::pair<uint64_t, LanceIoStats> count_rows_with_io(const std::optional<std::string>& filter = std::nullopt) const {
+    uint64_t n = 0;
+    LanceIoStats io = detail::io_stats();
+    if (!filter) {
+      check(lance_dataset_count_rows(p_.get(), &n));
+    } else {
+      check(lance_dataset_count_rows_where_v2(p_.get(), filter->c_str(), &n, &io));
+    }
+    return {n, io};
+  }
+  std::pair<uint64_t, LanceIoStats> count_split_rows(const Split& split,
+                                                     const std::optional<std::string>& filter = std::nullopt) const {
+    uint64_t n = 0;
+    LanceIoStats io = detail::io_stats();
+    check(lance_split_count_rows_v2(p_.get(), split.get(), filter ? filter->c_str() : nullptr, &n, &io));
+    return {n, io};
+  }
+  struct Statistics {
+    std::vector<LanceFragmentStats> fragments;
+    std::vector<std::pair<std::string, std::optional<uint64_t>>> columns;  ///< name, bytes on disk
+    LanceIoStats io;
+  };
+  Statistics statistics() const {
+    LanceTableStats* t = nullptr;
+    Statistics out{{}, {}, detail::io_stats()};
+    check(lance_dataset_statistics_v2(p_.get(), &t, &out.io));
+    std::unique_ptr<LanceTableStats, detail::Deleter<LanceTableStats, lance_table_stats_free>> guard(t);
+    for (size_t i = 0; i < lance_table_stats_fragment_count(t); i++) {
+      LanceFragmentStats f{};
+      f.struct_size = sizeof f;
+      check(lance_table_stats_fragment_v2(t, i, &f));
+      out.fragments.push_back(f);
+    }
+    for (size_t i = 0; i < lance_table_stats_column_count(t); i++) {
+      LanceColumnStats c{};
+      c.struct_size = sizeof c;
+      check(lance_table_stats_column_v2(t, i, &c));
+      out.columns.emplace_back(c.name, c.has_bytes_on_disk ? std::optional<uint64_t>(c.bytes_on_disk) : std::nullopt);
+    }
+    return out;
+  }
+  struct IndexSegment {
+    std::array<uint8_t, 16> uuid;
+    std::vector<uint64_t> fragment_ids;
+    uint64_t indexed_rows;
+  };
+  struct IndexInfo {
+    std::string name, column, type;
+    std::optional<std::string> metric;  ///< vector indexes only
+    std::vector<IndexSegment> segments;
+  };
+  std::vector<IndexInfo> indexes() const {
+    LanceIndexList* l = nullptr;
+    check(lance_dataset_indexes(p_.get(), &l));
+    std::unique_ptr<LanceIndexList, detail::Deleter<LanceIndexList, lance_index_list_free>> guard(l);
+    std::vector<IndexInfo> out;
+    for (size_t i = 0; i < lance_index_list_count(l); i++) {
+      const char* metric = lance_index_list_metric(l, i);
+      IndexInfo info{lance_index_list_name(l, i), lance_index_list_column(l, i), lance_index_list_type(l, i),
+                     metric ? std::optional<std::string>(metric) : std::nullopt, {}};
+      for (size_t j = 0; j < lance_index_list_segment_count(l, i); j++) {
+        LanceIndexSegmentInfo s{};
+        s.struct_size = sizeof s;
+        check(lance_index_list_segment_v2(l, i, j, &s));
+        IndexSegment seg{{}, std::vector<uint64_t>(s.fragment_ids, s.fragment_ids + s.num_fragment_ids), s.indexed_rows};
+        std::copy(s.uuid, s.uuid + 16, seg.uuid.begin());
+        info.segments.push_back(std::move(seg));
+      }
+      out.push_back(std::move(info));
+    }
+    return out;
+  }
+  /// Lance's plan text for `scan(r)`; nothing is read.
+  std::string explain_scan(const ScanRequest& r = {}) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceScanOptions o = scan_options(r, cols);
+    char* text = nullptr;
+    check(lance_dataset_explain_scan_v2(p_.get(), &o, &text));
+    return detail::take_string(text);
+  }
+  std::string explain_search(const Split& split, const SearchRequest& r) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceVectorQuery q = vector_query(r, cols);
+    char* text = nullptr;
+    check(lance_split_explain_search_v2(p_.get(), split.get(), &q, &text));
+    return detail::take_string(text);
+  }
+  std::string explain_fts(const Split& split, const TextSearchRequest& r, const std::vector<uint8_t>& stats) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceTextQuery q = detail::text_query(r, cols);
+    char* text = nullptr;
+    check(lance_split_explain_fts(p_.get(), split.get(), &q, stats.data(), stats.size(), &text));
+    return detail::take_string(text);
+  }
+  /// Exact re-rank of merged approximate candidates (consumes `candidates`).
+  Stream refine(Stream&& candidates, const SearchRequest& r) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceVectorQuery q = vector_query(r, cols);
+    ArrowArrayStream in = candidates.release();
+    ArrowArrayStream out;
+    check(lance_dataset_refine_v2(p_.get(), &q, &in, &out));
+    return Stream(out);
+  }
   const LanceDataset* get() const { return p_.get(); }
 
  private:
+  static LanceScanOptions scan_options(const ScanRequest& r, const std::vector<const char*>& cols) {
+    LanceScanOptions o;
+    check(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
+    o.columns = cols.data();
+    o.num_columns = cols.size();
+    o.filter_sql = r.filter ? r.filter->c_str() : nullptr;
+    o.limit = r.limit;
+    o.offset = r.offset;
+    o.batch_size = r.batch_size;
+    o.with_row_id = r.with_row_id;
+    o.fragment_ids = r.fragment_ids.data();
+    o.num_fragment_ids = r.fragment_ids.size();
+    return o;
+  }
+  static LanceVectorQuery vector_query(const SearchRequest& r, const std::vector<const char*>& cols) {
+    LanceVectorQuery q;
+    check(lance_vector_query_init_v2(&q, sizeof(LanceVectorQuery)));
+    q.column = r.column.c_str();
+    q.vector = r.vector.data();
+    q.dimension = r.vector.size();
+    q.element_type = LANCE_ELEMENT_F32;
+    q.k = r.k;
+    q.metric = r.metric;
+    q.nprobes = r.nprobes;
+    q.refine_factor = r.refine_factor;
+    q.prefilter_sql = r.prefilter ? r.prefilter->c_str() : nullptr;
+    q.columns = cols.data();
+    q.num_columns = cols.size();
+    q.with_row_id = r.with_row_id;
+    q.defer_refine = r.defer_refine;
+    return q;
+  }
   std::unique_ptr<LanceDataset, detail::Deleter<LanceDataset, lance_dataset_free>> p_;
 };
+
+inline Dataset Split::open_dataset(const std::map<std::string, std::string>& storage_options) const {
+  detail::KeyValues kv(storage_options);
+  return Dataset(lance_split_open_dataset(p_.get(), kv.get()));
+}
 
 /// The global top-k of several split results (consumes them).
 inline Stream merge(std::vector<Stream>&& streams, uint64_t k, uint64_t offset = 0) {
@@ -519,6 +736,36 @@ class Catalog {
     lance_string_list_free(l);
     return out;
   }
+  /// Child namespaces of `ns` (all descendants when `recursive`), each as its path.
+  std::vector<std::vector<std::string>> list_namespaces(const std::vector<std::string>& ns = {},
+                                                        bool recursive = false) const {
+    auto parts = detail::c_strings(ns);
+    LanceNamespaceList* l = nullptr;
+    check(lance_catalog_list_namespaces(p_.get(), parts.data(), parts.size(), recursive, &l));
+    std::unique_ptr<LanceNamespaceList, detail::Deleter<LanceNamespaceList, lance_namespace_list_free>> guard(l);
+    std::vector<std::vector<std::string>> out;
+    for (size_t i = 0; i < lance_namespace_list_count(l); i++) {
+      std::vector<std::string> path;
+      for (size_t j = 0; j < lance_namespace_list_depth(l, i); j++) path.emplace_back(lance_namespace_list_part(l, i, j));
+      out.push_back(std::move(path));
+    }
+    return out;
+  }
+  struct TableInfo {
+    std::string location;
+    uint64_t latest_version;
+    std::map<std::string, std::string> storage_options;
+  };
+  TableInfo describe_table(const std::string& table, const std::vector<std::string>& ns = {}) const {
+    auto parts = detail::c_strings(ns);
+    LanceTableInfo* t = nullptr;
+    check(lance_catalog_describe_table(p_.get(), parts.data(), parts.size(), table.c_str(), &t));
+    std::unique_ptr<LanceTableInfo, detail::Deleter<LanceTableInfo, lance_table_info_free>> guard(t);
+    TableInfo info{lance_table_info_location(t), lance_table_info_latest_version(t), {}};
+    const char* const* kv = lance_table_info_storage_options(t);
+    for (size_t i = 0; kv && kv[i]; i += 2) info.storage_options[kv[i]] = kv[i + 1];
+    return info;
+  }
   Dataset open_table(const std::string& table, const std::vector<std::string>& ns = {}, uint64_t version = 0) const {
     auto parts = detail::c_strings(ns);
     return Dataset(lance_catalog_open_table(p_.get(), parts.data(), parts.size(), table.c_str(), version));
@@ -527,6 +774,58 @@ class Catalog {
  private:
   std::unique_ptr<LanceCatalog, detail::Deleter<LanceCatalog, lance_catalog_free>> p_;
 };
+
+/// Cancellation and a deadline for the blocking calls of the threads that enter it.
+class CallContext {
+ public:
+  explicit CallContext(uint64_t timeout_ms = 0) : p_(check_ptr(lance_call_context_new(timeout_ms))) {}
+  /// Thread-safe: fails the bound threads' calls with LANCE_ERR_CANCELLED.
+  void cancel() const { check(lance_call_context_cancel(p_.get())); }
+  /// Binds the context to the calling thread while it lives; unbinds on destruction.
+  class Scope {
+   public:
+    explicit Scope(const CallContext& c) { check(lance_call_context_enter(c.p_.get())); }
+    ~Scope() { lance_call_context_enter(nullptr); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+  Scope enter() const { return Scope(*this); }
+
+ private:
+  std::unique_ptr<LanceCallContext, detail::Deleter<LanceCallContext, lance_call_context_free>> p_;
+};
+
+/// Route log records at `level` or more severe to `callback` (empty: stop). The callback runs on
+/// library threads, possibly concurrently, and must be thread-safe.
+inline void set_log_callback(std::function<void(int32_t level, const char* target, const char* message)> callback,
+                             LanceLogLevel level = LANCE_LOG_INFO) {
+  static std::function<void(int32_t, const char*, const char*)>* current = nullptr;
+  if (!callback) {
+    check(lance_log_set_callback(nullptr, nullptr, LANCE_LOG_OFF));
+    return;
+  }
+  auto* next = new std::function<void(int32_t, const char*, const char*)>(std::move(callback));
+  check(lance_log_set_callback(
+      [](int32_t lvl, const char* target, const char* message, void* user) {
+        (*static_cast<std::function<void(int32_t, const char*, const char*)>*>(user))(lvl, target, message);
+      },
+      next, level));
+  // The previous callback may still be running on another thread: it is kept, not freed.
+  current = next;
+  (void)current;
+}
+
+/// The library's counters, by name.
+inline std::map<std::string, uint64_t> metrics() {
+  std::map<std::string, uint64_t> out;
+  for (size_t i = 0; i < lance_metric_count(); i++) {
+    const char* name = nullptr;
+    uint64_t value = 0;
+    check(lance_metric(i, &name, &value));
+    out[name] = value;
+  }
+  return out;
+}
 
 }  // namespace lance_host
 

@@ -1,0 +1,903 @@
+"""lance-host for Python: read Lance tables the way a distributed engine does — pinned snapshots,
+splits that travel as bytes, scans, vector and full-text search per split, merges, take,
+prewarm — through liblance_host's C ABI (bundled with this package). Arrow data arrives as
+`pyarrow` objects without copies (Arrow C Data / C Stream interfaces). No pylance needed.
+
+    import lance_host
+    ds = lance_host.open("/data/t.lance")
+    for split in ds.plan_scan():          # picklable; ship to workers
+        reader = ds.scan_split(split, columns=["id"])
+
+Errors raise `LanceError` (`.code`, `.name`, message). Every function mirrors one or more C
+functions of `include/lance_host.h`; their documentation there is normative.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping, Optional, Sequence
+
+import pyarrow as pa
+
+from . import _ffi
+from ._ffi import LIB
+
+__all__ = [
+    "LanceError", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
+    "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
+    "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
+    "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
+    "SPLIT_FTS_FLAT",
+]
+
+SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
+METRICS = {None: 0, "l2": 1, "cosine": 2, "dot": 3, "hamming": 4}
+TEXT_MATCH = {"or": 0, "any": 0, "and": 1, "all": 1, "phrase": 2}
+LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4, "trace": 5}
+_ELEMENTS = {"float16": (1, ctypes.c_uint16), "float32": (2, ctypes.c_float), "float64": (3, ctypes.c_double),
+             "uint8": (4, ctypes.c_uint8), "int8": (5, ctypes.c_int8)}
+
+
+class LanceError(Exception):
+    """A failed call: `code` is the library's `LanceErrorCode`, `name` its name."""
+
+    def __init__(self, code: int, message: str):
+        self.code = code
+        self.name = error_code_name(code)
+        self.message = message
+        super().__init__(f"{self.name}: {message}")
+
+
+def error_code_name(code: int) -> str:
+    """The name of a `LanceErrorCode` value (lance_error_code_name)."""
+    return LIB.lance_error_code_name(code).decode()
+
+
+def _last_error() -> LanceError:
+    return LanceError(LIB.lance_last_error_code(), (LIB.lance_last_error_message() or b"").decode("utf-8", "replace"))
+
+
+def _check(rc: int) -> None:
+    if rc != 0:
+        raise _last_error()
+
+
+def _ptr(p):
+    if not p:
+        raise _last_error()
+    return p
+
+
+def version() -> str:
+    """The loaded library's version (lance_host_version)."""
+    return LIB.lance_host_version().decode()
+
+
+def version_number() -> int:
+    """major * 10000 + minor * 100 + patch (lance_host_version_number)."""
+    return LIB.lance_host_version_number()
+
+
+def _cstrings(items: Optional[Sequence[str]]):
+    if not items:
+        return None, 0
+    arr = (ctypes.c_char_p * len(items))(*[s.encode() for s in items])
+    return arr, len(items)
+
+
+def _kv(options: Optional[Mapping[str, str]]):
+    if not options:
+        return None
+    flat = []
+    for k, v in options.items():
+        flat += [str(k).encode(), str(v).encode()]
+    return (ctypes.c_char_p * (len(flat) + 1))(*flat, None)
+
+
+def _take_bytes(out, n) -> bytes:
+    data = ctypes.string_at(out, n.value)
+    LIB.lance_bytes_free(out, n.value)
+    return data
+
+
+def _take_string(p) -> str:
+    s = ctypes.string_at(p).decode()
+    LIB.lance_string_free(p)
+    return s
+
+
+@dataclass(frozen=True)
+class IoStats:
+    """I/O of one operation (LanceIoStats)."""
+    read_requests: int = 0
+    read_bytes: int = 0
+    index_read_requests: int = 0
+    index_read_bytes: int = 0
+    index_cache_hits: int = 0
+    index_cache_misses: int = 0
+    data_cache_hits: int = 0
+    data_cache_misses: int = 0
+    data_cache_hit_bytes: int = 0
+
+    @staticmethod
+    def _from(c: _ffi.IoStats) -> "IoStats":
+        return IoStats(**{f: getattr(c, f) for f, _ in _ffi.IoStats._fields_[1:]})
+
+
+# ---- streams --------------------------------------------------------------------------------
+
+def _import_reader(stream: _ffi.ArrowArrayStream) -> pa.RecordBatchReader:
+    """Move a C stream into pyarrow (zero copy)."""
+    return pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+
+
+class Stream:
+    """A lance-host stream kept under this object's control, for hosts that want its I/O
+    statistics (`io_stats`, lance_stream_io_stats_v2) or to cancel it from another thread
+    (`cancel`, lance_stream_cancel). Iterating yields `pyarrow.RecordBatch`es without copying
+    their data; `reader()` hands the rest to pyarrow as a `RecordBatchReader` (after which
+    `io_stats`/`cancel` are no longer available)."""
+
+    def __init__(self, c_stream: _ffi.ArrowArrayStream):
+        self._s = c_stream
+        self._lock = threading.Lock()
+        schema = _ffi.ArrowSchema()
+        if self._s.get_schema(ctypes.byref(self._s), ctypes.byref(schema)) != 0:
+            err = self._s.get_last_error(ctypes.byref(self._s))
+            self.close()
+            raise LanceError(3, (err or b"cannot read the stream's schema").decode())
+        self.schema = pa.Schema._import_from_c(ctypes.addressof(schema))
+
+    @property
+    def _live(self) -> bool:
+        return bool(self._s and ctypes.cast(self._s.release, ctypes.c_void_p).value)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        if not self._live:
+            raise StopIteration
+        arr = _ffi.ArrowArray()
+        rc = self._s.get_next(ctypes.byref(self._s), ctypes.byref(arr))
+        if rc != 0:
+            msg = self._s.get_last_error(ctypes.byref(self._s))
+            raise OSError(rc, (msg or b"stream failed").decode("utf-8", "replace"))
+        if not ctypes.cast(arr.release, ctypes.c_void_p).value:
+            raise StopIteration
+        schema = _ffi.ArrowSchema()
+        self.schema._export_to_c(ctypes.addressof(schema))
+        return pa.RecordBatch._import_from_c(ctypes.addressof(arr), ctypes.addressof(schema))
+
+    def read_all(self) -> pa.Table:
+        return pa.Table.from_batches(list(self), schema=self.schema)
+
+    def io_stats(self) -> IoStats:
+        """The operation's I/O so far (final once the stream ended)."""
+        if not self._live:
+            raise LanceError(1, "the stream is closed or was handed to pyarrow")
+        out = _ffi.IoStats.new()
+        _check(LIB.lance_stream_io_stats_v2(ctypes.byref(self._s), ctypes.byref(out)))
+        return IoStats._from(out)
+
+    def cancel(self) -> None:
+        """Stop the stream's work (thread-safe); the next read fails with ECANCELED."""
+        if self._live:
+            _check(LIB.lance_stream_cancel(ctypes.byref(self._s)))
+
+    def reader(self) -> pa.RecordBatchReader:
+        """Hand the rest of the stream to pyarrow (zero copy)."""
+        if not self._live:
+            raise LanceError(1, "the stream is closed or was already handed over")
+        return _import_reader(self._s)
+
+    def _release_to_c(self) -> _ffi.ArrowArrayStream:
+        """Give the C stream to a function that takes ownership of it (merges, refine)."""
+        if not self._live:
+            raise LanceError(1, "the stream is closed or was already handed over")
+        moved = _ffi.ArrowArrayStream()
+        ctypes.memmove(ctypes.byref(moved), ctypes.byref(self._s), ctypes.sizeof(moved))
+        self._s.release = _ffi.RELEASE()
+        return moved
+
+    def close(self) -> None:
+        if self._live:
+            self._s.release(ctypes.byref(self._s))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _streams_in(streams) -> list:
+    """C streams from `Stream`s or pyarrow readers / tables (ownership moves to the library)."""
+    out = []
+    for s in streams:
+        if isinstance(s, Stream):
+            out.append(s._release_to_c())
+            continue
+        if isinstance(s, pa.Table):
+            s = pa.RecordBatchReader.from_batches(s.schema, s.to_batches())
+        c = _ffi.ArrowArrayStream()
+        s._export_to_c(ctypes.addressof(c))
+        out.append(c)
+    return out
+
+
+def _merge(fn, streams, k: int, offset: int) -> Stream:
+    cs = _streams_in(streams)
+    arr = (_ffi.ArrowArrayStream * len(cs))()
+    for i, c in enumerate(cs):
+        ctypes.memmove(ctypes.byref(arr[i]), ctypes.byref(c), ctypes.sizeof(c))
+    out = _ffi.ArrowArrayStream()
+    _check(fn(arr, len(cs), k, offset, ctypes.byref(out)))
+    return Stream(out)
+
+
+def merge_top_k(streams, k: int, offset: int = 0) -> Stream:
+    """Global top-k by `_distance` (ties by `_rowid`) of vector split results (lance_topk_merge).
+    Takes ownership of the inputs (`Stream`s or pyarrow readers/tables)."""
+    return _merge(LIB.lance_topk_merge, streams, k, offset)
+
+
+def merge_fts(streams, k: int, offset: int = 0) -> Stream:
+    """Global top-k by `_score` (ties by `_rowid`) of full-text split results (lance_fts_merge)."""
+    return _merge(LIB.lance_fts_merge, streams, k, offset)
+
+
+def rrf_merge(vector, text, k: int, rrf_k: float = 60.0) -> Stream:
+    """Reciprocal-rank fusion of a merged vector result and a merged full-text result
+    (lance_rrf_merge): `_rowid`, `_relevance_score`, `_distance`, `_score`."""
+    v, t = _streams_in([vector, text])
+    out = _ffi.ArrowArrayStream()
+    _check(LIB.lance_rrf_merge(ctypes.byref(v), ctypes.byref(t), k, rrf_k, ctypes.byref(out)))
+    return Stream(out)
+
+
+# ---- splits ---------------------------------------------------------------------------------
+
+class Split:
+    """One unit of distributed work on a pinned snapshot. Picklable: it travels as the library's
+    versioned, checksummed bytes (`bytes(split)`, `Split.from_bytes`)."""
+
+    def __init__(self, handle):
+        self._h = _ptr(handle)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "Split":
+        """lance_split_deserialize: CORRUPT for damaged bytes."""
+        return Split(LIB.lance_split_deserialize(data, len(data)))
+
+    def __bytes__(self) -> bytes:
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_split_serialize(self._h, ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
+
+    def __reduce__(self):
+        return (Split.from_bytes, (bytes(self),))
+
+    @property
+    def kind(self) -> int:
+        return LIB.lance_split_kind(self._h)
+
+    @property
+    def version(self) -> int:
+        return LIB.lance_split_version(self._h)
+
+    @property
+    def uri(self) -> str:
+        return LIB.lance_split_uri(self._h).decode()
+
+    @property
+    def row_count(self) -> int:
+        return LIB.lance_split_row_count(self._h)
+
+    @property
+    def fragment_ids(self) -> list[int]:
+        n = ctypes.c_size_t()
+        p = LIB.lance_split_fragment_ids(self._h, ctypes.byref(n))
+        return [p[i] for i in range(n.value)]
+
+    @property
+    def segment_uuid(self) -> Optional[bytes]:
+        """The index segment's 16-byte UUID, or None for splits without one."""
+        out = (ctypes.c_uint8 * 16)()
+        if LIB.lance_split_segment_uuid(self._h, out) != 0:
+            return None
+        return bytes(out)
+
+    def open_dataset(self, storage_options: Optional[Mapping[str, str]] = None) -> "Dataset":
+        """Open the split's table at exactly its version (lance_split_open_dataset)."""
+        return Dataset(LIB.lance_split_open_dataset(self._h, _kv(storage_options)))
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            LIB.lance_split_free(self._h)
+            self._h = None
+
+    def __repr__(self):
+        return f"Split(kind={self.kind}, uri={self.uri!r}, version={self.version}, fragments={self.fragment_ids})"
+
+
+@dataclass
+class SplitPlan:
+    """Splits plus why the planner chose them."""
+    splits: list
+    index_name: Optional[str]
+    reason: str
+
+    def __iter__(self):
+        return iter(self.splits)
+
+    def __len__(self):
+        return len(self.splits)
+
+    def __getitem__(self, i):
+        return self.splits[i]
+
+
+def _plan(handle) -> SplitPlan:
+    try:
+        n = LIB.lance_split_plan_count(handle)
+        splits = [Split(LIB.lance_split_plan_get(handle, i)) for i in range(n)]
+        name = LIB.lance_split_plan_index_name(handle)
+        reason = LIB.lance_split_plan_reason(handle).decode()
+        return SplitPlan(splits, name.decode() if name else None, reason)
+    finally:
+        LIB.lance_split_plan_free(handle)
+
+
+# ---- datasets -------------------------------------------------------------------------------
+
+def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=None, batch_size=None,
+                  with_row_id=False, with_row_addr=False, fragment_ids=None, scan_in_order=True,
+                  batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None):
+    o = _ffi.ScanOptions()
+    _check(LIB.lance_scan_options_init_v2(ctypes.byref(o), ctypes.sizeof(o)))
+    keep = []
+    cols, n = _cstrings(columns)
+    keep.append(cols)
+    o.columns, o.num_columns = cols, n
+    if filter is not None:
+        o.filter_sql = filter.encode()
+    if substrait is not None:
+        buf = (ctypes.c_uint8 * len(substrait)).from_buffer_copy(substrait)
+        keep.append(buf)
+        o.filter_substrait = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8))
+        o.filter_substrait_len = len(substrait)
+    o.limit = -1 if limit is None else limit
+    o.offset = offset or 0
+    o.batch_size = batch_size or 0
+    o.with_row_id, o.with_row_addr, o.scan_in_order = with_row_id, with_row_addr, scan_in_order
+    if fragment_ids is not None:
+        ids = (ctypes.c_uint64 * len(fragment_ids))(*fragment_ids)
+        keep.append(ids)
+        o.fragment_ids, o.num_fragment_ids = ids, len(fragment_ids)
+    o.batch_readahead = batch_readahead or 0
+    o.fragment_readahead = fragment_readahead or 0
+    o.io_buffer_bytes = io_buffer_bytes or 0
+    return o, keep
+
+
+def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor=None, ef=None,
+                  prefilter=None, columns=None, with_row_id=True, defer_refine=False, element_type="float32"):
+    q = _ffi.VectorQuery()
+    _check(LIB.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q)))
+    code, ctype = _ELEMENTS[element_type]
+    values = list(vector)
+    buf = (ctype * len(values))(*values)
+    cols, n = _cstrings(columns)
+    q.column = column.encode()
+    q.vector = ctypes.cast(buf, ctypes.c_void_p)
+    q.dimension = len(values)
+    q.element_type = code
+    q.k = k
+    q.metric = METRICS[metric.lower() if metric else None]
+    q.nprobes = nprobes or 0
+    q.refine_factor = refine_factor or 0
+    q.ef = ef or 0
+    q.prefilter_sql = prefilter.encode() if prefilter else None
+    q.columns, q.num_columns = cols, n
+    q.with_row_id, q.defer_refine = with_row_id, defer_refine
+    return q, (buf, cols)
+
+
+def _text_query(column, text, k=10, match="or", slop=0, prefilter=None, columns=None, with_row_id=True):
+    q = _ffi.TextQuery()
+    _check(LIB.lance_text_query_init(ctypes.byref(q), ctypes.sizeof(q)))
+    cols, n = _cstrings(columns)
+    q.column, q.text = column.encode(), text.encode()
+    if match.lower() not in TEXT_MATCH:
+        raise LanceError(1, f"match must be one of {sorted(TEXT_MATCH)}, not {match!r}")
+    q.match_kind = TEXT_MATCH[match.lower()]
+    q.slop, q.k = slop, k
+    q.prefilter_sql = prefilter.encode() if prefilter else None
+    q.columns, q.num_columns = cols, n
+    q.with_row_id = with_row_id
+    return q, (cols,)
+
+
+@dataclass(frozen=True)
+class FragmentInfo:
+    id: int
+    logical_rows: int
+    physical_rows: int
+    deleted_rows: int
+    data_file_count: int
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class IndexSegment:
+    uuid: bytes
+    fragment_ids: list
+    indexed_rows: int
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    name: str
+    column: str
+    index_type: str
+    metric: Optional[str]
+    segments: list
+
+
+@dataclass(frozen=True)
+class TableStatistics:
+    fragments: list = field(default_factory=list)  # (fragment_id, physical_rows, deleted_rows, bytes_on_disk or None)
+    columns: list = field(default_factory=list)    # (name, bytes_on_disk or None)
+    io: IoStats = IoStats()
+
+
+class Dataset:
+    """A table pinned at one version (LanceDataset). Thread-safe; free with `close()` or by GC."""
+
+    def __init__(self, handle):
+        self._h = _ptr(handle)
+
+    # identity
+    @property
+    def version(self) -> int:
+        return LIB.lance_dataset_version(self._h)
+
+    @property
+    def uri(self) -> str:
+        return LIB.lance_dataset_uri(self._h).decode()
+
+    @property
+    def storage_format(self) -> str:
+        return LIB.lance_dataset_storage_format(self._h).decode()
+
+    @property
+    def schema(self) -> pa.Schema:
+        s = _ffi.ArrowSchema()
+        _check(LIB.lance_dataset_schema(self._h, ctypes.byref(s)))
+        return pa.Schema._import_from_c(ctypes.addressof(s))
+
+    def latest_version(self) -> int:
+        out = ctypes.c_uint64()
+        _check(LIB.lance_dataset_latest_version(self._h, ctypes.byref(out)))
+        return out.value
+
+    def versions(self) -> list[VersionInfo]:
+        p, n = ctypes.POINTER(_ffi.VersionInfo)(), ctypes.c_size_t()
+        _check(LIB.lance_dataset_versions(self._h, ctypes.byref(p), ctypes.byref(n)))
+        try:
+            return [VersionInfo(p[i].version, p[i].timestamp_ms) for i in range(n.value)]
+        finally:
+            LIB.lance_version_info_list_free(p, n.value)
+
+    def fragments(self) -> list[FragmentInfo]:
+        p, n = ctypes.POINTER(_ffi.FragmentInfo)(), ctypes.c_size_t()
+        _check(LIB.lance_dataset_fragments(self._h, ctypes.byref(p), ctypes.byref(n)))
+        try:
+            return [FragmentInfo(p[i].id, p[i].logical_rows, p[i].physical_rows, p[i].deleted_rows,
+                                 p[i].data_file_count) for i in range(n.value)]
+        finally:
+            LIB.lance_fragment_info_list_free(p, n.value)
+
+    def export_snapshot(self) -> bytes:
+        """A token a worker opens without reading the manifest (lance_dataset_export_snapshot)."""
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_dataset_export_snapshot(self._h, ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
+
+    # counts and statistics
+    def count_rows(self, filter: Optional[str] = None) -> int:
+        return self.count_rows_with_io(filter)[0]
+
+    def count_rows_with_io(self, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        out, io = ctypes.c_uint64(), _ffi.IoStats.new()
+        if filter is None:
+            _check(LIB.lance_dataset_count_rows(self._h, ctypes.byref(out)))
+            return out.value, IoStats()
+        _check(LIB.lance_dataset_count_rows_where_v2(self._h, filter.encode(), ctypes.byref(out), ctypes.byref(io)))
+        return out.value, IoStats._from(io)
+
+    def count_split_rows(self, split: Split, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        out, io = ctypes.c_uint64(), _ffi.IoStats.new()
+        _check(LIB.lance_split_count_rows_v2(self._h, split._h, filter.encode() if filter else None,
+                                             ctypes.byref(out), ctypes.byref(io)))
+        return out.value, IoStats._from(io)
+
+    def statistics(self) -> TableStatistics:
+        h, io = ctypes.c_void_p(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_statistics_v2(self._h, ctypes.byref(h), ctypes.byref(io)))
+        try:
+            frags, cols = [], []
+            for i in range(LIB.lance_table_stats_fragment_count(h)):
+                f = _ffi.FragmentStats.new()
+                _check(LIB.lance_table_stats_fragment_v2(h, i, ctypes.byref(f)))
+                frags.append((f.fragment_id, f.physical_rows, f.deleted_rows,
+                              f.bytes_on_disk if f.has_bytes_on_disk else None))
+            for i in range(LIB.lance_table_stats_column_count(h)):
+                c = _ffi.ColumnStats.new()
+                _check(LIB.lance_table_stats_column_v2(h, i, ctypes.byref(c)))
+                cols.append((c.name.decode(), c.bytes_on_disk if c.has_bytes_on_disk else None))
+            return TableStatistics(frags, cols, IoStats._from(io))
+        finally:
+            LIB.lance_table_stats_free(h)
+
+    # scans
+    def scan(self, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> pa.RecordBatchReader:
+        """Scan as a `pyarrow.RecordBatchReader` (zero copy). Options: substrait, limit, offset,
+        batch_size, with_row_id, with_row_addr, fragment_ids, scan_in_order, batch_readahead,
+        fragment_readahead, io_buffer_bytes (see LanceScanOptions)."""
+        return self.scan_stream(columns, filter, **options).reader()
+
+    def scan_stream(self, columns=None, filter=None, **options) -> Stream:
+        """`scan` as a `Stream` (I/O statistics, cancellation)."""
+        o, keep = _scan_options(columns, filter, **options)
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_dataset_scan_v2(self._h, ctypes.byref(o), ctypes.byref(out)))
+        return Stream(out)
+
+    def explain_scan(self, columns=None, filter=None, **options) -> str:
+        o, keep = _scan_options(columns, filter, **options)
+        p = ctypes.c_void_p()
+        _check(LIB.lance_dataset_explain_scan_v2(self._h, ctypes.byref(o), ctypes.byref(p)))
+        return _take_string(p)
+
+    def scan_split(self, split: Split, columns=None, filter=None, **options) -> pa.RecordBatchReader:
+        """Scan one scan split (lance_split_scan_v2) as a `pyarrow.RecordBatchReader`."""
+        return self.scan_split_stream(split, columns, filter, **options).reader()
+
+    def scan_split_stream(self, split: Split, columns=None, filter=None, **options) -> Stream:
+        o, keep = _scan_options(columns, filter, **options)
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_split_scan_v2(self._h, split._h, ctypes.byref(o), ctypes.byref(out)))
+        return Stream(out)
+
+    def take(self, row_ids: Sequence[int], columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Rows by `_rowid`, in request order (lance_dataset_take_rows)."""
+        ids = (ctypes.c_uint64 * len(row_ids))(*row_ids)
+        cols, n = _cstrings(columns)
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_dataset_take_rows(self._h, ids, len(row_ids), cols, n, ctypes.byref(out)))
+        return _import_reader(out).read_all()
+
+    # planning
+    def plan_scan(self, target_rows: int = 0) -> list[Split]:
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_scan(self._h, target_rows, ctypes.byref(h)))
+        return _plan(h).splits
+
+    def plan_vector_search(self, column: str, metric: Optional[str] = None, use_index: bool = True,
+                           flat_target_rows: int = 0) -> SplitPlan:
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_vector_search(self._h, column.encode(), METRICS[metric.lower() if metric else None],
+                                                    use_index, flat_target_rows, ctypes.byref(h)))
+        return _plan(h)
+
+    def plan_fts(self, column: str, flat_target_rows: int = 0) -> SplitPlan:
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_fts(self._h, column.encode(), flat_target_rows, ctypes.byref(h)))
+        return _plan(h)
+
+    # vector search
+    def search_split(self, split: Split, column: str, vector, k: int = 10, **query) -> Stream:
+        """One vector-search split (lance_split_search_v2). Query options: metric, nprobes,
+        refine_factor, ef, prefilter, columns, with_row_id, defer_refine, element_type."""
+        q, keep = _vector_query(column, vector, k, **query)
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_split_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(out)))
+        return Stream(out)
+
+    def explain_search(self, split: Split, column: str, vector, k: int = 10, **query) -> str:
+        q, keep = _vector_query(column, vector, k, **query)
+        p = ctypes.c_void_p()
+        _check(LIB.lance_split_explain_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(p)))
+        return _take_string(p)
+
+    def refine(self, candidates, column: str, vector, k: int = 10, **query) -> Stream:
+        """Exact re-rank of merged approximate candidates (lance_dataset_refine_v2); takes
+        ownership of `candidates`."""
+        q, keep = _vector_query(column, vector, k, **query)
+        (c,) = _streams_in([candidates])
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_dataset_refine_v2(self._h, ctypes.byref(q), ctypes.byref(c), ctypes.byref(out)))
+        return Stream(out)
+
+    # full-text search
+    def fts_stats(self, column: str, text: str, **query) -> bytes:
+        """Corpus statistics of one query, once per query (lance_dataset_fts_stats). Query
+        options: match ('or', 'and', 'phrase'), slop, prefilter (k, columns do not matter)."""
+        return self.fts_stats_with_io(column, text, **query)[0]
+
+    def fts_stats_with_io(self, column: str, text: str, **query) -> tuple[bytes, IoStats]:
+        q, keep = _text_query(column, text, **query)
+        out, n, io = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_fts_stats(self._h, ctypes.byref(q), ctypes.byref(out), ctypes.byref(n), ctypes.byref(io)))
+        return _take_bytes(out, n), IoStats._from(io)
+
+    def fts_search_split(self, split: Split, column: str, text: str, stats: bytes, k: int = 10, **query) -> Stream:
+        """One full-text split with the coordinator's statistics (lance_split_fts_search)."""
+        q, keep = _text_query(column, text, k, **query)
+        out = _ffi.ArrowArrayStream()
+        _check(LIB.lance_split_fts_search(self._h, split._h, ctypes.byref(q), stats, len(stats), ctypes.byref(out)))
+        return Stream(out)
+
+    def explain_fts(self, split: Split, column: str, text: str, stats: bytes, k: int = 10, **query) -> str:
+        q, keep = _text_query(column, text, k, **query)
+        p = ctypes.c_void_p()
+        _check(LIB.lance_split_explain_fts(self._h, split._h, ctypes.byref(q), stats, len(stats), ctypes.byref(p)))
+        return _take_string(p)
+
+    # indexes and prewarm
+    def indexes(self) -> list[IndexInfo]:
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_indexes(self._h, ctypes.byref(h)))
+        try:
+            out = []
+            for i in range(LIB.lance_index_list_count(h)):
+                segs = []
+                for j in range(LIB.lance_index_list_segment_count(h, i)):
+                    s = _ffi.IndexSegmentInfo.new()
+                    _check(LIB.lance_index_list_segment_v2(h, i, j, ctypes.byref(s)))
+                    segs.append(IndexSegment(bytes(s.uuid), [s.fragment_ids[k] for k in range(s.num_fragment_ids)],
+                                             s.indexed_rows))
+                metric = LIB.lance_index_list_metric(h, i)
+                out.append(IndexInfo(LIB.lance_index_list_name(h, i).decode(), LIB.lance_index_list_column(h, i).decode(),
+                                     LIB.lance_index_list_type(h, i).decode(), metric.decode() if metric else None, segs))
+            return out
+        finally:
+            LIB.lance_index_list_free(h)
+
+    def prewarm_index(self, name: str, segments: Optional[Sequence[bytes]] = None) -> IoStats:
+        """Load an index (all segments, or the given 16-byte segment UUIDs) into the process's
+        cache without running a query; returns the I/O it caused."""
+        io = _ffi.IoStats.new()
+        if segments is None:
+            _check(LIB.lance_dataset_prewarm_index_with_stats_v2(self._h, name.encode(), ctypes.byref(io)))
+        else:
+            raw = b"".join(segments)
+            _check(LIB.lance_dataset_prewarm_index_segments_v2(self._h, name.encode(), raw, len(raw), ctypes.byref(io)))
+        return IoStats._from(io)
+
+    def prewarm_index_quietly(self, name: str) -> None:
+        """lance_dataset_prewarm_index (without the I/O figures)."""
+        _check(LIB.lance_dataset_prewarm_index(self._h, name.encode()))
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            LIB.lance_dataset_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return f"lance_host.Dataset({self.uri!r}, version={self.version})"
+
+
+def open(uri: str, version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None) -> Dataset:
+    """Open `uri` pinned at `version` (latest when None) (lance_dataset_open)."""
+    return Dataset(LIB.lance_dataset_open(uri.encode(), _kv(storage_options), version or 0))
+
+
+def open_at_timestamp(uri: str, timestamp_ms: int, storage_options: Optional[Mapping[str, str]] = None) -> Dataset:
+    """The latest version committed at or before `timestamp_ms` (lance_dataset_open_at_timestamp)."""
+    return Dataset(LIB.lance_dataset_open_at_timestamp(uri.encode(), _kv(storage_options), timestamp_ms))
+
+
+def open_snapshot(token: bytes, storage_options: Optional[Mapping[str, str]] = None) -> Dataset:
+    """Open a shipped snapshot token without reading the manifest (lance_snapshot_open)."""
+    return Dataset(LIB.lance_snapshot_open(token, len(token), _kv(storage_options)))
+
+
+# ---- catalogs -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TableInfo:
+    location: str
+    latest_version: int
+    storage_options: dict
+
+
+class Catalog:
+    """A directory or REST namespace (lance_catalog_open); properties as in the README."""
+
+    def __init__(self, properties: Mapping[str, str]):
+        self._h = _ptr(LIB.lance_catalog_open(_kv(properties)))
+
+    def _ns(self, namespace):
+        arr, n = _cstrings(list(namespace or []))
+        return arr, n
+
+    def list_namespaces(self, namespace: Sequence[str] = (), recursive: bool = False) -> list[list[str]]:
+        arr, n = self._ns(namespace)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_catalog_list_namespaces(self._h, arr, n, recursive, ctypes.byref(h)))
+        try:
+            return [[LIB.lance_namespace_list_part(h, i, j).decode() for j in range(LIB.lance_namespace_list_depth(h, i))]
+                    for i in range(LIB.lance_namespace_list_count(h))]
+        finally:
+            LIB.lance_namespace_list_free(h)
+
+    def list_tables(self, namespace: Sequence[str] = ()) -> list[str]:
+        arr, n = self._ns(namespace)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_catalog_list_tables(self._h, arr, n, ctypes.byref(h)))
+        try:
+            return [LIB.lance_string_list_get(h, i).decode() for i in range(LIB.lance_string_list_count(h))]
+        finally:
+            LIB.lance_string_list_free(h)
+
+    def describe_table(self, table: str, namespace: Sequence[str] = ()) -> TableInfo:
+        arr, n = self._ns(namespace)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_catalog_describe_table(self._h, arr, n, table.encode(), ctypes.byref(h)))
+        try:
+            kv = LIB.lance_table_info_storage_options(h)
+            opts, i = {}, 0
+            while kv and kv[i] is not None:
+                opts[kv[i].decode()] = kv[i + 1].decode()
+                i += 2
+            return TableInfo(LIB.lance_table_info_location(h).decode(), LIB.lance_table_info_latest_version(h), opts)
+        finally:
+            LIB.lance_table_info_free(h)
+
+    def open_table(self, table: str, namespace: Sequence[str] = (), version: Optional[int] = None) -> Dataset:
+        arr, n = self._ns(namespace)
+        return Dataset(LIB.lance_catalog_open_table(self._h, arr, n, table.encode(), version or 0))
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            LIB.lance_catalog_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+
+# ---- session, call contexts, logging, metrics -------------------------------------------------
+
+@dataclass
+class SessionOptions:
+    """Process-wide session settings (LanceSessionOptions); None/0 = the library's default."""
+    index_cache_bytes: int = 0
+    metadata_cache_bytes: int = 0
+    worker_threads: int = 0
+    scan_batch_readahead: int = 0
+    scan_fragment_readahead: int = 0
+    scan_io_buffer_bytes: int = 0
+    data_cache_memory_bytes: int = 0
+    data_cache_disk_bytes: int = 0
+    data_cache_block_bytes: int = 0
+    data_cache_disk_dir: Optional[str] = None
+    data_cache_disabled: bool = False
+
+    @staticmethod
+    def defaults() -> "SessionOptions":
+        o = _ffi.SessionOptions()
+        _check(LIB.lance_session_options_default_v2(ctypes.byref(o), ctypes.sizeof(o)))
+        d = {f: getattr(o, f) for f, _ in _ffi.SessionOptions._fields_[1:]}
+        d["data_cache_disk_dir"] = d["data_cache_disk_dir"].decode() if d["data_cache_disk_dir"] else None
+        d["data_cache_disabled"] = bool(d["data_cache_disabled"])
+        return SessionOptions(**d)
+
+
+def configure_session(options: SessionOptions) -> None:
+    """Configure the process-wide session before its first use (lance_session_configure_v2)."""
+    o = _ffi.SessionOptions()
+    _check(LIB.lance_session_options_default_v2(ctypes.byref(o), ctypes.sizeof(o)))
+    for f, _ in _ffi.SessionOptions._fields_[1:]:
+        v = getattr(options, f)
+        if f == "data_cache_disk_dir":
+            o.data_cache_disk_dir = v.encode() if v else None
+        elif f == "data_cache_disabled":
+            o.data_cache_disabled = 1 if v else 0
+        else:
+            setattr(o, f, v or 0)
+    _check(LIB.lance_session_configure_v2(ctypes.byref(o)))
+
+
+def session_stats() -> dict:
+    """Cache figures of the process-wide session (lance_session_stats_v2)."""
+    s = _ffi.SessionStats.new()
+    _check(LIB.lance_session_stats_v2(ctypes.byref(s)))
+    return {f: getattr(s, f) for f, _ in _ffi.SessionStats._fields_[1:]}
+
+
+def flush_data_cache() -> None:
+    """Wait until the data cache's disk tier holds what was read (lance_session_flush_data_cache)."""
+    _check(LIB.lance_session_flush_data_cache())
+
+
+class CallContext:
+    """A cancellation and deadline for blocking calls on the thread that enters it
+    (lance_call_context_*). Use as a context manager: `with CallContext(timeout_ms=500): ...`."""
+
+    def __init__(self, timeout_ms: int = 0):
+        self._h = _ptr(LIB.lance_call_context_new(timeout_ms))
+
+    def cancel(self) -> None:
+        """Thread-safe."""
+        _check(LIB.lance_call_context_cancel(self._h))
+
+    def __enter__(self):
+        _check(LIB.lance_call_context_enter(self._h))
+        return self
+
+    def __exit__(self, *exc):
+        LIB.lance_call_context_enter(None)
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            LIB.lance_call_context_free(self._h)
+            self._h = None
+
+
+_log_callback = None  # keeps the ctypes trampoline alive
+
+
+def set_log_callback(callback: Optional[Callable[[int, str, str], None]], level: str = "info") -> None:
+    """Receive the library's and Lance's log records at `level` or more severe; None stops it
+    (lance_log_set_callback). The callback runs on library threads and must be thread-safe."""
+    global _log_callback
+    if callback is None:
+        _check(LIB.lance_log_set_callback(_ffi.LOG_CALLBACK(), None, 0))
+        _log_callback = None
+        return
+
+    def trampoline(lvl, target, message, _user):
+        try:
+            callback(lvl, target.decode("utf-8", "replace"), message.decode("utf-8", "replace"))
+        except Exception:
+            pass
+
+    cb = _ffi.LOG_CALLBACK(trampoline)
+    _check(LIB.lance_log_set_callback(cb, None, LOG_LEVELS[level]))
+    _log_callback = cb
+
+
+def metrics() -> dict:
+    """The library's counters (lance_metric_count / lance_metric)."""
+    out = {}
+    for i in range(LIB.lance_metric_count()):
+        name, value = ctypes.c_char_p(), ctypes.c_uint64()
+        _check(LIB.lance_metric(i, ctypes.byref(name), ctypes.byref(value)))
+        out[name.value.decode()] = value.value
+    return out

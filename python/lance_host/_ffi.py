@@ -1,0 +1,279 @@
+"""The C ABI of liblance_host through ctypes: the library, its structs and every function's
+signature. Internal; the public API is in `lance_host`."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+P = ctypes.c_void_p
+u8p = ctypes.POINTER(ctypes.c_uint8)
+u64p = ctypes.POINTER(ctypes.c_uint64)
+cstr = ctypes.c_char_p
+cstrp = ctypes.POINTER(ctypes.c_char_p)
+
+
+class ArrowSchema(ctypes.Structure):
+    pass
+
+
+ArrowSchema._fields_ = [
+    ("format", cstr), ("name", cstr), ("metadata", cstr), ("flags", ctypes.c_int64),
+    ("n_children", ctypes.c_int64), ("children", ctypes.POINTER(ctypes.POINTER(ArrowSchema))),
+    ("dictionary", ctypes.POINTER(ArrowSchema)), ("release", P), ("private_data", P),
+]
+
+
+class ArrowArray(ctypes.Structure):
+    pass
+
+
+ArrowArray._fields_ = [
+    ("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64), ("n_children", ctypes.c_int64), ("buffers", ctypes.POINTER(P)),
+    ("children", ctypes.POINTER(ctypes.POINTER(ArrowArray))), ("dictionary", ctypes.POINTER(ArrowArray)),
+    ("release", P), ("private_data", P),
+]
+
+
+class ArrowArrayStream(ctypes.Structure):
+    pass
+
+
+GET_SCHEMA = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ArrowArrayStream), ctypes.POINTER(ArrowSchema))
+GET_NEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ArrowArrayStream), ctypes.POINTER(ArrowArray))
+GET_LAST_ERROR = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.POINTER(ArrowArrayStream))
+RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArrayStream))
+ArrowArrayStream._fields_ = [
+    ("get_schema", GET_SCHEMA), ("get_next", GET_NEXT), ("get_last_error", GET_LAST_ERROR),
+    ("release", RELEASE), ("private_data", P),
+]
+StreamP = ctypes.POINTER(ArrowArrayStream)
+
+
+class Sized(ctypes.Structure):
+    """A struct whose first field is `struct_size` (see the README's ABI rules)."""
+
+    @classmethod
+    def new(cls):
+        s = cls()
+        s.struct_size = ctypes.sizeof(cls)
+        return s
+
+
+class FragmentInfo(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint64), ("logical_rows", ctypes.c_uint64), ("physical_rows", ctypes.c_uint64),
+                ("deleted_rows", ctypes.c_uint64), ("data_file_count", ctypes.c_uint32)]
+
+
+class VersionInfo(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint64), ("timestamp_ms", ctypes.c_int64)]
+
+
+class IoStats(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
+        (n, ctypes.c_uint64) for n in (
+            "read_requests", "read_bytes", "index_read_requests", "index_read_bytes", "index_cache_hits",
+            "index_cache_misses", "data_cache_hits", "data_cache_misses", "data_cache_hit_bytes")]
+
+
+class FragmentStats(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("fragment_id", ctypes.c_uint64),
+                ("physical_rows", ctypes.c_uint64), ("deleted_rows", ctypes.c_uint64),
+                ("bytes_on_disk", ctypes.c_uint64), ("has_bytes_on_disk", ctypes.c_bool)]
+
+
+class ColumnStats(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("name", cstr), ("bytes_on_disk", ctypes.c_uint64),
+                ("has_bytes_on_disk", ctypes.c_bool)]
+
+
+class TextQuery(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("column", cstr), ("text", cstr), ("match_kind", ctypes.c_int32),
+                ("slop", ctypes.c_uint32), ("k", ctypes.c_uint64), ("prefilter_sql", cstr), ("columns", cstrp),
+                ("num_columns", ctypes.c_size_t), ("with_row_id", ctypes.c_bool)]
+
+
+class IndexSegmentInfo(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("uuid", ctypes.c_uint8 * 16), ("fragment_ids", u64p),
+                ("num_fragment_ids", ctypes.c_size_t), ("indexed_rows", ctypes.c_uint64)]
+
+
+class ScanOptions(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("columns", cstrp), ("num_columns", ctypes.c_size_t),
+                ("filter_sql", cstr), ("filter_substrait", u8p), ("filter_substrait_len", ctypes.c_size_t),
+                ("limit", ctypes.c_int64), ("offset", ctypes.c_int64), ("batch_size", ctypes.c_uint64),
+                ("with_row_id", ctypes.c_bool), ("with_row_addr", ctypes.c_bool), ("fragment_ids", u64p),
+                ("num_fragment_ids", ctypes.c_size_t), ("scan_in_order", ctypes.c_bool),
+                ("batch_readahead", ctypes.c_uint32), ("fragment_readahead", ctypes.c_uint32),
+                ("io_buffer_bytes", ctypes.c_uint64)]
+
+
+class VectorQuery(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("column", cstr), ("vector", P), ("dimension", ctypes.c_size_t),
+                ("element_type", ctypes.c_int32), ("k", ctypes.c_uint64), ("metric", ctypes.c_int32),
+                ("nprobes", ctypes.c_uint32), ("refine_factor", ctypes.c_uint32), ("ef", ctypes.c_uint32),
+                ("prefilter_sql", cstr), ("columns", cstrp), ("num_columns", ctypes.c_size_t),
+                ("with_row_id", ctypes.c_bool), ("defer_refine", ctypes.c_bool)]
+
+
+class SessionOptions(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("index_cache_bytes", ctypes.c_uint64),
+                ("metadata_cache_bytes", ctypes.c_uint64), ("worker_threads", ctypes.c_uint32),
+                ("scan_batch_readahead", ctypes.c_uint32), ("scan_fragment_readahead", ctypes.c_uint32),
+                ("scan_io_buffer_bytes", ctypes.c_uint64), ("data_cache_memory_bytes", ctypes.c_uint64),
+                ("data_cache_disk_bytes", ctypes.c_uint64), ("data_cache_block_bytes", ctypes.c_uint64),
+                ("data_cache_disk_dir", cstr), ("data_cache_disabled", ctypes.c_uint32)]
+
+
+class SessionStats(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
+        (n, ctypes.c_uint64) for n in (
+            "index_hits", "index_misses", "index_entries", "index_bytes", "metadata_hits", "metadata_misses",
+            "metadata_entries", "metadata_bytes", "data_cache_hits", "data_cache_misses", "data_cache_hit_bytes",
+            "data_cache_storage_requests", "data_cache_storage_bytes", "data_cache_evictions", "data_cache_errors",
+            "data_cache_memory_bytes", "data_cache_disk_bytes", "data_cache_memory_capacity",
+            "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops")]
+
+
+LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+i32 = ctypes.c_int32
+u64 = ctypes.c_uint64
+sz = ctypes.c_size_t
+szp = ctypes.POINTER(ctypes.c_size_t)
+
+# name: (restype, argtypes) for every function of include/lance_host.h.
+SIGNATURES = {
+    "lance_catalog_open": (P, [cstrp]),
+    "lance_catalog_free": (None, [P]),
+    "lance_catalog_list_namespaces": (i32, [P, cstrp, sz, ctypes.c_bool, ctypes.POINTER(P)]),
+    "lance_catalog_list_tables": (i32, [P, cstrp, sz, ctypes.POINTER(P)]),
+    "lance_catalog_describe_table": (i32, [P, cstrp, sz, cstr, ctypes.POINTER(P)]),
+    "lance_catalog_open_table": (P, [P, cstrp, sz, cstr, u64]),
+    "lance_table_info_location": (cstr, [P]),
+    "lance_table_info_latest_version": (u64, [P]),
+    "lance_table_info_storage_options": (cstrp, [P]),
+    "lance_table_info_free": (None, [P]),
+    "lance_string_list_count": (sz, [P]),
+    "lance_string_list_get": (cstr, [P, sz]),
+    "lance_string_list_free": (None, [P]),
+    "lance_namespace_list_count": (sz, [P]),
+    "lance_namespace_list_depth": (sz, [P, sz]),
+    "lance_namespace_list_part": (cstr, [P, sz, sz]),
+    "lance_namespace_list_free": (None, [P]),
+    "lance_dataset_open": (P, [cstr, cstrp, u64]),
+    "lance_dataset_open_at_timestamp": (P, [cstr, cstrp, ctypes.c_int64]),
+    "lance_dataset_free": (None, [P]),
+    "lance_dataset_version": (u64, [P]),
+    "lance_dataset_uri": (cstr, [P]),
+    "lance_dataset_storage_format": (cstr, [P]),
+    "lance_dataset_count_rows": (i32, [P, u64p]),
+    "lance_dataset_schema": (i32, [P, ctypes.POINTER(ArrowSchema)]),
+    "lance_dataset_fragments": (i32, [P, ctypes.POINTER(ctypes.POINTER(FragmentInfo)), szp]),
+    "lance_fragment_info_list_free": (None, [ctypes.POINTER(FragmentInfo), sz]),
+    "lance_dataset_latest_version": (i32, [P, u64p]),
+    "lance_dataset_versions": (i32, [P, ctypes.POINTER(ctypes.POINTER(VersionInfo)), szp]),
+    "lance_version_info_list_free": (None, [ctypes.POINTER(VersionInfo), sz]),
+    "lance_dataset_count_rows_where_v2": (i32, [P, cstr, u64p, ctypes.POINTER(IoStats)]),
+    "lance_dataset_statistics_v2": (i32, [P, ctypes.POINTER(P), ctypes.POINTER(IoStats)]),
+    "lance_table_stats_fragment_count": (sz, [P]),
+    "lance_table_stats_fragment_v2": (i32, [P, sz, ctypes.POINTER(FragmentStats)]),
+    "lance_table_stats_column_count": (sz, [P]),
+    "lance_table_stats_column_v2": (i32, [P, sz, ctypes.POINTER(ColumnStats)]),
+    "lance_table_stats_free": (None, [P]),
+    "lance_string_free": (None, [P]),
+    "lance_dataset_export_snapshot": (i32, [P, ctypes.POINTER(u8p), szp]),
+    "lance_snapshot_open": (P, [cstr, sz, cstrp]),
+    "lance_last_error_code": (i32, []),
+    "lance_last_error_message": (cstr, []),
+    "lance_error_code_name": (cstr, [i32]),
+    "lance_host_version": (cstr, []),
+    "lance_host_version_number": (ctypes.c_uint32, []),
+    "lance_text_query_init": (i32, [ctypes.POINTER(TextQuery), sz]),
+    "lance_dataset_plan_fts": (i32, [P, cstr, u64, ctypes.POINTER(P)]),
+    "lance_dataset_fts_stats": (i32, [P, ctypes.POINTER(TextQuery), ctypes.POINTER(u8p), szp, ctypes.POINTER(IoStats)]),
+    "lance_split_fts_search": (i32, [P, P, ctypes.POINTER(TextQuery), cstr, sz, StreamP]),
+    "lance_split_explain_fts": (i32, [P, P, ctypes.POINTER(TextQuery), cstr, sz, ctypes.POINTER(P)]),
+    "lance_fts_merge": (i32, [StreamP, sz, u64, u64, StreamP]),
+    "lance_rrf_merge": (i32, [StreamP, StreamP, u64, ctypes.c_double, StreamP]),
+    "lance_dataset_indexes": (i32, [P, ctypes.POINTER(P)]),
+    "lance_index_list_count": (sz, [P]),
+    "lance_index_list_name": (cstr, [P, sz]),
+    "lance_index_list_column": (cstr, [P, sz]),
+    "lance_index_list_type": (cstr, [P, sz]),
+    "lance_index_list_metric": (cstr, [P, sz]),
+    "lance_index_list_segment_count": (sz, [P, sz]),
+    "lance_index_list_segment_v2": (i32, [P, sz, sz, ctypes.POINTER(IndexSegmentInfo)]),
+    "lance_index_list_free": (None, [P]),
+    "lance_dataset_prewarm_index": (i32, [P, cstr]),
+    "lance_dataset_prewarm_index_with_stats_v2": (i32, [P, cstr, ctypes.POINTER(IoStats)]),
+    "lance_dataset_prewarm_index_segments_v2": (i32, [P, cstr, cstr, sz, ctypes.POINTER(IoStats)]),
+    "lance_dataset_plan_scan": (i32, [P, u64, ctypes.POINTER(P)]),
+    "lance_dataset_plan_vector_search": (i32, [P, cstr, i32, ctypes.c_bool, u64, ctypes.POINTER(P)]),
+    "lance_split_plan_count": (sz, [P]),
+    "lance_split_plan_get": (P, [P, sz]),
+    "lance_split_plan_index_name": (cstr, [P]),
+    "lance_split_plan_reason": (cstr, [P]),
+    "lance_split_plan_free": (None, [P]),
+    "lance_split_kind": (i32, [P]),
+    "lance_split_version": (u64, [P]),
+    "lance_split_uri": (cstr, [P]),
+    "lance_split_row_count": (u64, [P]),
+    "lance_split_fragment_ids": (u64p, [P, szp]),
+    "lance_split_segment_uuid": (i32, [P, ctypes.c_uint8 * 16]),
+    "lance_split_serialize": (i32, [P, ctypes.POINTER(u8p), szp]),
+    "lance_bytes_free": (None, [u8p, sz]),
+    "lance_split_deserialize": (P, [cstr, sz]),
+    "lance_split_open_dataset": (P, [P, cstrp]),
+    "lance_split_free": (None, [P]),
+    "lance_split_count_rows_v2": (i32, [P, P, cstr, u64p, ctypes.POINTER(IoStats)]),
+    "lance_stream_io_stats_v2": (i32, [StreamP, ctypes.POINTER(IoStats)]),
+    "lance_scan_options_init_v2": (i32, [ctypes.POINTER(ScanOptions), sz]),
+    "lance_dataset_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), StreamP]),
+    "lance_dataset_explain_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(P)]),
+    "lance_split_scan_v2": (i32, [P, P, ctypes.POINTER(ScanOptions), StreamP]),
+    "lance_stream_cancel": (i32, [StreamP]),
+    "lance_vector_query_init_v2": (i32, [ctypes.POINTER(VectorQuery), sz]),
+    "lance_split_search_v2": (i32, [P, P, ctypes.POINTER(VectorQuery), StreamP]),
+    "lance_split_explain_search_v2": (i32, [P, P, ctypes.POINTER(VectorQuery), ctypes.POINTER(P)]),
+    "lance_dataset_refine_v2": (i32, [P, ctypes.POINTER(VectorQuery), StreamP, StreamP]),
+    "lance_topk_merge": (i32, [StreamP, sz, u64, u64, StreamP]),
+    "lance_session_options_default_v2": (i32, [ctypes.POINTER(SessionOptions), sz]),
+    "lance_session_configure_v2": (i32, [ctypes.POINTER(SessionOptions)]),
+    "lance_session_stats_v2": (i32, [ctypes.POINTER(SessionStats)]),
+    "lance_session_flush_data_cache": (i32, []),
+    "lance_call_context_new": (P, [u64]),
+    "lance_call_context_enter": (i32, [P]),
+    "lance_call_context_cancel": (i32, [P]),
+    "lance_call_context_free": (None, [P]),
+    "lance_log_set_callback": (i32, [LOG_CALLBACK, P, i32]),
+    "lance_metric_count": (sz, []),
+    "lance_metric": (i32, [sz, ctypes.POINTER(cstr), u64p]),
+    "lance_dataset_take_rows": (i32, [P, u64p, sz, cstrp, sz, StreamP]),
+}
+
+
+def library_path() -> str:
+    """The bundled library next to this package, or $LANCE_HOST_LIB when set (development)."""
+    env = os.environ.get("LANCE_HOST_LIB")
+    if env:
+        return env
+    return str(Path(__file__).with_name("liblance_host.so"))
+
+
+def load() -> ctypes.CDLL:
+    path = library_path()
+    if not os.path.exists(path):
+        raise ImportError(
+            f"liblance_host not found at {path}: install the package with pip (which bundles it) "
+            "or set LANCE_HOST_LIB to a built liblance_host.so")
+    lib = ctypes.CDLL(path)
+    for name, (res, args) in SIGNATURES.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+    return lib
+
+
+LIB = load()

@@ -1,0 +1,268 @@
+"""The `lance_host` Python package (python/), installed by the README's test command with pip:
+it imports with nothing else set, covers every C function of the header, and reads a
+pylance-written table (local and s3://) the way a distributed engine does — splits and
+snapshot tokens pickled to worker processes, scans, vector and full-text search, merges, take,
+counts, statistics, prewarm, catalogs, session, call contexts, logging and metrics."""
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+
+ROOT = Path(__file__).resolve().parents[2]
+DIM = 8
+
+
+def test_imports_with_nothing_set_and_uses_the_bundled_library():
+    env = {k: v for k, v in os.environ.items() if k != "LANCE_HOST_LIB"}
+    out = subprocess.run(
+        [sys.executable, "-c", "import lance_host, lance_host._ffi as f; print(lance_host.version()); print(f.library_path())"],
+        capture_output=True, text=True, env=env, cwd="/", check=True).stdout.split()
+    assert out[0] == lh.version() and re.fullmatch(r"\d+\.\d+\.\d+", out[0])
+    assert out[1].endswith("lance_host/liblance_host.so") and "site-packages" in out[1], out[1]
+    assert lh.version_number() >= 400
+
+
+def test_every_c_function_has_a_cpp_and_a_python_counterpart():
+    """Reads the header's function list: each function is called by the C++ header (frees count
+    where they are the RAII deleters) and by the Python package's public module."""
+    header = (ROOT / "include" / "lance_host.h").read_text()
+    functions = set(re.findall(r"\b(lance_[a-z0-9_]+)\(", header)) - {"lance_host_h"}
+    functions = {f for f in functions if re.search(rf"^[A-Za-z].*\b{f}\(", header, re.M)}
+    source = (Path(lh.__file__)).read_text()
+    declared = set(lh._ffi.SIGNATURES)
+    assert functions == declared, f"header vs declarations: {sorted(functions ^ declared)}"
+    # Used by the public API (not only declared): each name appears as LIB.<name> in __init__.py.
+    unused = sorted(f for f in functions if not re.search(rf"LIB\.{f}\b", source))
+    assert not unused, f"C functions without a Python counterpart: {unused}"
+    cpp = (ROOT / "include" / "lance_host.hpp").read_text()
+    missing = sorted(f for f in functions if not re.search(rf"\b{f}\b", cpp))
+    assert not missing, f"C functions without a C++ counterpart: {missing}"
+
+
+def batch(start, end):
+    rng = np.random.default_rng(start)
+    ids = np.arange(start, end)
+    words = ["alpha", "beta", "gamma", "delta", "quick", "brown", "fox"]
+    text = [" ".join(words[(i * k) % 7] for k in range(1, 6)) for i in ids]
+    vec = rng.normal(size=(end - start, DIM)).astype(np.float32)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array([f"c{i % 3}" for i in ids]),
+        "text": pa.array(text),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+    })
+
+
+def write(uri, storage_options=None):
+    kw = dict(max_rows_per_file=300, storage_options=storage_options)
+    ds = lance.write_dataset(batch(0, 1200), uri, **kw)
+    ds.create_index("vec", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2, name="vec_idx")
+    ds.create_scalar_index("text", "INVERTED", with_position=True, name="text_idx")
+    ds = lance.write_dataset(batch(1200, 1500), uri, mode="append", **kw)
+    ds.delete("id % 17 = 3")
+    return lance.dataset(uri, storage_options=storage_options)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("pkg") / "t.lance")
+    return uri, write(uri)
+
+
+def scan_worker(args):
+    """A worker process: the split and the snapshot token arrive pickled / as bytes."""
+    token, split = args
+    import lance_host
+    ds = lance_host.open_snapshot(token)
+    assert ds.version == split.version
+    return os.getpid(), ds.scan_split(split, columns=["id"]).read_all()["id"].to_pylist()
+
+
+def test_distributed_scan_in_worker_processes(table):
+    uri, pyds = table
+    ds = lh.open(uri)
+    assert ds.count_rows() == pyds.count_rows()
+    assert ds.count_rows("cat = 'c1'") == pyds.count_rows("cat = 'c1'")
+    splits = ds.plan_scan()
+    assert len(splits) == len(pyds.get_fragments())
+    shipped = [pickle.loads(pickle.dumps(s)) for s in splits]
+    assert [bytes(s) for s in shipped] == [bytes(s) for s in splits]
+    token = ds.export_snapshot()
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        results = list(pool.map(scan_worker, [(token, s) for s in shipped]))
+    assert all(pid != os.getpid() for pid, _ in results)
+    ids = sorted(i for _, part in results for i in part)
+    assert ids == sorted(pyds.to_table(columns=["id"])["id"].to_pylist())
+
+
+def test_scan_options_stream_stats_and_cancel(table):
+    uri, pyds = table
+    ds = lh.open(uri)
+    r = ds.scan(columns=["id", "cat"], filter="id < 100", with_row_id=True)
+    assert isinstance(r, pa.RecordBatchReader)
+    t = r.read_all()
+    assert t.column_names == ["id", "cat", "_rowid"]
+    assert t["id"].to_pylist() == [i for i in range(100) if i % 17 != 3]
+    assert ds.scan(limit=5, offset=10, columns=["id"]).read_all()["id"].to_pylist() == pyds.to_table(
+        columns=["id"], limit=5, offset=10)["id"].to_pylist()
+    with ds.scan_stream(columns=["id"]) as s:
+        n = sum(b.num_rows for b in s)
+        assert n == pyds.count_rows()
+        assert isinstance(s.io_stats(), lh.IoStats)
+    s = ds.scan_stream(columns=["id"], batch_size=10)
+    next(s)
+    s.cancel()
+    with pytest.raises(OSError) as e:
+        for _ in s:
+            pass
+    assert e.value.errno == 125
+    assert "FilterExec" in ds.explain_scan(filter="id > 3") or "filter" in ds.explain_scan(filter="id > 3").lower()
+
+
+def test_vector_and_full_text_search_and_take(table):
+    uri, pyds = table
+    ds = lh.open(uri)
+    q = pyds.take([5], columns=["vec"])["vec"].to_pylist()[0]
+    plan = ds.plan_vector_search("vec", use_index=False)
+    assert plan.index_name is None and "use_index" in plan.reason
+    parts = [ds.search_split(s, "vec", q, k=5, columns=["id"]) for s in plan]
+    top = lh.merge_top_k(parts, 5).read_all()
+    exact = pyds.to_table(nearest={"column": "vec", "q": q, "k": 5, "use_index": False}, columns=["id"])
+    assert top["id"].to_pylist() == exact["id"].to_pylist()
+    rows = ds.take(top["_rowid"].to_pylist(), columns=["id"])
+    assert rows["id"].to_pylist() == top["id"].to_pylist()
+    iplan = ds.plan_vector_search("vec")
+    assert iplan.index_name == "vec_idx"
+    assert "vec_idx" in ds.explain_search(iplan[0], "vec", q, k=5) or "ANN" in ds.explain_search(iplan[0], "vec", q, k=5)
+    seg = [s for s in iplan if s.kind == lh.SPLIT_INDEX_SEGMENT]
+    cands = lh.merge_top_k([ds.search_split(s, "vec", q, k=5, refine_factor=2, defer_refine=True) for s in seg], 10)
+    refined = ds.refine(cands, "vec", q, k=5).read_all()
+    assert refined.num_rows == 5 and refined["_distance"].to_pylist() == sorted(refined["_distance"].to_pylist())
+    # Full text: statistics once, every split, merged: pylance's answer.
+    fplan = ds.plan_fts("text")
+    stats = ds.fts_stats("text", "quick fox")
+    merged = lh.merge_fts([ds.fts_search_split(s, "text", "quick fox", stats, k=10, columns=["id"]) for s in fplan], 10).read_all()
+    from lance.query import MatchQuery
+    want = pyds.to_table(full_text_query=MatchQuery("quick fox", "text"), limit=10, columns=["id"])
+    np.testing.assert_allclose(merged["_score"].to_numpy(), want["_score"].to_numpy(), rtol=1e-5)
+    assert "text_idx" in ds.explain_fts(fplan[0], "text", "quick fox", stats)
+    fused = lh.rrf_merge(lh.merge_top_k([ds.search_split(s, "vec", q, k=5) for s in plan], 5),
+                         lh.merge_fts([ds.fts_search_split(s, "text", "quick fox", stats, k=5) for s in fplan], 5), 5)
+    assert fused.read_all().column_names == ["_rowid", "_relevance_score", "_distance", "_score"]
+
+
+def test_metadata_statistics_indexes_prewarm_and_counts(table):
+    uri, pyds = table
+    ds = lh.open(uri)
+    assert [f.id for f in ds.fragments()] == [f.fragment_id for f in pyds.get_fragments()]
+    assert [v.version for v in ds.versions()] == [v["version"] for v in pyds.versions()]
+    assert ds.latest_version() == pyds.version == ds.version
+    assert ds.schema.names == pyds.schema.names
+    st = ds.statistics()
+    assert sum(f[1] - f[2] for f in st.fragments) == pyds.count_rows()
+    assert {c[0] for c in st.columns} >= {"id", "text"}
+    idx = {i.name: i for i in ds.indexes()}
+    assert idx["vec_idx"].metric and idx["text_idx"].index_type.upper() == "INVERTED"
+    io = ds.prewarm_index("text_idx")
+    assert isinstance(io, lh.IoStats)
+    ds.prewarm_index("vec_idx", segments=[idx["vec_idx"].segments[0].uuid])
+    ds.prewarm_index_quietly("vec_idx")
+    n, io = ds.count_split_rows(ds.plan_scan()[0], "id >= 0")
+    assert n == ds.fragments()[0].logical_rows
+    assert ds.count_rows_with_io("cat = 'c2'")[0] == pyds.count_rows("cat = 'c2'")
+    old = lh.open(uri, version=1)
+    assert old.count_rows() == 1200
+    assert lh.open_at_timestamp(uri, 2**62).version == ds.version
+    assert ds.plan_scan()[0].open_dataset().version == ds.version
+
+
+def test_errors_catalog_session_context_logging_metrics(table, tmp_path):
+    uri, _ = table
+    with pytest.raises(lh.LanceError) as e:
+        lh.open(str(tmp_path / "missing.lance"))
+    assert e.value.code == 2 and e.value.name == "LANCE_ERR_NOT_FOUND" and lh.error_code_name(2) == e.value.name
+    with pytest.raises(lh.LanceError) as e:
+        lh.Split.from_bytes(b"not a split")
+    assert e.value.name == "LANCE_ERR_CORRUPT"
+    with pytest.raises(lh.LanceError, match="unknown column"):
+        lh.open(uri).scan(columns=["nope"])
+    # A directory catalog over the table's parent.
+    cat = lh.Catalog({"root": str(Path(uri).parent)})
+    assert "t" in cat.list_tables()
+    assert cat.list_namespaces() == []
+    info = cat.describe_table("t")
+    assert info.location.rstrip("/").endswith("t.lance") and info.latest_version == lh.open(uri).version
+    assert cat.open_table("t").count_rows() == lh.open(uri).count_rows()
+    # A cancelled call context fails the calls of its thread.
+    ctx = lh.CallContext(timeout_ms=0)
+    ctx.cancel()
+    with ctx:
+        with pytest.raises(lh.LanceError) as e:
+            lh.open(uri)
+        assert e.value.name == "LANCE_ERR_CANCELLED"
+    assert lh.open(uri).count_rows() > 0
+    # Session figures, metrics, log records.
+    assert lh.session_stats()["index_hits"] >= 0
+    with pytest.raises(lh.LanceError):
+        lh.configure_session(lh.SessionOptions.defaults())  # the session is already running
+    lh.flush_data_cache()
+    assert any(k.startswith("op.") or "." in k for k in lh.metrics())
+    records = []
+    lh.set_log_callback(lambda lvl, target, msg: records.append((lvl, target, msg)), level="debug")
+    lh.open(uri).scan(columns=["id"]).read_all()
+    lh.set_log_callback(None)
+    assert records, "no log record reached the callback"
+
+
+def s3_worker(args):
+    token, split, opts = args
+    import lance_host
+    return lance_host.open_snapshot(token, storage_options=opts).scan_split(split, columns=["id"]).read_all().num_rows
+
+
+def test_s3_table(tmp_path):
+    import socket
+    import time
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "integration" / "moto_server.py"), str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ep = f"http://127.0.0.1:{port}"
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(urllib.request.Request(f"{ep}/pkg", method="PUT")).read()
+                break
+            except Exception:
+                time.sleep(0.2)
+        opts = {"aws_access_key_id": "a", "aws_secret_access_key": "b", "aws_region": "us-east-1",
+                "aws_endpoint": ep, "allow_http": "true", "aws_virtual_hosted_style_request": "false"}
+        uri = "s3://pkg/t.lance"
+        pyds = write(uri, opts)
+        ds = lh.open(uri, storage_options=opts)
+        assert ds.count_rows() == pyds.count_rows()
+        token = ds.export_snapshot()
+        with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+            counts = list(pool.map(s3_worker, [(token, s, opts) for s in ds.plan_scan()]))
+        assert sum(counts) == pyds.count_rows()
+        with ds.scan_stream(columns=["id"]) as s:
+            s.read_all()
+            assert s.io_stats().read_requests > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
