@@ -219,9 +219,12 @@ int main(int argc, char** argv) {
     // Catalog metadata, call contexts, logging, metrics.
     auto info = catalog.describe_table("vectors");
     EXPECT(info.location.find("vectors.lance") != std::string::npos && info.latest_version == ds.version());
-    bool nested = false;
-    for (const auto& ns : catalog.list_namespaces({}, true)) nested |= !ns.empty() && ns[0] == "nested";
-    EXPECT(nested);
+    EXPECT(catalog.list_namespaces().empty());  // the plain layout has none
+    auto nested_catalog = lh::Catalog::open({{"root", fact(warehouse, "nested.root")}});
+    auto all_ns = nested_catalog.list_namespaces({}, true);
+    bool deep = false;
+    for (const auto& ns : all_ns) deep |= ns.size() >= 2;
+    EXPECT(!all_ns.empty() && deep);
     lh::CallContext ctx;
     ctx.cancel();
     {
@@ -265,7 +268,41 @@ int main(int argc, char** argv) {
       EXPECT(false);
     } catch (const lh::Error& e) {
       EXPECT(e.code() == ECANCELED);
+      EXPECT(e.source() == lh::Error::Source::Stream && e.stream_errno() == ECANCELED && !e.library_code());
     }
+    // A library error says it is one (LANCE_ERR_NOT_FOUND and ENOENT are both 2).
+    try {
+      lh::Dataset::open(warehouse + "/missing.lance");
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_NOT_FOUND && !e.stream_errno());
+    }
+    // Checked, null-aware column access.
+    lh::ScanRequest two;
+    two.columns = {"id", "category"};
+    two.limit = 3;
+    for (auto& batch : ds.scan(two)) {
+      EXPECT(batch.values<int64_t>("id")[0] >= 0);
+      EXPECT(!batch.is_null(0, 0));
+      for (auto bad_access : {0, 1, 2}) {
+        try {
+          if (bad_access == 0) batch.values<double>("id");          // wrong type
+          if (bad_access == 1) batch.values<int64_t>("no_such");    // missing column (-1)
+          if (bad_access == 2) batch.is_null(0, batch.num_rows());  // row out of range
+          EXPECT(false);
+        } catch (const lh::Error& e) {
+          EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+        }
+      }
+    }
+    // A NULL plan handle is refused; splits deserialize from a borrowed buffer.
+    try {
+      lh::SplitPlan null_plan(nullptr);
+      EXPECT(false);
+    } catch (const lh::Error&) {
+    }
+    auto bytes = plan.at(0).serialize();
+    EXPECT(lh::Split::deserialize(bytes.data(), bytes.size()).row_count() == plan.at(0).row_count());
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

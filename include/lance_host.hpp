@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,20 +25,40 @@
 
 namespace lance_host {
 
-/// A failed call: `code()` is the LanceErrorCode (or, for a stream, the errno `get_next`
-/// returned), `what()` the message.
+/// A failed call. `source()` says what `code()` is: a library `LanceErrorCode` (from a function
+/// of the C API) or the errno a stream's `get_next` / `get_schema` returned (the two number
+/// spaces overlap: LANCE_ERR_NOT_FOUND and ENOENT are both 2). `what()` is the message, which
+/// starts with the code's name.
 class Error : public std::runtime_error {
  public:
-  Error(int32_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  enum class Source { Library, Stream };
+  Error(int32_t code, const std::string& message, Source source = Source::Library)
+      : std::runtime_error(message), code_(code), source_(source) {}
   int32_t code() const noexcept { return code_; }
+  Source source() const noexcept { return source_; }
+  /// The library's error code, or nullopt for a stream errno.
+  std::optional<LanceErrorCode> library_code() const noexcept {
+    if (source_ != Source::Library) return std::nullopt;
+    return static_cast<LanceErrorCode>(code_);
+  }
+  /// The stream's errno, or nullopt for a library error.
+  std::optional<int> stream_errno() const noexcept {
+    if (source_ != Source::Stream) return std::nullopt;
+    return code_;
+  }
   /// The calling thread's last error.
   static Error last() {
     int32_t code = static_cast<int32_t>(lance_last_error_code());
     return Error(code, std::string(lance_error_code_name(code)) + ": " + lance_last_error_message());
   }
+  /// A stream failure: `rc` is the errno `get_next`/`get_schema` returned.
+  static Error from_stream(int rc, const char* message) {
+    return Error(rc, std::string("stream errno ") + std::to_string(rc) + ": " + (message ? message : ""), Source::Stream);
+  }
 
  private:
   int32_t code_;
+  Source source_;
 };
 
 /// The loaded library's version, e.g. "0.2.0".
@@ -138,16 +159,59 @@ class Batch {
       if (name == schema_->children[i]->name) return i;
     return -1;
   }
-  /// The values of a primitive column (int64 "l", uint64 "L", float "f", ...), offset applied.
+  /// The values of a primitive column, offset applied. Checked: `column` must exist (not -1
+  /// from `column_index`) and its Arrow type must be T's (int8 "c" ... uint64 "L", float "f",
+  /// double "g"); otherwise Error(LANCE_ERR_INVALID_ARGUMENT). Values of null rows are
+  /// undefined: ask `is_null`.
   template <class T>
   const T* values(int64_t column) const {
-    const ArrowArray* c = array_.children[column];
+    const ArrowArray* c = child(column);
+    const char* want = format_of<T>();
+    const char* have = schema_->children[column]->format;
+    if (want == nullptr || std::string(have) != want)
+      throw Error(LANCE_ERR_INVALID_ARGUMENT, std::string("LANCE_ERR_INVALID_ARGUMENT: column '") +
+                                                  schema_->children[column]->name + "' has Arrow type '" + have +
+                                                  "', not the type asked for");
     return static_cast<const T*>(c->buffers[1]) + c->offset;
+  }
+  /// The values of the column named `name` (checked as `values`).
+  template <class T>
+  const T* values(const std::string& name) const {
+    return values<T>(column_index(name));
+  }
+  /// Whether row `row` of `column` is null (checked like `values`).
+  bool is_null(int64_t column, int64_t row) const {
+    const ArrowArray* c = child(column);
+    if (row < 0 || row >= c->length)
+      throw Error(LANCE_ERR_INVALID_ARGUMENT, "LANCE_ERR_INVALID_ARGUMENT: row " + std::to_string(row) + " is out of range");
+    if (c->null_count == 0 || c->n_buffers == 0 || c->buffers[0] == nullptr) return false;
+    const int64_t i = c->offset + row;
+    return ((static_cast<const uint8_t*>(c->buffers[0])[i >> 3] >> (i & 7)) & 1) == 0;
   }
 
  private:
   void reset() noexcept {
     if (array_.release) array_.release(&array_);
+  }
+  const ArrowArray* child(int64_t column) const {
+    if (column < 0 || column >= array_.n_children)
+      throw Error(LANCE_ERR_INVALID_ARGUMENT,
+                  "LANCE_ERR_INVALID_ARGUMENT: column index " + std::to_string(column) + " does not exist");
+    return array_.children[column];
+  }
+  template <class T>
+  static const char* format_of() {
+    if constexpr (std::is_same_v<T, int8_t>) return "c";
+    else if constexpr (std::is_same_v<T, uint8_t>) return "C";
+    else if constexpr (std::is_same_v<T, int16_t>) return "s";
+    else if constexpr (std::is_same_v<T, uint16_t>) return "S";
+    else if constexpr (std::is_same_v<T, int32_t>) return "i";
+    else if constexpr (std::is_same_v<T, uint32_t>) return "I";
+    else if constexpr (std::is_same_v<T, int64_t>) return "l";
+    else if constexpr (std::is_same_v<T, uint64_t>) return "L";
+    else if constexpr (std::is_same_v<T, float>) return "f";
+    else if constexpr (std::is_same_v<T, double>) return "g";
+    else return nullptr;
   }
   ArrowArray array_;
   std::shared_ptr<ArrowSchema> schema_;
@@ -187,7 +251,7 @@ class Stream {
         delete p;
       });
       int rc = stream_.get_schema(&stream_, s.get());
-      if (rc != 0) throw Error(rc, stream_.get_last_error(&stream_));
+      if (rc != 0) throw Error::from_stream(rc, stream_.get_last_error(&stream_));
       schema_ = s;
     }
     return *schema_;
@@ -198,7 +262,7 @@ class Stream {
     schema();
     ArrowArray a;
     int rc = stream_.get_next(&stream_, &a);
-    if (rc != 0) throw Error(rc, stream_.get_last_error(&stream_));
+    if (rc != 0) throw Error::from_stream(rc, stream_.get_last_error(&stream_));
     if (a.release == nullptr) return std::nullopt;
     return Batch(a, schema_);
   }
@@ -292,9 +356,9 @@ class Dataset;
 class Split {
  public:
   explicit Split(LanceSplit* p) : p_(check_ptr(p)) {}
-  static Split deserialize(const std::vector<uint8_t>& bytes) {
-    return Split(lance_split_deserialize(bytes.data(), bytes.size()));
-  }
+  static Split deserialize(const std::vector<uint8_t>& bytes) { return deserialize(bytes.data(), bytes.size()); }
+  /// From bytes anywhere (a received message buffer): no copy is made.
+  static Split deserialize(const uint8_t* bytes, size_t len) { return Split(lance_split_deserialize(bytes, len)); }
   std::vector<uint8_t> serialize() const {
     uint8_t* b = nullptr;
     size_t n = 0;
@@ -321,6 +385,8 @@ class Split {
     return std::vector<uint64_t>(ids, ids + n);
   }
   const LanceSplit* get() const { return p_.get(); }
+  /// Give up ownership (free with lance_split_free).
+  LanceSplit* release() { return p_.release(); }
 
  private:
   std::unique_ptr<LanceSplit, detail::Deleter<LanceSplit, lance_split_free>> p_;
@@ -329,7 +395,10 @@ class Split {
 /// Splits of a pinned snapshot.
 class SplitPlan {
  public:
-  explicit SplitPlan(LanceSplitPlan* p) : p_(p) {}
+  explicit SplitPlan(LanceSplitPlan* p) : p_(check_ptr(p)) {}
+  const LanceSplitPlan* get() const { return p_.get(); }
+  /// Give up ownership (free with lance_split_plan_free).
+  LanceSplitPlan* release() { return p_.release(); }
   size_t size() const { return lance_split_plan_count(p_.get()); }
   /// An owned copy of split `i`.
   Split at(size_t i) const { return Split(lance_split_plan_get(p_.get(), i)); }
@@ -646,6 +715,8 @@ class Dataset {
     return Stream(out);
   }
   const LanceDataset* get() const { return p_.get(); }
+  /// Give up ownership (free with lance_dataset_free).
+  LanceDataset* release() { return p_.release(); }
 
  private:
   static LanceScanOptions scan_options(const ScanRequest& r, const std::vector<const char*>& cols) {
@@ -726,6 +797,9 @@ class Catalog {
     return Catalog(lance_catalog_open(kv.get()));
   }
   explicit Catalog(LanceCatalog* p) : p_(check_ptr(p)) {}
+  const LanceCatalog* get() const { return p_.get(); }
+  /// Give up ownership (free with lance_catalog_free).
+  LanceCatalog* release() { return p_.release(); }
 
   std::vector<std::string> list_tables(const std::vector<std::string>& ns = {}) const {
     auto parts = detail::c_strings(ns);
@@ -790,6 +864,9 @@ class CallContext {
     Scope& operator=(const Scope&) = delete;
   };
   Scope enter() const { return Scope(*this); }
+  const LanceCallContext* get() const { return p_.get(); }
+  /// Give up ownership (free with lance_call_context_free).
+  LanceCallContext* release() { return p_.release(); }
 
  private:
   std::unique_ptr<LanceCallContext, detail::Deleter<LanceCallContext, lance_call_context_free>> p_;
