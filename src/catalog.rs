@@ -40,6 +40,8 @@ pub struct Catalog {
     secrets: Secrets,
     /// The local directory a `dir` catalog reads (None for object stores and REST).
     local_root: Option<std::path::PathBuf>,
+    /// How messages name the catalog, e.g. "directory catalog '/data'" (no secrets).
+    label: String,
 }
 
 /// What `describe_table` returns.
@@ -282,6 +284,10 @@ impl Catalog {
             (CatalogKind::Dir, Some(root)) => root.strip_prefix("file://").map(Into::into),
             _ => None,
         };
+        let label = match kind {
+            CatalogKind::Dir => format!("directory catalog '{}'", props.get("root").map(String::as_str).unwrap_or("")),
+            CatalogKind::Rest => format!("REST catalog '{}'", props.get("uri").map(String::as_str).unwrap_or("")),
+        };
         Ok(Catalog {
             kind,
             namespace,
@@ -292,6 +298,7 @@ impl Catalog {
             page_size,
             secrets,
             local_root,
+            label,
         })
     }
 
@@ -400,10 +407,18 @@ impl Catalog {
         id.push(table.to_string());
         let what = format!("cannot describe table '{}'", self.display(&id));
         let namespace = self.namespace.clone();
+        let ns_name = self.display(&id[..id.len() - 1]);
         let resp = run_bounded(self.timeout, &self.secrets, &what, async move {
             let mut req = DescribeTableRequest::new();
             req.id = Some(id);
             namespace.describe_table(req).await
+        })
+        .map_err(|e| match e.code {
+            LanceErrorCode::LANCE_ERR_NOT_FOUND => HostError::not_found(format!(
+                "table '{table}' not found in namespace {ns_name} of the {} ({})",
+                self.label, e.message
+            )),
+            _ => e,
         })?;
         let location = resp
             .location

@@ -84,11 +84,30 @@ impl HostError {
         Self::new(code, format!("{context}: {text}"))
     }
 
+    /// Object stores print local paths without their leading '/': give the paths under the
+    /// local table `uri` theirs back (no change for other tables).
+    pub fn with_local_paths(mut self, uri: &str) -> Self {
+        self.message = local_paths(uri, &self.message);
+        self
+    }
+
     /// Prefix the message with more context, keeping the code.
     pub fn context(mut self, context: &str) -> Self {
         self.message = readable(format!("{context}: {}", self.message));
         self
     }
+}
+
+/// `text` with the paths of the local table `uri` that lost their leading '/' (the object-store
+/// form) written as the host knows them; `text` unchanged for other tables.
+pub fn local_paths(uri: &str, text: &str) -> String {
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    if uri.contains("://") && !uri.starts_with("file://") || !path.starts_with('/') || path.len() < 2 {
+        return text.to_string();
+    }
+    let rel = &path[1..];
+    let hold = "\u{1}";
+    text.replace(path, hold).replace(rel, path).replace(hold, path)
 }
 
 impl fmt::Display for HostError {

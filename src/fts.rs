@@ -605,6 +605,15 @@ pub fn search_split(
     corpus: &CorpusStats,
 ) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Search);
+    search_split_inner(snapshot, split, q, corpus).map_err(|e| e.with_local_paths(snapshot.uri()))
+}
+
+fn search_split_inner(
+    snapshot: &Snapshot,
+    split: &Split,
+    q: &TextQuery,
+    corpus: &CorpusStats,
+) -> Result<BatchReader> {
     let p = prepare(snapshot, split, q, corpus)?;
     let ds = p.stats.dataset(snapshot);
     let frags = scan::resolve_fragments(snapshot, &split.fragment_ids)?;
@@ -729,7 +738,10 @@ pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: 
                 PreFilterSource::None,
                 corpus.scorer(&corpus.indexed),
             )?;
-            let plan = lance::deps::datafusion::physical_plan::displayable(exec.as_ref()).indent(true).to_string();
+            let plan = crate::error::local_paths(
+                snapshot.uri(),
+                &lance::deps::datafusion::physical_plan::displayable(exec.as_ref()).indent(true).to_string(),
+            );
             Ok(format!(
                 "{head}INVERTED index '{}' segment {seg} over fragments {:?}, scored with the shipped corpus statistics ({} documents)\n{plan}",
                 split.index_name, split.fragment_ids, corpus.indexed.num_docs

@@ -36,6 +36,10 @@ use crate::stats::{IoStats, OpStats};
 
 /// Warm every segment of index `name`; returns the I/O the prewarm caused.
 pub fn prewarm_index(snapshot: &Snapshot, name: &str) -> Result<IoStats> {
+    prewarm_index_inner(snapshot, name).map_err(|e| e.with_local_paths(snapshot.uri()))
+}
+
+fn prewarm_index_inner(snapshot: &Snapshot, name: &str) -> Result<IoStats> {
     let info = named_index(snapshot, name)?;
     let all: Vec<Uuid> = info.segments.iter().map(|s| s.uuid).collect();
     prewarm(snapshot, &info, &all)
@@ -45,6 +49,10 @@ pub fn prewarm_index(snapshot: &Snapshot, name: &str) -> Result<IoStats> {
 /// serves). An empty list is INVALID_ARGUMENT; a UUID that is not a segment of the index at the
 /// snapshot's version is NOT_FOUND naming it. Repeated UUIDs are warmed once.
 pub fn prewarm_index_segments(snapshot: &Snapshot, name: &str, segments: &[Uuid]) -> Result<IoStats> {
+    prewarm_index_segments_inner(snapshot, name, segments).map_err(|e| e.with_local_paths(snapshot.uri()))
+}
+
+fn prewarm_index_segments_inner(snapshot: &Snapshot, name: &str, segments: &[Uuid]) -> Result<IoStats> {
     let info = named_index(snapshot, name)?;
     if segments.is_empty() {
         return Err(HostError::invalid("the list of segments to prewarm is empty"));

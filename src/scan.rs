@@ -246,7 +246,7 @@ pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
 /// the read), as Lance's own plan text; nothing is read.
 pub fn explain_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<String> {
     let (scanner, _) = prepared_scan(snapshot, opts)?;
-    explain(scanner)
+    Ok(crate::error::local_paths(snapshot.uri(), &explain(scanner)?))
 }
 
 /// Lance's verbose plan text of a prepared scanner.

@@ -123,15 +123,18 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
 /// `_rowid` when asked.
 pub fn search_split(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Search);
-    let (scanner, stats) = prepared_search(snapshot, split, q)?;
-    Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats).reading(snapshot))
+    let start = || {
+        let (scanner, stats) = prepared_search(snapshot, split, q)?;
+        Ok(BatchReader::start(scanner, "vector search failed")?.with_stats(stats).reading(snapshot))
+    };
+    start().map_err(|e: HostError| e.with_local_paths(snapshot.uri()))
 }
 
 /// The plan Lance would run for this split search (index segment or flat pass, prefilter,
 /// re-rank), as Lance's own plan text; nothing is read.
 pub fn explain_search(snapshot: &Snapshot, split: &Split, q: &VectorQuery) -> Result<String> {
     let (scanner, _) = prepared_search(snapshot, split, q)?;
-    scan::explain(scanner)
+    Ok(crate::error::local_paths(snapshot.uri(), &scan::explain(scanner)?))
 }
 
 fn prepared_search(

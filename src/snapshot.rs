@@ -63,7 +63,7 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
             HostError::from_lance(&format!("cannot open table '{uri}'"), e)
         }
     })
-    .map_err(|e| secrets.scrub(e))?;
+    .map_err(|e| secrets.scrub(e).with_local_paths(uri))?;
     Ok(Snapshot {
         dataset: Arc::new(dataset),
         storage_options,

@@ -98,6 +98,10 @@ pub(crate) fn fetch_found_rows(
 /// Take `ids` (request order, duplicates kept) projecting `columns` (empty = all; `_rowid`
 /// allowed). Any missing or deleted id fails the whole call.
 pub fn take_rows(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result<BatchReader> {
+    take_rows_inner(snapshot, ids, columns).map_err(|e| e.with_local_paths(snapshot.uri()))
+}
+
+fn take_rows_inner(snapshot: &Snapshot, ids: &[u64], columns: &[String]) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Take);
     validate_columns(snapshot, columns)?;
     let data_cols: Vec<String> = if columns.is_empty() {

@@ -132,6 +132,32 @@ struct HostStream {
     stats: OpStats,
     token: crate::cancel::Token,
     failure: std::sync::Arc<std::sync::OnceLock<crate::error::LanceErrorCode>>,
+    /// The message `get_last_error` returns after a failure: the code's name, then the error
+    /// (without arrow's "External error: " wrapper).
+    message: std::sync::Mutex<Option<std::ffi::CString>>,
+}
+
+/// The message of a failed `get_next`/`get_schema`: `LANCE_ERR_<NAME>: <what happened>`.
+fn stream_message(host: &HostStream, inner: *mut FFI_ArrowArrayStream) {
+    // SAFETY: arrow's exported stream is live while `host` is; its message is valid until the
+    // next call on it, and is copied here at once.
+    let raw = match unsafe { (*inner).get_last_error } {
+        Some(f) => unsafe { f(inner) },
+        None => std::ptr::null(),
+    };
+    let text = if raw.is_null() {
+        "the stream failed".to_string()
+    } else {
+        unsafe { std::ffi::CStr::from_ptr(raw) }.to_string_lossy().into_owned()
+    };
+    let text = text.strip_prefix("External error: ").unwrap_or(&text);
+    let code = host.failure.get().copied().unwrap_or(crate::error::LanceErrorCode::LANCE_ERR_IO);
+    // SAFETY: lance_error_code_name returns a static NUL-terminated string.
+    let name = unsafe { std::ffi::CStr::from_ptr(super::error::lance_error_code_name(code as i32)) };
+    let msg = format!("{}: {text}", name.to_string_lossy());
+    if let Ok(mut slot) = host.message.lock() {
+        *slot = std::ffi::CString::new(msg.replace('\0', " ")).ok();
+    }
 }
 
 /// The errno `get_next` returns for a stream that failed with `code` (see the header of
@@ -171,10 +197,14 @@ unsafe extern "C" fn host_get_schema(s: *mut FFI_ArrowArrayStream, out: *mut FFI
     // SAFETY: called by the consumer on a live stream created by `export_stream`.
     let Some(host) = (unsafe { host_of(s) }) else { return libc_einval() };
     let inner = host.inner.get();
-    match unsafe { (*inner).get_schema } {
+    let rc = match unsafe { (*inner).get_schema } {
         Some(f) => unsafe { f(inner, out) },
         None => libc_einval(),
+    };
+    if rc != 0 {
+        stream_message(host, inner);
     }
+    rc
 }
 
 unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_ArrowArray) -> c_int {
@@ -185,6 +215,9 @@ unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_A
         Some(f) => unsafe { f(inner, out) },
         None => libc_einval(),
     };
+    if rc != 0 {
+        stream_message(host, inner);
+    }
     match (rc, host.failure.get()) {
         (0, _) | (_, None) => rc,
         (_, Some(code)) => errno_of(*code),
@@ -194,6 +227,13 @@ unsafe extern "C" fn host_get_next(s: *mut FFI_ArrowArrayStream, out: *mut FFI_A
 unsafe extern "C" fn host_get_last_error(s: *mut FFI_ArrowArrayStream) -> *const c_char {
     // SAFETY: as above.
     let Some(host) = (unsafe { host_of(s) }) else { return std::ptr::null() };
+    if let Ok(slot) = host.message.lock() {
+        if let Some(m) = slot.as_ref() {
+            // Valid until the next call on this stream or its release (Arrow's contract): the
+            // slot is only replaced by the next failing call.
+            return m.as_ptr();
+        }
+    }
     let inner = host.inner.get();
     match unsafe { (*inner).get_last_error } {
         Some(f) => unsafe { f(inner) },
@@ -233,6 +273,7 @@ pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream)
         stats,
         token,
         failure,
+        message: std::sync::Mutex::new(None),
     });
     let stream = FFI_ArrowArrayStream {
         get_schema: Some(host_get_schema),

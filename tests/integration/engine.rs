@@ -240,6 +240,9 @@ fn cancelled_streams_fail_with_ecanceled_and_keep_failing() {
     let (rc, msg) = get_next(&mut stream);
     assert_eq!(rc, 125, "{msg}");
     assert!(msg.contains("cancelled"), "{msg}");
+    // The message names the library's code and carries no wrapper noise.
+    assert!(msg.starts_with("LANCE_ERR_CANCELLED: "), "{msg}");
+    assert!(!msg.contains("External error"), "{msg}");
     assert_eq!(get_next(&mut stream).0, 125, "a cancelled stream must not look complete");
     unsafe { (stream.release.unwrap())(&mut stream) };
     assert_err(lance_stream_cancel(&stream), LANCE_ERR_INVALID_ARGUMENT, "released");

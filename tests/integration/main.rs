@@ -2,6 +2,7 @@
 
 mod common;
 mod datacache;
+mod edges;
 mod dataset;
 mod engine;
 mod catalog;

@@ -1,0 +1,74 @@
+//! Rough edges a first C/C++ user hit (issue 19): messages that name what is missing where it
+//! is, local paths printed as the host knows them.
+
+use std::ffi::CStr;
+
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::catalog::*;
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::scan::*;
+use lance_host::ffi::take::*;
+use lance_host::LanceErrorCode::*;
+
+use crate::common::*;
+
+#[test]
+fn catalog_says_which_table_is_missing_where() {
+    let root = fixture().root.to_str().unwrap().to_string();
+    let (_keep, props) = kv(&[("root", &root)]);
+    let cat = lance_catalog_open(props.as_ptr());
+    assert!(!cat.is_null(), "{}", last_message());
+    let t = cstr("missing");
+    let ds = lance_catalog_open_table(cat, std::ptr::null(), 0, t.as_ptr(), 0);
+    assert!(ds.is_null());
+    assert_eq!(last_code(), LANCE_ERR_NOT_FOUND as i32);
+    let msg = last_message();
+    assert!(msg.contains("table 'missing' not found in namespace <root>"), "{msg}");
+    assert!(msg.contains(&format!("directory catalog '{root}'")), "{msg}");
+    lance_catalog_free(cat);
+}
+
+#[test]
+fn local_paths_keep_their_leading_slash() {
+    // Explain names the table's files with the absolute path.
+    let uri = people_uri();
+    assert!(uri.starts_with('/'));
+    let ds = Ds::open(&uri, 0);
+    let mut text = std::ptr::null_mut();
+    assert_eq!(lance_dataset_explain_scan_v2(ds.ptr(), &default_opts(), &mut text), 0, "{}", last_message());
+    let plan = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
+    lance_string_free(text);
+    assert!(plan.contains(&format!("uri={uri}")), "{plan}");
+    assert!(!plan.contains(&format!("={}", &uri[1..])), "{plan}");
+
+    // A data file that disappeared: take names it with its absolute path.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("people.lance");
+    copy_dir(std::path::Path::new(&uri), &copy);
+    let copy_uri = copy.to_str().unwrap().to_string();
+    let ds = Ds::open(&copy_uri, 0);
+    for f in std::fs::read_dir(copy.join("data")).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let cols = cstrs(&["id"]);
+    let ids = [1u64];
+    let mut out = FFI_ArrowArrayStream::empty();
+    let rc = lance_dataset_take_rows(ds.ptr(), ids.as_ptr(), 1, cols.ptrs.as_ptr(), 1, &mut out);
+    assert_ne!(rc, 0);
+    let msg = last_message();
+    assert!(msg.contains(&copy_uri), "{msg}");
+    assert!(!msg.contains(&format!(" {}", &copy_uri[1..])), "{msg}");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
