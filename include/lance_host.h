@@ -967,7 +967,8 @@ int32_t lance_split_explain_fts(const LanceDataset *dataset, const LanceSplit *s
 
 // Merge `num_streams` full-text split results (same schema, with `_score` float32 and
 // `_rowid` uint64) into the `k` rows after `offset` with the largest `_score`, ties broken by
-// `_rowid` ascending, written to `out`.
+// `_rowid` ascending, written to `out`. Its I/O statistics are the sum of its inputs' (as for
+// `lance_topk_merge`).
 //
 // Takes ownership of every input stream, also on failure (they are released). Caller owns
 // `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is not
@@ -1314,6 +1315,10 @@ int32_t lance_dataset_refine_v2(const LanceDataset *dataset, const LanceVectorQu
 // Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 // schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
 // smallest `_distance`, ties broken by `_rowid`, written to `out`.
+//
+// The merged stream's I/O statistics (`lance_stream_io_stats_v2`) are the sum of those of its
+// inputs that came from this library (read to their end by the merge); only the merged rows
+// count as returned in the `stream.*` metrics.
 //
 // Takes ownership of every input stream, also on failure (they are released). Caller owns
 // `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is

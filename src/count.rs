@@ -49,8 +49,34 @@ pub fn count_rows(
             if let Some(frags) = frags {
                 scanner.with_fragments(frags);
             }
-            session::block_on(async move { scanner.count_rows().await })?
-                .map_err(|e| HostError::from_lance("cannot count rows", e))?
+            // Lance's count plan, run with the operation's callback so the index-cache lookups
+            // of the filter (a BTREE or BITMAP answering it) are reported.
+            scanner
+                .aggregate(lance::dataset::scanner::AggregateExpr::builder().count_star().build())
+                .map_err(lance_err)?;
+            let callback = stats.callback();
+            session::block_on(async move {
+                let plan = scanner.create_plan().await?;
+                let options = lance_datafusion::exec::LanceExecutionOptions {
+                    execution_stats_callback: Some(callback),
+                    ..Default::default()
+                };
+                let mut stream = lance_datafusion::exec::execute_plan(plan, options)?;
+                let mut count = 0u64;
+                while let Some(batch) = futures::StreamExt::next(&mut stream).await {
+                    let batch = batch?;
+                    if batch.num_rows() > 0 {
+                        let col = batch.column(0);
+                        let v = col
+                            .as_any()
+                            .downcast_ref::<arrow::array::Int64Array>()
+                            .ok_or_else(|| lance::Error::internal("the count plan did not return an Int64 column"))?;
+                        count += v.value(0) as u64;
+                    }
+                }
+                Ok::<_, lance::Error>(count)
+            })?
+            .map_err(|e| HostError::from_lance("cannot count rows", e))?
         }
     };
     Ok((count, stats.snapshot()))

@@ -324,6 +324,9 @@ pub struct BatchReader {
     /// For local tables: the table path as Lance's object-store errors print it (without the
     /// leading '/'), and as the host knows it.
     local_path: Option<(String, String)>,
+    /// Set when the library itself consumes this stream (a merge's or refine's input): its rows
+    /// are not counted as returned to the host (the output that carries them is).
+    consumed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl BatchReader {
@@ -354,6 +357,7 @@ impl BatchReader {
             failure: Arc::default(),
             context: "scan failed".to_string(),
             local_path: None,
+            consumed: Arc::default(),
         })
     }
 
@@ -369,6 +373,7 @@ impl BatchReader {
             failure: Arc::default(),
             context: "scan failed".to_string(),
             local_path: None,
+            consumed: Arc::default(),
         }
     }
 
@@ -396,6 +401,11 @@ impl BatchReader {
     pub fn with_stats(mut self, stats: OpStats) -> Self {
         self.stats = stats;
         self
+    }
+
+    /// The flag that marks this stream as consumed by the library (see `consumed`).
+    pub fn consumed_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.consumed.clone()
     }
 
     /// The operation's counters (live; shared with the reader).
@@ -475,7 +485,9 @@ impl Iterator for BatchReader {
                 None
             }
             Some(Ok(batch)) => {
-                crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
+                if !self.consumed.load(std::sync::atomic::Ordering::Relaxed) {
+                    crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
+                }
                 Some(Ok(batch))
             }
             Some(Err(err)) => {

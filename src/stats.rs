@@ -116,11 +116,36 @@ impl OpStats {
 
     /// Collect the plan's index-cache counters when the scanner's stream finishes.
     pub fn attach(&self, scanner: &mut Scanner) {
+        scanner.scan_stats_callback(self.callback());
+    }
+
+    /// The counters of several finished operations added up (e.g. the inputs of a merge).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a OpStats>) -> OpStats {
+        let total = OpStats::default();
+        for p in parts {
+            let s = p.snapshot();
+            let c = &total.counters;
+            c.requests.fetch_add(s.read_requests, Ordering::Relaxed);
+            c.bytes.fetch_add(s.read_bytes, Ordering::Relaxed);
+            c.index_requests.fetch_add(s.index_read_requests, Ordering::Relaxed);
+            c.index_bytes.fetch_add(s.index_read_bytes, Ordering::Relaxed);
+            c.cache_hits.fetch_add(s.index_cache_hits, Ordering::Relaxed);
+            c.cache_misses.fetch_add(s.index_cache_misses, Ordering::Relaxed);
+            c.data_hits.fetch_add(s.data_cache_hits, Ordering::Relaxed);
+            c.data_misses.fetch_add(s.data_cache_misses, Ordering::Relaxed);
+            c.data_hit_bytes.fetch_add(s.data_cache_hit_bytes, Ordering::Relaxed);
+        }
+        total
+    }
+
+    /// The callback that collects a plan's index-cache counters (for plans run without a
+    /// scanner's stream).
+    pub fn callback(&self) -> lance_datafusion::exec::ExecutionStatsCallback {
         let c = self.counters.clone();
-        scanner.scan_stats_callback(Arc::new(move |counts| {
+        Arc::new(move |counts| {
             c.cache_hits.fetch_add(counts.index_cache_hits() as u64, Ordering::Relaxed);
             c.cache_misses.fetch_add(counts.index_cache_misses() as u64, Ordering::Relaxed);
-        }));
+        })
     }
 
     /// Add index-cache lookups counted by a plan executed without a scanner.

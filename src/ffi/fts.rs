@@ -3,8 +3,7 @@
 
 use std::ffi::c_char;
 
-use arrow::array::RecordBatchReader;
-use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::fts::{self, CorpusStats, TextMatch, TextQuery};
@@ -12,7 +11,9 @@ use crate::merge;
 
 use super::handles::{LanceDataset, LanceIoStats, LanceSplit, LanceSplitPlan};
 use super::plan::export_plan;
-use super::scan::export_stream;
+use super::scan::{export_stream, import_stream};
+use super::search::import_streams;
+use crate::stats::OpStats;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
     guard_code, handle_ref, into_array, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg,
@@ -250,37 +251,10 @@ pub extern "C" fn lance_split_explain_fts(
     })
 }
 
-/// Take ownership of `n` caller streams (all of them, also on failure) as readers.
-fn take_streams(
-    streams: *mut FFI_ArrowArrayStream,
-    n: usize,
-) -> Result<Vec<Box<dyn RecordBatchReader + Send>>> {
-    let inputs = slice_arg(streams as *const FFI_ArrowArrayStream, n, "streams")?;
-    let mut readers: Vec<Box<dyn RecordBatchReader + Send>> = Vec::new();
-    let mut first_error = None;
-    for i in 0..inputs.len() {
-        // SAFETY: element i is a valid stream; from_raw moves it out and marks it released.
-        let stream = unsafe { FFI_ArrowArrayStream::from_raw(streams.add(i)) };
-        if stream.release.is_none() {
-            first_error.get_or_insert(HostError::invalid(format!("stream {i} is already released")));
-            continue;
-        }
-        match ArrowArrayStreamReader::try_new(stream) {
-            Ok(r) => readers.push(Box::new(r)),
-            Err(e) => {
-                first_error.get_or_insert(HostError::invalid(format!("stream {i}: {e}")));
-            }
-        }
-    }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(readers),
-    }
-}
-
 /// Merge `num_streams` full-text split results (same schema, with `_score` float32 and
 /// `_rowid` uint64) into the `k` rows after `offset` with the largest `_score`, ties broken by
-/// `_rowid` ascending, written to `out`.
+/// `_rowid` ascending, written to `out`. Its I/O statistics are the sum of its inputs' (as for
+/// `lance_topk_merge`).
 ///
 /// Takes ownership of every input stream, also on failure (they are released). Caller owns
 /// `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is not
@@ -294,9 +268,10 @@ pub extern "C" fn lance_fts_merge(
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
-        let readers = take_streams(streams, num_streams)?;
+        let (readers, stats) = import_streams(streams, num_streams)?;
         let out = out_arg(out, "out")?;
-        export_stream(merge::merge_top_k_by_score(readers, k, offset)?, out);
+        let reader = merge::merge_top_k_by_score(readers, k, offset)?;
+        export_stream(reader.with_stats(OpStats::sum(stats.iter())), out);
         Ok(())
     })
 }
@@ -324,25 +299,13 @@ pub extern "C" fn lance_rrf_merge(
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
-        let take_one = |p: *mut FFI_ArrowArrayStream, what: &str| -> Result<Box<dyn RecordBatchReader + Send>> {
-            if p.is_null() {
-                return Err(HostError::invalid(format!("{what} is NULL")));
-            }
-            // SAFETY: a non-NULL pointer is a stream the caller hands over; from_raw moves it.
-            let s = unsafe { FFI_ArrowArrayStream::from_raw(p) };
-            if s.release.is_none() {
-                return Err(HostError::invalid(format!("{what} stream is already released")));
-            }
-            Ok(Box::new(
-                ArrowArrayStreamReader::try_new(s).map_err(|e| HostError::invalid(format!("{what} stream: {e}")))?,
-            ))
-        };
         // Take both first so both are released on every failure path.
-        let v = take_one(vector, "vector");
-        let t = take_one(text, "text");
-        let (v, t) = (v?, t?);
+        let v = import_stream(vector, "vector");
+        let t = import_stream(text, "text");
+        let ((v, vs), (t, ts)) = (v?, t?);
         let out = out_arg(out, "out")?;
-        export_stream(fts::rrf_merge(v, t, k, rrf_k)?, out);
+        let fused = fts::rrf_merge(v, t, k, rrf_k)?;
+        export_stream(fused.with_stats(OpStats::sum(vs.iter().chain(ts.iter()))), out);
         Ok(())
     })
 }

@@ -135,6 +135,8 @@ struct HostStream {
     /// The message `get_last_error` returns after a failure: the code's name, then the error
     /// (without arrow's "External error: " wrapper).
     message: std::sync::Mutex<Option<std::ffi::CString>>,
+    /// Set when the library consumes the stream (merge, refine): see `BatchReader`.
+    consumed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The message of a failed `get_next`/`get_schema`: `LANCE_ERR_<NAME>: <what happened>`.
@@ -263,17 +265,45 @@ fn libc_einval() -> c_int {
     22
 }
 
+/// Take ownership of a stream a caller hands to a function that consumes it (a merge, refine):
+/// a reader over it and, for a stream of this library, the counters of the operation behind
+/// it (whose rows then no longer count as returned to the host). A NULL or released stream is
+/// INVALID_ARGUMENT naming `what`.
+pub(crate) fn import_stream(
+    p: *mut FFI_ArrowArrayStream,
+    what: &str,
+) -> Result<(Box<dyn arrow::array::RecordBatchReader + Send>, Option<OpStats>)> {
+    if p.is_null() {
+        return Err(HostError::invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: a non-NULL pointer is a stream the caller hands over (contract of the callers).
+    let stats = unsafe { host_of(p) }.map(|h| {
+        h.consumed.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.stats.clone()
+    });
+    // SAFETY: as above; from_raw moves the stream out and marks the caller's struct released.
+    let stream = unsafe { FFI_ArrowArrayStream::from_raw(p) };
+    if stream.release.is_none() {
+        return Err(HostError::invalid(format!("{what} stream is already released")));
+    }
+    let reader = arrow::ffi_stream::ArrowArrayStreamReader::try_new(stream)
+        .map_err(|e| HostError::invalid(format!("{what}: {e}")))?;
+    Ok((Box::new(reader), stats))
+}
+
 /// Hand a reader to C as an `ArrowArrayStream` written into `out`.
 pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream) {
     let stats = reader.stats();
     let token = reader.cancel_token();
     let failure = reader.failure();
+    let consumed = reader.consumed_flag();
     let host = Box::new(HostStream {
         inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(reader))),
         stats,
         token,
         failure,
         message: std::sync::Mutex::new(None),
+        consumed,
     });
     let stream = FFI_ArrowArrayStream {
         get_schema: Some(host_get_schema),

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use arrow::array::RecordBatchReader;
-use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::merge;
@@ -12,7 +12,8 @@ use crate::search::{self, QueryVector, VectorQuery};
 use super::handles::LanceDataset;
 use super::handles::LanceSplit;
 use super::plan::metric_arg;
-use super::scan::export_stream;
+use super::scan::{export_stream, import_stream};
+use crate::stats::OpStats;
 use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg};
 
@@ -255,24 +256,15 @@ pub(crate) fn dataset_refine(
 ) -> i32 {
     guard_code(|| {
         // Take ownership first so the stream is released on every failure path.
-        let input = if candidates.is_null() {
-            None
-        } else {
-            // SAFETY: a non-NULL `candidates` points to a stream the caller hands over;
-            // from_raw moves it out and marks the caller's struct released.
-            Some(unsafe { FFI_ArrowArrayStream::from_raw(candidates) })
-        };
-        let input = input.ok_or_else(|| HostError::invalid("candidates is NULL"))?;
-        if input.release.is_none() {
-            return Err(HostError::invalid("candidates stream is already released"));
-        }
-        let reader = ArrowArrayStreamReader::try_new(input)
-            .map_err(|e| HostError::invalid(format!("candidates stream: {e}")))?;
+        let (reader, input_stats) = import_stream(candidates, "candidates")?;
         let ds = handle_ref(dataset, "dataset")?;
         let q = query_arg(query, layout)?;
         let out = out_arg(out, "out")?;
-        let refined = crate::refine::refine_candidates(&ds.snapshot, &q, Box::new(reader))?;
-        export_stream(refined, out);
+        let refined = crate::refine::refine_candidates(&ds.snapshot, &q, reader)?;
+        // The figures of the refine's own reads plus those of the candidates' searches.
+        let own = refined.stats();
+        let total = OpStats::sum(input_stats.iter().chain(std::iter::once(&own)));
+        export_stream(refined.with_stats(total), out);
         Ok(())
     })
 }
@@ -280,6 +272,10 @@ pub(crate) fn dataset_refine(
 /// Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 /// schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
 /// smallest `_distance`, ties broken by `_rowid`, written to `out`.
+///
+/// The merged stream's I/O statistics (`lance_stream_io_stats_v2`) are the sum of those of its
+/// inputs that came from this library (read to their end by the merge); only the merged rows
+/// count as returned in the `stream.*` metrics.
 ///
 /// Takes ownership of every input stream, also on failure (they are released). Caller owns
 /// `out`; release it with `out->release(out)`. Thread-safe. Returns an error code; `out` is
@@ -293,29 +289,38 @@ pub extern "C" fn lance_topk_merge(
     out: *mut FFI_ArrowArrayStream,
 ) -> i32 {
     guard_code(|| {
-        let inputs = slice_arg(streams as *const FFI_ArrowArrayStream, num_streams, "streams")?;
-        let mut readers: Vec<Box<dyn RecordBatchReader + Send>> = Vec::new();
-        let mut first_error = None;
-        for i in 0..inputs.len() {
-            // SAFETY: element i is a valid stream; from_raw moves it out and marks it released.
-            let stream = unsafe { FFI_ArrowArrayStream::from_raw(streams.add(i)) };
-            if stream.release.is_none() {
-                first_error.get_or_insert(HostError::invalid(format!("stream {i} is already released")));
-                continue;
-            }
-            match ArrowArrayStreamReader::try_new(stream) {
-                Ok(r) => readers.push(Box::new(r)),
-                Err(e) => {
-                    first_error.get_or_insert(HostError::invalid(format!("stream {i}: {e}")));
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+        let (readers, stats) = import_streams(streams, num_streams)?;
         let out = out_arg(out, "out")?;
         let reader = merge::merge_top_k(readers, k, offset)?;
-        export_stream(reader, out);
+        export_stream(reader.with_stats(OpStats::sum(stats.iter())), out);
         Ok(())
     })
+}
+
+/// Take ownership of `n` caller streams — all of them, also when one is bad (each is
+/// released) — as readers, with the counters of those that come from this library.
+pub(crate) fn import_streams(
+    streams: *mut FFI_ArrowArrayStream,
+    n: usize,
+) -> Result<(Vec<Box<dyn RecordBatchReader + Send>>, Vec<OpStats>)> {
+    slice_arg(streams as *const FFI_ArrowArrayStream, n, "streams")?;
+    let mut readers = Vec::with_capacity(n);
+    let mut stats = Vec::new();
+    let mut first_error = None;
+    for i in 0..n {
+        // SAFETY: `streams` holds `n` streams (checked above for NULL with n > 0).
+        match import_stream(unsafe { streams.add(i) }, &format!("stream {i}")) {
+            Ok((r, s)) => {
+                readers.push(r);
+                stats.extend(s);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok((readers, stats)),
+    }
 }

@@ -72,3 +72,33 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+#[test]
+fn merged_and_counted_streams_carry_the_io_figures_of_their_work() {
+    use lance_host::ffi::search::*;
+    let ds = Ds::open(&crate::vector::vectors_uri(), 0);
+    // A filtered count answered by the BTREE reports its index-cache lookups.
+    let f = cstr("id < 100");
+    let mut n = 0u64;
+    let mut io = LanceIoStats::default();
+    assert_eq!(lance_dataset_count_rows_where_v2(ds.ptr(), f.as_ptr(), &mut n, &mut io), 0, "{}", last_message());
+    assert!(n > 0);
+    assert!(io.index_cache_hits + io.index_cache_misses > 0, "{io:?}");
+    // The merged stream of index-segment searches reports the searches' figures.
+    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let mut q = crate::vector::query("embedding", crate::vector::query_vector(11), 5);
+    let raw = q.raw();
+    let mut inputs: Vec<FFI_ArrowArrayStream> = crate::vector::splits(&plan)
+        .iter()
+        .map(|s| {
+            let mut out = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_search_v2(ds.ptr(), s.0, &raw, &mut out), 0);
+            out
+        })
+        .collect();
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(inputs.as_mut_ptr(), inputs.len(), 5, 0, &mut merged), 0);
+    let (batches, io) = collect_with_stats(&mut merged);
+    assert_eq!(total_rows(&batches), 5);
+    assert!(io.index_cache_hits + io.index_cache_misses > 0, "merged stream reports no work: {io:?}");
+}

@@ -410,6 +410,27 @@ fn child_logging_and_metrics() {
     assert_eq!(d("ops.prewarm"), 1);
     assert_eq!(d("stream.rows"), rows as u64);
     assert!(d("stream.bytes") > 0 && d("stream.batches") > 0);
+    // A merge: only the merged rows reach the host; the split results it consumed and dropped
+    // are not counted as returned.
+    let before_merge = metrics();
+    let mut merged = FFI_ArrowArrayStream::empty();
+    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let mut q = crate::vector::query("embedding", crate::vector::query_vector(3), 7);
+    let raw = q.raw();
+    let mut inputs: Vec<FFI_ArrowArrayStream> = crate::vector::splits(&plan)
+        .iter()
+        .map(|sp| {
+            let mut s = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_host::ffi::search::lance_split_search_v2(ds.ptr(), sp.0, &raw, &mut s), 0);
+            s
+        })
+        .collect();
+    let n_inputs = inputs.len();
+    assert_eq!(lance_host::ffi::search::lance_topk_merge(inputs.as_mut_ptr(), n_inputs, 7, 0, &mut merged), 0);
+    let merged_rows = total_rows(&read_stream(merged).unwrap());
+    assert_eq!(merged_rows, 7);
+    let after_merge = metrics();
+    assert_eq!(after_merge["stream.rows"] - before_merge["stream.rows"], 7, "rows the merge dropped were counted");
     assert!(after.contains_key("index_cache.hits") && after.contains_key("object_store.requests"));
     let mut name_p = std::ptr::null();
     let mut v = 0u64;
