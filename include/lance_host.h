@@ -1303,7 +1303,8 @@ int32_t lance_split_explain_search_v2(const LanceDataset *dataset, const LanceSp
 // The metric is `query->metric`, or for LANCE_METRIC_DEFAULT the one the vector planner
 // chooses for `query->column`. Only `column`, `vector`, `dimension`, `element_type`, `k` and
 // `metric` of the query are used. The result can be merged with FLAT split results by
-// `lance_topk_merge`.
+// `lance_topk_merge`. The output's I/O statistics add the candidates' (when they came from
+// this library) to the refine's own reads.
 //
 // Takes ownership of `candidates`, also on failure (it is released). Caller owns `out`;
 // release it with `out->release(out)`. Borrows `dataset` and `query`. Thread-safe. Returns an
