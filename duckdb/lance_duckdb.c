@@ -7,7 +7,7 @@
  *       pushes its projection down (only the columns the query uses are read); `filter` is
  *       pushed into Lance's scan (scalar indexes apply). DuckDB's C API has no filter pushdown
  *       of its own, so a WHERE clause is evaluated by DuckDB on the rows the scan returns.
- *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n])
+ *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n] [, refine := n])
  *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
  *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
@@ -71,6 +71,7 @@ typedef struct {
   size_t dim;
   uint64_t k;
   uint32_t nprobes;
+  uint32_t refine_factor;
   /* full-text search */
   char* text_column;
   char* text;
@@ -269,6 +270,16 @@ static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
   if (v) {
     b->nprobes = (uint32_t)duckdb_get_int64(v);
     duckdb_destroy_value(&v);
+  }
+  v = duckdb_bind_get_named_parameter(info, "refine");
+  if (v) {
+    int64_t n = duckdb_get_int64(v);
+    duckdb_destroy_value(&v);
+    if (n < 0 || n > 1000) {
+      duckdb_bind_set_error(info, "lance_vector_search: refine must be between 0 and 1000");
+      return 0;
+    }
+    b->refine_factor = (uint32_t)n;
   }
   v = duckdb_bind_get_named_parameter(info, "operator");
   if (v) {
@@ -513,6 +524,7 @@ static int vector_merged(duckdb_init_info info, const BindData* b, const char** 
   q.element_type = LANCE_ELEMENT_F32;
   q.k = b->k;
   q.nprobes = b->nprobes;
+  q.refine_factor = b->refine_factor;
   q.prefilter_sql = b->filter;
   q.columns = names;
   q.num_columns = nnames;
@@ -902,6 +914,7 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
     duckdb_table_function_add_parameter(f, varchar); /* vector column */
     duckdb_table_function_add_parameter(f, list);    /* vector */
     duckdb_table_function_add_named_parameter(f, "nprobes", bigint);
+    duckdb_table_function_add_named_parameter(f, "refine", bigint);
   }
   if (kind == KIND_FTS || kind == KIND_HYBRID) {
     duckdb_table_function_add_parameter(f, varchar); /* text column */

@@ -120,6 +120,12 @@ def test_vector_search(con, uri):
     exact = ds.to_table(nearest={"column": "embedding", "q": q, "k": 10, "use_index": False}, columns=["id"])
     overlap = len({r[0] for r in rows} & set(exact.column("id").to_pylist()))
     assert overlap >= 8, f"recall {overlap}/10 against pylance's exact search"
+    # refine := n re-ranks n * k candidates per index segment: the exact top 10.
+    refined = con.execute(
+        f"SELECT id FROM lance_vector_search('{uri}', 'embedding', {q}, 10, nprobes := 64, refine := 10)").fetchall()
+    assert [r[0] for r in refined] == exact.column("id").to_pylist()
+    with pytest.raises(duckdb.Error, match="refine"):
+        con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', {q}, 10, refine := -1)").fetchall()
     # Prefilter: every result satisfies it; DuckDB SQL composes on top.
     rare = con.execute(
         f"SELECT id, category FROM lance_vector_search('{uri}', 'embedding', {q}, 5, "
