@@ -429,6 +429,10 @@ impl BatchReader {
                 "lance-host streams must not be read from inside an async runtime thread",
             )));
         }
+        // A stream inherited through fork(): its driving task lives in the parent.
+        if let Err(e) = session::global() {
+            return Some(Err(e));
+        }
         let watch = &self.watch;
         let got = match watch.stopped_now() {
             Some(stop) => Err(stop),

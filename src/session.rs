@@ -104,6 +104,8 @@ pub struct HostSession {
     /// The data cache of object-store reads; `None` when configured off.
     pub data_cache: Option<Arc<DataCache>>,
     pub runtime: tokio::runtime::Runtime,
+    /// The process that started the session: its runtime's threads do not survive a fork().
+    pub pid: u32,
 }
 
 static PENDING_CONFIG: Mutex<Option<SessionConfig>> = Mutex::new(None);
@@ -134,15 +136,32 @@ pub fn configure(config: SessionConfig) -> Result<()> {
     }
 }
 
+/// A child forked (without exec) from a process that started the session cannot use it: the
+/// runtime's worker threads, which every call waits on, exist only in the parent. Such a call
+/// fails at once instead of waiting forever.
+fn same_process(s: &'static HostSession) -> Result<&'static HostSession> {
+    let pid = std::process::id();
+    if pid != s.pid {
+        return Err(HostError::precondition(format!(
+            "lance-host was started in process {} and this is process {pid}, forked from it \
+             without exec: a forked child cannot use the library (its runtime threads did not \
+             survive the fork). Use lance-host in the parent only, fork before its first use, or \
+             exec a new program in the child",
+            s.pid
+        )));
+    }
+    Ok(s)
+}
+
 /// The global session, created on first use with the configured or default settings.
 pub fn global() -> Result<&'static HostSession> {
     if let Some(s) = SESSION.get() {
-        return Ok(s);
+        return same_process(s);
     }
     // Hold the config lock while creating so `configure` cannot race with start-up.
     let pending = PENDING_CONFIG.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = SESSION.get() {
-        return Ok(s);
+        return same_process(s);
     }
     let config = pending.clone().unwrap_or_default();
     let runtime = crate::runtime::build(config.worker_threads)?;
@@ -164,6 +183,7 @@ pub fn global() -> Result<&'static HostSession> {
         index_cache: LanceCache::with_backend(backend),
         data_cache,
         runtime,
+        pid: std::process::id(),
     });
     drop(pending);
     Ok(SESSION.get().expect("session was just set"))
