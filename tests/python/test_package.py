@@ -266,3 +266,14 @@ def test_s3_table(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_readme_walkthrough_runs():
+    """examples/walkthrough.py, as the README's "From Python" section runs it, on the warehouse."""
+    warehouse = os.environ["LANCE_HOST_WAREHOUSE"]
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "walkthrough.py"), warehouse],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = dict(l.split("=", 1) for l in (Path(warehouse) / "FIXTURE").read_text().splitlines() if "=" in l)
+    assert f"scanned {facts['vectors.rows']} rows" in out.stdout, out.stdout
+    assert out.stdout.count("neighbour row") == 5 and out.stdout.count("'quick brown fox' in id") == 3, out.stdout
