@@ -277,3 +277,17 @@ def test_the_readme_walkthrough_runs():
     facts = dict(l.split("=", 1) for l in (Path(warehouse) / "FIXTURE").read_text().splitlines() if "=" in l)
     assert f"scanned {facts['vectors.rows']} rows" in out.stdout, out.stdout
     assert out.stdout.count("neighbour row") == 5 and out.stdout.count("'quick brown fox' in id") == 3, out.stdout
+
+
+def test_the_wheel_carries_the_library(tmp_path):
+    """`pip wheel ./python` (the backend bundling the built library) makes a platform wheel that
+    holds liblance_host.so beside the package."""
+    import zipfile
+    lib = os.environ.get("LANCE_HOST_LIB") or str(ROOT / "build" / "prefix" / "lib" / "liblance_host.so")
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT / "python")],
+                         capture_output=True, text=True, env={**os.environ, "LANCE_HOST_LIB": lib}, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    wheels = list(tmp_path.glob("lance_host-*.whl"))
+    assert len(wheels) == 1 and "none-any" not in wheels[0].name, wheels
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "lance_host/liblance_host.so" in names and "lance_host/__init__.py" in names, names
