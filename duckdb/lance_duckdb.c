@@ -7,7 +7,8 @@
  *       pushes its projection down (only the columns the query uses are read); `filter` is
  *       pushed into Lance's scan (scalar indexes apply). DuckDB's C API has no filter pushdown
  *       of its own, so a WHERE clause is evaluated by DuckDB on the rows the scan returns.
- *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n] [, refine := n])
+ *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n] [, refine := n]
+ *                       [, distance_lower := x] [, distance_upper := y])
  *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
  *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
@@ -72,6 +73,8 @@ typedef struct {
   uint64_t k;
   uint32_t nprobes;
   uint32_t refine_factor;
+  float distance_lower, distance_upper;
+  uint32_t distance_bounds;
   /* full-text search */
   char* text_column;
   char* text;
@@ -280,6 +283,18 @@ static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
       return 0;
     }
     b->refine_factor = (uint32_t)n;
+  }
+  v = duckdb_bind_get_named_parameter(info, "distance_lower");
+  if (v) {
+    b->distance_lower = (float)duckdb_get_double(v);
+    b->distance_bounds |= 1;
+    duckdb_destroy_value(&v);
+  }
+  v = duckdb_bind_get_named_parameter(info, "distance_upper");
+  if (v) {
+    b->distance_upper = (float)duckdb_get_double(v);
+    b->distance_bounds |= 2;
+    duckdb_destroy_value(&v);
   }
   v = duckdb_bind_get_named_parameter(info, "operator");
   if (v) {
@@ -525,6 +540,9 @@ static int vector_merged(duckdb_init_info info, const BindData* b, const char** 
   q.k = b->k;
   q.nprobes = b->nprobes;
   q.refine_factor = b->refine_factor;
+  q.distance_lower = b->distance_lower;
+  q.distance_upper = b->distance_upper;
+  q.distance_bounds = b->distance_bounds;
   q.prefilter_sql = b->filter;
   q.columns = names;
   q.num_columns = nnames;
@@ -915,6 +933,8 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
     duckdb_table_function_add_parameter(f, list);    /* vector */
     duckdb_table_function_add_named_parameter(f, "nprobes", bigint);
     duckdb_table_function_add_named_parameter(f, "refine", bigint);
+    duckdb_table_function_add_named_parameter(f, "distance_lower", dbl);
+    duckdb_table_function_add_named_parameter(f, "distance_upper", dbl);
   }
   if (kind == KIND_FTS || kind == KIND_HYBRID) {
     duckdb_table_function_add_parameter(f, varchar); /* text column */

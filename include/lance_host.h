@@ -522,6 +522,17 @@ typedef struct {
   // with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
   // one per segment. FLAT splits are exact either way. false = each segment re-ranks.
   bool defer_refine;
+  // Distance range (since 0.4): only neighbours with `distance_lower <= _distance <
+  // distance_upper`, applied before each split's top k; every returned row is in range by
+  // exact distance. Flat splits apply it to exact distances; an index segment passes it to
+  // Lance, which applies it to the index's approximate distances and again after the
+  // re-rank (a row can be missed near a bound, as in Lance's own search); with
+  // `defer_refine`, index segments leave it to `lance_dataset_refine_v2`, which applies it to
+  // exact distances. A bound is used only when its bit of `distance_bounds` is set.
+  float distance_lower;
+  float distance_upper;
+  // Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
+  uint32_t distance_bounds;
 } LanceVectorQuery;
 
 // Settings of the process-wide session. Fill with

@@ -435,6 +435,8 @@ struct SearchRequest {
   std::vector<std::string> columns;
   bool with_row_id = true;
   bool defer_refine = false;  ///< index segments return k * refine_factor approximate candidates
+  std::optional<float> distance_lower;  ///< keep lower <= _distance (exact)
+  std::optional<float> distance_upper;  ///< keep _distance < upper (exact)
 };
 
 /// A full-text query against one split (and the statistics computed for it).
@@ -749,6 +751,14 @@ class Dataset {
     q.num_columns = cols.size();
     q.with_row_id = r.with_row_id;
     q.defer_refine = r.defer_refine;
+    if (r.distance_lower) {
+      q.distance_lower = *r.distance_lower;
+      q.distance_bounds |= 1;
+    }
+    if (r.distance_upper) {
+      q.distance_upper = *r.distance_upper;
+      q.distance_bounds |= 2;
+    }
     return q;
   }
   std::unique_ptr<LanceDataset, detail::Deleter<LanceDataset, lance_dataset_free>> p_;

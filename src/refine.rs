@@ -32,6 +32,7 @@ pub fn refine_candidates(
     if q.k == 0 {
         return Err(HostError::invalid("k must be at least 1"));
     }
+    q.check_distance_range()?;
     let query = query_array(snapshot, q)?;
     let metric = match q.metric {
         Some(m) => m,
@@ -106,6 +107,8 @@ pub fn refine_candidates(
             (d, *id, row as u32)
         })
         .collect();
+    // The distance range applies to the exact distances, before the top k.
+    order.retain(|o| q.in_distance_range(o.0));
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     order.truncate(usize::try_from(q.k).unwrap_or(usize::MAX));
     let take = UInt32Array::from(order.iter().map(|o| o.2).collect::<Vec<_>>());

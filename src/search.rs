@@ -71,6 +71,34 @@ pub struct VectorQuery {
     /// INDEX_SEGMENT splits return `k * refine_factor` approximate candidates (index
     /// distances, not re-ranked) for one global `refine::refine_candidates` after the merge.
     pub defer_refine: bool,
+    /// Only neighbours with `lower <= _distance < upper` (exact distances), applied before each
+    /// split's top k; None = unbounded on that side.
+    pub distance_lower: Option<f32>,
+    pub distance_upper: Option<f32>,
+}
+
+impl VectorQuery {
+    /// The distance range is well formed: finite bounds, lower not above upper.
+    pub fn check_distance_range(&self) -> Result<()> {
+        for (name, v) in [("lower", self.distance_lower), ("upper", self.distance_upper)] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(HostError::invalid(format!("the distance range's {name} bound is not a finite number")));
+            }
+        }
+        if let (Some(l), Some(u)) = (self.distance_lower, self.distance_upper) {
+            if l > u {
+                return Err(HostError::invalid(format!(
+                    "the distance range is inverted: lower bound {l} is above upper bound {u}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an exact distance lies in the range.
+    pub fn in_distance_range(&self, d: f32) -> bool {
+        self.distance_lower.is_none_or(|l| d >= l) && self.distance_upper.is_none_or(|u| d < u)
+    }
 }
 
 /// Execute a scan split (its fragments, with the given scan options) on the split's snapshot.
@@ -165,6 +193,7 @@ fn prepared_search(
     if q.k == 0 {
         return Err(HostError::invalid("k must be at least 1"));
     }
+    q.check_distance_range()?;
     // A split cannot return more rows than it covers: bounding k (and k * refine) by the
     // split's rows changes no result and keeps huge values from reaching Lance's allocations.
     let rows = split.row_count.max(1);
@@ -221,6 +250,12 @@ fn prepared_search(
         SplitKind::Scan | SplitKind::TextSegment | SplitKind::TextFlat => unreachable!(),
     }
     scanner.distance_metric(metric.to_lance());
+    // The range applies to exact distances: index segments that defer their re-rank return
+    // approximate ones, so there the range is applied by the global refine instead.
+    let deferred = split.kind == SplitKind::IndexSegment && q.defer_refine;
+    if !deferred && (q.distance_lower.is_some() || q.distance_upper.is_some()) {
+        scanner.distance_range(q.distance_lower, q.distance_upper);
+    }
     if let Some(n) = q.nprobes {
         scanner.nprobes(n as usize);
     }

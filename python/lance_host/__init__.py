@@ -390,7 +390,8 @@ def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=
 
 
 def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor=None, ef=None,
-                  prefilter=None, columns=None, with_row_id=True, defer_refine=False, element_type="float32"):
+                  prefilter=None, columns=None, with_row_id=True, defer_refine=False, element_type="float32",
+                  distance_range=None):
     q = _ffi.VectorQuery()
     _check(LIB.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q)))
     code, ctype = _ELEMENTS[element_type]
@@ -409,6 +410,12 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
     q.prefilter_sql = prefilter.encode() if prefilter else None
     q.columns, q.num_columns = cols, n
     q.with_row_id, q.defer_refine = with_row_id, defer_refine
+    if distance_range is not None:
+        lower, upper = distance_range
+        if lower is not None:
+            q.distance_lower, q.distance_bounds = lower, q.distance_bounds | 1
+        if upper is not None:
+            q.distance_upper, q.distance_bounds = upper, q.distance_bounds | 2
     return q, (buf, cols)
 
 
@@ -613,7 +620,8 @@ class Dataset:
     # vector search
     def search_split(self, split: Split, column: str, vector, k: int = 10, **query) -> Stream:
         """One vector-search split (lance_split_search_v2). Query options: metric, nprobes,
-        refine_factor, ef, prefilter, columns, with_row_id, defer_refine, element_type."""
+        refine_factor, ef, prefilter, columns, with_row_id, defer_refine, element_type,
+        distance_range=(lower, upper) (lower <= _distance < upper; None = unbounded)."""
         q, keep = _vector_query(column, vector, k, **query)
         out = _ffi.ArrowArrayStream()
         _check(LIB.lance_split_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(out)))

@@ -76,6 +76,17 @@ pub struct LanceVectorQuery {
     /// with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
     /// one per segment. FLAT splits are exact either way. false = each segment re-ranks.
     pub defer_refine: bool,
+    /// Distance range (since 0.4): only neighbours with `distance_lower <= _distance <
+    /// distance_upper`, applied before each split's top k; every returned row is in range by
+    /// exact distance. Flat splits apply it to exact distances; an index segment passes it to
+    /// Lance, which applies it to the index's approximate distances and again after the
+    /// re-rank (a row can be missed near a bound, as in Lance's own search); with
+    /// `defer_refine`, index segments leave it to `lance_dataset_refine_v2`, which applies it to
+    /// exact distances. A bound is used only when its bit of `distance_bounds` is set.
+    pub distance_lower: f32,
+    pub distance_upper: f32,
+    /// Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
+    pub distance_bounds: u32,
 }
 
 impl Default for LanceVectorQuery {
@@ -96,6 +107,9 @@ impl Default for LanceVectorQuery {
             num_columns: 0,
             with_row_id: true,
             defer_refine: false,
+            distance_lower: 0.0,
+            distance_upper: 0.0,
+            distance_bounds: 0,
         }
     }
 }
@@ -113,6 +127,12 @@ unsafe impl Extensible for LanceVectorQuery {
 
 fn query_arg(q: *const LanceVectorQuery, layout: Layout) -> Result<VectorQuery> {
     let q = &read_in(q, layout, "query")?.ok_or_else(|| HostError::invalid("query is NULL"))?;
+    if q.distance_bounds & !3 != 0 {
+        return Err(HostError::invalid(format!(
+            "query.distance_bounds {} has bits other than 1 (lower) and 2 (upper)",
+            q.distance_bounds
+        )));
+    }
     let column = str_arg(q.column, "query.column")?.to_string();
     let n = q.dimension;
     if n == 0 {
@@ -142,6 +162,8 @@ fn query_arg(q: *const LanceVectorQuery, layout: Layout) -> Result<VectorQuery> 
         columns: str_list_arg(q.columns, q.num_columns, "query.columns")?,
         with_row_id: q.with_row_id,
         defer_refine: q.defer_refine,
+        distance_lower: (q.distance_bounds & 1 != 0).then_some(q.distance_lower),
+        distance_upper: (q.distance_bounds & 2 != 0).then_some(q.distance_upper),
     })
 }
 

@@ -102,3 +102,43 @@ fn merged_and_counted_streams_carry_the_io_figures_of_their_work() {
     assert_eq!(total_rows(&batches), 5);
     assert!(io.index_cache_hits + io.index_cache_misses > 0, "merged stream reports no work: {io:?}");
 }
+
+#[test]
+fn bad_distance_ranges_are_clear_errors() {
+    use lance_host::ffi::plan::*;
+    use lance_host::ffi::search::*;
+    let ds = Ds::open(&crate::vector::vectors_uri(), 0);
+    let plan = crate::vector::plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let split = &crate::vector::splits(&plan)[0];
+    let mut q = crate::vector::query("embedding", crate::vector::query_vector(2), 5);
+    let mut out = FFI_ArrowArrayStream::empty();
+    for (lower, upper, bits, needle) in [
+        (2.0f32, 1.0f32, 3u32, "inverted"),
+        (f32::NAN, 0.0, 1, "finite"),
+        (0.0, f32::INFINITY, 2, "finite"),
+        (0.0, 0.0, 4, "distance_bounds"),
+    ] {
+        let mut raw = q.raw();
+        raw.distance_lower = lower;
+        raw.distance_upper = upper;
+        raw.distance_bounds = bits;
+        assert_err(lance_split_search_v2(ds.ptr(), split.0, &raw, &mut out), LANCE_ERR_INVALID_ARGUMENT, needle);
+    }
+    // An upper bound of 0 keeps nothing but exact matches: a valid, possibly empty answer.
+    let mut raw = q.raw();
+    raw.distance_upper = 1e-9;
+    raw.distance_bounds = 2;
+    assert_eq!(lance_split_search_v2(ds.ptr(), split.0, &raw, &mut out), 0, "{}", last_message());
+    let batches = read_stream(out).unwrap();
+    assert!(f32_values(&batches).iter().all(|d| *d < 1e-9));
+}
+
+fn f32_values(batches: &[arrow::array::RecordBatch]) -> Vec<f32> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column_by_name("_distance").unwrap();
+            c.as_any().downcast_ref::<arrow::array::Float32Array>().unwrap().values().to_vec()
+        })
+        .collect()
+}

@@ -124,6 +124,20 @@ def test_vector_search(con, uri):
     refined = con.execute(
         f"SELECT id FROM lance_vector_search('{uri}', 'embedding', {q}, 10, nprobes := 64, refine := 10)").fetchall()
     assert [r[0] for r in refined] == exact.column("id").to_pylist()
+    # A distance range: every row is in range; the index segments apply it as Lance does (to
+    # the index's approximate distances, then to exact ones), so a row can be missed near a bound.
+    ds_ = lance.dataset(uri)
+    d = exact.column("_distance").to_pylist()
+    ranged = con.execute(
+        f"SELECT id, _distance FROM lance_vector_search('{uri}', 'embedding', {q}, 5, nprobes := 64, refine := 10, "
+        f"distance_lower := {d[2]}, distance_upper := {d[9]})").fetchall()
+    want = ds_.to_table(nearest={"column": "embedding", "q": q, "k": 5, "use_index": False,
+                                 "distance_range": (d[2], d[9])}, columns=["id"])
+    assert all(d[2] <= dist < d[9] for _, dist in ranged), ranged
+    assert len({r[0] for r in ranged} & set(want.column("id").to_pylist())) >= 4
+    with pytest.raises(duckdb.Error, match="inverted"):
+        con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', {q}, 5, "
+                    f"distance_lower := 2.0, distance_upper := 1.0)").fetchall()
     with pytest.raises(duckdb.Error, match="refine"):
         con.execute(f"SELECT id FROM lance_vector_search('{uri}', 'embedding', {q}, 10, refine := -1)").fetchall()
     # Prefilter: every result satisfies it; DuckDB SQL composes on top.

@@ -291,3 +291,35 @@ def test_the_wheel_carries_the_library(tmp_path):
     assert len(wheels) == 1 and "none-any" not in wheels[0].name, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert "lance_host/liblance_host.so" in names and "lance_host/__init__.py" in names, names
+
+
+def test_distance_range_equals_pylance(table):
+    """distance_range=(lower, upper) keeps lower <= _distance < upper before each split's top k:
+    flat splits, index segments (re-ranked) and the deferred global re-rank all equal pylance's
+    exact search with the same range."""
+    uri, pyds = table
+    ds = lh.open(uri)
+    q = pyds.take([40], columns=["vec"])["vec"].to_pylist()[0]
+    exact_all = pyds.to_table(nearest={"column": "vec", "q": q, "k": 60, "use_index": False}, columns=["id"])
+    d = exact_all["_distance"].to_pylist()
+    lo, hi = d[3], d[25]
+    want = pyds.to_table(nearest={"column": "vec", "q": q, "k": 10, "use_index": False, "distance_range": (lo, hi)},
+                         columns=["id"])
+    assert want.num_rows == 10 and min(want["_distance"].to_pylist()) >= lo
+    flat = lh.merge_top_k([ds.search_split(s, "vec", q, k=10, columns=["id"], distance_range=(lo, hi))
+                           for s in ds.plan_vector_search("vec", use_index=False)], 10).read_all()
+    assert flat["id"].to_pylist() == want["id"].to_pylist()
+    plan = ds.plan_vector_search("vec")
+    segs = [s for s in plan if s.kind == lh.SPLIT_INDEX_SEGMENT]
+    flats = [s for s in plan if s.kind == lh.SPLIT_FLAT]
+    assert segs and flats
+    opts = dict(k=10, columns=["id"], nprobes=2, distance_range=(lo, hi))
+    per_split = lh.merge_top_k([ds.search_split(s, "vec", q, refine_factor=50, **opts) for s in plan], 10).read_all()
+    assert per_split["id"].to_pylist() == want["id"].to_pylist()
+    cands = lh.merge_top_k([ds.search_split(s, "vec", q, refine_factor=50, defer_refine=True, **opts) for s in segs], 500)
+    refined = ds.refine(cands, "vec", q, k=10, distance_range=(lo, hi))
+    deferred = lh.merge_top_k([refined] + [ds.search_split(s, "vec", q, **opts) for s in flats], 10).read_all()
+    assert deferred["id"].to_pylist() == want["id"].to_pylist()
+    for bad, why in [((2.0, 1.0), "inverted"), ((float("nan"), None), "finite")]:
+        with pytest.raises(lh.LanceError, match=why):
+            ds.search_split(plan[0], "vec", q, k=5, distance_range=bad)
