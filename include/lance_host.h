@@ -137,6 +137,9 @@ struct ArrowArrayStream {
 // Upper bound for runtime worker threads.
 #define LANCE_MAX_WORKER_THREADS 1024
 
+// Largest batch of queries one call accepts.
+#define MAX_BATCH (1 << 16)
+
 // Current snapshot token format.
 #define SNAPSHOT_FORMAT 2
 
@@ -533,6 +536,11 @@ typedef struct {
   float distance_upper;
   // Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
   uint32_t distance_bounds;
+  // Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
+  // elements each, one after the other; 0 or 1 = one query. With more, every split searches
+  // all of them in one call, k applies per query, the output gains `query_index` (int32, the
+  // query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
+  uint64_t num_queries;
 } LanceVectorQuery;
 
 // Settings of the process-wide session. Fill with
@@ -1331,7 +1339,9 @@ int32_t lance_dataset_refine_v2(const LanceDataset *dataset, const LanceVectorQu
 
 // Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 // schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
-// smallest `_distance`, ties broken by `_rowid`, written to `out`.
+// smallest `_distance`, ties broken by `_rowid`, written to `out`. Results of a batch search
+// (with `query_index`) are merged per query: k rows after `offset` for each query, ordered by
+// `query_index`, then `_distance`.
 //
 // The merged stream's I/O statistics (`lance_stream_io_stats_v2`) are the sum of those of its
 // inputs that came from this library (read to their end by the merge); only the merged rows

@@ -437,6 +437,9 @@ struct SearchRequest {
   bool defer_refine = false;  ///< index segments return k * refine_factor approximate candidates
   std::optional<float> distance_lower;  ///< keep lower <= _distance (exact)
   std::optional<float> distance_upper;  ///< keep _distance < upper (exact)
+  /// Batch search: `vector` holds this many query vectors one after the other; the output has
+  /// `query_index` and `merge` keeps k per query.
+  uint64_t num_queries = 1;
 };
 
 /// A full-text query against one split (and the statistics computed for it).
@@ -740,7 +743,8 @@ class Dataset {
     check(lance_vector_query_init_v2(&q, sizeof(LanceVectorQuery)));
     q.column = r.column.c_str();
     q.vector = r.vector.data();
-    q.dimension = r.vector.size();
+    q.num_queries = r.num_queries;
+    q.dimension = r.num_queries > 1 ? r.vector.size() / r.num_queries : r.vector.size();
     q.element_type = LANCE_ELEMENT_F32;
     q.k = r.k;
     q.metric = r.metric;

@@ -7,9 +7,11 @@ use crate::error::{HostError, Result};
 use crate::scan::{BatchReader, ROW_ID};
 
 pub const DISTANCE: &str = "_distance";
+/// The query's position in a batch search's output.
+pub const QUERY_INDEX: &str = "query_index";
 
 /// Merge candidate readers into the `k` rows after `offset` with the smallest `_distance`
-/// (ties by `_rowid`). Every input must have the same schema with `_distance` (float32) and
+/// (ties by `_rowid`) — per query when the inputs carry `query_index` (batch searches). Every input must have the same schema with `_distance` (float32) and
 /// `_rowid` (uint64).
 pub fn merge_top_k(
     inputs: Vec<Box<dyn RecordBatchReader + Send>>,
@@ -64,7 +66,9 @@ fn merge_by(
             }
         }
     }
-    let mut candidates: Vec<(f32, u64, usize, usize)> = Vec::new();
+    // A batch search's results carry `query_index`: the top k is then taken per query.
+    let query_idx = schema.index_of(QUERY_INDEX).ok();
+    let mut candidates: Vec<(i64, f32, u64, usize, usize)> = Vec::new();
     for (bi, b) in batches.iter().enumerate() {
         let d = b
             .column(dist_idx)
@@ -76,6 +80,14 @@ fn merge_by(
             .as_any()
             .downcast_ref::<UInt64Array>()
             .ok_or_else(|| HostError::invalid("'_rowid' must be uint64"))?;
+        let query = match query_idx {
+            Some(i) => Some(
+                arrow::compute::cast(b.column(i), &arrow_schema::DataType::Int64)
+                    .map_err(|e| HostError::invalid(format!("'{QUERY_INDEX}' is not an integer column: {e}")))?,
+            ),
+            None => None,
+        };
+        let query = query.as_ref().map(|a| a.as_any().downcast_ref::<arrow::array::Int64Array>().expect("cast to Int64"));
         for row in 0..b.num_rows() {
             // Nulls sort last; for a descending key the value is negated.
             let dist = match (d.is_null(row), descending) {
@@ -83,13 +95,18 @@ fn merge_by(
                 (false, false) => d.value(row),
                 (false, true) => -d.value(row),
             };
-            candidates.push((dist, r.value(row), bi, row));
+            let qi = query.map_or(0, |q| q.value(row));
+            candidates.push((qi, dist, r.value(row), bi, row));
         }
     }
-    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(candidates.len());
-    let end = start.saturating_add(usize::try_from(k).unwrap_or(usize::MAX)).min(candidates.len());
-    let picks: Vec<(usize, usize)> = candidates[start..end].iter().map(|c| (c.2, c.3)).collect();
+    candidates.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let (k, offset) = (usize::try_from(k).unwrap_or(usize::MAX), usize::try_from(offset).unwrap_or(usize::MAX));
+    let mut picks: Vec<(usize, usize)> = Vec::new();
+    for group in candidates.chunk_by(|a, b| a.0 == b.0) {
+        let start = offset.min(group.len());
+        let end = start.saturating_add(k).min(group.len());
+        picks.extend(group[start..end].iter().map(|c| (c.3, c.4)));
+    }
     let out = if batches.is_empty() {
         RecordBatch::new_empty(schema.clone())
     } else {

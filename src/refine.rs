@@ -33,6 +33,9 @@ pub fn refine_candidates(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
+    if q.num_queries != 1 {
+        return Err(HostError::not_supported("refine takes one query vector, not a batch"));
+    }
     let query = query_array(snapshot, q)?;
     let metric = match q.metric {
         Some(m) => m,

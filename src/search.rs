@@ -75,6 +75,9 @@ pub struct VectorQuery {
     /// split's top k; None = unbounded on that side.
     pub distance_lower: Option<f32>,
     pub distance_upper: Option<f32>,
+    /// Query vectors in `vector` (each of the column's dimension, one after the other); more
+    /// than 1 is a batch search: the output gains `query_index` (int32) and k applies per query.
+    pub num_queries: usize,
 }
 
 impl VectorQuery {
@@ -120,31 +123,60 @@ pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Res
     scan::scan(snapshot, &opts)
 }
 
-/// Cast the query to the column's element type after checking its dimension.
+/// Cast the query to the column's element type after checking its dimension; a batch of
+/// queries becomes a fixed-size list array with one vector per query.
 pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayRef> {
     let (dim, element) = vector_column(snapshot, &q.column)?;
     if q.vector.is_empty() {
         return Err(HostError::invalid("query vector is empty"));
     }
-    if q.vector.len() != dim as usize {
-        return Err(HostError::invalid(format!(
-            "query vector has dimension {} but column '{}' has dimension {dim}",
-            q.vector.len(),
-            q.column
-        )));
+    if q.num_queries == 0 {
+        return Err(HostError::invalid("a batch of 0 queries"));
+    }
+    if q.num_queries > MAX_BATCH {
+        return Err(HostError::invalid(format!("a batch of {} queries exceeds the maximum {MAX_BATCH}", q.num_queries)));
+    }
+    let want = (dim as usize).checked_mul(q.num_queries).unwrap_or(usize::MAX);
+    if q.vector.len() != want {
+        return Err(HostError::invalid(if q.num_queries == 1 {
+            format!(
+                "query vector has dimension {} but column '{}' has dimension {dim}",
+                q.vector.len(),
+                q.column
+            )
+        } else {
+            format!(
+                "a batch of {} queries for column '{}' of dimension {dim} needs {want} values, got {}",
+                q.num_queries,
+                q.column,
+                q.vector.len()
+            )
+        }));
     }
     let array = q.vector.to_array();
-    if array.data_type() == &element {
+    let array = if array.data_type() == &element {
+        array
+    } else {
+        arrow::compute::cast(&array, &element).map_err(|e| {
+            HostError::invalid(format!(
+                "query element type {} cannot be used with column '{}' of {element}: {e}",
+                array.data_type(),
+                q.column
+            ))
+        })?
+    };
+    if q.num_queries == 1 {
         return Ok(array);
     }
-    arrow::compute::cast(&array, &element).map_err(|e| {
-        HostError::invalid(format!(
-            "query element type {} cannot be used with column '{}' of {element}: {e}",
-            array.data_type(),
-            q.column
-        ))
-    })
+    let item = Arc::new(arrow_schema::Field::new("item", element.clone(), true));
+    Ok(Arc::new(
+        arrow::array::FixedSizeListArray::try_new(item, dim, array, None)
+            .map_err(|e| HostError::internal(format!("cannot build the batch of queries: {e}")))?,
+    ))
 }
+
+/// Largest batch of queries one call accepts.
+pub const MAX_BATCH: usize = 1 << 16;
 
 /// Execute a vector-search split: an INDEX_SEGMENT split searches only its segment, a FLAT
 /// split brute-forces its fragment. Output: the projected columns, `_distance` (float32) and
@@ -194,6 +226,11 @@ fn prepared_search(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
+    if q.num_queries > 1 && q.defer_refine {
+        return Err(HostError::not_supported(
+            "defer_refine is not supported for a batch of queries (re-rank each query's split results instead)",
+        ));
+    }
     // A split cannot return more rows than it covers: bounding k (and k * refine) by the
     // split's rows changes no result and keeps huge values from reaching Lance's allocations.
     let rows = split.row_count.max(1);

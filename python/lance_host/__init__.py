@@ -396,11 +396,19 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
     _check(LIB.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q)))
     code, ctype = _ELEMENTS[element_type]
     values = list(vector)
+    num_queries = 1
+    if values and hasattr(values[0], "__len__"):  # a batch: one row per query vector
+        num_queries = len(values)
+        dim = len(values[0])
+        if any(len(v) != dim for v in values):
+            raise LanceError(1, "every query vector of a batch must have the same dimension")
+        values = [x for v in values for x in v]
     buf = (ctype * len(values))(*values)
     cols, n = _cstrings(columns)
     q.column = column.encode()
     q.vector = ctypes.cast(buf, ctypes.c_void_p)
-    q.dimension = len(values)
+    q.dimension = len(values) // num_queries
+    q.num_queries = num_queries
     q.element_type = code
     q.k = k
     q.metric = METRICS[metric.lower() if metric else None]
@@ -621,7 +629,8 @@ class Dataset:
     def search_split(self, split: Split, column: str, vector, k: int = 10, **query) -> Stream:
         """One vector-search split (lance_split_search_v2). Query options: metric, nprobes,
         refine_factor, ef, prefilter, columns, with_row_id, defer_refine, element_type,
-        distance_range=(lower, upper) (lower <= _distance < upper; None = unbounded)."""
+        distance_range=(lower, upper) (lower <= _distance < upper; None = unbounded).
+        A list of vectors is a batch search: k per query, output with `query_index`."""
         q, keep = _vector_query(column, vector, k, **query)
         out = _ffi.ArrowArrayStream()
         _check(LIB.lance_split_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(out)))

@@ -117,7 +117,7 @@ class VectorQuery(Sized):
                 ("prefilter_sql", cstr), ("columns", cstrp), ("num_columns", ctypes.c_size_t),
                 ("with_row_id", ctypes.c_bool), ("defer_refine", ctypes.c_bool),
                 ("distance_lower", ctypes.c_float), ("distance_upper", ctypes.c_float),
-                ("distance_bounds", ctypes.c_uint32)]
+                ("distance_bounds", ctypes.c_uint32), ("num_queries", ctypes.c_uint64)]
 
 
 class SessionOptions(Sized):

@@ -87,6 +87,11 @@ pub struct LanceVectorQuery {
     pub distance_upper: f32,
     /// Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
     pub distance_bounds: u32,
+    /// Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
+    /// elements each, one after the other; 0 or 1 = one query. With more, every split searches
+    /// all of them in one call, k applies per query, the output gains `query_index` (int32, the
+    /// query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
+    pub num_queries: u64,
 }
 
 impl Default for LanceVectorQuery {
@@ -110,6 +115,7 @@ impl Default for LanceVectorQuery {
             distance_lower: 0.0,
             distance_upper: 0.0,
             distance_bounds: 0,
+            num_queries: 0,
         }
     }
 }
@@ -134,10 +140,17 @@ fn query_arg(q: *const LanceVectorQuery, layout: Layout) -> Result<VectorQuery> 
         )));
     }
     let column = str_arg(q.column, "query.column")?.to_string();
-    let n = q.dimension;
-    if n == 0 {
+    if q.dimension == 0 {
         return Err(HostError::invalid("query.dimension is 0"));
     }
+    let num_queries = usize::try_from(q.num_queries.max(1)).map_err(|_| HostError::invalid("query.num_queries is too large"))?;
+    if num_queries > crate::search::MAX_BATCH {
+        return Err(HostError::invalid(format!(
+            "query.num_queries {num_queries} exceeds the maximum {}",
+            crate::search::MAX_BATCH
+        )));
+    }
+    let n = q.dimension.checked_mul(num_queries).ok_or_else(|| HostError::invalid("query.dimension * num_queries overflows"))?;
     let vector = match q.element_type {
         1 => QueryVector::F16(slice_arg(q.vector as *const u16, n, "query.vector")?.to_vec()),
         2 => QueryVector::F32(slice_arg(q.vector as *const f32, n, "query.vector")?.to_vec()),
@@ -164,6 +177,7 @@ fn query_arg(q: *const LanceVectorQuery, layout: Layout) -> Result<VectorQuery> 
         defer_refine: q.defer_refine,
         distance_lower: (q.distance_bounds & 1 != 0).then_some(q.distance_lower),
         distance_upper: (q.distance_bounds & 2 != 0).then_some(q.distance_upper),
+        num_queries,
     })
 }
 
@@ -299,7 +313,9 @@ pub(crate) fn dataset_refine(
 
 /// Merge `num_streams` candidate streams (e.g. per-split search results, all with the same
 /// schema including `_distance` and `_rowid`) into the `k` rows after `offset` with the
-/// smallest `_distance`, ties broken by `_rowid`, written to `out`.
+/// smallest `_distance`, ties broken by `_rowid`, written to `out`. Results of a batch search
+/// (with `query_index`) are merged per query: k rows after `offset` for each query, ordered by
+/// `query_index`, then `_distance`.
 ///
 /// The merged stream's I/O statistics (`lance_stream_io_stats_v2`) are the sum of those of its
 /// inputs that came from this library (read to their end by the merge); only the merged rows

@@ -1068,3 +1068,91 @@ fn refine_factor_trades_reads_for_recall_on_ivf_pq() {
     assert!(by_refine[1] >= by_refine[0], "{by_refine:?}");
     assert!(by_refine[1] >= 0.95, "refine 5 should find (nearly) every neighbour: {by_refine:?}");
 }
+
+fn search_batches(ds: &Ds, split: &SplitH, q: &LanceVectorQuery) -> Vec<RecordBatch> {
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_split_search_v2(ds.ptr(), split.0, q, &mut out), 0, "{}", last_message());
+    read_stream(out).unwrap()
+}
+
+/// (query index, id, distance) rows of a search output (query index 0 without the column).
+fn rows_by_query(batches: &[RecordBatch]) -> Vec<(i32, i64, f32)> {
+    let ids = i64_column(batches, "id");
+    let d = f32_column(batches, "_distance");
+    let qi: Vec<i32> = batches
+        .iter()
+        .flat_map(|b| match b.column_by_name("query_index") {
+            Some(c) => c.as_any().downcast_ref::<arrow::array::Int32Array>().unwrap().values().to_vec(),
+            None => vec![0; b.num_rows()],
+        })
+        .collect();
+    let mut v: Vec<(i32, i64, f32)> = qi.into_iter().zip(ids).zip(d).map(|((q, i), d)| (q, i, d)).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.total_cmp(&b.2)).then(a.1.cmp(&b.1)));
+    v
+}
+
+/// Batch search (issue 20, item 1): 64 query vectors in one call per split give, per query,
+/// what 64 single calls give — on index segments and flat splits — and the merge merges per
+/// query.
+#[test]
+fn batch_search_equals_single_searches_per_query() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let all = splits(&plan);
+    assert!(all.iter().any(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32));
+    assert!(all.iter().any(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FLAT as i32));
+    let n = 64usize;
+    let vectors: Vec<Vec<f32>> = (0..n as i64).map(|i| query_vector(i * 31 + 5)).collect();
+    let k = 7u64;
+    let mut batch = query("embedding", vectors.concat(), k);
+    batch.q.nprobes = 4;
+    let mut raw = batch.raw();
+    raw.dimension = vectors[0].len();
+    raw.num_queries = n as u64;
+    let mut merged_inputs = Vec::new();
+    let mut single_merged: Vec<Vec<FFI_ArrowArrayStream>> = (0..n).map(|_| Vec::new()).collect();
+    for s in &all {
+        let got = rows_by_query(&search_batches(&ds, s, &raw));
+        let mut want = Vec::new();
+        for (qi, v) in vectors.iter().enumerate() {
+            let mut one = query("embedding", v.clone(), k);
+            one.q.nprobes = 4;
+            let r = one.raw();
+            want.extend(rows_by_query(&search_batches(&ds, s, &r)).into_iter().map(|(_, id, d)| (qi as i32, id, d)));
+            let mut st = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_search_v2(ds.ptr(), s.0, &r, &mut st), 0);
+            single_merged[qi].push(st);
+        }
+        want.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.total_cmp(&b.2)).then(a.1.cmp(&b.1)));
+        assert_eq!(got.len(), want.len(), "split kind {}", lance_split_kind(s.0));
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!((g.0, g.1), (w.0, w.1), "split kind {}", lance_split_kind(s.0));
+            assert!((g.2 - w.2).abs() <= 1e-4 * w.2.abs().max(1.0));
+        }
+        let mut st = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_split_search_v2(ds.ptr(), s.0, &raw, &mut st), 0);
+        merged_inputs.push(st);
+    }
+    // The merge of batch results keeps k rows per query: each query's global top k.
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(merged_inputs.as_mut_ptr(), merged_inputs.len(), k, 0, &mut out), 0, "{}", last_message());
+    let merged = rows_by_query(&read_stream(out).unwrap());
+    assert_eq!(merged.len(), n * k as usize);
+    for (qi, mut parts) in single_merged.into_iter().enumerate() {
+        let mut o = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(parts.as_mut_ptr(), parts.len(), k, 0, &mut o), 0);
+        let one: Vec<i64> = rows_by_query(&read_stream(o).unwrap()).into_iter().map(|r| r.1).collect();
+        let from_batch: Vec<i64> = merged.iter().filter(|r| r.0 == qi as i32).map(|r| r.1).collect();
+        assert_eq!(from_batch, one, "query {qi}");
+    }
+    // Bad batches.
+    // (The caller's buffer holds dimension * num_queries values: a count beyond what the buffer
+    // holds cannot be detected through C; an absurd count is refused before anything is read.)
+    let mut bad = raw;
+    bad.num_queries = 1 << 20;
+    let mut st = FFI_ArrowArrayStream::empty();
+    assert_err(lance_split_search_v2(ds.ptr(), all[0].0, &bad, &mut st), LANCE_ERR_INVALID_ARGUMENT, "maximum");
+    let mut deferred = raw;
+    deferred.defer_refine = true;
+    assert_err(lance_split_search_v2(ds.ptr(), all[0].0, &deferred, &mut st), LANCE_ERR_NOT_SUPPORTED, "batch");
+}
