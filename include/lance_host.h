@@ -525,6 +525,11 @@ typedef struct {
   // with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
   // one per segment. FLAT splits are exact either way. false = each segment re-ranks.
   bool defer_refine;
+  // Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
+  // elements each, one after the other; 0 or 1 = one query. With more, every split searches
+  // all of them in one call, k applies per query, the output gains `query_index` (int32, the
+  // query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
+  uint64_t num_queries;
   // Distance range (since 0.4): only neighbours with `distance_lower <= _distance <
   // distance_upper`, applied before each split's top k; every returned row is in range by
   // exact distance. Flat splits apply it to exact distances; an index segment passes it to
@@ -536,11 +541,6 @@ typedef struct {
   float distance_upper;
   // Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
   uint32_t distance_bounds;
-  // Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
-  // elements each, one after the other; 0 or 1 = one query. With more, every split searches
-  // all of them in one call, k applies per query, the output gains `query_index` (int32, the
-  // query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
-  uint64_t num_queries;
 } LanceVectorQuery;
 
 // Settings of the process-wide session. Fill with

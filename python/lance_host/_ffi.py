@@ -116,8 +116,8 @@ class VectorQuery(Sized):
                 ("nprobes", ctypes.c_uint32), ("refine_factor", ctypes.c_uint32), ("ef", ctypes.c_uint32),
                 ("prefilter_sql", cstr), ("columns", cstrp), ("num_columns", ctypes.c_size_t),
                 ("with_row_id", ctypes.c_bool), ("defer_refine", ctypes.c_bool),
-                ("distance_lower", ctypes.c_float), ("distance_upper", ctypes.c_float),
-                ("distance_bounds", ctypes.c_uint32), ("num_queries", ctypes.c_uint64)]
+                ("num_queries", ctypes.c_uint64), ("distance_lower", ctypes.c_float),
+                ("distance_upper", ctypes.c_float), ("distance_bounds", ctypes.c_uint32)]
 
 
 class SessionOptions(Sized):

@@ -218,7 +218,7 @@ mod tests {
         use std::mem::offset_of;
         check::<LanceScanOptions>(None);
         // 0.4: the distance range and the batch size.
-        check::<LanceVectorQuery>(Some((offset_of!(LanceVectorQuery, distance_lower), 120)));
+        check::<LanceVectorQuery>(Some((offset_of!(LanceVectorQuery, num_queries), 120)));
         // 0.3: the data cache's settings and figures.
         check::<LanceSessionOptions>(Some((offset_of!(LanceSessionOptions, data_cache_memory_bytes), 88)));
         check::<LanceIoStats>(Some((offset_of!(LanceIoStats, data_cache_hits), 80)));

@@ -76,6 +76,11 @@ pub struct LanceVectorQuery {
     /// with `lance_dataset_refine_v2` — one batched read of candidate vectors per query instead of
     /// one per segment. FLAT splits are exact either way. false = each segment re-ranks.
     pub defer_refine: bool,
+    /// Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
+    /// elements each, one after the other; 0 or 1 = one query. With more, every split searches
+    /// all of them in one call, k applies per query, the output gains `query_index` (int32, the
+    /// query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
+    pub num_queries: u64,
     /// Distance range (since 0.4): only neighbours with `distance_lower <= _distance <
     /// distance_upper`, applied before each split's top k; every returned row is in range by
     /// exact distance. Flat splits apply it to exact distances; an index segment passes it to
@@ -87,11 +92,6 @@ pub struct LanceVectorQuery {
     pub distance_upper: f32,
     /// Bit 0: `distance_lower` is set; bit 1: `distance_upper` is set; 0 = no range.
     pub distance_bounds: u32,
-    /// Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
-    /// elements each, one after the other; 0 or 1 = one query. With more, every split searches
-    /// all of them in one call, k applies per query, the output gains `query_index` (int32, the
-    /// query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
-    pub num_queries: u64,
 }
 
 impl Default for LanceVectorQuery {
@@ -112,10 +112,10 @@ impl Default for LanceVectorQuery {
             num_columns: 0,
             with_row_id: true,
             defer_refine: false,
+            num_queries: 0,
             distance_lower: 0.0,
             distance_upper: 0.0,
             distance_bounds: 0,
-            num_queries: 0,
         }
     }
 }
