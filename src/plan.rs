@@ -125,10 +125,25 @@ pub fn vector_column(snapshot: &Snapshot, column: &str) -> Result<(i32, arrow_sc
     })?;
     match field.data_type() {
         arrow_schema::DataType::FixedSizeList(item, dim) => Ok((dim, item.data_type().clone())),
+        // A multivector column: a list of vectors per row, searched by Lance's multivector
+        // (late-interaction) distance with a query of several vectors.
+        arrow_schema::DataType::List(inner) | arrow_schema::DataType::LargeList(inner) => match inner.data_type() {
+            arrow_schema::DataType::FixedSizeList(item, dim) => Ok((*dim, item.data_type().clone())),
+            other => Err(HostError::invalid(format!(
+                "column '{column}' is not a vector column (a list of {other}, not of fixed-size vectors)"
+            ))),
+        },
         other => Err(HostError::invalid(format!(
             "column '{column}' is not a vector column (type {other})"
         ))),
     }
+}
+
+/// Whether `column` holds several vectors per row (a multivector column).
+pub fn is_multivector(snapshot: &Snapshot, column: &str) -> bool {
+    snapshot.dataset.schema().field(column).is_some_and(|f| {
+        matches!(f.data_type(), arrow_schema::DataType::List(_) | arrow_schema::DataType::LargeList(_))
+    })
 }
 
 /// The index a plan without a requested metric uses: Lance's default metric is L2, so an L2

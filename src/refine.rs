@@ -33,8 +33,10 @@ pub fn refine_candidates(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
-    if q.num_queries != 1 {
-        return Err(HostError::not_supported("refine takes one query vector, not a batch"));
+    if q.num_queries != 1 || crate::plan::is_multivector(snapshot, &q.column) {
+        return Err(HostError::not_supported(
+            "refine takes one query vector of a single-vector column, not a batch or a multivector query",
+        ));
     }
     let query = query_array(snapshot, q)?;
     let metric = match q.metric {

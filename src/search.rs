@@ -165,7 +165,10 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
             ))
         })?
     };
-    if q.num_queries == 1 {
+    // One vector, or a batch of queries — or, for a multivector column, the vectors of one
+    // multivector query (always a list, as Lance expects).
+    let multivector = crate::plan::is_multivector(snapshot, &q.column);
+    if q.num_queries == 1 && !multivector {
         return Ok(array);
     }
     let item = Arc::new(arrow_schema::Field::new("item", element.clone(), true));
@@ -226,6 +229,11 @@ fn prepared_search(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
+    if q.defer_refine && crate::plan::is_multivector(snapshot, &q.column) {
+        return Err(HostError::not_supported(
+            "defer_refine is not supported on a multivector column (its segments re-rank themselves)",
+        ));
+    }
     if q.num_queries > 1 && q.defer_refine {
         return Err(HostError::not_supported(
             "defer_refine is not supported for a batch of queries (re-rank each query's split results instead)",

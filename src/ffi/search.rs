@@ -79,7 +79,9 @@ pub struct LanceVectorQuery {
     /// Batch search (since 0.4): `vector` holds this many query vectors of `dimension`
     /// elements each, one after the other; 0 or 1 = one query. With more, every split searches
     /// all of them in one call, k applies per query, the output gains `query_index` (int32, the
-    /// query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`.
+    /// query's position) and `lance_topk_merge` merges per query. Not with `defer_refine`. On a
+    /// multivector column (a list of vectors per row) the vectors are instead the one
+    /// multivector query, scored by Lance's multivector distance (no `query_index`).
     pub num_queries: u64,
     /// Distance range (since 0.4): only neighbours with `distance_lower <= _distance <
     /// distance_upper`, applied before each split's top k; every returned row is in range by

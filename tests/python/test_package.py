@@ -348,3 +348,40 @@ def test_batch_search_equals_pylance_per_query(table):
         ds.search_split(plan[0], "vec", [qs[0], qs[1][:3]], k=3)
     with pytest.raises(lh.LanceError, match="dimension"):
         ds.search_split(plan[0], "vec", [qs[0][:3], qs[1][:3]], k=3)
+
+
+def mv_batch(start, end, seed):
+    rng = np.random.default_rng(seed)
+    rows = [rng.normal(size=(int(rng.integers(2, 5)), DIM)).astype(np.float32).tolist() for _ in range(start, end)]
+    return pa.table({"id": pa.array(np.arange(start, end), pa.int64()),
+                     "mv": pa.array(rows, type=pa.list_(pa.list_(pa.float32(), DIM)))})
+
+
+def test_multivector_search_equals_pylance(tmp_path):
+    """A multivector column (a list of vectors per row): planned like a vector column (segments
+    of its IVF_PQ cosine index plus flat splits), each split searched with a query of several
+    vectors, merged. The all-flat plan equals pylance's exact multivector search; the index
+    plan returns k rows with distances in order."""
+    uri = str(tmp_path / "mv.lance")
+    ds = lance.write_dataset(mv_batch(0, 1200, 1), uri, max_rows_per_file=300)
+    ds.create_index("mv", "IVF_PQ", metric="cosine", num_partitions=2, num_sub_vectors=2, name="mv_idx")
+    ds = lance.write_dataset(mv_batch(1200, 1500, 2), uri, mode="append", max_rows_per_file=300)
+    ds.delete("id % 19 = 4")
+    q = np.random.default_rng(9).normal(size=(3, DIM)).astype(np.float32).tolist()
+    want = ds.to_table(nearest={"column": "mv", "q": q, "k": 8, "use_index": False, "metric": "cosine"},
+                       columns=["id"])
+    h = lh.open(uri)
+    flat = h.plan_vector_search("mv", metric="cosine", use_index=False)
+    got = lh.merge_top_k([h.search_split(s, "mv", q, k=8, metric="cosine", columns=["id"]) for s in flat], 8).read_all()
+    assert "query_index" not in got.column_names
+    assert got["id"].to_pylist() == want["id"].to_pylist()
+    np.testing.assert_allclose(got["_distance"].to_numpy(), want["_distance"].to_numpy(), rtol=1e-5)
+    plan = h.plan_vector_search("mv")
+    assert plan.index_name == "mv_idx"
+    assert {s.kind for s in plan} == {lh.SPLIT_INDEX_SEGMENT, lh.SPLIT_FLAT}
+    top = lh.merge_top_k([h.search_split(s, "mv", q, k=8, nprobes=2, refine_factor=5, columns=["id"]) for s in plan], 8).read_all()
+    d = top["_distance"].to_pylist()
+    assert top.num_rows == 8 and d == sorted(d)
+    assert not any(i % 19 == 4 for i in top["id"].to_pylist())
+    with pytest.raises(lh.LanceError, match="multivector"):
+        h.search_split(plan[0], "mv", q, k=3, defer_refine=True, refine_factor=2)
