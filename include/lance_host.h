@@ -1196,7 +1196,8 @@ int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
 // Returns an error code; outputs are not written on failure.
 int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
-// Free bytes returned by `lance_split_serialize` or `lance_dataset_export_snapshot`, passing
+// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot` or
+// `lance_dataset_fts_stats`, passing
 // the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
 // use of it.
 void lance_bytes_free(uint8_t *bytes, size_t len);

@@ -44,7 +44,7 @@ use prost::Message;
 
 use crate::error::{HostError, LanceErrorCode, Result};
 use crate::index::{self, IndexInfo};
-use crate::plan::{segment_and_flat_splits, Split, SplitKind, SplitPlan};
+use crate::plan::{segment_and_flat_splits, Reader, Split, SplitKind, SplitPlan};
 use crate::scan::{self, BatchReader, ROW_ID};
 use crate::session;
 use crate::snapshot::Snapshot;
@@ -964,7 +964,7 @@ impl CorpusStats {
         if crc32fast::hash(body) != u32::from_le_bytes(tail.try_into().expect("4 bytes")) {
             return Err(corrupt("checksum mismatch (truncated or corrupted)"));
         }
-        let mut r = Reader { b: body, pos: 8 };
+        let mut r = Reader::new(body, 8, MAX_LEN);
         let version = r.u64().ok_or_else(|| corrupt("truncated version"))?;
         let slop = r.u32().ok_or_else(|| corrupt("truncated slop"))?;
         let kind = TextMatch::from_code(body[5], slop).ok_or_else(|| corrupt("unknown match kind"))?;
@@ -1012,36 +1012,6 @@ impl CorpusStats {
             return Err(corrupt("missing table, version or column"));
         }
         Ok(CorpusStats { uri, version, column, index_name, text, kind, prefilter, terms, indexed, flat })
-    }
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.b.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-    }
-    fn string(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        if n > MAX_LEN {
-            return None;
-        }
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-    fn remaining(&self) -> usize {
-        self.b.len() - self.pos
     }
 }
 

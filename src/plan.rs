@@ -389,7 +389,7 @@ impl Split {
         if crc32fast::hash(body) != crc {
             return Err(corrupt("checksum mismatch (truncated or corrupted)"));
         }
-        let mut r = Reader { b: body, pos: 8 };
+        let mut r = Reader::new(body, 8, MAX_LEN);
         let kind = SplitKind::from_u8(body[5]).ok_or_else(|| corrupt("unknown split kind"))?;
         let metric = metric_from_code(body[6]).ok_or_else(|| corrupt("unknown metric"))?;
         let has_segment = match body[7] {
@@ -469,32 +469,39 @@ impl Split {
     }
 }
 
-struct Reader<'a> {
+/// A bounds-checked little-endian reader of serialized bytes (splits, corpus statistics):
+/// every read returns None instead of running past the end; strings longer than `max_len`
+/// are refused (a corrupt length).
+pub(crate) struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
+    max_len: usize,
 }
 
 impl<'a> Reader<'a> {
+    pub(crate) fn new(b: &'a [u8], pos: usize, max_len: usize) -> Self {
+        Self { b, pos, max_len }
+    }
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let s = self.b.get(self.pos..end)?;
         self.pos = end;
         Some(s)
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         self.take(4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap()))
     }
-    fn string(&mut self) -> Option<String> {
+    pub(crate) fn string(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
-        if n > MAX_LEN {
+        if n > self.max_len {
             return None;
         }
         String::from_utf8(self.take(n)?.to_vec()).ok()
     }
-    fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.b.len() - self.pos
     }
 }

@@ -418,3 +418,24 @@ fn hybrid_rrf_of_vector_and_text_results() {
         assert!((r - 2.0 / (60.0 + rank as f32 + 1.0)).abs() < 1e-6, "rank {rank}: {r}");
     }
 }
+
+#[test]
+fn fts_struct_and_merge_arguments_are_checked() {
+    // A struct_size below the first LanceTextQuery.
+    let mut q = std::mem::MaybeUninit::<LanceTextQuery>::uninit();
+    assert_err(lance_text_query_init(q.as_mut_ptr(), 8), LANCE_ERR_INVALID_ARGUMENT, "struct_size");
+    assert_err(lance_text_query_init(std::ptr::null_mut(), std::mem::size_of::<LanceTextQuery>()), LANCE_ERR_INVALID_ARGUMENT, "out");
+    // Merges: NULL streams with a count, and k = 0 for the fusion.
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_err(lance_fts_merge(std::ptr::null_mut(), 2, 5, 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "streams");
+    assert_err(lance_fts_merge(std::ptr::null_mut(), 0, 5, 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "no input");
+    let ds = Ds::open(&docs_uri(), 0);
+    let plan = plan_fts(&ds).unwrap();
+    let all = splits(&plan);
+    let tq = text_query("quick", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 5, None);
+    let (st, _) = stats(&ds, &tq).unwrap();
+    let mut a = search_split(&ds, &all[0], &tq, &st).unwrap();
+    let mut b = search_split(&ds, &all[0], &tq, &st).unwrap();
+    assert_err(lance_rrf_merge(&mut a, &mut b, 0, 60.0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "k must");
+    assert!(a.release.is_none() && b.release.is_none(), "the fusion takes its inputs also on failure");
+}

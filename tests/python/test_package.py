@@ -129,7 +129,8 @@ def test_scan_options_stream_stats_and_cancel(table):
         for _ in s:
             pass
     assert e.value.errno == 125
-    assert "FilterExec" in ds.explain_scan(filter="id > 3") or "filter" in ds.explain_scan(filter="id > 3").lower()
+    plan_text = ds.explain_scan(filter="id > 3")
+    assert "id > Int64(3)" in plan_text and uri in plan_text, plan_text
 
 
 def test_vector_and_full_text_search_and_take(table):
@@ -215,11 +216,13 @@ def test_errors_catalog_session_context_logging_metrics(table, tmp_path):
         assert e.value.name == "LANCE_ERR_CANCELLED"
     assert lh.open(uri).count_rows() > 0
     # Session figures, metrics, log records.
-    assert lh.session_stats()["index_hits"] >= 0
+    st = lh.session_stats()
+    assert st["metadata_hits"] + st["metadata_misses"] > 0 and st["metadata_entries"] > 0, st
     with pytest.raises(lh.LanceError):
         lh.configure_session(lh.SessionOptions.defaults())  # the session is already running
     lh.flush_data_cache()
-    assert any(k.startswith("op.") or "." in k for k in lh.metrics())
+    m = lh.metrics()
+    assert m["ops.open"] >= 3 and m["ops.scan"] >= 1, m
     records = []
     lh.set_log_callback(lambda lvl, target, msg: records.append((lvl, target, msg)), level="debug")
     lh.open(uri).scan(columns=["id"]).read_all()
