@@ -180,15 +180,20 @@ def section(a, uri, variant, build_s):
     if build_s:
         out.append(f"Writing and indexing took {build_s:.0f} s.")
         out.append("")
-    out.append("| queries | lance-host median ms | p95 ms | pylance median ms | p95 ms | ratio (medians) | lance-host: statistics / segments / flat ms (medians) |")
+    out.append("| queries | lance-host median ms (min-max of run medians) | p95 ms | pylance median ms (min-max of run medians) | p95 ms | ratio (medians; min-max of per-run ratios) | lance-host: statistics / segments / flat ms (medians) |")
     out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for cat in ["single-term", "3-term", "phrase"]:
         hq = [q for run in host_runs for i, q in enumerate(run["queries"]) if category(i) == cat]
         h = [q["ms"] for q in hq]
         p = [q["ms"] for run in py_runs for i, q in enumerate(run["queries"]) if category(i) == cat]
+        run_med = lambda runs: [statistics.median([q["ms"] for i, q in enumerate(r["queries"]) if category(i) == cat])
+                                for r in runs]
+        hm, pm = run_med(host_runs), run_med(py_runs)
+        ratios = [a / b for a, b in zip(hm, pm)]
         parts = " / ".join(f"{statistics.median([q[k] for q in hq]):.1f}" for k in ("stats_ms", "segment_ms", "flat_ms"))
-        out.append(f"| {cat} | {statistics.median(h):.1f} | {pct(h, 95):.1f} | {statistics.median(p):.1f} | "
-                   f"{pct(p, 95):.1f} | {statistics.median(h) / statistics.median(p):.2f} | {parts} |")
+        out.append(f"| {cat} | {statistics.median(h):.1f} ({min(hm):.1f}-{max(hm):.1f}) | {pct(h, 95):.1f} | "
+                   f"{statistics.median(p):.1f} ({min(pm):.1f}-{max(pm):.1f}) | {pct(p, 95):.1f} | "
+                   f"{statistics.median(h) / statistics.median(p):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) | {parts} |")
     sb = [q["stats_bytes"] for q in host_runs[0]["queries"]]
     same = sum(same_answer(h, p) for h, p in zip(host_runs[0]["queries"], py_runs[0]["queries"]))
     wm = [q["index_cache_misses"] for q in warm["queries"]]
