@@ -11,6 +11,7 @@ indexes the next 10% as a second segment (optimize_indices) and leaves 5% uninde
 
 import argparse
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -123,11 +124,19 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default=os.path.expanduser("~/.cache/lance-host/bench"))
     ap.add_argument("--s3-docs", type=int, default=200_000, help="corpus size on s3:// (0 = skip)")
+    ap.add_argument("--only-s3", action="store_true", help="rerun only the s3:// section of FTS.md")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.side == "pylance":
         return pylance_side(*a.rest)
+    if a.only_s3:
+        report = Path(__file__).with_name("FTS.md")
+        text = report.read_text()
+        head = text[:text.index("\n## s3://")] if "\n## s3://" in text else text.rstrip("\n")
+        report.write_text(head + "\n" + "\n".join(s3_section(a)) + "\n")
+        print(report.read_text())
+        return
     lines = ["# Full-text search: distributed lance-host vs pylance", ""]
     lines.append(f"Corpus: {a.docs:,} documents (Zipf vocabulary of {VOCAB:,} words, 8-60 words each), written "
                  "by pylance, INVERTED index with positions; release build; "
@@ -210,8 +219,24 @@ def s3_section(a):
     """Requests per query on s3:// (a local S3-compatible server), cold process and warm."""
     port = 9317
     script = Path(__file__).resolve().parents[1] / "tests" / "integration" / "moto_server.py"
-    proc = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log_path = Path(a.dir) / "fts_moto.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=log)
+
+    def server_requests():
+        """Requests the server has logged so far (every GET/HEAD/PUT/... it answered)."""
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log_path.read_text(errors="replace"))  # colour codes
+        return len(re.findall(r'"(?:GET|HEAD|PUT|POST|DELETE) ', text))
+
+    counted = {}
+
+    def measured(name, cmd, env=None):
+        before = server_requests()
+        out = run_side(cmd, env)
+        time.sleep(0.5)  # let the server flush its log
+        counted[name] = server_requests() - before
+        return out
+
     try:
         import urllib.request
         ep = f"http://127.0.0.1:{port}"
@@ -226,10 +251,10 @@ def s3_section(a):
         write_corpus(uri, a.s3_docs)
         qpath = str(Path(a.dir) / "fts_s3.queries.json")
         json.dump(make_queries(uri), open(qpath, "w"))
-        cold = run_side([a.bin, "fts", uri, qpath], {"BENCH_DATA_CACHE": "off"})
-        cached = run_side([a.bin, "fts", uri, qpath])
-        warm = run_side([a.bin, "fts", uri, qpath], {"BENCH_PREWARM": "1", "BENCH_DATA_CACHE": "off"})
-        py = run_side([sys.executable, __file__, "--side", "pylance", uri, qpath])
+        cold = measured("off", [a.bin, "fts", uri, qpath], {"BENCH_DATA_CACHE": "off"})
+        cached = measured("on", [a.bin, "fts", uri, qpath])
+        warm = measured("warm", [a.bin, "fts", uri, qpath], {"BENCH_PREWARM": "1", "BENCH_DATA_CACHE": "off"})
+        py = measured("pylance", [sys.executable, __file__, "--side", "pylance", uri, qpath])
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -243,6 +268,17 @@ def s3_section(a):
                    f"{med(run, 'requests'):.0f} | {med(run, 'ms'):.1f} | {med(run, 'index_requests'):.0f} |")
     out.append("")
     out.append(f"pylance in the same run: median {med(py, 'ms'):.1f} ms per query after its first.")
+    out.append("")
+    n = len(cold["queries"])
+    out.append(f"Requests the server logged per process (open, planning and all {n} queries; the same work on both "
+               "sides — lance-host through its C ABI as an engine calls it, with statistics, split searches and "
+               "merge per query; pylance's single-process search):")
+    out.append("")
+    out.append("| process | server requests | per query |")
+    out.append("| --- | --- | --- |")
+    for name, key in [("lance-host, data cache off", "off"), ("lance-host, data cache on", "on"),
+                      ("lance-host, prewarmed, data cache off (prewarm included)", "warm"), ("pylance", "pylance")]:
+        out.append(f"| {name} | {counted[key]} | {counted[key] / n:.1f} |")
     return out
 
 
