@@ -133,7 +133,7 @@ def main():
     if a.only_s3:
         report = Path(__file__).with_name("FTS.md")
         text = report.read_text()
-        head = text[:text.index("\n## s3://")] if "\n## s3://" in text else text.rstrip("\n")
+        head = (text[:text.index("\n## s3://")] if "\n## s3://" in text else text).rstrip("\n") + "\n"
         report.write_text(head + "\n" + "\n".join(s3_section(a)) + "\n")
         print(report.read_text())
         return
