@@ -10,6 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "lance_host.hpp"
 
 #define EXPECT(cond)                                                        \
@@ -259,6 +263,41 @@ int main(int argc, char** argv) {
       EXPECT(false);
     } catch (const lh::Error& e) {
       EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    // Non-blocking reads: poll, park on a condition variable the wake callback signals,
+    // poll again — the same rows as the blocking scan.
+    {
+      struct Waiter {
+        std::mutex m;
+        std::condition_variable cv;
+        bool woken = false;
+      } w;
+      auto wake = [](void* p) {
+        auto* w = static_cast<Waiter*>(p);
+        std::lock_guard<std::mutex> g(w->m);
+        w->woken = true;
+        w->cv.notify_one();
+      };
+      auto polled_stream = ds.scan();
+      uint64_t polled_rows = 0;
+      for (;;) {
+        w.woken = false;
+        auto p = polled_stream.poll(wake, &w);
+        if (p.state == lh::Stream::PollState::End) break;
+        if (p.state == lh::Stream::PollState::Ready) {
+          polled_rows += static_cast<uint64_t>(p.batch->num_rows());
+          continue;
+        }
+        std::unique_lock<std::mutex> g(w.m);
+        EXPECT(w.cv.wait_for(g, std::chrono::seconds(60), [&] { return w.woken; }));
+      }
+      EXPECT(polled_rows == rows);
+      try {
+        polled_stream.poll();
+        EXPECT(false);
+      } catch (const lh::Error& e) {
+        EXPECT(e.code() == LANCE_ERR_FAILED_PRECONDITION);
+      }
     }
     // A cancelled stream throws ECANCELED from next().
     auto s = ds.scan();

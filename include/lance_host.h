@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 4
+#define LANCE_HOST_VERSION_MINOR 5
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.4.0"
+#define LANCE_HOST_VERSION "0.5.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -290,6 +290,27 @@ typedef int32_t LanceTextMatch;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// What `lance_stream_poll_next` reports in `*status`.
+enum LancePollStatus
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // `*out` holds the next batch (release it with its `release`).
+  LANCE_POLL_READY = 0,
+  // No batch yet; the wake callback of this poll will be called (see `lance_stream_poll_next`).
+  LANCE_POLL_PENDING = 1,
+  // The stream ended normally; `*out` is not written. Release the stream.
+  LANCE_POLL_END = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LancePollStatus LancePollStatus;
+#else
+typedef int32_t LancePollStatus;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // A call context: a cancellation handle with an optional deadline that a host binds to a
 // thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
 typedef struct LanceCallContext LanceCallContext;
@@ -480,6 +501,11 @@ typedef struct {
   // with the two read-ahead settings); 0 = the session's default (`scan_io_buffer_bytes`).
   uint64_t io_buffer_bytes;
 } LanceScanOptions;
+
+// Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make
+// progress. It runs on a library thread: it must be quick and must not call into the stream
+// (typically it writes to an eventfd or a pipe, or posts to the host's scheduler).
+typedef void (*LanceWakeCallback)(void *user_data);
 
 // A vector query. Initialise with `lance_vector_query_init_v2(&q, sizeof q)`, then set what
 // you need. Every pointer inside is borrowed for the duration of the call that receives the
@@ -1294,6 +1320,28 @@ int32_t lance_split_scan_v2(const LanceDataset *dataset, const LanceSplit *split
 // Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL, a released stream or a stream
 // not created by lance-host.
 int32_t lance_stream_cancel(const struct ArrowArrayStream *stream);
+
+// Read the next batch of a stream this library returned without blocking: for hosts that run
+// their own scheduler instead of parking a thread in `get_next`.
+//
+// On LANCE_OK, `*status` says what happened: LANCE_POLL_READY (`*out` holds the next batch,
+// owned by the caller, released with its `release`), LANCE_POLL_PENDING (nothing yet; `*out`
+// is not written) or LANCE_POLL_END (the stream ended; `*out` is not written). After
+// PENDING, `wake(user_data)` is called once, from a library thread, when polling again may
+// make progress — a batch, the end or an error is ready, or the stream was cancelled or ran
+// past its deadline. Only the latest poll's callback is kept: each poll replaces the previous
+// one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
+// valid until the callback ran or the stream is released; after the stream's `release`
+// returns the callback is never called. The callback must not call into this stream.
+//
+// Errors: a failed stream returns its error code (the same on every later poll) with the
+// message in `lance_last_error_message` and in the stream's `get_last_error`; cancellation is
+// LANCE_ERR_CANCELLED, a deadline LANCE_ERR_TIMEOUT. Polling again after LANCE_POLL_END is
+// LANCE_ERR_FAILED_PRECONDITION. NULL `stream`, `out` or `status`, or a released stream or one
+// not created by lance-host, is LANCE_ERR_INVALID_ARGUMENT. `*status` is written on LANCE_OK
+// only. The blocking `get_next` stays available; do not call `get_next` and this function
+// concurrently on one stream. Thread-safe with respect to other streams; never blocks on I/O.
+int32_t lance_stream_poll_next(struct ArrowArrayStream *stream, struct ArrowArray *out, LanceWakeCallback wake, void *user_data, int32_t *status);
 
 // Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with defaults —
 // f32 elements, k = 10, default metric, default nprobes/ef, default refine, no prefilter,

@@ -267,6 +267,26 @@ class Stream {
     return Batch(a, schema_);
   }
 
+  /// What `poll` found.
+  enum class PollState { Ready, Pending, End };
+  struct Polled {
+    PollState state;
+    std::optional<Batch> batch;  ///< set when state == Ready
+  };
+  /// Non-blocking `next` (lance_stream_poll_next): Ready with the batch, Pending (then
+  /// `wake(user_data)` runs once, on a library thread, when polling again may progress; it must
+  /// not call into the stream) or End (polling again throws LANCE_ERR_FAILED_PRECONDITION).
+  /// Throws Error(code, message) for a failed, cancelled or timed-out stream. Do not mix with
+  /// a concurrent `next()` on the same stream.
+  Polled poll(LanceWakeCallback wake = nullptr, void* user_data = nullptr) {
+    schema();
+    ArrowArray a;
+    int32_t status = -1;
+    check(lance_stream_poll_next(&stream_, &a, wake, user_data, &status));
+    if (status == LANCE_POLL_READY) return Polled{PollState::Ready, Batch(a, schema_)};
+    return Polled{status == LANCE_POLL_PENDING ? PollState::Pending : PollState::End, std::nullopt};
+  }
+
   /// Cancel from any thread; the consumer's next() then throws Error(ECANCELED).
   void cancel() const { check(lance_stream_cancel(&stream_)); }
 

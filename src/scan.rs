@@ -327,6 +327,23 @@ pub struct BatchReader {
     /// Set when the library itself consumes this stream (a merge's or refine's input): its rows
     /// are not counted as returned to the host (the output that carries them is).
     consumed: Arc<std::sync::atomic::AtomicBool>,
+    /// Non-blocking reads: the waker of the latest pending poll, and the task that wakes it
+    /// when the stream is cancelled or its deadline passes (started at the first pending poll).
+    stop_waker: Arc<std::sync::Mutex<Option<std::task::Waker>>>,
+    stop_task: Option<tokio::task::JoinHandle<()>>,
+    /// The end was reported by a poll: polling again is a caller error.
+    end_polled: bool,
+}
+
+/// The outcome of a non-blocking read (`BatchReader::poll_batch`).
+#[derive(Debug)]
+pub enum Polled {
+    /// The next batch.
+    Ready(RecordBatch),
+    /// Nothing yet; the waker passed to the poll is woken when polling again may progress.
+    Pending,
+    /// The stream ended normally.
+    End,
 }
 
 impl BatchReader {
@@ -358,6 +375,9 @@ impl BatchReader {
             context: "scan failed".to_string(),
             local_path: None,
             consumed: Arc::default(),
+            stop_waker: Arc::default(),
+            stop_task: None,
+            end_polled: false,
         })
     }
 
@@ -374,6 +394,9 @@ impl BatchReader {
             context: "scan failed".to_string(),
             local_path: None,
             consumed: Arc::default(),
+            stop_waker: Arc::default(),
+            stop_task: None,
+            end_polled: false,
         }
     }
 
@@ -445,21 +468,114 @@ impl BatchReader {
             }),
         };
         match got {
-            Ok(Some(Msg::Batch(Ok(batch)))) => Some(Ok(batch)),
-            Ok(Some(Msg::Batch(Err(e)))) => {
+            Ok(msg) => self.message(msg),
+            Err(stop) => Some(Err(stop.error("the stream stopped"))),
+        }
+    }
+
+    /// What a message from the driving task means for the reader (None: the end).
+    fn message(&self, msg: Option<Msg>) -> Option<Result<RecordBatch>> {
+        match msg {
+            Some(Msg::Batch(Ok(batch))) => Some(Ok(batch)),
+            Some(Msg::Batch(Err(e))) => {
                 let mut err = HostError::from_lance(&self.context, e);
                 if let Some((lance_form, path)) = &self.local_path {
                     err.message = err.message.replace(lance_form.as_str(), path.as_str());
                 }
                 Some(Err(err))
             }
-            Ok(Some(Msg::End)) => None,
+            Some(Msg::End) => None,
             // The task ended without saying so (aborted with the runtime): never report a
             // partial result as complete.
-            Ok(None) => Some(Err(HostError::internal(
+            None => Some(Err(HostError::internal(
                 "the scan task stopped before the end of the stream",
             ))),
-            Err(stop) => Some(Err(stop.error("the stream stopped"))),
+        }
+    }
+
+    /// Read the next batch without blocking. `Pending` registers `waker`, which is woken (from
+    /// a runtime thread) when a batch, the end or an error is ready, or when the stream is
+    /// cancelled or its deadline passes; only the waker of the latest poll is kept. A failed
+    /// stream fails again with its error; polling after the end was reported is
+    /// FAILED_PRECONDITION. Never blocks, so it may run on any thread except inside the
+    /// runtime.
+    pub fn poll_batch(&mut self, waker: &std::task::Waker) -> Result<Polled> {
+        use std::task::{Context, Poll};
+        let item = match &mut self.source {
+            Source::Finished if self.end_polled => {
+                return Err(HostError::precondition(
+                    "the stream has already reached its end: release it",
+                ))
+            }
+            Source::Finished => None,
+            Source::Failed(e) => return Err(e.clone()),
+            Source::Ready(batches) => match self.watch.stopped_now() {
+                Some(stop) => Some(Err(stop.error("the stream stopped"))),
+                None => batches.next().map(Ok),
+            },
+            Source::Driven { .. } => match self.watch.stopped_now() {
+                Some(stop) => Some(Err(stop.error("the stream stopped"))),
+                None => {
+                    if let Err(e) = session::global() {
+                        return Err(e);
+                    }
+                    if let Ok(mut slot) = self.stop_waker.lock() {
+                        *slot = Some(waker.clone());
+                    }
+                    let Source::Driven { rx, handle, .. } = &mut self.source else { unreachable!() };
+                    let mut cx = Context::from_waker(waker);
+                    match catch_unwind(AssertUnwindSafe(|| rx.poll_recv(&mut cx))) {
+                        Ok(Poll::Pending) => {
+                            if self.stop_task.is_none() {
+                                let watch = self.watch.clone();
+                                let slot = self.stop_waker.clone();
+                                self.stop_task = Some(handle.spawn(async move {
+                                    watch.stopped().await;
+                                    let waker = slot.lock().ok().and_then(|mut w| w.take());
+                                    if let Some(w) = waker {
+                                        w.wake();
+                                    }
+                                }));
+                            }
+                            return Ok(Polled::Pending);
+                        }
+                        Ok(Poll::Ready(msg)) => self.message(msg),
+                        Err(_) => Some(Err(HostError::internal("panic while polling the next batch"))),
+                    }
+                }
+            },
+        };
+        match self.settle(item) {
+            None => {
+                self.end_polled = true;
+                Ok(Polled::End)
+            }
+            Some(Ok(batch)) => Ok(Polled::Ready(batch)),
+            Some(Err(e)) => Err(e),
+        }
+    }
+
+    /// Account for what a read produced: count returned batches, finish the stream at its end
+    /// and keep the error of a failed one.
+    fn settle(&mut self, item: Option<Result<RecordBatch>>) -> Option<Result<RecordBatch>> {
+        match item {
+            None => {
+                self.release();
+                None
+            }
+            Some(Ok(batch)) => {
+                if !self.consumed.load(std::sync::atomic::Ordering::Relaxed) {
+                    crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
+                }
+                Some(Ok(batch))
+            }
+            Some(Err(err)) => {
+                // A failed stream is finished: stop its remaining work now.
+                self.release();
+                let _ = self.failure.set(err.code);
+                self.source = Source::Failed(err.clone());
+                Some(Err(err))
+            }
         }
     }
 }
@@ -483,25 +599,7 @@ impl Iterator for BatchReader {
                 }
             }
         };
-        match item {
-            None => {
-                self.release();
-                None
-            }
-            Some(Ok(batch)) => {
-                if !self.consumed.load(std::sync::atomic::Ordering::Relaxed) {
-                    crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
-                }
-                Some(Ok(batch))
-            }
-            Some(Err(err)) => {
-                // A failed stream is finished: stop its remaining work now.
-                self.release();
-                let _ = self.failure.set(err.code);
-                self.source = Source::Failed(err.clone());
-                Some(Err(ArrowError::ExternalError(Box::new(err))))
-            }
-        }
+        self.settle(item).map(|r| r.map_err(|err| ArrowError::ExternalError(Box::new(err))))
     }
 }
 
@@ -511,6 +609,9 @@ impl BatchReader {
         {
             // Aborting drops the stream on the runtime, which cancels its I/O and decode tasks;
             // the receiver dropped here makes a task blocked on a full channel end too.
+            task.abort();
+        }
+        if let Some(task) = self.stop_task.take() {
             task.abort();
         }
     }

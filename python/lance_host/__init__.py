@@ -174,6 +174,42 @@ class Stream:
     def read_all(self) -> pa.Table:
         return pa.Table.from_batches(list(self), schema=self.schema)
 
+    def poll(self, wake: Optional[Callable[[], None]] = None):
+        """Read without blocking (lance_stream_poll_next): returns ("ready", batch),
+        ("pending", None) or ("end", None). After "pending", `wake()` is called once, from a
+        library thread, when polling again may make progress; it must be quick and must not
+        touch this stream (e.g. `loop.call_soon_threadsafe(event.set)`). Raises LanceError for a
+        failed, cancelled or timed-out stream, and when polled again after "end"."""
+        if not self._live:
+            raise LanceError(1, "the stream is closed or was handed to pyarrow")
+        callback = _ffi.WAKE(lambda _user: wake()) if wake is not None else _ffi.WAKE()
+        # Kept alive while the library may call it: until the next poll or the release.
+        self._wake = callback
+        arr = _ffi.ArrowArray()
+        status = ctypes.c_int32(-1)
+        _check(LIB.lance_stream_poll_next(ctypes.byref(self._s), ctypes.byref(arr), callback, None, ctypes.byref(status)))
+        if status.value == _ffi.POLL_READY:
+            schema = _ffi.ArrowSchema()
+            self.schema._export_to_c(ctypes.addressof(schema))
+            return "ready", pa.RecordBatch._import_from_c(ctypes.addressof(arr), ctypes.addressof(schema))
+        return ("pending" if status.value == _ffi.POLL_PENDING else "end"), None
+
+    async def batches_async(self):
+        """The batches as an async iterator for asyncio: polls, and while the stream is
+        pending awaits its wake-up instead of blocking the event loop's thread."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        while True:
+            woken = asyncio.Event()
+            state, batch = self.poll(lambda: loop.call_soon_threadsafe(woken.set))
+            if state == "ready":
+                yield batch
+            elif state == "end":
+                return
+            else:
+                await woken.wait()
+
     def io_stats(self) -> IoStats:
         """The operation's I/O so far (final once the stream ended)."""
         if not self._live:

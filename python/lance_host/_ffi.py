@@ -45,6 +45,9 @@ GET_SCHEMA = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ArrowArrayStream), ct
 GET_NEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ArrowArrayStream), ctypes.POINTER(ArrowArray))
 GET_LAST_ERROR = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.POINTER(ArrowArrayStream))
 RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArrayStream))
+# LanceWakeCallback of lance_stream_poll_next.
+WAKE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+POLL_READY, POLL_PENDING, POLL_END = 0, 1, 2
 ArrowArrayStream._fields_ = [
     ("get_schema", GET_SCHEMA), ("get_next", GET_NEXT), ("get_last_error", GET_LAST_ERROR),
     ("release", RELEASE), ("private_data", P),
@@ -236,6 +239,7 @@ SIGNATURES = {
     "lance_dataset_explain_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(P)]),
     "lance_split_scan_v2": (i32, [P, P, ctypes.POINTER(ScanOptions), StreamP]),
     "lance_stream_cancel": (i32, [StreamP]),
+    "lance_stream_poll_next": (i32, [StreamP, ctypes.POINTER(ArrowArray), WAKE, ctypes.c_void_p, ctypes.POINTER(i32)]),
     "lance_vector_query_init_v2": (i32, [ctypes.POINTER(VectorQuery), sz]),
     "lance_split_search_v2": (i32, [P, P, ctypes.POINTER(VectorQuery), StreamP]),
     "lance_split_explain_search_v2": (i32, [P, P, ctypes.POINTER(VectorQuery), ctypes.POINTER(P)]),

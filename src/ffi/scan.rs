@@ -129,6 +129,10 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
 /// `UnsafeCell`), so `lance_stream_cancel` may run on another thread during `get_next`.
 struct HostStream {
     inner: std::cell::UnsafeCell<FFI_ArrowArrayStream>,
+    /// The reader behind `inner`, reached directly by `lance_stream_poll_next`.
+    reader: std::sync::Arc<std::sync::Mutex<BatchReader>>,
+    /// Whom `lance_stream_poll_next` wakes; emptied at release.
+    wake: std::sync::Arc<WakeSlot>,
     stats: OpStats,
     token: crate::cancel::Token,
     failure: std::sync::Arc<std::sync::OnceLock<crate::error::LanceErrorCode>>,
@@ -154,6 +158,11 @@ fn stream_message(host: &HostStream, inner: *mut FFI_ArrowArrayStream) {
     };
     let text = text.strip_prefix("External error: ").unwrap_or(&text);
     let code = host.failure.get().copied().unwrap_or(crate::error::LanceErrorCode::LANCE_ERR_IO);
+    set_message(host, code, text);
+}
+
+/// Keep `LANCE_ERR_<NAME>: <text>` as the message the stream's `get_last_error` returns.
+fn set_message(host: &HostStream, code: crate::error::LanceErrorCode, text: &str) {
     // SAFETY: lance_error_code_name returns a static NUL-terminated string.
     let name = unsafe { std::ffi::CStr::from_ptr(super::error::lance_error_code_name(code as i32)) };
     let msg = format!("{}: {text}", name.to_string_lossy());
@@ -256,7 +265,11 @@ unsafe extern "C" fn host_release(s: *mut FFI_ArrowArrayStream) {
     if !private.is_null() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // SAFETY: created by Box::into_raw in `export_stream`, freed once here.
-            drop(unsafe { Box::from_raw(private) });
+            let host = unsafe { Box::from_raw(private) };
+            // No wake-up reaches the host after its release returns (a wake in flight on a
+            // runtime thread finishes first: the slot's lock is held while calling it).
+            host.wake.disarm();
+            drop(host);
         }));
     }
 }
@@ -291,14 +304,46 @@ pub(crate) fn import_stream(
     Ok((Box::new(reader), stats))
 }
 
+/// The reader as arrow's stream exporter sees it: shared with `lance_stream_poll_next`. Hosts
+/// must not call `get_next` and `lance_stream_poll_next` concurrently on one stream (Arrow's
+/// rule for `get_next`); the lock only keeps a violation memory-safe.
+struct SharedReader {
+    schema: arrow_schema::SchemaRef,
+    reader: std::sync::Arc<std::sync::Mutex<BatchReader>>,
+}
+
+impl Iterator for SharedReader {
+    type Item = std::result::Result<arrow::record_batch::RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.lock() {
+            Ok(mut r) => r.next(),
+            Err(_) => Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(HostError::internal(
+                "the stream's reader was poisoned by a panic",
+            ))))),
+        }
+    }
+}
+
+impl arrow::record_batch::RecordBatchReader for SharedReader {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+}
+
 /// Hand a reader to C as an `ArrowArrayStream` written into `out`.
 pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream) {
     let stats = reader.stats();
     let token = reader.cancel_token();
     let failure = reader.failure();
     let consumed = reader.consumed_flag();
+    let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
+    let reader = std::sync::Arc::new(std::sync::Mutex::new(reader));
+    let shared = SharedReader { schema, reader: reader.clone() };
     let host = Box::new(HostStream {
-        inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(reader))),
+        inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(shared))),
+        reader,
+        wake: std::sync::Arc::new(WakeSlot::default()),
         stats,
         token,
         failure,
@@ -476,6 +521,142 @@ pub extern "C" fn lance_stream_cancel(stream: *const FFI_ArrowArrayStream) -> i3
             HostError::invalid("stream is released or was not created by lance-host")
         })?;
         host.token.cancel();
+        Ok(())
+    })
+}
+
+/// What `lance_stream_poll_next` reports in `*status`.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LancePollStatus {
+    /// `*out` holds the next batch (release it with its `release`).
+    LANCE_POLL_READY = 0,
+    /// No batch yet; the wake callback of this poll will be called (see `lance_stream_poll_next`).
+    LANCE_POLL_PENDING = 1,
+    /// The stream ended normally; `*out` is not written. Release the stream.
+    LANCE_POLL_END = 2,
+}
+
+/// Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make
+/// progress. It runs on a library thread: it must be quick and must not call into the stream
+/// (typically it writes to an eventfd or a pipe, or posts to the host's scheduler).
+pub type LanceWakeCallback = Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>;
+
+/// The host's wake-up of the latest pending poll. The lock is held while the callback runs, so
+/// a release waits for a wake in flight and no wake-up follows it.
+#[derive(Default)]
+struct WakeSlot {
+    target: std::sync::Mutex<Option<WakeTarget>>,
+}
+
+struct WakeTarget {
+    callback: unsafe extern "C" fn(*mut std::ffi::c_void),
+    user_data: *mut std::ffi::c_void,
+}
+
+// SAFETY: the host promises (header of `lance_stream_poll_next`) that its callback may run on
+// any thread with this user data; the library never dereferences the pointer.
+unsafe impl Send for WakeTarget {}
+
+impl WakeSlot {
+    fn arm(&self, target: Option<WakeTarget>) {
+        if let Ok(mut t) = self.target.lock() {
+            *t = target;
+        }
+    }
+
+    fn disarm(&self) {
+        self.arm(None);
+    }
+}
+
+impl std::task::Wake for WakeSlot {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        let Ok(mut t) = self.target.lock() else { return };
+        if let Some(target) = t.take() {
+            // A panic cannot cross the host's frame; a host callback that unwinds is a host
+            // bug, caught here so the runtime thread survives it.
+            let _ = std::panic::catch_unwind(|| {
+                // SAFETY: the host registered this callback and user data for this wake-up.
+                unsafe { (target.callback)(target.user_data) }
+            });
+        }
+    }
+}
+
+/// Read the next batch of a stream this library returned without blocking: for hosts that run
+/// their own scheduler instead of parking a thread in `get_next`.
+///
+/// On LANCE_OK, `*status` says what happened: LANCE_POLL_READY (`*out` holds the next batch,
+/// owned by the caller, released with its `release`), LANCE_POLL_PENDING (nothing yet; `*out`
+/// is not written) or LANCE_POLL_END (the stream ended; `*out` is not written). After
+/// PENDING, `wake(user_data)` is called once, from a library thread, when polling again may
+/// make progress — a batch, the end or an error is ready, or the stream was cancelled or ran
+/// past its deadline. Only the latest poll's callback is kept: each poll replaces the previous
+/// one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
+/// valid until the callback ran or the stream is released; after the stream's `release`
+/// returns the callback is never called. The callback must not call into this stream.
+///
+/// Errors: a failed stream returns its error code (the same on every later poll) with the
+/// message in `lance_last_error_message` and in the stream's `get_last_error`; cancellation is
+/// LANCE_ERR_CANCELLED, a deadline LANCE_ERR_TIMEOUT. Polling again after LANCE_POLL_END is
+/// LANCE_ERR_FAILED_PRECONDITION. NULL `stream`, `out` or `status`, or a released stream or one
+/// not created by lance-host, is LANCE_ERR_INVALID_ARGUMENT. `*status` is written on LANCE_OK
+/// only. The blocking `get_next` stays available; do not call `get_next` and this function
+/// concurrently on one stream. Thread-safe with respect to other streams; never blocks on I/O.
+#[no_mangle]
+pub extern "C" fn lance_stream_poll_next(
+    stream: *mut FFI_ArrowArrayStream,
+    out: *mut FFI_ArrowArray,
+    wake: LanceWakeCallback,
+    user_data: *mut std::ffi::c_void,
+    status: *mut i32,
+) -> i32 {
+    guard_code(|| {
+        handle_ref(stream, "stream")?;
+        let out = out_arg(out, "out")?;
+        let status = out_arg(status, "status")?;
+        // SAFETY: `host_of` checks that the stream is a live lance-host stream.
+        let host = unsafe { host_of(stream) }.ok_or_else(|| {
+            HostError::invalid("stream is released or was not created by lance-host")
+        })?;
+        host.wake.arm(wake.map(|callback| WakeTarget { callback, user_data }));
+        let waker = std::task::Waker::from(host.wake.clone());
+        let polled = {
+            let mut reader = host
+                .reader
+                .lock()
+                .map_err(|_| HostError::internal("the stream's reader was poisoned by a panic"))?;
+            reader.poll_batch(&waker)
+        };
+        let polled = match polled {
+            Ok(p) => p,
+            Err(e) => {
+                host.wake.disarm();
+                set_message(host, e.code, &e.message);
+                return Err(e);
+            }
+        };
+        *status = match polled {
+            scan::Polled::Ready(batch) => {
+                host.wake.disarm();
+                let array = arrow::array::StructArray::from(batch);
+                let data = arrow::array::Array::into_data(array);
+                // SAFETY: `out` is valid for writes and holds no live array (caller contract).
+                unsafe { std::ptr::write(out, FFI_ArrowArray::new(&data)) };
+                LancePollStatus::LANCE_POLL_READY as i32
+            }
+            scan::Polled::Pending => LancePollStatus::LANCE_POLL_PENDING as i32,
+            scan::Polled::End => {
+                host.wake.disarm();
+                LancePollStatus::LANCE_POLL_END as i32
+            }
+        };
         Ok(())
     })
 }

@@ -1044,3 +1044,113 @@ fn storage_faults_are_retried_or_reported_clearly() {
         println!("FAULT {l}");
     }
 }
+
+/// Records when a stream's wake callback ran (the callback of `lance_stream_poll_next`).
+struct WakeLog {
+    at: std::sync::Mutex<Vec<Instant>>,
+}
+
+unsafe extern "C" fn record_wake(user_data: *mut std::ffi::c_void) {
+    // SAFETY: the test passes a `WakeLog` that outlives the stream.
+    let log = unsafe { &*(user_data as *const WakeLog) };
+    log.at.lock().unwrap().push(Instant::now());
+}
+
+fn wait_woken(log: &WakeLog, within: Duration) -> Option<Instant> {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if let Some(t) = log.at.lock().unwrap().first() {
+            return Some(*t);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
+}
+
+/// Non-blocking streams on a store where every request takes 700 ms: a parked stream is woken
+/// by a cancellation and by its deadline alone (long before any read could finish), never
+/// after its release, and the next poll reports why it stopped.
+#[test]
+fn poll_wakes_on_cancel_and_deadline_without_data() {
+    use lance_host::ffi::session::*;
+    let s = shared();
+    let moto_port: u16 = s.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let table = private_vectors_table("pollwake");
+    let proxy = lance_host_testkit::DelayProxy::start(moto_port, Duration::from_millis(700)).unwrap();
+    let ds = open_s3(&table, &format!("http://127.0.0.1:{}", proxy.port)).unwrap();
+    let log = WakeLog { at: std::sync::Mutex::new(Vec::new()) };
+    let user = &log as *const WakeLog as *mut std::ffi::c_void;
+    let poll = |st: &mut FFI_ArrowArrayStream| -> (i32, i32) {
+        let mut a = arrow::ffi::FFI_ArrowArray::empty();
+        let mut status = -1;
+        let rc = lance_stream_poll_next(st, &mut a, Some(record_wake), user, &mut status);
+        (rc, status)
+    };
+    let o = default_opts();
+
+    // 1. Cancellation wakes a parked stream at once.
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    assert_eq!(poll(&mut stream), (0, LancePollStatus::LANCE_POLL_PENDING as i32));
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(log.at.lock().unwrap().is_empty(), "woken before anything happened");
+    let cancelled = Instant::now();
+    assert_eq!(lance_stream_cancel(&stream), 0);
+    let woke = wait_woken(&log, Duration::from_secs(5)).expect("no wake-up after the cancel");
+    assert!(woke.duration_since(cancelled) < Duration::from_millis(300), "woken {:?} after the cancel", woke.duration_since(cancelled));
+    assert_eq!(poll(&mut stream).0, LANCE_ERR_CANCELLED as i32, "{}", last_message());
+    assert_eq!(poll(&mut stream).0, LANCE_ERR_CANCELLED as i32, "a failed stream keeps failing");
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    log.at.lock().unwrap().clear();
+
+    // 2. A deadline wakes a parked stream when it passes.
+    let ctx = lance_call_context_new(250);
+    assert_eq!(lance_call_context_enter(ctx), 0);
+    let started = Instant::now();
+    let mut stream = FFI_ArrowArrayStream::empty();
+    let rc = lance_dataset_scan_v2(ds.ptr(), &o, &mut stream);
+    assert_eq!(lance_call_context_enter(std::ptr::null()), 0);
+    assert_eq!(rc, 0, "{}", last_message());
+    assert_eq!(poll(&mut stream), (0, LancePollStatus::LANCE_POLL_PENDING as i32));
+    let woke = wait_woken(&log, Duration::from_secs(5)).expect("no wake-up at the deadline");
+    let after = woke.duration_since(started);
+    assert!(after >= Duration::from_millis(250) && after < Duration::from_millis(650), "woken after {after:?}, deadline 250 ms");
+    assert_eq!(poll(&mut stream).0, LANCE_ERR_TIMEOUT as i32, "{}", last_message());
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    lance_call_context_free(ctx);
+    log.at.lock().unwrap().clear();
+
+    // 3. Released while parked: the read that completes later wakes nobody.
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    assert_eq!(poll(&mut stream), (0, LancePollStatus::LANCE_POLL_PENDING as i32));
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(log.at.lock().unwrap().is_empty(), "woken after release");
+
+    // 4. Without interference the parked stream is woken by its data and reads to the end.
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let (mut rows, mut wakes) = (0i64, 0);
+    loop {
+        log.at.lock().unwrap().clear();
+        let mut a = arrow::ffi::FFI_ArrowArray::empty();
+        let mut status = -1;
+        assert_eq!(lance_stream_poll_next(&mut stream, &mut a, Some(record_wake), user, &mut status), 0, "{}", last_message());
+        match status {
+            x if x == LancePollStatus::LANCE_POLL_READY as i32 => rows += a.len() as i64,
+            x if x == LancePollStatus::LANCE_POLL_PENDING as i32 => {
+                wait_woken(&log, Duration::from_secs(60)).expect("a pending stream was never woken");
+                wakes += 1;
+            }
+            _ => break,
+        }
+    }
+    let mut expected = 0u64;
+    assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut expected), 0);
+    assert_eq!(rows as u64, expected, "rows read through poll");
+    assert!(wakes > 0);
+    unsafe { (stream.release.unwrap())(&mut stream) };
+    drop(ds);
+    drop(proxy);
+}

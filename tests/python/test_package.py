@@ -33,7 +33,7 @@ def test_imports_with_nothing_set_and_uses_the_bundled_library():
     assert out[0] == lh.version() and re.fullmatch(r"\d+\.\d+\.\d+", out[0])
     # The installed copy (site-packages, or dist-packages on Debian's python), not the source tree.
     assert out[1].endswith("lance_host/liblance_host.so") and not out[1].startswith(str(ROOT)), out[1]
-    assert lh.version_number() >= 400
+    assert lh.version_number() >= 500
 
 
 def test_every_c_function_has_a_cpp_and_a_python_counterpart():
@@ -389,3 +389,48 @@ def test_multivector_search_equals_pylance(tmp_path):
     assert not any(i % 19 == 4 for i in top["id"].to_pylist())
     with pytest.raises(lh.LanceError, match="multivector"):
         h.search_split(plan[0], "mv", q, k=3, defer_refine=True, refine_factor=2)
+
+
+def test_non_blocking_poll_thread_event_and_asyncio(table):
+    """Stream.poll with a wake callback (a threading.Event here) and the asyncio iterator built
+    on it give the rows of the blocking scan; polling past the end and a cancelled stream are
+    errors with their codes."""
+    import asyncio
+    import threading
+
+    uri, pyds = table
+    ds = lh.open(uri)
+    expected = pyds.to_table(columns=["id"])["id"].to_pylist()
+    s = ds.scan_stream(columns=["id"], batch_size=64)
+    got, pendings = [], 0
+    while True:
+        woken = threading.Event()
+        state, b = s.poll(woken.set)
+        if state == "end":
+            break
+        if state == "ready":
+            got += b.column(0).to_pylist()
+        else:
+            pendings += 1
+            assert woken.wait(60), "a pending stream was never woken"
+    assert got == expected
+    with pytest.raises(lh.LanceError) as e:
+        s.poll()
+    assert e.value.name == "LANCE_ERR_FAILED_PRECONDITION"
+    s.close()
+
+    async def read_async():
+        out = []
+        with ds.scan_stream(columns=["id"], batch_size=64) as st:
+            async for b in st.batches_async():
+                out += b.column(0).to_pylist()
+        return out
+
+    assert asyncio.run(read_async()) == expected
+
+    s = ds.scan_stream(columns=["id"], batch_size=10)
+    s.cancel()
+    with pytest.raises(lh.LanceError) as e:
+        s.poll()
+    assert e.value.name == "LANCE_ERR_CANCELLED"
+    s.close()
