@@ -311,6 +311,37 @@ typedef int32_t LancePollStatus;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Where a blob's bytes live (`LanceBlobInfo::kind`).
+enum LanceBlobKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The value is null: no bytes.
+  LANCE_BLOB_NULL = 0,
+  // In the data file, next to the row.
+  LANCE_BLOB_INLINE = 1,
+  // A slice of a blob file shared by several rows.
+  LANCE_BLOB_PACKED = 2,
+  // A blob file of its own.
+  LANCE_BLOB_DEDICATED = 3,
+  // An object outside the table (`LanceBlobInfo::uri`).
+  LANCE_BLOB_EXTERNAL = 4,
+  // An immutable object the table owns outside its data files.
+  LANCE_BLOB_MANAGED = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceBlobKind LanceBlobKind;
+#else
+typedef int32_t LanceBlobKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// The blobs of some rows of one blob column (`lance_dataset_take_blobs`). Opaque; free with
+// `lance_blobs_free`.
+typedef struct LanceBlobs LanceBlobs;
+
 // A call context: a cancellation handle with an optional deadline that a host binds to a
 // thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
 typedef struct LanceCallContext LanceCallContext;
@@ -351,22 +382,22 @@ typedef struct LanceTableInfo LanceTableInfo;
 // free with `lance_table_stats_free`.
 typedef struct LanceTableStats LanceTableStats;
 
-// One fragment of a snapshot.
+// One row's blob (`lance_blobs_info`). Set `struct_size = sizeof(LanceBlobInfo)` first.
 typedef struct {
-  uint64_t id;
-  // Visible rows: physical rows minus deleted rows.
-  uint64_t logical_rows;
-  uint64_t physical_rows;
-  uint64_t deleted_rows;
-  uint32_t data_file_count;
-} LanceFragmentInfo;
-
-// One committed version of a table.
-typedef struct {
-  uint64_t version;
-  // Commit time in milliseconds since the Unix epoch (UTC).
-  int64_t timestamp_ms;
-} LanceVersionInfo;
+  // `sizeof(LanceBlobInfo)` as the caller compiled it (set by the caller).
+  size_t struct_size;
+  // The row id the blob was taken for.
+  uint64_t row_id;
+  // The blob's length in bytes (0 for a null value and for an empty blob).
+  uint64_t size;
+  // A `LanceBlobKind` value; LANCE_BLOB_NULL for a null value.
+  int32_t kind;
+  // Whether the value is null (then `kind` is LANCE_BLOB_NULL and nothing can be read).
+  bool is_null;
+  // The object of an external blob, else NULL. Owned by the set; valid until
+  // `lance_blobs_free`.
+  const char *uri;
+} LanceBlobInfo;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm). Set
 // `struct_size = sizeof(LanceIoStats)` before passing it to a function that fills it.
@@ -393,6 +424,23 @@ typedef struct {
   // Bytes of the operation's reads served from the data cache (since 0.3).
   uint64_t data_cache_hit_bytes;
 } LanceIoStats;
+
+// One fragment of a snapshot.
+typedef struct {
+  uint64_t id;
+  // Visible rows: physical rows minus deleted rows.
+  uint64_t logical_rows;
+  uint64_t physical_rows;
+  uint64_t deleted_rows;
+  uint32_t data_file_count;
+} LanceFragmentInfo;
+
+// One committed version of a table.
+typedef struct {
+  uint64_t version;
+  // Commit time in milliseconds since the Unix epoch (UTC).
+  int64_t timestamp_ms;
+} LanceVersionInfo;
 
 // Statistics of one fragment. Every figure is exact; `has_bytes_on_disk` is false when the
 // manifest does not record a data file's size (then `bytes_on_disk` is 0 and means nothing).
@@ -667,6 +715,58 @@ typedef void (*LanceLogCallback)(int32_t level, const char *target, const char *
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Resolve the blobs of the blob column `column` (Blob v2, or a binary column with blob
+// encoding) for `num_row_ids` row ids (`_rowid` values of the handle's snapshot; request
+// order, duplicates kept) into a set for `lance_blobs_info` and range reads. Reads the
+// column's descriptors only — no blob bytes. (NULL, 0) is an empty set.
+//
+// Caller owns `*out`; free it with `lance_blobs_free`. The set outlives `dataset`. Borrows
+// its arguments. Thread-safe. Errors: NULL or invalid UTF-8 arguments, an unknown column or
+// one that is not a blob column are LANCE_ERR_INVALID_ARGUMENT (naming the column and its
+// type); a missing or deleted row is LANCE_ERR_NOT_FOUND naming it; storage failures are
+// LANCE_ERR_IO. `*out` is not written on failure.
+int32_t lance_dataset_take_blobs(const LanceDataset *dataset, const char *column, const uint64_t *row_ids, size_t num_row_ids, LanceBlobs **out);
+
+// Number of blobs in the set (the number of row ids asked for); 0 and the last error set if
+// `blobs` is NULL. Thread-safe.
+size_t lance_blobs_count(const LanceBlobs *blobs);
+
+// Describe blob `index` of the set into `*out` (`struct_size` set by the caller): row id,
+// size, kind, null-ness and, for an external blob, its URI (owned by the set).
+//
+// Thread-safe. Errors: NULL pointers, a `struct_size` below 40 or an index out of range are
+// LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
+int32_t lance_blobs_info(const LanceBlobs *blobs, size_t index, LanceBlobInfo *out);
+
+// Read bytes `offset .. offset + length` of blob `index` into `buf` (`buf_len` ≥ `length`
+// bytes of caller memory), fetching only that range (on object stores: ranged requests of
+// about `length` bytes; blob reads bypass the data cache). A length of 0 reads nothing.
+//
+// Borrows everything; writes exactly `length` bytes of `buf` on success and none on failure.
+// Thread-safe: several threads may read from one set at once. Errors (all
+// LANCE_ERR_INVALID_ARGUMENT unless noted): NULL `blobs`, NULL `buf` with `length` > 0,
+// `buf_len` < `length`, an index out of range, a null blob, a range past the blob's end
+// (the message names the blob's size); storage failures are LANCE_ERR_IO.
+int32_t lance_blobs_read(const LanceBlobs *blobs, size_t index, uint64_t offset, uint64_t length, uint8_t *buf, size_t buf_len);
+
+// `lance_blobs_read` into a buffer the library allocates: `*out` holds `length` bytes
+// (`*out_len` = `length`; NULL and 0 for a length of 0). Free it with `lance_bytes_free(*out,
+// *out_len)`.
+//
+// Thread-safe. Errors as `lance_blobs_read`, plus NULL `out` or `out_len`; nothing is written
+// on failure.
+int32_t lance_blobs_read_alloc(const LanceBlobs *blobs, size_t index, uint64_t offset, uint64_t length, uint8_t **out, size_t *out_len);
+
+// The I/O of the set so far — its descriptor take and every read — into `*out`
+// (`struct_size` set by the caller). Requests are counted for object stores; local tables
+// report 0 requests. Thread-safe. Errors: NULL pointers or a bad `struct_size` are
+// LANCE_ERR_INVALID_ARGUMENT.
+int32_t lance_blobs_io_stats(const LanceBlobs *blobs, LanceIoStats *out);
+
+// Free a blob set and the strings it owns. NULL is ignored. Call once, after the last use of
+// the set and of `uri` pointers obtained from it; not concurrently with other calls on it.
+void lance_blobs_free(LanceBlobs *blobs);
 
 // Connect to a catalog described by a NULL-terminated key/value array:
 // - `type`: `dir` (default) or `rest`.
@@ -1222,8 +1322,8 @@ int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
 // Returns an error code; outputs are not written on failure.
 int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
-// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot` or
-// `lance_dataset_fts_stats`, passing
+// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot`,
+// `lance_dataset_fts_stats` or `lance_blobs_read_alloc`, passing
 // the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
 // use of it.
 void lance_bytes_free(uint8_t *bytes, size_t len);

@@ -114,6 +114,20 @@ impl OpStats {
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
 
+    /// `dataset`, counted but never through the data cache: for blob payloads, read by range
+    /// (a cache block would turn a small range read into a whole-block request).
+    pub fn dataset_uncached(&self, snapshot: &Snapshot) -> Arc<Dataset> {
+        if snapshot.is_local() {
+            return snapshot.dataset.clone();
+        }
+        let wrapper: Arc<dyn WrappingObjectStore> = Arc::new(CountingWrapper {
+            counters: self.counters.clone(),
+            cache: None,
+            endpoint: store_identity(&snapshot.storage_options),
+        });
+        Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
+    }
+
     /// Collect the plan's index-cache counters when the scanner's stream finishes.
     pub fn attach(&self, scanner: &mut Scanner) {
         scanner.scan_stats_callback(self.callback());

@@ -14,7 +14,7 @@ use crate::stats::OpStats;
 
 /// Check that every id names a visible row of the snapshot (row ids are row addresses for
 /// tables without stable row ids: fragment id in the high 32 bits, offset in the low 32).
-fn validate_addresses(snapshot: &Snapshot, ds: Arc<lance::Dataset>, ids: &[u64]) -> Result<()> {
+pub(crate) fn validate_addresses(snapshot: &Snapshot, ds: Arc<lance::Dataset>, ids: &[u64]) -> Result<()> {
     let mut by_fragment: HashMap<u64, Vec<u64>> = HashMap::new();
     for id in ids {
         by_fragment.entry(id >> 32).or_default().push(*id);

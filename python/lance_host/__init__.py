@@ -478,6 +478,78 @@ def _text_query(column, text, k=10, match="or", slop=0, prefilter=None, columns=
     return q, (cols,)
 
 
+BLOB_KINDS = {0: "null", 1: "inline", 2: "packed", 3: "dedicated", 4: "external", 5: "managed"}
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    row_id: int
+    size: int
+    kind: str
+    uri: Optional[str]
+
+    @property
+    def is_null(self) -> bool:
+        return self.kind == "null"
+
+
+class Blobs:
+    """The blobs of some rows of one blob column (`Dataset.take_blobs`), in request order:
+    `info(i)` describes blob i, `read(i, offset, length)` reads a byte range of it without
+    reading the rest. Reads may run on several threads at once."""
+
+    def __init__(self, handle):
+        self._h = handle
+
+    def __len__(self) -> int:
+        return LIB.lance_blobs_count(self._h)
+
+    def info(self, i: int) -> BlobInfo:
+        out = _ffi.BlobInfo.new()
+        _check(LIB.lance_blobs_info(self._h, i, ctypes.byref(out)))
+        return BlobInfo(out.row_id, out.size, BLOB_KINDS.get(out.kind, str(out.kind)),
+                        out.uri.decode() if out.uri else None)
+
+    def read(self, i: int, offset: int = 0, length: Optional[int] = None) -> bytes:
+        """Bytes offset .. offset + length of blob i (default: to its end)."""
+        if length is None:
+            length = max(self.info(i).size - offset, 0)
+        buf = ctypes.create_string_buffer(length)
+        _check(LIB.lance_blobs_read(self._h, i, offset, length, buf, length))
+        return buf.raw
+
+    def readinto(self, i: int, offset: int, buffer) -> int:
+        """Fill a writable buffer (bytearray, memoryview, numpy array) with the bytes of
+        blob i from `offset`; returns the number of bytes read (the buffer's length)."""
+        view = memoryview(buffer).cast("B")
+        n = view.nbytes
+        c = (ctypes.c_char * n).from_buffer(view) if n else None
+        _check(LIB.lance_blobs_read(self._h, i, offset, n, c, n))
+        return n
+
+    def io_stats(self) -> IoStats:
+        out = _ffi.IoStats.new()
+        _check(LIB.lance_blobs_io_stats(self._h, ctypes.byref(out)))
+        return IoStats._from(out)
+
+    def close(self) -> None:
+        if self._h:
+            LIB.lance_blobs_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 @dataclass(frozen=True)
 class FragmentInfo:
     id: int
@@ -642,6 +714,14 @@ class Dataset:
         out = _ffi.ArrowArrayStream()
         _check(LIB.lance_dataset_take_rows(self._h, ids, len(row_ids), cols, n, ctypes.byref(out)))
         return _import_reader(out).read_all()
+
+    def take_blobs(self, column: str, row_ids: Sequence[int]) -> "Blobs":
+        """The blobs of a blob column for `row_ids` (lance_dataset_take_blobs): descriptors
+        only; read byte ranges with `Blobs.read`."""
+        ids = (ctypes.c_uint64 * len(row_ids))(*row_ids)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_take_blobs(self._h, column.encode(), ids, len(row_ids), ctypes.byref(h)))
+        return Blobs(h)
 
     # planning
     def plan_scan(self, target_rows: int = 0) -> list[Split]:

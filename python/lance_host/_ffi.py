@@ -98,6 +98,11 @@ class TextQuery(Sized):
                 ("num_columns", ctypes.c_size_t), ("with_row_id", ctypes.c_bool)]
 
 
+class BlobInfo(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("row_id", ctypes.c_uint64), ("size", ctypes.c_uint64),
+                ("kind", ctypes.c_int32), ("is_null", ctypes.c_bool), ("uri", cstr)]
+
+
 class IndexSegmentInfo(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("uuid", ctypes.c_uint8 * 16), ("fragment_ids", u64p),
                 ("num_fragment_ids", ctypes.c_size_t), ("indexed_rows", ctypes.c_uint64)]
@@ -239,6 +244,13 @@ SIGNATURES = {
     "lance_dataset_explain_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(P)]),
     "lance_split_scan_v2": (i32, [P, P, ctypes.POINTER(ScanOptions), StreamP]),
     "lance_stream_cancel": (i32, [StreamP]),
+    "lance_dataset_take_blobs": (i32, [P, cstr, u64p, sz, ctypes.POINTER(P)]),
+    "lance_blobs_count": (sz, [P]),
+    "lance_blobs_info": (i32, [P, sz, ctypes.POINTER(BlobInfo)]),
+    "lance_blobs_read": (i32, [P, sz, u64, u64, ctypes.c_void_p, sz]),
+    "lance_blobs_read_alloc": (i32, [P, sz, u64, u64, ctypes.POINTER(u8p), szp]),
+    "lance_blobs_io_stats": (i32, [P, ctypes.POINTER(IoStats)]),
+    "lance_blobs_free": (None, [P]),
     "lance_stream_poll_next": (i32, [StreamP, ctypes.POINTER(ArrowArray), WAKE, ctypes.c_void_p, ctypes.POINTER(i32)]),
     "lance_vector_query_init_v2": (i32, [ctypes.POINTER(VectorQuery), sz]),
     "lance_split_search_v2": (i32, [P, P, ctypes.POINTER(VectorQuery), StreamP]),

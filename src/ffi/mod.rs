@@ -2,6 +2,7 @@
 //! strings, call the safe layer, write out-parameters, return a code. All raw-pointer handling
 //! of the library lives in this module tree.
 
+pub mod blob;
 pub mod catalog;
 /// cbindgen:ignore
 mod compat;

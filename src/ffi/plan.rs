@@ -275,8 +275,8 @@ pub extern "C" fn lance_split_serialize(
     })
 }
 
-/// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot` or
-/// `lance_dataset_fts_stats`, passing
+/// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot`,
+/// `lance_dataset_fts_stats` or `lance_blobs_read_alloc`, passing
 /// the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
 /// use of it.
 #[no_mangle]

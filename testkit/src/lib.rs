@@ -429,6 +429,64 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) 
     Ok(())
 }
 
+/// Rows of the blobs table.
+pub const BLOB_ROWS: i64 = 40;
+
+/// Length of row `id`'s blob in the blobs table: None = null; empty, small (inline), medium
+/// (packed) and 300,000-byte (dedicated) values.
+pub fn blob_len(id: i64) -> Option<usize> {
+    match id % 10 {
+        7 => None,
+        3 => Some(0),
+        1 | 6 => Some(300_000),
+        _ => Some(((id * 997) % 20_000) as usize),
+    }
+}
+
+/// Byte `j` of row `id`'s blob (every value is this function, so readers can check any range).
+pub fn blob_byte(id: i64, j: usize) -> u8 {
+    ((id as usize * 31 + j * 7) % 251) as u8
+}
+
+pub fn blob_deleted(id: i64) -> bool {
+    id % 13 == 5
+}
+
+/// The blobs table (file format 2.2): `id` and a Blob v2 column `payload` (inline up to 4 KiB,
+/// packed up to 64 KiB, dedicated above; nulls and empty values), 20 rows per fragment, rows
+/// with `blob_deleted(id)` deleted.
+pub async fn write_blobs(uri: &str, facts: &mut Facts, opts: &StorageOptions) -> Result<(), Error> {
+    use lance::blob::{blob_field_with_options, BlobArrayBuilder, BlobFieldOptions};
+    let field = blob_field_with_options(
+        "payload",
+        true,
+        BlobFieldOptions::default()
+            .with_inline_size_threshold(4096)
+            .with_dedicated_size_threshold(std::num::NonZeroUsize::new(65_536).unwrap()),
+    );
+    let mut blobs = BlobArrayBuilder::new(BLOB_ROWS as usize);
+    for id in 0..BLOB_ROWS {
+        match blob_len(id) {
+            None => blobs.push_null()?,
+            Some(0) => blobs.push_empty()?,
+            Some(n) => blobs.push_bytes((0..n).map(|j| blob_byte(id, j)).collect::<Vec<u8>>())?,
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), field]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(Int64Array::from_iter_values(0..BLOB_ROWS)), blobs.finish()?],
+    )?;
+    let mut p = params(WriteMode::Create, 20, opts);
+    p.data_storage_version = Some(lance_file::version::LanceFileVersion::V2_2);
+    let reader = RecordBatchIterator::new(vec![Ok(batch.clone())], batch.schema());
+    let mut ds = Dataset::write(reader, uri, Some(p)).await?;
+    ds.delete("id % 13 = 5").await?;
+    facts.set("blobs.uri", uri);
+    facts.set("blobs.rows", (0..BLOB_ROWS).filter(|i| !blob_deleted(*i)).count());
+    Ok(())
+}
+
 /// Write the people and vectors tables under an object-store `root` (e.g. `s3://bucket/wh`)
 /// with `opts`; facts use the prefixes `people` and `vectors`.
 pub async fn write_remote_tables(root: &str, opts: &StorageOptions) -> Result<Facts, Error> {
@@ -558,6 +616,11 @@ pub async fn write_warehouse(root: &Path) -> Result<Facts, Error> {
         std::fs::remove_dir_all(&docs)?;
     }
     write_docs(docs.to_str().ok_or("non-UTF-8 path")?, &mut facts, &none).await?;
+    let blobs = root.join("blobs.lance");
+    if blobs.exists() {
+        std::fs::remove_dir_all(&blobs)?;
+    }
+    write_blobs(blobs.to_str().ok_or("non-UTF-8 path")?, &mut facts, &none).await?;
     std::fs::write(root.join("FIXTURE"), facts.to_text())?;
     Ok(facts)
 }

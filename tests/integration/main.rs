@@ -5,6 +5,7 @@ mod datacache;
 mod edges;
 mod dataset;
 mod engine;
+mod blob;
 mod catalog;
 mod errors;
 mod fts;
