@@ -493,6 +493,43 @@ inline LanceTextQuery text_query(const TextSearchRequest& r, const std::vector<c
 }  // namespace detail
 
 /// A table pinned at one version.
+/// The blobs of some rows of one blob column (`Dataset::take_blobs`), in request order:
+/// `info(i)` describes blob i, `read(i, offset, length)` reads a byte range of it without
+/// reading the rest. Reads may run on several threads at once; outlives its Dataset.
+class Blobs {
+ public:
+  explicit Blobs(LanceBlobs* p) : p_(check_ptr(p)) {}
+  size_t size() const { return lance_blobs_count(p_.get()); }
+  /// Row id, size, kind (LanceBlobKind), null-ness and, for external blobs, the URI (owned by
+  /// this object).
+  LanceBlobInfo info(size_t i) const {
+    LanceBlobInfo out{};
+    out.struct_size = sizeof out;
+    check(lance_blobs_info(p_.get(), i, &out));
+    return out;
+  }
+  /// Bytes offset .. offset + length of blob i; throws LANCE_ERR_INVALID_ARGUMENT past its end.
+  std::vector<uint8_t> read(size_t i, uint64_t offset, uint64_t length) const {
+    uint8_t* b = nullptr;
+    size_t n = 0;
+    check(lance_blobs_read_alloc(p_.get(), i, offset, length, &b, &n));
+    return detail::take_bytes(b, n);
+  }
+  /// Fill `length` bytes of caller memory at `buf` from blob i at `offset`.
+  void read_into(size_t i, uint64_t offset, uint8_t* buf, size_t length) const {
+    check(lance_blobs_read(p_.get(), i, offset, length, buf, length));
+  }
+  /// The I/O of the take and every read so far.
+  LanceIoStats io_stats() const {
+    LanceIoStats s = detail::io_stats();
+    check(lance_blobs_io_stats(p_.get(), &s));
+    return s;
+  }
+
+ private:
+  std::unique_ptr<LanceBlobs, detail::Deleter<LanceBlobs, lance_blobs_free>> p_;
+};
+
 class Dataset {
  public:
   static Dataset open(const std::string& uri, const std::map<std::string, std::string>& storage_options = {},
@@ -544,6 +581,12 @@ class Dataset {
     ArrowArrayStream s;
     check(lance_dataset_take_rows(p_.get(), row_ids.data(), row_ids.size(), cols.data(), cols.size(), &s));
     return Stream(s);
+  }
+  /// The blobs of blob column `column` for `row_ids` (descriptors only; read with Blobs).
+  Blobs take_blobs(const std::string& column, const std::vector<uint64_t>& row_ids) const {
+    LanceBlobs* b = nullptr;
+    check(lance_dataset_take_blobs(p_.get(), column.c_str(), row_ids.data(), row_ids.size(), &b));
+    return Blobs(b);
   }
   /// Full-text splits of `column` (one per INVERTED segment plus flat splits).
   SplitPlan plan_fts(const std::string& column, uint64_t flat_target_rows = 0) const {

@@ -1154,3 +1154,63 @@ fn poll_wakes_on_cancel_and_deadline_without_data() {
     drop(ds);
     drop(proxy);
 }
+
+/// Blob range reads on s3://: each read is ranged GETs of the blob's objects for about the
+/// bytes asked for (the server's log and the library's count), never a whole-object GET; the
+/// bytes equal what was written.
+#[test]
+fn blob_range_reads_on_s3_are_ranged_requests_only() {
+    use crate::blob::{info, read, row_ids, take};
+    use lance_host::ffi::blob::*;
+    use lance_host::ffi::handles::LanceIoStats;
+    let s = shared();
+    let moto = s.moto.as_ref().expect("parent owns the server");
+    let table = format!("{}/blobs_private/blobs.lance", s.facts.get("root"));
+    let (t, opts) = (table.clone(), s3_options(&s.endpoint));
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut facts = Facts::default();
+            lance_host_testkit::write_blobs(&t, &mut facts, &opts).await.expect("write blobs");
+        })
+    })
+    .join()
+    .unwrap();
+    let ds = open_s3(&table, &s.endpoint).unwrap();
+    let rows = row_ids(&ds);
+    let ids: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    let b = take(&ds, "payload", &ids).unwrap_or_else(|_| panic!("{}", last_message()));
+    let path = format!("{}/", table.trim_start_matches("s3://"));
+    let io = |b: *const LanceBlobs| {
+        let mut s = LanceIoStats { struct_size: std::mem::size_of::<LanceIoStats>(), ..Default::default() };
+        assert_eq!(lance_blobs_io_stats(b, &mut s), 0);
+        s
+    };
+    let (mut reads, mut checked_big) = (0, false);
+    for (i, (_, id)) in rows.iter().enumerate() {
+        let Some(n) = lance_host_testkit::blob_len(*id) else { continue };
+        if n == 0 {
+            continue;
+        }
+        let inf = info(b, i);
+        for (off, len) in crate::blob::ranges(n) {
+            let before_log = moto.requests().len();
+            let before = io(b);
+            let got = read(b, i, off as u64, len).unwrap();
+            let after = io(b);
+            assert!(got.iter().enumerate().all(|(j, v)| *v == lance_host_testkit::blob_byte(*id, off + j)), "row {id} {off}+{len}");
+            let lines: Vec<String> = moto.requests()[before_log..].iter().filter(|l| l.contains(&path)).cloned().collect();
+            let gets: Vec<&String> = lines.iter().filter(|l| l.contains("\"GET ")).collect();
+            assert!(!gets.is_empty(), "no GET for row {id} {off}+{len}");
+            assert_eq!(gets.len(), lines.len(), "only GETs: {lines:#?}");
+            assert!(gets.iter().all(|l| l.contains("\" 206 ")), "whole-object GET for a range read: {gets:#?}");
+            let (requests, bytes) = (after.read_requests - before.read_requests, after.read_bytes - before.read_bytes);
+            assert_eq!(requests as usize, gets.len(), "library and server disagree");
+            assert!(bytes >= len as u64 && bytes <= len as u64 + 4096, "read {bytes} bytes for a {len}-byte range of a {n}-byte blob (kind {})", inf.kind);
+            checked_big |= inf.kind == LanceBlobKind::LANCE_BLOB_DEDICATED as i32 && len < n / 100;
+            reads += 1;
+        }
+    }
+    assert!(checked_big, "no small range of a dedicated blob was read");
+    println!("BLOB-S3 ranged_reads={reads}");
+    lance_blobs_free(b);
+}
