@@ -514,9 +514,9 @@ class Blobs:
         """Bytes offset .. offset + length of blob i (default: to its end)."""
         if length is None:
             length = max(self.info(i).size - offset, 0)
-        buf = ctypes.create_string_buffer(length)
-        _check(LIB.lance_blobs_read(self._h, i, offset, length, buf, length))
-        return buf.raw
+        out, n = _ffi.u8p(), ctypes.c_size_t()
+        _check(LIB.lance_blobs_read_alloc(self._h, i, offset, length, ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
 
     def readinto(self, i: int, offset: int, buffer) -> int:
         """Fill a writable buffer (bytearray, memoryview, numpy array) with the bytes of
