@@ -13,6 +13,18 @@
  *       plan (index segments and unindexed fragments) is searched and the top-k merged, with
  *       `_distance`; `filter` is a prefilter. Projection is pushed down as for lance_scan.
  *
+ *   lance_vector_search_batch(uri, column, vectors, k [, filter := 'sql'] [, nprobes := n] [, refine := n]
+ *                             [, distance_lower := x] [, distance_upper := y])
+ *       the k nearest rows for each query vector of `vectors` (a list of lists of numbers, all of
+ *       one dimension), with `query_index` (0-based position in `vectors`) and `_distance`: every
+ *       split of the vector plan is searched once for the whole batch and the results merged per
+ *       query. Ordered by query_index, then distance.
+ *   lance_blob_read(uri, column, row_id, offset, length)  -- scalar
+ *       `length` bytes of row `row_id`'s blob in blob column `column` from `offset`, as a BLOB,
+ *       read by range (only those bytes are fetched); NULL for a null blob. A range past the end
+ *       of the blob is an error. Rows of one chunk with the same uri and column share one table
+ *       handle and one descriptor take.
+ *
  *   lance_fts(uri, column, query, k [, filter := 'sql'] [, operator := 'OR'|'AND'|'PHRASE']
  *             [, slop := n] [, version := n])
  *       the k rows of the table's full-text search with BM25 `_score` (descending): lance-host's
@@ -75,6 +87,7 @@ typedef struct {
   uint32_t refine_factor;
   float distance_lower, distance_upper;
   uint32_t distance_bounds;
+  size_t num_queries; /* lance_vector_search_batch: `vector` holds num_queries * dim values */
   /* full-text search */
   char* text_column;
   char* text;
@@ -86,6 +99,7 @@ typedef struct {
 #define KIND_VECTOR 1
 #define KIND_FTS 2
 #define KIND_HYBRID 3
+#define KIND_BATCH 4
 
 /* A stream being turned into DuckDB chunks. */
 typedef struct {
@@ -207,7 +221,16 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
     duckdb_bind_set_error(info, lance_last_error_message());
     return 0;
   }
-  for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS - 1; i++) {
+  if (b->is_search == KIND_BATCH) {
+    Column* c = &b->cols[b->ncols++];
+    c->name = dup("query_index");
+    c->format = dup("i");
+    c->supported = 1;
+    duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
+    duckdb_bind_add_result_column(info, "query_index", t);
+    duckdb_destroy_logical_type(&t);
+  }
+  for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS - 4; i++) {
     const struct ArrowSchema* f = schema.children[i];
     Column* c = &b->cols[b->ncols++];
     c->name = dup(f->name);
@@ -221,7 +244,7 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
   }
   schema.release(&schema);
   const char* extra[3] = {NULL, NULL, NULL};
-  if (b->is_search == KIND_VECTOR) extra[0] = "_distance";
+  if (b->is_search == KIND_VECTOR || b->is_search == KIND_BATCH) extra[0] = "_distance";
   if (b->is_search == KIND_FTS) extra[0] = "_score";
   if (b->is_search == KIND_HYBRID) {
     extra[0] = "_relevance_score";
@@ -242,7 +265,8 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
 
 /* A column the searches compute (not a table column). */
 static int is_computed(const char* name) {
-  return strcmp(name, "_distance") == 0 || strcmp(name, "_score") == 0 || strcmp(name, "_relevance_score") == 0;
+  return strcmp(name, "_distance") == 0 || strcmp(name, "_score") == 0 || strcmp(name, "_relevance_score") == 0 ||
+         strcmp(name, "query_index") == 0;
 }
 
 static char* varchar_param(duckdb_value v) {
@@ -388,6 +412,60 @@ static void search_bind(duckdb_bind_info info) {
   free(uri);
 }
 
+/* lance_vector_search_batch(uri, column, vectors, k): the vectors flattened into b->vector. */
+static void batch_bind(duckdb_bind_info info) {
+  BindData* b = (BindData*)calloc(1, sizeof(BindData));
+  b->is_search = KIND_BATCH;
+  duckdb_bind_set_bind_data(info, b, free_bind);
+  duckdb_value v = duckdb_bind_get_parameter(info, 0);
+  char* uri = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 1);
+  b->vector_column = varchar_param(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 2);
+  size_t n = (size_t)duckdb_get_list_size(v);
+  char err[256] = "";
+  for (size_t q = 0; q < n && !err[0]; q++) {
+    duckdb_value vec = duckdb_get_list_child(v, q);
+    size_t dim = (size_t)duckdb_get_list_size(vec);
+    if (q == 0) {
+      b->dim = dim;
+      b->vector = (float*)calloc(n * (dim ? dim : 1), sizeof(float));
+    }
+    if (dim == 0) {
+      snprintf(err, sizeof err, "lance_vector_search_batch: query vector %zu is empty", q);
+    } else if (dim != b->dim) {
+      snprintf(err, sizeof err, "lance_vector_search_batch: query vector %zu has %zu values, vector 0 has %zu", q, dim,
+               b->dim);
+    } else {
+      for (size_t i = 0; i < dim; i++) {
+        duckdb_value e = duckdb_get_list_child(vec, i);
+        b->vector[q * dim + i] = (float)duckdb_get_double(e);
+        duckdb_destroy_value(&e);
+      }
+    }
+    duckdb_destroy_value(&vec);
+  }
+  duckdb_destroy_value(&v);
+  b->num_queries = n;
+  v = duckdb_bind_get_parameter(info, 3);
+  int64_t k = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  uint64_t version = 0;
+  if (n == 0) {
+    duckdb_bind_set_error(info, "lance_vector_search_batch: the batch holds no query vector");
+  } else if (err[0]) {
+    duckdb_bind_set_error(info, err);
+  } else if (k < 1) {
+    duckdb_bind_set_error(info, "lance_vector_search_batch: k must be at least 1");
+  } else if (bind_named(info, b, &version)) {
+    b->k = (uint64_t)k;
+    bind_open(info, b, uri, version);
+    if (b->ds) bind_columns(info, b);
+  }
+  free(uri);
+}
 
 /* lance_fts(uri, column, query, k) and lance_hybrid_search(uri, vector_column, vector,
    text_column, query, k). */
@@ -455,7 +533,9 @@ static const char* reader_start(Reader* r, const GlobalState* g) {
     }
     for (int64_t c = 0; c < r->schema.n_children; c++)
       if (strcmp(r->schema.children[c]->name, g->out_cols[i]->name) == 0) r->src[i] = (int)c;
-    if (r->src[i] < 0) return "lance: a projected column is missing from the stream";
+    /* A batch of one query is a single search: no query_index column, every row is query 0. */
+    if (r->src[i] < 0 && strcmp(g->out_cols[i]->name, "query_index") == 0) r->src[i] = -3;
+    if (r->src[i] < 0 && r->src[i] != -3) return "lance: a projected column is missing from the stream";
   }
   return NULL;
 }
@@ -537,6 +617,7 @@ static int vector_merged(duckdb_init_info info, const BindData* b, const char** 
   q.vector = b->vector;
   q.dimension = b->dim;
   q.element_type = LANCE_ELEMENT_F32;
+  q.num_queries = b->num_queries; /* 0 (one query) for lance_vector_search */
   q.k = b->k;
   q.nprobes = b->nprobes;
   q.refine_factor = b->refine_factor;
@@ -804,6 +885,10 @@ static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
       }
       continue;
     }
+    if (r->src[i] == -3) { /* query_index of a batch of one query */
+      memset(duckdb_vector_get_data(out), 0, n * sizeof(int32_t));
+      continue;
+    }
     copy_rows(r->batch.children[r->src[i]], r->schema.children[r->src[i]], g->out_cols[i]->list_size, r->row, n,
               out);
   }
@@ -927,10 +1012,11 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
   duckdb_logical_type dbl = duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
   duckdb_logical_type list = duckdb_create_list_type(dbl);
+  duckdb_logical_type lists = duckdb_create_list_type(list);
   duckdb_table_function_add_parameter(f, varchar); /* uri */
-  if (kind == KIND_VECTOR || kind == KIND_HYBRID) {
-    duckdb_table_function_add_parameter(f, varchar); /* vector column */
-    duckdb_table_function_add_parameter(f, list);    /* vector */
+  if (kind == KIND_VECTOR || kind == KIND_HYBRID || kind == KIND_BATCH) {
+    duckdb_table_function_add_parameter(f, varchar);                       /* vector column */
+    duckdb_table_function_add_parameter(f, kind == KIND_BATCH ? lists : list); /* vector(s) */
     duckdb_table_function_add_named_parameter(f, "nprobes", bigint);
     duckdb_table_function_add_named_parameter(f, "refine", bigint);
     duckdb_table_function_add_named_parameter(f, "distance_lower", dbl);
@@ -954,9 +1040,137 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   duckdb_state st = duckdb_register_table_function(con, f);
   duckdb_destroy_logical_type(&varchar);
   duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&lists);
   duckdb_destroy_logical_type(&list);
   duckdb_destroy_logical_type(&dbl);
   duckdb_destroy_table_function(&f);
+  return st == DuckDBSuccess;
+}
+
+/* ---- lance_blob_read(uri, column, row_id, offset, length) -> BLOB ------------------------- */
+
+static int row_valid(duckdb_vector v, idx_t row) {
+  uint64_t* validity = duckdb_vector_get_validity(v);
+  return duckdb_validity_row_is_valid(validity, row);
+}
+
+/* A VARCHAR input value as a NUL-terminated copy (caller frees). */
+static char* string_at(duckdb_vector v, idx_t row) {
+  duckdb_string_t* strings = (duckdb_string_t*)duckdb_vector_get_data(v);
+  uint32_t len = duckdb_string_t_length(strings[row]);
+  char* out = (char*)malloc((size_t)len + 1);
+  memcpy(out, duckdb_string_t_data(&strings[row]), len);
+  out[len] = '\0';
+  return out;
+}
+
+static void set_null(duckdb_vector out, idx_t row) {
+  duckdb_vector_ensure_validity_writable(out);
+  duckdb_validity_set_row_invalid(duckdb_vector_get_validity(out), row);
+}
+
+/* Rows with the same uri and column form a run: one table handle and one descriptor take for
+   the run, then one range read per row. */
+static void blob_read_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+  idx_t n = duckdb_data_chunk_get_size(input);
+  duckdb_vector in[5];
+  for (idx_t c = 0; c < 5; c++) in[c] = duckdb_data_chunk_get_vector(input, c);
+  const uint64_t* row_ids = (const uint64_t*)duckdb_vector_get_data(in[2]);
+  const int64_t* offsets = (const int64_t*)duckdb_vector_get_data(in[3]);
+  const int64_t* lengths = (const int64_t*)duckdb_vector_get_data(in[4]);
+  char msg[4096];
+  idx_t i = 0;
+  while (i < n) {
+    int all_valid = 1;
+    for (idx_t c = 0; c < 5; c++) all_valid &= row_valid(in[c], i);
+    if (!all_valid) {
+      set_null(output, i++);
+      continue;
+    }
+    char* uri = string_at(in[0], i);
+    char* column = string_at(in[1], i);
+    /* The run: following rows with all arguments set and the same uri and column. */
+    idx_t end = i + 1;
+    while (end < n) {
+      int ok = 1;
+      for (idx_t c = 0; c < 5; c++) ok &= row_valid(in[c], end);
+      if (!ok) break;
+      char* u = string_at(in[0], end);
+      char* col = string_at(in[1], end);
+      ok = strcmp(u, uri) == 0 && strcmp(col, column) == 0;
+      free(u);
+      free(col);
+      if (!ok) break;
+      end++;
+    }
+    LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
+    LanceBlobs* blobs = NULL;
+    int failed = 0;
+    if (!ds) {
+      snprintf(msg, sizeof msg, "lance_blob_read: cannot open %s: %s", uri, lance_last_error_message());
+      failed = 1;
+    } else if (lance_dataset_take_blobs(ds, column, row_ids + i, end - i, &blobs) != LANCE_OK) {
+      snprintf(msg, sizeof msg, "lance_blob_read: %s", lance_last_error_message());
+      failed = 1;
+    }
+    for (idx_t r = i; r < end && !failed; r++) {
+      LanceBlobInfo inf;
+      memset(&inf, 0, sizeof inf);
+      inf.struct_size = sizeof inf;
+      if (offsets[r] < 0 || lengths[r] < 0) {
+        snprintf(msg, sizeof msg, "lance_blob_read: offset and length must not be negative (row id %llu)",
+                 (unsigned long long)row_ids[r]);
+        failed = 1;
+      } else if (lance_blobs_info(blobs, r - i, &inf) != LANCE_OK) {
+        snprintf(msg, sizeof msg, "lance_blob_read: %s", lance_last_error_message());
+        failed = 1;
+      } else if (inf.is_null) {
+        set_null(output, r);
+      } else {
+        uint8_t* bytes = NULL;
+        size_t len = 0;
+        if (lance_blobs_read_alloc(blobs, r - i, (uint64_t)offsets[r], (uint64_t)lengths[r], &bytes, &len) !=
+            LANCE_OK) {
+          snprintf(msg, sizeof msg, "lance_blob_read: %s", lance_last_error_message());
+          failed = 1;
+        } else {
+          duckdb_vector_assign_string_element_len(output, r, (const char*)bytes, len);
+          lance_bytes_free(bytes, len);
+        }
+      }
+    }
+    lance_blobs_free(blobs);
+    lance_dataset_free(ds);
+    free(uri);
+    free(column);
+    if (failed) {
+      duckdb_scalar_function_set_error(info, msg);
+      return;
+    }
+    i = end;
+  }
+}
+
+static int register_blob_function(duckdb_connection con) {
+  duckdb_scalar_function f = duckdb_create_scalar_function();
+  duckdb_scalar_function_set_name(f, "lance_blob_read");
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type ubigint = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type blob = duckdb_create_logical_type(DUCKDB_TYPE_BLOB);
+  duckdb_scalar_function_add_parameter(f, varchar); /* uri */
+  duckdb_scalar_function_add_parameter(f, varchar); /* column */
+  duckdb_scalar_function_add_parameter(f, ubigint); /* row id */
+  duckdb_scalar_function_add_parameter(f, bigint);  /* offset */
+  duckdb_scalar_function_add_parameter(f, bigint);  /* length */
+  duckdb_scalar_function_set_return_type(f, blob);
+  duckdb_scalar_function_set_function(f, blob_read_function);
+  duckdb_state st = duckdb_register_scalar_function(con, f);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&ubigint);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&blob);
+  duckdb_destroy_scalar_function(&f);
   return st == DuckDBSuccess;
 }
 
@@ -968,9 +1182,10 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
   }
   if (!register_function(connection, "lance_scan", scan_bind, scan_init, 0) ||
       !register_function(connection, "lance_vector_search", search_bind, search_init, KIND_VECTOR) ||
+      !register_function(connection, "lance_vector_search_batch", batch_bind, search_init, KIND_BATCH) ||
       !register_function(connection, "lance_fts", fts_bind, fts_init, KIND_FTS) ||
       !register_function(connection, "lance_hybrid_search", hybrid_bind, hybrid_init, KIND_HYBRID) ||
-      !register_cache_function(connection)) {
+      !register_blob_function(connection) || !register_cache_function(connection)) {
     access->set_error(info, "lance_host: registering the table functions failed");
     return false;
   }

@@ -254,3 +254,81 @@ def test_data_cache_settings_and_figures(con, uri):
         out = subprocess.run([sys.executable, "-c", script, d], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == str((64 << 20, 32 << 20, 1)), out.stdout
+
+
+def test_vector_search_batch_equals_single_searches(con, uri):
+    """lance_vector_search_batch: per query_index, the same rows and distances as one
+    lance_vector_search per vector (same splits, same parameters), and with refine the exact
+    top k of pylance's brute-force search per query."""
+    ds = lance.dataset(uri)
+    ids = [777, 15, 1234, 1901, 404, 999]  # none deleted (id % 7 == 3)
+    vecs = [ds.to_table(columns=["embedding"], filter=f"id = {i}").column("embedding").to_pylist()[0] for i in ids]
+    batch = con.execute(
+        f"SELECT query_index, id, _distance FROM lance_vector_search_batch('{uri}', 'embedding', {vecs}, 7, "
+        f"nprobes := 4, refine := 10)").fetchall()
+    assert [r[0] for r in batch] == sorted(r[0] for r in batch)
+    for qi, v in enumerate(vecs):
+        mine = [(r[1], r[2]) for r in batch if r[0] == qi]
+        single = con.execute(
+            f"SELECT id, _distance FROM lance_vector_search('{uri}', 'embedding', {v}, 7, nprobes := 4, refine := 10)"
+        ).fetchall()
+        assert [m[0] for m in mine] == [s[0] for s in single], qi
+        assert [m[1] for m in mine] == pytest.approx([s[1] for s in single], rel=1e-5, abs=1e-5)
+        exact = ds.to_table(nearest={"column": "embedding", "q": v, "k": 7, "use_index": False}, columns=["id"])
+        assert [m[0] for m in mine] == exact.column("id").to_pylist(), qi
+    # A batch of one: query_index 0 on every row; a prefilter applies to every query.
+    one = con.execute(f"SELECT DISTINCT query_index FROM lance_vector_search_batch('{uri}', 'embedding', "
+                      f"{vecs[:1]}, 3)").fetchall()
+    assert one == [(0,)]
+    rare = con.execute(f"SELECT query_index, category FROM lance_vector_search_batch('{uri}', 'embedding', "
+                       f"{vecs[:3]}, 4, filter := $$category = 'rare'$$)").fetchall()
+    assert len(rare) == 12 and all(c == "rare" for _, c in rare)
+    with pytest.raises(duckdb.Error, match="no query vector"):
+        con.execute(f"SELECT * FROM lance_vector_search_batch('{uri}', 'embedding', []::DOUBLE[][], 3)").fetchall()
+    with pytest.raises(duckdb.Error, match="query vector 1 has 2 values"):
+        con.execute(f"SELECT * FROM lance_vector_search_batch('{uri}', 'embedding', [{vecs[0]}, [1.0, 2.0]], 3)").fetchall()
+
+
+def test_blob_read_scalar_function(con):
+    """lance_blob_read over the testkit's blobs table: the bytes equal the testkit's formula
+    for ranges of inline, packed and dedicated blobs; NULL for a null blob; errors for a range
+    past the end and for a column that is not a blob column. Scanning the table itself works
+    for the other columns, and names the blob column if a query asks for it."""
+    f = facts()
+    uri = f["blobs.uri"]
+    import lance_host as lh
+    t = lh.open(uri).scan(columns=["id"], with_row_id=True).read_all()
+    pairs = list(zip(t["_rowid"].to_pylist(), t["id"].to_pylist()))
+    assert len(pairs) == int(f["blobs.rows"])
+
+    def blob_len(i):
+        return None if i % 10 == 7 else 0 if i % 10 == 3 else 300_000 if i % 10 in (1, 6) else (i * 997) % 20_000
+
+    def expected(i, off, n):
+        return bytes((i * 31 + j * 7) % 251 for j in range(off, off + n))
+
+    checked = 0
+    for rowid, i in pairs:
+        n = blob_len(i)
+        if n is None:
+            got = con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {rowid}, 0, 0)").fetchone()[0]
+            assert got is None
+            continue
+        off, ln = n // 3, min(n - n // 3, 5000)
+        got = con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {rowid}, {off}, {ln})").fetchone()[0]
+        assert bytes(got) == expected(i, off, ln), i
+        checked += 1
+    # Many rows in one chunk: one handle, one take for the run.
+    values = ", ".join(f"({r}, {i})" for r, i in pairs if blob_len(i))
+    got = con.execute(f"SELECT i, lance_blob_read('{uri}', 'payload', r::UBIGINT, 0, 16) FROM (VALUES {values}) t(r, i)").fetchall()
+    assert all(bytes(b) == expected(i, 0, 16) for i, b in got if blob_len(i) >= 16)
+    assert checked > 20
+    big = next(r for r, i in pairs if blob_len(i) == 300_000)
+    with pytest.raises(duckdb.Error, match="past the end"):
+        con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {big}, 299990, 20)").fetchall()
+    with pytest.raises(duckdb.Error, match="not a blob column"):
+        con.execute(f"SELECT lance_blob_read('{uri}', 'id', {big}, 0, 1)").fetchall()
+    assert con.execute(f"SELECT count(*), sum(id) FROM lance_scan('{uri}')").fetchone() == (
+        len(pairs), sum(i for _, i in pairs))
+    with pytest.raises(duckdb.Error, match="payload"):
+        con.execute(f"SELECT payload FROM lance_scan('{uri}')").fetchall()
