@@ -25,6 +25,16 @@ pub enum QueryVector {
 }
 
 impl QueryVector {
+    /// Position of the first NaN or infinite value (floating-point queries only).
+    pub fn first_non_finite(&self) -> Option<usize> {
+        match self {
+            QueryVector::F16(v) => v.iter().position(|b| b & 0x7c00 == 0x7c00),
+            QueryVector::F32(v) => v.iter().position(|x| !x.is_finite()),
+            QueryVector::F64(v) => v.iter().position(|x| !x.is_finite()),
+            QueryVector::U8(_) | QueryVector::I8(_) => None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             QueryVector::F16(v) => v.len(),
@@ -151,6 +161,14 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
                 q.column,
                 q.vector.len()
             )
+        }));
+    }
+    if let Some(at) = q.vector.first_non_finite() {
+        let d = dim as usize;
+        return Err(HostError::invalid(if q.num_queries == 1 {
+            format!("query vector value {at} is NaN or infinite")
+        } else {
+            format!("query vector {} of the batch has a NaN or infinite value at position {}", at / d, at % d)
         }));
     }
     let array = q.vector.to_array();

@@ -432,6 +432,8 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
     _check(LIB.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q)))
     code, ctype = _ELEMENTS[element_type]
     values = list(vector)
+    if not values:
+        raise LanceError(1, "the query holds no vector (an empty vector or an empty batch)")
     num_queries = 1
     if values and hasattr(values[0], "__len__"):  # a batch: one row per query vector
         num_queries = len(values)

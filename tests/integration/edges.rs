@@ -142,3 +142,38 @@ fn f32_values(batches: &[arrow::array::RecordBatch]) -> Vec<f32> {
         })
         .collect()
 }
+
+#[test]
+fn bad_batches_and_query_values_are_clear_errors() {
+    use lance_host::ffi::plan::*;
+    use lance_host::ffi::search::*;
+    let ds = Ds::open(&crate::vector::vectors_uri(), 0);
+    let plan = crate::vector::plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, false).unwrap();
+    let split = &crate::vector::splits(&plan)[0];
+    let v = crate::vector::query_vector(2);
+    let dim = v.len();
+    let mut out = FFI_ArrowArrayStream::empty();
+    // A NaN or an infinity in the query (single and batch): no search with meaningless distances.
+    let mut nan = v.clone();
+    nan[3] = f32::NAN;
+    let mut q = crate::vector::query("embedding", nan, 5);
+    assert_err(lance_split_search_v2(ds.ptr(), split.0, &q.raw(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "value 3 is NaN or infinite");
+    let mut batch: Vec<f32> = v.iter().chain(v.iter()).cloned().collect();
+    batch[dim + 1] = f32::INFINITY;
+    let mut q = crate::vector::query("embedding", batch, 5);
+    let mut raw = q.raw();
+    raw.dimension = dim;
+    raw.num_queries = 2;
+    assert_err(lance_split_search_v2(ds.ptr(), split.0, &raw, &mut out), LANCE_ERR_INVALID_ARGUMENT, "query vector 1 of the batch");
+    // A batch whose vectors do not have the column's dimension; a batch over the maximum.
+    let mut q = crate::vector::query("embedding", vec![0.5; (dim - 1) * 3], 5);
+    let mut raw = q.raw();
+    raw.dimension = dim - 1;
+    raw.num_queries = 3;
+    assert_err(lance_split_search_v2(ds.ptr(), split.0, &raw, &mut out), LANCE_ERR_INVALID_ARGUMENT, &format!("dimension {dim}"));
+    raw.num_queries = 1 << 20;
+    assert_err(lance_split_search_v2(ds.ptr(), split.0, &raw, &mut out), LANCE_ERR_INVALID_ARGUMENT, "exceeds the maximum");
+    // No vector at all.
+    let mut q = crate::vector::query("embedding", Vec::new(), 5);
+    assert_err(lance_split_search_v2(ds.ptr(), split.0, &q.raw(), &mut out), LANCE_ERR_INVALID_ARGUMENT, "dimension is 0");
+}

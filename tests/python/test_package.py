@@ -352,6 +352,10 @@ def test_batch_search_equals_pylance_per_query(table):
         ds.search_split(plan[0], "vec", [qs[0], qs[1][:3]], k=3)
     with pytest.raises(lh.LanceError, match="dimension"):
         ds.search_split(plan[0], "vec", [qs[0][:3], qs[1][:3]], k=3)
+    with pytest.raises(lh.LanceError, match="no vector"):
+        ds.search_split(plan[0], "vec", [], k=3)
+    with pytest.raises(lh.LanceError, match="query vector 1 of the batch has a NaN"):
+        ds.search_split(plan[0], "vec", [qs[0], [float("nan")] * len(qs[0])], k=3)
 
 
 def mv_batch(start, end, seed):
