@@ -16,6 +16,7 @@
 //! `BENCH_HANDSHAKE=1`, so the driver can attribute object-store requests to iterations.
 //! Storage options come from `BENCH_S3_ENDPOINT` for `s3://` URIs.
 
+mod batch;
 mod fts;
 
 use std::collections::BinaryHeap;
@@ -1052,6 +1053,14 @@ fn main() {
             run_prewarm(&args[2], args[3].parse().unwrap(), &args[4], &facts);
         }
         Some("fts") => fts::run(&args[2], &args[3], &storage_options(&args[2])),
+        Some("batch") => batch::run(
+            &args[2],
+            &args[3],
+            &args[4],
+            args[5].parse().unwrap(),
+            args[6].parse().unwrap(),
+            args[7].parse().unwrap(),
+        ),
         Some(side @ ("host" | "native")) => {
             let facts = load_facts(&args[4]);
             run_side(side, &args[2], &args[3], &facts);
