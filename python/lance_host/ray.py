@@ -1,0 +1,123 @@
+"""Ray Data over lance-host: read tasks are the scan splits of a pinned snapshot, and a
+distributed vector search runs one Ray task per split and merges with the library's merge.
+
+    import ray, lance_host.ray as lhr
+    ds = lhr.read_lance_host("s3://bucket/wh/t.lance", columns=["id", "price"], filter="price < 10",
+                             storage_options={...})
+    top = lhr.vector_search("s3://bucket/wh/t.lance", "vec", query, k=10, nprobes=16, refine=5)
+
+Planning opens the table once, pins its version, plans the splits and exports the snapshot
+token; that is all the I/O before the read tasks run. The token is put into Ray's object store
+once and shared by every task (not copied into each); a task opens the snapshot from it (no
+manifest read) and scans its split.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Sequence
+
+import pyarrow as pa
+
+try:
+    import ray
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+except ImportError as e:  # pragma: no cover - reported to the user who imports this module
+    raise ImportError("lance_host.ray needs Ray Data (pip install 'ray[data]')") from e
+
+import lance_host as lh
+
+
+def _metadata(rows: int) -> BlockMetadata:
+    """Block metadata across Ray versions (the constructor's fields changed over time)."""
+    fields = getattr(BlockMetadata, "__dataclass_fields__", {})
+    kw = {"num_rows": rows, "size_bytes": None, "input_files": None, "exec_stats": None}
+    if "schema" in fields:
+        kw["schema"] = None
+    return BlockMetadata(**{k: v for k, v in kw.items() if k in fields or not fields})
+
+
+def _scan_task(token_ref, split: bytes, index: int, columns, filter, storage_options):
+    def read() -> Iterable[pa.Table]:
+        token = ray.get(token_ref)
+        ds = lh.open_snapshot(token, storage_options=storage_options)
+        s = lh.Split.from_bytes(split)
+        rows = 0
+        with ds.scan_split_stream(s, columns=columns, filter=filter) as st:
+            for b in st:
+                rows += b.num_rows
+                yield pa.Table.from_batches([b])
+            io = st.io_stats()
+        stats_dir = os.environ.get("LANCE_HOST_RAY_STATS_DIR")
+        if stats_dir:
+            import json
+
+            with open(os.path.join(stats_dir, f"task-{index}-{os.getpid()}.json"), "w") as fh:
+                json.dump({"pid": os.getpid(), "split": index, "rows": rows, "read_requests": io.read_requests}, fh)
+
+    return read
+
+
+class LanceHostDatasource(Datasource):
+    """A Ray Data source whose read tasks are lance-host's scan splits."""
+
+    def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
+                 version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0):
+        ds = lh.open(uri, version=version, storage_options=storage_options)
+        self.version = ds.version
+        self._token = ds.export_snapshot()
+        splits = ds.plan_scan(target_rows)
+        self._splits = [(bytes(s), s.row_count) for s in splits]
+        self._columns = list(columns) if columns else None
+        self._filter = filter
+        self._storage = storage_options
+
+    @property
+    def splits(self) -> int:
+        return len(self._splits)
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return None
+
+    def get_read_tasks(self, parallelism: int, **kwargs) -> list:
+        token_ref = ray.put(self._token)  # once, shared by every task
+        return [
+            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage), _metadata(rows))
+            for i, (split, rows) in enumerate(self._splits)
+        ]
+
+
+def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
+                    version: Optional[int] = None, storage_options: Optional[dict] = None,
+                    target_rows: int = 0, **read_args):
+    """A `ray.data.Dataset` of the table at `version` (latest when None): one read task per scan
+    split, with the projection and the Lance SQL filter applied by Lance."""
+    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows)
+    return ray.data.read_datasource(source, override_num_blocks=source.splits, **read_args)
+
+
+@ray.remote
+def _search_split(token, split: bytes, column: str, vector, k: int, query: dict, storage_options):
+    ds = lh.open_snapshot(token, storage_options=storage_options)
+    with ds.search_split(lh.Split.from_bytes(split), column, vector, k, **query) as s:
+        return os.getpid(), s.read_all()
+
+
+def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Optional[int] = None,
+                  refine: Optional[int] = None, filter: Optional[str] = None,
+                  columns: Optional[Sequence[str]] = None, metric: Optional[str] = None,
+                  use_index: bool = True, version: Optional[int] = None,
+                  storage_options: Optional[dict] = None, return_pids: bool = False):
+    """Distributed vector search: one Ray task per split of the vector plan (index segments and
+    unindexed fragments), merged with the library's top-k merge. Returns a pyarrow Table of the
+    global top k (projected columns, `_distance`, `_rowid`)."""
+    ds = lh.open(uri, version=version, storage_options=storage_options)
+    token = ray.put(ds.export_snapshot())
+    plan = ds.plan_vector_search(column, metric, use_index)
+    query = {"nprobes": nprobes, "refine_factor": refine, "prefilter": filter, "metric": metric,
+             "columns": list(columns) if columns else None, "with_row_id": True}
+    parts = ray.get([_search_split.remote(token, bytes(s), column, list(vector), k, query, storage_options)
+                     for s in plan])
+    merged = lh.merge_top_k([t for _, t in parts], k).read_all()
+    return (merged, [p for p, _ in parts]) if return_pids else merged

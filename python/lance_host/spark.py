@@ -1,0 +1,370 @@
+"""Apache Spark data sources over lance-host (pyspark 4.1+, Python Data Source API).
+
+    from lance_host.spark import register
+    register(spark)                       # registers "lance_host" and "lance_host_search"
+    df = (spark.read.format("lance_host")
+          .option("uri", "s3://bucket/wh/t.lance")       # or catalog + table, see below
+          .option("version", "12")                       # or "timestamp_ms"; default: latest
+          .load())
+
+The planning (schema, filters, splits) runs once where Spark plans the query: it pins one
+snapshot, plans one scan split per fragment and exports the snapshot token. Each Spark
+partition is one split: its bytes plus the token. An executor opens the snapshot from the token
+(no manifest read) and scans its split with the pushed projection and filter; nothing native is
+opened on the planning side that a task needs.
+
+Options of "lance_host":
+  uri                the table; or `table` ("ns1.ns2.name") with the catalog's properties as
+                     catalog.<key> options (catalog.root=..., or catalog.impl=rest + catalog.uri=...)
+  version / timestamp_ms   the snapshot to pin (default: the latest at planning)
+  storage.<key>      storage options (e.g. storage.aws_endpoint), passed to every open
+  columns            comma-separated projection (default: every column Spark can hold)
+  filter             a Lance SQL filter applied by Lance, in addition to pushed filters
+  target_rows        rows per scan split (default: one split per fragment)
+  stats_dir          a directory where each task writes a JSON line (process id, split index,
+                     rows the library returned, I/O statistics) — for checking distribution
+
+Filters Spark pushes (spark.sql.python.filterPushdown.enabled=true) are translated to Lance
+SQL when the translation is exact: =, <=>, <, <=, >, >=, IN, IS [NOT] NULL, NOT of those, on
+top-level columns, with integer, string, boolean and finite floating-point literals. Everything
+else stays in Spark (it is returned to Spark, which applies it after the scan).
+
+Types Spark cannot hold are converted: unsigned integers widen (uint8 → short, uint16 → int,
+uint32 → long, uint64 → long, values above 2^63 - 1 are an error), fixed-size lists become
+arrays, large strings/binaries become strings/binaries; dictionary arrays are decoded.
+
+"lance_host_search" (vector search): options `uri` (or catalog + table), `column`, `vector` (a
+JSON list of numbers), `k`, `nprobes`, `refine` (refine factor), `filter` (prefilter), `columns`,
+`metric`. Its partitions are the vector plan's splits (index segments + unindexed fragments);
+each returns its top k with `_distance` and `_rowid`. `ORDER BY _distance LIMIT k` over the
+DataFrame is the global top k; `merge_top_k(df, k)` returns exactly the library's merge.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Iterator
+
+import pyarrow as pa
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql import types as T
+except ImportError as e:  # pragma: no cover - reported to the user who imports this module
+    raise ImportError("lance_host.spark needs pyspark 4.1 or later (pip install 'pyspark>=4.1')") from e
+
+
+# ---- options -----------------------------------------------------------------------------
+
+def _storage_options(options) -> dict:
+    return {k[len("storage."):]: v for k, v in options.items() if k.lower().startswith("storage.")}
+
+
+def _open_planning(options):
+    """Open the table the options name, pinned as they ask (runs where Spark plans)."""
+    import lance_host as lh
+
+    storage = _storage_options(options) or None
+    version = int(options.get("version", 0) or 0)
+    ts = options.get("timestamp_ms")
+    if "uri" in options:
+        uri = options["uri"]
+    elif "table" in options:
+        props = {k[len("catalog."):]: v for k, v in options.items() if k.lower().startswith("catalog.")}
+        if not props:
+            raise ValueError("lance_host: option 'table' needs the catalog's properties as catalog.<key> options")
+        *namespace, name = options["table"].split(".")
+        info = lh.Catalog(props).describe_table(name, namespace)
+        uri, storage = info.location, {**info.storage_options, **(storage or {})} or None
+    else:
+        raise ValueError("lance_host: set option 'uri', or 'table' with catalog.<key> options")
+    if ts is not None:
+        return lh.open_at_timestamp(uri, int(ts), storage_options=storage)
+    return lh.open(uri, version=version or None, storage_options=storage)
+
+
+# ---- types -------------------------------------------------------------------------------
+
+def spark_type(t: pa.DataType):
+    """The Spark type a column of Arrow type `t` is handed over as (None: not supported)."""
+    if pa.types.is_boolean(t):
+        return T.BooleanType()
+    if pa.types.is_int8(t):
+        return T.ByteType()
+    if pa.types.is_int16(t) or pa.types.is_uint8(t):
+        return T.ShortType()
+    if pa.types.is_int32(t) or pa.types.is_uint16(t):
+        return T.IntegerType()
+    if pa.types.is_int64(t) or pa.types.is_uint32(t) or pa.types.is_uint64(t):
+        return T.LongType()
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return T.FloatType()
+    if pa.types.is_float64(t):
+        return T.DoubleType()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return T.StringType()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return T.BinaryType()
+    if pa.types.is_date32(t):
+        return T.DateType()
+    if pa.types.is_timestamp(t):
+        return T.TimestampType() if t.tz else T.TimestampNTZType()
+    if pa.types.is_decimal(t):
+        return T.DecimalType(t.precision, t.scale)
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = spark_type(t.value_type)
+        return None if inner is None else T.ArrayType(inner, True)
+    if pa.types.is_struct(t):
+        fields = [T.StructField(f.name, spark_type(f.type), True) for f in t]
+        return None if any(f.dataType is None for f in fields) else T.StructType(fields)
+    if pa.types.is_dictionary(t):
+        return spark_type(t.value_type)
+    return None
+
+
+def arrow_type_for(t: pa.DataType) -> pa.DataType:
+    """The Arrow type Spark receives for a column of type `t` (see `spark_type`)."""
+    if pa.types.is_uint8(t):
+        return pa.int16()
+    if pa.types.is_uint16(t):
+        return pa.int32()
+    if pa.types.is_uint32(t) or pa.types.is_uint64(t):
+        return pa.int64()
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
+        return pa.list_(arrow_type_for(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(arrow_type_for(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, arrow_type_for(f.type)) for f in t])
+    if pa.types.is_dictionary(t):
+        return arrow_type_for(t.value_type)
+    return t
+
+
+def for_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Convert a batch's columns to the types Spark is told about (uint64 above 2^63 - 1 fails)."""
+    cols = []
+    for col, f in zip(batch.columns, batch.schema):
+        want = arrow_type_for(f.type)
+        cols.append(col if want == f.type else col.cast(want, safe=True))
+    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
+
+
+def _struct_of(schema: pa.Schema, columns) -> tuple[T.StructType, list[str], list[str]]:
+    """The Spark schema of the supported columns among `columns` (all when None)."""
+    fields, names, skipped = [], [], []
+    for f in schema:
+        if columns is not None and f.name not in columns:
+            continue
+        st = spark_type(f.type)
+        if st is None:
+            skipped.append(f.name)
+            continue
+        fields.append(T.StructField(f.name, st, True))
+        names.append(f.name)
+    return T.StructType(fields), names, skipped
+
+
+def _columns_option(options):
+    c = options.get("columns")
+    return [x.strip() for x in c.split(",") if x.strip()] if c else None
+
+
+# ---- filters -----------------------------------------------------------------------------
+
+def _ident(attr) -> str | None:
+    if len(attr) != 1:
+        return None  # nested fields stay in Spark
+    name = attr[0]
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(v) -> str | None:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else None
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return None  # dates, timestamps, decimals, binary: kept in Spark
+
+
+def to_lance_sql(f) -> str | None:
+    """Lance SQL for one pushed Spark filter, or None when it does not translate exactly."""
+    from pyspark.sql import datasource as d
+
+    name = type(f).__name__
+    if name in ("IsNull", "IsNotNull"):
+        col = _ident(f.attribute)
+        return None if col is None else f"{col} IS {'NOT ' if name == 'IsNotNull' else ''}NULL"
+    if name == "Not":
+        inner = to_lance_sql(f.child)
+        return None if inner is None else f"NOT ({inner})"
+    if name == "In":
+        col = _ident(f.attribute)
+        lits = [_literal(v) for v in f.value]
+        if col is None or not lits or any(x is None for x in lits):
+            return None
+        return f"{col} IN ({', '.join(lits)})"
+    ops = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
+           "LessThanOrEqual": "<="}
+    if name in ops or name == "EqualNullSafe":
+        col, lit = _ident(f.attribute), _literal(f.value)
+        if col is None or lit is None:
+            return None
+        if name == "EqualNullSafe":  # the value is never NULL here (_literal refuses None)
+            return f"({col} IS NOT NULL AND {col} = {lit})"
+        return f"{col} {ops[name]} {lit}"
+    del d
+    return None
+
+
+def _and(parts) -> str | None:
+    parts = [p for p in parts if p]
+    return " AND ".join(f"({p})" for p in parts) if parts else None
+
+
+# ---- the scan source -------------------------------------------------------------------------
+
+class _SplitPartition(InputPartition):
+    """One scan split: its bytes, the snapshot token and its position in the plan."""
+
+    def __init__(self, index: int, split: bytes, token: bytes):
+        super().__init__(index)
+        self.index, self.split, self.token = index, split, token
+
+
+def _write_stats(options, record):
+    d = options.get("stats_dir")
+    if d:
+        with open(os.path.join(d, f"task-{record['split']}-{os.getpid()}-{id(record)}.json"), "w") as fh:
+            json.dump(record, fh)
+
+
+class LanceHostDataSource(DataSource):
+    """spark.read.format("lance_host"): one partition per scan split of a pinned snapshot."""
+
+    @classmethod
+    def name(cls):
+        return "lance_host"
+
+    def schema(self):
+        ds = _open_planning(self.options)
+        return _struct_of(ds.schema, _columns_option(self.options))[0]
+
+    def reader(self, schema):
+        return _ScanReader(dict(self.options), schema)
+
+
+class _ScanReader(DataSourceReader):
+    def __init__(self, options, schema):
+        self.options = options
+        self.columns = [f.name for f in schema.fields]
+        self.pushed: list[str] = []
+
+    def pushFilters(self, filters):
+        for f in filters:
+            sql = to_lance_sql(f)
+            if sql is None:
+                yield f
+            else:
+                self.pushed.append(sql)
+
+    def partitions(self):
+        ds = _open_planning(self.options)
+        token = ds.export_snapshot()
+        target = int(self.options.get("target_rows", 0) or 0)
+        return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(ds.plan_scan(target))]
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        import lance_host as lh
+
+        ds = lh.open_snapshot(partition.token, storage_options=_storage_options(self.options) or None)
+        split = lh.Split.from_bytes(partition.split)
+        flt = _and([self.options.get("filter")] + self.pushed)
+        rows = 0
+        with ds.scan_split_stream(split, columns=self.columns, filter=flt) as s:
+            for b in s:
+                rows += b.num_rows
+                yield for_spark(b)
+            io = s.io_stats()
+        _write_stats(self.options, {"pid": os.getpid(), "split": partition.index, "rows": rows,
+                                    "filter": flt, "read_requests": io.read_requests, "read_bytes": io.read_bytes})
+
+
+# ---- the vector-search source --------------------------------------------------------------
+
+class LanceHostSearchDataSource(DataSource):
+    """spark.read.format("lance_host_search"): one partition per split of the vector plan, each
+    returning its top k with `_distance` and `_rowid`."""
+
+    @classmethod
+    def name(cls):
+        return "lance_host_search"
+
+    def schema(self):
+        ds = _open_planning(self.options)
+        st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
+        st = T.StructType([f for f in st.fields if f.name != self.options["column"] or _columns_option(self.options)])
+        return st.add("_distance", T.FloatType(), True).add("_rowid", T.LongType(), True)
+
+    def reader(self, schema):
+        return _SearchReader(dict(self.options), schema)
+
+
+class _SearchReader(DataSourceReader):
+    def __init__(self, options, schema):
+        self.options = options
+        self.columns = [f.name for f in schema.fields if f.name not in ("_distance", "_rowid")]
+
+    def partitions(self):
+        ds = _open_planning(self.options)
+        token = ds.export_snapshot()
+        use_index = self.options.get("use_index", "true").lower() != "false"
+        plan = ds.plan_vector_search(self.options["column"], self.options.get("metric"), use_index)
+        return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(plan)]
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        import lance_host as lh
+
+        o = self.options
+        ds = lh.open_snapshot(partition.token, storage_options=_storage_options(o) or None)
+        split = lh.Split.from_bytes(partition.split)
+        vector = json.loads(o["vector"])
+        with ds.search_split(split, o["column"], vector, int(o.get("k", 10)),
+                             nprobes=int(o.get("nprobes", 0)) or None,
+                             refine_factor=int(o.get("refine", 0)) or None,
+                             metric=o.get("metric"), prefilter=o.get("filter"),
+                             columns=self.columns, with_row_id=True) as s:
+            rows = 0
+            for b in s:
+                rows += b.num_rows
+                yield for_spark(b.select(self.columns + ["_distance", "_rowid"]))
+        _write_stats(o, {"pid": os.getpid(), "split": partition.index, "rows": rows})
+
+
+def merge_top_k(df, k: int) -> pa.Table:
+    """The library's merge (lance_topk_merge) of a lance_host_search DataFrame's rows: the global
+    top k by `_distance`, ties by `_rowid` — what a single process merging the splits gets."""
+    import lance_host as lh
+
+    t = df.toArrow()
+    t = t.set_column(t.schema.get_field_index("_rowid"), "_rowid", t["_rowid"].cast(pa.uint64()))
+    t = t.set_column(t.schema.get_field_index("_distance"), "_distance", t["_distance"].cast(pa.float32()))
+    return lh.merge_top_k([t], k).read_all()
+
+
+def register(spark) -> None:
+    """Register the "lance_host" and "lance_host_search" formats with a SparkSession."""
+    spark.dataSource.register(LanceHostDataSource)
+    spark.dataSource.register(LanceHostSearchDataSource)

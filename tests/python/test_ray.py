@@ -1,0 +1,103 @@
+"""Ray Data on a local cluster reading and searching a pylance-written table through
+lance_host.ray: rows equal a single-process read and Ray's own read_lance; one read task per
+split, run in worker processes; a filter is applied by Lance (the library returns fewer rows);
+the distributed vector search equals the library's single-process merge and pylance's exact
+search on the all-flat plan."""
+
+import glob
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+ray = pytest.importorskip("ray")
+
+import lance_host.ray as lhr  # noqa: E402
+
+DIM = 8
+
+
+def batch(start, end):
+    rng = np.random.default_rng(start + 1)
+    ids = np.arange(start, end)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array([f"c{i % 5}" for i in ids]),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=(end - start) * DIM).astype(np.float32)), DIM),
+    })
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    stats = tmp_path_factory.mktemp("raystats")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"LANCE_HOST_RAY_STATS_DIR": str(stats),
+                                       "LANCE_HOST_LIB": os.environ.get("LANCE_HOST_LIB", "")}})
+    yield stats
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("ray") / "t.lance")
+    lance.write_dataset(batch(0, 1600), uri, max_rows_per_file=400)
+    ds = lance.dataset(uri)
+    ds.create_index("vec", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=2, name="vec_idx")
+    lance.write_dataset(batch(1600, 2000), uri, mode="append", max_rows_per_file=400)
+    lance.dataset(uri).delete("id % 11 = 2")
+    return uri, lance.dataset(uri)
+
+
+def records(d):
+    out = [json.load(open(p)) for p in glob.glob(os.path.join(d, "task-*.json"))]
+    for p in glob.glob(os.path.join(d, "task-*.json")):
+        os.remove(p)
+    return out
+
+
+def test_read_equals_single_process_and_read_lance(cluster, table):
+    uri, pyds = table
+    records(cluster)
+    src = lhr.LanceHostDatasource(uri, columns=["id", "cat"])
+    assert src.splits == len(lh.open(uri).plan_scan())
+    rows = lhr.read_lance_host(uri, columns=["id", "cat"]).take_all()
+    got = sorted((r["id"], r["cat"]) for r in rows)
+    t = pyds.to_table(columns=["id", "cat"])
+    assert got == sorted(zip(t["id"].to_pylist(), t["cat"].to_pylist()))
+    theirs = ray.data.read_lance(uri, columns=["id", "cat"]).take_all()
+    assert got == sorted((r["id"], r["cat"]) for r in theirs)
+    recs = records(cluster)
+    assert sorted(r["split"] for r in recs) == list(range(src.splits)), "each split read exactly once"
+    assert all(r["pid"] != os.getpid() for r in recs)
+
+
+def test_filter_is_applied_by_lance(cluster, table):
+    uri, pyds = table
+    records(cluster)
+    flt = "id < 500 AND cat = 'c3'"
+    got = sorted(r["id"] for r in lhr.read_lance_host(uri, columns=["id"], filter=flt).take_all())
+    want = sorted(pyds.to_table(columns=["id"], filter=flt)["id"].to_pylist())
+    assert got == want
+    assert sum(r["rows"] for r in records(cluster)) == len(want) < pyds.count_rows()
+
+
+@pytest.mark.parametrize("prefilter", [None, "cat = 'c1'"])
+def test_distributed_vector_search(cluster, table, prefilter):
+    uri, pyds = table
+    q = pyds.take([33], columns=["vec"])["vec"][0].as_py()
+    got, pids = lhr.vector_search(uri, "vec", q, 10, nprobes=4, refine=20, filter=prefilter, columns=["id"],
+                                  return_pids=True)
+    assert all(p != os.getpid() for p in pids)
+    ds = lh.open(uri)
+    plan = ds.plan_vector_search("vec")
+    lib = lh.merge_top_k([ds.search_split(s, "vec", q, 10, nprobes=4, refine_factor=20, prefilter=prefilter,
+                                          columns=["id"]) for s in plan], 10).read_all()
+    assert got["id"].to_pylist() == lib["id"].to_pylist()
+    flat = lhr.vector_search(uri, "vec", q, 10, filter=prefilter, columns=["id"], use_index=False)
+    exact = pyds.to_table(columns=["id"], filter=prefilter, prefilter=prefilter is not None,
+                          nearest={"column": "vec", "q": q, "k": 10, "use_index": False})
+    assert flat["id"].to_pylist() == exact["id"].to_pylist()

@@ -1,0 +1,190 @@
+"""Apache Spark (local[2], pyspark's Python Data Source API) reading and searching a
+pylance-written table through lance_host.spark: the answer equals a single-process read; Spark
+partitions are the library's splits, each read exactly once by a Python worker process (not
+this driver); pushed filters are applied by Lance (the library returns fewer rows), others by
+Spark; a pinned version holds while a writer commits; vector search top k equals the library's
+merge and brute force, with and without a prefilter, on indexed and flat splits."""
+
+import glob
+import json
+import os
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+pyspark = pytest.importorskip("pyspark")
+
+from lance_host.spark import merge_top_k, register  # noqa: E402
+
+DIM = 8
+
+
+def batch(start, end):
+    rng = np.random.default_rng(start)
+    ids = np.arange(start, end)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array([f"c{i % 4}" for i in ids]),
+        "price": pa.array(ids * 0.5, pa.float64()),
+        "flag": pa.array(ids % 3 == 0),
+        "u32": pa.array(ids * 7, pa.uint32()),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=(end - start) * DIM).astype(np.float32)), DIM),
+    })
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("spark") / "t.lance")
+    lance.write_dataset(batch(0, 2000), uri, max_rows_per_file=400)
+    ds = lance.dataset(uri)
+    ds.create_index("vec", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=2, name="vec_idx")
+    lance.write_dataset(batch(2000, 2600), uri, mode="append", max_rows_per_file=400)
+    ds = lance.dataset(uri)
+    ds.delete("id % 13 = 5")
+    return uri, lance.dataset(uri)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    s = (SparkSession.builder.master("local[2]").appName("lance-host-test")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2")
+         .config("spark.sql.python.filterPushdown.enabled", "true")
+         .config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.host", "127.0.0.1")
+         .getOrCreate())
+    register(s)
+    yield s
+    s.stop()
+
+
+def tasks(d):
+    return [json.load(open(p)) for p in glob.glob(os.path.join(d, "task-*.json"))]
+
+
+def rows_of(df, cols):
+    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+
+
+def test_scan_equals_single_process_and_partitions_are_splits(spark, table, tmp_path):
+    uri, pyds = table
+    df = spark.read.format("lance_host").option("uri", uri).option("stats_dir", str(tmp_path)).load()
+    splits = lh.open(uri).plan_scan()
+    assert df.rdd.getNumPartitions() == len(splits)
+    t = pyds.to_table()
+    cols = ["id", "cat", "price", "flag", "u32"]
+    assert rows_of(df, cols) == sorted(zip(*[t[c].to_pylist() for c in cols]))
+    # Types Spark cannot hold, converted: uint32 -> long, fixed-size list -> array<float>.
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    assert types["u32"] == "bigint" and types["vec"] == "array<float>"
+    vecs = {r["id"]: r["vec"] for r in df.select("id", "vec").collect()}
+    assert vecs[7] == pytest.approx(t["vec"][t["id"].to_pylist().index(7)].as_py())
+    # Each split read exactly once, by a Python worker process, never by this driver.
+    recs = tasks(str(tmp_path))
+    splits_read = [r["split"] for r in recs]
+    assert len(recs) >= len(splits) and set(splits_read) == set(range(len(splits)))
+    first_pass = {}
+    for r in recs:
+        first_pass.setdefault(r["split"], []).append(r)
+    assert all(r["pid"] != os.getpid() for r in recs)
+    assert sum(first_pass[i][0]["rows"] for i in range(len(splits))) == pyds.count_rows()
+
+
+def test_filters_pushed_to_lance_or_kept_in_spark(spark, table, tmp_path):
+    uri, pyds = table
+
+    def run(where, sub):
+        d = tmp_path / sub
+        d.mkdir()
+        df = spark.read.format("lance_host").option("uri", uri).option("stats_dir", str(d)).load()
+        got = rows_of(df.where(where).select("id"), ["id"])
+        return [g[0] for g in got], sum(r["rows"] for r in tasks(str(d))), [r["filter"] for r in tasks(str(d))]
+
+    # Pushed: comparison, IN, equality on a string, IS NOT NULL, NOT — Lance returns only matches.
+    want = sorted(pyds.to_table(columns=["id"], filter="id < 900 AND cat IN ('c1', 'c2') AND NOT flag")["id"].to_pylist())
+    ids, returned, filters = run("id < 900 AND cat IN ('c1', 'c2') AND NOT flag AND price IS NOT NULL", "pushed")
+    assert ids == want
+    assert returned == len(want) < pyds.count_rows(), "the library returned rows the pushed filter excludes"
+    assert all(f and "`id` < 900" in f for f in filters)
+    # Not pushable (an arithmetic expression, a LIKE): Spark applies it; the answer is right and
+    # the library returned every row.
+    want = sorted(i for i in pyds.to_table(columns=["id"])["id"].to_pylist() if i % 7 == 3)
+    ids, returned, _ = run("id % 7 = 3", "arith")
+    assert ids == want and returned == pyds.count_rows()
+    t = pyds.to_table(columns=["id", "cat"])
+    want = sorted(i for i, c in zip(t["id"].to_pylist(), t["cat"].to_pylist()) if c.endswith("3"))
+    ids, returned, _ = run("cat LIKE '%3'", "like")
+    assert ids == want and returned == pyds.count_rows()
+    # The filter option (Lance SQL) and a pushed filter together.
+    d = tmp_path / "both"
+    d.mkdir()
+    df = (spark.read.format("lance_host").option("uri", uri).option("filter", "price >= 100")
+          .option("stats_dir", str(d)).load())
+    got = [r[0] for r in rows_of(df.where("id < 400").select("id"), ["id"])]
+    assert got == sorted(pyds.to_table(columns=["id"], filter="price >= 100 AND id < 400")["id"].to_pylist())
+
+
+def test_version_option_holds_while_a_writer_commits(spark, tmp_path):
+    uri = str(tmp_path / "moving.lance")
+    lance.write_dataset(batch(0, 500), uri, max_rows_per_file=100)
+    stop = threading.Event()
+
+    def writer():
+        at = 500
+        while not stop.is_set():
+            lance.write_dataset(batch(at, at + 50), uri, mode="append")
+            at += 50
+
+    w = threading.Thread(target=writer)
+    w.start()
+    try:
+        for _ in range(3):
+            df = spark.read.format("lance_host").option("uri", uri).option("version", "1").load()
+            assert sorted(r["id"] for r in df.select("id").collect()) == list(range(500))
+    finally:
+        stop.set()
+        w.join()
+    assert lance.dataset(uri).version > 1, "the writer committed nothing while Spark read"
+
+
+def single_process_top_k(uri, q, k, **query):
+    ds = lh.open(uri)
+    plan = ds.plan_vector_search("vec", use_index=query.pop("use_index", True))
+    return lh.merge_top_k([ds.search_split(s, "vec", q, k, columns=["id"], **query) for s in plan], k).read_all()
+
+
+@pytest.mark.parametrize("prefilter", [None, "cat = 'c2'"])
+def test_vector_search_top_k(spark, table, prefilter, tmp_path):
+    uri, pyds = table
+    q = pyds.take([77], columns=["vec"])["vec"][0].as_py()
+    k = 10
+    reader = (spark.read.format("lance_host_search").option("uri", uri).option("column", "vec")
+              .option("vector", json.dumps(q)).option("k", str(k)).option("nprobes", "4").option("refine", "20")
+              .option("columns", "id").option("stats_dir", str(tmp_path)))
+    if prefilter:
+        reader = reader.option("filter", prefilter)
+    df = reader.load()
+    plan = lh.open(uri).plan_vector_search("vec")
+    assert df.rdd.getNumPartitions() == len(plan)
+    kinds = {s.kind for s in plan}
+    assert len(kinds) == 2, "expected index-segment and flat splits"
+    top = [r["id"] for r in df.orderBy("_distance", "_rowid").limit(k).collect()]
+    merged = merge_top_k(df, k)
+    opts = {"nprobes": 4, "refine_factor": 20, "prefilter": prefilter}
+    lib = single_process_top_k(uri, q, k, **opts)
+    assert top == merged["id"].to_pylist() == lib["id"].to_pylist()
+    # Brute force (all-flat plan) equals pylance's exact search.
+    flat = (spark.read.format("lance_host_search").option("uri", uri).option("column", "vec")
+            .option("vector", json.dumps(q)).option("k", str(k)).option("use_index", "false").option("columns", "id"))
+    if prefilter:
+        flat = flat.option("filter", prefilter)
+    exact = pyds.to_table(columns=["id"], filter=prefilter, prefilter=prefilter is not None,
+                          nearest={"column": "vec", "q": q, "k": k, "use_index": False})
+    assert merge_top_k(flat.load(), k)["id"].to_pylist() == exact["id"].to_pylist()
+    assert all(r["pid"] != os.getpid() for r in tasks(str(tmp_path)))
