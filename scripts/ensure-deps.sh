@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what a fresh Debian machine with only the Rust toolchain lacks: protoc, cmake,
-# pkg-config, a C/C++ compiler, valgrind, and the Python packages of the tests (pyarrow,
-# pytest, moto[server]).
+# pkg-config, a C/C++ compiler, valgrind, and for the tests the Python packages (pyarrow,
+# pytest, moto[server], pylance, duckdb, pyspark, ray) and a Java runtime for Spark.
 set -euo pipefail
 
 need=()
@@ -13,6 +13,10 @@ command -v c++ >/dev/null || need+=(g++)
 command -v valgrind >/dev/null || need+=(valgrind)
 command -v make >/dev/null || need+=(make)
 command -v curl >/dev/null || need+=(curl ca-certificates)
+# Spark (tests/python/test_spark.py) runs on a JVM: Debian 12's default runtime is Java 17.
+if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
+  command -v java >/dev/null || need+=(default-jre-headless)
+fi
 
 if ((${#need[@]})); then
   echo "==> installing ${need[*]}"
@@ -27,11 +31,14 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # Rust tests start on 127.0.0.1; pylance writes the tables of another writer that the Python
   # tests read through lance-host.
   # duckdb (the Python package) loads the lance-host DuckDB extension in the tests.
-  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb" 2>/dev/null ||
+  # pyspark and ray[data] run the Spark and Ray tests (pandas pinned below 3 for both).
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb, pyspark, ray.data" 2>/dev/null ||
      [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ] ||
-     [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "2.0.0" ]; then
-    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0"
-    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0")
+     [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "2.0.0" ] ||
+     [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "4.1.1" ] ||
+     [ "$(python3 -c 'import ray; print(ray.__version__)' 2>/dev/null)" != "2.52.1" ]; then
+    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0, pyspark 4.1.1, ray[data] 2.52.1"
+    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0" "pyspark==4.1.1" "ray[data]==2.52.1" "pandas==2.3.3")
     if ! python3 -m pip --version >/dev/null 2>&1; then
       sudo=""
       if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

@@ -14,7 +14,7 @@ import pytest
 
 lance = pytest.importorskip("lance")
 lh = pytest.importorskip("lance_host")
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402  (installed by the test command: never skipped)
 
 import lance_host.ray as lhr  # noqa: E402
 
