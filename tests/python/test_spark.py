@@ -188,3 +188,19 @@ def test_vector_search_top_k(spark, table, prefilter, tmp_path):
                           nearest={"column": "vec", "q": q, "k": k, "use_index": False})
     assert merge_top_k(flat.load(), k)["id"].to_pylist() == exact["id"].to_pylist()
     assert all(r["pid"] != os.getpid() for r in tasks(str(tmp_path)))
+
+
+def test_catalog_table_and_timestamp_options(spark, tmp_path):
+    """A table named through a directory catalog (table + catalog.root), and a snapshot pinned
+    by commit time (timestamp_ms): the rows of that version."""
+    root = tmp_path / "wh"
+    uri = str(root / "t.lance")
+    lance.write_dataset(batch(0, 300), uri, max_rows_per_file=100)
+    lance.write_dataset(batch(300, 450), uri, mode="append")
+    df = (spark.read.format("lance_host").option("table", "t").option("catalog.root", str(root)).load())
+    assert sorted(r["id"] for r in df.select("id").collect()) == list(range(450))
+    v1 = next(v for v in lh.open(uri).versions() if v.version == 1)
+    old = spark.read.format("lance_host").option("uri", uri).option("timestamp_ms", str(v1.timestamp_ms)).load()
+    assert sorted(r["id"] for r in old.select("id").collect()) == list(range(300))
+    with pytest.raises(Exception, match="set option 'uri'"):
+        spark.read.format("lance_host").load().collect()
