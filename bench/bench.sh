@@ -3,7 +3,9 @@
 # the S3-compatible test server, and run bench/run.py, which writes bench/REPORT.md, then
 # bench/prewarm.py, which writes bench/PREWARM.md, bench/engine.py, which writes
 # bench/ENGINE.md, bench/datacache.py, which writes bench/DATACACHE.md (same table, on the
-# S3-compatible server), and bench/fts.py, which writes bench/FTS.md (its own text corpus).
+# S3-compatible server), bench/fts.py, which writes bench/FTS.md (its own text corpus),
+# bench/batch.py (bench/BATCH.md: batch vector search), bench/recall.py (bench/RECALL.md: per-split
+# search + merge vs one global search) and bench/engines.py (bench/ENGINES_SPARK_RAY.md).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
 # A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
 # $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
@@ -38,3 +40,7 @@ python3 bench/prewarm.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$row
 python3 bench/engine.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"
 python3 bench/datacache.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$rows"
 python3 bench/fts.py --bin "$bin_dir/lance-host-bench-mimalloc"
+table="${LANCE_HOST_BENCH_DIR:-$HOME/.cache/lance-host/bench}/rows$rows/bench.lance"
+python3 bench/batch.py --bin "$bin_dir/lance-host-bench-mimalloc" --table "$table"
+python3 bench/recall.py
+python3 bench/engines.py --table "$table"

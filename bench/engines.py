@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
-TABLE = str(CACHE / "rows3000000" / "bench.lance")
+TABLE = os.environ.get("LANCE_HOST_BENCH_TABLE", str(CACHE / "rows3000000" / "bench.lance"))
 COLS = ["id", "cat", "price"]
 
 
@@ -221,11 +221,15 @@ def _task(args):
 
 
 def main():
+    global TABLE
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--side", nargs=3, metavar=("ENGINE", "SIDE", "WORK"))
     ap.add_argument("--skip-s3", action="store_true")
+    ap.add_argument("--table", default=TABLE)
     a = ap.parse_args()
+    TABLE = a.table
+    os.environ["LANCE_HOST_BENCH_TABLE"] = TABLE
     if a.side:
         engine, side, work = a.side
         ms, rows = (spark_side if engine == "spark" else ray_side)(side, work)
