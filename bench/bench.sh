@@ -42,5 +42,6 @@ python3 bench/datacache.py --bin "$bin_dir/lance-host-bench-mimalloc" --rows "$r
 python3 bench/fts.py --bin "$bin_dir/lance-host-bench-mimalloc"
 table="${LANCE_HOST_BENCH_DIR:-$HOME/.cache/lance-host/bench}/rows$rows/bench.lance"
 python3 bench/batch.py --bin "$bin_dir/lance-host-bench-mimalloc" --table "$table"
-python3 bench/recall.py
+cargo build --release -q -p lance-host --features mimalloc
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall.py
 python3 bench/engines.py --table "$table"
