@@ -82,8 +82,11 @@ class LanceHostDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, **kwargs) -> list:
         token_ref = ray.put(self._token)  # once, shared by every task
+        # A split's visible row count is exact without a filter (Ray may answer count() from
+        # it); with a filter the number is unknown until the task runs.
         return [
-            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage), _metadata(rows))
+            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage),
+                     _metadata(None if self._filter else rows))
             for i, (split, rows) in enumerate(self._splits)
         ]
 
