@@ -195,6 +195,21 @@ def s3_figures():
         n2 = ray.data.read_lance(uri, columns=COLS, storage_options=opts).sum("id")
         ray_req, ray_manifest = requests_since(m)
         ray.shutdown()
+        from pyspark.sql import SparkSession, functions as F
+
+        from lance_host.spark import register
+
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+                 .getOrCreate())
+        register(spark)
+        reader = spark.read.format("lance_host").option("uri", uri).option("columns", ",".join(COLS))
+        for k, v in opts.items():
+            reader = reader.option(f"storage.{k}", v)
+        m = mark()
+        n3 = reader.load().agg(F.sum("id")).collect()[0][0]
+        spark_req, spark_manifest = requests_since(m)
+        spark.stop()
         # Tasks alone: the split scans from the token in fresh processes, without the planning open.
         m = mark()
         from concurrent.futures import ProcessPoolExecutor
@@ -207,7 +222,8 @@ def s3_figures():
                 "plan_requests": plan_req, "plan_manifest_gets": plan_manifest, "token_bytes": len(token),
                 "ray_lance_host_requests": host_req, "ray_lance_host_manifest_gets": host_manifest,
                 "ray_read_lance_requests": ray_req, "ray_read_lance_manifest_gets": ray_manifest,
-                "task_only_requests": task_req, "task_only_manifest_gets": task_manifest, "task_rows": sum(counts)}
+                "task_only_requests": task_req, "task_only_manifest_gets": task_manifest, "task_rows": sum(counts),
+                "spark_requests": spark_req, "spark_manifest_gets": spark_manifest, "rows_spark": n3}
     finally:
         srv.terminate()
         srv.wait(timeout=30)
@@ -291,7 +307,10 @@ def write_report(lines, s3):
                   f"- Ray `read_lance_host` (planning + tasks): {s3['ray_lance_host_requests']} requests, "
                   f"{s3['ray_lance_host_manifest_gets']} manifest GETs; Ray `read_lance`: "
                   f"{s3['ray_read_lance_requests']} requests, {s3['ray_read_lance_manifest_gets']} manifest GETs "
-                  f"(both read every row: sum(id) = {s3['rows']:,} / {s3['rows_read_lance']:,})."]
+                  f"(both read every row: sum(id) = {s3['rows']:,} / {s3['rows_read_lance']:,}).",
+                  f"- Spark `lance_host` (planning + tasks): {s3['spark_requests']} requests, "
+                  f"{s3['spark_manifest_gets']} manifest GETs, all on the planning side (schema() and partitions() "
+                  f"each open the table once; the tasks open the token); sum(id) = {s3['rows_spark']:,}."]
     (ROOT / "ENGINES_SPARK_RAY.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -23,8 +23,11 @@ Options of "lance_host":
   target_rows        rows per scan split (default: one split per fragment)
   stats_dir          a directory where each task writes a JSON line (process id, split index,
                      rows the library returned, I/O statistics) — for checking distribution
+  pushdown           "false": no filter pushdown (for sessions that keep
+                     spark.sql.python.filterPushdown.enabled off; Spark refuses a pushing reader
+                     there). register() turns that setting on.
 
-Filters Spark pushes (spark.sql.python.filterPushdown.enabled=true) are translated to Lance
+Filters Spark pushes (spark.sql.python.filterPushdown.enabled=true, set by register()) are translated to Lance
 SQL when the translation is exact: =, <=>, <, <=, >, >=, IN, IS [NOT] NULL, NOT of those, on
 top-level columns, with integer, string, boolean and finite floating-point literals. Everything
 else stays in Spark (it is returned to Spark, which applies it after the scan).
@@ -263,22 +266,19 @@ class LanceHostDataSource(DataSource):
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
     def reader(self, schema):
-        return _ScanReader(dict(self.options), schema)
+        if str(self.options.get("pushdown", "true")).lower() == "false":
+            return _ScanReader(dict(self.options), schema)
+        return _PushingScanReader(dict(self.options), schema)
 
 
 class _ScanReader(DataSourceReader):
+    """A reader without filter pushdown (option pushdown=false): Spark refuses a reader that
+    implements pushFilters while spark.sql.python.filterPushdown.enabled is false."""
+
     def __init__(self, options, schema):
         self.options = options
         self.columns = [f.name for f in schema.fields]
         self.pushed: list[str] = []
-
-    def pushFilters(self, filters):
-        for f in filters:
-            sql = to_lance_sql(f)
-            if sql is None:
-                yield f
-            else:
-                self.pushed.append(sql)
 
     def partitions(self):
         ds = _open_planning(self.options)
@@ -300,6 +300,19 @@ class _ScanReader(DataSourceReader):
             io = s.io_stats()
         _write_stats(self.options, {"pid": os.getpid(), "split": partition.index, "rows": rows,
                                     "filter": flt, "read_requests": io.read_requests, "read_bytes": io.read_bytes})
+
+
+class _PushingScanReader(_ScanReader):
+    """The scan reader with filter pushdown: exact translations go to Lance, the rest back to
+    Spark."""
+
+    def pushFilters(self, filters):
+        for f in filters:
+            sql = to_lance_sql(f)
+            if sql is None:
+                yield f
+            else:
+                self.pushed.append(sql)
 
 
 # ---- the vector-search source --------------------------------------------------------------
@@ -364,7 +377,12 @@ def merge_top_k(df, k: int) -> pa.Table:
     return lh.merge_top_k([t], k).read_all()
 
 
-def register(spark) -> None:
-    """Register the "lance_host" and "lance_host_search" formats with a SparkSession."""
+def register(spark, filter_pushdown: bool = True) -> None:
+    """Register the "lance_host" and "lance_host_search" formats with a SparkSession. With
+    `filter_pushdown` (the default) it also sets spark.sql.python.filterPushdown.enabled, which
+    Spark requires of a Python data source that pushes filters; a session that keeps it off
+    reads with the option pushdown=false."""
+    if filter_pushdown:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LanceHostDataSource)
     spark.dataSource.register(LanceHostSearchDataSource)

@@ -204,3 +204,31 @@ def test_catalog_table_and_timestamp_options(spark, tmp_path):
     assert sorted(r["id"] for r in old.select("id").collect()) == list(range(300))
     with pytest.raises(Exception, match="set option 'uri'"):
         spark.read.format("lance_host").load().collect()
+
+
+def test_user_schema_projects_columns(spark, table, tmp_path):
+    """pyspark 4.1's Python data sources have no column-pruning hook: a user-specified schema
+    (or the columns option) is the projection the library reads."""
+    uri, pyds = table
+    df = (spark.read.format("lance_host").schema("id bigint, cat string").option("uri", uri)
+          .option("stats_dir", str(tmp_path)).load())
+    assert df.columns == ["id", "cat"]
+    t = pyds.to_table(columns=["id", "cat"])
+    assert rows_of(df, ["id", "cat"]) == sorted(zip(t["id"].to_pylist(), t["cat"].to_pylist()))
+    narrow = spark.read.format("lance_host").option("uri", uri).option("columns", "id").load()
+    assert narrow.columns == ["id"] and narrow.count() == pyds.count_rows()
+
+
+def test_sessions_without_python_filter_pushdown(spark, table):
+    """Spark refuses a Python reader that pushes filters while
+    spark.sql.python.filterPushdown.enabled is off: pushdown=false reads there (Spark filters),
+    and register() turns the setting on."""
+    uri, pyds = table
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        df = spark.read.format("lance_host").option("uri", uri).option("pushdown", "false").load()
+        got = sorted(r["id"] for r in df.where("id < 50").select("id").collect())
+        assert got == sorted(pyds.to_table(columns=["id"], filter="id < 50")["id"].to_pylist())
+    finally:
+        register(spark)
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
