@@ -106,3 +106,17 @@ def test_distributed_vector_search(cluster, table, prefilter):
     exact = pyds.to_table(columns=["id"], filter=prefilter, prefilter=prefilter is not None,
                           nearest={"column": "vec", "q": q, "k": 10, "use_index": False})
     assert flat["id"].to_pylist() == exact["id"].to_pylist()
+
+
+def test_the_ray_example_runs(cluster, table):
+    """examples/spark_and_ray.py (the README's example): Ray's answer equals one process's."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "spark_and_ray.py"
+    spec = importlib.util.spec_from_file_location("spark_and_ray", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    uri, pyds = table
+    q = pyds.take([5], columns=["vec"])["vec"][0].as_py()
+    assert ex.ray_example(uri, "vec", q, "cat = 'c1'") == ex.single_process(uri, "vec", q, "cat = 'c1'")

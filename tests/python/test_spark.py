@@ -21,6 +21,7 @@ import pyspark  # noqa: E402,F401  (installed by the test command: never skipped
 from lance_host.spark import merge_top_k, register  # noqa: E402
 
 DIM = 8
+ROOT_EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
 
 
 def batch(start, end):
@@ -232,3 +233,15 @@ def test_sessions_without_python_filter_pushdown(spark, table):
     finally:
         register(spark)
     assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+
+
+def test_the_spark_example_runs(spark, table):
+    """examples/spark_and_ray.py (the README's example): Spark's answer equals one process's."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("spark_and_ray", ROOT_EXAMPLES / "spark_and_ray.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    uri, pyds = table
+    q = pyds.take([5], columns=["vec"])["vec"][0].as_py()
+    assert ex.spark_example(spark, uri, "vec", q, "cat = 'c1'") == ex.single_process(uri, "vec", q, "cat = 'c1'")
