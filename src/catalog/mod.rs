@@ -1,5 +1,7 @@
 //! Catalogs: Lance directory namespaces and Lance REST namespaces — list namespaces and
-//! tables, describe a table, open it pinned.
+//! tables, describe a table, open it pinned. The operations are shared; what differs between
+//! the two backends (their properties, how they connect and name themselves) lives in `dir`
+//! and `rest`.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -16,6 +18,20 @@ use crate::error::{HostError, LanceErrorCode, Result};
 use crate::redact::Secrets;
 use crate::session;
 use crate::snapshot::{self, Snapshot};
+
+mod dir;
+mod rest;
+
+/// What a backend makes of the catalog's properties: the properties Lance's namespace
+/// connector takes, and how the catalog names itself in messages.
+struct Backend {
+    /// The connector's implementation name ("dir" or "rest").
+    kind_name: &'static str,
+    connect_props: HashMap<String, String>,
+    /// The local directory a `dir` catalog reads (None for object stores and REST).
+    local_root: Option<std::path::PathBuf>,
+    label: String,
+}
 
 /// Default bound for one catalog call (all pages included).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -97,33 +113,6 @@ fn parse_u64(props: &HashMap<String, String>, key: &str, default: u64) -> Result
     }
 }
 
-fn validate_dir_root(root: &str) -> Result<()> {
-    if root.is_empty() {
-        return Err(HostError::invalid("catalog property 'root' is empty"));
-    }
-    if let Some((scheme, rest)) = root.split_once("://") {
-        match scheme {
-            "file" | "s3" => {
-                if rest.is_empty() {
-                    return Err(HostError::invalid(format!(
-                        "catalog property 'root' has no path after '{scheme}://'"
-                    )));
-                }
-                Ok(())
-            }
-            other => Err(HostError::invalid(format!(
-                "catalog property 'root' has unsupported scheme '{other}' (use an absolute path, file:// or s3://)"
-            ))),
-        }
-    } else if std::path::Path::new(root).is_absolute() {
-        Ok(())
-    } else {
-        Err(HostError::invalid(format!(
-            "catalog property 'root' must be an absolute path, file:// or s3:// URI, got relative path '{root}'"
-        )))
-    }
-}
-
 impl Catalog {
     /// Connect from key/value properties (see the C header for the keys).
     pub fn open(props: HashMap<String, String>) -> Result<Catalog> {
@@ -171,107 +160,13 @@ impl Catalog {
             .filter_map(|(k, v)| k.strip_prefix("storage.").map(|s| (s.to_string(), v.clone())))
             .collect();
 
-        let mut builder_props: HashMap<String, String> = HashMap::new();
-        match kind {
-            CatalogKind::Dir => {
-                for key in ["uri", "auth", "bearer_token", "api_key"] {
-                    if props.contains_key(key) {
-                        return Err(HostError::invalid(format!(
-                            "catalog property '{key}' does not apply to type=dir"
-                        )));
-                    }
-                }
-                if let Some(h) = props.keys().find(|k| k.starts_with("header.")) {
-                    return Err(HostError::invalid(format!(
-                        "catalog property '{h}' does not apply to type=dir"
-                    )));
-                }
-                let root = props
-                    .get("root")
-                    .ok_or_else(|| HostError::invalid("catalog property 'root' is required for type=dir"))?;
-                validate_dir_root(root)?;
-                builder_props.insert("root".into(), root.clone());
-                for (k, v) in &storage_options {
-                    builder_props.insert(format!("storage.{k}"), v.clone());
-                }
-            }
-            CatalogKind::Rest => {
-                if props.contains_key("root") {
-                    return Err(HostError::invalid(
-                        "catalog property 'root' does not apply to type=rest (use 'uri')",
-                    ));
-                }
-                let uri = props
-                    .get("uri")
-                    .ok_or_else(|| HostError::invalid("catalog property 'uri' is required for type=rest"))?;
-                let scheme_ok = uri.starts_with("http://") || uri.starts_with("https://");
-                if !scheme_ok || uri.len() <= "https://".len() {
-                    return Err(HostError::invalid(format!(
-                        "catalog property 'uri' must be an http:// or https:// URL, got '{uri}'"
-                    )));
-                }
-                builder_props.insert("uri".into(), uri.trim_end_matches('/').to_string());
-                builder_props.insert("delimiter".into(), delimiter.clone());
-                let auth = props.get("auth").map(String::as_str).unwrap_or("none");
-                let token = props.get("bearer_token");
-                let key = props.get("api_key");
-                match auth {
-                    "none" => {
-                        if token.is_some() {
-                            return Err(HostError::invalid(
-                                "catalog property 'bearer_token' requires auth=bearer",
-                            ));
-                        }
-                        if key.is_some() {
-                            return Err(HostError::invalid(
-                                "catalog property 'api_key' requires auth=api_key",
-                            ));
-                        }
-                    }
-                    "bearer" => {
-                        let token = token.ok_or_else(|| {
-                            HostError::invalid("catalog property 'bearer_token' is required for auth=bearer")
-                        })?;
-                        if key.is_some() {
-                            return Err(HostError::invalid(
-                                "catalog property 'api_key' contradicts auth=bearer",
-                            ));
-                        }
-                        builder_props.insert("header.Authorization".into(), format!("Bearer {token}"));
-                    }
-                    "api_key" => {
-                        let key = key.ok_or_else(|| {
-                            HostError::invalid("catalog property 'api_key' is required for auth=api_key")
-                        })?;
-                        if token.is_some() {
-                            return Err(HostError::invalid(
-                                "catalog property 'bearer_token' contradicts auth=api_key",
-                            ));
-                        }
-                        builder_props.insert("header.x-api-key".into(), key.clone());
-                    }
-                    other => {
-                        return Err(HostError::invalid(format!(
-                            "catalog property 'auth' must be none, bearer or api_key, got '{other}'"
-                        )))
-                    }
-                }
-                for (k, v) in &props {
-                    if let Some(name) = k.strip_prefix("header.") {
-                        let lower = name.to_ascii_lowercase();
-                        if lower == "authorization" || lower == "x-api-key" {
-                            return Err(HostError::invalid(format!(
-                                "catalog property '{k}' conflicts with 'auth'; use auth=bearer or auth=api_key"
-                            )));
-                        }
-                        builder_props.insert(format!("header.{name}"), v.clone());
-                    }
-                }
-            }
-        }
+        let backend = match kind {
+            CatalogKind::Dir => dir::backend(&props, &storage_options)?,
+            CatalogKind::Rest => rest::backend(&props, &delimiter)?,
+        };
 
         let lance_session = session::global()?.lance.clone();
-        let kind_name = if kind == CatalogKind::Dir { "dir" } else { "rest" };
+        let (kind_name, builder_props) = (backend.kind_name, backend.connect_props);
         let namespace = run_bounded(timeout, &secrets, "cannot open catalog", async move {
             ConnectBuilder::new(kind_name)
                 .properties(builder_props)
@@ -279,15 +174,6 @@ impl Catalog {
                 .connect()
                 .await
         })?;
-        let local_root = match (kind, props.get("root")) {
-            (CatalogKind::Dir, Some(root)) if !root.contains("://") => Some(root.into()),
-            (CatalogKind::Dir, Some(root)) => root.strip_prefix("file://").map(Into::into),
-            _ => None,
-        };
-        let label = match kind {
-            CatalogKind::Dir => format!("directory catalog '{}'", props.get("root").map(String::as_str).unwrap_or("")),
-            CatalogKind::Rest => format!("REST catalog '{}'", props.get("uri").map(String::as_str).unwrap_or("")),
-        };
         Ok(Catalog {
             kind,
             namespace,
@@ -297,8 +183,8 @@ impl Catalog {
             timeout,
             page_size,
             secrets,
-            local_root,
-            label,
+            local_root: backend.local_root,
+            label: backend.label,
         })
     }
 
