@@ -236,52 +236,42 @@ impl Catalog {
     }
 
     fn list_child_namespaces(&self, ns: &[String]) -> Result<Vec<String>> {
-        self.check_root()?;
-        let id = self.full_id(ns)?;
-        let what = format!("cannot list namespaces of '{}'", self.display(&id));
-        let namespace = self.namespace.clone();
-        let page_size = self.page_size as i32;
-        run_bounded(self.timeout, &self.secrets, &what, async move {
-            ensure_namespace(namespace.as_ref(), &id).await?;
-            follow_pages(|token| {
-                let mut req = ListNamespacesRequest::new();
-                req.id = Some(id.clone());
-                req.limit = Some(page_size);
-                req.page_token = token;
-                let namespace = namespace.clone();
-                async move {
-                    let resp = namespace.list_namespaces(req).await?;
-                    Ok((resp.namespaces, resp.page_token))
-                }
-            })
-            .await
+        self.list_paged(ns, "namespaces", |namespace, id, limit, token| async move {
+            let mut req = ListNamespacesRequest::new();
+            (req.id, req.limit, req.page_token) = (Some(id), Some(limit), token);
+            let resp = namespace.list_namespaces(req).await?;
+            Ok((resp.namespaces, resp.page_token))
         })
     }
 
     /// Tables of `ns` (relative to the catalog's parent).
     pub fn list_tables(&self, ns: &[String]) -> Result<Vec<String>> {
-        self.check_root()?;
-        let id = self.full_id(ns)?;
-        let what = format!("cannot list tables of '{}'", self.display(&id));
-        let namespace = self.namespace.clone();
-        let page_size = self.page_size as i32;
-        let mut tables = run_bounded(self.timeout, &self.secrets, &what, async move {
-            ensure_namespace(namespace.as_ref(), &id).await?;
-            follow_pages(|token| {
-                let mut req = ListTablesRequest::new();
-                req.id = Some(id.clone());
-                req.limit = Some(page_size);
-                req.page_token = token;
-                let namespace = namespace.clone();
-                async move {
-                    let resp = namespace.list_tables(req).await?;
-                    Ok((resp.tables, resp.page_token))
-                }
-            })
-            .await
+        let mut tables = self.list_paged(ns, "tables", |namespace, id, limit, token| async move {
+            let mut req = ListTablesRequest::new();
+            (req.id, req.limit, req.page_token) = (Some(id), Some(limit), token);
+            let resp = namespace.list_tables(req).await?;
+            Ok((resp.tables, resp.page_token))
         })?;
         tables.sort();
         Ok(tables)
+    }
+
+    /// Every page of a listing of `ns` (`what`: "namespaces" or "tables"), bounded by the
+    /// catalog's timeout; `page` fetches one page (namespace, full id, page size, token).
+    fn list_paged<F, Fut>(&self, ns: &[String], what: &str, page: F) -> Result<Vec<String>>
+    where
+        F: Fn(Arc<dyn LanceNamespace>, Vec<String>, i32, Option<String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = lance::Result<(Vec<String>, Option<String>)>> + Send,
+    {
+        self.check_root()?;
+        let id = self.full_id(ns)?;
+        let message = format!("cannot list {what} of '{}'", self.display(&id));
+        let namespace = self.namespace.clone();
+        let page_size = self.page_size as i32;
+        run_bounded(self.timeout, &self.secrets, &message, async move {
+            ensure_namespace(namespace.as_ref(), &id).await?;
+            follow_pages(|token| page(namespace.clone(), id.clone(), page_size, token)).await
+        })
     }
 
     fn describe_raw(&self, ns: &[String], table: &str) -> Result<(String, HashMap<String, String>, Option<u64>)> {
