@@ -151,6 +151,13 @@ static void search_split(const LanceDataset* ds, const LanceSplit* split, const 
   CHECK_OK(lance_split_search_v2(ds, split, &vq, st));
 }
 
+/* No wake-up is waiting in the pipe: every callback followed a PENDING answer and was
+   consumed (a callback for a poll that answered READY, END or an error would show here). */
+static void check_no_stray_wake(void) {
+  struct pollfd pfd = {.fd = wake_pipe[0], .events = POLLIN};
+  CHECK(poll(&pfd, 1, 50) == 0);
+}
+
 static void wait_for_wake(unsigned char expected) {
   struct pollfd pfd = {.fd = wake_pipe[0], .events = POLLIN};
   CHECK(poll(&pfd, 1, 60000) == 1);
@@ -211,6 +218,7 @@ int main(int argc, char** argv) {
     lance_split_free(s);
   }
   unsigned pendings = run_loop(ps, count);
+  check_no_stray_wake();
 
   /* Each stream equals the same stream read blocking, row for row. */
   static int64_t expect[MAX_ROWS];
@@ -247,6 +255,7 @@ int main(int argc, char** argv) {
   int32_t status = -1;
   CHECK_OK(lance_stream_cancel(&st));
   if (parked) wait_for_wake(7);
+  check_no_stray_wake();
   CHECK(lance_stream_poll_next(&st, &a, on_wake, NULL, &status) == LANCE_ERR_CANCELLED);
   CHECK(strstr(lance_last_error_message(), "cancel") != NULL);
   CHECK(lance_stream_poll_next(&st, &a, on_wake, NULL, &status) == LANCE_ERR_CANCELLED);

@@ -1429,8 +1429,8 @@ int32_t lance_stream_cancel(const struct ArrowArrayStream *stream);
 // is not written) or LANCE_POLL_END (the stream ended; `*out` is not written). After
 // PENDING, `wake(user_data)` is called once, from a library thread, when polling again may
 // make progress — a batch, the end or an error is ready, or the stream was cancelled or ran
-// past its deadline. Only the latest poll's callback is kept: each poll replaces the previous
-// one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
+// past its deadline. It is never called for a poll that answered READY, END or an error.
+// Only the latest poll's callback is kept: each poll replaces the previous one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
 // valid until the callback ran or the stream is released; after the stream's `release`
 // returns the callback is never called. The callback must not call into this stream.
 //

@@ -544,10 +544,22 @@ pub enum LancePollStatus {
 pub type LanceWakeCallback = Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>;
 
 /// The host's wake-up of the latest pending poll. The lock is held while the callback runs, so
-/// a release waits for a wake in flight and no wake-up follows it.
+/// a release waits for a wake in flight and no wake-up follows it. While a poll runs, a wake
+/// only marks the slot (the poll then tries again instead of answering PENDING), so the host's
+/// callback runs only after a PENDING answer — never for a poll that returned a batch, the
+/// end or an error.
 #[derive(Default)]
 struct WakeSlot {
-    target: std::sync::Mutex<Option<WakeTarget>>,
+    state: std::sync::Mutex<WakeState>,
+}
+
+#[derive(Default)]
+struct WakeState {
+    target: Option<WakeTarget>,
+    /// A poll is running on the host's thread.
+    polling: bool,
+    /// A wake arrived while it ran.
+    woken: bool,
 }
 
 struct WakeTarget {
@@ -560,14 +572,30 @@ struct WakeTarget {
 unsafe impl Send for WakeTarget {}
 
 impl WakeSlot {
-    fn arm(&self, target: Option<WakeTarget>) {
-        if let Ok(mut t) = self.target.lock() {
-            *t = target;
+    /// A poll starts: `target` is whom to wake if it answers PENDING.
+    fn begin_poll(&self, target: Option<WakeTarget>) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = WakeState { target, polling: true, woken: false };
         }
     }
 
+    /// The poll answered PENDING: keep the target armed, unless a wake arrived while it ran
+    /// (then the caller polls again: true).
+    fn park(&self) -> bool {
+        let Ok(mut s) = self.state.lock() else { return false };
+        if s.woken {
+            s.woken = false;
+            return true;
+        }
+        s.polling = false;
+        false
+    }
+
+    /// The poll answered anything but PENDING, or the stream is released: nobody to wake.
     fn disarm(&self) {
-        self.arm(None);
+        if let Ok(mut s) = self.state.lock() {
+            *s = WakeState::default();
+        }
     }
 }
 
@@ -577,8 +605,12 @@ impl std::task::Wake for WakeSlot {
     }
 
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        let Ok(mut t) = self.target.lock() else { return };
-        if let Some(target) = t.take() {
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.polling {
+            s.woken = true;
+            return;
+        }
+        if let Some(target) = s.target.take() {
             // A panic cannot cross the host's frame; a host callback that unwinds is a host
             // bug, caught here so the runtime thread survives it.
             let _ = std::panic::catch_unwind(|| {
@@ -597,8 +629,8 @@ impl std::task::Wake for WakeSlot {
 /// is not written) or LANCE_POLL_END (the stream ended; `*out` is not written). After
 /// PENDING, `wake(user_data)` is called once, from a library thread, when polling again may
 /// make progress — a batch, the end or an error is ready, or the stream was cancelled or ran
-/// past its deadline. Only the latest poll's callback is kept: each poll replaces the previous
-/// one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
+/// past its deadline. It is never called for a poll that answered READY, END or an error.
+/// Only the latest poll's callback is kept: each poll replaces the previous one. `wake` may be NULL (the host then polls on its own schedule). `user_data` must stay
 /// valid until the callback ran or the stream is released; after the stream's `release`
 /// returns the callback is never called. The callback must not call into this stream.
 ///
@@ -625,14 +657,22 @@ pub extern "C" fn lance_stream_poll_next(
         let host = unsafe { host_of(stream) }.ok_or_else(|| {
             HostError::invalid("stream is released or was not created by lance-host")
         })?;
-        host.wake.arm(wake.map(|callback| WakeTarget { callback, user_data }));
+        host.wake.begin_poll(wake.map(|callback| WakeTarget { callback, user_data }));
         let waker = std::task::Waker::from(host.wake.clone());
         let polled = {
-            let mut reader = host
-                .reader
-                .lock()
-                .map_err(|_| HostError::internal("the stream's reader was poisoned by a panic"))?;
-            reader.poll_batch(&waker)
+            let mut reader = host.reader.lock().map_err(|_| {
+                host.wake.disarm();
+                HostError::internal("the stream's reader was poisoned by a panic")
+            })?;
+            // A wake that arrives while polling means progress may be possible already: poll
+            // again rather than answer PENDING and leave the host waiting for a wake-up that
+            // was spent.
+            loop {
+                match reader.poll_batch(&waker) {
+                    Ok(scan::Polled::Pending) if host.wake.park() => continue,
+                    other => break other,
+                }
+            }
         };
         let polled = match polled {
             Ok(p) => p,
