@@ -157,7 +157,7 @@ def main():
         med = {s: statistics.median(o["ms"] for o in per[s]) for s in ok}
         loop = per["lance-host loop"]
         lines += [f"## {n} queries", "",
-                  "| side | wall ms (median) | queries/s | × lance-host loop (min-max) | recall@10 | peak RSS MiB |",
+                  "| side | wall ms, median (min-max) | queries/s | × lance-host loop (min-max) | recall@10 | peak RSS MiB |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for s in sides:
             if s not in ok:
@@ -167,7 +167,9 @@ def main():
             ratios = sorted(loop[r]["ms"] / per[s][r]["ms"] for r in range(runs))
             rec = recall(per[s][0]["ids"][:100], truth, a.k)
             rss = statistics.median(o["peak_rss_kib"] for o in per[s]) / 1024
-            lines.append(f"| {s} | {med[s]:.0f} | {n / med[s] * 1e3:.0f} | {statistics.median(ratios):.2f} "
+            v = [o["ms"] for o in per[s]]
+            lines.append(f"| {s} | {med[s]:.0f} ({min(v):.0f}-{max(v):.0f}) | {n / med[s] * 1e3:.0f} | "
+                         f"{statistics.median(ratios):.2f} "
                          f"({ratios[0]:.2f}-{ratios[-1]:.2f}) | {rec:.3f} | {rss:.0f} |")
         py = [med[s] for s in ("pylance batch", "pylance loop") if s in med]
         same = all(per["lance-host batch"][r]["ids"] == per["lance-host loop"][r]["ids"] for r in range(a.runs))
