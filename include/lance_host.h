@@ -729,14 +729,15 @@ extern "C" {
 int32_t lance_dataset_take_blobs(const LanceDataset *dataset, const char *column, const uint64_t *row_ids, size_t num_row_ids, LanceBlobs **out);
 
 // Number of blobs in the set (the number of row ids asked for); 0 and the last error set if
-// `blobs` is NULL. Thread-safe.
+// `blobs` is NULL. Borrows `blobs`. Thread-safe.
 size_t lance_blobs_count(const LanceBlobs *blobs);
 
 // Describe blob `index` of the set into `*out` (`struct_size` set by the caller): row id,
-// size, kind, null-ness and, for an external blob, its URI (owned by the set).
+// size, kind, null-ness and, for an external blob, its URI (owned by the set: valid until
+// `lance_blobs_free`, never freed by the caller).
 //
-// Thread-safe. Errors: NULL pointers, a `struct_size` below 40 or an index out of range are
-// LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
+// Borrows `blobs`. Thread-safe. Errors: NULL pointers, a `struct_size` below 40 or an index
+// out of range are LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
 int32_t lance_blobs_info(const LanceBlobs *blobs, size_t index, LanceBlobInfo *out);
 
 // Read bytes `offset .. offset + length` of blob `index` into `buf` (`buf_len` ≥ `length`
@@ -760,8 +761,10 @@ int32_t lance_blobs_read_alloc(const LanceBlobs *blobs, size_t index, uint64_t o
 
 // The I/O of the set so far — its descriptor take and every read — into `*out`
 // (`struct_size` set by the caller). Requests are counted for object stores; local tables
-// report 0 requests. Thread-safe. Errors: NULL pointers or a bad `struct_size` are
-// LANCE_ERR_INVALID_ARGUMENT.
+// report 0 requests.
+//
+// Borrows `blobs` and `out`; allocates nothing. Thread-safe. Errors: NULL pointers or a bad
+// `struct_size` are LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
 int32_t lance_blobs_io_stats(const LanceBlobs *blobs, LanceIoStats *out);
 
 // Free a blob set and the strings it owns. NULL is ignored. Call once, after the last use of

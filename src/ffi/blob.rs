@@ -111,17 +111,18 @@ pub extern "C" fn lance_dataset_take_blobs(
 }
 
 /// Number of blobs in the set (the number of row ids asked for); 0 and the last error set if
-/// `blobs` is NULL. Thread-safe.
+/// `blobs` is NULL. Borrows `blobs`. Thread-safe.
 #[no_mangle]
 pub extern "C" fn lance_blobs_count(blobs: *const LanceBlobs) -> usize {
     guard_value(0, || Ok(handle_ref(blobs, "blobs")?.blobs.len()))
 }
 
 /// Describe blob `index` of the set into `*out` (`struct_size` set by the caller): row id,
-/// size, kind, null-ness and, for an external blob, its URI (owned by the set).
+/// size, kind, null-ness and, for an external blob, its URI (owned by the set: valid until
+/// `lance_blobs_free`, never freed by the caller).
 ///
-/// Thread-safe. Errors: NULL pointers, a `struct_size` below 40 or an index out of range are
-/// LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
+/// Borrows `blobs`. Thread-safe. Errors: NULL pointers, a `struct_size` below 40 or an index
+/// out of range are LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
 #[no_mangle]
 pub extern "C" fn lance_blobs_info(blobs: *const LanceBlobs, index: usize, out: *mut LanceBlobInfo) -> i32 {
     guard_code(|| {
@@ -214,8 +215,10 @@ pub extern "C" fn lance_blobs_read_alloc(
 
 /// The I/O of the set so far — its descriptor take and every read — into `*out`
 /// (`struct_size` set by the caller). Requests are counted for object stores; local tables
-/// report 0 requests. Thread-safe. Errors: NULL pointers or a bad `struct_size` are
-/// LANCE_ERR_INVALID_ARGUMENT.
+/// report 0 requests.
+///
+/// Borrows `blobs` and `out`; allocates nothing. Thread-safe. Errors: NULL pointers or a bad
+/// `struct_size` are LANCE_ERR_INVALID_ARGUMENT; `*out` is not written on failure.
 #[no_mangle]
 pub extern "C" fn lance_blobs_io_stats(blobs: *const LanceBlobs, out: *mut LanceIoStats) -> i32 {
     guard_code(|| {

@@ -187,3 +187,27 @@ fn blob_bad_input_is_a_clear_error() {
     lance_blobs_free(b);
     lance_blobs_free(std::ptr::null_mut());
 }
+
+#[test]
+fn poll_refuses_foreign_streams_and_alloc_reads_need_their_outputs() {
+    use arrow::array::{Int64Array, RecordBatch, RecordBatchIterator};
+    use arrow::ffi_stream::FFI_ArrowArrayStream;
+    use lance_host::ffi::scan::lance_stream_poll_next;
+    // A stream arrow exported, not lance-host: refused, not read.
+    let batch = RecordBatch::try_from_iter([("x", std::sync::Arc::new(Int64Array::from(vec![1, 2])) as _)]).unwrap();
+    let schema = batch.schema();
+    let mut foreign = FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)));
+    let mut a = arrow::ffi::FFI_ArrowArray::empty();
+    let mut status = -1;
+    let rc = lance_stream_poll_next(&mut foreign, &mut a, None, std::ptr::null_mut(), &mut status);
+    assert_err(rc, LANCE_ERR_INVALID_ARGUMENT, "not created by lance-host");
+    assert_eq!(status, -1, "status written on failure");
+    // lance_blobs_read_alloc without its outputs.
+    let f = fixture();
+    let ds = Ds::open(f.facts.get("blobs.uri"), 0);
+    let ids: Vec<u64> = row_ids(&ds).iter().map(|r| r.0).collect();
+    let b = take(&ds, "payload", &ids[..1]).unwrap();
+    let mut n = 0usize;
+    assert_err(lance_blobs_read_alloc(b, 0, 0, 0, std::ptr::null_mut(), &mut n), LANCE_ERR_INVALID_ARGUMENT, "out");
+    lance_blobs_free(b);
+}

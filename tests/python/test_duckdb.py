@@ -328,6 +328,14 @@ def test_blob_read_scalar_function(con):
         con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {big}, 299990, 20)").fetchall()
     with pytest.raises(duckdb.Error, match="not a blob column"):
         con.execute(f"SELECT lance_blob_read('{uri}', 'id', {big}, 0, 1)").fetchall()
+    with pytest.raises(duckdb.Error, match="must not be negative"):
+        con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {big}, -1, 1)").fetchall()
+    with pytest.raises(duckdb.Error, match="cannot open"):
+        con.execute(f"SELECT lance_blob_read('{uri}.missing', 'payload', {big}, 0, 1)").fetchall()
+    with pytest.raises(duckdb.Error, match="does not exist"):
+        con.execute(f"SELECT lance_blob_read('{uri}', 'payload', 99999999, 0, 1)").fetchall()
+    # A NULL argument gives NULL, as SQL functions do.
+    assert con.execute(f"SELECT lance_blob_read('{uri}', 'payload', NULL, 0, 1)").fetchone()[0] is None
     assert con.execute(f"SELECT count(*), sum(id) FROM lance_scan('{uri}')").fetchone() == (
         len(pairs), sum(i for _, i in pairs))
     with pytest.raises(duckdb.Error, match="payload"):
