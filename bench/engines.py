@@ -41,19 +41,14 @@ COLS = ["id", "cat", "price"]
 def pylance_source():
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    from lance_host.spark import to_lance_sql, _and
+    from lance_host.spark import _and, push_filters
 
     class Reader(DataSourceReader):
         def __init__(self, options, schema):
             self.options, self.cols, self.pushed = options, [f.name for f in schema.fields], []
 
         def pushFilters(self, filters):
-            for f in filters:
-                sql = to_lance_sql(f)
-                if sql is None:
-                    yield f
-                else:
-                    self.pushed.append(sql)
+            return push_filters(filters, self.pushed)
 
         def partitions(self):
             import lance

@@ -232,6 +232,19 @@ def to_lance_sql(f) -> str | None:
     return None
 
 
+def push_filters(filters, pushed: list) -> list:
+    """pushFilters for a reader: the Lance SQL of every filter that translates exactly is
+    appended to `pushed`; the others are returned, for Spark to apply."""
+    remaining = []
+    for f in filters:
+        sql = to_lance_sql(f)
+        if sql is None:
+            remaining.append(f)
+        else:
+            pushed.append(sql)
+    return remaining
+
+
 def _and(parts) -> str | None:
     parts = [p for p in parts if p]
     return " AND ".join(f"({p})" for p in parts) if parts else None
@@ -307,12 +320,7 @@ class _PushingScanReader(_ScanReader):
     Spark."""
 
     def pushFilters(self, filters):
-        for f in filters:
-            sql = to_lance_sql(f)
-            if sql is None:
-                yield f
-            else:
-                self.pushed.append(sql)
+        return push_filters(filters, self.pushed)
 
 
 # ---- the vector-search source --------------------------------------------------------------
