@@ -276,6 +276,14 @@ static char* varchar_param(duckdb_value v) {
   return out;
 }
 
+/* Positional parameter `i` of a table function as a malloc'd string (caller frees). */
+static char* varchar_arg(duckdb_bind_info info, idx_t i) {
+  duckdb_value v = duckdb_bind_get_parameter(info, i);
+  char* out = varchar_param(v);
+  duckdb_destroy_value(&v);
+  return out;
+}
+
 /* Named parameters shared by both functions; returns 0 after setting an error. */
 static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
   duckdb_value v = duckdb_bind_get_named_parameter(info, "filter");
@@ -381,13 +389,9 @@ static void search_bind(duckdb_bind_info info) {
   BindData* b = (BindData*)calloc(1, sizeof(BindData));
   b->is_search = KIND_VECTOR;
   duckdb_bind_set_bind_data(info, b, free_bind);
-  duckdb_value v = duckdb_bind_get_parameter(info, 0);
-  char* uri = varchar_param(v);
-  duckdb_destroy_value(&v);
-  v = duckdb_bind_get_parameter(info, 1);
-  b->vector_column = varchar_param(v);
-  duckdb_destroy_value(&v);
-  v = duckdb_bind_get_parameter(info, 2);
+  char* uri = varchar_arg(info, 0);
+  b->vector_column = varchar_arg(info, 1);
+  duckdb_value v = duckdb_bind_get_parameter(info, 2);
   b->dim = (size_t)duckdb_get_list_size(v);
   b->vector = (float*)calloc(b->dim ? b->dim : 1, sizeof(float));
   for (size_t i = 0; i < b->dim; i++) {
@@ -417,13 +421,9 @@ static void batch_bind(duckdb_bind_info info) {
   BindData* b = (BindData*)calloc(1, sizeof(BindData));
   b->is_search = KIND_BATCH;
   duckdb_bind_set_bind_data(info, b, free_bind);
-  duckdb_value v = duckdb_bind_get_parameter(info, 0);
-  char* uri = varchar_param(v);
-  duckdb_destroy_value(&v);
-  v = duckdb_bind_get_parameter(info, 1);
-  b->vector_column = varchar_param(v);
-  duckdb_destroy_value(&v);
-  v = duckdb_bind_get_parameter(info, 2);
+  char* uri = varchar_arg(info, 0);
+  b->vector_column = varchar_arg(info, 1);
+  duckdb_value v = duckdb_bind_get_parameter(info, 2);
   size_t n = (size_t)duckdb_get_list_size(v);
   char err[256] = "";
   for (size_t q = 0; q < n && !err[0]; q++) {
