@@ -45,3 +45,4 @@ python3 bench/batch.py --bin "$bin_dir/lance-host-bench-mimalloc" --table "$tabl
 cargo build --release -q -p lance-host --features mimalloc
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall.py
 python3 bench/engines.py --table "$table"
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/blobs_s3.py
