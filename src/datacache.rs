@@ -455,6 +455,14 @@ pub struct DataCache {
     /// With a disk tier: keys inserted since the last flush (at most as many as the tier holds
     /// blocks; the oldest half is forgotten beyond that). `flush` checks they reached the disk.
     unflushed: Mutex<std::collections::VecDeque<String>>,
+    /// Held across every write to the hybrid cache (insert, remove). The disk tier numbers an
+    /// entry (one sequence for the whole tier) and then queues it to its writer, in two steps
+    /// that two threads can interleave: entries then reach the disk in another order than their
+    /// numbers. At the next start the tier's recovery stops reading an engine block at the first
+    /// entry numbered lower than the one before it (its way of finding where a reused block's
+    /// old contents begin), so one such swap lost the rest of that block after a restart although
+    /// `flush` had seen every entry on disk (issue 26). With the lock, numbers follow queue order.
+    writes: Mutex<()>,
     disk_dir: Option<PathBuf>,
     /// Held for the life of the process: the disk tier's directory lock.
     _lock: Option<std::fs::File>,
@@ -551,6 +559,7 @@ impl DataCache {
             counters,
             inflight: Mutex::new(HashMap::new()),
             unflushed: Mutex::new(std::collections::VecDeque::new()),
+            writes: Mutex::new(()),
             disk_dir,
             _lock: lock,
         })))
@@ -587,7 +596,20 @@ impl DataCache {
             }
             keys.push_back(key.clone());
         }
+        self.put(key, value);
+    }
+
+    /// The one place entries enter the hybrid cache (see `writes`).
+    fn put(&self, key: String, value: Block) {
+        let _ordered = self.writes.lock().unwrap_or_else(|e| e.into_inner());
         self.cache.insert(key, value);
+    }
+
+    /// The one place entries leave the hybrid cache (see `writes`): a removal is numbered in the
+    /// same sequence, and must not overtake an insert of the same key queued before it.
+    fn forget(&self, key: &str) {
+        let _ordered = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        self.cache.remove(key);
     }
 
     /// Wait until the blocks inserted since the last flush are on the disk tier. The disk tier
@@ -611,7 +633,7 @@ impl DataCache {
             let mut rewritten = 0;
             for (i, k) in pending.iter().enumerate() {
                 if let Some(entry) = self.cache.memory().get(k) {
-                    self.cache.insert(k.clone(), entry.value().clone());
+                    self.put(k.clone(), entry.value().clone());
                     rewritten += 1;
                 }
                 // Let the writer drain between chunks instead of overflowing its queue again.
@@ -660,7 +682,7 @@ impl DataCache {
             Err(e) => {
                 self.counters.errors.fetch_add(1, Ordering::Relaxed);
                 log::warn!("data cache: dropping an unreadable entry: {e}");
-                self.cache.remove(key);
+                self.forget(key);
                 None
             }
         }
@@ -897,7 +919,7 @@ impl DataCache {
         let consistent = all.len() == blocks.len() && all.windows(2).all(|w| w[0].same_object(w[1]));
         if !consistent {
             for k in &keys {
-                self.cache.remove(k);
+                self.forget(k);
             }
             log::warn!("data cache: '{location}' changed in storage; its cached blocks were dropped");
             return passthrough_range(inner, location, range, obs).await;
@@ -1069,6 +1091,7 @@ mod tests {
         RenameOptions,
     };
     use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
 
     /// An in-memory store that counts GETs and can be slowed down or made to fail.
     #[derive(Debug, Default)]
@@ -1314,6 +1337,103 @@ mod tests {
             assert_eq!(&b[..], &data[..]);
             assert_eq!(mock.gets.load(Ordering::SeqCst), 0, "restart re-read storage: {:?}", cache.stats());
             assert!(obs.hits.load(Ordering::SeqCst) > 0);
+            cache.cache.close().await.unwrap();
+        });
+    }
+
+    /// A tracing subscriber that holds the thread it runs on at the disk tier's "submit task"
+    /// event of a cache entry: after the tier numbered the entry, before it queued it to its
+    /// writer. It tells `reached` once it holds, and lets go on `release` (or after 30 s).
+    struct HoldAtSubmit {
+        reached: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+        release: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    struct Message(String);
+
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl tracing::Subscriber for HoldAtSubmit {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut m = Message(String::new());
+            event.record(&mut m);
+            if m.0.contains("submit task") && m.0.contains("CacheEntry") {
+                if let Some(tx) = self.reached.lock().unwrap().take() {
+                    let _ = tx.send(());
+                    let _ = self.release.lock().unwrap().recv_timeout(Duration::from_secs(30));
+                }
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// Two threads insert at once, and the first is held between the disk tier numbering its
+    /// entry and queueing it (the window a loaded machine opens by preempting a thread there).
+    /// Both entries must be found after a restart. The tier's recovery stops reading an engine
+    /// block at the first entry numbered lower than the one before it, so entries queued out of
+    /// their numbers' order were lost at the next start (issue 26) unless inserts are ordered.
+    #[test]
+    fn concurrent_inserts_survive_a_restart() {
+        use std::sync::mpsc::channel;
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = rt();
+        let cache = runtime.block_on(DataCache::build(&disk(dir.path()))).unwrap().unwrap();
+        let block = |seed: u8| Block {
+            size: 1 << 20,
+            e_tag: Some("\"e\"".into()),
+            modified_ns: 1,
+            data: Bytes::from(vec![seed; 4096]),
+        };
+        let (reached_tx, reached_rx) = channel();
+        let (release_tx, release_rx) = channel();
+        let hold = HoldAtSubmit { reached: Mutex::new(Some(reached_tx)), release: Mutex::new(release_rx) };
+        let c = cache.clone();
+        let first = std::thread::spawn(move || {
+            tracing::subscriber::with_default(hold, || c.insert("first".into(), block(1)));
+        });
+        reached_rx.recv_timeout(Duration::from_secs(30)).expect("the first insert never reached the disk tier");
+        let (done_tx, done_rx) = channel();
+        let c = cache.clone();
+        let second = std::thread::spawn(move || {
+            c.insert("second".into(), block(2));
+            let _ = done_tx.send(());
+        });
+        // Unordered inserts let the second one finish while the first is held; ordered ones make
+        // it wait for the first. Either way, the first goes on after this.
+        let overtook = done_rx.recv_timeout(Duration::from_secs(2)).is_ok();
+        release_tx.send(()).unwrap();
+        first.join().unwrap();
+        second.join().unwrap();
+        runtime.block_on(async {
+            cache.flush().await;
+            cache.cache.close().await.unwrap();
+        });
+        drop(cache);
+        runtime.block_on(async {
+            let cache = DataCache::build(&disk(dir.path())).await.unwrap().unwrap();
+            assert!(cache.stats().disk_enabled);
+            for (key, seed) in [("first", 1u8), ("second", 2)] {
+                let got = cache.lookup(key).await;
+                assert!(
+                    got.as_ref().is_some_and(|b| b.data.iter().all(|x| *x == seed) && b.data.len() == 4096),
+                    "'{key}' did not survive the restart (the second insert overtook the first: {overtook})"
+                );
+            }
             cache.cache.close().await.unwrap();
         });
     }
