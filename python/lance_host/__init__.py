@@ -8,7 +8,8 @@ prewarm — through liblance_host's C ABI (bundled with this package). Arrow dat
     for split in ds.plan_scan():          # picklable; ship to workers
         reader = ds.scan_split(split, columns=["id"])
 
-Errors raise `LanceError` (`.code`, `.name`, message). Every function mirrors one or more C
+Errors raise `LanceError` (`.code`, `.name`, `.message`), as the subclass for its code that is also
+the matching built-in (`ValueError`, `LookupError`, `TimeoutError`, ...); errors pickle. Every function mirrors one or more C
 functions of `include/lance_host.h`; their documentation there is normative.
 """
 
@@ -25,7 +26,9 @@ from . import _ffi
 from ._ffi import LIB
 
 __all__ = [
-    "LanceError", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
+    "LanceError", "InvalidArgumentError", "NotFoundError", "LanceIOError", "NotSupportedError", "InternalError",
+    "FailedPreconditionError", "PermissionDeniedError", "CorruptError", "LanceTimeoutError", "CancelledError",
+    "error_class", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
     "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
@@ -41,13 +44,94 @@ _ELEMENTS = {"float16": (1, ctypes.c_uint16), "float32": (2, ctypes.c_float), "f
 
 
 class LanceError(Exception):
-    """A failed call: `code` is the library's `LanceErrorCode`, `name` its name."""
+    """A failed call: `code` is the library's `LanceErrorCode`, `name` its name, `message` the
+    library's message. Each code raises one subclass that is also the built-in exception Python
+    code catches for it (see `error_class`): an invalid argument is a `ValueError`, a missing
+    table, column or row a `LookupError` and `FileNotFoundError`, a timeout a `TimeoutError`, and
+    so on. Errors pickle with their code and message, so an error raised in a worker process
+    (multiprocessing, concurrent.futures, Spark, Ray) reaches the parent as the same type."""
 
     def __init__(self, code: int, message: str):
         self.code = code
         self.name = error_code_name(code)
         self.message = message
         super().__init__(f"{self.name}: {message}")
+        if isinstance(self, OSError):
+            self.errno = _CODE_ERRNO.get(code)
+
+    def __reduce__(self):
+        return (_error, (self.code, self.message))
+
+
+class InvalidArgumentError(LanceError, ValueError):
+    """LANCE_ERR_INVALID_ARGUMENT: a bad argument (an unknown column or option, a bad value)."""
+
+
+class NotFoundError(LanceError, FileNotFoundError, LookupError):
+    """LANCE_ERR_NOT_FOUND: a table, version, namespace, index, column or row that does not exist."""
+
+
+class LanceIOError(LanceError, OSError):
+    """LANCE_ERR_IO: storage failed (network, object store, file system)."""
+
+
+class NotSupportedError(LanceError, NotImplementedError):
+    """LANCE_ERR_NOT_SUPPORTED: the table or the request uses something this library does not do."""
+
+
+class InternalError(LanceError, RuntimeError):
+    """LANCE_ERR_INTERNAL and LANCE_ERR_PANIC: a bug in the library (please report it)."""
+
+
+class FailedPreconditionError(LanceError, RuntimeError):
+    """LANCE_ERR_FAILED_PRECONDITION: the call is not allowed in this state (e.g. a fork after use)."""
+
+
+class PermissionDeniedError(LanceError, PermissionError):
+    """LANCE_ERR_UNAUTHENTICATED and LANCE_ERR_PERMISSION_DENIED: storage refused the credentials."""
+
+
+class CorruptError(LanceError, OSError):
+    """LANCE_ERR_CORRUPT: bytes that cannot be what they claim (a damaged file, a bad token)."""
+
+
+class LanceTimeoutError(LanceError, TimeoutError):
+    """LANCE_ERR_TIMEOUT: the call context's deadline passed."""
+
+
+class CancelledError(LanceError, OSError):
+    """LANCE_ERR_CANCELLED: the operation was cancelled (a stream's `cancel`, a call context)."""
+
+
+_ERROR_CLASSES = {
+    1: InvalidArgumentError, 2: NotFoundError, 3: LanceIOError, 4: NotSupportedError, 5: InternalError,
+    6: InternalError, 7: FailedPreconditionError, 8: PermissionDeniedError, 9: PermissionDeniedError,
+    10: CorruptError, 11: LanceTimeoutError, 12: CancelledError,
+}
+
+# The errno values a failed stream's get_next returns (the C Stream interface) and the codes
+# they stand for, so a stream read with `for batch in stream` raises what `poll` raises.
+_ERRNO_CODES = {22: 1, 2: 2, 5: 3, 95: 4, 13: 9, 1: 9, 110: 11, 125: 12}
+# The errno an error that is also an OSError carries (`e.errno`), as the C streams report it.
+_CODE_ERRNO = {2: 2, 3: 5, 8: 13, 9: 13, 10: 5, 11: 110, 12: 125}
+
+
+def error_class(code: int) -> type:
+    """The `LanceError` subclass raised for a `LanceErrorCode` (`LanceError` for an unknown code)."""
+    return _ERROR_CLASSES.get(code, LanceError)
+
+
+def _error(code: int, message: str) -> LanceError:
+    return error_class(code)(code, message)
+
+
+def _choice(kind: str, value, choices: Mapping):
+    """`choices[value]`, or InvalidArgumentError naming the valid choices."""
+    try:
+        return choices[value]
+    except (KeyError, TypeError):
+        valid = ", ".join(repr(c) for c in choices if c is not None)
+        raise _error(1, f"unknown {kind} {value!r}; valid: {valid}") from None
 
 
 def error_code_name(code: int) -> str:
@@ -56,7 +140,7 @@ def error_code_name(code: int) -> str:
 
 
 def _last_error() -> LanceError:
-    return LanceError(LIB.lance_last_error_code(), (LIB.lance_last_error_message() or b"").decode("utf-8", "replace"))
+    return _error(LIB.lance_last_error_code(), (LIB.lance_last_error_message() or b"").decode("utf-8", "replace"))
 
 
 def _check(rc: int) -> None:
@@ -78,6 +162,25 @@ def version() -> str:
 def version_number() -> int:
     """major * 10000 + minor * 100 + patch (lance_host_version_number)."""
     return LIB.lance_host_version_number()
+
+
+def _check_columns(schema: pa.Schema, columns: Optional[Sequence[str]]) -> None:
+    """InvalidArgumentError naming every column of `columns` that `schema` lacks, and the
+    table's columns (for projections the Spark and Ray layers check before they plan)."""
+    if columns is None:
+        return
+    if isinstance(columns, str):
+        raise _error(1, f"columns must be a list of column names, not the string {columns!r}")
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise _error(1, f"unknown column{'s' if len(missing) > 1 else ''} {', '.join(repr(c) for c in missing)}; "
+                        f"the table's columns: {', '.join(schema.names)}")
+
+
+def _metric(metric: Optional[str]) -> int:
+    if metric is not None and not isinstance(metric, str):
+        raise _error(1, f"metric must be a string, not {type(metric).__name__}")
+    return _choice("metric", metric.lower() if metric else None, METRICS)
 
 
 def _cstrings(items: Optional[Sequence[str]]):
@@ -147,7 +250,7 @@ class Stream:
         if self._s.get_schema(ctypes.byref(self._s), ctypes.byref(schema)) != 0:
             err = self._s.get_last_error(ctypes.byref(self._s))
             self.close()
-            raise LanceError(3, (err or b"cannot read the stream's schema").decode())
+            raise _error(3, (err or b"cannot read the stream's schema").decode())
         self.schema = pa.Schema._import_from_c(ctypes.addressof(schema))
 
     @property
@@ -164,7 +267,7 @@ class Stream:
         rc = self._s.get_next(ctypes.byref(self._s), ctypes.byref(arr))
         if rc != 0:
             msg = self._s.get_last_error(ctypes.byref(self._s))
-            raise OSError(rc, (msg or b"stream failed").decode("utf-8", "replace"))
+            raise _error(_ERRNO_CODES.get(rc, 3), (msg or b"stream failed").decode("utf-8", "replace"))
         if not ctypes.cast(arr.release, ctypes.c_void_p).value:
             raise StopIteration
         schema = _ffi.ArrowSchema()
@@ -181,7 +284,7 @@ class Stream:
         touch this stream (e.g. `loop.call_soon_threadsafe(event.set)`). Raises LanceError for a
         failed, cancelled or timed-out stream, and when polled again after "end"."""
         if not self._live:
-            raise LanceError(1, "the stream is closed or was handed to pyarrow")
+            raise _error(1, "the stream is closed or was handed to pyarrow")
         callback = _ffi.WAKE(lambda _user: wake()) if wake is not None else _ffi.WAKE()
         # Kept alive while the library may call it: until the next poll or the release.
         self._wake = callback
@@ -213,7 +316,7 @@ class Stream:
     def io_stats(self) -> IoStats:
         """The operation's I/O so far (final once the stream ended)."""
         if not self._live:
-            raise LanceError(1, "the stream is closed or was handed to pyarrow")
+            raise _error(1, "the stream is closed or was handed to pyarrow")
         out = _ffi.IoStats.new()
         _check(LIB.lance_stream_io_stats_v2(ctypes.byref(self._s), ctypes.byref(out)))
         return IoStats._from(out)
@@ -226,13 +329,13 @@ class Stream:
     def reader(self) -> pa.RecordBatchReader:
         """Hand the rest of the stream to pyarrow (zero copy)."""
         if not self._live:
-            raise LanceError(1, "the stream is closed or was already handed over")
+            raise _error(1, "the stream is closed or was already handed over")
         return _import_reader(self._s)
 
     def _release_to_c(self) -> _ffi.ArrowArrayStream:
         """Give the C stream to a function that takes ownership of it (merges, refine)."""
         if not self._live:
-            raise LanceError(1, "the stream is closed or was already handed over")
+            raise _error(1, "the stream is closed or was already handed over")
         moved = _ffi.ArrowArrayStream()
         ctypes.memmove(ctypes.byref(moved), ctypes.byref(self._s), ctypes.sizeof(moved))
         self._s.release = _ffi.RELEASE()
@@ -430,16 +533,16 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
                   distance_range=None):
     q = _ffi.VectorQuery()
     _check(LIB.lance_vector_query_init_v2(ctypes.byref(q), ctypes.sizeof(q)))
-    code, ctype = _ELEMENTS[element_type]
+    code, ctype = _choice("element_type", element_type, _ELEMENTS)
     values = list(vector)
     if not values:
-        raise LanceError(1, "the query holds no vector (an empty vector or an empty batch)")
+        raise _error(1, "the query holds no vector (an empty vector or an empty batch)")
     num_queries = 1
     if values and hasattr(values[0], "__len__"):  # a batch: one row per query vector
         num_queries = len(values)
         dim = len(values[0])
         if any(len(v) != dim for v in values):
-            raise LanceError(1, "every query vector of a batch must have the same dimension")
+            raise _error(1, "every query vector of a batch must have the same dimension")
         values = [x for v in values for x in v]
     buf = (ctype * len(values))(*values)
     cols, n = _cstrings(columns)
@@ -449,7 +552,7 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
     q.num_queries = num_queries
     q.element_type = code
     q.k = k
-    q.metric = METRICS[metric.lower() if metric else None]
+    q.metric = _metric(metric)
     q.nprobes = nprobes or 0
     q.refine_factor = refine_factor or 0
     q.ef = ef or 0
@@ -471,7 +574,7 @@ def _text_query(column, text, k=10, match="or", slop=0, prefilter=None, columns=
     cols, n = _cstrings(columns)
     q.column, q.text = column.encode(), text.encode()
     if match.lower() not in TEXT_MATCH:
-        raise LanceError(1, f"match must be one of {sorted(TEXT_MATCH)}, not {match!r}")
+        raise _error(1, f"match must be one of {sorted(TEXT_MATCH)}, not {match!r}")
     q.match_kind = TEXT_MATCH[match.lower()]
     q.slop, q.k = slop, k
     q.prefilter_sql = prefilter.encode() if prefilter else None
@@ -734,7 +837,7 @@ class Dataset:
     def plan_vector_search(self, column: str, metric: Optional[str] = None, use_index: bool = True,
                            flat_target_rows: int = 0) -> SplitPlan:
         h = ctypes.c_void_p()
-        _check(LIB.lance_dataset_plan_vector_search(self._h, column.encode(), METRICS[metric.lower() if metric else None],
+        _check(LIB.lance_dataset_plan_vector_search(self._h, column.encode(), _metric(metric),
                                                     use_index, flat_target_rows, ctypes.byref(h)))
         return _plan(h)
 
@@ -1024,7 +1127,7 @@ def set_log_callback(callback: Optional[Callable[[int, str, str], None]], level:
             pass
 
     cb = _ffi.LOG_CALLBACK(trampoline)
-    _check(LIB.lance_log_set_callback(cb, None, LOG_LEVELS[level]))
+    _check(LIB.lance_log_set_callback(cb, None, _choice("log level", level, LOG_LEVELS)))
     _log_callback = cb
 
 

@@ -65,6 +65,7 @@ class LanceHostDatasource(Datasource):
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0):
         ds = lh.open(uri, version=version, storage_options=storage_options)
+        lh._check_columns(ds.schema, list(columns) if columns is not None and not isinstance(columns, str) else columns)
         self.version = ds.version
         self._token = ds.export_snapshot()
         splits = ds.plan_scan(target_rows)
@@ -116,6 +117,7 @@ def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Option
     unindexed fragments), merged with the library's top-k merge. Returns a pyarrow Table of the
     global top k (projected columns, `_distance`, `_rowid`)."""
     ds = lh.open(uri, version=version, storage_options=storage_options)
+    lh._check_columns(ds.schema, [column] + (list(columns) if columns else []))
     token = ray.put(ds.export_snapshot())
     plan = ds.plan_vector_search(column, metric, use_index)
     query = {"nprobes": nprobes, "refine_factor": refine, "prefilter": filter, "metric": metric,

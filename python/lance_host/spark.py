@@ -162,7 +162,11 @@ def for_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _struct_of(schema: pa.Schema, columns) -> tuple[T.StructType, list[str], list[str]]:
-    """The Spark schema of the supported columns among `columns` (all when None)."""
+    """The Spark schema of the supported columns among `columns` (all when None). A column the
+    table lacks is InvalidArgumentError naming it and the table's columns."""
+    import lance_host as lh
+
+    lh._check_columns(schema, columns)
     fields, names, skipped = [], [], []
     for f in schema:
         if columns is not None and f.name not in columns:
@@ -174,6 +178,16 @@ def _struct_of(schema: pa.Schema, columns) -> tuple[T.StructType, list[str], lis
         fields.append(T.StructField(f.name, st, True))
         names.append(f.name)
     return T.StructType(fields), names, skipped
+
+
+def _required(options, key: str, what: str) -> str:
+    """A required option's value, or InvalidArgumentError saying which option is missing."""
+    import lance_host as lh
+
+    value = options.get(key)
+    if value is None or str(value) == "":
+        raise lh._error(1, f"lance_host_search: option {key!r} ({what}) is required")
+    return value
 
 
 def _columns_option(options):
@@ -334,9 +348,13 @@ class LanceHostSearchDataSource(DataSource):
         return "lance_host_search"
 
     def schema(self):
+        import lance_host as lh
+
         ds = _open_planning(self.options)
         st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
-        st = T.StructType([f for f in st.fields if f.name != self.options["column"] or _columns_option(self.options)])
+        column = _required(self.options, "column", "the vector column to search")
+        lh._check_columns(ds.schema, [column])
+        st = T.StructType([f for f in st.fields if f.name != column or _columns_option(self.options)])
         return st.add("_distance", T.FloatType(), True).add("_rowid", T.LongType(), True)
 
     def reader(self, schema):
@@ -352,7 +370,8 @@ class _SearchReader(DataSourceReader):
         ds = _open_planning(self.options)
         token = ds.export_snapshot()
         use_index = self.options.get("use_index", "true").lower() != "false"
-        plan = ds.plan_vector_search(self.options["column"], self.options.get("metric"), use_index)
+        column = _required(self.options, "column", "the vector column to search")
+        plan = ds.plan_vector_search(column, self.options.get("metric"), use_index)
         return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(plan)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
@@ -361,8 +380,8 @@ class _SearchReader(DataSourceReader):
         o = self.options
         ds = lh.open_snapshot(partition.token, storage_options=_storage_options(o) or None)
         split = lh.Split.from_bytes(partition.split)
-        vector = json.loads(o["vector"])
-        with ds.search_split(split, o["column"], vector, int(o.get("k", 10)),
+        vector = json.loads(_required(o, "vector", "the query vector as a JSON list"))
+        with ds.search_split(split, _required(o, "column", "the vector column to search"), vector, int(o.get("k", 10)),
                              nprobes=int(o.get("nprobes", 0)) or None,
                              refine_factor=int(o.get("refine", 0)) or None,
                              metric=o.get("metric"), prefilter=o.get("filter"),

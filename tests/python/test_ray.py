@@ -120,3 +120,19 @@ def test_the_ray_example_runs(cluster, table):
     uri, pyds = table
     q = pyds.take([5], columns=["vec"])["vec"][0].as_py()
     assert ex.ray_example(uri, "vec", q, "cat = 'c1'") == ex.single_process(uri, "vec", q, "cat = 'c1'")
+
+
+def test_misspelled_columns_and_task_errors(cluster, table):
+    """No silent drops: an unknown projected column is an InvalidArgumentError naming it before
+    anything runs (count() used to answer from the metadata); an error raised in a Ray task
+    reaches the caller as the library's own exception type with its message."""
+    uri, _ = table
+    with pytest.raises(lh.InvalidArgumentError, match="unknown column 'prise'; the table's columns: id, cat, vec"):
+        lhr.read_lance_host(uri, columns=["prise"])
+    with pytest.raises(lh.InvalidArgumentError, match="unknown column 'vek'"):
+        lhr.vector_search(uri, "vek", [0.0] * DIM, 5)
+    # Ray Data may wrap a task's exception in its own type; the library's code name and message
+    # must arrive (an unpicklable error used to arrive as UnserializableException).
+    with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT") as e:
+        lhr.read_lance_host(uri, filter="nope >").count()
+    assert "nope" in str(e.value) and "Unserializable" not in str(e.value)

@@ -245,3 +245,22 @@ def test_the_spark_example_runs(spark, table):
     uri, pyds = table
     q = pyds.take([5], columns=["vec"])["vec"][0].as_py()
     assert ex.spark_example(spark, uri, "vec", q, "cat = 'c1'") == ex.single_process(uri, "vec", q, "cat = 'c1'")
+
+
+def test_misspelled_columns_and_missing_options_are_errors(spark, table):
+    """No silent drops: an unknown column in the columns option is an error naming it and the
+    table's columns; a search without its column option says which option is missing; an error
+    raised in a Spark task reaches the driver with the library's code name and message."""
+    uri, _ = table
+    with pytest.raises(Exception, match="unknown column 'prise'; the table's columns: id, cat, price"):
+        spark.read.format("lance_host").option("uri", uri).option("columns", "id,prise").load().collect()
+    with pytest.raises(Exception, match="option 'column' \\(the vector column to search\\) is required"):
+        (spark.read.format("lance_host_search").option("uri", uri).option("vector", json.dumps([0.0] * DIM))
+         .load().collect())
+    with pytest.raises(Exception, match="unknown column 'vek'"):
+        (spark.read.format("lance_host_search").option("uri", uri).option("column", "vek")
+         .option("vector", json.dumps([0.0] * DIM)).load().collect())
+    # The filter is applied in the tasks: a bad one fails there and the driver sees why.
+    with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT") as e:
+        spark.read.format("lance_host").option("uri", uri).option("filter", "nope >").load().collect()
+    assert "nope" in str(e.value)

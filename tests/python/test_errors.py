@@ -1,0 +1,126 @@
+"""Errors the way a data team meets them: each code raises one `LanceError` subclass that is also
+the built-in Python code catches, errors pickle with code and message and so cross process
+boundaries intact (multiprocessing spawn and fork pools, concurrent.futures), a fork after use
+reports the library's fork message instead of hanging, and bad user input (a metric, a level,
+an element type) is an InvalidArgumentError naming the valid choices."""
+
+import multiprocessing
+import os
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+
+DIM = 4
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("errors") / "t.lance")
+    rng = np.random.default_rng(3)
+    vec = rng.normal(size=(400, DIM)).astype(np.float32)
+    lance.write_dataset(pa.table({
+        "id": pa.array(range(400), pa.int64()),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+    }), uri, max_rows_per_file=100)
+    return uri
+
+
+BUILTIN = {1: ValueError, 2: LookupError, 3: OSError, 4: NotImplementedError, 5: RuntimeError, 6: RuntimeError,
+           7: RuntimeError, 8: PermissionError, 9: PermissionError, 10: OSError, 11: TimeoutError, 12: OSError}
+
+
+def test_each_code_is_one_subclass_that_is_its_builtin_and_pickles():
+    for code, builtin in BUILTIN.items():
+        e = lh._error(code, f"message {code}")
+        assert type(e) is lh.error_class(code) and isinstance(e, lh.LanceError) and isinstance(e, builtin), (code, type(e))
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and back.code == code and back.message == f"message {code}"
+        assert back.name == lh.error_code_name(code) and str(back) == str(e)
+    assert isinstance(lh._error(2, "x"), FileNotFoundError)
+    assert lh._error(12, "x").errno == 125 and lh._error(11, "x").errno == 110
+
+
+def open_missing(path):
+    import lance_host
+    return lance_host.open(path)
+
+
+def scan_unknown_column(uri):
+    import lance_host
+    return lance_host.open(uri).scan(columns=["prise"]).read_all()
+
+
+# A fork pool is tested below: once this process has used the library (as it has when the whole
+# suite runs in one process), a forked child gets the fork message, whatever it calls.
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_worker_errors_reach_the_parent_through_multiprocessing(table, tmp_path, method):
+    with multiprocessing.get_context(method).Pool(2) as pool:
+        with pytest.raises(lh.NotFoundError) as e:
+            pool.apply_async(open_missing, (str(tmp_path / "missing.lance"),)).get(timeout=120)
+        assert e.value.code == 2 and "missing.lance" in e.value.message
+        with pytest.raises(lh.InvalidArgumentError, match="prise"):
+            pool.map_async(scan_unknown_column, [table, table]).get(timeout=120)
+
+
+def test_worker_errors_reach_the_parent_through_a_process_pool_executor(table):
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with pytest.raises(lh.InvalidArgumentError, match="unknown column 'prise'") as e:
+            pool.submit(scan_unknown_column, table).result(timeout=120)
+        assert isinstance(e.value, ValueError) and e.value.code == 1
+
+
+def scan_in_forked_child(uri):
+    import lance_host
+    return lance_host.open(uri).count_rows()
+
+
+def test_a_fork_after_use_reports_the_fork_message_instead_of_hanging(table):
+    lh.open(table).count_rows()  # the library is in use in this process before the fork
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        with pytest.raises(lh.LanceError) as e:
+            pool.apply_async(scan_in_forked_child, (table,)).get(timeout=120)
+    assert "fork" in e.value.message, e.value.message
+    assert e.value.code == 7 and isinstance(e.value, lh.FailedPreconditionError)
+
+
+def test_bad_choices_name_the_valid_ones(table):
+    ds = lh.open(table)
+    split = ds.plan_vector_search("vec", use_index=False)[0]
+    with pytest.raises(lh.InvalidArgumentError, match="unknown metric 'manhattan'; valid: 'l2', 'cosine'"):
+        ds.search_split(split, "vec", [0.0] * DIM, 5, metric="manhattan")
+    with pytest.raises(lh.InvalidArgumentError, match="unknown metric"):
+        ds.plan_vector_search("vec", metric="manhattan")
+    with pytest.raises(lh.InvalidArgumentError, match="element_type"):
+        ds.search_split(split, "vec", [0.0] * DIM, 5, element_type="float128")
+    with pytest.raises(lh.InvalidArgumentError, match="log level 'loud'; valid: 'off'"):
+        lh.set_log_callback(lambda *a: None, level="loud")
+    with pytest.raises(lh.InvalidArgumentError, match="unknown column 'prise'"):
+        lh._check_columns(ds.schema, ["id", "prise"])
+
+
+def test_a_cancelled_stream_raises_the_same_type_sync_and_async(table):
+    import asyncio
+
+    ds = lh.open(table)
+    s = ds.scan_stream(columns=["id"], batch_size=10)
+    next(s)
+    s.cancel()
+    with pytest.raises(lh.CancelledError) as sync_err:
+        for _ in s:
+            pass
+    assert sync_err.value.errno == 125 and isinstance(sync_err.value, OSError)
+
+    async def drain():
+        s = ds.scan_stream(columns=["id"], batch_size=10)
+        s.cancel()
+        async for _ in s.batches_async():
+            pass
+
+    with pytest.raises(lh.CancelledError):
+        asyncio.run(drain())
