@@ -109,11 +109,13 @@ _ERROR_CLASSES = {
     10: CorruptError, 11: LanceTimeoutError, 12: CancelledError,
 }
 
-# The errno values a failed stream's get_next returns (the C Stream interface) and the codes
-# they stand for, so a stream read with `for batch in stream` raises what `poll` raises.
-_ERRNO_CODES = {22: 1, 2: 2, 5: 3, 95: 4, 13: 9, 1: 9, 110: 11, 125: 12}
-# The errno an error that is also an OSError carries (`e.errno`), as the C streams report it.
-_CODE_ERRNO = {2: 2, 3: 5, 8: 13, 9: 13, 10: 5, 11: 110, 12: 125}
+# The errno values a failed stream's get_next returns (the C Stream interface; the list in the
+# header's lance_dataset_scan_v2 comment, which a test compares) and the codes they stand for,
+# so a stream read with `for batch in stream` raises what `poll` raises. EIO (5) also covers
+# internal failures; it maps to LanceIOError.
+_ERRNO_CODES = {5: 3, 2: 2, 22: 1, 13: 9, 74: 10, 95: 4, 110: 11, 125: 12}
+# The errno an error that is also an OSError carries (`e.errno`): the one its stream reports.
+_CODE_ERRNO = {2: 2, 3: 5, 8: 13, 9: 13, 10: 74, 11: 110, 12: 125}
 
 
 def error_class(code: int) -> type:
@@ -573,9 +575,7 @@ def _text_query(column, text, k=10, match="or", slop=0, prefilter=None, columns=
     _check(LIB.lance_text_query_init(ctypes.byref(q), ctypes.sizeof(q)))
     cols, n = _cstrings(columns)
     q.column, q.text = column.encode(), text.encode()
-    if match.lower() not in TEXT_MATCH:
-        raise _error(1, f"match must be one of {sorted(TEXT_MATCH)}, not {match!r}")
-    q.match_kind = TEXT_MATCH[match.lower()]
+    q.match_kind = _choice("match", match.lower() if isinstance(match, str) else match, TEXT_MATCH)
     q.slop, q.k = slop, k
     q.prefilter_sql = prefilter.encode() if prefilter else None
     q.columns, q.num_columns = cols, n

@@ -65,7 +65,7 @@ class LanceHostDatasource(Datasource):
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0):
         ds = lh.open(uri, version=version, storage_options=storage_options)
-        lh._check_columns(ds.schema, list(columns) if columns is not None and not isinstance(columns, str) else columns)
+        lh._check_columns(ds.schema, columns)
         self.version = ds.version
         self._token = ds.export_snapshot()
         splits = ds.plan_scan(target_rows)

@@ -5,8 +5,8 @@ reports the library's fork message instead of hanging, and bad user input (a met
 an element type) is an InvalidArgumentError naming the valid choices."""
 
 import multiprocessing
-import os
 import pickle
+import re
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -44,6 +44,22 @@ def test_each_code_is_one_subclass_that_is_its_builtin_and_pickles():
         assert back.name == lh.error_code_name(code) and str(back) == str(e)
     assert isinstance(lh._error(2, "x"), FileNotFoundError)
     assert lh._error(12, "x").errno == 125 and lh._error(11, "x").errno == 110
+
+
+def test_stream_errnos_are_the_headers():
+    """The errno -> code table the package reads failed streams with is the header's list, and
+    an OSError-type error carries the errno its stream reports."""
+    from pathlib import Path
+
+    header = (Path(__file__).resolve().parents[2] / "include" / "lance_host.h").read_text()
+    start = header.index("the errno says the class")
+    text = re.sub(r"\s*\n//\s*", " ", header[start:start + 700])  # one line, no comment markers
+    listed = {int(n) for n in re.findall(r"\bE[A-Z]+ \((\d+)\)", text)}
+    assert listed == set(lh._ERRNO_CODES), (listed, sorted(lh._ERRNO_CODES))
+    for errno, code in lh._ERRNO_CODES.items():
+        e = lh._error(code, "x")
+        if isinstance(e, OSError) and code != 3:
+            assert e.errno == errno, (code, e.errno)
 
 
 def open_missing(path):
@@ -100,8 +116,14 @@ def test_bad_choices_name_the_valid_ones(table):
         ds.search_split(split, "vec", [0.0] * DIM, 5, element_type="float128")
     with pytest.raises(lh.InvalidArgumentError, match="log level 'loud'; valid: 'off'"):
         lh.set_log_callback(lambda *a: None, level="loud")
-    with pytest.raises(lh.InvalidArgumentError, match="unknown column 'prise'"):
-        lh._check_columns(ds.schema, ["id", "prise"])
+    with pytest.raises(lh.InvalidArgumentError, match="metric must be a string, not int"):
+        ds.plan_vector_search("vec", metric=2)
+    with pytest.raises(lh.InvalidArgumentError, match="unknown match 'near'; valid: 'or'"):
+        ds.fts_stats("vec", "x", match="near")
+    with pytest.raises(lh.InvalidArgumentError, match="unknown columns 'prise', 'qty'; the table's columns: id, vec"):
+        lh._check_columns(ds.schema, ["id", "prise", "qty"])
+    with pytest.raises(lh.InvalidArgumentError, match="a list of column names, not the string 'id'"):
+        lh._check_columns(ds.schema, "id")
 
 
 def test_a_cancelled_stream_raises_the_same_type_sync_and_async(table):
