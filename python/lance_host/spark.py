@@ -70,21 +70,21 @@ def _open_planning(options):
     import lance_host as lh
 
     storage = _storage_options(options) or None
-    version = int(options.get("version", 0) or 0)
+    version = _int_option(options, "version", 0)
     ts = options.get("timestamp_ms")
     if "uri" in options:
         uri = options["uri"]
     elif "table" in options:
         props = {k[len("catalog."):]: v for k, v in options.items() if k.lower().startswith("catalog.")}
         if not props:
-            raise ValueError("lance_host: option 'table' needs the catalog's properties as catalog.<key> options")
+            raise lh._error(1, "lance_host: option 'table' needs the catalog's properties as catalog.<key> options")
         *namespace, name = options["table"].split(".")
         info = lh.Catalog(props).describe_table(name, namespace)
         uri, storage = info.location, {**info.storage_options, **(storage or {})} or None
     else:
-        raise ValueError("lance_host: set option 'uri', or 'table' with catalog.<key> options")
+        raise lh._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
     if ts is not None:
-        return lh.open_at_timestamp(uri, int(ts), storage_options=storage)
+        return lh.open_at_timestamp(uri, _int_option(options, "timestamp_ms", 0), storage_options=storage)
     return lh.open(uri, version=version or None, storage_options=storage)
 
 
@@ -188,6 +188,34 @@ def _required(options, key: str, what: str) -> str:
     if value is None or str(value) == "":
         raise lh._error(1, f"lance_host_search: option {key!r} ({what}) is required")
     return value
+
+
+def _int_option(options, key: str, default: int) -> int:
+    """An integer option (`default` when absent or empty), or InvalidArgumentError naming it."""
+    import lance_host as lh
+
+    value = options.get(key)
+    if value is None or str(value).strip() == "":
+        return default
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise lh._error(1, f"lance_host: option {key!r} must be an integer, not {value!r}") from None
+
+
+def _vector_option(options) -> list:
+    """The `vector` option (a JSON list of numbers), or InvalidArgumentError saying what is wrong."""
+    import lance_host as lh
+
+    text = _required(options, "vector", "the query vector as a JSON list")
+    try:
+        vector = json.loads(text)
+    except ValueError as e:
+        raise lh._error(1, f"lance_host_search: option 'vector' is not JSON ({e}): {text[:80]!r}") from None
+    if not isinstance(vector, list) or not vector or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+        raise lh._error(1, f"lance_host_search: option 'vector' must be a non-empty JSON list of numbers, not {text[:80]!r}")
+    return vector
 
 
 def _columns_option(options):
@@ -310,7 +338,7 @@ class _ScanReader(DataSourceReader):
     def partitions(self):
         ds = _open_planning(self.options)
         token = ds.export_snapshot()
-        target = int(self.options.get("target_rows", 0) or 0)
+        target = _int_option(self.options, "target_rows", 0)
         return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(ds.plan_scan(target))]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
@@ -371,6 +399,10 @@ class _SearchReader(DataSourceReader):
         token = ds.export_snapshot()
         use_index = self.options.get("use_index", "true").lower() != "false"
         column = _required(self.options, "column", "the vector column to search")
+        # Bad query options fail here, on the driver, not in every task.
+        _vector_option(self.options)
+        for key, default in (("k", 10), ("nprobes", 0), ("refine", 0)):
+            _int_option(self.options, key, default)
         plan = ds.plan_vector_search(column, self.options.get("metric"), use_index)
         return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(plan)]
 
@@ -380,10 +412,10 @@ class _SearchReader(DataSourceReader):
         o = self.options
         ds = lh.open_snapshot(partition.token, storage_options=_storage_options(o) or None)
         split = lh.Split.from_bytes(partition.split)
-        vector = json.loads(_required(o, "vector", "the query vector as a JSON list"))
-        with ds.search_split(split, _required(o, "column", "the vector column to search"), vector, int(o.get("k", 10)),
-                             nprobes=int(o.get("nprobes", 0)) or None,
-                             refine_factor=int(o.get("refine", 0)) or None,
+        vector = _vector_option(o)
+        with ds.search_split(split, _required(o, "column", "the vector column to search"), vector, _int_option(o, "k", 10),
+                             nprobes=_int_option(o, "nprobes", 0) or None,
+                             refine_factor=_int_option(o, "refine", 0) or None,
                              metric=o.get("metric"), prefilter=o.get("filter"),
                              columns=self.columns, with_row_id=True) as s:
             rows = 0

@@ -260,6 +260,17 @@ def test_misspelled_columns_and_missing_options_are_errors(spark, table):
     with pytest.raises(Exception, match="unknown column 'vek'"):
         (spark.read.format("lance_host_search").option("uri", uri).option("column", "vek")
          .option("vector", json.dumps([0.0] * DIM)).load().collect())
+    for bad in ["[0.0, ", "{\"a\": 1}", "[]", "[\"x\"]"]:
+        with pytest.raises(Exception, match="option 'vector'"):
+            (spark.read.format("lance_host_search").option("uri", uri).option("column", "vec")
+             .option("vector", bad).load().collect())
+    with pytest.raises(Exception, match="set option 'uri'"):
+        spark.read.format("lance_host_search").option("column", "vec").load().collect()
+    with pytest.raises(Exception, match="option 'version' must be an integer, not 'latest'"):
+        spark.read.format("lance_host").option("uri", uri).option("version", "latest").load().collect()
+    with pytest.raises(Exception, match="option 'k' must be an integer"):
+        (spark.read.format("lance_host_search").option("uri", uri).option("column", "vec")
+         .option("vector", json.dumps([0.0] * DIM)).option("k", "ten").load().collect())
     # The filter is applied in the tasks: a bad one fails there and the driver sees why.
     with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT") as e:
         spark.read.format("lance_host").option("uri", uri).option("filter", "nope >").load().collect()
