@@ -18,6 +18,8 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "integration" and m.get("executable"):
         print(m["executable"])')
+# The commit the test binary was built from (marked when src/ or tests/ had local changes).
+commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src tests || echo '+local changes')"
 test_name=datacache::disk_tier_serves_restarts_and_repairs_damage
 logs=$(mktemp -d)
 busy=()
@@ -41,7 +43,7 @@ for i in $(seq "$runs"); do
   echo "$i $status $(python3 -c "print(f'{$end - $start:.1f}')")" | tee -a "$logs/summary"
 done
 
-python3 - "$runs" "$load" "$failed" "$logs" "$(git rev-parse --short HEAD)" > bench/RESTART_STRESS.md <<'PY'
+python3 - "$runs" "$load" "$failed" "$logs" "$commit" > bench/RESTART_STRESS.md <<'PY'
 import os, re, statistics, sys, time
 runs, load, failed, logs, commit = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 rows = [l.split() for l in open(os.path.join(logs, "summary"))]
