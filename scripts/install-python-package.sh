@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Install the `lance_host` Python package (python/) with pip, bundling the library that
-# scripts/build-lib.sh installed (LANCE_HOST_LIB, default build/prefix/lib/liblance_host.so) so
-# the tests use the build they test. Without LANCE_HOST_LIB set by the caller, a plain
-# `pip install ./python` builds a release library with cargo instead.
+# Install the `lance_host` Python package the way a user does, from a wheel: build it with
+# scripts/build-wheel.sh (bundling LANCE_HOST_LIB, default the tested build that
+# scripts/build-lib.sh installed into build/prefix) and pip-install dist/'s wheel, so the tests
+# use the build they test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lib="${LANCE_HOST_LIB:-$PWD/build/prefix/lib/liblance_host.so}"
-echo "==> installing the lance_host Python package (bundling $lib)"
-args=(-q install --force-reinstall --no-deps ./python)
-LANCE_HOST_LIB="$lib" python3 -m pip "${args[@]}" ||
-  LANCE_HOST_LIB="$lib" python3 -m pip "${args[@]}" --break-system-packages
+scripts/build-wheel.sh
+wheel=$(ls dist/lance_host-*.whl)
+echo "==> installing $wheel"
+start=$(date +%s.%N)
+args=(-q install --force-reinstall --no-deps "$wheel")
+python3 -m pip "${args[@]}" || python3 -m pip "${args[@]}" --break-system-packages
+echo "installed in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
