@@ -76,6 +76,28 @@ int main(int argc, char** argv) {
       for (auto& batch : ds.scan(shipped)) scanned += static_cast<uint64_t>(batch.num_rows());
     }
     EXPECT(scanned == rows);
+    // A worker's split scan with options: only `id`, filtered; the filtered counts add up.
+    lh::ScanRequest projected;
+    projected.columns = {"id"};
+    projected.filter = "id % 5 = 0";
+    uint64_t matching = 0;
+    for (size_t i = 0; i < plan.size(); i++) {
+      for (auto& batch : ds.scan(lh::Split::deserialize(plan.at(i).serialize()), projected)) {
+        EXPECT(batch.schema().n_children == 1 && std::string(batch.schema().children[0]->name) == "id");
+        const int64_t* ids = batch.values<int64_t>("id");
+        for (int64_t j = 0; j < batch.num_rows(); j++) EXPECT(ids[j] % 5 == 0);
+        matching += static_cast<uint64_t>(batch.num_rows());
+      }
+    }
+    EXPECT(matching == ds.count_rows(std::string("id % 5 = 0")) && matching > 0);
+    lh::ScanRequest with_fragments;
+    with_fragments.fragment_ids = {0};
+    try {
+      ds.scan(plan.at(0), with_fragments);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT && e.name() == "LANCE_ERR_INVALID_ARGUMENT");
+    }
 
     // The query: row 777's vector.
     lh::ScanRequest r;
@@ -191,6 +213,8 @@ int main(int argc, char** argv) {
     for (const auto& i : indexes)
       if (i.name == "emb_pq") pq = &i;
     EXPECT(pq != nullptr && pq->metric.has_value() && pq->segments.size() >= 2);
+    const uint64_t partitions = std::stoull(fact(warehouse, "vectors.emb_pq.partitions"));
+    for (const auto& s : pq->segments) EXPECT(s.num_partitions == partitions);
     ds.prewarm_index_segments("emb_pq", {pq->segments[0].uuid});
     EXPECT(ds.prewarm_index_with_stats("emb_pq").index_cache_hits >= 1);  // segment 0 was warm
     std::vector<lh::Stream> cands;
@@ -364,6 +388,7 @@ int main(int argc, char** argv) {
     } catch (const lh::Error& e) {
       EXPECT(e.code() == ECANCELED);
       EXPECT(e.source() == lh::Error::Source::Stream && e.stream_errno() == ECANCELED && !e.library_code());
+      EXPECT(e.name() == "ECANCELED");
     }
     // A library error says it is one (LANCE_ERR_NOT_FOUND and ENOENT are both 2).
     try {
@@ -371,6 +396,7 @@ int main(int argc, char** argv) {
       EXPECT(false);
     } catch (const lh::Error& e) {
       EXPECT(e.library_code() == LANCE_ERR_NOT_FOUND && !e.stream_errno());
+      EXPECT(e.name() == "LANCE_ERR_NOT_FOUND");
     }
     // Checked, null-aware column access.
     lh::ScanRequest two;

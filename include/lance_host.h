@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 5
+#define LANCE_HOST_VERSION_MINOR 6
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.5.0"
+#define LANCE_HOST_VERSION "0.6.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -506,6 +506,9 @@ typedef struct {
   size_t num_fragment_ids;
   // Physical rows of those fragments.
   uint64_t indexed_rows;
+  // IVF partitions of a vector index segment (since 0.6): what `nprobes` counts, so
+  // `nprobes = num_partitions` probes the whole segment. 0 for other indexes.
+  uint64_t num_partitions;
 } LanceIndexSegmentInfo;
 
 // What a scan reads. Initialise with `lance_scan_options_init_v2(&o, sizeof o)`, then set
@@ -1046,7 +1049,7 @@ const char *lance_last_error_message(void);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_error_code_name(int32_t code);
 
-// Version of the loaded library, e.g. "0.4.0" — compare with `LANCE_HOST_VERSION`, the
+// Version of the loaded library as "major.minor.patch" — compare with `LANCE_HOST_VERSION`, the
 // version of the header a caller was built with. A caller built with header X.Y runs on any
 // library X.Z with Z >= Y (see "ABI compatibility" in the README).
 //
@@ -1147,6 +1150,10 @@ int32_t lance_fts_merge(struct ArrowArrayStream *streams, size_t num_streams, ui
 int32_t lance_rrf_merge(struct ArrowArrayStream *vector, struct ArrowArrayStream *text, uint64_t k, double rrf_k, struct ArrowArrayStream *out);
 
 // List the logical indexes of the snapshot, sorted by name.
+//
+// Each vector index segment is opened to report its IVF partition count (the first listing
+// reads the segment's IVF model; the process-wide index cache serves later listings and
+// searches). No query runs.
 //
 // Caller owns `*out`; free it with `lance_index_list_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; `*out` is not written on failure.

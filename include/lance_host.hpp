@@ -9,6 +9,7 @@
 #define LANCE_HOST_HPP
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,22 @@ class Error : public std::runtime_error {
     if (source_ != Source::Library) return std::nullopt;
     return static_cast<LanceErrorCode>(code_);
   }
+  /// The code's name: the library's constant ("LANCE_ERR_NOT_FOUND") or, for a stream, the
+  /// errno's ("ECANCELED"; "errno <n>" for one the library does not return).
+  std::string name() const {
+    if (source_ == Source::Library) return lance_error_code_name(code_);
+    switch (code_) {
+      case EIO: return "EIO";
+      case ENOENT: return "ENOENT";
+      case EINVAL: return "EINVAL";
+      case EACCES: return "EACCES";
+      case EBADMSG: return "EBADMSG";
+      case ENOTSUP: return "ENOTSUP";
+      case ETIMEDOUT: return "ETIMEDOUT";
+      case ECANCELED: return "ECANCELED";
+      default: return "errno " + std::to_string(code_);
+    }
+  }
   /// The stream's errno, or nullopt for a library error.
   std::optional<int> stream_errno() const noexcept {
     if (source_ != Source::Stream) return std::nullopt;
@@ -61,7 +78,7 @@ class Error : public std::runtime_error {
   Source source_;
 };
 
-/// The loaded library's version, e.g. "0.2.0".
+/// The loaded library's version ("major.minor.patch"; compare with LANCE_HOST_VERSION).
 inline std::string library_version() { return lance_host_version(); }
 
 /// Whether the loaded library serves code built with this header: same major version and at
@@ -564,9 +581,14 @@ class Dataset {
     check(lance_dataset_scan_v2(p_.get(), &o, &s));
     return Stream(s);
   }
-  Stream scan(const Split& split) const {
+  /// One scan split (from `plan_scan`, possibly deserialized on a worker) with the request's
+  /// options (columns, filter, limit, offset, batch size, row ids); `fragment_ids` must stay
+  /// empty: the split chooses the fragments (LANCE_ERR_INVALID_ARGUMENT otherwise).
+  Stream scan(const Split& split, const ScanRequest& r = {}) const {
+    auto cols = detail::c_strings(r.columns);
+    LanceScanOptions o = scan_options(r, cols);
     ArrowArrayStream s;
-    check(lance_split_scan_v2(p_.get(), split.get(), nullptr, &s));
+    check(lance_split_scan_v2(p_.get(), split.get(), &o, &s));
     return Stream(s);
   }
   Stream search(const Split& split, const SearchRequest& r) const {
@@ -724,6 +746,7 @@ class Dataset {
     std::array<uint8_t, 16> uuid;
     std::vector<uint64_t> fragment_ids;
     uint64_t indexed_rows;
+    uint64_t num_partitions;  ///< IVF partitions of a vector segment (nprobes for all); 0 otherwise
   };
   struct IndexInfo {
     std::string name, column, type;
@@ -743,7 +766,8 @@ class Dataset {
         LanceIndexSegmentInfo s{};
         s.struct_size = sizeof s;
         check(lance_index_list_segment_v2(l, i, j, &s));
-        IndexSegment seg{{}, std::vector<uint64_t>(s.fragment_ids, s.fragment_ids + s.num_fragment_ids), s.indexed_rows};
+        IndexSegment seg{{}, std::vector<uint64_t>(s.fragment_ids, s.fragment_ids + s.num_fragment_ids), s.indexed_rows,
+                         s.num_partitions};
         std::copy(s.uuid, s.uuid + 16, seg.uuid.begin());
         info.segments.push_back(std::move(seg));
       }

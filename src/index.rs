@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use lance::index::DatasetIndexExt;
+use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
 use uuid::Uuid;
 
 use crate::error::{HostError, Result};
@@ -57,6 +57,10 @@ pub struct SegmentInfo {
     pub fragment_ids: Vec<u64>,
     /// Physical rows of those fragments (rows the segment holds for the snapshot).
     pub indexed_rows: u64,
+    /// IVF partitions of a vector segment (what `nprobes` counts; probing all of them searches
+    /// the whole segment). None for other indexes, and from [`list_indexes`], which does not
+    /// open segments; [`describe_indexes`] fills it.
+    pub num_partitions: Option<u64>,
 }
 
 /// One logical index.
@@ -124,6 +128,7 @@ pub fn list_indexes(snapshot: &Snapshot) -> Result<Vec<IndexInfo>> {
                 uuid: seg.uuid,
                 fragment_ids,
                 indexed_rows,
+                num_partitions: None,
             });
         }
         segments.sort_by_key(|s| (s.fragment_ids.first().copied(), s.uuid));
@@ -151,4 +156,38 @@ pub fn find_index(snapshot: &Snapshot, name: &str) -> Result<IndexInfo> {
                 snapshot.version()
             ))
         })
+}
+
+/// No figures wanted from an index open.
+struct Quiet;
+
+impl lance_index::metrics::MetricsCollector for Quiet {
+    fn record_parts_loaded(&self, _: usize) {}
+    fn record_index_loads(&self, _: usize) {}
+    fn record_comparisons(&self, _: usize) {}
+}
+
+/// [`list_indexes`] with what only an opened segment tells: the IVF partition count of every
+/// vector segment. Opening a segment reads its IVF model (centroids, quantizer metadata) once;
+/// the process-wide index cache keeps it for later opens and searches. No query runs.
+pub fn describe_indexes(snapshot: &Snapshot) -> Result<Vec<IndexInfo>> {
+    let mut infos = list_indexes(snapshot)?;
+    for info in infos.iter_mut().filter(|i| i.is_vector()) {
+        let ds = snapshot.dataset.clone();
+        let column = info.column.clone();
+        let uuids: Vec<Uuid> = info.segments.iter().map(|s| s.uuid).collect();
+        let counts = session::block_on(async move {
+            let mut counts = Vec::with_capacity(uuids.len());
+            for uuid in uuids {
+                let opened = ds.open_vector_index(&column, &uuid, &Quiet).await?;
+                counts.push(opened.ivf_model().num_partitions() as u64);
+            }
+            Ok::<_, lance::Error>(counts)
+        })?
+        .map_err(|e| HostError::from_lance(&format!("cannot open index '{}'", info.name), e))?;
+        for (segment, n) in info.segments.iter_mut().zip(counts) {
+            segment.num_partitions = Some(n);
+        }
+    }
+    Ok(infos)
 }

@@ -277,6 +277,8 @@ class Stream:
         return pa.RecordBatch._import_from_c(ctypes.addressof(arr), ctypes.addressof(schema))
 
     def read_all(self) -> pa.Table:
+        """Every remaining batch as one `pyarrow.Table` (blocks until the stream ends; raises the
+        stream's error)."""
         return pa.Table.from_batches(list(self), schema=self.schema)
 
     def poll(self, wake: Optional[Callable[[], None]] = None):
@@ -344,6 +346,8 @@ class Stream:
         return moved
 
     def close(self) -> None:
+        """Releases the stream (cancels work still running). Idempotent; also done by `with` and on
+        garbage collection."""
         if self._live:
             self._s.release(ctypes.byref(self._s))
 
@@ -429,22 +433,28 @@ class Split:
 
     @property
     def kind(self) -> int:
+        """The split's kind as the C enum LanceSplitKind (scan, vector index segment, flat,
+        full-text ...)."""
         return LIB.lance_split_kind(self._h)
 
     @property
     def version(self) -> int:
+        """The table version the split was planned at."""
         return LIB.lance_split_version(self._h)
 
     @property
     def uri(self) -> str:
+        """The table's URI the split belongs to."""
         return LIB.lance_split_uri(self._h).decode()
 
     @property
     def row_count(self) -> int:
+        """The rows the split covers, as planned (before any filter)."""
         return LIB.lance_split_row_count(self._h)
 
     @property
     def fragment_ids(self) -> list[int]:
+        """The ids of the fragments the split covers."""
         n = ctypes.c_size_t()
         p = LIB.lance_split_fragment_ids(self._h, ctypes.byref(n))
         return [p[i] for i in range(n.value)]
@@ -638,6 +648,7 @@ class Blobs:
         return IoStats._from(out)
 
     def close(self) -> None:
+        """Frees the blob handle. Idempotent; also done by `with` and on garbage collection."""
         if self._h:
             LIB.lance_blobs_free(self._h)
             self._h = None
@@ -672,9 +683,13 @@ class VersionInfo:
 
 @dataclass(frozen=True)
 class IndexSegment:
+    """One physical segment of an index: its UUID, the visible fragments it covers, their
+    rows, and for a vector index its IVF partition count (`nprobes=num_partitions` probes the
+    whole segment; None for other indexes)."""
     uuid: bytes
     fragment_ids: list
     indexed_rows: int
+    num_partitions: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -702,28 +717,34 @@ class Dataset:
     # identity
     @property
     def version(self) -> int:
+        """The pinned version this handle reads (it never moves)."""
         return LIB.lance_dataset_version(self._h)
 
     @property
     def uri(self) -> str:
+        """The table's URI."""
         return LIB.lance_dataset_uri(self._h).decode()
 
     @property
     def storage_format(self) -> str:
+        """The data storage format version of the table's files, e.g. '2.0'."""
         return LIB.lance_dataset_storage_format(self._h).decode()
 
     @property
     def schema(self) -> pa.Schema:
+        """The table's Arrow schema at the pinned version."""
         s = _ffi.ArrowSchema()
         _check(LIB.lance_dataset_schema(self._h, ctypes.byref(s)))
         return pa.Schema._import_from_c(ctypes.addressof(s))
 
     def latest_version(self) -> int:
+        """The table's latest committed version now (reads the store; the handle stays pinned)."""
         out = ctypes.c_uint64()
         _check(LIB.lance_dataset_latest_version(self._h, ctypes.byref(out)))
         return out.value
 
     def versions(self) -> list[VersionInfo]:
+        """Every version of the table with its commit time, oldest first."""
         p, n = ctypes.POINTER(_ffi.VersionInfo)(), ctypes.c_size_t()
         _check(LIB.lance_dataset_versions(self._h, ctypes.byref(p), ctypes.byref(n)))
         try:
@@ -732,6 +753,7 @@ class Dataset:
             LIB.lance_version_info_list_free(p, n.value)
 
     def fragments(self) -> list[FragmentInfo]:
+        """The fragments of the pinned version: id, logical/physical/deleted rows, data files."""
         p, n = ctypes.POINTER(_ffi.FragmentInfo)(), ctypes.c_size_t()
         _check(LIB.lance_dataset_fragments(self._h, ctypes.byref(p), ctypes.byref(n)))
         try:
@@ -748,9 +770,12 @@ class Dataset:
 
     # counts and statistics
     def count_rows(self, filter: Optional[str] = None) -> int:
+        """Rows of the pinned version, or rows matching the Lance SQL `filter`."""
         return self.count_rows_with_io(filter)[0]
 
     def count_rows_with_io(self, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        """`count_rows` and the I/O it made (an unfiltered count reads only metadata: zero I/O
+        figures)."""
         out, io = ctypes.c_uint64(), _ffi.IoStats.new()
         if filter is None:
             _check(LIB.lance_dataset_count_rows(self._h, ctypes.byref(out)))
@@ -759,12 +784,14 @@ class Dataset:
         return out.value, IoStats._from(io)
 
     def count_split_rows(self, split: Split, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        """Rows of one scan split (optionally matching `filter`) and the I/O made."""
         out, io = ctypes.c_uint64(), _ffi.IoStats.new()
         _check(LIB.lance_split_count_rows_v2(self._h, split._h, filter.encode() if filter else None,
                                              ctypes.byref(out), ctypes.byref(io)))
         return out.value, IoStats._from(io)
 
     def statistics(self) -> TableStatistics:
+        """Per-fragment rows and bytes and per-column bytes on disk, with the I/O made to get them."""
         h, io = ctypes.c_void_p(), _ffi.IoStats.new()
         _check(LIB.lance_dataset_statistics_v2(self._h, ctypes.byref(h), ctypes.byref(io)))
         try:
@@ -797,6 +824,7 @@ class Dataset:
         return Stream(out)
 
     def explain_scan(self, columns=None, filter=None, **options) -> str:
+        """The scan plan `scan(columns, filter, **options)` would run, as text."""
         o, keep = _scan_options(columns, filter, **options)
         p = ctypes.c_void_p()
         _check(LIB.lance_dataset_explain_scan_v2(self._h, ctypes.byref(o), ctypes.byref(p)))
@@ -807,6 +835,7 @@ class Dataset:
         return self.scan_split_stream(split, columns, filter, **options).reader()
 
     def scan_split_stream(self, split: Split, columns=None, filter=None, **options) -> Stream:
+        """`scan_split` as a `Stream` (I/O statistics, cancellation)."""
         o, keep = _scan_options(columns, filter, **options)
         out = _ffi.ArrowArrayStream()
         _check(LIB.lance_split_scan_v2(self._h, split._h, ctypes.byref(o), ctypes.byref(out)))
@@ -830,18 +859,25 @@ class Dataset:
 
     # planning
     def plan_scan(self, target_rows: int = 0) -> list[Split]:
+        """Scan splits covering the pinned version (about `target_rows` rows each; 0 = one per
+        fragment). Splits pickle; scan them on any worker with `scan_split`."""
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_plan_scan(self._h, target_rows, ctypes.byref(h)))
         return _plan(h).splits
 
     def plan_vector_search(self, column: str, metric: Optional[str] = None, use_index: bool = True,
                            flat_target_rows: int = 0) -> SplitPlan:
+        """Vector-search splits for `column`: one per index segment plus flat splits for unindexed
+        rows (`use_index=False`: all flat, exact). Search each with `search_split` and merge with
+        `merge_top_k`."""
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_plan_vector_search(self._h, column.encode(), _metric(metric),
                                                     use_index, flat_target_rows, ctypes.byref(h)))
         return _plan(h)
 
     def plan_fts(self, column: str, flat_target_rows: int = 0) -> SplitPlan:
+        """Full-text splits for `column`: one per inverted-index segment plus flat splits for
+        unindexed rows. Search each with `fts_search_split` and merge with `merge_fts`."""
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_plan_fts(self._h, column.encode(), flat_target_rows, ctypes.byref(h)))
         return _plan(h)
@@ -858,6 +894,7 @@ class Dataset:
         return Stream(out)
 
     def explain_search(self, split: Split, column: str, vector, k: int = 10, **query) -> str:
+        """The plan `search_split` would run for this split and query, as text."""
         q, keep = _vector_query(column, vector, k, **query)
         p = ctypes.c_void_p()
         _check(LIB.lance_split_explain_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(p)))
@@ -879,6 +916,7 @@ class Dataset:
         return self.fts_stats_with_io(column, text, **query)[0]
 
     def fts_stats_with_io(self, column: str, text: str, **query) -> tuple[bytes, IoStats]:
+        """`fts_stats` and the I/O made to compute them."""
         q, keep = _text_query(column, text, **query)
         out, n, io = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.IoStats.new()
         _check(LIB.lance_dataset_fts_stats(self._h, ctypes.byref(q), ctypes.byref(out), ctypes.byref(n), ctypes.byref(io)))
@@ -892,6 +930,7 @@ class Dataset:
         return Stream(out)
 
     def explain_fts(self, split: Split, column: str, text: str, stats: bytes, k: int = 10, **query) -> str:
+        """The plan `fts_search_split` would run for this split and query, as text."""
         q, keep = _text_query(column, text, k, **query)
         p = ctypes.c_void_p()
         _check(LIB.lance_split_explain_fts(self._h, split._h, ctypes.byref(q), stats, len(stats), ctypes.byref(p)))
@@ -899,6 +938,8 @@ class Dataset:
 
     # indexes and prewarm
     def indexes(self) -> list[IndexInfo]:
+        """The indexes of the pinned version: name, type, columns and segments (fragments covered,
+        and for IVF indexes the partition count)."""
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_indexes(self._h, ctypes.byref(h)))
         try:
@@ -909,7 +950,7 @@ class Dataset:
                     s = _ffi.IndexSegmentInfo.new()
                     _check(LIB.lance_index_list_segment_v2(h, i, j, ctypes.byref(s)))
                     segs.append(IndexSegment(bytes(s.uuid), [s.fragment_ids[k] for k in range(s.num_fragment_ids)],
-                                             s.indexed_rows))
+                                             s.indexed_rows, s.num_partitions or None))
                 metric = LIB.lance_index_list_metric(h, i)
                 out.append(IndexInfo(LIB.lance_index_list_name(h, i).decode(), LIB.lance_index_list_column(h, i).decode(),
                                      LIB.lance_index_list_type(h, i).decode(), metric.decode() if metric else None, segs))
@@ -933,6 +974,8 @@ class Dataset:
         _check(LIB.lance_dataset_prewarm_index(self._h, name.encode()))
 
     def close(self) -> None:
+        """Frees the handle (streams it opened keep working). Idempotent; also done by `with` and on
+        garbage collection."""
         if getattr(self, "_h", None):
             LIB.lance_dataset_free(self._h)
             self._h = None
@@ -985,6 +1028,8 @@ class Catalog:
         return arr, n
 
     def list_namespaces(self, namespace: Sequence[str] = (), recursive: bool = False) -> list[list[str]]:
+        """Child namespaces of `namespace` (the root by default), each as its path of names;
+        `recursive` lists all descendants."""
         arr, n = self._ns(namespace)
         h = ctypes.c_void_p()
         _check(LIB.lance_catalog_list_namespaces(self._h, arr, n, recursive, ctypes.byref(h)))
@@ -995,6 +1040,7 @@ class Catalog:
             LIB.lance_namespace_list_free(h)
 
     def list_tables(self, namespace: Sequence[str] = ()) -> list[str]:
+        """Names of the tables in `namespace` (the root by default)."""
         arr, n = self._ns(namespace)
         h = ctypes.c_void_p()
         _check(LIB.lance_catalog_list_tables(self._h, arr, n, ctypes.byref(h)))
@@ -1004,6 +1050,8 @@ class Catalog:
             LIB.lance_string_list_free(h)
 
     def describe_table(self, table: str, namespace: Sequence[str] = ()) -> TableInfo:
+        """Where a table lives (location), its latest version and the storage options the catalog
+        gives for it."""
         arr, n = self._ns(namespace)
         h = ctypes.c_void_p()
         _check(LIB.lance_catalog_describe_table(self._h, arr, n, table.encode(), ctypes.byref(h)))
@@ -1018,10 +1066,13 @@ class Catalog:
             LIB.lance_table_info_free(h)
 
     def open_table(self, table: str, namespace: Sequence[str] = (), version: Optional[int] = None) -> Dataset:
+        """Opens a table pinned at `version` (None = its latest)."""
         arr, n = self._ns(namespace)
         return Dataset(LIB.lance_catalog_open_table(self._h, arr, n, table.encode(), version or 0))
 
     def close(self) -> None:
+        """Frees the catalog (tables it opened stay usable). Idempotent; also done on garbage
+        collection."""
         if getattr(self, "_h", None):
             LIB.lance_catalog_free(self._h)
             self._h = None
@@ -1049,6 +1100,7 @@ class SessionOptions:
 
     @staticmethod
     def defaults() -> "SessionOptions":
+        """The library's default settings, as filled in by lance_session_options_default_v2."""
         o = _ffi.SessionOptions()
         _check(LIB.lance_session_options_default_v2(ctypes.byref(o), ctypes.sizeof(o)))
         d = {f: getattr(o, f) for f, _ in _ffi.SessionOptions._fields_[1:]}

@@ -105,7 +105,8 @@ class BlobInfo(Sized):
 
 class IndexSegmentInfo(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("uuid", ctypes.c_uint8 * 16), ("fragment_ids", u64p),
-                ("num_fragment_ids", ctypes.c_size_t), ("indexed_rows", ctypes.c_uint64)]
+                ("num_fragment_ids", ctypes.c_size_t), ("indexed_rows", ctypes.c_uint64),
+                ("num_partitions", ctypes.c_uint64)]
 
 
 class ScanOptions(Sized):

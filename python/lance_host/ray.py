@@ -76,12 +76,16 @@ class LanceHostDatasource(Datasource):
 
     @property
     def splits(self) -> int:
+        """The number of scan splits, which is the number of read tasks."""
         return len(self._splits)
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
+        """Not estimated (None): Ray then sizes blocks as they are read."""
         return None
 
     def get_read_tasks(self, parallelism: int, **kwargs) -> list:
+        """One read task per scan split, whatever `parallelism` asks; the snapshot token is put into
+        the object store once and shared by all tasks."""
         token_ref = ray.put(self._token)  # once, shared by every task
         # A split's visible row count is exact without a filter (Ray may answer count() from
         # it); with a filter the number is unknown until the task runs.

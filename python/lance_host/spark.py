@@ -314,13 +314,18 @@ class LanceHostDataSource(DataSource):
 
     @classmethod
     def name(cls):
+        """The format name: spark.read.format("lance_host")."""
         return "lance_host"
 
     def schema(self):
+        """The table's columns (or the `columns` option's) as a Spark schema; opens the table
+        once where Spark plans. Raises InvalidArgumentError for an unknown column."""
         ds = _open_planning(self.options)
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
     def reader(self, schema):
+        """A reader whose partitions are the scan splits of one pinned snapshot (filters pushed
+        unless option pushdown=false)."""
         if str(self.options.get("pushdown", "true")).lower() == "false":
             return _ScanReader(dict(self.options), schema)
         return _PushingScanReader(dict(self.options), schema)
@@ -373,9 +378,12 @@ class LanceHostSearchDataSource(DataSource):
 
     @classmethod
     def name(cls):
+        """The format name: spark.read.format("lance_host_search")."""
         return "lance_host_search"
 
     def schema(self):
+        """The searched table's columns (or the `columns` option's) plus `_distance` and
+        `_rowid`; raises InvalidArgumentError for a missing `column` option or unknown column."""
         import lance_host as lh
 
         ds = _open_planning(self.options)
@@ -386,6 +394,7 @@ class LanceHostSearchDataSource(DataSource):
         return st.add("_distance", T.FloatType(), True).add("_rowid", T.LongType(), True)
 
     def reader(self, schema):
+        """A reader whose partitions are the vector plan's splits, each returning its top k."""
         return _SearchReader(dict(self.options), schema)
 
 

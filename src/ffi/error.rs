@@ -82,7 +82,7 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
     name.as_ptr() as *const c_char
 }
 
-/// Version of the loaded library, e.g. "0.4.0" — compare with `LANCE_HOST_VERSION`, the
+/// Version of the loaded library as "major.minor.patch" — compare with `LANCE_HOST_VERSION`, the
 /// version of the header a caller was built with. A caller built with header X.Y runs on any
 /// library X.Z with Z >= Y (see "ABI compatibility" in the README).
 ///

@@ -32,6 +32,7 @@ struct SegmentEntry {
     uuid: [u8; 16],
     fragment_ids: Vec<u64>,
     indexed_rows: u64,
+    num_partitions: u64,
 }
 
 /// One physical segment of an index; pointers inside are owned by the index list. Set
@@ -48,6 +49,9 @@ pub struct LanceIndexSegmentInfo {
     pub num_fragment_ids: usize,
     /// Physical rows of those fragments.
     pub indexed_rows: u64,
+    /// IVF partitions of a vector index segment (since 0.6): what `nprobes` counts, so
+    /// `nprobes = num_partitions` probes the whole segment. 0 for other indexes.
+    pub num_partitions: u64,
 }
 
 impl Default for LanceIndexSegmentInfo {
@@ -58,6 +62,7 @@ impl Default for LanceIndexSegmentInfo {
             fragment_ids: std::ptr::null(),
             num_fragment_ids: 0,
             indexed_rows: 0,
+            num_partitions: 0,
         }
     }
 }
@@ -87,6 +92,7 @@ impl From<IndexInfo> for IndexEntry {
                     uuid: *s.uuid.as_bytes(),
                     fragment_ids: s.fragment_ids,
                     indexed_rows: s.indexed_rows,
+                    num_partitions: s.num_partitions.unwrap_or(0),
                 })
                 .collect(),
         }
@@ -100,6 +106,10 @@ fn entry<'a>(list: *const LanceIndexList, index: usize) -> crate::error::Result<
 
 /// List the logical indexes of the snapshot, sorted by name.
 ///
+/// Each vector index segment is opened to report its IVF partition count (the first listing
+/// reads the segment's IVF model; the process-wide index cache serves later listings and
+/// searches). No query runs.
+///
 /// Caller owns `*out`; free it with `lance_index_list_free`. Borrows `dataset`. Thread-safe.
 /// Returns an error code; `*out` is not written on failure.
 #[no_mangle]
@@ -110,7 +120,7 @@ pub extern "C" fn lance_dataset_indexes(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let items = index::list_indexes(&ds.snapshot)?
+        let items = index::describe_indexes(&ds.snapshot)?
             .into_iter()
             .map(Into::into)
             .collect();
@@ -206,6 +216,7 @@ pub(crate) fn index_list_segment(
             },
             num_fragment_ids: s.fragment_ids.len(),
             indexed_rows: s.indexed_rows,
+            num_partitions: s.num_partitions,
         });
         Ok(())
     })

@@ -393,7 +393,9 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) 
 
     let write = |batch: RecordBatch, mode: WriteMode| write_batch_rows(uri, batch, mode, VROWS_PER_FILE, opts);
     let mut ds = write(vectors_batch(0, 1200), WriteMode::Create).await?;
-    let pq = VectorIndexParams::ivf_pq(4, 8, 4, MetricType::L2, 20);
+    const PQ_PARTITIONS: usize = 4;
+    const HNSW_PARTITIONS: usize = 2;
+    let pq = VectorIndexParams::ivf_pq(PQ_PARTITIONS, 8, 4, MetricType::L2, 20);
     ds.create_index(&["embedding"], IndexType::Vector, Some("emb_pq".into()), &pq, true)
         .await?;
     ds = write(vectors_batch(1200, 1800), WriteMode::Append).await?;
@@ -405,7 +407,7 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) 
         .await?;
     let hnsw = VectorIndexParams::with_ivf_hnsw_sq_params(
         MetricType::L2,
-        IvfBuildParams::new(2),
+        IvfBuildParams::new(HNSW_PARTITIONS),
         HnswBuildParams::default(),
         SQBuildParams::default(),
     );
@@ -426,6 +428,8 @@ pub async fn write_vectors(uri: &str, facts: &mut Facts, opts: &StorageOptions) 
     facts.set("vectors.dim", VDIM);
     facts.set("vectors.uri", uri);
     facts.set("vectors.version", ds.version().version);
+    facts.set("vectors.emb_pq.partitions", PQ_PARTITIONS);
+    facts.set("vectors.emb_hnsw.partitions", HNSW_PARTITIONS);
     Ok(())
 }
 

@@ -295,6 +295,8 @@ fn index_metadata() {
         let frags = unsafe { std::slice::from_raw_parts(info.fragment_ids, info.num_fragment_ids) };
         assert!(!frags.is_empty());
         assert!(info.indexed_rows >= frags.len() as u64);
+        // the optimized segment keeps the trained IVF model
+        assert_eq!(info.num_partitions, fixture().facts.get_u64("vectors.emb_pq.partitions"));
         for f in frags {
             assert!(covered.insert(*f), "fragment {f} in two segments");
         }
@@ -303,6 +305,13 @@ fn index_metadata() {
     // One fragment (appended after indexing) is covered by no segment.
     let total = fixture().facts.get_u64("vectors.fragments") as usize;
     assert_eq!(covered.len(), total - fixture().facts.get_u64("vectors.uncovered_fragments") as usize);
+    let partitions = |index: usize| {
+        let mut info = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
+        assert_eq!(lance_index_list_segment_v2(list, index, 0, info.as_mut_ptr()), 0);
+        unsafe { info.assume_init() }.num_partitions
+    };
+    assert_eq!(partitions(seen["emb_hnsw"].3), fixture().facts.get_u64("vectors.emb_hnsw.partitions"));
+    assert_eq!(partitions(seen["id_btree"].3), 0, "a scalar index has no partitions");
     let mut info = std::mem::MaybeUninit::new(LanceIndexSegmentInfo::default());
     assert_err(lance_index_list_segment_v2(list, pq, 5, info.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT, "segment 5");
     lance_index_list_free(list);

@@ -178,6 +178,9 @@ def test_metadata_statistics_indexes_prewarm_and_counts(table):
     assert {c[0] for c in st.columns} >= {"id", "text"}
     idx = {i.name: i for i in ds.indexes()}
     assert idx["vec_idx"].metric and idx["text_idx"].index_type.upper() == "INVERTED"
+    # pylance trained vec_idx with num_partitions=2 (see the fixture above)
+    assert [s.num_partitions for s in idx["vec_idx"].segments] == [2] * len(idx["vec_idx"].segments)
+    assert all(s.num_partitions is None for s in idx["text_idx"].segments)
     io = ds.prewarm_index("text_idx")
     assert isinstance(io, lh.IoStats)
     ds.prewarm_index("vec_idx", segments=[idx["vec_idx"].segments[0].uuid])
