@@ -3,8 +3,13 @@
 // search vectors per split and merge, take the winners, full-text search with shipped corpus
 // statistics, prewarm, count and explain. Build: find_package(LanceHost) (examples/CMakeLists.txt).
 //
-//   walkthrough <warehouse directory> [vector table] [text table]
+//   walkthrough <warehouse directory> [name=value ...]
+//     vectors=<table> (default vectors)   vector=<column> (embedding)   key=<int64 column> (id)
+//     docs=<table> (docs; "" skips full-text search)   text=<column> (text)
+//     query=<phrase> (quick brown fox)   filter=<Lance SQL> (<key> < 100)
+//     index=<vector index to prewarm> (default: the first index on the vector column)
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,12 +18,25 @@
 namespace lh = lance_host;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <warehouse directory> [vector table] [text table]\n", argv[0]);
+  std::map<std::string, std::string> arg{{"vectors", "vectors"}, {"vector", "embedding"}, {"key", "id"},
+                                         {"docs", "docs"},       {"text", "text"},        {"query", "quick brown fox"},
+                                         {"index", ""}};
+  bool usage = argc < 2;
+  for (int i = 2; i < argc && !usage; i++) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos) {
+      usage = true;
+      break;
+    }
+    arg[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  if (usage) {
+    std::fprintf(stderr, "usage: %s <warehouse directory> [name=value ...] (names: see the source's header)\n", argv[0]);
     return 2;
   }
-  const std::string vectors = argc > 2 ? argv[2] : "vectors";
-  const std::string docs = argc > 3 ? argv[3] : "docs";
+  const std::string vectors = arg["vectors"], docs = arg["docs"], key = arg["key"], column = arg["vector"];
+  const std::string filter = arg.count("filter") ? arg["filter"] : key + " < 100";
   try {
     if (!lh::library_is_compatible()) throw std::runtime_error("liblance_host is older than this header");
 
@@ -37,14 +55,16 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> shipped = plan.at(i).serialize();  // over the wire
       lh::Dataset worker = lh::Dataset::open_snapshot(token);
       lh::Split split = lh::Split::deserialize(shipped);
-      for (auto& batch : worker.scan(split)) scanned += static_cast<uint64_t>(batch.num_rows());
+      lh::ScanRequest only_key;  // a worker projects what it needs
+      only_key.columns = {key};
+      for (auto& batch : worker.scan(split, only_key)) scanned += static_cast<uint64_t>(batch.num_rows());
     }
     std::printf("scanned %llu rows in %zu splits\n", (unsigned long long)scanned, plan.size());
 
     // 3. Vector search: one split per index segment plus flat splits, merged into the top 5.
     std::vector<float> query;
     lh::ScanRequest one;
-    one.columns = {"embedding"};
+    one.columns = {column};
     one.limit = 1;
     for (auto& batch : ds.scan(one)) {
       const ArrowArray* list = batch.array().children[0];
@@ -53,13 +73,13 @@ int main(int argc, char** argv) {
       query.assign(v, v + values->length / list->length);
     }
     lh::SearchRequest q;
-    q.column = "embedding";
+    q.column = column;
     q.vector = query;
     q.k = 5;
     q.nprobes = 8;
     q.refine_factor = 5;  // IVF_PQ: re-rank 25 candidates per segment for recall
-    q.columns = {"id"};
-    auto vplan = ds.plan_vector_search("embedding");
+    q.columns = {key};
+    auto vplan = ds.plan_vector_search(column);
     std::vector<lh::Stream> parts;
     for (size_t i = 0; i < vplan.size(); i++) parts.push_back(ds.search(vplan.at(i), q));
     std::vector<uint64_t> winners;
@@ -71,34 +91,42 @@ int main(int argc, char** argv) {
         std::printf("  neighbour row %llu at distance %.4f\n", (unsigned long long)r[i], d[i]);
       }
     }
-    for (auto& batch : ds.take(winners, {"id"}))
-      std::printf("took %lld rows; first id %lld\n", (long long)batch.num_rows(), (long long)batch.values<int64_t>("id")[0]);
+    for (auto& batch : ds.take(winners, {key}))
+      std::printf("took %lld rows; first %s %lld\n", (long long)batch.num_rows(), key.c_str(),
+                  (long long)batch.values<int64_t>(key)[0]);
 
     // 4. Full-text search: corpus statistics once, shipped with every split; merged by _score.
-    lh::Dataset text = catalog.open_table(docs);
-    lh::TextSearchRequest t;
-    t.column = "text";
-    t.text = "quick brown fox";
-    t.match = LANCE_TEXT_MATCH_PHRASE;
-    t.columns = {"id"};
-    std::vector<uint8_t> stats = text.fts_stats(t);
-    auto fplan = text.plan_fts("text");
-    std::vector<lh::Stream> hits;
-    for (size_t i = 0; i < fplan.size(); i++) hits.push_back(text.fts_search(fplan.at(i), t, stats));
-    for (auto& batch : lh::merge_fts(std::move(hits), 3))
-      for (int64_t i = 0; i < batch.num_rows(); i++)
-        std::printf("  '%s' in id %lld, score %.3f\n", t.text.c_str(), (long long)batch.values<int64_t>("id")[i],
-                    batch.values<float>("_score")[i]);
+    if (!docs.empty()) {
+      lh::Dataset text = catalog.open_table(docs);
+      lh::TextSearchRequest t;
+      t.column = arg["text"];
+      t.text = arg["query"];
+      t.match = LANCE_TEXT_MATCH_PHRASE;
+      t.columns = {key};
+      std::vector<uint8_t> stats = text.fts_stats(t);
+      auto fplan = text.plan_fts(t.column);
+      std::vector<lh::Stream> hits;
+      for (size_t i = 0; i < fplan.size(); i++) hits.push_back(text.fts_search(fplan.at(i), t, stats));
+      for (auto& batch : lh::merge_fts(std::move(hits), 3))
+        for (int64_t i = 0; i < batch.num_rows(); i++)
+          std::printf("  '%s' in %s %lld, score %.3f\n", t.text.c_str(), key.c_str(),
+                      (long long)batch.values<int64_t>(key)[i], batch.values<float>("_score")[i]);
+    }
 
-    // 5. Prewarm an index, count with a filter, explain a scan.
-    LanceIoStats io = ds.prewarm_index_with_stats("emb_pq");
-    auto [n, count_io] = ds.count_rows_with_io(std::string("id < 100"));
-    std::printf("prewarm read %llu index bytes; %llu rows have id < 100 (%llu index-cache hits)\n",
-                (unsigned long long)io.index_read_bytes, (unsigned long long)n,
+    // 5. Prewarm the vector index, count with a filter, explain a scan.
+    std::string index = arg["index"];
+    for (const auto& i : ds.indexes())
+      if (index.empty() && i.column == column && i.metric) index = i.name;
+    if (!index.empty()) {
+      LanceIoStats io = ds.prewarm_index_with_stats(index);
+      std::printf("prewarm of %s read %llu index bytes\n", index.c_str(), (unsigned long long)io.index_read_bytes);
+    }
+    auto [n, count_io] = ds.count_rows_with_io(filter);
+    std::printf("%llu rows match %s (%llu index-cache hits)\n", (unsigned long long)n, filter.c_str(),
                 (unsigned long long)count_io.index_cache_hits);
     std::printf("%s", ds.explain_scan().c_str());
   } catch (const lh::Error& e) {
-    std::fprintf(stderr, "%s error %d: %s\n", e.library_code() ? "library" : "stream", e.code(), e.what());
+    std::fprintf(stderr, "%s error %s: %s\n", e.library_code() ? "library" : "stream", e.name().c_str(), e.what());
     return 1;
   }
   return 0;

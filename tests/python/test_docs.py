@@ -80,3 +80,179 @@ def test_every_version_string_is_the_crate_version():
     for path in [ROOT / "include" / "lance_host.hpp", ROOT / "include" / "lance_host.h"]:
         quoted = set(re.findall(r'"(\d+\.\d+\.\d+)"', path.read_text())) - {v}
         assert not quoted, f"{path.name} names other versions: {quoted}"
+
+
+# ---- the README's snippets ---------------------------------------------------------------------
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+README_WAREHOUSE = "/data/warehouse"
+README_EXTENSION = "/path/to/build/duckdb/lance_host.duckdb_extension"
+DIM = 16
+QUERY = [0.5] * DIM
+PHRASE = "quick brown fox"
+
+
+def snippets(language):
+    """The README's fenced blocks of `language`, in order."""
+    text = (ROOT / "README.md").read_text()
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.M | re.S)
+
+
+def test_every_readme_block_is_run_by_this_file():
+    text = (ROOT / "README.md").read_text()
+    languages = [lang for lang, _ in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
+    # sh: the two commands (CI runs them); cmake: the find_package lines (the C tests' own
+    # CMakeLists.txt does the same). Every other block is run below.
+    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql"}, languages
+    assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
+    assert len(snippets("python")) == 3
+
+
+def batch(start, end):
+    rng = np.random.default_rng(start)
+    ids = np.arange(start, end)
+    words = ["alpha", "beta", "gamma", "delta", "lazy", "dog", "jumps", "over"]
+    text = []
+    for i in ids:
+        body = " ".join(words[(i * k + 3) % 8] for k in range(1, 6))
+        text.append(f"{body} {PHRASE} end" if i % 25 == 0 else f"{body} fox quick brown end")
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "category": pa.array(["rare" if i % 97 == 0 else "abc"[i % 3] for i in ids]),
+        "embedding": pa.FixedSizeListArray.from_arrays(pa.array(rng.random((end - start) * DIM, dtype=np.float32)), DIM),
+        "text": pa.array(text),
+    })
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    lance = pytest.importorskip("lance")
+    root = tmp_path_factory.mktemp("warehouse")
+    uri = str(root / "vectors.lance")
+    ds = lance.write_dataset(batch(0, 2000), uri, max_rows_per_file=500)
+    ds.create_index("embedding", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    ds.create_scalar_index("text", "INVERTED", with_position=True)
+    ds = lance.write_dataset(batch(2000, 2300), uri, mode="append")  # an unindexed tail
+    return root, ds
+
+
+def expected(ds):
+    exact = ds.to_table(nearest={"column": "embedding", "q": np.array(QUERY, dtype=np.float32), "k": 10,
+                                 "use_index": False}, columns=["id"])["id"].to_pylist()
+    table = ds.to_table(columns=["id", "category", "text"])
+    ids, cats, texts = table["id"].to_pylist(), table["category"].to_pylist(), table["text"].to_pylist()
+    return {
+        "rows": ds.count_rows(),
+        "id > 10": ds.count_rows("id > 10"),
+        "rare": ds.count_rows("category = 'rare'"),
+        "exact": exact,
+        "phrase": sorted(i for i, t in zip(ids, texts) if PHRASE in t),
+        "counts < 900": {c: sum(1 for i, x in zip(ids, cats) if i < 900 and x == c) for c in set(cats)},
+        "id % 7": ds.count_rows("id % 7 = 0"),
+        "counts % 7": {c: sum(1 for i, x in zip(ids, cats) if i % 7 == 0 and x == c) for c in set(cats)},
+    }
+
+
+def localize(code, root):
+    assert README_WAREHOUSE in code
+    return code.replace(README_WAREHOUSE, str(root))
+
+
+def printed(out, label):
+    return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(label + ": ")]
+
+
+def prefix():
+    lib = Path(os.environ.get("LANCE_HOST_LIB") or ROOT / "build" / "prefix" / "lib" / "liblance_host.so")
+    include = lib.parent.parent / "include"
+    if not (include / "lance_host.h").exists():
+        pytest.skip(f"no installed headers next to {lib} (scripts/build-lib.sh installs them)")
+    return lib.parent.parent
+
+
+def compile_and_run(compiler, flags, source_name, code, tmp_path):
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not installed")
+    p = prefix()
+    src = tmp_path / source_name
+    src.write_text(code)
+    exe = tmp_path / "snippet"
+    subprocess.run([compiler, *flags, str(src), f"-I{p / 'include'}", f"-L{p / 'lib'}", "-llance_host",
+                    f"-Wl,-rpath,{p / 'lib'}", "-o", str(exe)], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def run_python(code, tmp_path, timeout=600):
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out.stdout
+
+
+def test_the_c_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    out = compile_and_run("cc", ["-std=c11", "-Wall", "-Werror"], "snippet.c", localize(snippets("c")[0], root), tmp_path)
+    assert printed(out, "rows with id > 10") == [str(expected(ds)["id > 10"])], out
+
+
+def test_the_cpp_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    out = compile_and_run("c++", ["-std=c++17", "-Wall"], "snippet.cpp", localize(snippets("cpp")[0], root), tmp_path)
+    want = expected(ds)
+    assert printed(out, "rows") == [str(want["rows"])], out
+    assert sum(int(n) for n in printed(out, "nearest rows")) == 10, out
+    assert printed(out, "phrase matches") == [str(len(want["phrase"]))], out
+
+
+def test_the_python_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    out = run_python(localize(snippets("python")[0], root), tmp_path)
+    want = expected(ds)
+    assert printed(out, "rare rows") == [str(want["rare"])], out
+    assert printed(out, "exact top 10") == [str(want["exact"])], out
+    assert printed(out, "phrase matches") == [str(len(want["phrase"]))], out
+
+
+def test_the_spark_snippet(warehouse, tmp_path):
+    pytest.importorskip("pyspark")
+    root, ds = warehouse
+    out = run_python(localize(snippets("python")[1], root), tmp_path)
+    want = expected(ds)
+    assert json.loads(printed(out, "spark counts")[0]) == {k: v for k, v in want["counts < 900"].items() if v}, out
+    assert printed(out, "spark exact top 10") == [str(want["exact"])], out
+
+
+def test_the_ray_snippet(warehouse, tmp_path):
+    pytest.importorskip("ray.data")
+    root, ds = warehouse
+    out = run_python(localize(snippets("python")[2], root), tmp_path)
+    want = expected(ds)
+    assert printed(out, "ray rows") == [str(want["id % 7"])], out
+    assert printed(out, "ray exact top 10") == [str(want["exact"])], out
+
+
+def test_the_duckdb_snippet(warehouse):
+    duckdb = pytest.importorskip("duckdb")
+    extension = os.environ.get("LANCE_HOST_DUCKDB_EXTENSION")
+    if not extension:
+        pytest.skip("LANCE_HOST_DUCKDB_EXTENSION is not set (./test.sh sets it)")
+    root, ds = warehouse
+    sql = localize(snippets("sql")[0], root).replace(README_EXTENSION, extension)
+    statements = [s for s in (re.sub(r"--[^\n]*", "", part).strip() for part in sql.split(";")) if s]
+    assert len(statements) == 3 and statements[0].startswith("LOAD")
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(statements[0])
+    want = expected(ds)
+    assert dict(con.execute(statements[1]).fetchall()) == {k: v for k, v in want["counts % 7"].items() if v}
+    assert sorted(r[0] for r in con.execute(statements[2]).fetchall()) == want["phrase"]
