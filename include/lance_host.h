@@ -143,6 +143,9 @@ struct ArrowArrayStream {
 // Current snapshot token format.
 #define SNAPSHOT_FORMAT 2
 
+// Current staged-write format.
+#define FORMAT 1
+
 // Error codes returned by every fallible C function.
 //
 // Values are explicit and never reused: a host may store or switch on them.
@@ -181,6 +184,11 @@ enum LanceErrorCode
   // The operation was cancelled by the host (`lance_stream_cancel`,
   // `lance_call_context_cancel`).
   LANCE_ERR_CANCELLED = 12,
+  // A commit lost to a concurrent writer whose change it cannot be combined with (for
+  // example an overwrite that raced another commit): nothing of this commit is visible.
+  // The message names the version the work was planned at and the version that conflicted.
+  // Since 0.6.
+  LANCE_ERR_CONFLICT = 13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -335,6 +343,27 @@ enum LanceBlobKind
 typedef enum LanceBlobKind LanceBlobKind;
 #else
 typedef int32_t LanceBlobKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// What a write does (`LanceWriteParams.mode`).
+enum LanceWriteMode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // A new table; LANCE_ERR_INVALID_ARGUMENT if it exists.
+  LANCE_WRITE_CREATE = 0,
+  // Rows added after the existing ones.
+  LANCE_WRITE_APPEND = 1,
+  // A new version that holds only the written rows (the table is created if missing).
+  LANCE_WRITE_OVERWRITE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceWriteMode LanceWriteMode;
+#else
+typedef int32_t LanceWriteMode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -714,6 +743,61 @@ typedef struct {
 // "lance::dataset::scanner") and its message — both valid only during the call — and the
 // `user_data` given at registration.
 typedef void (*LanceLogCallback)(int32_t level, const char *target, const char *message, void *user_data);
+
+// Settings of a write, a staged write, a commit or a delete. Initialize with
+// `lance_write_params_init_v2(&p, sizeof p)`; 0 / NULL fields mean Lance's default. Since 0.6.
+typedef struct {
+  // `sizeof(LanceWriteParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // A `LanceWriteMode` (default LANCE_WRITE_CREATE).
+  int32_t mode;
+  // Commit retries after concurrent commits Lance can rebase over: 0 = Lance's default
+  // (20), negative = none.
+  int32_t commit_retries;
+  // Rows per data file (0 = Lance's default, 1,048,576).
+  uint64_t max_rows_per_file;
+  // Rows per row group (0 = Lance's default, 1,024).
+  uint64_t max_rows_per_group;
+  // Bytes per data file (0 = Lance's default, 90 GB).
+  uint64_t max_bytes_per_file;
+  // Data storage format of a new table: "2.0", "2.1", "2.2", "stable" or "next"; NULL =
+  // Lance's default. An existing table keeps its format.
+  const char *storage_version;
+  // NULL-terminated key/value storage options (as for `lance_dataset_open`); NULL = none.
+  const char *const *storage_options;
+  // Commit message (stored as pylance stores one); NULL = none.
+  const char *commit_message;
+  // NULL-terminated key/value transaction properties stored with the commit; NULL = none.
+  const char *const *transaction_properties;
+  // Exactly-once key of a commit (e.g. the engine's query id): committing staged writes
+  // whose statement was already committed since they were planned returns that version and
+  // writes nothing. NULL = none.
+  const char *statement_id;
+  // Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
+  uint64_t retry_timeout_ms;
+} LanceWriteParams;
+
+// What a write did (`lance_table_write` and the others fill it when given). Set
+// `struct_size = sizeof(LanceWriteResult)` first. Since 0.6.
+typedef struct {
+  // `sizeof(LanceWriteResult)` as the caller compiled it (set by the caller).
+  size_t struct_size;
+  // The version committed (or found, see `committed`); 0 for a staged write.
+  uint64_t version;
+  // Rows written into new data files.
+  uint64_t rows_written;
+  // Fragments written.
+  uint64_t fragments_written;
+  // Data files written.
+  uint64_t files_written;
+  // Bytes of those data files.
+  uint64_t bytes_written;
+  // Rows deleted (`lance_dataset_delete`).
+  uint64_t rows_deleted;
+  // 1 when this call committed a new version; 0 for a staged write and for a commit whose
+  // statement id was already committed (`version` is then the version that holds it).
+  uint8_t committed;
+} LanceWriteResult;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1620,6 +1704,84 @@ int32_t lance_metric(size_t index, const char **name, uint64_t *value);
 // Caller owns the stream; release it with `out->release(out)`. Borrows its arguments.
 // Thread-safe. Returns an error code; `out` is not written on failure.
 int32_t lance_dataset_take_rows(const LanceDataset *dataset, const uint64_t *row_ids, size_t num_row_ids, const char *const *columns, size_t num_columns, struct ArrowArrayStream *out);
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+// write settings (create, Lance's file sizes and retries, no options) and set
+// `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure.
+int32_t lance_write_params_init_v2(LanceWriteParams *out, size_t struct_size);
+
+// Write the batches of `data` to the table at `uri` as ONE new version: create a table, append
+// to it or overwrite it (`params->mode`; `params` NULL = create with defaults). `at` (may be
+// NULL) pins the version an append or overwrite is planned at; commits made since are rebased
+// over when compatible (concurrent appends), else the call fails with LANCE_ERR_CONFLICT.
+// Without `at`, the latest version is the plan. The batches must have the table's schema
+// (appends) — a different schema or a NULL in a non-nullable column is
+// LANCE_ERR_INVALID_ARGUMENT. `data` is read on the library's threads, one thread at a time.
+//
+// A failure commits nothing: readers never see part of a write. `*out_dataset` (if
+// `out_dataset` is not NULL) gets the new version pinned, owned by the caller (free with
+// `lance_dataset_free`); `out_result` (may be NULL) gets what was written. Takes ownership of
+// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
+// the outputs are not written on failure.
+int32_t lance_table_write(const char *uri, const LanceDataset *at, struct ArrowArrayStream *data, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Stage one worker's share of a write: write the batches of `data` into data files of the
+// table at `uri` WITHOUT committing, and return what was written as staged-write bytes
+// (`*out`, `*out_len`): versioned and checksummed, naming the table, the mode and the version
+// the write was planned at, small (file names and statistics, no rows), never credentials.
+// Ship them to the coordinator, which commits all shares of the statement with
+// `lance_table_commit` (or discards them with `lance_staged_write_abort`). Appends need `at`,
+// the coordinator's pinned version (e.g. opened on the worker with
+// `lance_dataset_open_snapshot`); a create has none; an overwrite has one when the table exists.
+// `out_result` (may be NULL) gets the rows, files and bytes written (version 0, committed 0).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
+// `data` (released, also on failure). Thread-safe. Returns an error code; outputs are not
+// written on failure.
+int32_t lance_table_stage_write(const char *uri, const LanceDataset *at, struct ArrowArrayStream *data, const LanceWriteParams *params, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
+
+// Commit `num_staged` staged writes (`staged[i]` of `staged_lens[i]` bytes, from
+// `lance_table_stage_write` on any process) of one statement as ONE new version of the table at
+// `uri`: readers see all of their rows or none. All must be of `uri` and of one mode (the
+// params' mode is not used; the staged bytes say it). The commit is planned at the version the
+// writes were planned at: concurrent appends committed since are rebased over; a change that
+// cannot be combined (an overwrite raced by another commit, a create of a table that now
+// exists) is LANCE_ERR_CONFLICT or LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
+// `params->commit_message`, `transaction_properties`, `commit_retries`, `retry_timeout_ms`
+// and `storage_options` apply. With `params->statement_id`, a repeated commit of a statement
+// already committed since the plan (a retried coordinator) returns that version with
+// `out_result->committed = 0` and writes nothing. Damaged, truncated or foreign bytes are
+// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED) naming the index.
+//
+// `*out_dataset` (if `out_dataset` is not NULL) gets the version pinned, owned by the caller;
+// `out_result` (may be NULL) what was committed. Borrows its arguments. Thread-safe. Returns
+// an error code; the outputs are not written on failure.
+int32_t lance_table_commit(const char *uri, const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Discard staged writes that will not be committed: delete their data files (with the
+// NULL-terminated key/value `storage_options`, may be NULL). Files already gone count as
+// deleted (an abort may be repeated). Never abort a staged write that was committed: its
+// files are then part of the table. `out_files_deleted` (may be NULL) gets the number of
+// files deleted.
+//
+// Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_CORRUPT for damaged
+// bytes, before anything is deleted).
+int32_t lance_staged_write_abort(const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const char *const *storage_options, uint64_t *out_files_deleted);
+
+// Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
+// version planned at the handle's pinned version (concurrent commits Lance can rebase over
+// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse or names an unknown
+// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
+// `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
+// commits a version (with `rows_deleted` 0).
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
+// passed in keeps its version); `out_result` (may be NULL) gets `rows_deleted`. Borrows its
+// arguments. Thread-safe. Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -39,6 +39,11 @@ pub enum LanceErrorCode {
     /// The operation was cancelled by the host (`lance_stream_cancel`,
     /// `lance_call_context_cancel`).
     LANCE_ERR_CANCELLED = 12,
+    /// A commit lost to a concurrent writer whose change it cannot be combined with (for
+    /// example an overwrite that raced another commit): nothing of this commit is visible.
+    /// The message names the version the work was planned at and the version that conflicted.
+    /// Since 0.6.
+    LANCE_ERR_CONFLICT = 13,
 }
 
 /// The error of the safe layer: a code and a message that says what was wrong with this call.
@@ -156,7 +161,8 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
         | E::FieldNotFound { .. }
         | E::SchemaMismatch { .. }
         | E::InvalidRef { .. }
-        | E::InvalidTableLocation { .. } => LANCE_ERR_INVALID_ARGUMENT,
+        | E::InvalidTableLocation { .. }
+        | E::DatasetAlreadyExists { .. } => LANCE_ERR_INVALID_ARGUMENT,
         E::DatasetNotFound { .. }
         | E::NotFound { .. }
         | E::IndexNotFound { .. }
@@ -166,6 +172,9 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
         E::NotSupported { .. } => LANCE_ERR_NOT_SUPPORTED,
         E::CorruptFile { .. } => LANCE_ERR_CORRUPT,
         E::Timeout { .. } => LANCE_ERR_TIMEOUT,
+        E::CommitConflict { .. } | E::IncompatibleTransaction { .. } | E::RetryableCommitConflict { .. } => {
+            LANCE_ERR_CONFLICT
+        }
         E::Wrapped { .. } | E::External { .. } => io_error_code(err),
         E::Shared { source } => lance_error_code(source),
         _ => LANCE_ERR_INTERNAL,

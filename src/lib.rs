@@ -27,6 +27,7 @@ pub mod snapshot;
 pub mod statistics;
 pub mod stats;
 pub mod take;
+pub mod write;
 
 pub use error::{HostError, LanceErrorCode, Result};
 

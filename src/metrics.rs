@@ -17,9 +17,13 @@ pub enum Op {
     Prewarm,
     Count,
     Statistics,
+    /// A write committed in one call, or a staged write (a worker's share).
+    Write,
+    /// A commit of staged writes, or a row-level change (delete).
+    Commit,
 }
 
-const OPS: [(&str, Op); 10] = [
+const OPS: [(&str, Op); 12] = [
     ("ops.open", Op::Open),
     ("ops.plan", Op::Plan),
     ("ops.scan", Op::Scan),
@@ -30,9 +34,11 @@ const OPS: [(&str, Op); 10] = [
     ("ops.prewarm", Op::Prewarm),
     ("ops.count", Op::Count),
     ("ops.statistics", Op::Statistics),
+    ("ops.write", Op::Write),
+    ("ops.commit", Op::Commit),
 ];
 
-static OP_COUNTS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
+static OP_COUNTS: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
 static ROWS: AtomicU64 = AtomicU64::new(0);
 static BATCHES: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);

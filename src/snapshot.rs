@@ -33,7 +33,7 @@ pub struct VersionInfo {
     pub timestamp_ms: i64,
 }
 
-fn validate_uri(uri: &str) -> Result<()> {
+pub(crate) fn validate_uri(uri: &str) -> Result<()> {
     if uri.is_empty() {
         return Err(HostError::invalid("table uri is empty"));
     }

@@ -99,6 +99,11 @@ class LanceTimeoutError(LanceError, TimeoutError):
     """LANCE_ERR_TIMEOUT: the call context's deadline passed."""
 
 
+class ConflictError(LanceError, RuntimeError):
+    """LANCE_ERR_CONFLICT: a commit lost to a concurrent writer it cannot be combined with;
+    nothing of it is visible. Plan again at the new version and retry."""
+
+
 class CancelledError(LanceError, OSError):
     """LANCE_ERR_CANCELLED: the operation was cancelled (a stream's `cancel`, a call context)."""
 
@@ -106,7 +111,7 @@ class CancelledError(LanceError, OSError):
 _ERROR_CLASSES = {
     1: InvalidArgumentError, 2: NotFoundError, 3: LanceIOError, 4: NotSupportedError, 5: InternalError,
     6: InternalError, 7: FailedPreconditionError, 8: PermissionDeniedError, 9: PermissionDeniedError,
-    10: CorruptError, 11: LanceTimeoutError, 12: CancelledError,
+    10: CorruptError, 11: LanceTimeoutError, 12: CancelledError, 13: ConflictError,
 }
 
 # The errno values a failed stream's get_next returns (the C Stream interface; the list in the

@@ -225,6 +225,10 @@ mod tests {
         check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 176)));
         check::<LanceFragmentStats>(None);
         check::<LanceColumnStats>(None);
-        check::<LanceIndexSegmentInfo>(None);
+        // 0.6: the IVF partition count.
+        check::<LanceIndexSegmentInfo>(Some((offset_of!(LanceIndexSegmentInfo, num_partitions), 56)));
+        // 0.6: new structs, first revision.
+        check::<crate::ffi::write::LanceWriteParams>(None);
+        check::<crate::ffi::write::LanceWriteResult>(None);
     }
 }

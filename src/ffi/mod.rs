@@ -17,6 +17,7 @@ pub mod search;
 pub mod session;
 pub(crate) mod sized;
 pub mod take;
+pub mod write;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};

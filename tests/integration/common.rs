@@ -101,6 +101,7 @@ pub fn assert_err(code: i32, expected: lance_host::LanceErrorCode, needle: &str)
 }
 
 /// An owned dataset handle freed on drop.
+#[derive(Debug)]
 pub struct Ds(pub *mut LanceDataset);
 
 impl Ds {

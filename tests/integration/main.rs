@@ -16,3 +16,4 @@ mod s3;
 mod scan;
 mod session;
 mod vector;
+mod write;

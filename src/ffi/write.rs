@@ -1,0 +1,407 @@
+//! C ABI of writes: whole writes, staged writes and their commit or abort, deletes.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+
+use crate::error::{HostError, Result};
+use crate::write::staged::{self, StagedWrite};
+use crate::write::{rows, table, WriteMode, WriteOptions, WriteSummary};
+
+use super::handles::LanceDataset;
+use super::scan::import_stream;
+use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
+use super::{
+    guard_code, handle_ref, into_array, into_handle, kv_arg, opt_str_arg, out_arg, slice_arg, str_arg,
+};
+
+/// What a write does (`LanceWriteParams.mode`).
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceWriteMode {
+    /// A new table; LANCE_ERR_INVALID_ARGUMENT if it exists.
+    LANCE_WRITE_CREATE = 0,
+    /// Rows added after the existing ones.
+    LANCE_WRITE_APPEND = 1,
+    /// A new version that holds only the written rows (the table is created if missing).
+    LANCE_WRITE_OVERWRITE = 2,
+}
+
+/// Settings of a write, a staged write, a commit or a delete. Initialize with
+/// `lance_write_params_init_v2(&p, sizeof p)`; 0 / NULL fields mean Lance's default. Since 0.6.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceWriteParams {
+    /// `sizeof(LanceWriteParams)` as the caller compiled it (set by the init function).
+    pub struct_size: usize,
+    /// A `LanceWriteMode` (default LANCE_WRITE_CREATE).
+    pub mode: i32,
+    /// Commit retries after concurrent commits Lance can rebase over: 0 = Lance's default
+    /// (20), negative = none.
+    pub commit_retries: i32,
+    /// Rows per data file (0 = Lance's default, 1,048,576).
+    pub max_rows_per_file: u64,
+    /// Rows per row group (0 = Lance's default, 1,024).
+    pub max_rows_per_group: u64,
+    /// Bytes per data file (0 = Lance's default, 90 GB).
+    pub max_bytes_per_file: u64,
+    /// Data storage format of a new table: "2.0", "2.1", "2.2", "stable" or "next"; NULL =
+    /// Lance's default. An existing table keeps its format.
+    pub storage_version: *const c_char,
+    /// NULL-terminated key/value storage options (as for `lance_dataset_open`); NULL = none.
+    pub storage_options: *const *const c_char,
+    /// Commit message (stored as pylance stores one); NULL = none.
+    pub commit_message: *const c_char,
+    /// NULL-terminated key/value transaction properties stored with the commit; NULL = none.
+    pub transaction_properties: *const *const c_char,
+    /// Exactly-once key of a commit (e.g. the engine's query id): committing staged writes
+    /// whose statement was already committed since they were planned returns that version and
+    /// writes nothing. NULL = none.
+    pub statement_id: *const c_char,
+    /// Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
+    pub retry_timeout_ms: u64,
+}
+
+impl Default for LanceWriteParams {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            mode: LanceWriteMode::LANCE_WRITE_CREATE as i32,
+            commit_retries: 0,
+            max_rows_per_file: 0,
+            max_rows_per_group: 0,
+            max_bytes_per_file: 0,
+            storage_version: std::ptr::null(),
+            storage_options: std::ptr::null(),
+            commit_message: std::ptr::null(),
+            transaction_properties: std::ptr::null(),
+            statement_id: std::ptr::null(),
+            retry_timeout_ms: 0,
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, integer and pointer fields. It has no 0.1
+// layout (V0_SIZE is never used).
+unsafe impl Extensible for LanceWriteParams {
+    const NAME: &'static str = "LanceWriteParams";
+    const MIN_SIZE: usize = 88;
+    const V0_SIZE: usize = 80;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+/// What a write did (`lance_table_write` and the others fill it when given). Set
+/// `struct_size = sizeof(LanceWriteResult)` first. Since 0.6.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceWriteResult {
+    /// `sizeof(LanceWriteResult)` as the caller compiled it (set by the caller).
+    pub struct_size: usize,
+    /// The version committed (or found, see `committed`); 0 for a staged write.
+    pub version: u64,
+    /// Rows written into new data files.
+    pub rows_written: u64,
+    /// Fragments written.
+    pub fragments_written: u64,
+    /// Data files written.
+    pub files_written: u64,
+    /// Bytes of those data files.
+    pub bytes_written: u64,
+    /// Rows deleted (`lance_dataset_delete`).
+    pub rows_deleted: u64,
+    /// 1 when this call committed a new version; 0 for a staged write and for a commit whose
+    /// statement id was already committed (`version` is then the version that holds it).
+    pub committed: u8,
+}
+
+impl Default for LanceWriteResult {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            version: 0,
+            rows_written: 0,
+            fragments_written: 0,
+            files_written: 0,
+            bytes_written: 0,
+            rows_deleted: 0,
+            committed: 0,
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, integer fields. It has no 0.1 layout.
+unsafe impl Extensible for LanceWriteResult {
+    const NAME: &'static str = "LanceWriteResult";
+    const MIN_SIZE: usize = 64;
+    const V0_SIZE: usize = 56;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+impl From<WriteSummary> for LanceWriteResult {
+    fn from(s: WriteSummary) -> Self {
+        Self {
+            version: s.version,
+            rows_written: s.rows_written,
+            fragments_written: s.fragments_written,
+            files_written: s.files_written,
+            bytes_written: s.bytes_written,
+            rows_deleted: s.rows_deleted,
+            committed: u8::from(s.committed),
+            ..Default::default()
+        }
+    }
+}
+
+fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
+    let p = read_in(p, Layout::Sized, "params")?.unwrap_or_default();
+    let mode = match p.mode {
+        0 => WriteMode::Create,
+        1 => WriteMode::Append,
+        2 => WriteMode::Overwrite,
+        m => {
+            return Err(HostError::invalid(format!(
+                "params->mode {m} is not a LanceWriteMode (0 create, 1 append, 2 overwrite)"
+            )))
+        }
+    };
+    let positive = |v: u64| (v > 0).then_some(v);
+    Ok(WriteOptions {
+        mode,
+        max_rows_per_file: positive(p.max_rows_per_file),
+        max_rows_per_group: positive(p.max_rows_per_group),
+        max_bytes_per_file: positive(p.max_bytes_per_file),
+        storage_version: opt_str_arg(p.storage_version, "params->storage_version")?.map(str::to_string),
+        storage_options: kv_arg(p.storage_options, "params->storage_options")?,
+        commit_message: opt_str_arg(p.commit_message, "params->commit_message")?.map(str::to_string),
+        properties: kv_arg(p.transaction_properties, "params->transaction_properties")?,
+        statement_id: opt_str_arg(p.statement_id, "params->statement_id")?.map(str::to_string),
+        max_retries: match p.commit_retries {
+            0 => None,
+            n if n < 0 => Some(0),
+            n => Some(n as u32),
+        },
+        retry_timeout: positive(p.retry_timeout_ms).map(Duration::from_millis),
+    })
+}
+
+fn write_result(out: *mut LanceWriteResult, summary: WriteSummary) -> Result<()> {
+    if let Some(slot) = out_slot(out, Layout::Sized, "out_result")? {
+        slot.write(&summary.into());
+    }
+    Ok(())
+}
+
+fn optional_dataset<'a>(at: *const LanceDataset) -> Result<Option<&'a LanceDataset>> {
+    if at.is_null() {
+        Ok(None)
+    } else {
+        handle_ref(at, "at").map(Some)
+    }
+}
+
+fn staged_args(staged: *const *const u8, lens: *const usize, n: usize) -> Result<Vec<StagedWrite>> {
+    let ptrs = slice_arg(staged, n, "staged")?;
+    let lens = slice_arg(lens, n, "staged_lens")?;
+    ptrs.iter()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (p, len))| {
+            let bytes = slice_arg(*p, *len, &format!("staged[{i}]"))?;
+            StagedWrite::from_bytes(bytes).map_err(|e| HostError::new(e.code, format!("staged[{i}]: {}", e.message)))
+        })
+        .collect()
+}
+
+/// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+/// write settings (create, Lance's file sizes and retries, no options) and set
+/// `out->struct_size`.
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+/// small; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_write_params_init_v2(out: *mut LanceWriteParams, struct_size: usize) -> i32 {
+    guard_code(|| init_out(out, struct_size, "out"))
+}
+
+/// Write the batches of `data` to the table at `uri` as ONE new version: create a table, append
+/// to it or overwrite it (`params->mode`; `params` NULL = create with defaults). `at` (may be
+/// NULL) pins the version an append or overwrite is planned at; commits made since are rebased
+/// over when compatible (concurrent appends), else the call fails with LANCE_ERR_CONFLICT.
+/// Without `at`, the latest version is the plan. The batches must have the table's schema
+/// (appends) — a different schema or a NULL in a non-nullable column is
+/// LANCE_ERR_INVALID_ARGUMENT. `data` is read on the library's threads, one thread at a time.
+///
+/// A failure commits nothing: readers never see part of a write. `*out_dataset` (if
+/// `out_dataset` is not NULL) gets the new version pinned, owned by the caller (free with
+/// `lance_dataset_free`); `out_result` (may be NULL) gets what was written. Takes ownership of
+/// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
+/// the outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_table_write(
+    uri: *const c_char,
+    at: *const LanceDataset,
+    data: *mut FFI_ArrowArrayStream,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let (reader, _) = import_stream(data, "data")?;
+        let uri = str_arg(uri, "uri")?;
+        let at = optional_dataset(at)?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = table::write(uri, at.map(|d| &d.snapshot), reader, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}
+
+/// Stage one worker's share of a write: write the batches of `data` into data files of the
+/// table at `uri` WITHOUT committing, and return what was written as staged-write bytes
+/// (`*out`, `*out_len`): versioned and checksummed, naming the table, the mode and the version
+/// the write was planned at, small (file names and statistics, no rows), never credentials.
+/// Ship them to the coordinator, which commits all shares of the statement with
+/// `lance_table_commit` (or discards them with `lance_staged_write_abort`). Appends need `at`,
+/// the coordinator's pinned version (e.g. opened on the worker with
+/// `lance_dataset_open_snapshot`); a create has none; an overwrite has one when the table exists.
+/// `out_result` (may be NULL) gets the rows, files and bytes written (version 0, committed 0).
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
+/// `data` (released, also on failure). Thread-safe. Returns an error code; outputs are not
+/// written on failure.
+#[no_mangle]
+pub extern "C" fn lance_table_stage_write(
+    uri: *const c_char,
+    at: *const LanceDataset,
+    data: *mut FFI_ArrowArrayStream,
+    params: *const LanceWriteParams,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let (reader, _) = import_stream(data, "data")?;
+        let uri = str_arg(uri, "uri")?;
+        let at = optional_dataset(at)?;
+        let options = params_arg(params)?;
+        out_arg(out, "out")?;
+        out_arg(out_len, "out_len")?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let staged = staged::stage(uri, at.map(|d| &d.snapshot), reader, &options)?;
+        let bytes = staged.to_bytes()?;
+        write_result(out_result, staged.summary())?;
+        let (p, n) = into_array(bytes);
+        *out_arg(out, "out")? = p;
+        *out_arg(out_len, "out_len")? = n;
+        Ok(())
+    })
+}
+
+/// Commit `num_staged` staged writes (`staged[i]` of `staged_lens[i]` bytes, from
+/// `lance_table_stage_write` on any process) of one statement as ONE new version of the table at
+/// `uri`: readers see all of their rows or none. All must be of `uri` and of one mode (the
+/// params' mode is not used; the staged bytes say it). The commit is planned at the version the
+/// writes were planned at: concurrent appends committed since are rebased over; a change that
+/// cannot be combined (an overwrite raced by another commit, a create of a table that now
+/// exists) is LANCE_ERR_CONFLICT or LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
+/// `params->commit_message`, `transaction_properties`, `commit_retries`, `retry_timeout_ms`
+/// and `storage_options` apply. With `params->statement_id`, a repeated commit of a statement
+/// already committed since the plan (a retried coordinator) returns that version with
+/// `out_result->committed = 0` and writes nothing. Damaged, truncated or foreign bytes are
+/// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED) naming the index.
+///
+/// `*out_dataset` (if `out_dataset` is not NULL) gets the version pinned, owned by the caller;
+/// `out_result` (may be NULL) what was committed. Borrows its arguments. Thread-safe. Returns
+/// an error code; the outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_table_commit(
+    uri: *const c_char,
+    staged: *const *const u8,
+    staged_lens: *const usize,
+    num_staged: usize,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let uri = str_arg(uri, "uri")?;
+        let writes = staged_args(staged, staged_lens, num_staged)?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = staged::commit(uri, writes, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}
+
+/// Discard staged writes that will not be committed: delete their data files (with the
+/// NULL-terminated key/value `storage_options`, may be NULL). Files already gone count as
+/// deleted (an abort may be repeated). Never abort a staged write that was committed: its
+/// files are then part of the table. `out_files_deleted` (may be NULL) gets the number of
+/// files deleted.
+///
+/// Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_CORRUPT for damaged
+/// bytes, before anything is deleted).
+#[no_mangle]
+pub extern "C" fn lance_staged_write_abort(
+    staged: *const *const u8,
+    staged_lens: *const usize,
+    num_staged: usize,
+    storage_options: *const *const c_char,
+    out_files_deleted: *mut u64,
+) -> i32 {
+    guard_code(|| {
+        let writes = staged_args(staged, staged_lens, num_staged)?;
+        let options = kv_arg(storage_options, "storage_options")?;
+        let n = staged::abort(&writes, &options)?;
+        if !out_files_deleted.is_null() {
+            *out_arg(out_files_deleted, "out_files_deleted")? = n;
+        }
+        Ok(())
+    })
+}
+
+/// Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
+/// version planned at the handle's pinned version (concurrent commits Lance can rebase over
+/// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse or names an unknown
+/// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
+/// `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
+/// commits a version (with `rows_deleted` 0).
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
+/// passed in keeps its version); `out_result` (may be NULL) gets `rows_deleted`. Borrows its
+/// arguments. Thread-safe. Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_delete(
+    dataset: *const LanceDataset,
+    predicate: *const c_char,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let predicate = str_arg(predicate, "predicate")?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = rows::delete(&ds.snapshot, predicate, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,66 @@
+//! A whole write in one process: create, append to or overwrite a table from a stream of
+//! batches, committed as one new version. It is the staged protocol run in one place (stage,
+//! then commit), so it has the same retries, conflict errors and exactly-once rule.
+
+use arrow::record_batch::RecordBatchReader;
+
+use super::{staged, WriteMode, WriteOptions, WriteSummary};
+use crate::error::{HostError, Result};
+use crate::snapshot::{self, Snapshot};
+
+/// The source of rows a host hands over.
+pub type Batches = Box<dyn RecordBatchReader + Send>;
+
+/// Write `data` to the table at `uri` as one new version (`options.mode`: create, append or
+/// overwrite). `at` pins the version an append or overwrite is planned at (commits made since
+/// are rebased over when compatible, else LANCE_ERR_CONFLICT); None plans an append or
+/// overwrite at the latest version. Returns the new version pinned, and what was written. If
+/// the stream fails, nothing is committed and the files written so far are deleted.
+pub fn write(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
+    options.validate()?;
+    let latest;
+    let at = match (at, options.mode) {
+        (None, WriteMode::Append) => {
+            latest = snapshot::open(uri, options.storage_options.clone(), 0)?;
+            Some(&latest)
+        }
+        (None, WriteMode::Overwrite) => match snapshot::open(uri, options.storage_options.clone(), 0) {
+            Ok(s) => {
+                latest = s;
+                Some(&latest)
+            }
+            Err(e) if e.code == crate::error::LanceErrorCode::LANCE_ERR_NOT_FOUND => None,
+            Err(e) => return Err(e),
+        },
+        (at, _) => at,
+    };
+    let staged = staged::stage(uri, at, data, options)?;
+    match staged::commit(uri, vec![staged.clone()], options) {
+        Ok(done) => Ok(done),
+        Err(e) => {
+            // the rows of a failed commit must not linger as orphan files
+            let _ = staged::abort(&[staged], &options.storage_options);
+            Err(e)
+        }
+    }
+}
+
+/// A pinned handle must be of the table written to, and only appends and overwrites have one.
+pub(crate) fn check_destination(uri: &str, at: Option<&Snapshot>, mode: WriteMode) -> Result<()> {
+    snapshot::validate_uri(uri)?;
+    if let Some(s) = at {
+        if mode == WriteMode::Create {
+            return Err(HostError::invalid(format!(
+                "a create writes a new table: pass no dataset handle (got one of '{}')",
+                s.uri()
+            )));
+        }
+        if s.uri().trim_end_matches('/') != uri.trim_end_matches('/') {
+            return Err(HostError::invalid(format!(
+                "the dataset handle is of table '{}', not of '{uri}'",
+                s.uri()
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Writes through the C ABI: whole writes, staged writes with one commit (exactly once,
+//! conflicts, abort) and deletes, on tables the tests create; read back through the library.
+//! pylance reads what these functions write in tests/python/test_write.py.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use arrow::array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use lance_host::ffi::dataset::*;
+use lance_host::ffi::plan::lance_bytes_free;
+use lance_host::ffi::write::*;
+use lance_host::LanceErrorCode::*;
+
+use crate::common::*;
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+    ]))
+}
+
+fn rows(ids: std::ops::Range<i64>) -> RecordBatch {
+    let names: Vec<Option<String>> = ids.clone().map(|i| (i % 5 != 0).then(|| format!("n{i}"))).collect();
+    RecordBatch::try_new(
+        schema(),
+        vec![Arc::new(Int64Array::from_iter_values(ids)), Arc::new(StringArray::from(names))],
+    )
+    .unwrap()
+}
+
+/// A host stream over `batches` (several batches per range, to exercise streaming).
+fn stream_of(batches: Vec<RecordBatch>) -> FFI_ArrowArrayStream {
+    let schema = batches.first().map(|b| b.schema()).unwrap_or_else(schema);
+    FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(batches.into_iter().map(Ok), schema)))
+}
+
+fn params(mode: LanceWriteMode) -> LanceWriteParams {
+    let mut p = std::mem::MaybeUninit::<LanceWriteParams>::uninit();
+    assert_eq!(lance_write_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceWriteParams>()), 0);
+    let mut p = unsafe { p.assume_init() };
+    p.mode = mode as i32;
+    p
+}
+
+fn result() -> LanceWriteResult {
+    LanceWriteResult { struct_size: std::mem::size_of::<LanceWriteResult>(), ..Default::default() }
+}
+
+fn table_uri(name: &str) -> String {
+    let dir = tempfile::tempdir().unwrap().keep();
+    dir.join(format!("{name}.lance")).to_str().unwrap().to_string()
+}
+
+fn write(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
+    let u = cstr(uri);
+    let mut data = stream_of(batches);
+    let mut out: *mut LanceDataset = std::ptr::null_mut();
+    let mut r = result();
+    let rc = lance_table_write(u.as_ptr(), at, &mut data, p, &mut out, &mut r);
+    assert!(data.release.is_none(), "the library takes the stream, also on failure");
+    if rc != 0 {
+        return Err((rc, last_message()));
+    }
+    Ok((Ds(out), r))
+}
+
+fn ids_of(ds: &Ds) -> Vec<i64> {
+    let mut ids = i64_column(&scan(ds, &default_opts()).unwrap(), "id");
+    ids.sort();
+    ids
+}
+
+fn stage(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<Vec<u8>, (i32, String)> {
+    let u = cstr(uri);
+    let mut data = stream_of(batches);
+    let (mut out, mut len) = (std::ptr::null_mut(), 0usize);
+    let mut r = result();
+    let rc = lance_table_stage_write(u.as_ptr(), at, &mut data, p, &mut out, &mut len, &mut r);
+    if rc != 0 {
+        return Err((rc, last_message()));
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
+    lance_bytes_free(out, len);
+    assert_eq!((r.version, r.committed), (0, 0));
+    assert!(r.rows_written > 0 && r.files_written > 0 && r.bytes_written > 0);
+    Ok(bytes)
+}
+
+fn commit(uri: &str, staged: &[Vec<u8>], p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
+    let u = cstr(uri);
+    let ptrs: Vec<*const u8> = staged.iter().map(|b| b.as_ptr()).collect();
+    let lens: Vec<usize> = staged.iter().map(|b| b.len()).collect();
+    let mut out: *mut LanceDataset = std::ptr::null_mut();
+    let mut r = result();
+    let rc = lance_table_commit(u.as_ptr(), ptrs.as_ptr(), lens.as_ptr(), staged.len(), p, &mut out, &mut r);
+    if rc != 0 {
+        return Err((rc, last_message()));
+    }
+    Ok((Ds(out), r))
+}
+
+fn data_files(uri: &str) -> usize {
+    std::fs::read_dir(std::path::Path::new(uri).join("data")).map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn create_append_overwrite_and_delete_make_one_version_each() {
+    let uri = table_uri("whole");
+    let mut p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    p.max_rows_per_file = 300;
+    let msg = cstr("first load");
+    p.commit_message = msg.as_ptr();
+    let (v1, r) = write(&uri, std::ptr::null(), vec![rows(0..500), rows(500..1000)], &p).unwrap();
+    assert_eq!((r.version, r.rows_written, r.committed), (1, 1000, 1));
+    assert_eq!(r.files_written, 4, "1000 rows at 300 per file");
+    assert!(r.bytes_written > 0);
+    assert_eq!(ids_of(&v1), (0..1000).collect::<Vec<_>>());
+    // the commit message is where pylance keeps it
+    let ds = lance_host::session::block_on(lance::Dataset::open(&uri)).unwrap().unwrap();
+    let txn = lance_host::session::block_on(ds.read_transaction_by_version(1)).unwrap().unwrap().unwrap();
+    assert_eq!(txn.transaction_properties.unwrap().get("__lance_commit_message").map(String::as_str), Some("first load"));
+
+    // a create of an existing table fails and leaves it alone
+    let err = write(&uri, std::ptr::null(), vec![rows(0..10)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", err.1);
+    assert!(err.1.contains("already exists"), "{}", err.1);
+
+    let (v2, r) = write(&uri, v1.ptr(), vec![rows(1000..1100)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    assert_eq!((r.version, r.rows_written), (2, 100));
+    assert_eq!(ids_of(&v2).len(), 1100);
+    assert_eq!(ids_of(&v1).len(), 1000, "a handle keeps its version");
+
+    let mut del = result();
+    let (mut out, pred) = (std::ptr::null_mut(), cstr("id % 2 = 1"));
+    assert_eq!(lance_dataset_delete(v2.ptr(), pred.as_ptr(), std::ptr::null(), &mut out, &mut del), 0, "{}", last_message());
+    let v3 = Ds(out);
+    assert_eq!((del.version, del.rows_deleted, del.committed), (3, 550, 1));
+    assert!(ids_of(&v3).iter().all(|i| i % 2 == 0));
+    let none = cstr("id < 0");
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_delete(v3.ptr(), none.as_ptr(), std::ptr::null(), &mut out, &mut del), 0);
+    let v4 = Ds(out);
+    assert_eq!((del.version, del.rows_deleted, del.committed), (4, 0, 1), "as pylance: a version that deletes nothing");
+    assert_eq!(ids_of(&v4), ids_of(&v3));
+    for (bad, needle) in [("id <<< 3", "id <<< 3"), ("nope = 1", "nope"), ("   ", "empty")] {
+        let b = cstr(bad);
+        let mut out = std::ptr::null_mut();
+        assert_err(lance_dataset_delete(v3.ptr(), b.as_ptr(), std::ptr::null(), &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, needle);
+        assert!(out.is_null());
+    }
+
+    let (v5, r) = write(&uri, std::ptr::null(), vec![rows(7..9)], &params(LanceWriteMode::LANCE_WRITE_OVERWRITE)).unwrap();
+    assert_eq!((r.version, r.rows_written), (5, 2));
+    assert_eq!(ids_of(&v5), vec![7, 8]);
+    assert_eq!(ids_of(&Ds::open(&uri, 3)).len(), 550, "older versions stay readable");
+}
+
+#[test]
+fn bad_writes_are_clear_errors_and_write_nothing() {
+    let uri = table_uri("bad");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..10)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let files = data_files(&uri);
+    // another schema
+    let other = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(other, vec![Arc::new(StringArray::from(vec!["x"]))]).unwrap();
+    let err = write(&uri, v1.ptr(), vec![batch], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", err.1);
+    // a NULL into a non-nullable column
+    let nullable = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true), Field::new("name", DataType::Utf8, true)]));
+    let batch = RecordBatch::try_new(
+        nullable,
+        vec![Arc::new(Int64Array::from(vec![Some(1), None])), Arc::new(StringArray::from(vec![Some("a"), Some("b")]))],
+    )
+    .unwrap();
+    let err = write(&uri, v1.ptr(), vec![batch], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", err.1);
+    // bad parameters
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    p.mode = 7;
+    assert_eq!(write(&uri, v1.ptr(), vec![rows(0..1)], &p).unwrap_err().0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    let mut p = params(LanceWriteMode::LANCE_WRITE_OVERWRITE);
+    let v = cstr("9.9");
+    p.storage_version = v.as_ptr();
+    let err = write(&uri, std::ptr::null(), vec![rows(0..1)], &p).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("9.9"), "{err:?}");
+    // a handle of another table
+    let other_uri = table_uri("other");
+    let err = write(&other_uri, v1.ptr(), vec![rows(0..1)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("not of"), "{err:?}");
+    // a host stream that fails halfway: nothing committed
+    let failing = RecordBatchIterator::new(
+        vec![Ok(rows(100..200)), Err(arrow::error::ArrowError::ComputeError("the host's source broke".into()))],
+        schema(),
+    );
+    let mut data = FFI_ArrowArrayStream::new(Box::new(failing));
+    let u = cstr(&uri);
+    let rc = lance_table_write(u.as_ptr(), v1.ptr(), &mut data, &params(LanceWriteMode::LANCE_WRITE_APPEND), std::ptr::null_mut(), std::ptr::null_mut());
+    assert_ne!(rc, 0);
+    assert!(last_message().contains("the host's source broke"), "{}", last_message());
+    // NULLs
+    let p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    assert_err(lance_table_write(u.as_ptr(), v1.ptr(), std::ptr::null_mut(), &p, std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "data");
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_table_write(std::ptr::null(), v1.ptr(), &mut data, &p, std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "uri");
+    assert!(data.release.is_none());
+    let mut small = result();
+    small.struct_size = 8;
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_table_write(u.as_ptr(), v1.ptr(), &mut data, &p, std::ptr::null_mut(), &mut small), LANCE_ERR_INVALID_ARGUMENT, "LanceWriteResult");
+
+    let latest = Ds::open(&uri, 0);
+    assert_eq!(lance_dataset_version(latest.ptr()), 1, "no failed write made a version");
+    assert_eq!(ids_of(&latest), (0..10).collect::<Vec<_>>());
+    let _ = files; // failed stages may leave unreferenced files; no version references them
+}
+
+#[test]
+fn staged_writes_of_many_workers_commit_as_one_version_exactly_once() {
+    let uri = table_uri("staged");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    // the coordinator ships its pinned version as a snapshot token; workers stage on it
+    let (mut tok, mut tok_len) = (std::ptr::null_mut(), 0usize);
+    assert_eq!(lance_dataset_export_snapshot(v1.ptr(), &mut tok, &mut tok_len), 0);
+    let token = unsafe { std::slice::from_raw_parts(tok, tok_len) }.to_vec();
+    lance_bytes_free(tok, tok_len);
+    let staged: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|w| {
+                let (token, uri) = (token.clone(), uri.clone());
+                s.spawn(move || {
+                    let worker = Ds(lance_snapshot_open(token.as_ptr(), token.len(), std::ptr::null()));
+                    assert!(!worker.0.is_null(), "{}", last_message());
+                    let start = 1000 * (w + 1);
+                    stage(&uri, worker.ptr(), vec![rows(start..start + 200), rows(start + 200..start + 250)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(staged.iter().all(|b| b.len() < 4096), "staged bytes carry no rows");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 1, "staging commits nothing");
+
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    let stmt = cstr("query-42");
+    p.statement_id = stmt.as_ptr();
+    let (v2, r) = commit(&uri, &staged, &p).unwrap();
+    assert_eq!((r.version, r.rows_written, r.committed), (2, 750, 1));
+    let mut want: Vec<i64> = (0..100).collect();
+    for w in 1..=3 {
+        want.extend(1000 * w..1000 * w + 250);
+    }
+    assert_eq!(ids_of(&v2), want);
+    // a retried coordinator: the same statement returns the same version, rows appear once
+    let (again, r) = commit(&uri, &staged, &p).unwrap();
+    assert_eq!((r.version, r.rows_written, r.committed), (2, 750, 0));
+    assert_eq!(ids_of(&again), want);
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 2);
+
+    // damaged, truncated, foreign and mixed bytes
+    let mut damaged = staged[0].clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0xff;
+    let truncated = staged[0][..staged[0].len() - 9].to_vec();
+    let mut future = staged[0].clone();
+    future[4] = 99;
+    for (bytes, code, needle) in [
+        (damaged, LANCE_ERR_CORRUPT, "checksum"),
+        (truncated, LANCE_ERR_CORRUPT, "staged[0]"),
+        (b"LHSPnot staged".to_vec(), LANCE_ERR_CORRUPT, "bad magic"),
+        (future, LANCE_ERR_NOT_SUPPORTED, "format 99"),
+    ] {
+        let err = commit(&uri, &[bytes], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+        assert_eq!(err.0, code as i32, "{}", err.1);
+        assert!(err.1.contains(needle), "{}", err.1);
+    }
+    let err = commit(&table_uri("elsewhere"), &staged, &p).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("not of"), "{err:?}");
+    assert_err(
+        lance_table_commit(cstr(&uri).as_ptr(), std::ptr::null(), std::ptr::null(), 0, &p, std::ptr::null_mut(), std::ptr::null_mut()),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "no staged writes",
+    );
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 2);
+}
+
+#[test]
+fn an_overwrite_raced_by_an_append_is_a_conflict_and_aborted_stages_leave_no_files() {
+    let uri = table_uri("race");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let before = data_files(&uri);
+    let overwrite = stage(&uri, v1.ptr(), vec![rows(500..600)], &params(LanceWriteMode::LANCE_WRITE_OVERWRITE)).unwrap();
+    let late_append = stage(&uri, v1.ptr(), vec![rows(900..910)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    assert_eq!(data_files(&uri), before + 2, "staged files exist but belong to no version");
+    // another writer appends first
+    let (v2, _) = write(&uri, v1.ptr(), vec![rows(100..150)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    let err = commit(&uri, &[overwrite.clone()], &params(LanceWriteMode::LANCE_WRITE_OVERWRITE)).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_CONFLICT as i32, "{}", err.1);
+    assert!(err.1.contains("planned at version 1"), "{}", err.1);
+    let latest = Ds::open(&uri, 0);
+    assert_eq!(lance_dataset_version(latest.ptr()), 2, "the table is intact");
+    assert_eq!(ids_of(&latest), ids_of(&v2));
+    // the appender's work is still compatible and commits
+    let (v3, _) = commit(&uri, &[late_append], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    assert_eq!(ids_of(&v3).len(), 160);
+    // the losing overwrite is aborted: its files go, twice is fine
+    let files_before_abort = data_files(&uri);
+    let ptrs = [overwrite.as_ptr()];
+    let lens = [overwrite.len()];
+    let mut deleted = 0u64;
+    assert_eq!(lance_staged_write_abort(ptrs.as_ptr(), lens.as_ptr(), 1, std::ptr::null(), &mut deleted), 0, "{}", last_message());
+    assert_eq!(deleted, 1);
+    assert_eq!(data_files(&uri), files_before_abort - 1);
+    assert_eq!(lance_staged_write_abort(ptrs.as_ptr(), lens.as_ptr(), 1, std::ptr::null(), &mut deleted), 0);
+    assert_eq!(deleted, 0);
+    assert_eq!(ids_of(&Ds::open(&uri, 0)).len(), 160, "aborting touched no committed file");
+    let _ = std::ptr::null::<c_char>();
+}
+
+#[test]
+fn staged_creates_of_several_workers_make_a_table() {
+    let uri = table_uri("created");
+    let p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    let parts: Vec<Vec<u8>> = (0..2).map(|w| stage(&uri, std::ptr::null(), vec![rows(w * 100..w * 100 + 100)], &p).unwrap()).collect();
+    let (ds, r) = commit(&uri, &parts, &p).unwrap();
+    assert_eq!((r.version, r.rows_written), (1, 200));
+    assert_eq!(ids_of(&ds), (0..200).collect::<Vec<_>>());
+    // an append staged without the planned-at handle is refused
+    let err = stage(&uri, std::ptr::null(), vec![rows(0..1)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("planned at"), "{err:?}");
+    // committing the creates again: the table exists now
+    let err = commit(&uri, &parts, &p).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("already exists"), "{err:?}");
+}
