@@ -424,6 +424,53 @@ int main(int argc, char** argv) {
     }
     auto bytes = plan.at(0).serialize();
     EXPECT(lh::Split::deserialize(bytes.data(), bytes.size()).row_count() == plan.at(0).row_count());
+
+    // Writes: a table created from a scan (CREATE TABLE AS SELECT), two workers' staged appends
+    // from split scans committed once (exactly once by statement id), a delete, a conflict.
+    char dir_template[] = "/tmp/lance_host_cpp_write_XXXXXX";
+    EXPECT(mkdtemp(dir_template) != nullptr);
+    const std::string target = std::string(dir_template) + "/copy.lance";
+    lh::ScanRequest small;
+    small.columns = {"id", "category"};
+    small.filter = "id < 300";
+    lh::WriteRequest create;
+    create.commit_message = "copy of vectors";
+    auto [copy, created] = lh::write_table(target, ds.scan(small), create);
+    const uint64_t small_rows = ds.count_rows(std::string("id < 300"));
+    EXPECT(created.version == 1 && created.rows_written == small_rows && created.committed == 1);
+    EXPECT(copy.count_rows() == small_rows);
+    lh::WriteRequest append;
+    append.mode = LANCE_WRITE_APPEND;
+    std::vector<std::vector<uint8_t>> shares;
+    lh::ScanRequest big = small;
+    big.filter = "id >= 300";
+    uint64_t staged_rows = 0;
+    for (size_t i = 0; i < plan.size() && i < 2; i++) {
+      lh::Dataset worker = lh::Dataset::open_snapshot(copy.export_snapshot());
+      auto share = lh::stage_write(target, ds.scan(plan.at(i), big), append, &worker);
+      staged_rows += share.result.rows_written;
+      shares.push_back(std::move(share.bytes));
+    }
+    append.statement_id = "cpp-statement-1";
+    auto [appended, committed] = lh::commit(target, shares, append);
+    EXPECT(committed.version == 2 && committed.rows_written == staged_rows && committed.committed == 1);
+    EXPECT(appended.count_rows() == small_rows + staged_rows);
+    auto [again, repeated] = lh::commit(target, shares, append);
+    EXPECT(repeated.version == 2 && repeated.committed == 0 && again.count_rows() == small_rows + staged_rows);
+    auto [trimmed, deleted] = appended.delete_rows("id % 2 = 0");
+    EXPECT(deleted.version == 3 && deleted.rows_deleted > 0);
+    EXPECT(trimmed.count_rows() == appended.count_rows() - deleted.rows_deleted);
+    lh::WriteRequest overwrite;
+    overwrite.mode = LANCE_WRITE_OVERWRITE;
+    auto stale = lh::stage_write(target, ds.scan(small), overwrite, &appended);  // planned at 2
+    try {
+      lh::commit(target, {stale.bytes}, overwrite);  // version 3 was committed since
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_CONFLICT && e.name() == "LANCE_ERR_CONFLICT");
+    }
+    EXPECT(lh::abort_staged({stale.bytes}) >= 1);
+    EXPECT(lh::Dataset::open(target).version() == 3);
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <utility>
 #include <vector>
 
 #include "lance_host.h"
@@ -460,6 +461,54 @@ struct ScanRequest {
   std::vector<uint64_t> fragment_ids;
 };
 
+/// Settings of a write, a staged write, a commit or a delete (LanceWriteParams); unset =
+/// Lance's default.
+struct WriteRequest {
+  LanceWriteMode mode = LANCE_WRITE_CREATE;
+  uint64_t max_rows_per_file = 0;
+  uint64_t max_rows_per_group = 0;
+  uint64_t max_bytes_per_file = 0;
+  std::optional<std::string> storage_version;  ///< "2.0", "2.1", "stable", ... (new tables)
+  std::map<std::string, std::string> storage_options;
+  std::optional<std::string> commit_message;
+  std::map<std::string, std::string> transaction_properties;
+  std::optional<std::string> statement_id;  ///< exactly-once key of a commit
+  int32_t commit_retries = 0;               ///< 0 = Lance's default, negative = none
+  uint64_t retry_timeout_ms = 0;
+};
+
+namespace detail {
+/// LanceWriteParams of a WriteRequest, with the key/value arrays they point into.
+class WriteParams {
+ public:
+  explicit WriteParams(const WriteRequest& r) : storage_(r.storage_options), props_(r.transaction_properties) {
+    check(lance_write_params_init_v2(&p_, sizeof p_));
+    p_.mode = r.mode;
+    p_.commit_retries = r.commit_retries;
+    p_.max_rows_per_file = r.max_rows_per_file;
+    p_.max_rows_per_group = r.max_rows_per_group;
+    p_.max_bytes_per_file = r.max_bytes_per_file;
+    p_.storage_version = r.storage_version ? r.storage_version->c_str() : nullptr;
+    p_.storage_options = storage_.get();
+    p_.commit_message = r.commit_message ? r.commit_message->c_str() : nullptr;
+    p_.transaction_properties = props_.get();
+    p_.statement_id = r.statement_id ? r.statement_id->c_str() : nullptr;
+    p_.retry_timeout_ms = r.retry_timeout_ms;
+  }
+  const LanceWriteParams* get() const { return &p_; }
+
+ private:
+  KeyValues storage_, props_;
+  LanceWriteParams p_;
+};
+
+inline LanceWriteResult write_result() {
+  LanceWriteResult r{};
+  r.struct_size = sizeof r;
+  return r;
+}
+}  // namespace detail
+
 /// A vector query against one split.
 struct SearchRequest {
   std::string column;
@@ -806,6 +855,15 @@ class Dataset {
     check(lance_dataset_refine_v2(p_.get(), &q, &in, &out));
     return Stream(out);
   }
+  /// Delete the rows matching the Lance SQL `predicate` as one new version planned at this
+  /// handle's version; this handle keeps its version. Returns the new version and what was done.
+  std::pair<Dataset, LanceWriteResult> delete_rows(const std::string& predicate, const WriteRequest& r = {}) const {
+    detail::WriteParams p(r);
+    LanceDataset* out = nullptr;
+    LanceWriteResult res = detail::write_result();
+    check(lance_dataset_delete(p_.get(), predicate.c_str(), p.get(), &out, &res));
+    return {Dataset(out), res};
+  }
   const LanceDataset* get() const { return p_.get(); }
   /// Give up ownership (free with lance_dataset_free).
   LanceDataset* release() { return p_.release(); }
@@ -888,6 +946,77 @@ inline Stream rrf_merge(Stream&& vector, Stream&& text, uint64_t k, double rrf_k
   ArrowArrayStream out;
   check(lance_rrf_merge(&v, &t, k, rrf_k, &out));
   return Stream(out);
+}
+
+/// Write the batches of `data` (consumed) to the table at `uri` as ONE new version: create,
+/// append or overwrite (`r.mode`). `at` (may be null) pins the version an append or overwrite
+/// is planned at. Returns the new version pinned and what was written; a failure commits
+/// nothing.
+inline std::pair<Dataset, LanceWriteResult> write_table(const std::string& uri, Stream&& data,
+                                                        const WriteRequest& r = {}, const Dataset* at = nullptr) {
+  detail::WriteParams p(r);
+  ArrowArrayStream in = data.release();
+  LanceDataset* out = nullptr;
+  LanceWriteResult res = detail::write_result();
+  check(lance_table_write(uri.c_str(), at ? at->get() : nullptr, &in, p.get(), &out, &res));
+  return {Dataset(out), res};
+}
+
+/// One worker's uncommitted share of a write: the staged-write bytes to ship to the
+/// coordinator and what the worker wrote.
+struct StagedWrite {
+  std::vector<uint8_t> bytes;
+  LanceWriteResult result;
+};
+
+/// Stage `data` (consumed) as one worker's share of a write on the table at `uri` without
+/// committing. Appends need `at`, the coordinator's pinned version (e.g. opened from its
+/// snapshot token); a create has none.
+inline StagedWrite stage_write(const std::string& uri, Stream&& data, const WriteRequest& r,
+                               const Dataset* at = nullptr) {
+  detail::WriteParams p(r);
+  ArrowArrayStream in = data.release();
+  uint8_t* bytes = nullptr;
+  size_t n = 0;
+  StagedWrite out{{}, detail::write_result()};
+  check(lance_table_stage_write(uri.c_str(), at ? at->get() : nullptr, &in, p.get(), &bytes, &n, &out.result));
+  out.bytes = detail::take_bytes(bytes, n);
+  return out;
+}
+
+/// Commit the staged writes of one statement as ONE new version of the table at `uri` (all
+/// rows visible or none). With `r.statement_id`, a statement already committed returns that
+/// version with `committed == 0`. A lost race throws an Error with LANCE_ERR_CONFLICT.
+inline std::pair<Dataset, LanceWriteResult> commit(const std::string& uri,
+                                                   const std::vector<std::vector<uint8_t>>& staged,
+                                                   const WriteRequest& r = {}) {
+  detail::WriteParams p(r);
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& s : staged) {
+    ptrs.push_back(s.data());
+    lens.push_back(s.size());
+  }
+  LanceDataset* out = nullptr;
+  LanceWriteResult res = detail::write_result();
+  check(lance_table_commit(uri.c_str(), ptrs.data(), lens.data(), staged.size(), p.get(), &out, &res));
+  return {Dataset(out), res};
+}
+
+/// Delete the data files of staged writes that will not be committed; returns the number of
+/// files deleted (0 when repeated). Never for a committed write.
+inline uint64_t abort_staged(const std::vector<std::vector<uint8_t>>& staged,
+                             const std::map<std::string, std::string>& storage_options = {}) {
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& s : staged) {
+    ptrs.push_back(s.data());
+    lens.push_back(s.size());
+  }
+  detail::KeyValues kv(storage_options);
+  uint64_t n = 0;
+  check(lance_staged_write_abort(ptrs.data(), lens.data(), staged.size(), kv.get(), &n));
+  return n;
 }
 
 /// A directory or REST catalog.

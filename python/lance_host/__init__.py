@@ -32,11 +32,13 @@ __all__ = [
     "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
-    "SPLIT_FTS_FLAT",
+    "SPLIT_FTS_FLAT", "ConflictError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
+    "abort_staged",
 ]
 
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
 METRICS = {None: 0, "l2": 1, "cosine": 2, "dot": 3, "hamming": 4}
+WRITE_MODES = {"create": 0, "append": 1, "overwrite": 2}
 TEXT_MATCH = {"or": 0, "any": 0, "and": 1, "all": 1, "phrase": 2}
 LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4, "trace": 5}
 _ELEMENTS = {"float16": (1, ctypes.c_uint16), "float32": (2, ctypes.c_float), "float64": (3, ctypes.c_double),
@@ -974,6 +976,17 @@ class Dataset:
             _check(LIB.lance_dataset_prewarm_index_segments_v2(self._h, name.encode(), raw, len(raw), ctypes.byref(io)))
         return IoStats._from(io)
 
+    # writes
+    def delete(self, predicate: str, **params) -> tuple["Dataset", "WriteResult"]:
+        """Delete the rows matching the Lance SQL `predicate` as one new version planned at this
+        handle's version (lance_dataset_delete); this handle keeps its version. Returns the new
+        version pinned and its `WriteResult` (`rows_deleted`). Params: commit_retries,
+        retry_timeout_ms."""
+        p, keep = _write_params(None, **params)
+        out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_delete(self._h, predicate.encode(), ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), WriteResult._from(r)
+
     def prewarm_index_quietly(self, name: str) -> None:
         """lance_dataset_prewarm_index (without the I/O figures)."""
         _check(LIB.lance_dataset_prewarm_index(self._h, name.encode()))
@@ -1085,6 +1098,159 @@ class Catalog:
     def __del__(self):
         self.close()
 
+
+
+# ---- writes -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did (LanceWriteResult): the version committed (0 for a staged write), rows,
+    fragments, files and bytes written, rows deleted, and whether this call committed (False
+    for a staged write and for a repeated commit of an already committed statement)."""
+    version: int
+    rows_written: int
+    fragments_written: int
+    files_written: int
+    bytes_written: int
+    rows_deleted: int
+    committed: bool
+
+    @staticmethod
+    def _from(r) -> "WriteResult":
+        return WriteResult(r.version, r.rows_written, r.fragments_written, r.files_written, r.bytes_written,
+                           r.rows_deleted, bool(r.committed))
+
+
+class StagedWrite:
+    """One worker's uncommitted share of a write (lance_table_stage_write): the staged-write
+    bytes, which name the table, the mode and the version the write was planned at, and carry
+    the written files' names, never rows or credentials. Pickles as its bytes; `bytes(s)` gives
+    them and `StagedWrite(b)` takes them back. `result` is what the worker wrote (only where it
+    was staged)."""
+
+    def __init__(self, data: bytes, result: Optional[WriteResult] = None):
+        self._bytes = bytes(data)
+        self.result = result
+
+    def __bytes__(self) -> bytes:
+        return self._bytes
+
+    def __reduce__(self):
+        return (StagedWrite, (self._bytes,))
+
+    def __repr__(self):
+        return f"StagedWrite({len(self._bytes)} bytes)"
+
+
+def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_group: int = 0,
+                  max_bytes_per_file: int = 0, storage_version: Optional[str] = None,
+                  storage_options: Optional[Mapping[str, str]] = None, commit_message: Optional[str] = None,
+                  transaction_properties: Optional[Mapping[str, str]] = None, statement_id: Optional[str] = None,
+                  commit_retries: Optional[int] = None, retry_timeout_ms: int = 0):
+    p = _ffi.WriteParams()
+    _check(LIB.lance_write_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    keep = []
+    if mode is not None:
+        p.mode = _choice("write mode", mode, WRITE_MODES)
+    for name, value in [("max_rows_per_file", max_rows_per_file), ("max_rows_per_group", max_rows_per_group),
+                        ("max_bytes_per_file", max_bytes_per_file), ("retry_timeout_ms", retry_timeout_ms)]:
+        if not isinstance(value, int) or value < 0:
+            raise _error(1, f"{name} must be a non-negative integer, not {value!r}")
+        setattr(p, name, value)
+    if commit_retries is not None:
+        if not isinstance(commit_retries, int) or commit_retries < 0:
+            raise _error(1, f"commit_retries must be a non-negative integer, not {commit_retries!r}")
+        p.commit_retries = commit_retries if commit_retries > 0 else -1  # C: 0 = default, < 0 = none
+    for name, value in [("storage_version", storage_version), ("commit_message", commit_message),
+                        ("statement_id", statement_id)]:
+        if value is not None:
+            setattr(p, name, str(value).encode())
+    for name, value in [("storage_options", storage_options), ("transaction_properties", transaction_properties)]:
+        kv = _kv(value)
+        keep.append(kv)
+        setattr(p, name, ctypes.cast(kv, _ffi.cstrp) if kv is not None else None)
+    return p, keep
+
+
+def _stream_of(data):
+    """A C stream the library takes over, from a pyarrow Table, RecordBatch, RecordBatchReader
+    or any object with `__arrow_c_stream__`."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        data = data.to_reader()
+    elif not isinstance(data, pa.RecordBatchReader):
+        if not hasattr(data, "__arrow_c_stream__"):
+            raise _error(1, f"data must be a pyarrow Table, RecordBatch, RecordBatchReader or an Arrow C stream "
+                            f"exporter, not {type(data).__name__}")
+        data = pa.RecordBatchReader.from_stream(data)
+    c = _ffi.ArrowArrayStream()
+    data._export_to_c(ctypes.addressof(c))
+    return c
+
+
+def write_table(uri: str, data, mode: str = "create", *, at: Optional["Dataset"] = None,
+                **params) -> tuple["Dataset", WriteResult]:
+    """Write `data` (a pyarrow Table, RecordBatch, RecordBatchReader or Arrow C stream exporter)
+    to the table at `uri` as ONE new version (lance_table_write): mode 'create', 'append' or
+    'overwrite'. `at` pins the version an append or overwrite is planned at (else the latest).
+    Params: max_rows_per_file, max_rows_per_group, max_bytes_per_file, storage_version,
+    storage_options, commit_message, transaction_properties, statement_id, commit_retries,
+    retry_timeout_ms. Returns the new version pinned and what was written; a failure commits
+    nothing."""
+    p, keep = _write_params(mode, **params)
+    c = _stream_of(data)
+    out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+    _check(LIB.lance_table_write(uri.encode(), at._h if at is not None else None, ctypes.byref(c), ctypes.byref(p),
+                                 ctypes.byref(out), ctypes.byref(r)))
+    return Dataset(out.value), WriteResult._from(r)
+
+
+def stage_write(uri: str, data, mode: str = "append", *, at: Optional["Dataset"] = None, **params) -> StagedWrite:
+    """Write `data` as one worker's share of a write without committing it
+    (lance_table_stage_write). Appends need `at`, the coordinator's pinned version (e.g.
+    `open_snapshot(token)` on the worker); a create has none. Ship the returned `StagedWrite`
+    (it pickles) to the coordinator, which calls `commit` once for all shares."""
+    p, keep = _write_params(mode, **params)
+    c = _stream_of(data)
+    out, n, r = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.WriteResult.new()
+    _check(LIB.lance_table_stage_write(uri.encode(), at._h if at is not None else None, ctypes.byref(c),
+                                       ctypes.byref(p), ctypes.byref(out), ctypes.byref(n), ctypes.byref(r)))
+    return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
+
+
+def _staged_arrays(staged):
+    blobs = [bytes(s) for s in staged]
+    bufs = [(ctypes.c_uint8 * len(b)).from_buffer_copy(b) for b in blobs]
+    ptrs = (ctypes.POINTER(ctypes.c_uint8) * len(bufs))(*[ctypes.cast(b, ctypes.POINTER(ctypes.c_uint8)) for b in bufs])
+    lens = (ctypes.c_size_t * len(bufs))(*[len(b) for b in blobs])
+    return ptrs, lens, bufs
+
+
+def commit(uri: str, staged: Sequence[StagedWrite], **params) -> tuple["Dataset", WriteResult]:
+    """Commit the staged writes of one statement as ONE new version of the table at `uri`
+    (lance_table_commit): all rows visible or none. With `statement_id`, a statement already
+    committed returns that version with `committed=False` and writes nothing. A commit that
+    lost to a concurrent writer raises ConflictError. Params as for `write_table` (the staged
+    bytes give the mode)."""
+    staged = list(staged)
+    p, keep = _write_params(None, **params)
+    ptrs, lens, bufs = _staged_arrays(staged)
+    out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+    _check(LIB.lance_table_commit(uri.encode(), ptrs, lens, len(staged), ctypes.byref(p), ctypes.byref(out),
+                                  ctypes.byref(r)))
+    return Dataset(out.value), WriteResult._from(r)
+
+
+def abort_staged(staged: Sequence[StagedWrite], storage_options: Optional[Mapping[str, str]] = None) -> int:
+    """Delete the data files of staged writes that will not be committed
+    (lance_staged_write_abort); returns the number of files deleted (0 when repeated). Never
+    for a committed write."""
+    staged = list(staged)
+    ptrs, lens, bufs = _staged_arrays(staged)
+    n = ctypes.c_uint64()
+    _check(LIB.lance_staged_write_abort(ptrs, lens, len(staged), _kv(storage_options), ctypes.byref(n)))
+    return n.value
 
 # ---- session, call contexts, logging, metrics -------------------------------------------------
 

@@ -98,6 +98,20 @@ class TextQuery(Sized):
                 ("num_columns", ctypes.c_size_t), ("with_row_id", ctypes.c_bool)]
 
 
+class WriteParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("mode", ctypes.c_int32), ("commit_retries", ctypes.c_int32),
+                ("max_rows_per_file", ctypes.c_uint64), ("max_rows_per_group", ctypes.c_uint64),
+                ("max_bytes_per_file", ctypes.c_uint64), ("storage_version", cstr), ("storage_options", cstrp),
+                ("commit_message", cstr), ("transaction_properties", cstrp), ("statement_id", cstr),
+                ("retry_timeout_ms", ctypes.c_uint64)]
+
+
+class WriteResult(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
+        (n, ctypes.c_uint64) for n in ("version", "rows_written", "fragments_written", "files_written",
+                                       "bytes_written", "rows_deleted")] + [("committed", ctypes.c_uint8)]
+
+
 class BlobInfo(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("row_id", ctypes.c_uint64), ("size", ctypes.c_uint64),
                 ("kind", ctypes.c_int32), ("is_null", ctypes.c_bool), ("uri", cstr)]
@@ -235,6 +249,16 @@ SIGNATURES = {
     "lance_split_segment_uuid": (i32, [P, ctypes.c_uint8 * 16]),
     "lance_split_serialize": (i32, [P, ctypes.POINTER(u8p), szp]),
     "lance_bytes_free": (None, [u8p, sz]),
+    "lance_write_params_init_v2": (i32, [ctypes.POINTER(WriteParams), sz]),
+    "lance_table_write": (i32, [cstr, P, StreamP, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
+                                ctypes.POINTER(WriteResult)]),
+    "lance_table_stage_write": (i32, [cstr, P, StreamP, ctypes.POINTER(WriteParams), ctypes.POINTER(u8p),
+                                      ctypes.POINTER(sz), ctypes.POINTER(WriteResult)]),
+    "lance_table_commit": (i32, [cstr, ctypes.POINTER(u8p), ctypes.POINTER(sz), sz, ctypes.POINTER(WriteParams),
+                                 ctypes.POINTER(P), ctypes.POINTER(WriteResult)]),
+    "lance_staged_write_abort": (i32, [ctypes.POINTER(u8p), ctypes.POINTER(sz), sz, cstrp, u64p]),
+    "lance_dataset_delete": (i32, [P, cstr, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
+                                   ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),
     "lance_split_open_dataset": (P, [P, cstrp]),
     "lance_split_free": (None, [P]),

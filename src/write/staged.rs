@@ -149,8 +149,9 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         None => WriteDestination::Uri(uri),
     };
     let what = format!("cannot stage a {} of table '{uri}'", options.mode.name());
+    let source = super::table::into_write_source(data)?;
     let transaction = session::block_on(async {
-        InsertBuilder::new(dest).with_params(&params).execute_uncommitted_stream(data).await
+        InsertBuilder::new(dest).with_params(&params).execute_uncommitted_stream(source).await
     })?
     .map_err(|e| secrets.scrub(HostError::from_lance(&what, e)).with_local_paths(uri))?;
     Ok(StagedWrite {

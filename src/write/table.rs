@@ -11,6 +11,34 @@ use crate::snapshot::{self, Snapshot};
 /// The source of rows a host hands over.
 pub type Batches = Box<dyn RecordBatchReader + Send>;
 
+/// Batches read ahead of the writer.
+const READ_AHEAD: usize = 2;
+
+/// The host's batches as the async stream Lance writes from. The host's stream is read on a
+/// thread of its own, never on the session's runtime: a host stream may block (its
+/// `get_next` computes or does I/O), and a lance-host stream (a scan written into another
+/// table) must not be read from inside the runtime. At most `READ_AHEAD` batches wait. When
+/// Lance stops early (an error), the reader thread stops and releases the host's stream.
+pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
+    use lance::deps::datafusion::error::DataFusionError;
+    use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+    let schema = data.schema();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+    std::thread::Builder::new()
+        .name("lance-host-write-source".into())
+        .spawn(move || {
+            for batch in data {
+                let failed = batch.is_err();
+                if tx.blocking_send(batch.map_err(|e| DataFusionError::ArrowError(Box::new(e), None))).is_err() || failed {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| HostError::internal(format!("cannot start the thread that reads the host's stream: {e}")))?;
+    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+}
+
 /// Write `data` to the table at `uri` as one new version (`options.mode`: create, append or
 /// overwrite). `at` pins the version an append or overwrite is planned at (commits made since
 /// are rebased over when compatible, else LANCE_ERR_CONFLICT); None plans an append or

@@ -1,0 +1,165 @@
+/* Writes from C, the way an engine's sink does them: CREATE TABLE AS SELECT from a scan stream,
+ * workers staging appends from split scans on a shipped snapshot, one commit (exactly once by
+ * statement id), a delete, a conflicting overwrite, aborted staged files, and bad inputs.
+ * argv[1] = warehouse directory written by the testkit; the tables written go to a new
+ * temporary directory. */
+#include <stdlib.h>
+
+#include "test_util.h"
+
+static struct ArrowArrayStream scan_where(const LanceDataset* ds, const LanceSplit* split, const char* filter) {
+  LanceScanOptions o;
+  CHECK_OK(lance_scan_options_init_v2(&o, sizeof o));
+  const char* cols[] = {"id", "category"};
+  o.columns = cols;
+  o.num_columns = 2;
+  o.filter_sql = filter;
+  struct ArrowArrayStream st;
+  if (split)
+    CHECK_OK(lance_split_scan_v2(ds, split, &o, &st));
+  else
+    CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
+  return st;
+}
+
+static uint64_t count(const LanceDataset* ds) {
+  uint64_t n = 0;
+  CHECK_OK(lance_dataset_count_rows(ds, &n));
+  return n;
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2);
+  char src_uri[4096];
+  snprintf(src_uri, sizeof src_uri, "%s/vectors.lance", argv[1]);
+  LanceDataset* src = lance_dataset_open(src_uri, NULL, 0);
+  CHECK(src != NULL);
+  uint64_t small = 0, rest = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(src, "id < 500", &small, NULL));
+  CHECK_OK(lance_dataset_count_rows_where_v2(src, "id >= 500", &rest, NULL));
+
+  char dir[] = "/tmp/lance_host_write_test_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char uri[4200];
+  snprintf(uri, sizeof uri, "%s/copy.lance", dir);
+
+  /* CREATE TABLE AS SELECT: the scan stream goes straight into the write. */
+  LanceWriteParams p;
+  CHECK_OK(lance_write_params_init_v2(&p, sizeof p));
+  p.mode = LANCE_WRITE_CREATE;
+  p.max_rows_per_file = 200;
+  p.commit_message = "create from vectors";
+  struct ArrowArrayStream data = scan_where(src, NULL, "id < 500");
+  LanceDataset* v1 = NULL;
+  LanceWriteResult r = {.struct_size = sizeof r};
+  CHECK_OK(lance_table_write(uri, NULL, &data, &p, &v1, &r));
+  CHECK(data.release == NULL); /* the library took the stream */
+  CHECK_EQ_U64(r.version, 1);
+  CHECK_EQ_U64(r.rows_written, small);
+  CHECK(r.files_written >= (small + 199) / 200 && r.bytes_written > 0 && r.committed == 1);
+  CHECK_EQ_U64(count(v1), small);
+
+  /* Workers: each stages its split's rows on the coordinator's shipped snapshot. */
+  uint8_t* token = NULL;
+  size_t token_len = 0;
+  CHECK_OK(lance_dataset_export_snapshot(v1, &token, &token_len));
+  LanceSplitPlan* plan = NULL;
+  CHECK_OK(lance_dataset_plan_scan(src, 0, &plan));
+  size_t nsplits = lance_split_plan_count(plan);
+  CHECK(nsplits >= 2 && nsplits <= 64);
+  uint8_t* staged[64];
+  size_t staged_len[64];
+  uint64_t staged_rows = 0;
+  p.mode = LANCE_WRITE_APPEND;
+  p.commit_message = NULL;
+  for (size_t i = 0; i < nsplits && i < 64; i++) {
+    LanceDataset* worker = lance_snapshot_open(token, token_len, NULL);
+    CHECK(worker != NULL);
+    LanceSplit* split = lance_split_plan_get(plan, i);
+    CHECK(split != NULL);
+    struct ArrowArrayStream share = scan_where(src, split, "id >= 500");
+    lance_split_free(split);
+    LanceWriteResult sr = {.struct_size = sizeof sr};
+    CHECK_OK(lance_table_stage_write(uri, worker, &share, &p, &staged[i], &staged_len[i], &sr));
+    CHECK(sr.version == 0 && sr.committed == 0);
+    staged_rows += sr.rows_written;
+    lance_dataset_free(worker);
+  }
+  CHECK_EQ_U64(staged_rows, rest);
+  LanceDataset* latest = lance_dataset_open(uri, NULL, 0);
+  CHECK_EQ_U64(lance_dataset_version(latest), 1); /* staging commits nothing */
+  lance_dataset_free(latest);
+
+  /* One commit; a retried coordinator gets the same version back. */
+  p.statement_id = "insert-into-copy-1";
+  LanceDataset* v2 = NULL;
+  CHECK_OK(lance_table_commit(uri, (const uint8_t* const*)staged, staged_len, nsplits, &p, &v2, &r));
+  CHECK(r.version == 2 && r.committed == 1 && r.rows_written == rest);
+  CHECK_EQ_U64(count(v2), small + rest);
+  LanceDataset* again = NULL;
+  CHECK_OK(lance_table_commit(uri, (const uint8_t* const*)staged, staged_len, nsplits, &p, &again, &r));
+  CHECK(r.version == 2 && r.committed == 0);
+  CHECK_EQ_U64(count(again), small + rest);
+  lance_dataset_free(again);
+
+  /* Damaged bytes: a clear code, nothing committed. */
+  staged[0][staged_len[0] / 2] ^= 0x5a;
+  CHECK(lance_table_commit(uri, (const uint8_t* const*)staged, staged_len, 1, NULL, NULL, NULL) == LANCE_ERR_CORRUPT);
+  CHECK(strstr(lance_last_error_message(), "staged[0]") != NULL);
+  staged[0][staged_len[0] / 2] ^= 0x5a;
+
+  /* Delete. */
+  LanceDataset* v3 = NULL;
+  CHECK_OK(lance_dataset_delete(v2, "category = 'rare'", NULL, &v3, &r));
+  uint64_t rare = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(v2, "category = 'rare'", &rare, NULL));
+  CHECK(r.version == 3 && r.rows_deleted == rare);
+  CHECK_EQ_U64(count(v3), small + rest - rare);
+  CHECK_EQ_U64(count(v2), small + rest); /* v2 keeps its version */
+  CHECK(lance_dataset_delete(v3, "no_such_column = 1", NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+
+  /* An overwrite planned at version 2 loses to the delete: LANCE_ERR_CONFLICT, table intact;
+   * its staged files are aborted. */
+  p.mode = LANCE_WRITE_OVERWRITE;
+  p.statement_id = NULL;
+  struct ArrowArrayStream over = scan_where(src, NULL, "id < 10");
+  uint8_t* ob = NULL;
+  size_t ob_len = 0;
+  CHECK_OK(lance_table_stage_write(uri, v2, &over, &p, &ob, &ob_len, NULL));
+  CHECK(lance_table_commit(uri, (const uint8_t* const*)&ob, &ob_len, 1, &p, NULL, NULL) == LANCE_ERR_CONFLICT);
+  CHECK(strstr(lance_last_error_message(), "planned at version 2") != NULL);
+  uint64_t removed = 0;
+  CHECK_OK(lance_staged_write_abort((const uint8_t* const*)&ob, &ob_len, 1, NULL, &removed));
+  CHECK(removed >= 1);
+  lance_bytes_free(ob, ob_len);
+  latest = lance_dataset_open(uri, NULL, 0);
+  CHECK_EQ_U64(lance_dataset_version(latest), 3);
+  CHECK_EQ_U64(count(latest), small + rest - rare);
+  lance_dataset_free(latest);
+
+  /* Bad inputs: codes, and the stream is released on every path. */
+  struct ArrowArrayStream bad = scan_where(src, NULL, "id < 5");
+  CHECK(lance_table_write(NULL, NULL, &bad, NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(bad.release == NULL);
+  bad = scan_where(src, NULL, "id < 5");
+  p.mode = 42;
+  CHECK(lance_table_write(uri, NULL, &bad, &p, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(lance_last_error_message(), "LanceWriteMode") != NULL);
+  bad = scan_where(src, NULL, "id < 5");
+  p.mode = LANCE_WRITE_CREATE;
+  CHECK(lance_table_write(uri, NULL, &bad, &p, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT); /* exists */
+  CHECK(lance_table_write(uri, NULL, NULL, &p, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  LanceWriteParams tiny;
+  CHECK(lance_write_params_init_v2(&tiny, 4) == LANCE_ERR_INVALID_ARGUMENT);
+
+  for (size_t i = 0; i < nsplits; i++) lance_bytes_free(staged[i], staged_len[i]);
+  lance_bytes_free(token, token_len);
+  lance_split_plan_free(plan);
+  lance_dataset_free(v3);
+  lance_dataset_free(v2);
+  lance_dataset_free(v1);
+  lance_dataset_free(src);
+  printf("write_test: ok (%llu + %llu rows, %llu deleted)\n", (unsigned long long)small,
+         (unsigned long long)rest, (unsigned long long)rare);
+  return 0;
+}
