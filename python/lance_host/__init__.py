@@ -1124,9 +1124,9 @@ class WriteResult:
 class StagedWrite:
     """One worker's uncommitted share of a write (lance_table_stage_write): the staged-write
     bytes, which name the table, the mode and the version the write was planned at, and carry
-    the written files' names, never rows or credentials. Pickles as its bytes; `bytes(s)` gives
-    them and `StagedWrite(b)` takes them back. `result` is what the worker wrote (only where it
-    was staged)."""
+    the written files' names, never rows or credentials. It pickles (bytes and result);
+    `bytes(s)` gives the bytes to ship any other way and `StagedWrite(b)` takes them back.
+    `result` is what the worker wrote (None for one rebuilt from bare bytes)."""
 
     def __init__(self, data: bytes, result: Optional[WriteResult] = None):
         self._bytes = bytes(data)
@@ -1136,7 +1136,7 @@ class StagedWrite:
         return self._bytes
 
     def __reduce__(self):
-        return (StagedWrite, (self._bytes,))
+        return (StagedWrite, (self._bytes, self.result))
 
     def __repr__(self):
         return f"StagedWrite({len(self._bytes)} bytes)"

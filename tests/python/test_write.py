@@ -1,0 +1,196 @@
+"""Writes through lance_host, checked by another reader: pylance 14.0.2 reads exactly what
+lance_host wrote (every Arrow type the read path supports, nulls, versions, commit messages),
+lance_host reads what pylance wrote on top, deletes equal pylance's own, and the distributed
+protocol holds across worker processes (stage on N processes, one commit; concurrent appends
+lose nothing; an overwrite racing a commit is one ConflictError; a retried commit is exactly
+once; aborted shares leave no files)."""
+
+import decimal
+import os
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date, datetime, timezone
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+
+
+def typed(start, end):
+    """Rows with every type the read path hands to hosts, nulls included."""
+    n = end - start
+    ids = np.arange(start, end)
+    null = [i % 7 == 3 for i in ids]
+    rng = np.random.default_rng(start)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "i8": pa.array(ids % 100, pa.int8()), "i16": pa.array(ids % 30000, pa.int16()), "i32": pa.array(ids, pa.int32()),
+        "u8": pa.array(ids % 200, pa.uint8()), "u16": pa.array(ids % 60000, pa.uint16()), "u32": pa.array(ids, pa.uint32()),
+        "u64": pa.array(ids * 3, pa.uint64()),
+        "f32": pa.array(ids / 3, pa.float32()), "f64": pa.array(ids / 7, pa.float64(), mask=np.array(null)),
+        "flag": pa.array([i % 2 == 0 for i in ids], mask=np.array(null)),
+        "name": pa.array([None if z else f"row {i}" for i, z in zip(ids, null)], pa.string()),
+        "big": pa.array([f"large {i}" for i in ids], pa.large_string()),
+        "raw": pa.array([bytes([int(i) % 256]) * int(i % 5) for i in ids], pa.binary()),
+        "day": pa.array([date(2020, 1, 1 + int(i) % 28) for i in ids], pa.date32()),
+        "at": pa.array([datetime(2021, 5, 1, tzinfo=timezone.utc)] * n, pa.timestamp("us", tz="UTC")),
+        "price": pa.array([decimal.Decimal(int(i)) / 100 for i in ids], pa.decimal128(12, 2)),
+        "tags": pa.array([[f"t{i % 3}"] * int(i % 3) for i in ids], pa.list_(pa.string())),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8, dtype=np.float32)), 8),
+        "point": pa.StructArray.from_arrays([pa.array(ids, pa.int32()), pa.array(ids * 2, pa.int32())], ["x", "y"]),
+    })
+
+
+def sorted_table(t):
+    return t.sort_by("id")
+
+
+def test_pylance_reads_exactly_what_lance_host_wrote_and_the_other_way(tmp_path):
+    uri = str(tmp_path / "typed.lance")
+    want = pa.concat_tables([typed(0, 700), typed(700, 1000)])
+    ds, r = lh.write_table(uri, want, commit_message="typed load", max_rows_per_file=400,
+                           transaction_properties={"engine": "test"})
+    assert (r.version, r.rows_written, r.committed) == (1, 1000, True) and r.files_written == 3
+    py = lance.dataset(uri)
+    assert py.schema == want.schema
+    assert sorted_table(py.to_table()).equals(want)
+    props = py.read_transaction(1).transaction_properties
+    assert props["__lance_commit_message"] == "typed load" and props["engine"] == "test"
+    # pylance appends on top; lance_host reads both writers' rows
+    lance.write_dataset(typed(1000, 1200), uri, mode="append")
+    both = lh.open(uri)
+    assert both.version == 2 and both.count_rows() == 1200
+    assert sorted_table(both.scan().read_all()).equals(sorted_table(lance.dataset(uri).to_table()))
+    # lance_host appends after pylance, at the handle's version
+    ds3, r = lh.write_table(uri, typed(1200, 1300), mode="append", at=both)
+    assert r.version == 3 and lance.dataset(uri).count_rows() == 1300
+    # an overwrite, then the versions both readers see
+    lh.write_table(uri, typed(5, 10), mode="overwrite", storage_options={})
+    py = lance.dataset(uri)
+    assert [v["version"] for v in py.versions()] == [v.version for v in lh.open(uri).versions()] == [1, 2, 3, 4]
+    assert sorted_table(py.to_table()).equals(typed(5, 10))
+    assert lance.dataset(uri, version=3).count_rows() == 1300
+
+
+def test_deletes_equal_pylance_deletes(tmp_path):
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 2000)
+    lh.write_table(ours, data)
+    lance.write_dataset(data, theirs)
+    for predicate in ["id % 3 = 0", "name IS NULL", "f32 > 500 AND flag", "tags IS NOT NULL AND u8 < 10"]:
+        before = lh.open(ours)
+        after, r = before.delete(predicate)
+        py = lance.dataset(theirs)
+        n = py.count_rows()
+        py.delete(predicate)
+        assert r.rows_deleted == n - lance.dataset(theirs).count_rows(), predicate
+        assert sorted_table(lance.dataset(ours).to_table()).equals(sorted_table(lance.dataset(theirs).to_table()))
+        assert before.count_rows() == n, "the handle keeps its version"
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.open(ours).delete("no_such_column = 1")
+
+
+def stage_on_worker(args):
+    """A worker process: the snapshot token and its share of the rows arrive pickled."""
+    uri, token, start, end = args
+    import lance_host
+    at = lance_host.open_snapshot(token)
+    return lance_host.stage_write(uri, typed(start, end), at=at)
+
+
+def append_on_worker(args):
+    uri, start, end = args
+    import lance_host
+    for _ in range(20):  # Lance rebases concurrent appends; retry if its own budget ran out
+        try:
+            return lance_host.write_table(uri, typed(start, end), mode="append")[1].version
+        except lance_host.ConflictError:
+            continue
+    raise AssertionError("no append succeeded")
+
+
+def test_workers_stage_and_one_commit_makes_one_version_exactly_once(tmp_path):
+    uri = str(tmp_path / "staged.lance")
+    lh.write_table(uri, typed(0, 100))
+    coordinator = lh.open(uri)
+    token = coordinator.export_snapshot()
+    shares = [(uri, token, 1000 * w, 1000 * w + 300) for w in range(1, 5)]
+    with ProcessPoolExecutor(4, mp_context=get_context("spawn")) as pool:
+        staged = list(pool.map(stage_on_worker, shares))
+    assert all(s.result.rows_written == 300 for s in staged)
+    assert lance.dataset(uri).version == 1, "staging commits nothing"
+    staged = [pickle.loads(pickle.dumps(s)) for s in staged]  # as shipped to the coordinator
+    ds, r = lh.commit(uri, staged, statement_id="stmt-7", commit_message="4 workers")
+    assert (r.version, r.rows_written, r.committed) == (2, 1200, True)
+    py = lance.dataset(uri)
+    assert py.version == 2 and py.read_transaction(2).transaction_properties["__lance_commit_message"] == "4 workers"
+    want = pa.concat_tables([typed(0, 100)] + [typed(s, e) for _, _, s, e in shares])
+    assert sorted_table(py.to_table()).equals(sorted_table(want))
+    # the coordinator retries after a crash between commit and answer: same version, rows once
+    again, r = lh.commit(uri, staged, statement_id="stmt-7")
+    assert (r.version, r.committed) == (2, False) and lance.dataset(uri).count_rows() == 1300
+    # damaged bytes
+    bad = bytearray(bytes(staged[0]))
+    bad[len(bad) // 2] ^= 0xFF
+    with pytest.raises(lh.CorruptError, match="staged"):
+        lh.commit(uri, [lh.StagedWrite(bytes(bad))])
+    assert lance.dataset(uri).version == 2
+
+
+def test_four_processes_appending_at_once_lose_no_row(tmp_path):
+    uri = str(tmp_path / "concurrent.lance")
+    lh.write_table(uri, typed(0, 10))
+    jobs = [(uri, 10_000 * w, 10_000 * w + 250) for w in range(1, 5)]
+    with ProcessPoolExecutor(4, mp_context=get_context("spawn")) as pool:
+        versions = list(pool.map(append_on_worker, jobs))
+    assert sorted(versions) == [2, 3, 4, 5]
+    ids = lance.dataset(uri).to_table(columns=["id"])["id"].to_pylist()
+    want = list(range(10)) + [i for _, s, e in jobs for i in range(s, e)]
+    assert sorted(ids) == sorted(want) and len(ids) == len(set(ids))
+
+
+def test_an_overwrite_racing_a_commit_is_one_conflict_and_aborted_files_go(tmp_path):
+    uri = str(tmp_path / "race.lance")
+    lh.write_table(uri, typed(0, 100))
+    planned = lh.open(uri)
+    share = lh.stage_write(uri, typed(500, 510), mode="overwrite", at=planned)
+    lance.write_dataset(typed(100, 150), uri, mode="append")  # another writer commits first
+    with pytest.raises(lh.ConflictError, match="planned at version 1") as e:
+        lh.commit(uri, [share])
+    assert e.value.code == 13 and isinstance(e.value, RuntimeError)
+    py = lance.dataset(uri)
+    assert py.version == 2 and py.count_rows() == 150, "the table is intact"
+    data = Path(uri) / "data"
+    files = len(list(data.iterdir()))
+    assert lh.abort_staged([share]) == 1 and len(list(data.iterdir())) == files - 1
+    assert lh.abort_staged([share]) == 0
+    assert lance.dataset(uri).count_rows() == 150
+
+
+def test_bad_writes_raise_and_write_nothing(tmp_path):
+    uri = str(tmp_path / "bad.lance")
+    lh.write_table(uri, typed(0, 10))
+    with pytest.raises(lh.InvalidArgumentError, match="already exists"):
+        lh.write_table(uri, typed(0, 10))
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.write_table(uri, pa.table({"id": ["not an int"]}), mode="append")
+    with pytest.raises(lh.InvalidArgumentError, match="valid: 'create', 'append', 'overwrite'"):
+        lh.write_table(uri, typed(0, 1), mode="upsert")
+    with pytest.raises(lh.InvalidArgumentError, match="max_rows_per_file"):
+        lh.write_table(uri, typed(0, 1), mode="append", max_rows_per_file=-1)
+    with pytest.raises(lh.InvalidArgumentError, match="data must be"):
+        lh.write_table(uri, [1, 2, 3], mode="append")
+
+    def failing():
+        yield typed(100, 110).to_batches()[0]
+        raise ValueError("the source broke")
+
+    reader = pa.RecordBatchReader.from_batches(typed(0, 1).schema, failing())
+    with pytest.raises(lh.LanceError, match="the source broke"):
+        lh.write_table(uri, reader, mode="append")
+    assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 10
