@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 lh = pytest.importorskip("lance_host")
+lance = pytest.importorskip("lance")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +114,7 @@ def test_every_readme_block_is_run_by_this_file():
     # CMakeLists.txt does the same). Every other block is run below.
     assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql"}, languages
     assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
-    assert len(snippets("python")) == 3
+    assert len(snippets("python")) == 4
 
 
 def batch(start, end):
@@ -224,10 +225,19 @@ def test_the_python_snippet(warehouse, tmp_path):
     assert printed(out, "phrase matches") == [str(len(want["phrase"]))], out
 
 
+def test_the_write_snippet(warehouse, tmp_path):
+    root, _ = warehouse
+    out = run_python(localize(snippets("python")[1], root), tmp_path)
+    people = lance.dataset(str(root / "people.lance"))  # pylance reads what the snippet wrote
+    assert printed(out, "people rows") == [f"{people.count_rows()} at version {people.version}"], out
+    assert people.count_rows() == 4 and people.version == 2
+    assert people.read_transaction(2).transaction_properties["__lance_commit_message"] == "nightly load"
+
+
 def test_the_spark_snippet(warehouse, tmp_path):
     pytest.importorskip("pyspark")
     root, ds = warehouse
-    out = run_python(localize(snippets("python")[1], root), tmp_path)
+    out = run_python(localize(snippets("python")[2], root), tmp_path)
     want = expected(ds)
     assert json.loads(printed(out, "spark counts")[0]) == {k: v for k, v in want["counts < 900"].items() if v}, out
     assert printed(out, "spark exact top 10") == [str(want["exact"])], out
@@ -236,7 +246,7 @@ def test_the_spark_snippet(warehouse, tmp_path):
 def test_the_ray_snippet(warehouse, tmp_path):
     pytest.importorskip("ray.data")
     root, ds = warehouse
-    out = run_python(localize(snippets("python")[2], root), tmp_path)
+    out = run_python(localize(snippets("python")[3], root), tmp_path)
     want = expected(ds)
     assert printed(out, "ray rows") == [str(want["id % 7"])], out
     assert printed(out, "ray exact top 10") == [str(want["exact"])], out
