@@ -367,6 +367,71 @@ typedef int32_t LanceWriteMode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// What a merge-insert does with a target row that matches a source row.
+enum LanceWhenMatched
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Keep the target row (find-or-create; the default).
+  LANCE_WHEN_MATCHED_DO_NOTHING = 0,
+  // Replace it with the source row (upsert).
+  LANCE_WHEN_MATCHED_UPDATE_ALL = 1,
+  // Replace it where `when_matched_condition` holds (columns as `target.x`, `source.x`).
+  LANCE_WHEN_MATCHED_UPDATE_IF = 2,
+  // Delete it.
+  LANCE_WHEN_MATCHED_DELETE = 3,
+  // Fail the statement (nothing is committed).
+  LANCE_WHEN_MATCHED_FAIL = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceWhenMatched LanceWhenMatched;
+#else
+typedef int32_t LanceWhenMatched;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// What a merge-insert does with a source row that matches no target row.
+enum LanceWhenNotMatched
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Insert it (the default).
+  LANCE_WHEN_NOT_MATCHED_INSERT = 0,
+  // Ignore it.
+  LANCE_WHEN_NOT_MATCHED_DO_NOTHING = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceWhenNotMatched LanceWhenNotMatched;
+#else
+typedef int32_t LanceWhenNotMatched;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// What a merge-insert does with a target row that matches no source row.
+enum LanceWhenNotMatchedBySource
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Keep it (the default).
+  LANCE_WHEN_NOT_MATCHED_BY_SOURCE_KEEP = 0,
+  // Delete it (replace the table's rows by the source's).
+  LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE = 1,
+  // Delete it where `by_source_condition` holds (replace a region).
+  LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceWhenNotMatchedBySource LanceWhenNotMatchedBySource;
+#else
+typedef int32_t LanceWhenNotMatchedBySource;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The blobs of some rows of one blob column (`lance_dataset_take_blobs`). Opaque; free with
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;
@@ -792,12 +857,38 @@ typedef struct {
   uint64_t files_written;
   // Bytes of those data files.
   uint64_t bytes_written;
-  // Rows deleted (`lance_dataset_delete`).
+  // Rows deleted (a delete; a merge-insert's matched or unmatched-by-source deletes).
   uint64_t rows_deleted;
+  // Rows updated (an update; a merge-insert's matched rows replaced).
+  uint64_t rows_updated;
+  // Rows inserted (a merge-insert's unmatched source rows).
+  uint64_t rows_inserted;
   // 1 when this call committed a new version; 0 for a staged write and for a commit whose
   // statement id was already committed (`version` is then the version that holds it).
   uint8_t committed;
 } LanceWriteResult;
+
+// A merge-insert statement (`lance_dataset_merge_insert`). Initialize with
+// `lance_merge_insert_init_v2(&m, sizeof m)`: no key columns, matched rows kept, unmatched
+// source rows inserted, unmatched target rows kept. Since 0.6.
+typedef struct {
+  // `sizeof(LanceMergeInsert)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // The key columns rows are matched on (at least one).
+  const char *const *on;
+  size_t num_on;
+  // A `LanceWhenMatched`.
+  int32_t when_matched;
+  // A `LanceWhenNotMatched`.
+  int32_t when_not_matched;
+  // The condition of LANCE_WHEN_MATCHED_UPDATE_IF (Lance SQL); NULL otherwise.
+  const char *when_matched_condition;
+  // A `LanceWhenNotMatchedBySource`.
+  int32_t when_not_matched_by_source;
+  // The condition of LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF (Lance SQL on the target's
+  // columns); NULL otherwise.
+  const char *by_source_condition;
+} LanceMergeInsert;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1782,6 +1873,39 @@ int32_t lance_staged_write_abort(const uint8_t *const *staged, const size_t *sta
 // passed in keeps its version); `out_result` (may be NULL) gets `rows_deleted`. Borrows its
 // arguments. Thread-safe. Returns an error code; outputs are not written on failure.
 int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Set columns of `dataset`'s table with Lance SQL expressions over the row
+// (`UPDATE t SET columns[i] = expressions[i] WHERE predicate`; `predicate` NULL = every row),
+// as one new version planned at the handle's version. An unknown column, an expression or
+// predicate that does not parse or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
+// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) gets `rows_updated`. Borrows its arguments. Thread-safe. Returns an error
+// code; outputs are not written on failure.
+int32_t lance_dataset_update(const LanceDataset *dataset, const char *const *columns, const char *const *expressions, size_t num_columns, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+// merge-insert (no key columns; keep matched rows, insert unmatched source rows, keep
+// unmatched target rows) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure.
+int32_t lance_merge_insert_init_v2(LanceMergeInsert *out, size_t struct_size);
+
+// Merge the source rows of `data` into `dataset`'s table by the key columns `spec->on`, as one
+// new version planned at the handle's version (MERGE INTO / upsert): `spec->when_matched`,
+// `when_not_matched` and `when_not_matched_by_source` say what happens to each row. The source
+// has the table's columns; an unknown key column, a condition that does not parse, a source with another
+// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match fails; nothing is
+// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+// `data` is read on a thread of its own (it may be a lance-host stream).
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) gets `rows_inserted`, `rows_updated`, `rows_deleted`, files and bytes written.
+// Takes ownership of `data` (released, also on failure); borrows the rest. Thread-safe.
+// Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -230,5 +230,6 @@ mod tests {
         // 0.6: new structs, first revision.
         check::<crate::ffi::write::LanceWriteParams>(None);
         check::<crate::ffi::write::LanceWriteResult>(None);
+        check::<crate::ffi::write::LanceMergeInsert>(None);
     }
 }

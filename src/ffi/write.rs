@@ -7,13 +7,15 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::write::staged::{self, StagedWrite};
-use crate::write::{rows, table, WriteMode, WriteOptions, WriteSummary};
+use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
+use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
 
 use super::handles::LanceDataset;
 use super::scan::import_stream;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
     guard_code, handle_ref, into_array, into_handle, kv_arg, opt_str_arg, out_arg, slice_arg, str_arg,
+    str_list_arg,
 };
 
 /// What a write does (`LanceWriteParams.mode`).
@@ -111,8 +113,12 @@ pub struct LanceWriteResult {
     pub files_written: u64,
     /// Bytes of those data files.
     pub bytes_written: u64,
-    /// Rows deleted (`lance_dataset_delete`).
+    /// Rows deleted (a delete; a merge-insert's matched or unmatched-by-source deletes).
     pub rows_deleted: u64,
+    /// Rows updated (an update; a merge-insert's matched rows replaced).
+    pub rows_updated: u64,
+    /// Rows inserted (a merge-insert's unmatched source rows).
+    pub rows_inserted: u64,
     /// 1 when this call committed a new version; 0 for a staged write and for a commit whose
     /// statement id was already committed (`version` is then the version that holds it).
     pub committed: u8,
@@ -128,6 +134,8 @@ impl Default for LanceWriteResult {
             files_written: 0,
             bytes_written: 0,
             rows_deleted: 0,
+            rows_updated: 0,
+            rows_inserted: 0,
             committed: 0,
         }
     }
@@ -136,8 +144,8 @@ impl Default for LanceWriteResult {
 // SAFETY: repr(C), leading struct_size, alignment 8, integer fields. It has no 0.1 layout.
 unsafe impl Extensible for LanceWriteResult {
     const NAME: &'static str = "LanceWriteResult";
-    const MIN_SIZE: usize = 64;
-    const V0_SIZE: usize = 56;
+    const MIN_SIZE: usize = 80;
+    const V0_SIZE: usize = 72;
     fn initial() -> Self {
         Self::default()
     }
@@ -152,6 +160,8 @@ impl From<WriteSummary> for LanceWriteResult {
             files_written: s.files_written,
             bytes_written: s.bytes_written,
             rows_deleted: s.rows_deleted,
+            rows_updated: s.rows_updated,
+            rows_inserted: s.rows_inserted,
             committed: u8::from(s.committed),
             ..Default::default()
         }
@@ -398,6 +408,229 @@ pub extern "C" fn lance_dataset_delete(
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = rows::delete(&ds.snapshot, predicate, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}
+
+/// What a merge-insert does with a target row that matches a source row.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceWhenMatched {
+    /// Keep the target row (find-or-create; the default).
+    LANCE_WHEN_MATCHED_DO_NOTHING = 0,
+    /// Replace it with the source row (upsert).
+    LANCE_WHEN_MATCHED_UPDATE_ALL = 1,
+    /// Replace it where `when_matched_condition` holds (columns as `target.x`, `source.x`).
+    LANCE_WHEN_MATCHED_UPDATE_IF = 2,
+    /// Delete it.
+    LANCE_WHEN_MATCHED_DELETE = 3,
+    /// Fail the statement (nothing is committed).
+    LANCE_WHEN_MATCHED_FAIL = 4,
+}
+
+/// What a merge-insert does with a source row that matches no target row.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceWhenNotMatched {
+    /// Insert it (the default).
+    LANCE_WHEN_NOT_MATCHED_INSERT = 0,
+    /// Ignore it.
+    LANCE_WHEN_NOT_MATCHED_DO_NOTHING = 1,
+}
+
+/// What a merge-insert does with a target row that matches no source row.
+#[repr(i32)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceWhenNotMatchedBySource {
+    /// Keep it (the default).
+    LANCE_WHEN_NOT_MATCHED_BY_SOURCE_KEEP = 0,
+    /// Delete it (replace the table's rows by the source's).
+    LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE = 1,
+    /// Delete it where `by_source_condition` holds (replace a region).
+    LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF = 2,
+}
+
+/// A merge-insert statement (`lance_dataset_merge_insert`). Initialize with
+/// `lance_merge_insert_init_v2(&m, sizeof m)`: no key columns, matched rows kept, unmatched
+/// source rows inserted, unmatched target rows kept. Since 0.6.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LanceMergeInsert {
+    /// `sizeof(LanceMergeInsert)` as the caller compiled it (set by the init function).
+    pub struct_size: usize,
+    /// The key columns rows are matched on (at least one).
+    pub on: *const *const c_char,
+    pub num_on: usize,
+    /// A `LanceWhenMatched`.
+    pub when_matched: i32,
+    /// A `LanceWhenNotMatched`.
+    pub when_not_matched: i32,
+    /// The condition of LANCE_WHEN_MATCHED_UPDATE_IF (Lance SQL); NULL otherwise.
+    pub when_matched_condition: *const c_char,
+    /// A `LanceWhenNotMatchedBySource`.
+    pub when_not_matched_by_source: i32,
+    /// The condition of LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF (Lance SQL on the target's
+    /// columns); NULL otherwise.
+    pub by_source_condition: *const c_char,
+}
+
+impl Default for LanceMergeInsert {
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>(),
+            on: std::ptr::null(),
+            num_on: 0,
+            when_matched: LanceWhenMatched::LANCE_WHEN_MATCHED_DO_NOTHING as i32,
+            when_not_matched: LanceWhenNotMatched::LANCE_WHEN_NOT_MATCHED_INSERT as i32,
+            when_matched_condition: std::ptr::null(),
+            when_not_matched_by_source: LanceWhenNotMatchedBySource::LANCE_WHEN_NOT_MATCHED_BY_SOURCE_KEEP as i32,
+            by_source_condition: std::ptr::null(),
+        }
+    }
+}
+
+// SAFETY: repr(C), leading struct_size, alignment 8, integer and pointer fields. It has no 0.1
+// layout (V0_SIZE is never used).
+unsafe impl Extensible for LanceMergeInsert {
+    const NAME: &'static str = "LanceMergeInsert";
+    const MIN_SIZE: usize = 56;
+    const V0_SIZE: usize = 48;
+    fn initial() -> Self {
+        Self::default()
+    }
+}
+
+fn merge_arg(p: *const LanceMergeInsert) -> Result<MergeInsert> {
+    let m = read_in(p, Layout::Sized, "spec")?
+        .ok_or_else(|| HostError::invalid("spec is NULL (a merge-insert needs its key columns)"))?;
+    let condition = |p: *const c_char, name: &str, what: &str| -> Result<String> {
+        opt_str_arg(p, name)?
+            .map(str::to_string)
+            .ok_or_else(|| HostError::invalid(format!("{what} needs {name}")))
+    };
+    Ok(MergeInsert {
+        on: str_list_arg(m.on, m.num_on, "spec->on")?,
+        when_matched: match m.when_matched {
+            0 => OnMatch::DoNothing,
+            1 => OnMatch::UpdateAll,
+            2 => OnMatch::UpdateIf(condition(
+                m.when_matched_condition,
+                "spec->when_matched_condition",
+                "LANCE_WHEN_MATCHED_UPDATE_IF",
+            )?),
+            3 => OnMatch::Delete,
+            4 => OnMatch::Fail,
+            v => return Err(HostError::invalid(format!("spec->when_matched {v} is not a LanceWhenMatched (0..4)"))),
+        },
+        when_not_matched: match m.when_not_matched {
+            0 => OnNoMatch::Insert,
+            1 => OnNoMatch::DoNothing,
+            v => {
+                return Err(HostError::invalid(format!(
+                    "spec->when_not_matched {v} is not a LanceWhenNotMatched (0 insert, 1 do nothing)"
+                )))
+            }
+        },
+        when_not_matched_by_source: match m.when_not_matched_by_source {
+            0 => OnNoSourceMatch::Keep,
+            1 => OnNoSourceMatch::Delete,
+            2 => OnNoSourceMatch::DeleteIf(condition(
+                m.by_source_condition,
+                "spec->by_source_condition",
+                "LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF",
+            )?),
+            v => {
+                return Err(HostError::invalid(format!(
+                    "spec->when_not_matched_by_source {v} is not a LanceWhenNotMatchedBySource (0..2)"
+                )))
+            }
+        },
+    })
+}
+
+/// Set columns of `dataset`'s table with Lance SQL expressions over the row
+/// (`UPDATE t SET columns[i] = expressions[i] WHERE predicate`; `predicate` NULL = every row),
+/// as one new version planned at the handle's version. An unknown column, an expression or
+/// predicate that does not parse or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
+/// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+/// (may be NULL) gets `rows_updated`. Borrows its arguments. Thread-safe. Returns an error
+/// code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_update(
+    dataset: *const LanceDataset,
+    columns: *const *const c_char,
+    expressions: *const *const c_char,
+    num_columns: usize,
+    predicate: *const c_char,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let columns = str_list_arg(columns, num_columns, "columns")?;
+        let expressions = str_list_arg(expressions, num_columns, "expressions")?;
+        let predicate = opt_str_arg(predicate, "predicate")?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let assignments: Vec<(String, String)> = columns.into_iter().zip(expressions).collect();
+        let (snapshot, summary) = rows::update(&ds.snapshot, &assignments, predicate, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}
+
+/// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+/// merge-insert (no key columns; keep matched rows, insert unmatched source rows, keep
+/// unmatched target rows) and set `out->struct_size`.
+///
+/// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+/// small; `out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_merge_insert_init_v2(out: *mut LanceMergeInsert, struct_size: usize) -> i32 {
+    guard_code(|| init_out(out, struct_size, "out"))
+}
+
+/// Merge the source rows of `data` into `dataset`'s table by the key columns `spec->on`, as one
+/// new version planned at the handle's version (MERGE INTO / upsert): `spec->when_matched`,
+/// `when_not_matched` and `when_not_matched_by_source` say what happens to each row. The source
+/// has the table's columns; an unknown key column, a condition that does not parse, a source with another
+/// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match fails; nothing is
+/// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+/// `data` is read on a thread of its own (it may be a lance-host stream).
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+/// (may be NULL) gets `rows_inserted`, `rows_updated`, `rows_deleted`, files and bytes written.
+/// Takes ownership of `data` (released, also on failure); borrows the rest. Thread-safe.
+/// Returns an error code; outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_merge_insert(
+    dataset: *const LanceDataset,
+    data: *mut FFI_ArrowArrayStream,
+    spec: *const LanceMergeInsert,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let (reader, _) = import_stream(data, "data")?;
+        let ds = handle_ref(dataset, "dataset")?;
+        let spec = merge_arg(spec)?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = rows::merge_insert(&ds.snapshot, reader, &spec, &options)?;
         write_result(out_result, summary)?;
         if !out_dataset.is_null() {
             *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));

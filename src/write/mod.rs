@@ -1,5 +1,6 @@
 //! Writes: whole-table writes in one process (`table`), staged writes that workers make and a
-//! coordinator commits as one version (`staged`), and row deletes (`rows`). The read modules
+//! coordinator commits as one version (`staged`), and row-level changes — delete, update,
+//! merge-insert (`rows`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
 pub mod rows;
@@ -171,6 +172,8 @@ pub struct WriteSummary {
     pub files_written: u64,
     pub bytes_written: u64,
     pub rows_deleted: u64,
+    pub rows_updated: u64,
+    pub rows_inserted: u64,
     /// False when an exactly-once commit found its statement already committed.
     pub committed: bool,
 }

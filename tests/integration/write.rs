@@ -334,3 +334,61 @@ fn staged_creates_of_several_workers_make_a_table() {
     let err = commit(&uri, &parts, &p).unwrap_err();
     assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("already exists"), "{err:?}");
 }
+
+#[test]
+fn update_and_merge_insert_count_what_they_did() {
+    let uri = table_uri("rows");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    // UPDATE t SET name = 'even' WHERE id % 2 = 0
+    let cols = cstrs(&["name"]);
+    let exprs = cstrs(&["'even'"]);
+    let pred = cstr("id % 2 = 0");
+    let (mut out, mut r) = (std::ptr::null_mut(), result());
+    assert_eq!(lance_dataset_update(v1.ptr(), cols.ptrs.as_ptr(), exprs.ptrs.as_ptr(), 1, pred.as_ptr(), std::ptr::null(), &mut out, &mut r), 0, "{}", last_message());
+    let v2 = Ds(out);
+    assert_eq!((r.version, r.rows_updated, r.committed), (2, 50, 1));
+    let mut o = default_opts();
+    let f = cstr("name = 'even'");
+    o.filter_sql = f.as_ptr();
+    assert_eq!(total_rows(&scan(&v2, &o).unwrap()), 50);
+    for (c, e, needle) in [("nope", "1", "nope"), ("id", "id +", "id +"), ("id", "'text'", "id")] {
+        let (c, e) = (cstrs(&[c]), cstrs(&[e]));
+        let mut out = std::ptr::null_mut();
+        assert_err(lance_dataset_update(v2.ptr(), c.ptrs.as_ptr(), e.ptrs.as_ptr(), 1, std::ptr::null(), std::ptr::null(), &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, needle);
+        assert!(out.is_null());
+    }
+    assert_err(lance_dataset_update(v2.ptr(), cols.ptrs.as_ptr(), exprs.ptrs.as_ptr(), 0, std::ptr::null(), std::ptr::null(), &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "at least one");
+
+    // MERGE INTO t USING source ON id: upsert ids 90..120 (10 match, 20 new)
+    let on = cstrs(&["id"]);
+    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
+    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
+    let mut m = unsafe { m.assume_init() };
+    m.on = on.ptrs.as_ptr();
+    m.num_on = 1;
+    m.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_UPDATE_ALL as i32;
+    let mut data = stream_of(vec![rows(90..120)]);
+    let (mut out, mut r) = (std::ptr::null_mut(), result());
+    assert_eq!(lance_dataset_merge_insert(v2.ptr(), &mut data, &m, std::ptr::null(), &mut out, &mut r), 0, "{}", last_message());
+    let v3 = Ds(out);
+    assert_eq!((r.version, r.rows_inserted, r.rows_updated, r.rows_deleted), (3, 20, 10, 0));
+    assert_eq!(ids_of(&v3), (0..120).collect::<Vec<_>>());
+    // a key column the table lacks, a bad rule, a missing condition: errors, nothing written
+    let bad_on = cstrs(&["nope"]);
+    let mut bad = m;
+    bad.on = bad_on.ptrs.as_ptr();
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_dataset_merge_insert(v3.ptr(), &mut data, &bad, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "nope");
+    assert!(data.release.is_none());
+    let mut bad = m;
+    bad.when_matched = 9;
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_dataset_merge_insert(v3.ptr(), &mut data, &bad, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "LanceWhenMatched");
+    let mut bad = m;
+    bad.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_UPDATE_IF as i32;
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_dataset_merge_insert(v3.ptr(), &mut data, &bad, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "when_matched_condition");
+    let mut data = stream_of(vec![rows(0..1)]);
+    assert_err(lance_dataset_merge_insert(v3.ptr(), &mut data, std::ptr::null(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "spec is NULL");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 3);
+}
