@@ -460,6 +460,14 @@ int main(int argc, char** argv) {
     auto [trimmed, deleted] = appended.delete_rows("id % 2 = 0");
     EXPECT(deleted.version == 3 && deleted.rows_deleted > 0);
     EXPECT(trimmed.count_rows() == appended.count_rows() - deleted.rows_deleted);
+    auto [renamed, upd] = trimmed.update({{"category", "'x'"}}, std::string("id < 100"));
+    EXPECT(upd.version == 4 && upd.rows_updated == trimmed.count_rows(std::string("id < 100")));
+    lh::MergeRequest upsert;
+    upsert.on = {"id"};
+    upsert.when_matched = LANCE_WHEN_MATCHED_UPDATE_ALL;
+    auto [upserted, mr] = renamed.merge_insert(ds.scan(small), upsert);  // the original rows back
+    EXPECT(mr.version == 5 && mr.rows_updated + mr.rows_inserted == small_rows);
+    EXPECT(upserted.count_rows(std::string("category = 'x'")) == 0);
     lh::WriteRequest overwrite;
     overwrite.mode = LANCE_WRITE_OVERWRITE;
     auto stale = lh::stage_write(target, ds.scan(small), overwrite, &appended);  // planned at 2
@@ -470,7 +478,7 @@ int main(int argc, char** argv) {
       EXPECT(e.library_code() == LANCE_ERR_CONFLICT && e.name() == "LANCE_ERR_CONFLICT");
     }
     EXPECT(lh::abort_staged({stale.bytes}) >= 1);
-    EXPECT(lh::Dataset::open(target).version() == 3);
+    EXPECT(lh::Dataset::open(target).version() == 5);
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

@@ -118,6 +118,40 @@ int main(int argc, char** argv) {
   CHECK_EQ_U64(count(v2), small + rest); /* v2 keeps its version */
   CHECK(lance_dataset_delete(v3, "no_such_column = 1", NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
 
+  /* UPDATE and MERGE INTO (upsert of the table's own first rows with a changed category). */
+  const char* set_cols[] = {"category"};
+  const char* set_exprs[] = {"'updated'"};
+  LanceDataset* v4 = NULL;
+  CHECK_OK(lance_dataset_update(v3, set_cols, set_exprs, 1, "id < 100", NULL, &v4, &r));
+  uint64_t under100 = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(v3, "id < 100", &under100, NULL));
+  CHECK(r.version == 4 && r.rows_updated == under100);
+  uint64_t updated = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(v4, "category = 'updated'", &updated, NULL));
+  CHECK_EQ_U64(updated, under100);
+  LanceMergeInsert m;
+  CHECK_OK(lance_merge_insert_init_v2(&m, sizeof m));
+  const char* on[] = {"id"};
+  m.on = on;
+  m.num_on = 1;
+  m.when_matched = LANCE_WHEN_MATCHED_UPDATE_ALL;
+  struct ArrowArrayStream source = scan_where(src, NULL, "id < 100"); /* the original rows */
+  LanceDataset* v5 = NULL;
+  CHECK_OK(lance_dataset_merge_insert(v4, &source, &m, NULL, &v5, &r));
+  CHECK(source.release == NULL);
+  uint64_t src_under100 = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(src, "id < 100", &src_under100, NULL));
+  /* rows deleted as 'rare' come back as inserts; the others are updated back */
+  CHECK(r.version == 5 && r.rows_updated == under100 && r.rows_inserted == src_under100 - under100);
+  CHECK_OK(lance_dataset_count_rows_where_v2(v5, "category = 'updated'", &updated, NULL));
+  CHECK_EQ_U64(updated, 0);
+  m.when_matched = 77;
+  source = scan_where(src, NULL, "id < 100");
+  CHECK(lance_dataset_merge_insert(v5, &source, &m, NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(source.release == NULL);
+  lance_dataset_free(v4);
+  lance_dataset_free(v5);
+
   /* An overwrite planned at version 2 loses to the delete: LANCE_ERR_CONFLICT, table intact;
    * its staged files are aborted. */
   p.mode = LANCE_WRITE_OVERWRITE;
@@ -133,8 +167,8 @@ int main(int argc, char** argv) {
   CHECK(removed >= 1);
   lance_bytes_free(ob, ob_len);
   latest = lance_dataset_open(uri, NULL, 0);
-  CHECK_EQ_U64(lance_dataset_version(latest), 3);
-  CHECK_EQ_U64(count(latest), small + rest - rare);
+  CHECK_EQ_U64(lance_dataset_version(latest), 5);
+  CHECK_EQ_U64(count(latest), small + rest - rare + (src_under100 - under100));
   lance_dataset_free(latest);
 
   /* Bad inputs: codes, and the stream is released on every path. */

@@ -477,6 +477,17 @@ struct WriteRequest {
   uint64_t retry_timeout_ms = 0;
 };
 
+/// A merge-insert statement (LanceMergeInsert): key columns and what happens to matched rows,
+/// unmatched source rows and unmatched target rows.
+struct MergeRequest {
+  std::vector<std::string> on;
+  LanceWhenMatched when_matched = LANCE_WHEN_MATCHED_DO_NOTHING;
+  std::optional<std::string> when_matched_condition;  ///< for LANCE_WHEN_MATCHED_UPDATE_IF
+  LanceWhenNotMatched when_not_matched = LANCE_WHEN_NOT_MATCHED_INSERT;
+  LanceWhenNotMatchedBySource when_not_matched_by_source = LANCE_WHEN_NOT_MATCHED_BY_SOURCE_KEEP;
+  std::optional<std::string> by_source_condition;  ///< for ..._BY_SOURCE_DELETE_IF
+};
+
 namespace detail {
 /// LanceWriteParams of a WriteRequest, with the key/value arrays they point into.
 class WriteParams {
@@ -862,6 +873,44 @@ class Dataset {
     LanceDataset* out = nullptr;
     LanceWriteResult res = detail::write_result();
     check(lance_dataset_delete(p_.get(), predicate.c_str(), p.get(), &out, &res));
+    return {Dataset(out), res};
+  }
+  /// `UPDATE SET column = expression, ... [WHERE where]` as one new version planned at this
+  /// handle's version (`values`: column, Lance SQL expression over the row).
+  std::pair<Dataset, LanceWriteResult> update(const std::vector<std::pair<std::string, std::string>>& values,
+                                              const std::optional<std::string>& where = std::nullopt,
+                                              const WriteRequest& r = {}) const {
+    std::vector<const char*> cols, exprs;
+    for (const auto& [c, e] : values) {
+      cols.push_back(c.c_str());
+      exprs.push_back(e.c_str());
+    }
+    detail::WriteParams p(r);
+    LanceDataset* out = nullptr;
+    LanceWriteResult res = detail::write_result();
+    check(lance_dataset_update(p_.get(), cols.data(), exprs.data(), values.size(), where ? where->c_str() : nullptr,
+                               p.get(), &out, &res));
+    return {Dataset(out), res};
+  }
+  /// MERGE INTO this table from `data` (consumed) by `m.on`, as one new version planned at this
+  /// handle's version; the result counts rows inserted, updated and deleted.
+  std::pair<Dataset, LanceWriteResult> merge_insert(Stream&& data, const MergeRequest& m,
+                                                    const WriteRequest& r = {}) const {
+    auto on = detail::c_strings(m.on);
+    LanceMergeInsert spec;
+    check(lance_merge_insert_init_v2(&spec, sizeof spec));
+    spec.on = on.data();
+    spec.num_on = on.size();
+    spec.when_matched = m.when_matched;
+    spec.when_matched_condition = m.when_matched_condition ? m.when_matched_condition->c_str() : nullptr;
+    spec.when_not_matched = m.when_not_matched;
+    spec.when_not_matched_by_source = m.when_not_matched_by_source;
+    spec.by_source_condition = m.by_source_condition ? m.by_source_condition->c_str() : nullptr;
+    detail::WriteParams p(r);
+    ArrowArrayStream in = data.release();
+    LanceDataset* out = nullptr;
+    LanceWriteResult res = detail::write_result();
+    check(lance_dataset_merge_insert(p_.get(), &in, &spec, p.get(), &out, &res));
     return {Dataset(out), res};
   }
   const LanceDataset* get() const { return p_.get(); }

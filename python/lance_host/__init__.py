@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -39,6 +39,9 @@ __all__ = [
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
 METRICS = {None: 0, "l2": 1, "cosine": 2, "dot": 3, "hamming": 4}
 WRITE_MODES = {"create": 0, "append": 1, "overwrite": 2}
+WHEN_MATCHED = {"do_nothing": 0, "update_all": 1, "update_if": 2, "delete": 3, "fail": 4}
+WHEN_NOT_MATCHED = {"insert": 0, "do_nothing": 1}
+WHEN_NOT_MATCHED_BY_SOURCE = {"keep": 0, "delete": 1, "delete_if": 2}
 TEXT_MATCH = {"or": 0, "any": 0, "and": 1, "all": 1, "phrase": 2}
 LOG_LEVELS = {"off": 0, "error": 1, "warn": 2, "info": 3, "debug": 4, "trace": 5}
 _ELEMENTS = {"float16": (1, ctypes.c_uint16), "float32": (2, ctypes.c_float), "float64": (3, ctypes.c_double),
@@ -987,6 +990,52 @@ class Dataset:
         _check(LIB.lance_dataset_delete(self._h, predicate.encode(), ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
         return Dataset(out.value), WriteResult._from(r)
 
+    def update(self, values: Mapping[str, str], where: Optional[str] = None, **params) -> tuple["Dataset", "WriteResult"]:
+        """`UPDATE t SET column = expression [, ...] WHERE where` (lance_dataset_update):
+        `values` maps columns to Lance SQL expressions over the row (e.g. {"price": "price * 2"});
+        `where` None updates every row. One new version planned at this handle's version;
+        returns it pinned and its `WriteResult` (`rows_updated`)."""
+        if not isinstance(values, Mapping) or not values:
+            raise _error(1, "values must be a non-empty mapping of column -> SQL expression")
+        cols, n = _cstrings(list(values.keys()))
+        exprs, _ = _cstrings([str(v) for v in values.values()])
+        p, keep = _write_params(None, **params)
+        out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_update(self._h, cols, exprs, n, where.encode() if where is not None else None,
+                                        ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), WriteResult._from(r)
+
+    def merge_insert(self, data, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
+                     when_not_matched: str = "insert", when_not_matched_by_source: str = "keep", *,
+                     when_matched_condition: Optional[str] = None, by_source_condition: Optional[str] = None,
+                     **params) -> tuple["Dataset", "WriteResult"]:
+        """MERGE INTO this table from `data` (a pyarrow Table, RecordBatchReader, ...) by the key
+        column(s) `on` (lance_dataset_merge_insert). `when_matched`: 'do_nothing', 'update_all'
+        (upsert), 'update_if' (with `when_matched_condition`), 'delete', 'fail';
+        `when_not_matched`: 'insert', 'do_nothing'; `when_not_matched_by_source`: 'keep',
+        'delete', 'delete_if' (with `by_source_condition`). One new version planned at this
+        handle's version; returns it pinned and its `WriteResult` (rows inserted, updated,
+        deleted)."""
+        keys = [on] if isinstance(on, str) else list(on)
+        m = _ffi.MergeInsert()
+        _check(LIB.lance_merge_insert_init_v2(ctypes.byref(m), ctypes.sizeof(m)))
+        arr, n = _cstrings(keys)
+        m.on, m.num_on = arr, n
+        m.when_matched = _choice("when_matched", when_matched, WHEN_MATCHED)
+        m.when_not_matched = _choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
+        m.when_not_matched_by_source = _choice("when_not_matched_by_source", when_not_matched_by_source,
+                                               WHEN_NOT_MATCHED_BY_SOURCE)
+        if when_matched_condition is not None:
+            m.when_matched_condition = when_matched_condition.encode()
+        if by_source_condition is not None:
+            m.by_source_condition = by_source_condition.encode()
+        p, keep = _write_params(None, **params)
+        c = _stream_of(data)
+        out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_merge_insert(self._h, ctypes.byref(c), ctypes.byref(m), ctypes.byref(p),
+                                              ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), WriteResult._from(r)
+
     def prewarm_index_quietly(self, name: str) -> None:
         """lance_dataset_prewarm_index (without the I/O figures)."""
         _check(LIB.lance_dataset_prewarm_index(self._h, name.encode()))
@@ -1105,20 +1154,23 @@ class Catalog:
 @dataclass(frozen=True)
 class WriteResult:
     """What a write did (LanceWriteResult): the version committed (0 for a staged write), rows,
-    fragments, files and bytes written, rows deleted, and whether this call committed (False
-    for a staged write and for a repeated commit of an already committed statement)."""
+    fragments, files and bytes written, rows deleted, updated and inserted, and whether this
+    call committed (False for a staged write and for a repeated commit of an already committed
+    statement)."""
     version: int
     rows_written: int
     fragments_written: int
     files_written: int
     bytes_written: int
     rows_deleted: int
+    rows_updated: int
+    rows_inserted: int
     committed: bool
 
     @staticmethod
     def _from(r) -> "WriteResult":
         return WriteResult(r.version, r.rows_written, r.fragments_written, r.files_written, r.bytes_written,
-                           r.rows_deleted, bool(r.committed))
+                           r.rows_deleted, r.rows_updated, r.rows_inserted, bool(r.committed))
 
 
 class StagedWrite:

@@ -109,7 +109,15 @@ class WriteParams(Sized):
 class WriteResult(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t)] + [
         (n, ctypes.c_uint64) for n in ("version", "rows_written", "fragments_written", "files_written",
-                                       "bytes_written", "rows_deleted")] + [("committed", ctypes.c_uint8)]
+                                       "bytes_written", "rows_deleted", "rows_updated", "rows_inserted")] + [
+        ("committed", ctypes.c_uint8)]
+
+
+class MergeInsert(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("on", cstrp), ("num_on", ctypes.c_size_t),
+                ("when_matched", ctypes.c_int32), ("when_not_matched", ctypes.c_int32),
+                ("when_matched_condition", cstr), ("when_not_matched_by_source", ctypes.c_int32),
+                ("by_source_condition", cstr)]
 
 
 class BlobInfo(Sized):
@@ -259,6 +267,11 @@ SIGNATURES = {
     "lance_staged_write_abort": (i32, [ctypes.POINTER(u8p), ctypes.POINTER(sz), sz, cstrp, u64p]),
     "lance_dataset_delete": (i32, [P, cstr, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                    ctypes.POINTER(WriteResult)]),
+    "lance_dataset_update": (i32, [P, cstrp, cstrp, sz, cstr, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
+                                   ctypes.POINTER(WriteResult)]),
+    "lance_merge_insert_init_v2": (i32, [ctypes.POINTER(MergeInsert), sz]),
+    "lance_dataset_merge_insert": (i32, [P, StreamP, ctypes.POINTER(MergeInsert), ctypes.POINTER(WriteParams),
+                                         ctypes.POINTER(P), ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),
     "lance_split_open_dataset": (P, [P, cstrp]),
     "lance_split_free": (None, [P]),

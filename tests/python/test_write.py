@@ -194,3 +194,71 @@ def test_bad_writes_raise_and_write_nothing(tmp_path):
     with pytest.raises(lh.LanceError, match="the source broke"):
         lh.write_table(uri, reader, mode="append")
     assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 10
+
+
+def test_updates_equal_pylance_updates(tmp_path):
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 1500)
+    lh.write_table(ours, data, max_rows_per_file=500)
+    lance.write_dataset(data, theirs, max_rows_per_file=500)
+    for values, where in [({"f32": "f32 * 2", "name": "'renamed'"}, "id % 4 = 1"),
+                          ({"i32": "i32 + 1000"}, None),
+                          ({"flag": "NOT flag"}, "flag IS NOT NULL AND id < 300")]:
+        before = lh.open(ours)
+        after, r = before.update(values, where)
+        n = lance.dataset(theirs).update(values, where)["num_rows_updated"]
+        assert r.rows_updated == n and r.committed, (values, where)
+        assert sorted_table(after.scan().read_all()).equals(sorted_table(lance.dataset(theirs).to_table()))
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.open(ours).update({"no_such_column": "1"})
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.open(ours).update({"i32": "i32 +"})
+    with pytest.raises(lh.InvalidArgumentError, match="non-empty mapping"):
+        lh.open(ours).update({})
+
+
+MERGES = [
+    # (our arguments, how pylance's builder is configured)
+    (dict(when_matched="update_all"), lambda b: b.when_matched_update_all().when_not_matched_insert_all()),
+    (dict(when_matched="do_nothing"), lambda b: b.when_not_matched_insert_all()),
+    (dict(when_matched="update_if", when_matched_condition="source.f32 > target.f32"),
+     lambda b: b.when_matched_update_all("source.f32 > target.f32").when_not_matched_insert_all()),
+    (dict(when_matched="update_all", when_not_matched="do_nothing", when_not_matched_by_source="delete"),
+     lambda b: b.when_matched_update_all().when_not_matched_by_source_delete()),
+    (dict(when_matched="update_all", when_not_matched_by_source="delete_if", by_source_condition="id < 200"),
+     lambda b: b.when_matched_update_all().when_not_matched_insert_all().when_not_matched_by_source_delete("id < 200")),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MERGES)))
+def test_merge_inserts_equal_pylance_merge_inserts(tmp_path, case):
+    ours_args, theirs_builder = MERGES[case]
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 1000)
+    lh.write_table(ours, data)
+    lance.write_dataset(data, theirs)
+    # the source: changed copies of ids 500..1200 (500 match, 200 are new)
+    source = typed(500, 1200)
+    source = source.set_column(source.schema.get_field_index("f32"), "f32",
+                               pa.array(np.where(np.arange(700) % 2 == 0, 1e6, -1.0), pa.float32()))
+    after, r = lh.open(ours).merge_insert(source, "id", **ours_args)
+    stats = theirs_builder(lance.dataset(theirs).merge_insert("id")).execute(source)
+    assert (r.rows_inserted, r.rows_updated, r.rows_deleted) == (
+        stats["num_inserted_rows"], stats["num_updated_rows"], stats["num_deleted_rows"]), (r, stats)
+    assert sorted_table(after.scan().read_all()).equals(sorted_table(lance.dataset(theirs).to_table()))
+
+
+def test_bad_merge_inserts_write_nothing(tmp_path):
+    uri = str(tmp_path / "m.lance")
+    ds, _ = lh.write_table(uri, typed(0, 100))
+    with pytest.raises(lh.InvalidArgumentError, match="no_key"):
+        ds.merge_insert(typed(0, 10), "no_key", when_matched="update_all")
+    with pytest.raises(lh.InvalidArgumentError, match="valid: 'do_nothing'"):
+        ds.merge_insert(typed(0, 10), "id", when_matched="upsert")
+    with pytest.raises(lh.InvalidArgumentError, match="when_matched_condition"):
+        ds.merge_insert(typed(0, 10), "id", when_matched="update_if")
+    with pytest.raises(lh.LanceError):
+        ds.merge_insert(typed(0, 10), "id", when_matched="fail")
+    with pytest.raises(lh.InvalidArgumentError):
+        ds.merge_insert(pa.table({"id": ["x"]}), "id", when_matched="update_all")
+    assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 100
