@@ -479,6 +479,19 @@ int main(int argc, char** argv) {
     }
     EXPECT(lh::abort_staged({stale.bytes}) >= 1);
     EXPECT(lh::Dataset::open(target).version() == 5);
+    // maintenance: tag, compact, open the tag, restore it, cleanup keeps the tagged version
+    upserted.create_tag("before-compact");
+    EXPECT(upserted.tags().at("before-compact") == 5);
+    auto [compacted, cr] = upserted.compact();
+    EXPECT(cr.version > 5 && cr.version == compacted.version() && compacted.count_rows() == upserted.count_rows());
+    auto tagged = lh::Dataset::open_tag(target, "before-compact");
+    EXPECT(tagged.version() == 5);
+    auto restored = tagged.restore();
+    EXPECT(restored.version() == cr.version + 1 && restored.count_rows() == upserted.count_rows());
+    compacted.cleanup(1);
+    EXPECT(lh::Dataset::open(target, {}, 5).count_rows() == upserted.count_rows());
+    restored.delete_tag("before-compact");
+    EXPECT(restored.tags().empty());
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

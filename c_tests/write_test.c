@@ -171,6 +171,34 @@ int main(int argc, char** argv) {
   CHECK_EQ_U64(count(latest), small + rest - rare + (src_under100 - under100));
   lance_dataset_free(latest);
 
+  /* Maintenance: tag the latest version, compact, open the tag, cleanup keeps it. */
+  latest = lance_dataset_open(uri, NULL, 0);
+  CHECK(latest != NULL);
+  CHECK_OK(lance_dataset_create_tag(latest, "loaded", 0));
+  LanceCompactParams cp;
+  CHECK_OK(lance_compact_params_init_v2(&cp, sizeof cp));
+  LanceCompactResult cr = {.struct_size = sizeof cr};
+  LanceDataset* compacted = NULL;
+  CHECK_OK(lance_dataset_compact(latest, &cp, &compacted, &cr));
+  CHECK(cr.version > 5 && cr.version == lance_dataset_version(compacted) && cr.fragments_removed > cr.fragments_added);
+  CHECK_EQ_U64(count(compacted), count(latest));
+  LanceTagList* tags = NULL;
+  CHECK_OK(lance_dataset_tags(compacted, &tags));
+  CHECK(lance_tag_list_count(tags) == 1 && strcmp(lance_tag_list_name(tags, 0), "loaded") == 0);
+  CHECK_EQ_U64(lance_tag_list_version(tags, 0), 5);
+  lance_tag_list_free(tags);
+  LanceDataset* tagged = lance_dataset_open_tag(uri, NULL, "loaded");
+  CHECK(tagged != NULL && lance_dataset_version(tagged) == 5);
+  uint64_t versions_removed = 0;
+  CHECK_OK(lance_dataset_cleanup(compacted, 0, false, &versions_removed, NULL));
+  CHECK(versions_removed >= 1);
+  CHECK_EQ_U64(count(tagged), count(latest)); /* the tagged version's files stay */
+  CHECK(lance_dataset_open_tag(uri, NULL, "nope") == NULL && lance_last_error_code() == LANCE_ERR_NOT_FOUND);
+  CHECK_OK(lance_dataset_delete_tag(compacted, "loaded"));
+  lance_dataset_free(tagged);
+  lance_dataset_free(compacted);
+  lance_dataset_free(latest);
+
   /* Bad inputs: codes, and the stream is released on every path. */
   struct ArrowArrayStream bad = scan_where(src, NULL, "id < 5");
   CHECK(lance_table_write(NULL, NULL, &bad, NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);

@@ -476,6 +476,9 @@ typedef struct LanceTableInfo LanceTableInfo;
 // free with `lance_table_stats_free`.
 typedef struct LanceTableStats LanceTableStats;
 
+// The tags of a table. Opaque; read with `lance_tag_list_*`, free with `lance_tag_list_free`.
+typedef struct LanceTagList LanceTagList;
+
 // One row's blob (`lance_blobs_info`). Set `struct_size = sizeof(LanceBlobInfo)` first.
 typedef struct {
   // `sizeof(LanceBlobInfo)` as the caller compiled it (set by the caller).
@@ -587,6 +590,34 @@ typedef struct {
   // Append `_rowid` (needed by the merges and `lance_dataset_take_rows`); default true.
   bool with_row_id;
 } LanceTextQuery;
+
+// Settings of `lance_dataset_compact`. Initialize with `lance_compact_params_init_v2(&p,
+// sizeof p)`; 0 fields mean Lance's default. Since 0.6.
+typedef struct {
+  // `sizeof(LanceCompactParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // Rows a compacted fragment aims at (0 = Lance's 1,048,576).
+  uint64_t target_rows_per_fragment;
+  // Rows per row group of the new files (0 = Lance's 1,024).
+  uint64_t max_rows_per_group;
+  // Share of deleted rows above which a fragment is rewritten, in (0, 1] (0 = Lance's 0.1).
+  float deletion_threshold;
+  // Non-zero: keep deleted rows in deletion vectors instead of dropping them on rewrite.
+  uint8_t keep_deletions;
+} LanceCompactParams;
+
+// What `lance_dataset_compact` did. Set `struct_size = sizeof(LanceCompactResult)` first.
+// Since 0.6.
+typedef struct {
+  // `sizeof(LanceCompactResult)` as the caller compiled it (set by the caller).
+  size_t struct_size;
+  // The version committed; the handle's version when there was nothing to compact.
+  uint64_t version;
+  uint64_t fragments_removed;
+  uint64_t fragments_added;
+  uint64_t files_removed;
+  uint64_t files_added;
+} LanceCompactResult;
 
 // One physical segment of an index; pointers inside are owned by the index list. Set
 // `struct_size = sizeof(LanceIndexSegmentInfo)` before `lance_index_list_segment_v2`.
@@ -1323,6 +1354,87 @@ int32_t lance_fts_merge(struct ArrowArrayStream *streams, size_t num_streams, ui
 // `out->release(out)`. Thread-safe. Returns an error code (LANCE_ERR_INVALID_ARGUMENT for k = 0,
 // a bad constant, a stream without the needed columns); `out` is not written on failure.
 int32_t lance_rrf_merge(struct ArrowArrayStream *vector, struct ArrowArrayStream *text, uint64_t k, double rrf_k, struct ArrowArrayStream *out);
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with Lance's
+// compaction defaults and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure.
+int32_t lance_compact_params_init_v2(LanceCompactParams *out, size_t struct_size);
+
+// Compact `dataset`'s table: rewrite small fragments, and fragments with many deleted rows,
+// into larger ones, as one new version planned at the handle's version (indexes are remapped;
+// readers of older versions are unaffected). `params` may be NULL for defaults. When there is
+// nothing to compact nothing is committed (`out_result->version` is the handle's).
+//
+// `*out_dataset` (if not NULL) gets the resulting version pinned, owned by the caller;
+// `out_result` (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an
+// error code (LANCE_ERR_CONFLICT if a concurrent commit cannot be combined); outputs are not
+// written on failure.
+int32_t lance_dataset_compact(const LanceDataset *dataset, const LanceCompactParams *params, LanceDataset **out_dataset, LanceCompactResult *out_result);
+
+// Remove the versions of `dataset`'s table committed more than `older_than_ms` milliseconds
+// ago, and the files only they use. Never removed: the latest version, tagged versions, and
+// (unless `delete_unverified`) files younger than 7 days that no version references — they
+// may belong to a write in progress. A reader pinned to a removed version fails on its next
+// read: choose `older_than_ms` longer than the longest query or pipeline. `out_versions_removed`
+// and `out_bytes_removed` may be NULL.
+//
+// Borrows its arguments. Thread-safe. Returns an error code; outputs are not written on
+// failure.
+int32_t lance_dataset_cleanup(const LanceDataset *dataset, uint64_t older_than_ms, bool delete_unverified, uint64_t *out_versions_removed, uint64_t *out_bytes_removed);
+
+// Tag `version` of `dataset`'s table as `name` (0 = the handle's version). A tag keeps its
+// version from cleanup and opens it by name (`lance_dataset_open_tag`); pylance sees it too.
+// Names: letters, digits, '-', '_', '.'. An existing tag is LANCE_ERR_INVALID_ARGUMENT or
+// another code from Lance naming it; a missing version LANCE_ERR_NOT_FOUND.
+//
+// Borrows its arguments. Thread-safe. Returns an error code.
+int32_t lance_dataset_create_tag(const LanceDataset *dataset, const char *name, uint64_t version);
+
+// Delete tag `name` of `dataset`'s table (LANCE_ERR_NOT_FOUND if there is none).
+//
+// Borrows its arguments. Thread-safe. Returns an error code.
+int32_t lance_dataset_delete_tag(const LanceDataset *dataset, const char *name);
+
+// List the tags of `dataset`'s table, sorted by name.
+//
+// Caller owns `*out`; free it with `lance_tag_list_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure.
+int32_t lance_dataset_tags(const LanceDataset *dataset, LanceTagList **out);
+
+// Number of tags in `list` (0 and the last error set if `list` is NULL). Thread-safe.
+size_t lance_tag_list_count(const LanceTagList *list);
+
+// Name of tag `index`. The list owns the string; valid until `lance_tag_list_free`.
+// Thread-safe. Returns NULL and sets the last error if `list` is NULL or `index` is out of
+// range.
+const char *lance_tag_list_name(const LanceTagList *list, size_t index);
+
+// Version tag `index` names (0 and the last error set if `list` is NULL or `index` is out of
+// range). Thread-safe.
+uint64_t lance_tag_list_version(const LanceTagList *list, size_t index);
+
+// Free a tag list. NULL is ignored. Call once, after the last use of the list and of names
+// obtained from it; not concurrently with other calls on it.
+void lance_tag_list_free(LanceTagList *list);
+
+// Open the table at `uri` pinned to the version tag `tag` names (with the NULL-terminated
+// key/value `storage_options`, may be NULL). The handle is like any other: its snapshot token
+// and splits ship as usual.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+// Thread-safe. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
+// missing tag).
+LanceDataset *lance_dataset_open_tag(const char *uri, const char *const *storage_options, const char *tag);
+
+// Make `dataset`'s pinned version the table's latest again, as a new version (rows, schema
+// and indexes as they were at that version). `*out_dataset` (if not NULL) gets the new version
+// pinned, owned by the caller.
+//
+// Borrows `dataset`. Thread-safe. Returns an error code; `*out_dataset` is not written on
+// failure.
+int32_t lance_dataset_restore(const LanceDataset *dataset, LanceDataset **out_dataset);
 
 // List the logical indexes of the snapshot, sorted by name.
 //

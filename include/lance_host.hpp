@@ -477,6 +477,14 @@ struct WriteRequest {
   uint64_t retry_timeout_ms = 0;
 };
 
+/// Settings of a compaction (LanceCompactParams); 0 = Lance's default.
+struct CompactRequest {
+  uint64_t target_rows_per_fragment = 0;
+  uint64_t max_rows_per_group = 0;
+  float deletion_threshold = 0.0f;  ///< share of deleted rows that triggers a rewrite, (0, 1]
+  bool keep_deletions = false;
+};
+
 /// A merge-insert statement (LanceMergeInsert): key columns and what happens to matched rows,
 /// unmatched source rows and unmatched target rows.
 struct MergeRequest {
@@ -912,6 +920,54 @@ class Dataset {
     LanceWriteResult res = detail::write_result();
     check(lance_dataset_merge_insert(p_.get(), &in, &spec, p.get(), &out, &res));
     return {Dataset(out), res};
+  }
+  /// Compact the table (small fragments, many deletions) as one new version planned at this
+  /// handle's version; 0 fields = Lance's defaults.
+  std::pair<Dataset, LanceCompactResult> compact(const CompactRequest& r = {}) const {
+    LanceCompactParams p;
+    check(lance_compact_params_init_v2(&p, sizeof p));
+    p.target_rows_per_fragment = r.target_rows_per_fragment;
+    p.max_rows_per_group = r.max_rows_per_group;
+    p.deletion_threshold = r.deletion_threshold;
+    p.keep_deletions = r.keep_deletions ? 1 : 0;
+    LanceDataset* out = nullptr;
+    LanceCompactResult res{};
+    res.struct_size = sizeof res;
+    check(lance_dataset_compact(p_.get(), &p, &out, &res));
+    return {Dataset(out), res};
+  }
+  /// Remove versions older than `older_than_ms` (the latest and tagged ones stay); returns
+  /// the number of versions removed.
+  uint64_t cleanup(uint64_t older_than_ms, bool delete_unverified = false) const {
+    uint64_t versions = 0, bytes = 0;
+    check(lance_dataset_cleanup(p_.get(), older_than_ms, delete_unverified, &versions, &bytes));
+    return versions;
+  }
+  /// Tag `version` (0 = this handle's) as `name`.
+  void create_tag(const std::string& name, uint64_t version = 0) const {
+    check(lance_dataset_create_tag(p_.get(), name.c_str(), version));
+  }
+  void delete_tag(const std::string& name) const { check(lance_dataset_delete_tag(p_.get(), name.c_str())); }
+  /// The table's tags: name -> version.
+  std::map<std::string, uint64_t> tags() const {
+    LanceTagList* l = nullptr;
+    check(lance_dataset_tags(p_.get(), &l));
+    std::unique_ptr<LanceTagList, detail::Deleter<LanceTagList, lance_tag_list_free>> guard(l);
+    std::map<std::string, uint64_t> out;
+    for (size_t i = 0; i < lance_tag_list_count(l); i++) out[lance_tag_list_name(l, i)] = lance_tag_list_version(l, i);
+    return out;
+  }
+  /// The table pinned at the version `tag` names.
+  static Dataset open_tag(const std::string& uri, const std::string& tag,
+                          const std::map<std::string, std::string>& storage_options = {}) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_dataset_open_tag(uri.c_str(), kv.get(), tag.c_str()));
+  }
+  /// Make this handle's version the latest again, as a new version.
+  Dataset restore() const {
+    LanceDataset* out = nullptr;
+    check(lance_dataset_restore(p_.get(), &out));
+    return Dataset(out);
   }
   const LanceDataset* get() const { return p_.get(); }
   /// Give up ownership (free with lance_dataset_free).

@@ -33,7 +33,7 @@ __all__ = [
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
-    "abort_staged",
+    "abort_staged", "CompactResult", "CleanupResult", "open_tag",
 ]
 
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
@@ -1036,6 +1036,58 @@ class Dataset:
                                               ctypes.byref(out), ctypes.byref(r)))
         return Dataset(out.value), WriteResult._from(r)
 
+    # maintenance
+    def compact(self, target_rows_per_fragment: int = 0, max_rows_per_group: int = 0,
+                deletion_threshold: float = 0.0, keep_deletions: bool = False) -> tuple["Dataset", "CompactResult"]:
+        """Rewrite small fragments (and fragments with many deleted rows) into larger ones as one
+        new version planned at this handle's version (lance_dataset_compact); 0 = Lance's
+        default. Nothing to do commits nothing (the result's version is this handle's)."""
+        p = _ffi.CompactParams()
+        _check(LIB.lance_compact_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+        p.target_rows_per_fragment, p.max_rows_per_group = target_rows_per_fragment, max_rows_per_group
+        p.deletion_threshold, p.keep_deletions = deletion_threshold, 1 if keep_deletions else 0
+        out, r = ctypes.c_void_p(), _ffi.CompactResult.new()
+        _check(LIB.lance_dataset_compact(self._h, ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), CompactResult(r.version, r.fragments_removed, r.fragments_added,
+                                                 r.files_removed, r.files_added)
+
+    def cleanup(self, older_than_ms: int, delete_unverified: bool = False) -> "CleanupResult":
+        """Remove the table's versions committed more than `older_than_ms` ago and the files only
+        they use (lance_dataset_cleanup); the latest and tagged versions stay. A reader pinned to
+        a removed version fails on its next read."""
+        if not isinstance(older_than_ms, int) or older_than_ms < 0:
+            raise _error(1, f"older_than_ms must be a non-negative integer, not {older_than_ms!r}")
+        versions, nbytes = ctypes.c_uint64(), ctypes.c_uint64()
+        _check(LIB.lance_dataset_cleanup(self._h, older_than_ms, delete_unverified, ctypes.byref(versions),
+                                         ctypes.byref(nbytes)))
+        return CleanupResult(versions.value, nbytes.value)
+
+    def create_tag(self, name: str, version: int = 0) -> None:
+        """Tag `version` of the table (0 = this handle's) as `name` (lance_dataset_create_tag):
+        kept from cleanup, opened with `open_tag`; pylance sees it."""
+        _check(LIB.lance_dataset_create_tag(self._h, name.encode(), version))
+
+    def delete_tag(self, name: str) -> None:
+        """Delete tag `name` (lance_dataset_delete_tag)."""
+        _check(LIB.lance_dataset_delete_tag(self._h, name.encode()))
+
+    def tags(self) -> dict:
+        """The table's tags: name -> version (lance_dataset_tags)."""
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_tags(self._h, ctypes.byref(h)))
+        try:
+            return {LIB.lance_tag_list_name(h, i).decode(): LIB.lance_tag_list_version(h, i)
+                    for i in range(LIB.lance_tag_list_count(h))}
+        finally:
+            LIB.lance_tag_list_free(h)
+
+    def restore(self) -> "Dataset":
+        """Make this handle's version the table's latest again, as a new version
+        (lance_dataset_restore); returns it pinned."""
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_restore(self._h, ctypes.byref(out)))
+        return Dataset(out.value)
+
     def prewarm_index_quietly(self, name: str) -> None:
         """lance_dataset_prewarm_index (without the I/O figures)."""
         _check(LIB.lance_dataset_prewarm_index(self._h, name.encode()))
@@ -1192,6 +1244,29 @@ class StagedWrite:
 
     def __repr__(self):
         return f"StagedWrite({len(self._bytes)} bytes)"
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What a compaction did (LanceCompactResult): the version (this handle's when there was
+    nothing to do), fragments and files removed and added."""
+    version: int
+    fragments_removed: int
+    fragments_added: int
+    files_removed: int
+    files_added: int
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """What a cleanup removed: old versions and bytes."""
+    versions_removed: int
+    bytes_removed: int
+
+
+def open_tag(uri: str, tag: str, storage_options: Optional[Mapping[str, str]] = None) -> "Dataset":
+    """Open the table pinned at the version `tag` names (lance_dataset_open_tag)."""
+    return Dataset(LIB.lance_dataset_open_tag(uri.encode(), _kv(storage_options), tag.encode()))
 
 
 def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_group: int = 0,

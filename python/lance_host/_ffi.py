@@ -120,6 +120,18 @@ class MergeInsert(Sized):
                 ("by_source_condition", cstr)]
 
 
+class CompactParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("target_rows_per_fragment", ctypes.c_uint64),
+                ("max_rows_per_group", ctypes.c_uint64), ("deletion_threshold", ctypes.c_float),
+                ("keep_deletions", ctypes.c_uint8)]
+
+
+class CompactResult(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
+        (n, ctypes.c_uint64) for n in ("version", "fragments_removed", "fragments_added", "files_removed",
+                                       "files_added")]
+
+
 class BlobInfo(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("row_id", ctypes.c_uint64), ("size", ctypes.c_uint64),
                 ("kind", ctypes.c_int32), ("is_null", ctypes.c_bool), ("uri", cstr)]
@@ -270,6 +282,19 @@ SIGNATURES = {
     "lance_dataset_update": (i32, [P, cstrp, cstrp, sz, cstr, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                    ctypes.POINTER(WriteResult)]),
     "lance_merge_insert_init_v2": (i32, [ctypes.POINTER(MergeInsert), sz]),
+    "lance_compact_params_init_v2": (i32, [ctypes.POINTER(CompactParams), sz]),
+    "lance_dataset_compact": (i32, [P, ctypes.POINTER(CompactParams), ctypes.POINTER(P),
+                                    ctypes.POINTER(CompactResult)]),
+    "lance_dataset_cleanup": (i32, [P, ctypes.c_uint64, ctypes.c_bool, u64p, u64p]),
+    "lance_dataset_create_tag": (i32, [P, cstr, ctypes.c_uint64]),
+    "lance_dataset_delete_tag": (i32, [P, cstr]),
+    "lance_dataset_tags": (i32, [P, ctypes.POINTER(P)]),
+    "lance_tag_list_count": (sz, [P]),
+    "lance_tag_list_name": (cstr, [P, sz]),
+    "lance_tag_list_version": (ctypes.c_uint64, [P, sz]),
+    "lance_tag_list_free": (None, [P]),
+    "lance_dataset_open_tag": (P, [cstr, cstrp, cstr]),
+    "lance_dataset_restore": (i32, [P, ctypes.POINTER(P)]),
     "lance_dataset_merge_insert": (i32, [P, StreamP, ctypes.POINTER(MergeInsert), ctypes.POINTER(WriteParams),
                                          ctypes.POINTER(P), ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),

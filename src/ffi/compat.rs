@@ -231,5 +231,7 @@ mod tests {
         check::<crate::ffi::write::LanceWriteParams>(None);
         check::<crate::ffi::write::LanceWriteResult>(None);
         check::<crate::ffi::write::LanceMergeInsert>(None);
+        check::<crate::ffi::maintenance::LanceCompactParams>(None);
+        check::<crate::ffi::maintenance::LanceCompactResult>(None);
     }
 }

@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod error;
 pub mod fts;
 pub mod handles;
+pub mod maintenance;
 pub mod index;
 pub mod plan;
 pub mod scan;

@@ -3,6 +3,7 @@
 //! merge-insert (`rows`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
+pub mod maintenance;
 pub mod rows;
 pub mod staged;
 pub mod table;

@@ -392,3 +392,72 @@ fn update_and_merge_insert_count_what_they_did() {
     assert_err(lance_dataset_merge_insert(v3.ptr(), &mut data, std::ptr::null(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "spec is NULL");
     assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 3);
 }
+
+#[test]
+fn compaction_tags_restore_and_cleanup() {
+    use lance_host::ffi::maintenance::*;
+    let uri = table_uri("maint");
+    let (mut latest, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    for i in 1..6 {
+        let (next, _) = write(&uri, latest.ptr(), vec![rows(i * 100..i * 100 + 100)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+        latest = next;
+    }
+    assert_eq!(lance_dataset_version(latest.ptr()), 6);
+    // tag version 3, then compact six small fragments into one
+    let tag = cstr("before-compaction");
+    assert_eq!(lance_dataset_create_tag(latest.ptr(), tag.as_ptr(), 3), 0, "{}", last_message());
+    assert_ne!(lance_dataset_create_tag(latest.ptr(), tag.as_ptr(), 3), 0, "a tag exists once");
+    let bad = cstr("no/slash");
+    assert_err(lance_dataset_create_tag(latest.ptr(), bad.as_ptr(), 0), LANCE_ERR_INVALID_ARGUMENT, "bad tag name");
+    let mut p = std::mem::MaybeUninit::<LanceCompactParams>::uninit();
+    assert_eq!(lance_compact_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceCompactParams>()), 0);
+    let p = unsafe { p.assume_init() };
+    let mut r = LanceCompactResult { struct_size: std::mem::size_of::<LanceCompactResult>(), ..Default::default() };
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_compact(latest.ptr(), &p, &mut out, &mut r), 0, "{}", last_message());
+    let compacted = Ds(out);
+    // (Lance may commit a fragment-id reservation before the rewrite: one or two versions)
+    assert!(r.version > 6 && r.version == lance_dataset_version(compacted.ptr()));
+    assert_eq!((r.fragments_removed, r.fragments_added), (6, 1));
+    assert_eq!(ids_of(&compacted), (0..600).collect::<Vec<_>>());
+    let mut frags = std::ptr::null_mut();
+    let mut n = 0;
+    assert_eq!(lance_dataset_fragments(compacted.ptr(), &mut frags, &mut n), 0);
+    lance_fragment_info_list_free(frags, n);
+    assert_eq!(n, 1);
+    let mut bad_p = p;
+    bad_p.deletion_threshold = 2.0;
+    assert_err(lance_dataset_compact(compacted.ptr(), &bad_p, std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "threshold");
+
+    // the tag lists, opens its version and survives a cleanup of everything older than now
+    let mut tags = std::ptr::null_mut();
+    assert_eq!(lance_dataset_tags(compacted.ptr(), &mut tags), 0);
+    assert_eq!(lance_tag_list_count(tags), 1);
+    assert_eq!(unsafe { std::ffi::CStr::from_ptr(lance_tag_list_name(tags, 0)) }.to_str().unwrap(), "before-compaction");
+    assert_eq!(lance_tag_list_version(tags, 0), 3);
+    assert!(lance_tag_list_name(tags, 1).is_null());
+    lance_tag_list_free(tags);
+    let u = cstr(&uri);
+    let tagged = Ds(lance_dataset_open_tag(u.as_ptr(), std::ptr::null(), tag.as_ptr()));
+    assert!(!tagged.0.is_null(), "{}", last_message());
+    assert_eq!(lance_dataset_version(tagged.ptr()), 3);
+    let missing = cstr("missing");
+    assert!(lance_dataset_open_tag(u.as_ptr(), std::ptr::null(), missing.as_ptr()).is_null());
+    assert_eq!(last_code(), LANCE_ERR_NOT_FOUND as i32, "{}", last_message());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (mut versions, mut bytes) = (0u64, 0u64);
+    assert_eq!(lance_dataset_cleanup(compacted.ptr(), 1, false, &mut versions, &mut bytes), 0, "{}", last_message());
+    assert!(versions >= 5 && bytes > 0, "{versions} versions, {bytes} bytes");
+    assert_eq!(ids_of(&Ds::open(&uri, 3)), (0..300).collect::<Vec<_>>(), "the tagged version stays");
+    assert!(lance_dataset_open(u.as_ptr(), std::ptr::null(), 2).is_null(), "an untagged old version is gone");
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..600).collect::<Vec<_>>());
+
+    // restore the tagged version as the latest, then delete the tag
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_restore(tagged.ptr(), &mut out), 0, "{}", last_message());
+    let restored = Ds(out);
+    assert_eq!(lance_dataset_version(restored.ptr()), r.version + 1);
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..300).collect::<Vec<_>>());
+    assert_eq!(lance_dataset_delete_tag(restored.ptr(), tag.as_ptr()), 0, "{}", last_message());
+    assert_ne!(lance_dataset_delete_tag(restored.ptr(), tag.as_ptr()), 0);
+}

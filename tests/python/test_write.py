@@ -262,3 +262,35 @@ def test_bad_merge_inserts_write_nothing(tmp_path):
     with pytest.raises(lh.InvalidArgumentError):
         ds.merge_insert(pa.table({"id": ["x"]}), "id", when_matched="update_all")
     assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 100
+
+
+def test_maintenance_interoperates_with_pylance(tmp_path):
+    uri = str(tmp_path / "maint.lance")
+    ds, _ = lh.write_table(uri, typed(0, 100))
+    for i in range(1, 5):
+        ds, _ = lh.write_table(uri, typed(i * 100, i * 100 + 100), mode="append", at=ds)
+    ds.create_tag("v2", 2)
+    lance.dataset(uri).tags.create("from-pylance", 3)
+    assert ds.tags() == {"from-pylance": 3, "v2": 2}
+    assert {k: v["version"] for k, v in lance.dataset(uri).tags.list().items()} == {"from-pylance": 3, "v2": 2}
+    compacted, r = ds.compact()
+    assert r.version == compacted.version == lance.dataset(uri).version > 5
+    assert (r.fragments_removed, r.fragments_added) == (5, 1)
+    assert len(lance.dataset(uri).get_fragments()) == 1
+    written = pa.concat_tables([typed(i * 100, i * 100 + 100) for i in range(5)])
+    assert sorted_table(lance.dataset(uri).to_table()).equals(written)
+    at_tag = lh.open_tag(uri, "v2")
+    assert at_tag.version == 2 and at_tag.count_rows() == 200
+    import time
+    time.sleep(0.05)
+    removed = compacted.cleanup(older_than_ms=1)
+    assert removed.versions_removed >= 3 and removed.bytes_removed > 0
+    assert [v["version"] for v in lance.dataset(uri).versions()] == [2, 3, r.version]  # tagged + latest
+    restored = at_tag.restore()
+    assert restored.version == r.version + 1 and lance.dataset(uri).count_rows() == 200
+    ds.delete_tag("v2")
+    assert "v2" not in lance.dataset(uri).tags.list()
+    with pytest.raises(lh.NotFoundError):
+        lh.open_tag(uri, "v2")
+    with pytest.raises(lh.InvalidArgumentError, match="bad tag name"):
+        ds.create_tag("a/b")
