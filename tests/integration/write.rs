@@ -214,7 +214,17 @@ fn bad_writes_are_clear_errors_and_write_nothing() {
     let latest = Ds::open(&uri, 0);
     assert_eq!(lance_dataset_version(latest.ptr()), 1, "no failed write made a version");
     assert_eq!(ids_of(&latest), (0..10).collect::<Vec<_>>());
-    let _ = files; // failed stages may leave unreferenced files; no version references them
+    assert_eq!(data_files(&uri), files, "the failed writes left no file behind");
+    // a worker that staged and died before its share was committed or aborted leaves files
+    // no version references; cleanup with delete_unverified removes exactly those
+    let orphan = stage(&uri, latest.ptr(), vec![rows(500..600)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    drop(orphan);
+    assert_eq!(data_files(&uri), files + 1);
+    let mut removed_versions = u64::MAX;
+    assert_eq!(lance_host::ffi::maintenance::lance_dataset_cleanup(latest.ptr(), 0, true, &mut removed_versions, std::ptr::null_mut()), 0, "{}", last_message());
+    assert_eq!(removed_versions, 0);
+    assert_eq!(data_files(&uri), files, "only the committed version's files remain");
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..10).collect::<Vec<_>>());
 }
 
 #[test]
