@@ -13,6 +13,14 @@ partition is one split: its bytes plus the token. An executor opens the snapshot
 (no manifest read) and scans its split with the pushed projection and filter; nothing native is
 opened on the planning side that a task needs.
 
+Writes (df.write.format("lance_host").option("uri", ...).mode("append" | "overwrite").save()):
+every task stages its partition's rows on the driver's pinned version (nothing committed), the
+driver commits all shares as ONE new version (exactly once per write) or, when a task failed,
+deletes what the finished tasks staged. A task Spark kills while it is staging can leave data
+files that no version references (invisible to readers); lance_host's cleanup with
+delete_unverified removes them — run it when no write is in progress. A missing table is
+created. Options: uri, storage.<key>, max_rows_per_file, commit_message.
+
 Options of "lance_host":
   uri                the table; or `table` ("ns1.ns2.name") with the catalog's properties as
                      catalog.<key> options (catalog.root=..., or catalog.impl=rest + catalog.uri=...)
@@ -48,12 +56,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
 
 try:
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
+                                        WriterCommitMessage)
     from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - reported to the user who imports this module
     raise ImportError("lance_host.spark needs pyspark 4.1 or later (pip install 'pyspark>=4.1')") from e
@@ -323,6 +333,11 @@ class LanceHostDataSource(DataSource):
         ds = _open_planning(self.options)
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
+    def writer(self, schema, overwrite: bool):
+        """A writer whose tasks stage their rows and whose driver commits them as one version
+        (see `_Writer`)."""
+        return _Writer(dict(self.options), schema, overwrite)
+
     def reader(self, schema):
         """A reader whose partitions are the scan splits of one pinned snapshot (filters pushed
         unless option pushdown=false)."""
@@ -454,3 +469,69 @@ def register(spark, filter_pushdown: bool = True) -> None:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LanceHostDataSource)
     spark.dataSource.register(LanceHostSearchDataSource)
+
+
+# ---- writes ------------------------------------------------------------------------------
+
+@dataclass
+class _StagedShare(WriterCommitMessage):
+    """What one task staged: the staged-write bytes (no rows) and the rows they hold."""
+    staged: bytes
+    rows: int
+
+
+class _Writer(DataSourceArrowWriter):
+    """df.write.format("lance_host"): every task stages its partition's Arrow batches on the
+    driver's pinned version; the driver commits all shares as ONE new version (statement id =
+    the write's id, so a repeated commit is exactly once) or, when a task failed, deletes the
+    staged files. mode("append") appends (creating a missing table); mode("overwrite")
+    overwrites. Options: uri, storage.<key>, max_rows_per_file, commit_message."""
+
+    def __init__(self, options, schema, overwrite: bool):
+        import uuid
+
+        import lance_host as lh
+
+        self.options = options
+        self.uri = _required(options, "uri", "the table to write")
+        self.storage = _storage_options(options) or None
+        try:
+            planned = lh.open(self.uri, storage_options=self.storage)
+            self.token = planned.export_snapshot()
+            self.mode = "overwrite" if overwrite else "append"
+        except lh.NotFoundError:
+            self.token = None
+            self.mode = "create"
+        self.statement = str(uuid.uuid4())
+        self.max_rows_per_file = _int_option(options, "max_rows_per_file", 0)
+
+    def write(self, iterator):
+        """Runs in a task: stages this partition's batches (nothing is committed here)."""
+        import lance_host as lh
+
+        batches = list(iterator)
+        if not batches:
+            return _StagedShare(b"", 0)
+        table = pa.Table.from_batches(batches)
+        at = lh.open_snapshot(self.token, storage_options=self.storage) if self.token else None
+        share = lh.stage_write(self.uri, table, mode=self.mode, at=at, storage_options=self.storage,
+                               max_rows_per_file=self.max_rows_per_file)
+        return _StagedShare(bytes(share), share.result.rows_written)
+
+    def commit(self, messages):
+        """Runs on the driver once every task succeeded: one commit of all shares."""
+        import lance_host as lh
+
+        shares = [lh.StagedWrite(m.staged) for m in messages if m is not None and m.staged]
+        if not shares:
+            return
+        lh.commit(self.uri, shares, storage_options=self.storage, statement_id=self.statement,
+                  commit_message=self.options.get("commit_message"))
+
+    def abort(self, messages):
+        """Runs on the driver when a task failed: deletes the files the other tasks staged."""
+        import lance_host as lh
+
+        shares = [lh.StagedWrite(m.staged) for m in messages if m is not None and m.staged]
+        if shares:
+            lh.abort_staged(shares, storage_options=self.storage)

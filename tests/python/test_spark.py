@@ -275,3 +275,51 @@ def test_misspelled_columns_and_missing_options_are_errors(spark, table):
     with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT") as e:
         spark.read.format("lance_host").option("uri", uri).option("filter", "nope >").load().collect()
     assert "nope" in str(e.value)
+
+
+def test_spark_writes_stage_on_tasks_and_commit_once(spark, tmp_path):
+    """df.write.format("lance_host"): every task stages, the driver commits one version; pylance
+    reads exactly the rows; append then overwrite; a failing task leaves no version and no
+    staged file behind."""
+    from pyspark.sql import functions as F
+
+    uri = str(tmp_path / "written.lance")
+    df = spark.range(0, 3000, numPartitions=3).select(
+        F.col("id"), (F.col("id") % 7).cast("int").alias("bucket"), F.concat(F.lit("r"), F.col("id")).alias("name"))
+    df.write.format("lance_host").option("uri", uri).option("commit_message", "from spark").mode("append").save()
+    py = lance.dataset(uri)
+    assert py.version == 1 and py.count_rows() == 3000, "three tasks, one version"
+    assert sorted(py.to_table(columns=["id"])["id"].to_pylist()) == list(range(3000))
+    assert py.read_transaction(1).transaction_properties["__lance_commit_message"] == "from spark"
+    more = spark.range(3000, 3500, numPartitions=2).select(
+        F.col("id"), (F.col("id") % 7).cast("int").alias("bucket"), F.concat(F.lit("r"), F.col("id")).alias("name"))
+    more.write.format("lance_host").option("uri", uri).mode("append").save()
+    assert lance.dataset(uri).version == 2 and lance.dataset(uri).count_rows() == 3500
+    # read back through the data source: the same rows
+    back = spark.read.format("lance_host").option("uri", uri).load()
+    assert back.count() == 3500 and back.where("bucket = 3").count() == lance.dataset(uri).count_rows("bucket = 3")
+    # a failing task: no version appears and (the task failed before staging) no file
+    files = len(list((tmp_path / "written.lance" / "data").iterdir()))
+
+    @F.udf("bigint")
+    def explode_on(i):
+        if i == 3400:
+            raise ValueError("task failure on purpose")
+        return i
+
+    failing = more.coalesce(1).select(explode_on("id").alias("id"), "bucket", "name")
+    with pytest.raises(Exception, match="task failure on purpose"):
+        failing.write.format("lance_host").option("uri", uri).mode("append").save()
+    assert lance.dataset(uri).version == 2
+    assert len(list((tmp_path / "written.lance" / "data").iterdir())) == files
+    # the driver's abort deletes what the finished tasks staged (called as Spark calls it)
+    from lance_host.spark import _Writer
+    writer = _Writer({"uri": uri}, None, False)
+    shares = [writer.write(iter(more.limit(50).toArrow().to_batches())), None]
+    assert len(list((tmp_path / "written.lance" / "data").iterdir())) == files + 1
+    writer.abort(shares)
+    assert len(list((tmp_path / "written.lance" / "data").iterdir())) == files
+    assert lance.dataset(uri).version == 2
+    # overwrite
+    df.where("id < 10").write.format("lance_host").option("uri", uri).mode("overwrite").save()
+    assert lance.dataset(uri).version == 3 and lance.dataset(uri).count_rows() == 10
