@@ -6,6 +6,9 @@ distributed vector search runs one Ray task per split and merges with the librar
                              storage_options={...})
     top = lhr.vector_search("s3://bucket/wh/t.lance", "vec", query, k=10, nprobes=16, refine=5)
 
+Writes: `write_lance_host(dataset, uri, mode="append")` (or `ds.write_datasink(LanceHostDatasink(...))`)
+stages every block on the write tasks and commits all shares once, as one new version.
+
 Planning opens the table once, pins its version, plans the splits and exports the snapshot
 token; that is all the I/O before the read tasks run. The token is put into Ray's object store
 once and shared by every task (not copied into each); a task opens the snapshot from it (no
@@ -22,7 +25,7 @@ import pyarrow as pa
 try:
     import ray
     from ray.data.block import BlockMetadata
-    from ray.data.datasource import Datasource, ReadTask
+    from ray.data.datasource import Datasink, Datasource, ReadTask
 except ImportError as e:  # pragma: no cover - reported to the user who imports this module
     raise ImportError("lance_host.ray needs Ray Data (pip install 'ray[data]')") from e
 
@@ -130,3 +133,63 @@ def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Option
                      for s in plan])
     merged = lh.merge_top_k([t for _, t in parts], k).read_all()
     return (merged, [p for p, _ in parts]) if return_pids else merged
+
+
+class LanceHostDatasink(Datasink):
+    """A Ray Data sink with the staged protocol: the driver pins the table's version (or plans a
+    create when the table does not exist), each write task stages its blocks on it (nothing
+    committed), and `on_write_complete` commits all shares as ONE new version with the write's
+    id as statement id (exactly once). When the write fails, Ray gives the sink no task results,
+    so shares staged by finished tasks stay as data files no version references (invisible);
+    `Dataset.cleanup(..., delete_unverified=True)` removes them when no write is in progress."""
+
+    def __init__(self, uri: str, mode: str = "append", storage_options: Optional[dict] = None,
+                 max_rows_per_file: int = 0, commit_message: Optional[str] = None):
+        import uuid
+
+        if mode not in ("append", "overwrite"):
+            raise lh._error(1, f"unknown write mode {mode!r}; valid: 'append', 'overwrite'")
+        self.uri, self.storage = uri, storage_options
+        self.max_rows_per_file, self.commit_message = max_rows_per_file, commit_message
+        try:
+            self.token = lh.open(uri, storage_options=storage_options).export_snapshot()
+            self.mode = mode
+        except lh.NotFoundError:
+            self.token, self.mode = None, "create"
+        self.statement = str(uuid.uuid4())
+        self.result: Optional[lh.WriteResult] = None
+
+    def get_name(self) -> str:
+        """The sink's name in Ray's progress output."""
+        return "LanceHost"
+
+    def write(self, blocks, ctx) -> bytes:
+        """Runs in a write task: stages the task's blocks; returns the staged-write bytes."""
+        from ray.data.block import BlockAccessor
+
+        tables = [BlockAccessor.for_block(b).to_arrow() for b in blocks]
+        tables = [t for t in tables if t.num_rows]
+        if not tables:
+            return b""
+        at = lh.open_snapshot(self.token, storage_options=self.storage) if self.token else None
+        share = lh.stage_write(self.uri, pa.concat_tables(tables), mode=self.mode, at=at,
+                               storage_options=self.storage, max_rows_per_file=self.max_rows_per_file)
+        return bytes(share)
+
+    def on_write_complete(self, write_result) -> None:
+        """Runs on the driver after every task succeeded: one commit of all shares."""
+        returns = getattr(write_result, "write_returns", write_result)
+        shares = [lh.StagedWrite(b) for b in returns if b]
+        if shares:
+            self.result = lh.commit(self.uri, shares, storage_options=self.storage, statement_id=self.statement,
+                                    commit_message=self.commit_message)[1]
+
+
+def write_lance_host(dataset, uri: str, mode: str = "append", *, storage_options: Optional[dict] = None,
+                     max_rows_per_file: int = 0, commit_message: Optional[str] = None) -> Optional[lh.WriteResult]:
+    """Write a `ray.data.Dataset` to the table at `uri` ('append' creates a missing table;
+    'overwrite'): every write task stages, one commit makes one new version. Returns the
+    commit's WriteResult (None when there was nothing to write)."""
+    sink = LanceHostDatasink(uri, mode, storage_options, max_rows_per_file, commit_message)
+    dataset.write_datasink(sink)
+    return sink.result

@@ -136,3 +136,27 @@ def test_misspelled_columns_and_task_errors(cluster, table):
     with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT") as e:
         lhr.read_lance_host(uri, filter="nope >").count()
     assert "nope" in str(e.value) and "Unserializable" not in str(e.value)
+
+
+def test_ray_writes_stage_on_tasks_and_commit_once(cluster, tmp_path):
+    """write_lance_host: every write task stages its blocks, one commit makes one version that
+    pylance reads row for row; an append; an overwrite; a bad mode is refused."""
+    from lance_host.ray import write_lance_host
+
+    uri = str(tmp_path / "ray_written.lance")
+    source = ray.data.from_arrow([pa.table({"id": pa.array(range(i * 500, i * 500 + 500), pa.int64()),
+                                            "name": [f"n{j}" for j in range(i * 500, i * 500 + 500)]})
+                                  for i in range(4)])
+    assert source.num_blocks() == 4
+    r = write_lance_host(source, uri, commit_message="from ray")
+    py = lance.dataset(uri)
+    assert py.version == 1 and r.version == 1 and r.rows_written == 2000 and r.committed
+    assert sorted(py.to_table(columns=["id"])["id"].to_pylist()) == list(range(2000))
+    assert py.read_transaction(1).transaction_properties["__lance_commit_message"] == "from ray"
+    more = ray.data.from_arrow(pa.table({"id": pa.array(range(2000, 2100), pa.int64()),
+                                         "name": [f"n{j}" for j in range(2000, 2100)]}))
+    assert write_lance_host(more, uri).version == 2 and lance.dataset(uri).count_rows() == 2100
+    assert lhr.read_lance_host(uri).count() == 2100
+    assert write_lance_host(more, uri, mode="overwrite").version == 3 and lance.dataset(uri).count_rows() == 100
+    with pytest.raises(lh.InvalidArgumentError, match="valid: 'append', 'overwrite'"):
+        write_lance_host(more, uri, mode="upsert")
