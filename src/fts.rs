@@ -47,13 +47,9 @@ use crate::index::{self, IndexInfo};
 use crate::plan::{segment_and_flat_splits, Reader, Split, SplitKind, SplitPlan};
 use crate::scan::{self, BatchReader, ROW_ID};
 use crate::session;
+use crate::columns::{DISTANCE, RELEVANCE, SCORE};
 use crate::snapshot::Snapshot;
 use crate::stats::{IoStats, OpStats};
-
-/// The score column of full-text results (float32, higher is better).
-pub const SCORE: &str = "_score";
-/// The fused score column of a reciprocal-rank-fusion merge.
-pub const RELEVANCE: &str = "_relevance_score";
 
 /// Largest k a full-text query accepts (results are held in memory before they are returned).
 pub const MAX_K: u64 = 1 << 20;
@@ -804,7 +800,7 @@ pub fn rrf_merge(
     if !rrf_k.is_finite() || rrf_k < 0.0 {
         return Err(HostError::invalid(format!("the RRF constant must be finite and >= 0 (got {rrf_k})")));
     }
-    let ranked_vec = ranked(vector, crate::merge::DISTANCE, false, "vector")?;
+    let ranked_vec = ranked(vector, DISTANCE, false, "vector")?;
     let ranked_text = ranked(text, SCORE, true, "full-text")?;
     let mut fused: HashMap<u64, (f64, Option<f32>, Option<f32>)> = HashMap::new();
     for (rank, (id, d)) in ranked_vec.iter().enumerate() {
@@ -828,7 +824,7 @@ pub fn rrf_merge(
     let schema: SchemaRef = Arc::new(Schema::new(vec![
         Field::new(ROW_ID, DataType::UInt64, false),
         Field::new(RELEVANCE, DataType::Float32, false),
-        Field::new(crate::merge::DISTANCE, DataType::Float32, true),
+        Field::new(DISTANCE, DataType::Float32, true),
         Field::new(SCORE, DataType::Float32, true),
     ]));
     let batch = RecordBatch::try_new(
@@ -1086,7 +1082,7 @@ mod tests {
     fn rrf_sums_reciprocal_ranks() {
         let vec_batch = RecordBatch::try_new(
             Arc::new(Schema::new(vec![
-                Field::new(crate::merge::DISTANCE, DataType::Float32, true),
+                Field::new(DISTANCE, DataType::Float32, true),
                 Field::new(ROW_ID, DataType::UInt64, false),
             ])),
             vec![Arc::new(Float32Array::from(vec![0.5, 0.1, 0.9])), Arc::new(UInt64Array::from(vec![10, 20, 30]))],

@@ -5,6 +5,7 @@
 
 pub mod blob;
 pub mod cancel;
+pub mod columns;
 pub mod datacache;
 pub mod catalog;
 pub mod count;

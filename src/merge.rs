@@ -6,9 +6,7 @@ use arrow::compute::interleave_record_batch;
 use crate::error::{HostError, Result};
 use crate::scan::{BatchReader, ROW_ID};
 
-pub const DISTANCE: &str = "_distance";
-/// The query's position in a batch search's output.
-pub const QUERY_INDEX: &str = "query_index";
+use crate::columns::{DISTANCE, QUERY_INDEX, SCORE};
 
 /// Merge candidate readers into the `k` rows after `offset` with the smallest `_distance`
 /// (ties by `_rowid`) — per query when the inputs carry `query_index` (batch searches). Every input must have the same schema with `_distance` (float32) and
@@ -29,7 +27,7 @@ pub fn merge_top_k_by_score(
     k: u64,
     offset: u64,
 ) -> Result<BatchReader> {
-    merge_by(inputs, k, offset, crate::fts::SCORE, true)
+    merge_by(inputs, k, offset, SCORE, true)
 }
 
 fn merge_by(

@@ -12,7 +12,7 @@ use arrow::array::{
 use arrow_schema::DataType;
 
 use crate::error::{HostError, LanceErrorCode, Result};
-use crate::merge::DISTANCE;
+use crate::columns::DISTANCE;
 use crate::plan;
 use crate::scan::{BatchReader, ROW_ID};
 use crate::search::{query_array, VectorQuery};
