@@ -66,8 +66,14 @@ pub fn write(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
     match staged::commit(uri, vec![staged.clone()], options) {
         Ok(done) => Ok(done),
         Err(e) => {
-            // the rows of a failed commit must not linger as orphan files
-            let _ = staged::abort(&[staged], &options.storage_options);
+            // The rows of a refused commit must not linger as orphan files. Only a refusal is
+            // certain to have committed nothing: after an I/O error, a timeout or an internal
+            // error the manifest may have been written, and deleting its files would break
+            // that version. Those files are left to cleanup.
+            use crate::error::LanceErrorCode::*;
+            if matches!(e.code, LANCE_ERR_CONFLICT | LANCE_ERR_INVALID_ARGUMENT) {
+                let _ = staged::abort(&[staged], &options.storage_options);
+            }
             Err(e)
         }
     }
