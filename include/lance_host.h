@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 6
+#define LANCE_HOST_VERSION_MINOR 7
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.6.0"
+#define LANCE_HOST_VERSION "0.7.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -144,7 +144,7 @@ struct ArrowArrayStream {
 #define SNAPSHOT_FORMAT 2
 
 // Current staged-write format.
-#define FORMAT 1
+#define FORMAT 2
 
 // Error codes returned by every fallible C function.
 //
@@ -1948,8 +1948,10 @@ int32_t lance_table_stage_write(const char *uri, const LanceDataset *at, struct 
 
 // Commit `num_staged` staged writes (`staged[i]` of `staged_lens[i]` bytes, from
 // `lance_table_stage_write` on any process) of one statement as ONE new version of the table at
-// `uri`: readers see all of their rows or none. All must be of `uri` and of one mode (the
-// params' mode is not used; the staged bytes say it). The commit is planned at the version the
+// `uri`: readers see all of their rows or none. All must be of `uri` and of one kind (the
+// params' mode is not used; the staged bytes say it): shares of one create, append or
+// overwrite; shares of one delete (one predicate, each fragment in one share); or one
+// merge-insert. The commit is planned at the version the
 // writes were planned at: concurrent appends committed since are rebased over; a change that
 // cannot be combined (an overwrite raced by another commit, a create of a table that now
 // exists) is LANCE_ERR_CONFLICT or LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
@@ -1964,15 +1966,43 @@ int32_t lance_table_stage_write(const char *uri, const LanceDataset *at, struct 
 // an error code; the outputs are not written on failure.
 int32_t lance_table_commit(const char *uri, const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
-// Discard staged writes that will not be committed: delete their data files (with the
-// NULL-terminated key/value `storage_options`, may be NULL). Files already gone count as
-// deleted (an abort may be repeated). Never abort a staged write that was committed: its
-// files are then part of the table. `out_files_deleted` (may be NULL) gets the number of
-// files deleted.
+// Discard staged writes that will not be committed: delete their data files and the deletion
+// files of staged deletes and merge-inserts (with the NULL-terminated key/value
+// `storage_options`, may be NULL). A file the table's latest version or the planned version
+// uses is never deleted, so aborting a write whose commit landed (a coordinator that lost the
+// answer) deletes nothing that version needs. Files already gone are fine (an abort may be
+// repeated). `out_files_deleted` (may be NULL) gets the number of files deleted.
 //
 // Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_CORRUPT for damaged
 // bytes, before anything is deleted).
 int32_t lance_staged_write_abort(const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const char *const *storage_options, uint64_t *out_files_deleted);
+
+// Stage one worker's share of a delete: mark the rows of `split`'s fragments that match the
+// Lance SQL `predicate` deleted in new deletion files WITHOUT committing, and return staged-write
+// bytes (`*out`, `*out_len`, as from `lance_table_stage_write`). `split` is a scan split
+// planned on `dataset` (`lance_dataset_plan_scan`, shipped as bytes); NULL = every fragment.
+// Give every worker its own split, with one predicate: the coordinator commits all shares as
+// one delete in one version with `lance_table_commit` (or discards them with
+// `lance_staged_write_abort`). A predicate that does not parse, a split of another table or
+// version, or a split that is not a scan split is LANCE_ERR_INVALID_ARGUMENT. `out_result` (may
+// be NULL) gets `rows_deleted` (version 0, committed 0).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_stage_delete(const LanceDataset *dataset, const LanceSplit *split, const char *predicate, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
+
+// Stage a merge-insert (as `lance_dataset_merge_insert`) WITHOUT committing: the rows it
+// inserts and rewrites go to new files, and the staged-write bytes (`*out`, `*out_len`) name
+// them. Lance computes a merge-insert over the whole table, so it is one share: the
+// coordinator commits it alone with `lance_table_commit` (its exactly-once statement id,
+// retries and commit message apply there), or discards it with `lance_staged_write_abort`.
+// `out_result` (may be NULL) gets the rows inserted, updated and deleted (version 0,
+// committed 0).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
+// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
+// outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_stage_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
 
 // Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
 // version planned at the handle's pinned version (concurrent commits Lance can rebase over

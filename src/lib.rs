@@ -4,6 +4,7 @@
 //! on top of it. See `include/lance_host.h` for the C API.
 
 pub mod blob;
+pub(crate) mod bytes;
 pub mod cancel;
 pub mod columns;
 pub mod datacache;

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
+use crate::bytes::Reader;
 use crate::error::{HostError, LanceErrorCode, Result};
 use crate::index::{self, IndexInfo, Metric};
 use crate::snapshot::Snapshot;
@@ -466,43 +467,6 @@ impl Split {
             )));
         }
         Ok(())
-    }
-}
-
-/// A bounds-checked little-endian reader of serialized bytes (splits, corpus statistics):
-/// every read returns None instead of running past the end; strings longer than `max_len`
-/// are refused (a corrupt length).
-pub(crate) struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-    max_len: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(b: &'a [u8], pos: usize, max_len: usize) -> Self {
-        Self { b, pos, max_len }
-    }
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.b.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-    }
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-    }
-    pub(crate) fn string(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        if n > self.max_len {
-            return None;
-        }
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-    pub(crate) fn remaining(&self) -> usize {
-        self.b.len() - self.pos
     }
 }
 

@@ -10,7 +10,7 @@ use crate::write::staged::{self, StagedWrite};
 use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
 use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
 
-use super::handles::LanceDataset;
+use super::handles::{LanceDataset, LanceSplit};
 use super::scan::import_stream;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
@@ -308,19 +308,16 @@ pub extern "C" fn lance_table_stage_write(
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let staged = staged::stage(uri, at.map(|d| &d.snapshot), reader, &options)?;
-        let bytes = staged.to_bytes()?;
-        write_result(out_result, staged.summary())?;
-        let (p, n) = into_array(bytes);
-        *out_arg(out, "out")? = p;
-        *out_arg(out_len, "out_len")? = n;
-        Ok(())
+        staged_out(&staged, out, out_len, out_result)
     })
 }
 
 /// Commit `num_staged` staged writes (`staged[i]` of `staged_lens[i]` bytes, from
 /// `lance_table_stage_write` on any process) of one statement as ONE new version of the table at
-/// `uri`: readers see all of their rows or none. All must be of `uri` and of one mode (the
-/// params' mode is not used; the staged bytes say it). The commit is planned at the version the
+/// `uri`: readers see all of their rows or none. All must be of `uri` and of one kind (the
+/// params' mode is not used; the staged bytes say it): shares of one create, append or
+/// overwrite; shares of one delete (one predicate, each fragment in one share); or one
+/// merge-insert. The commit is planned at the version the
 /// writes were planned at: concurrent appends committed since are rebased over; a change that
 /// cannot be combined (an overwrite raced by another commit, a create of a table that now
 /// exists) is LANCE_ERR_CONFLICT or LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
@@ -357,11 +354,12 @@ pub extern "C" fn lance_table_commit(
     })
 }
 
-/// Discard staged writes that will not be committed: delete their data files (with the
-/// NULL-terminated key/value `storage_options`, may be NULL). Files already gone count as
-/// deleted (an abort may be repeated). Never abort a staged write that was committed: its
-/// files are then part of the table. `out_files_deleted` (may be NULL) gets the number of
-/// files deleted.
+/// Discard staged writes that will not be committed: delete their data files and the deletion
+/// files of staged deletes and merge-inserts (with the NULL-terminated key/value
+/// `storage_options`, may be NULL). A file the table's latest version or the planned version
+/// uses is never deleted, so aborting a write whose commit landed (a coordinator that lost the
+/// answer) deletes nothing that version needs. Files already gone are fine (an abort may be
+/// repeated). `out_files_deleted` (may be NULL) gets the number of files deleted.
 ///
 /// Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_CORRUPT for damaged
 /// bytes, before anything is deleted).
@@ -382,6 +380,81 @@ pub extern "C" fn lance_staged_write_abort(
         }
         Ok(())
     })
+}
+
+/// Stage one worker's share of a delete: mark the rows of `split`'s fragments that match the
+/// Lance SQL `predicate` deleted in new deletion files WITHOUT committing, and return staged-write
+/// bytes (`*out`, `*out_len`, as from `lance_table_stage_write`). `split` is a scan split
+/// planned on `dataset` (`lance_dataset_plan_scan`, shipped as bytes); NULL = every fragment.
+/// Give every worker its own split, with one predicate: the coordinator commits all shares as
+/// one delete in one version with `lance_table_commit` (or discards them with
+/// `lance_staged_write_abort`). A predicate that does not parse, a split of another table or
+/// version, or a split that is not a scan split is LANCE_ERR_INVALID_ARGUMENT. `out_result` (may
+/// be NULL) gets `rows_deleted` (version 0, committed 0).
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+/// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_stage_delete(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    predicate: *const c_char,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let split = if split.is_null() { None } else { Some(&handle_ref(split, "split")?.split) };
+        let predicate = str_arg(predicate, "predicate")?;
+        out_arg(out, "out")?;
+        out_arg(out_len, "out_len")?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let staged = rows::stage_delete_split(&ds.snapshot, split, predicate)?;
+        staged_out(&staged, out, out_len, out_result)
+    })
+}
+
+/// Stage a merge-insert (as `lance_dataset_merge_insert`) WITHOUT committing: the rows it
+/// inserts and rewrites go to new files, and the staged-write bytes (`*out`, `*out_len`) name
+/// them. Lance computes a merge-insert over the whole table, so it is one share: the
+/// coordinator commits it alone with `lance_table_commit` (its exactly-once statement id,
+/// retries and commit message apply there), or discards it with `lance_staged_write_abort`.
+/// `out_result` (may be NULL) gets the rows inserted, updated and deleted (version 0,
+/// committed 0).
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
+/// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
+/// outputs are not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_stage_merge_insert(
+    dataset: *const LanceDataset,
+    data: *mut FFI_ArrowArrayStream,
+    spec: *const LanceMergeInsert,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let (reader, _) = import_stream(data, "data")?;
+        let ds = handle_ref(dataset, "dataset")?;
+        let spec = merge_arg(spec)?;
+        out_arg(out, "out")?;
+        out_arg(out_len, "out_len")?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let staged = rows::stage_merge_insert(&ds.snapshot, reader, &spec, &WriteOptions::default())?;
+        staged_out(&staged, out, out_len, out_result)
+    })
+}
+
+/// Hand staged-write bytes and their summary to the caller.
+fn staged_out(staged: &StagedWrite, out: *mut *mut u8, out_len: *mut usize, out_result: *mut LanceWriteResult) -> Result<()> {
+    let bytes = staged.to_bytes()?;
+    write_result(out_result, staged.summary())?;
+    let (p, n) = into_array(bytes);
+    *out_arg(out, "out")? = p;
+    *out_arg(out_len, "out_len")? = n;
+    Ok(())
 }
 
 /// Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new

@@ -3,12 +3,18 @@
 
 use std::sync::Arc;
 
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use lance::dataset::transaction::{Operation, TransactionBuilder};
 use lance::dataset::{
-    DeleteBuilder, MergeInsertBuilder, UpdateBuilder, WhenMatched, WhenNotMatched, WhenNotMatchedBySource,
+    DeleteBuilder, MergeInsertBuilder, MergeInsertJob, UpdateBuilder, WhenMatched, WhenNotMatched,
+    WhenNotMatchedBySource,
 };
 
 use super::table::{into_write_source, Batches};
 
+use super::staged::{RowCounts, StagedKind, StagedWrite};
 use super::{commit_error, WriteOptions, WriteSummary};
 use crate::error::{HostError, Result};
 use crate::session;
@@ -45,13 +51,7 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
         committed: result.new_dataset.version().version != planned_at,
         ..Default::default()
     };
-    Ok((
-        Snapshot {
-            dataset: Arc::new(Arc::unwrap_or_clone(result.new_dataset)),
-            storage_options: at.storage_options.clone(),
-        },
-        summary,
-    ))
+    Ok((pinned(at, Arc::unwrap_or_clone(result.new_dataset)), summary))
 }
 
 /// Set `assignments` (column, Lance SQL expression over the row) on the rows matching
@@ -96,13 +96,7 @@ pub fn update(
         committed: result.new_dataset.version().version != planned_at,
         ..Default::default()
     };
-    Ok((
-        Snapshot {
-            dataset: Arc::new(Arc::unwrap_or_clone(result.new_dataset)),
-            storage_options: at.storage_options.clone(),
-        },
-        summary,
-    ))
+    Ok((pinned(at, Arc::unwrap_or_clone(result.new_dataset)), summary))
 }
 
 /// What a merge-insert does with a target row that matches a source row.
@@ -148,10 +142,8 @@ pub struct MergeInsert {
     pub when_not_matched_by_source: OnNoSourceMatch,
 }
 
-/// Merge the source rows of `data` into the table `at` is a version of, by the key columns
-/// `spec.on`, as one new version: rows inserted, updated and deleted are counted.
-pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
-    crate::metrics::op(crate::metrics::Op::Commit);
+/// Lance's merge-insert job for `spec` on the table `at` is a version of.
+fn merge_job(at: &Snapshot, spec: &MergeInsert, options: &WriteOptions, what: &str) -> Result<MergeInsertJob> {
     options.validate()?;
     if spec.on.is_empty() {
         return Err(HostError::invalid("a merge-insert needs at least one key column (on)"));
@@ -166,10 +158,7 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
             )));
         }
     }
-    let planned_at = at.version();
-    let uri = at.uri().to_string();
-    let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
-    let lance_err = |e| HostError::from_lance(&what, e);
+    let lance_err = |e| HostError::from_lance(what, e);
     let mut builder = MergeInsertBuilder::try_new(at.dataset.clone(), spec.on.clone()).map_err(lance_err)?;
     builder.when_matched(match &spec.when_matched {
         OnMatch::DoNothing => WhenMatched::DoNothing,
@@ -194,7 +183,17 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
     if let Some(t) = options.retry_timeout {
         builder.retry_timeout(t);
     }
-    let job = builder.try_build().map_err(lance_err)?;
+    builder.try_build().map_err(lance_err)
+}
+
+/// Merge the source rows of `data` into the table `at` is a version of, by the key columns
+/// `spec.on`, as one new version: rows inserted, updated and deleted are counted.
+pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
+    crate::metrics::op(crate::metrics::Op::Commit);
+    let planned_at = at.version();
+    let uri = at.uri().to_string();
+    let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
+    let job = merge_job(at, spec, options, &what)?;
     let source = into_write_source(data)?;
     let (dataset, stats) = session::block_on(job.execute(source))?
         .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
@@ -209,11 +208,139 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
         committed: dataset.version().version != planned_at,
         ..Default::default()
     };
-    Ok((
-        Snapshot {
-            dataset: Arc::new(Arc::unwrap_or_clone(dataset)),
-            storage_options: at.storage_options.clone(),
+    Ok((pinned(at, Arc::unwrap_or_clone(dataset)), summary))
+}
+
+/// Compute a merge-insert without committing it (the rows it writes go to new files): the
+/// coordinator commits the staged bytes with `staged::commit`, alone. Lance computes a
+/// merge-insert over the whole table, so it is one share, not split among workers.
+pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &WriteOptions) -> Result<StagedWrite> {
+    crate::metrics::op(crate::metrics::Op::Write);
+    let uri = at.uri().to_string();
+    let what = format!("cannot stage a merge into table '{uri}' on {}", spec.on.join(", "));
+    let job = merge_job(at, spec, options, &what)?;
+    let source = into_write_source(data)?;
+    let staged = session::block_on(job.execute_uncommitted(source))?
+        .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&uri))?;
+    Ok(StagedWrite {
+        uri,
+        kind: StagedKind::MergeInsert,
+        planned_at: at.version(),
+        counts: RowCounts {
+            deleted: staged.stats.num_deleted_rows,
+            updated: staged.stats.num_updated_rows,
+            inserted: staged.stats.num_inserted_rows,
         },
-        summary,
-    ))
+        transaction: staged.transaction,
+    })
+}
+
+/// Delete the rows matching `predicate` in a share of the table's fragments (`fragment_ids`;
+/// None = all of them) without committing: new deletion files are written, and the staged
+/// bytes name them. Workers given disjoint shares (one scan split each) stage; the coordinator
+/// commits all shares as one delete (`staged::commit`).
+pub fn stage_delete(at: &Snapshot, fragment_ids: Option<&[u64]>, predicate: &str) -> Result<StagedWrite> {
+    crate::metrics::op(crate::metrics::Op::Write);
+    if predicate.trim().is_empty() {
+        return Err(HostError::invalid("the delete predicate is empty (delete every row with \"true\")"));
+    }
+    let uri = at.uri().to_string();
+    let what = format!("cannot stage a delete from table '{uri}' where {predicate}");
+    // the predicate must parse even when the share is empty
+    at.dataset
+        .scan()
+        .filter(predicate)
+        .map_err(|e| HostError::from_lance(&format!("{what}: bad predicate"), e))?;
+    let ids: Vec<u64> = match fragment_ids {
+        Some(ids) => {
+            let mut seen = HashSet::new();
+            ids.iter().copied().filter(|id| seen.insert(*id)).collect()
+        }
+        None => at.dataset.manifest.fragments.iter().map(|f| f.id).collect(),
+    };
+    let mut fragments = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let f = usize::try_from(*id).ok().and_then(|i| at.dataset.get_fragment(i)).ok_or_else(|| {
+            HostError::invalid(format!("fragment {id} is not in version {} of table '{uri}'", at.version()))
+        })?;
+        fragments.push(f);
+    }
+    let predicate_owned = predicate.to_string();
+    let results = session::block_on(async move {
+        futures::stream::iter(fragments.into_iter().map(|f| {
+            let predicate = predicate_owned.clone();
+            async move {
+                let before = f.count_rows(None).await? as u64;
+                let old = f.metadata().deletion_file.clone();
+                let id = f.id() as u64;
+                match f.delete(&predicate).await? {
+                    None => Ok::<_, lance::Error>((id, None, before)),
+                    Some(changed) if changed.metadata().deletion_file != old => {
+                        let after = changed.count_rows(None).await? as u64;
+                        Ok((id, Some(Some(changed.metadata().clone())), before - after))
+                    }
+                    Some(_) => Ok((id, Some(None), 0)),
+                }
+            }
+        }))
+        .buffer_unordered(DELETE_PARALLELISM)
+        .collect::<Vec<_>>()
+        .await
+    })?;
+    let mut updated = Vec::new();
+    let mut removed = Vec::new();
+    let mut deleted = 0;
+    for r in results {
+        let (id, outcome, n) = r.map_err(|e| HostError::from_lance(&what, e).with_local_paths(&uri))?;
+        deleted += n;
+        match outcome {
+            None => removed.push(id),
+            Some(Some(fragment)) => updated.push(fragment),
+            Some(None) => {}
+        }
+    }
+    updated.sort_by_key(|f| f.id);
+    removed.sort_unstable();
+    let operation = Operation::Delete {
+        updated_fragments: updated,
+        deleted_fragment_ids: removed,
+        predicate: predicate.to_string(),
+    };
+    Ok(StagedWrite {
+        uri,
+        kind: StagedKind::Delete,
+        planned_at: at.version(),
+        counts: RowCounts {
+            deleted,
+            ..Default::default()
+        },
+        transaction: TransactionBuilder::new(at.version(), operation).build(),
+    })
+}
+
+/// `stage_delete` over the fragments of a scan split planned on `at` (None = the whole table).
+pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::plan::Split>, predicate: &str) -> Result<StagedWrite> {
+    match split {
+        None => stage_delete(at, None, predicate),
+        Some(split) => {
+            split.check_snapshot(at)?;
+            if split.kind != crate::plan::SplitKind::Scan {
+                return Err(HostError::invalid(
+                    "a staged delete takes a scan split (lance_dataset_plan_scan): it names the fragments of the worker's share",
+                ));
+            }
+            stage_delete(at, Some(&split.fragment_ids), predicate)
+        }
+    }
+}
+
+/// Fragments one worker deletes from at a time.
+const DELETE_PARALLELISM: usize = 4;
+
+/// A new version of the table `at` is a version of, pinned.
+fn pinned(at: &Snapshot, dataset: lance::Dataset) -> Snapshot {
+    Snapshot {
+        dataset: Arc::new(dataset),
+        storage_options: at.storage_options.clone(),
+    }
 }

@@ -1,13 +1,16 @@
-//! The distributed write protocol: workers *stage* (write data files without committing) and
-//! ship what they wrote as bytes; one coordinator *commits* any number of staged writes of one
-//! statement as one new version, or *aborts* them (deleting their files).
+//! The distributed write protocol: workers *stage* (write data files, deletion files or a
+//! merge-insert's rewritten rows without committing) and ship what they wrote as bytes; one
+//! coordinator *commits* any number of staged writes of one statement as one new version, or
+//! *aborts* them (deleting their files).
 //!
-//! Staged-write bytes, little endian: magic "LHSW" | format u8 (=1) | mode u8 (0 create,
-//! 1 append, 2 overwrite) | planned-at version u64 | uri: u32 len + bytes | transaction: u32 len
-//! + protobuf bytes (Lance's own `Transaction` message: the fragments and data files written,
-//! no row data) | crc32 of all before. Storage options (credentials) are never part of it.
+//! Staged-write bytes ([`crate::bytes`] envelope, magic "LHSW"), format 2, little endian:
+//! kind u8 (0 create, 1 append, 2 overwrite, 3 delete, 4 merge-insert) | planned-at version u64
+//! | rows deleted u64 | rows updated u64 | rows inserted u64 | uri: u32 len + bytes |
+//! transaction: u32 len + protobuf bytes (Lance's own `Transaction` message: the fragments,
+//! data and deletion files written, no row data). Format 1 (0.6: kinds 0–2, no counts) is
+//! still read. Storage options (credentials) are never part of it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use lance::dataset::transaction::{Operation, Transaction, TransactionBuilder};
@@ -18,109 +21,197 @@ use prost::Message;
 
 use super::table::{check_destination, Batches};
 use super::{commit_error, WriteMode, WriteOptions, WriteSummary, STATEMENT_ID_KEY};
-use crate::error::{HostError, LanceErrorCode, Result};
+use crate::bytes::{self, Reader, Writer};
+use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
 
 const MAGIC: &[u8; 4] = b"LHSW";
 /// Current staged-write format.
-pub const FORMAT: u8 = 1;
+pub const FORMAT: u8 = 2;
+/// Formats this library reads.
+const READS: &[u8] = &[1, 2];
+
+/// What a staged write does when committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedKind {
+    /// A share of a new table's rows.
+    Create,
+    /// A share of appended rows.
+    Append,
+    /// A share of the rows that replace the table's.
+    Overwrite,
+    /// The rows of a share of the table's fragments deleted by one predicate.
+    Delete,
+    /// A whole merge-insert (Lance computes one over the whole table; it is not split).
+    MergeInsert,
+}
+
+impl StagedKind {
+    pub fn of_mode(mode: WriteMode) -> Self {
+        match mode {
+            WriteMode::Create => StagedKind::Create,
+            WriteMode::Append => StagedKind::Append,
+            WriteMode::Overwrite => StagedKind::Overwrite,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StagedKind::Create => "create",
+            StagedKind::Append => "append",
+            StagedKind::Overwrite => "overwrite",
+            StagedKind::Delete => "delete",
+            StagedKind::MergeInsert => "merge-insert",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            StagedKind::Create => 0,
+            StagedKind::Append => 1,
+            StagedKind::Overwrite => 2,
+            StagedKind::Delete => 3,
+            StagedKind::MergeInsert => 4,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Self> {
+        Some(match c {
+            0 => StagedKind::Create,
+            1 => StagedKind::Append,
+            2 => StagedKind::Overwrite,
+            3 => StagedKind::Delete,
+            4 => StagedKind::MergeInsert,
+            _ => return None,
+        })
+    }
+}
+
+/// Rows a staged row-level change deleted, updated and inserted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub deleted: u64,
+    pub updated: u64,
+    pub inserted: u64,
+}
 
 /// What one worker wrote and has not committed.
 #[derive(Debug, Clone)]
 pub struct StagedWrite {
     pub uri: String,
-    pub mode: WriteMode,
+    pub kind: StagedKind,
     /// The version the write was planned at (0 for a create).
     pub planned_at: u64,
+    pub counts: RowCounts,
     pub transaction: Transaction,
+}
+
+/// Fragments a transaction adds (new data files).
+fn new_fragments(op: &Operation) -> &[Fragment] {
+    match op {
+        Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => fragments,
+        Operation::Update { new_fragments, .. } => new_fragments,
+        _ => &[],
+    }
+}
+
+/// Fragments a transaction changes in place (new deletion files, new column files).
+fn updated_fragments(op: &Operation) -> &[Fragment] {
+    match op {
+        Operation::Delete { updated_fragments, .. } | Operation::Update { updated_fragments, .. } => {
+            updated_fragments
+        }
+        _ => &[],
+    }
 }
 
 impl StagedWrite {
     fn fragments(&self) -> &[Fragment] {
-        match &self.transaction.operation {
-            Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => fragments,
-            _ => &[],
-        }
+        new_fragments(&self.transaction.operation)
     }
 
-    /// Rows, fragments, files and bytes it wrote (nothing committed: version 0).
+    /// Rows, fragments, files and bytes it wrote, and the rows it deleted, updated and
+    /// inserted (nothing committed: version 0).
     pub fn summary(&self) -> WriteSummary {
-        WriteSummary::of_fragments(self.fragments())
+        let mut s = WriteSummary::of_fragments(self.fragments());
+        s.rows_deleted = self.counts.deleted;
+        s.rows_updated = self.counts.updated;
+        s.rows_inserted = self.counts.inserted;
+        if self.kind == StagedKind::MergeInsert {
+            s.rows_written = self.counts.inserted + self.counts.updated;
+        }
+        s
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let txn = pb::Transaction::try_from(&self.transaction)
             .map_err(|e| HostError::internal(format!("cannot encode the staged transaction: {e}")))?
             .encode_to_vec();
-        let uri = self.uri.as_bytes();
-        let mut b = Vec::with_capacity(26 + uri.len() + txn.len());
-        b.extend_from_slice(MAGIC);
-        b.push(FORMAT);
-        b.push(match self.mode {
-            WriteMode::Create => 0,
-            WriteMode::Append => 1,
-            WriteMode::Overwrite => 2,
-        });
-        b.extend_from_slice(&self.planned_at.to_le_bytes());
-        b.extend_from_slice(&(uri.len() as u32).to_le_bytes());
-        b.extend_from_slice(uri);
-        b.extend_from_slice(&(txn.len() as u32).to_le_bytes());
-        b.extend_from_slice(&txn);
-        let crc = crc32fast::hash(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        Ok(b)
+        let mut w = Writer::default();
+        w.u8(self.kind.code())
+            .u64(self.planned_at)
+            .u64(self.counts.deleted)
+            .u64(self.counts.updated)
+            .u64(self.counts.inserted)
+            .blob(self.uri.as_bytes())
+            .blob(&txn);
+        Ok(bytes::seal(MAGIC, FORMAT, &w.0))
     }
 
-    /// Damaged or truncated bytes are LANCE_ERR_CORRUPT; another format is NOT_SUPPORTED.
-    pub fn from_bytes(bytes: &[u8]) -> Result<StagedWrite> {
-        let corrupt =
-            |what: &str| HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid staged-write bytes: {what}"));
-        if bytes.len() < 5 || &bytes[..4] != MAGIC {
-            return Err(corrupt("not lance-host staged-write bytes (bad magic)"));
-        }
-        if bytes[4] != FORMAT {
-            return Err(HostError::not_supported(format!(
-                "staged-write format {} is not supported (this library reads format {FORMAT})",
-                bytes[4]
-            )));
-        }
-        if bytes.len() < 4 + 1 + 1 + 8 + 4 + 4 + 4 {
-            return Err(corrupt("truncated"));
-        }
-        let (body, tail) = bytes.split_at(bytes.len() - 4);
-        if crc32fast::hash(body) != u32::from_le_bytes(tail.try_into().expect("4 bytes")) {
-            return Err(corrupt("checksum mismatch (truncated or corrupted)"));
-        }
-        let mut pos = 5;
-        let mut take = |n: usize| -> Result<&[u8]> {
-            let out = body.get(pos..pos + n).ok_or_else(|| corrupt("truncated"))?;
-            pos += n;
-            Ok(out)
+    /// Damaged or truncated bytes are LANCE_ERR_CORRUPT; another format (or a kind this
+    /// library does not know) is NOT_SUPPORTED.
+    pub fn from_bytes(b: &[u8]) -> Result<StagedWrite> {
+        const KIND: &str = "staged-write";
+        let corrupt = |what: &str| bytes::corrupt(KIND, what);
+        let (format, body) = bytes::open(b, MAGIC, READS, KIND)?;
+        let mut r = Reader::new(body, 0, usize::MAX);
+        let code = r.u8().ok_or_else(|| corrupt("truncated"))?;
+        let kind = match StagedKind::from_code(code) {
+            Some(k) if format >= 2 || code <= 2 => k,
+            _ => {
+                return Err(HostError::not_supported(format!(
+                    "staged write of kind {code} is not supported by this library (a newer lance-host made it)"
+                )))
+            }
         };
-        let mode = match take(1)?[0] {
-            0 => WriteMode::Create,
-            1 => WriteMode::Append,
-            2 => WriteMode::Overwrite,
-            m => return Err(corrupt(&format!("unknown write mode {m}"))),
+        let planned_at = r.u64().ok_or_else(|| corrupt("truncated"))?;
+        let counts = if format >= 2 {
+            let mut next = || r.u64().ok_or_else(|| corrupt("truncated"));
+            RowCounts {
+                deleted: next()?,
+                updated: next()?,
+                inserted: next()?,
+            }
+        } else {
+            RowCounts::default()
         };
-        let planned_at = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes"));
-        let uri_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
-        let uri = std::str::from_utf8(take(uri_len)?).map_err(|_| corrupt("table uri is not UTF-8"))?.to_string();
-        let txn_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
-        let txn = take(txn_len)?;
-        if pos != body.len() {
+        let uri = r.blob().ok_or_else(|| corrupt("truncated"))?;
+        let uri = std::str::from_utf8(uri).map_err(|_| corrupt("table uri is not UTF-8"))?.to_string();
+        let txn = r.blob().ok_or_else(|| corrupt("truncated"))?;
+        if r.remaining() != 0 {
             return Err(corrupt("trailing bytes"));
         }
         let decoded = pb::Transaction::decode(txn).map_err(|e| corrupt(&format!("bad transaction: {e}")))?;
         let transaction = Transaction::try_from(decoded).map_err(|e| corrupt(&format!("bad transaction: {e}")))?;
-        if !matches!(transaction.operation, Operation::Append { .. } | Operation::Overwrite { .. }) {
-            return Err(corrupt("the transaction is not an append or an overwrite"));
+        let fits = match kind {
+            StagedKind::Create | StagedKind::Overwrite => matches!(transaction.operation, Operation::Overwrite { .. }),
+            StagedKind::Append => matches!(transaction.operation, Operation::Append { .. }),
+            StagedKind::Delete => matches!(transaction.operation, Operation::Delete { .. }),
+            StagedKind::MergeInsert => matches!(transaction.operation, Operation::Update { .. }),
+        };
+        if !fits {
+            return Err(corrupt(&format!(
+                "a staged {} holds a {} transaction",
+                kind.name(),
+                transaction.operation
+            )));
         }
         Ok(StagedWrite {
             uri,
-            mode,
+            kind,
             planned_at,
+            counts,
             transaction,
         })
     }
@@ -156,22 +247,24 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
     .map_err(|e| secrets.scrub(HostError::from_lance(&what, e)).with_local_paths(uri))?;
     Ok(StagedWrite {
         uri: at.map(|s| s.uri().to_string()).unwrap_or_else(|| uri.to_string()),
-        mode: options.mode,
+        kind: StagedKind::of_mode(options.mode),
         planned_at: at.map(Snapshot::version).unwrap_or(0),
+        counts: RowCounts::default(),
         transaction,
     })
 }
 
 /// Commit the staged writes of one statement as ONE new version of the table (all of their
-/// rows visible, or none). Every staged write must be of `uri` and of one mode. With
-/// `options.statement_id`, a statement already committed since the work was planned returns
-/// that version (`committed = false`) and writes nothing.
+/// changes visible, or none). Every staged write must be of `uri` and of one kind: shares of
+/// one create, append or overwrite; shares of one delete (one predicate, disjoint fragments);
+/// or one merge-insert. With `options.statement_id`, a statement already committed since the
+/// work was planned returns that version (`committed = false`) and writes nothing.
 pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
     crate::metrics::op(crate::metrics::Op::Commit);
     options.validate()?;
     crate::snapshot::validate_uri(uri)?;
     let first = staged.first().ok_or_else(|| HostError::invalid("no staged writes to commit"))?;
-    let mode = first.mode;
+    let kind = first.kind;
     for (i, s) in staged.iter().enumerate() {
         if s.uri.trim_end_matches('/') != uri.trim_end_matches('/') {
             return Err(HostError::invalid(format!(
@@ -179,20 +272,20 @@ pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Re
                 s.uri
             )));
         }
-        if s.mode != mode {
+        if s.kind != kind {
             return Err(HostError::invalid(format!(
                 "staged write {i} is a {}, staged write 0 a {}: one commit takes one kind of write",
-                s.mode.name(),
-                mode.name()
+                s.kind.name(),
+                kind.name()
             )));
         }
     }
     let planned_at = staged.iter().map(|s| s.planned_at).min().unwrap_or(0);
-    if mode != WriteMode::Append {
+    if kind != StagedKind::Append {
         if let Some(other) = staged.iter().find(|s| s.planned_at != planned_at) {
             return Err(HostError::invalid(format!(
                 "the staged {}s were planned at versions {planned_at} and {}: plan them at one version",
-                mode.name(),
+                kind.name(),
                 other.planned_at
             )));
         }
@@ -207,45 +300,22 @@ pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Re
         }
     }
 
-    let mut summary = WriteSummary::default();
-    let operation = match mode {
-        WriteMode::Append => {
-            let fragments: Vec<Fragment> = staged.iter().flat_map(|s| s.fragments().iter().cloned()).collect();
-            Operation::Append { fragments }
-        }
-        WriteMode::Create | WriteMode::Overwrite => {
-            let Operation::Overwrite { schema, config_upsert_values, initial_bases, .. } = &first.transaction.operation
-            else {
-                return Err(HostError::internal("a staged overwrite without an overwrite transaction"));
-            };
-            for (i, s) in staged.iter().enumerate().skip(1) {
-                if let Operation::Overwrite { schema: other, .. } = &s.transaction.operation {
-                    if other != schema {
-                        return Err(HostError::invalid(format!(
-                            "staged write {i} has another schema than staged write 0: {} vs {}",
-                            arrow_schema::Schema::from(other),
-                            arrow_schema::Schema::from(schema)
-                        )));
-                    }
-                }
-            }
-            Operation::Overwrite {
-                schema: schema.clone(),
-                fragments: staged.iter().flat_map(|s| s.fragments().iter().cloned()).collect(),
-                config_upsert_values: config_upsert_values.clone(),
-                initial_bases: initial_bases.clone(),
-            }
-        }
-    };
-    if let Operation::Append { fragments } | Operation::Overwrite { fragments, .. } = &operation {
-        summary = WriteSummary::of_fragments(fragments.iter());
+    let operation = combine(kind, &staged)?;
+    let mut summary = WriteSummary::of_fragments(new_fragments(&operation));
+    for s in &staged {
+        summary.rows_deleted += s.counts.deleted;
+        summary.rows_updated += s.counts.updated;
+        summary.rows_inserted += s.counts.inserted;
+    }
+    if kind == StagedKind::MergeInsert {
+        summary.rows_written = summary.rows_inserted + summary.rows_updated;
     }
     let transaction = TransactionBuilder::new(planned_at, operation)
         .transaction_properties(options.transaction_properties())
         .build();
     let what = format!("cannot commit {} staged write(s) to table '{uri}'", staged.len());
     let dataset = session::block_on(async {
-        let dest = if mode == WriteMode::Append || (mode == WriteMode::Overwrite && planned_at > 0) {
+        let dest = if planned_at > 0 {
             // the version the work was planned at: Lance checks what was committed since
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(uri)
                 .with_session(lance_session.clone())
@@ -257,10 +327,10 @@ pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Re
         } else {
             WriteDestination::Uri(uri)
         };
-        if mode == WriteMode::Create {
+        if kind == StagedKind::Create {
             check_absent(uri, &lance_session, &options.storage_options).await?;
         }
-        if let (WriteMode::Overwrite, WriteDestination::Dataset(planned)) = (mode, &dest) {
+        if let (StagedKind::Overwrite, WriteDestination::Dataset(planned)) = (kind, &dest) {
             // Lance lets an overwrite replace whatever was committed since it was planned;
             // an engine's INSERT OVERWRITE must not silently drop a concurrent commit.
             let latest = planned.latest_version_id().await?;
@@ -294,6 +364,82 @@ pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Re
         },
         summary,
     ))
+}
+
+/// The one operation the staged writes of one statement (all of `kind`) make together.
+fn combine(kind: StagedKind, staged: &[StagedWrite]) -> Result<Operation> {
+    let all_new = || staged.iter().flat_map(|s| s.fragments().iter().cloned()).collect::<Vec<_>>();
+    Ok(match kind {
+        StagedKind::Append => Operation::Append { fragments: all_new() },
+        StagedKind::Create | StagedKind::Overwrite => {
+            let Operation::Overwrite { schema, config_upsert_values, initial_bases, .. } = &staged[0].transaction.operation
+            else {
+                return Err(HostError::internal("a staged overwrite without an overwrite transaction"));
+            };
+            for (i, s) in staged.iter().enumerate().skip(1) {
+                if let Operation::Overwrite { schema: other, .. } = &s.transaction.operation {
+                    if other != schema {
+                        return Err(HostError::invalid(format!(
+                            "staged write {i} has another schema than staged write 0: {} vs {}",
+                            arrow_schema::Schema::from(other),
+                            arrow_schema::Schema::from(schema)
+                        )));
+                    }
+                }
+            }
+            Operation::Overwrite {
+                schema: schema.clone(),
+                fragments: all_new(),
+                config_upsert_values: config_upsert_values.clone(),
+                initial_bases: initial_bases.clone(),
+            }
+        }
+        StagedKind::Delete => {
+            let mut updated = Vec::new();
+            let mut removed = Vec::new();
+            let mut seen = HashSet::new();
+            let mut predicate = None;
+            for (i, s) in staged.iter().enumerate() {
+                let Operation::Delete { updated_fragments, deleted_fragment_ids, predicate: p } = &s.transaction.operation
+                else {
+                    return Err(HostError::internal("a staged delete without a delete transaction"));
+                };
+                match &predicate {
+                    None => predicate = Some(p.clone()),
+                    Some(first) if first != p => {
+                        return Err(HostError::invalid(format!(
+                            "staged delete {i} deletes where {p}, staged delete 0 where {first}: one commit takes one delete statement"
+                        )))
+                    }
+                    Some(_) => {}
+                }
+                let ids = updated_fragments.iter().map(|f| f.id).chain(deleted_fragment_ids.iter().copied());
+                for id in ids {
+                    if !seen.insert(id) {
+                        return Err(HostError::invalid(format!(
+                            "fragment {id} is in two staged deletes: give every worker its own fragments (one split each)"
+                        )));
+                    }
+                }
+                updated.extend(updated_fragments.iter().cloned());
+                removed.extend(deleted_fragment_ids.iter().copied());
+            }
+            Operation::Delete {
+                updated_fragments: updated,
+                deleted_fragment_ids: removed,
+                predicate: predicate.unwrap_or_default(),
+            }
+        }
+        StagedKind::MergeInsert => {
+            if staged.len() != 1 {
+                return Err(HostError::invalid(format!(
+                    "{} staged merge-inserts: a merge-insert is computed over the whole table and committed alone (one per commit)",
+                    staged.len()
+                )));
+            }
+            staged[0].transaction.operation.clone()
+        }
+    })
 }
 
 /// A create must not replace a table that exists (Lance's overwrite would).
@@ -344,12 +490,7 @@ fn find_statement(
             };
             let props = txn.transaction_properties.as_deref();
             if props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(id) {
-                let summary = match &txn.operation {
-                    Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => {
-                        WriteSummary::of_fragments(fragments.iter())
-                    }
-                    _ => WriteSummary::default(),
-                };
+                let summary = WriteSummary::of_fragments(new_fragments(&txn.operation));
                 let ds = latest.checkout_version(version).await?;
                 return Ok(Some((ds, summary)));
             }
@@ -370,10 +511,14 @@ fn find_statement(
     }))
 }
 
-/// Delete the data files of staged writes that will not be committed. Files already gone
-/// are fine (an abort may be repeated). Must not be called for a write that was committed.
+/// Delete the files of staged writes that will not be committed: new data files, and the
+/// deletion files of staged deletes and merge-inserts. A file the table's latest version (or the
+/// version the write was planned at) uses is never deleted, so an abort after a commit that
+/// landed deletes nothing that version needs. Files already gone are fine (an abort may be
+/// repeated). Returns the number of files deleted.
 pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) -> Result<u64> {
-    let registry = session::global()?.lance.store_registry();
+    let lance_session = session::global()?.lance.clone();
+    let registry = lance_session.store_registry();
     let options = WriteOptions {
         storage_options: storage_options.clone(),
         ..Default::default()
@@ -381,15 +526,41 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
     let params = options.store_params();
     let mut deleted = 0;
     for s in staged {
-        let files: Vec<String> = s.fragments().iter().flat_map(|f| f.files.iter().map(|d| d.path.clone())).collect();
         let uri = s.uri.clone();
-        let (registry, params) = (registry.clone(), params.clone());
+        let what = format!("cannot delete the staged files of table '{uri}'");
+        let (registry, params, lance_session) = (registry.clone(), params.clone(), lance_session.clone());
+        let opts = storage_options.clone();
+        let share = s.clone();
         let n = session::block_on(async move {
+            let mut in_use = HashSet::new();
+            for version in [None, Some(share.planned_at).filter(|v| *v > 0)] {
+                if version.is_none() || share.planned_at > 0 {
+                    let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+                        .with_session(lance_session.clone())
+                        .with_storage_options(opts.clone());
+                    if let Some(v) = version {
+                        b = b.with_version(v);
+                    }
+                    match b.load().await {
+                        Ok(ds) => in_use.extend(ds.manifest.fragments.iter().flat_map(fragment_files)),
+                        Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => {}
+                        // a planned version cleaned up since: the latest one still guards
+                        Err(_) if version.is_some() => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let op = &share.transaction.operation;
+            let written: Vec<String> = new_fragments(op)
+                .iter()
+                .chain(updated_fragments(op))
+                .flat_map(fragment_files)
+                .filter(|f| !in_use.contains(f))
+                .collect();
             let (store, base) = ObjectStore::from_uri_and_params(registry, &uri, &params).await?;
             let mut n = 0u64;
-            for file in files {
-                let path = base.clone().join("data").join(file.as_str());
-                match store.delete(&path).await {
+            for file in written {
+                match store.delete(&file.split('/').fold(base.clone(), |p, part| p.join(part))).await {
                     Ok(()) => n += 1,
                     Err(lance::Error::NotFound { .. }) => {}
                     Err(e) => return Err(e),
@@ -397,8 +568,17 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
             }
             Ok::<_, lance::Error>(n)
         })?
-        .map_err(|e| HostError::from_lance(&format!("cannot delete the staged files of table '{}'", s.uri), e))?;
+        .map_err(|e| HostError::from_lance(&what, e))?;
         deleted += n;
     }
     Ok(deleted)
+}
+
+/// The files of a fragment, as paths relative to the table's root.
+fn fragment_files(f: &Fragment) -> Vec<String> {
+    let mut files: Vec<String> = f.files.iter().map(|d| format!("data/{}", d.path)).collect();
+    if let Some(df) = &f.deletion_file {
+        files.push(lance_table::io::deletion::relative_deletion_file_path(f.id, df));
+    }
+    files
 }

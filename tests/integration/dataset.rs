@@ -15,7 +15,7 @@ fn count_rows(ds: &Ds) -> u64 {
     n
 }
 
-fn fragments(ds: &Ds) -> Vec<LanceFragmentInfo> {
+pub(crate) fn fragments(ds: &Ds) -> Vec<LanceFragmentInfo> {
     let mut p = std::ptr::null_mut();
     let mut len = 0usize;
     assert_eq!(lance_dataset_fragments(ds.ptr(), &mut p, &mut len), 0);

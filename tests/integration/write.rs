@@ -471,3 +471,158 @@ fn compaction_tags_restore_and_cleanup() {
     assert_eq!(lance_dataset_delete_tag(restored.ptr(), tag.as_ptr()), 0, "{}", last_message());
     assert_ne!(lance_dataset_delete_tag(restored.ptr(), tag.as_ptr()), 0);
 }
+
+fn deletion_files(uri: &str) -> usize {
+    std::fs::read_dir(std::path::Path::new(uri).join("_deletions")).map(|d| d.count()).unwrap_or(0)
+}
+
+/// Stage a delete on `split` (may be NULL) of `at`; the staged bytes and what the share deleted.
+fn stage_delete(at: &Ds, split: *const lance_host::ffi::handles::LanceSplit, predicate: &str) -> Result<(Vec<u8>, LanceWriteResult), (i32, String)> {
+    let pred = cstr(predicate);
+    let (mut out, mut len, mut r) = (std::ptr::null_mut(), 0usize, result());
+    let rc = lance_dataset_stage_delete(at.ptr(), split, pred.as_ptr(), &mut out, &mut len, &mut r);
+    if rc != 0 {
+        return Err((rc, last_message()));
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
+    lance_bytes_free(out, len);
+    assert_eq!((r.version, r.committed), (0, 0));
+    Ok((bytes, r))
+}
+
+#[test]
+fn staged_deletes_of_many_workers_commit_as_one_delete() {
+    use lance_host::ffi::plan::*;
+    let uri = table_uri("staged_delete");
+    let mut p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    p.max_rows_per_file = 100;
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..400)], &p).unwrap();
+    // the coordinator plans one scan split per fragment and ships them; each worker deletes in
+    // its share: ids divisible by 3, and the whole of 300..400 (a fragment that disappears)
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(v1.ptr(), 0, &mut plan), 0, "{}", last_message());
+    let n = lance_split_plan_count(plan);
+    assert_eq!(n, 4);
+    let split_bytes: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let split = lance_split_plan_get(plan, i);
+            let (mut b, mut len) = (std::ptr::null_mut(), 0usize);
+            assert_eq!(lance_split_serialize(split, &mut b, &mut len), 0);
+            let v = unsafe { std::slice::from_raw_parts(b, len) }.to_vec();
+            lance_bytes_free(b, len);
+            lance_split_free(split);
+            v
+        })
+        .collect();
+    lance_split_plan_free(plan);
+    let predicate = "id % 3 = 0 OR id >= 300";
+    let shares: Vec<(Vec<u8>, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = split_bytes
+            .iter()
+            .map(|b| {
+                let uri = uri.clone();
+                s.spawn(move || {
+                    let split = lance_split_deserialize(b.as_ptr(), b.len());
+                    assert!(!split.is_null(), "{}", last_message());
+                    let worker = Ds::open(&uri, 1);
+                    let (bytes, r) = stage_delete(&worker, split, predicate).unwrap();
+                    lance_split_free(split);
+                    (bytes, r.rows_deleted)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let want_deleted = (0..400).filter(|i| i % 3 == 0 || *i >= 300).count() as u64;
+    assert_eq!(shares.iter().map(|s| s.1).sum::<u64>(), want_deleted);
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 1, "staging commits nothing");
+    assert_eq!(ids_of(&Ds::open(&uri, 0)).len(), 400);
+
+    // two shares of one fragment, and shares of two statements, are refused
+    let staged: Vec<Vec<u8>> = shares.iter().map(|s| s.0.clone()).collect();
+    let err = commit(&uri, &[staged[0].clone(), staged[0].clone()], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("two staged deletes"), "{err:?}");
+    let (other, _) = stage_delete(&Ds::open(&uri, 1), std::ptr::null(), "id = 5").unwrap();
+    let err = commit(&uri, &[staged[1].clone(), other.clone()], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("one delete statement"), "{err:?}");
+    let mut deleted = 0u64;
+    let (ptrs, lens) = ([other.as_ptr()], [other.len()]);
+    assert_eq!(lance_staged_write_abort(ptrs.as_ptr(), lens.as_ptr(), 1, std::ptr::null(), &mut deleted), 0, "{}", last_message());
+    assert_eq!(deleted, 1, "the aborted share's deletion file");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 1);
+
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    let stmt = cstr("delete-7");
+    p.statement_id = stmt.as_ptr();
+    let (v2, r) = commit(&uri, &staged, &p).unwrap();
+    assert_eq!((r.version, r.rows_deleted, r.committed), (2, want_deleted, 1));
+    let want: Vec<i64> = (0..300).filter(|i| i % 3 != 0).collect();
+    assert_eq!(ids_of(&v2), want);
+    let frags = crate::dataset::fragments(&v2);
+    assert_eq!(frags.len(), 3, "the fragment whose rows all went is gone");
+    assert_eq!(frags.iter().map(|f| f.deleted_rows).sum::<u64>(), 100);
+    let (_, r) = commit(&uri, &staged, &p).unwrap();
+    assert_eq!((r.version, r.committed), (2, 0), "exactly once");
+    // aborting the committed shares deletes nothing the table uses
+    let files = deletion_files(&uri);
+    let ptrs: Vec<*const u8> = staged.iter().map(|b| b.as_ptr()).collect();
+    let lens: Vec<usize> = staged.iter().map(|b| b.len()).collect();
+    assert_eq!(lance_staged_write_abort(ptrs.as_ptr(), lens.as_ptr(), staged.len(), std::ptr::null(), &mut deleted), 0);
+    assert_eq!((deleted, deletion_files(&uri)), (0, files));
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), want);
+    // a pinned reader of version 1 still reads all its rows
+    assert_eq!(ids_of(&v1).len(), 400);
+
+    // bad input: a predicate that does not parse, a split of another version, a search split
+    let err = stage_delete(&v2, std::ptr::null(), "id = = 1").unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", err.1);
+    let split = lance_split_deserialize(split_bytes[0].as_ptr(), split_bytes[0].len());
+    let err = stage_delete(&v2, split, "id = 1").unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("version 1"), "{err:?}");
+    lance_split_free(split);
+    assert_err(lance_dataset_stage_delete(v2.ptr(), std::ptr::null(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "predicate");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 2);
+}
+
+#[test]
+fn a_staged_merge_insert_commits_alone_and_aborts_cleanly() {
+    let uri = table_uri("staged_merge");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let on = cstrs(&["id"]);
+    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
+    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
+    let mut m = unsafe { m.assume_init() };
+    m.on = on.ptrs.as_ptr();
+    m.num_on = 1;
+    m.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_UPDATE_ALL as i32;
+    let stage_merge = |at: &Ds, ids: std::ops::Range<i64>| {
+        let mut data = stream_of(vec![rows(ids)]);
+        let (mut out, mut len, mut r) = (std::ptr::null_mut(), 0usize, result());
+        assert_eq!(lance_dataset_stage_merge_insert(at.ptr(), &mut data, &m, &mut out, &mut len, &mut r), 0, "{}", last_message());
+        let bytes = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
+        lance_bytes_free(out, len);
+        (bytes, r)
+    };
+    // one that is aborted: its new files go, the table is as it was
+    let files = data_files(&uri);
+    let (dropped, _) = stage_merge(&v1, 50..60);
+    assert!(data_files(&uri) > files);
+    let mut deleted = 0u64;
+    let (ptrs, lens) = ([dropped.as_ptr()], [dropped.len()]);
+    assert_eq!(lance_staged_write_abort(ptrs.as_ptr(), lens.as_ptr(), 1, std::ptr::null(), &mut deleted), 0, "{}", last_message());
+    assert!(deleted >= 1);
+    assert_eq!(data_files(&uri), files);
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..100).collect::<Vec<_>>());
+
+    let (staged, r) = stage_merge(&v1, 90..130);
+    assert_eq!((r.rows_inserted, r.rows_updated, r.version), (30, 10, 0));
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 1);
+    let err = commit(&uri, &[staged.clone(), staged.clone()], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("alone"), "{err:?}");
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    let msg = cstr("upsert batch 3");
+    p.commit_message = msg.as_ptr();
+    let (v2, r) = commit(&uri, &[staged], &p).unwrap();
+    assert_eq!((r.version, r.rows_inserted, r.rows_updated, r.committed), (2, 30, 10, 1));
+    assert_eq!(ids_of(&v2), (0..130).collect::<Vec<_>>());
+}
