@@ -436,6 +436,9 @@ typedef int32_t LanceWhenNotMatchedBySource;
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;
 
+// A list of byte strings (compaction tasks). Opaque; free with `lance_bytes_list_free`.
+typedef struct LanceBytesList LanceBytesList;
+
 // A call context: a cancellation handle with an optional deadline that a host binds to a
 // thread. Opaque; create with `lance_call_context_new`, free with `lance_call_context_free`.
 typedef struct LanceCallContext LanceCallContext;
@@ -1373,6 +1376,51 @@ int32_t lance_compact_params_init_v2(LanceCompactParams *out, size_t struct_size
 // written on failure.
 int32_t lance_dataset_compact(const LanceDataset *dataset, const LanceCompactParams *params, LanceDataset **out_dataset, LanceCompactResult *out_result);
 
+// Number of byte strings in `list` (0 for NULL). Thread-safe.
+size_t lance_bytes_list_count(const LanceBytesList *list);
+
+// Byte string `index` of `list`: its length goes to `*out_len`. The pointer is borrowed from
+// `list` (valid until it is freed); copy the bytes to ship them. NULL (and the last error) for
+// a NULL list, a NULL `out_len` or an index out of range. Thread-safe.
+const uint8_t *lance_bytes_list_get(const LanceBytesList *list, size_t index, size_t *out_len);
+
+// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op.
+void lance_bytes_list_free(LanceBytesList *list);
+
+// Plan a distributed compaction of `dataset`'s table at the handle's version: `*out` gets one
+// task per group of fragments to rewrite (an empty list when there is nothing to do), each as
+// bytes (versioned, checksummed, fragment metadata only) to ship to a worker, which executes it
+// with `lance_compaction_task_execute`; the coordinator then commits the results with
+// `lance_dataset_commit_compaction`. `params` (may be NULL) as for `lance_dataset_compact`.
+//
+// Caller owns `*out`; free it with `lance_bytes_list_free`. Borrows its arguments.
+// Thread-safe. Returns an error code; `*out` is not written on failure. Since 0.7.
+int32_t lance_dataset_plan_compaction(const LanceDataset *dataset, const LanceCompactParams *params, LanceBytesList **out);
+
+// Execute one compaction task (bytes from `lance_dataset_plan_compaction`) on a worker: rewrite
+// its fragments into new files of `dataset`'s table WITHOUT committing, and return the result
+// as bytes (`*out`, `*out_len`) to ship back to the coordinator. `dataset` is the table opened on
+// the worker (the task reads the version it was planned at). Damaged or foreign bytes are
+// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED); a task of another table
+// is LANCE_ERR_INVALID_ARGUMENT. The new files of a result that is never committed are removed
+// by `lance_dataset_cleanup` with `delete_unverified`.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+int32_t lance_compaction_task_execute(const LanceDataset *dataset, const uint8_t *task, size_t task_len, uint8_t **out, size_t *out_len);
+
+// Commit `num_results` compaction results (`results[i]` of `result_lens[i]` bytes, from
+// `lance_compaction_task_execute` on any process) of one plan as ONE new version of `dataset`'s
+// table (indexes are remapped). Results of failed tasks may be left out: their fragments stay
+// as they were. A commit since the plan that changed the same fragments is LANCE_ERR_CONFLICT;
+// results of two plans or another table are LANCE_ERR_INVALID_ARGUMENT; damaged bytes
+// LANCE_ERR_CORRUPT, naming the index. `params` (may be NULL) as given to the plan.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an error code;
+// outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_commit_compaction(const LanceDataset *dataset, const uint8_t *const *results, const size_t *result_lens, size_t num_results, const LanceCompactParams *params, LanceDataset **out_dataset, LanceCompactResult *out_result);
+
 // Remove the versions of `dataset`'s table committed more than `older_than_ms` milliseconds
 // ago, and the files only they use. Never removed: the latest version, tagged versions, and
 // (unless `delete_unverified`) files younger than 7 days that no version references — they
@@ -1435,6 +1483,37 @@ LanceDataset *lance_dataset_open_tag(const char *uri, const char *const *storage
 // Borrows `dataset`. Thread-safe. Returns an error code; `*out_dataset` is not written on
 // failure.
 int32_t lance_dataset_restore(const LanceDataset *dataset, LanceDataset **out_dataset);
+
+// Add `num_columns` columns to `dataset`'s table, as one new version planned at the handle's
+// version: column `names[i]` gets the value of the Lance SQL expression `expressions[i]` over
+// each existing row (e.g. "price * qty", "lower(name)"), written in new files beside the
+// existing ones. A name that exists, an expression that does not parse or names an unknown
+// column is LANCE_ERR_INVALID_ARGUMENT; nothing is committed on any failure. Readers of older
+// versions are unaffected.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_add_columns(const LanceDataset *dataset, const char *const *names, const char *const *expressions, size_t num_columns, LanceDataset **out_dataset);
+
+// Add the fields of the Arrow C Data schema `columns` (a struct schema, e.g. exported from a
+// host's column definitions) as columns that are null in every existing row: metadata only, no
+// data is written. The fields must be nullable and new. One new version planned at the
+// handle's version; nothing is committed on failure.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments (`columns` is not released). Thread-safe. Returns an error code; `*out_dataset` is
+// not written on failure. Since 0.7.
+int32_t lance_dataset_add_null_columns(const LanceDataset *dataset, const struct ArrowSchema *columns, LanceDataset **out_dataset);
+
+// Drop `num_columns` columns (`names`) of `dataset`'s table, as one new version planned at the
+// handle's version: metadata only (`lance_dataset_compact` and `lance_dataset_cleanup` reclaim
+// the space). An unknown column, or dropping every column, is LANCE_ERR_INVALID_ARGUMENT.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_drop_columns(const LanceDataset *dataset, const char *const *names, size_t num_columns, LanceDataset **out_dataset);
 
 // List the logical indexes of the snapshot, sorted by name.
 //

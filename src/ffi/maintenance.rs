@@ -3,13 +3,16 @@
 use std::ffi::{c_char, CString};
 use std::time::Duration;
 
-use crate::write::maintenance::{self, CompactOptions, CompactSummary};
+use crate::write::compaction::{self, CompactOptions, CompactSummary};
+use crate::error::HostError;
+use crate::write::{maintenance, schema};
+use arrow::ffi::FFI_ArrowSchema;
 
 use super::handles::LanceDataset;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
-    free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at, kv_arg,
-    out_arg, owned_cstring, str_arg,
+    byte_list_arg, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_array, into_handle,
+    item_at, kv_arg, out_arg, owned_cstring, slice_arg, str_arg, str_list_arg,
 };
 
 /// Settings of `lance_dataset_compact`. Initialize with `lance_compact_params_init_v2(&p,
@@ -120,22 +123,149 @@ pub extern "C" fn lance_dataset_compact(
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
-        let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
+        let options = compact_options(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let options = CompactOptions {
-            target_rows_per_fragment: (p.target_rows_per_fragment > 0).then_some(p.target_rows_per_fragment),
-            max_rows_per_group: (p.max_rows_per_group > 0).then_some(p.max_rows_per_group),
-            keep_deletions: p.keep_deletions != 0,
-            deletion_threshold: (p.deletion_threshold != 0.0).then_some(p.deletion_threshold),
-        };
-        let (snapshot, summary) = maintenance::compact(&ds.snapshot, &options)?;
-        if let Some(slot) = out_slot(out_result, Layout::Sized, "out_result")? {
-            slot.write(&summary.into());
-        }
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
+        let (snapshot, summary) = compaction::compact(&ds.snapshot, &options)?;
+        compact_out(snapshot, summary, out_dataset, out_result)
+    })
+}
+
+fn compact_options(params: *const LanceCompactParams) -> crate::error::Result<CompactOptions> {
+    let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
+    Ok(CompactOptions {
+        target_rows_per_fragment: (p.target_rows_per_fragment > 0).then_some(p.target_rows_per_fragment),
+        max_rows_per_group: (p.max_rows_per_group > 0).then_some(p.max_rows_per_group),
+        keep_deletions: p.keep_deletions != 0,
+        deletion_threshold: (p.deletion_threshold != 0.0).then_some(p.deletion_threshold),
+    })
+}
+
+fn compact_out(
+    snapshot: crate::snapshot::Snapshot,
+    summary: CompactSummary,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceCompactResult,
+) -> crate::error::Result<()> {
+    if let Some(slot) = out_slot(out_result, Layout::Sized, "out_result")? {
+        slot.write(&summary.into());
+    }
+    if !out_dataset.is_null() {
+        *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+    }
+    Ok(())
+}
+
+/// A list of byte strings (compaction tasks). Opaque; free with `lance_bytes_list_free`.
+pub struct LanceBytesList {
+    items: Vec<Vec<u8>>,
+}
+
+/// Number of byte strings in `list` (0 for NULL). Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_bytes_list_count(list: *const LanceBytesList) -> usize {
+    guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
+}
+
+/// Byte string `index` of `list`: its length goes to `*out_len`. The pointer is borrowed from
+/// `list` (valid until it is freed); copy the bytes to ship them. NULL (and the last error) for
+/// a NULL list, a NULL `out_len` or an index out of range. Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_bytes_list_get(list: *const LanceBytesList, index: usize, out_len: *mut usize) -> *const u8 {
+    guard_value(std::ptr::null(), || {
+        let item = item_at(&handle_ref(list, "list")?.items, index, "item")?;
+        *out_arg(out_len, "out_len")? = item.len();
+        Ok(item.as_ptr())
+    })
+}
+
+/// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn lance_bytes_list_free(list: *mut LanceBytesList) {
+    guard_free(|| free_handle(list))
+}
+
+/// Plan a distributed compaction of `dataset`'s table at the handle's version: `*out` gets one
+/// task per group of fragments to rewrite (an empty list when there is nothing to do), each as
+/// bytes (versioned, checksummed, fragment metadata only) to ship to a worker, which executes it
+/// with `lance_compaction_task_execute`; the coordinator then commits the results with
+/// `lance_dataset_commit_compaction`. `params` (may be NULL) as for `lance_dataset_compact`.
+///
+/// Caller owns `*out`; free it with `lance_bytes_list_free`. Borrows its arguments.
+/// Thread-safe. Returns an error code; `*out` is not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_plan_compaction(
+    dataset: *const LanceDataset,
+    params: *const LanceCompactParams,
+    out: *mut *mut LanceBytesList,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let options = compact_options(params)?;
+        out_arg(out, "out")?;
+        let items = compaction::plan(&ds.snapshot, &options)?;
+        *out_arg(out, "out")? = into_handle(LanceBytesList { items });
         Ok(())
+    })
+}
+
+/// Execute one compaction task (bytes from `lance_dataset_plan_compaction`) on a worker: rewrite
+/// its fragments into new files of `dataset`'s table WITHOUT committing, and return the result
+/// as bytes (`*out`, `*out_len`) to ship back to the coordinator. `dataset` is the table opened on
+/// the worker (the task reads the version it was planned at). Damaged or foreign bytes are
+/// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED); a task of another table
+/// is LANCE_ERR_INVALID_ARGUMENT. The new files of a result that is never committed are removed
+/// by `lance_dataset_cleanup` with `delete_unverified`.
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+/// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_compaction_task_execute(
+    dataset: *const LanceDataset,
+    task: *const u8,
+    task_len: usize,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let task = slice_arg(task, task_len, "task")?;
+        out_arg(out, "out")?;
+        out_arg(out_len, "out_len")?;
+        let result = compaction::execute_task(&ds.snapshot, task)?;
+        let (p, n) = into_array(result);
+        *out_arg(out, "out")? = p;
+        *out_arg(out_len, "out_len")? = n;
+        Ok(())
+    })
+}
+
+/// Commit `num_results` compaction results (`results[i]` of `result_lens[i]` bytes, from
+/// `lance_compaction_task_execute` on any process) of one plan as ONE new version of `dataset`'s
+/// table (indexes are remapped). Results of failed tasks may be left out: their fragments stay
+/// as they were. A commit since the plan that changed the same fragments is LANCE_ERR_CONFLICT;
+/// results of two plans or another table are LANCE_ERR_INVALID_ARGUMENT; damaged bytes
+/// LANCE_ERR_CORRUPT, naming the index. `params` (may be NULL) as given to the plan.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+/// (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an error code;
+/// outputs are not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_commit_compaction(
+    dataset: *const LanceDataset,
+    results: *const *const u8,
+    result_lens: *const usize,
+    num_results: usize,
+    params: *const LanceCompactParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceCompactResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let results = byte_list_arg(results, result_lens, num_results, "results")?;
+        let options = compact_options(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = compaction::commit(&ds.snapshot, &results, &options)?;
+        compact_out(snapshot, summary, out_dataset, out_result)
     })
 }
 
@@ -285,4 +415,88 @@ pub extern "C" fn lance_dataset_restore(dataset: *const LanceDataset, out_datase
         }
         Ok(())
     })
+}
+
+/// Add `num_columns` columns to `dataset`'s table, as one new version planned at the handle's
+/// version: column `names[i]` gets the value of the Lance SQL expression `expressions[i]` over
+/// each existing row (e.g. "price * qty", "lower(name)"), written in new files beside the
+/// existing ones. A name that exists, an expression that does not parse or names an unknown
+/// column is LANCE_ERR_INVALID_ARGUMENT; nothing is committed on any failure. Readers of older
+/// versions are unaffected.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+/// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+/// Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_add_columns(
+    dataset: *const LanceDataset,
+    names: *const *const c_char,
+    expressions: *const *const c_char,
+    num_columns: usize,
+    out_dataset: *mut *mut LanceDataset,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let names = str_list_arg(names, num_columns, "names")?;
+        let expressions = str_list_arg(expressions, num_columns, "expressions")?;
+        let columns: Vec<(String, String)> = names.into_iter().zip(expressions).collect();
+        let snapshot = schema::add_columns(&ds.snapshot, &columns)?;
+        new_version_out(snapshot, out_dataset)
+    })
+}
+
+/// Add the fields of the Arrow C Data schema `columns` (a struct schema, e.g. exported from a
+/// host's column definitions) as columns that are null in every existing row: metadata only, no
+/// data is written. The fields must be nullable and new. One new version planned at the
+/// handle's version; nothing is committed on failure.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+/// arguments (`columns` is not released). Thread-safe. Returns an error code; `*out_dataset` is
+/// not written on failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_add_null_columns(
+    dataset: *const LanceDataset,
+    columns: *const FFI_ArrowSchema,
+    out_dataset: *mut *mut LanceDataset,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let ffi: &FFI_ArrowSchema = handle_ref(columns, "columns")?;
+        if ffi.release.is_none() {
+            return Err(HostError::invalid("columns is a released ArrowSchema"));
+        }
+        let columns = arrow_schema::Schema::try_from(ffi)
+            .map_err(|e| HostError::invalid(format!("columns is not a struct schema: {e}")))?;
+        let snapshot = schema::add_null_columns(&ds.snapshot, columns)?;
+        new_version_out(snapshot, out_dataset)
+    })
+}
+
+/// Drop `num_columns` columns (`names`) of `dataset`'s table, as one new version planned at the
+/// handle's version: metadata only (`lance_dataset_compact` and `lance_dataset_cleanup` reclaim
+/// the space). An unknown column, or dropping every column, is LANCE_ERR_INVALID_ARGUMENT.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+/// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+/// Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_drop_columns(
+    dataset: *const LanceDataset,
+    names: *const *const c_char,
+    num_columns: usize,
+    out_dataset: *mut *mut LanceDataset,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let names = str_list_arg(names, num_columns, "names")?;
+        let snapshot = schema::drop_columns(&ds.snapshot, &names)?;
+        new_version_out(snapshot, out_dataset)
+    })
+}
+
+fn new_version_out(snapshot: crate::snapshot::Snapshot, out_dataset: *mut *mut LanceDataset) -> crate::error::Result<()> {
+    if !out_dataset.is_null() {
+        *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+    }
+    Ok(())
 }

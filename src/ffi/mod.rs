@@ -200,6 +200,17 @@ pub(crate) fn free_handle<T>(p: *mut T) {
 }
 
 /// Item `index` of a list held by a handle, or INVALID_ARGUMENT naming the index and count.
+/// `n` byte strings given as an array of pointers and an array of lengths (`name[i]` in messages).
+pub(crate) fn byte_list_arg<'a>(ptrs: *const *const u8, lens: *const usize, n: usize, name: &str) -> Result<Vec<&'a [u8]>> {
+    let ptrs = slice_arg(ptrs, n, name)?;
+    let lens = slice_arg(lens, n, &format!("{name} lengths"))?;
+    ptrs.iter()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (p, len))| slice_arg(*p, *len, &format!("{name}[{i}]")))
+        .collect()
+}
+
 pub(crate) fn item_at<'a, T>(items: &'a [T], index: usize, what: &str) -> Result<&'a T> {
     items.get(index).ok_or_else(|| {
         HostError::invalid(format!(

@@ -14,7 +14,7 @@ use super::handles::{LanceDataset, LanceSplit};
 use super::scan::import_stream;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
-    guard_code, handle_ref, into_array, into_handle, kv_arg, opt_str_arg, out_arg, slice_arg, str_arg,
+    byte_list_arg, guard_code, handle_ref, into_array, into_handle, kv_arg, opt_str_arg, out_arg, str_arg,
     str_list_arg,
 };
 
@@ -216,13 +216,10 @@ fn optional_dataset<'a>(at: *const LanceDataset) -> Result<Option<&'a LanceDatas
 }
 
 fn staged_args(staged: *const *const u8, lens: *const usize, n: usize) -> Result<Vec<StagedWrite>> {
-    let ptrs = slice_arg(staged, n, "staged")?;
-    let lens = slice_arg(lens, n, "staged_lens")?;
-    ptrs.iter()
-        .zip(lens)
+    byte_list_arg(staged, lens, n, "staged")?
+        .into_iter()
         .enumerate()
-        .map(|(i, (p, len))| {
-            let bytes = slice_arg(*p, *len, &format!("staged[{i}]"))?;
+        .map(|(i, bytes)| {
             StagedWrite::from_bytes(bytes).map_err(|e| HostError::new(e.code, format!("staged[{i}]: {}", e.message)))
         })
         .collect()

@@ -1,82 +1,14 @@
-//! Table maintenance an engine schedules: compaction, cleanup of old versions, tags, restore.
+//! Table maintenance an engine schedules: cleanup of old versions, tags, restore (compaction is
+//! in `compaction`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lance::dataset::cleanup::CleanupPolicyBuilder;
-use lance::dataset::optimize::{compact_files, CompactionOptions};
 
-use super::commit_error;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::{self, Snapshot};
-
-/// Settings of a compaction; None = Lance's default.
-#[derive(Debug, Clone, Default)]
-pub struct CompactOptions {
-    /// Rows a compacted fragment aims at (Lance: 1,048,576).
-    pub target_rows_per_fragment: Option<u64>,
-    pub max_rows_per_group: Option<u64>,
-    /// Keep deleted rows in the rewritten files' deletion vectors instead of dropping them.
-    pub keep_deletions: bool,
-    /// Share of deleted rows above which a fragment is rewritten (Lance: 0.1).
-    pub deletion_threshold: Option<f32>,
-}
-
-/// What a compaction did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompactSummary {
-    /// The version it committed (the handle's when there was nothing to do).
-    pub version: u64,
-    pub fragments_removed: u64,
-    pub fragments_added: u64,
-    pub files_removed: u64,
-    pub files_added: u64,
-}
-
-/// Rewrite small fragments (and fragments with many deleted rows) of the table into larger
-/// ones, as one new version planned at `at`'s version; indexes are remapped. Nothing to do
-/// commits nothing.
-pub fn compact(at: &Snapshot, options: &CompactOptions) -> Result<(Snapshot, CompactSummary)> {
-    crate::metrics::op(crate::metrics::Op::Commit);
-    let mut o = CompactionOptions::default();
-    if let Some(n) = options.target_rows_per_fragment {
-        o.target_rows_per_fragment = usize::try_from(n).map_err(|_| HostError::invalid("target_rows_per_fragment is too large"))?;
-    }
-    if let Some(n) = options.max_rows_per_group {
-        o.max_rows_per_group = usize::try_from(n).map_err(|_| HostError::invalid("max_rows_per_group is too large"))?;
-    }
-    if let Some(t) = options.deletion_threshold {
-        if !(t.is_finite() && t > 0.0 && t <= 1.0) {
-            return Err(HostError::invalid(format!("the deletion threshold must be in (0, 1], not {t}")));
-        }
-        o.materialize_deletions_threshold = t;
-    }
-    o.materialize_deletions = !options.keep_deletions;
-    let planned_at = at.version();
-    let uri = at.uri().to_string();
-    let mut dataset = (*at.dataset).clone();
-    let what = format!("cannot compact table '{uri}'");
-    let (dataset, metrics) = session::block_on(async move {
-        let m = compact_files(&mut dataset, o, None).await?;
-        Ok::<_, lance::Error>((dataset, m))
-    })?
-    .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
-    let summary = CompactSummary {
-        version: dataset.version().version,
-        fragments_removed: metrics.fragments_removed as u64,
-        fragments_added: metrics.fragments_added as u64,
-        files_removed: metrics.files_removed as u64,
-        files_added: metrics.files_added as u64,
-    };
-    Ok((
-        Snapshot {
-            dataset: Arc::new(dataset),
-            storage_options: at.storage_options.clone(),
-        },
-        summary,
-    ))
-}
 
 /// What a cleanup removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

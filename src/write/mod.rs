@@ -3,8 +3,10 @@
 //! merge-insert (`rows`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
+pub mod compaction;
 pub mod maintenance;
 pub mod rows;
+pub mod schema;
 pub mod staged;
 pub mod table;
 

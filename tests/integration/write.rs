@@ -626,3 +626,153 @@ fn a_staged_merge_insert_commits_alone_and_aborts_cleanly() {
     assert_eq!((r.version, r.rows_inserted, r.rows_updated, r.committed), (2, 30, 10, 1));
     assert_eq!(ids_of(&v2), (0..130).collect::<Vec<_>>());
 }
+
+fn compact_params(target_rows: u64) -> lance_host::ffi::maintenance::LanceCompactParams {
+    use lance_host::ffi::maintenance::*;
+    let mut p = std::mem::MaybeUninit::<LanceCompactParams>::uninit();
+    assert_eq!(lance_compact_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceCompactParams>()), 0);
+    let mut p = unsafe { p.assume_init() };
+    p.target_rows_per_fragment = target_rows;
+    p
+}
+
+#[test]
+fn a_compaction_planned_once_runs_on_workers_and_commits_once() {
+    use lance_host::ffi::maintenance::*;
+    let uri = table_uri("dist_compact");
+    let (mut latest, _) = write(&uri, std::ptr::null(), vec![rows(0..50)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    for i in 1..8 {
+        let (next, _) = write(&uri, latest.ptr(), vec![rows(i * 50..i * 50 + 50)], &params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+        latest = next;
+    }
+    // 8 fragments of 50 rows, target 200 rows: tasks of fragments to merge
+    let p = compact_params(200);
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_compaction(latest.ptr(), &p, &mut plan), 0, "{}", last_message());
+    let n = lance_bytes_list_count(plan);
+    assert!(n >= 2, "{n} tasks");
+    let tasks: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let mut len = 0usize;
+            let ptr = lance_bytes_list_get(plan, i, &mut len);
+            assert!(!ptr.is_null());
+            unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+        })
+        .collect();
+    let mut len = 0usize;
+    assert!(lance_bytes_list_get(plan, n, &mut len).is_null());
+    assert!(last_message().contains("out of range"));
+    lance_bytes_list_free(plan);
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 8, "planning commits nothing");
+
+    // workers: each opens the table itself and executes one task
+    let results: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let handles: Vec<_> = tasks
+            .iter()
+            .map(|t| {
+                let uri = uri.clone();
+                s.spawn(move || {
+                    let worker = Ds::open(&uri, 8);
+                    let (mut out, mut len) = (std::ptr::null_mut(), 0usize);
+                    assert_eq!(lance_compaction_task_execute(worker.ptr(), t.as_ptr(), t.len(), &mut out, &mut len), 0, "{}", last_message());
+                    let v = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
+                    lance_bytes_free(out, len);
+                    v
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 8, "executing commits nothing");
+
+    // damaged bytes, a task where a result belongs, results of another table
+    let mut damaged = results[0].clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x55;
+    let commit_results = |ds: &Ds, rs: &[Vec<u8>]| {
+        let ptrs: Vec<*const u8> = rs.iter().map(|b| b.as_ptr()).collect();
+        let lens: Vec<usize> = rs.iter().map(|b| b.len()).collect();
+        let mut r = LanceCompactResult { struct_size: std::mem::size_of::<LanceCompactResult>(), ..Default::default() };
+        let mut out = std::ptr::null_mut();
+        let rc = lance_dataset_commit_compaction(ds.ptr(), ptrs.as_ptr(), lens.as_ptr(), rs.len(), &p, &mut out, &mut r);
+        (rc, if rc == 0 { Some(Ds(out)) } else { None }, r, last_message())
+    };
+    let (rc, _, _, msg) = commit_results(&latest, &[damaged]);
+    assert!(rc == LANCE_ERR_CORRUPT as i32 && msg.contains("results[0]"), "{rc} {msg}");
+    let (rc, _, _, msg) = commit_results(&latest, &[tasks[0].clone()]);
+    assert!(rc == LANCE_ERR_CORRUPT as i32 && msg.contains("bad magic"), "{rc} {msg}");
+    let other = Ds::open(&{
+        let o = table_uri("other");
+        write(&o, std::ptr::null(), vec![rows(0..10)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+        o
+    }, 0);
+    let (rc, _, _, msg) = commit_results(&other, &results);
+    assert!(rc == LANCE_ERR_INVALID_ARGUMENT as i32 && msg.contains("not of"), "{rc} {msg}");
+    let mut out = std::ptr::null_mut();
+    let mut len = 0usize;
+    assert_err(lance_compaction_task_execute(other.ptr(), tasks[0].as_ptr(), tasks[0].len(), &mut out, &mut len), LANCE_ERR_INVALID_ARGUMENT, "not of");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 8);
+
+    // the coordinator commits every result as one version
+    let (rc, compacted, r, msg) = commit_results(&latest, &results);
+    assert_eq!(rc, 0, "{msg}");
+    let compacted = compacted.unwrap();
+    assert!(r.version > 8 && r.version == lance_dataset_version(compacted.ptr()));
+    assert_eq!(r.fragments_removed, 8);
+    assert_eq!(r.fragments_added, 2);
+    assert_eq!(ids_of(&compacted), (0..400).collect::<Vec<_>>());
+    assert_eq!(crate::dataset::fragments(&compacted).len(), 2);
+    assert_eq!(ids_of(&latest).len(), 400, "the handle planned on keeps its version");
+    // nothing to compact: an empty plan
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_compaction(compacted.ptr(), &p, &mut plan), 0);
+    assert_eq!(lance_bytes_list_count(plan), 0);
+    lance_bytes_list_free(plan);
+}
+
+#[test]
+fn columns_are_added_from_expressions_or_as_nulls_and_dropped() {
+    use lance_host::ffi::maintenance::*;
+    let uri = table_uri("columns");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..100)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let names = cstrs(&["twice", "tag"]);
+    let exprs = cstrs(&["id * 2", "concat('t', CAST(id AS STRING))"]);
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_add_columns(v1.ptr(), names.ptrs.as_ptr(), exprs.ptrs.as_ptr(), 2, &mut out), 0, "{}", last_message());
+    let v2 = Ds(out);
+    assert_eq!(lance_dataset_version(v2.ptr()), 2);
+    let batches = scan(&v2, &default_opts()).unwrap();
+    let ids = i64_column(&batches, "id");
+    let twice = i64_column(&batches, "twice");
+    assert!(ids.iter().zip(&twice).all(|(i, t)| *t == 2 * i) && ids.len() == 100);
+    // bad input: an existing name, an expression that does not parse, an unknown column
+    for (n, e, needle) in [("twice", "1", "already exists"), ("x", "id +", "bad expression"), ("y", "nope + 1", "nope")] {
+        let (n, e) = (cstrs(&[n]), cstrs(&[e]));
+        let mut out = std::ptr::null_mut();
+        assert_err(lance_dataset_add_columns(v2.ptr(), n.ptrs.as_ptr(), e.ptrs.as_ptr(), 1, &mut out), LANCE_ERR_INVALID_ARGUMENT, needle);
+        assert!(out.is_null());
+    }
+    // null columns from a host's Arrow schema
+    let fields = Schema::new(vec![Field::new("note", DataType::Utf8, true), Field::new("score", DataType::Float32, true)]);
+    let ffi = arrow::ffi::FFI_ArrowSchema::try_from(&fields).unwrap();
+    assert_eq!(lance_dataset_add_null_columns(v2.ptr(), &ffi, &mut out), 0, "{}", last_message());
+    let v3 = Ds(out);
+    let batches = scan(&v3, &default_opts()).unwrap();
+    assert_eq!(batches[0].schema().field_with_name("note").unwrap().data_type(), &DataType::Utf8);
+    assert!(batches.iter().all(|b| b.column_by_name("score").unwrap().null_count() == b.num_rows()));
+    let strict = Schema::new(vec![Field::new("must", DataType::Int32, false)]);
+    let ffi = arrow::ffi::FFI_ArrowSchema::try_from(&strict).unwrap();
+    assert_err(lance_dataset_add_null_columns(v3.ptr(), &ffi, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "not nullable");
+    // drop two, then an unknown one
+    let drop = cstrs(&["tag", "note"]);
+    assert_eq!(lance_dataset_drop_columns(v3.ptr(), drop.ptrs.as_ptr(), 2, &mut out), 0, "{}", last_message());
+    let v4 = Ds(out);
+    let schema = scan(&v4, &default_opts()).unwrap()[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["id", "name", "twice", "score"]);
+    let unknown = cstrs(&["ghost"]);
+    assert_err(lance_dataset_drop_columns(v4.ptr(), unknown.ptrs.as_ptr(), 1, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "ghost");
+    assert_eq!(lance_dataset_version(Ds::open(&uri, 0).ptr()), 4, "failures committed nothing");
+    // older handles keep their schema
+    assert_eq!(scan(&v1, &default_opts()).unwrap()[0].num_columns(), 2);
+}
