@@ -1384,7 +1384,8 @@ size_t lance_bytes_list_count(const LanceBytesList *list);
 // a NULL list, a NULL `out_len` or an index out of range. Thread-safe.
 const uint8_t *lance_bytes_list_get(const LanceBytesList *list, size_t index, size_t *out_len);
 
-// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op.
+// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op. Not thread-safe with
+// other uses of the same list (no call may use it concurrently or afterwards).
 void lance_bytes_list_free(LanceBytesList *list);
 
 // Plan a distributed compaction of `dataset`'s table at the handle's version: `*out` gets one

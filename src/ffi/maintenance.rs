@@ -178,7 +178,8 @@ pub extern "C" fn lance_bytes_list_get(list: *const LanceBytesList, index: usize
     })
 }
 
-/// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op.
+/// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op. Not thread-safe with
+/// other uses of the same list (no call may use it concurrently or afterwards).
 #[no_mangle]
 pub extern "C" fn lance_bytes_list_free(list: *mut LanceBytesList) {
     guard_free(|| free_handle(list))
