@@ -1016,19 +1016,8 @@ class Dataset:
         'delete', 'delete_if' (with `by_source_condition`). One new version planned at this
         handle's version; returns it pinned and its `WriteResult` (rows inserted, updated,
         deleted)."""
-        keys = [on] if isinstance(on, str) else list(on)
-        m = _ffi.MergeInsert()
-        _check(LIB.lance_merge_insert_init_v2(ctypes.byref(m), ctypes.sizeof(m)))
-        arr, n = _cstrings(keys)
-        m.on, m.num_on = arr, n
-        m.when_matched = _choice("when_matched", when_matched, WHEN_MATCHED)
-        m.when_not_matched = _choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
-        m.when_not_matched_by_source = _choice("when_not_matched_by_source", when_not_matched_by_source,
-                                               WHEN_NOT_MATCHED_BY_SOURCE)
-        if when_matched_condition is not None:
-            m.when_matched_condition = when_matched_condition.encode()
-        if by_source_condition is not None:
-            m.by_source_condition = by_source_condition.encode()
+        m, keep_m = _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source,
+                                when_matched_condition, by_source_condition)
         p, keep = _write_params(None, **params)
         c = _stream_of(data)
         out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
@@ -1036,20 +1025,118 @@ class Dataset:
                                               ctypes.byref(out), ctypes.byref(r)))
         return Dataset(out.value), WriteResult._from(r)
 
+    def stage_merge_insert(self, data, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
+                           when_not_matched: str = "insert", when_not_matched_by_source: str = "keep", *,
+                           when_matched_condition: Optional[str] = None,
+                           by_source_condition: Optional[str] = None) -> "StagedWrite":
+        """`merge_insert` without the commit (lance_dataset_stage_merge_insert): the rows it
+        writes go to new files, and the returned `StagedWrite` names them. Commit it alone with
+        `commit(uri, [staged], ...)` (statement id, commit message and retries apply there), or
+        discard it with `abort_staged`. `result` has the rows inserted, updated and deleted."""
+        m, keep_m = _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source,
+                                when_matched_condition, by_source_condition)
+        c = _stream_of(data)
+        out, n, r = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_stage_merge_insert(self._h, ctypes.byref(c), ctypes.byref(m), ctypes.byref(out),
+                                                    ctypes.byref(n), ctypes.byref(r)))
+        return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
+
+    def stage_delete(self, predicate: str, split: Optional["Split"] = None) -> "StagedWrite":
+        """One worker's share of a delete without the commit (lance_dataset_stage_delete): the
+        rows of `split`'s fragments (a scan split of this handle's version; None = every
+        fragment) matching `predicate` are marked deleted in new deletion files. Give every
+        worker its own split and one predicate; the coordinator commits all shares as one
+        delete with `commit(uri, shares)`. `result.rows_deleted` counts the share's rows."""
+        out, n, r = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_stage_delete(self._h, split._h if split is not None else None, predicate.encode(),
+                                              ctypes.byref(out), ctypes.byref(n), ctypes.byref(r)))
+        return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
+
+    # schema changes
+    def add_columns(self, columns: Mapping[str, str]) -> "Dataset":
+        """Add columns whose values are Lance SQL expressions over each row, e.g.
+        {"total": "price * qty"} (lance_dataset_add_columns), as one new version planned at this
+        handle's version; returns it pinned."""
+        if not isinstance(columns, Mapping) or not columns:
+            raise _error(1, "columns must be a non-empty mapping of name -> SQL expression")
+        names, n = _cstrings(list(columns.keys()))
+        exprs, _ = _cstrings([str(v) for v in columns.values()])
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_add_columns(self._h, names, exprs, n, ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def add_null_columns(self, schema: "pa.Schema") -> "Dataset":
+        """Add the (nullable) fields of the pyarrow `schema` as columns that are null in every
+        existing row (lance_dataset_add_null_columns; metadata only). Returns the new version."""
+        if not isinstance(schema, pa.Schema):
+            raise _error(1, f"schema must be a pyarrow Schema, not {type(schema).__name__}")
+        c = _ffi.ArrowSchema()
+        schema._export_to_c(ctypes.addressof(c))
+        try:
+            out = ctypes.c_void_p()
+            _check(LIB.lance_dataset_add_null_columns(self._h, ctypes.byref(c), ctypes.byref(out)))
+        finally:
+            pa.Schema._import_from_c(ctypes.addressof(c))  # pyarrow takes it back and releases it
+        return Dataset(out.value)
+
+    def drop_columns(self, names: Union[str, Sequence[str]]) -> "Dataset":
+        """Drop columns (lance_dataset_drop_columns; metadata only: compact and cleanup reclaim
+        the space), as one new version; returns it pinned."""
+        arr, n = _cstrings([names] if isinstance(names, str) else list(names))
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_drop_columns(self._h, arr, n, ctypes.byref(out)))
+        return Dataset(out.value)
+
     # maintenance
     def compact(self, target_rows_per_fragment: int = 0, max_rows_per_group: int = 0,
                 deletion_threshold: float = 0.0, keep_deletions: bool = False) -> tuple["Dataset", "CompactResult"]:
         """Rewrite small fragments (and fragments with many deleted rows) into larger ones as one
         new version planned at this handle's version (lance_dataset_compact); 0 = Lance's
         default. Nothing to do commits nothing (the result's version is this handle's)."""
-        p = _ffi.CompactParams()
-        _check(LIB.lance_compact_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
-        p.target_rows_per_fragment, p.max_rows_per_group = target_rows_per_fragment, max_rows_per_group
-        p.deletion_threshold, p.keep_deletions = deletion_threshold, 1 if keep_deletions else 0
+        p = _compact_params(target_rows_per_fragment, max_rows_per_group, deletion_threshold, keep_deletions)
         out, r = ctypes.c_void_p(), _ffi.CompactResult.new()
         _check(LIB.lance_dataset_compact(self._h, ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
-        return Dataset(out.value), CompactResult(r.version, r.fragments_removed, r.fragments_added,
-                                                 r.files_removed, r.files_added)
+        return Dataset(out.value), CompactResult._from(r)
+
+    def plan_compaction(self, target_rows_per_fragment: int = 0, max_rows_per_group: int = 0,
+                        deletion_threshold: float = 0.0, keep_deletions: bool = False) -> list:
+        """Plan a distributed compaction at this handle's version (lance_dataset_plan_compaction):
+        a list of tasks as bytes (empty when there is nothing to do). Ship each to a worker, which
+        runs `execute_compaction_task`; commit the results once with `commit_compaction`."""
+        p = _compact_params(target_rows_per_fragment, max_rows_per_group, deletion_threshold, keep_deletions)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_compaction(self._h, ctypes.byref(p), ctypes.byref(h)))
+        try:
+            tasks = []
+            for i in range(LIB.lance_bytes_list_count(h)):
+                n = ctypes.c_size_t()
+                ptr = _ptr(LIB.lance_bytes_list_get(h, i, ctypes.byref(n)))
+                tasks.append(ctypes.string_at(ptr, n.value))
+            return tasks
+        finally:
+            LIB.lance_bytes_list_free(h)
+
+    def execute_compaction_task(self, task: bytes) -> bytes:
+        """Execute one compaction task on a worker (lance_compaction_task_execute): its fragments
+        are rewritten into new files, nothing is committed; returns the result as bytes."""
+        task = bytes(task)
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_compaction_task_execute(self._h, task, len(task), ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
+
+    def commit_compaction(self, results: Sequence[bytes], target_rows_per_fragment: int = 0,
+                          max_rows_per_group: int = 0, deletion_threshold: float = 0.0,
+                          keep_deletions: bool = False) -> tuple["Dataset", "CompactResult"]:
+        """Commit the results of one compaction plan's tasks as ONE new version
+        (lance_dataset_commit_compaction; indexes remapped). Results of failed tasks may be left
+        out. Pass the options the plan was made with."""
+        p = _compact_params(target_rows_per_fragment, max_rows_per_group, deletion_threshold, keep_deletions)
+        results = [bytes(b) for b in results]
+        ptrs, lens, bufs = _byte_arrays(results)
+        out, r = ctypes.c_void_p(), _ffi.CompactResult.new()
+        _check(LIB.lance_dataset_commit_compaction(self._h, ptrs, lens, len(results), ctypes.byref(p),
+                                                   ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), CompactResult._from(r)
 
     def cleanup(self, older_than_ms: int, delete_unverified: bool = False) -> "CleanupResult":
         """Remove the table's versions committed more than `older_than_ms` ago and the files only
@@ -1256,6 +1343,38 @@ class CompactResult:
     files_removed: int
     files_added: int
 
+    @staticmethod
+    def _from(r) -> "CompactResult":
+        return CompactResult(r.version, r.fragments_removed, r.fragments_added, r.files_removed, r.files_added)
+
+
+def _compact_params(target_rows_per_fragment: int, max_rows_per_group: int, deletion_threshold: float,
+                    keep_deletions: bool):
+    p = _ffi.CompactParams()
+    _check(LIB.lance_compact_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    p.target_rows_per_fragment, p.max_rows_per_group = target_rows_per_fragment, max_rows_per_group
+    p.deletion_threshold, p.keep_deletions = deletion_threshold, 1 if keep_deletions else 0
+    return p
+
+
+def _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source, when_matched_condition,
+                by_source_condition):
+    """A LanceMergeInsert and the buffers it points into (keep both alive for the call)."""
+    keys = [on] if isinstance(on, str) else list(on)
+    m = _ffi.MergeInsert()
+    _check(LIB.lance_merge_insert_init_v2(ctypes.byref(m), ctypes.sizeof(m)))
+    arr, n = _cstrings(keys)
+    m.on, m.num_on = arr, n
+    m.when_matched = _choice("when_matched", when_matched, WHEN_MATCHED)
+    m.when_not_matched = _choice("when_not_matched", when_not_matched, WHEN_NOT_MATCHED)
+    m.when_not_matched_by_source = _choice("when_not_matched_by_source", when_not_matched_by_source,
+                                           WHEN_NOT_MATCHED_BY_SOURCE)
+    if when_matched_condition is not None:
+        m.when_matched_condition = when_matched_condition.encode()
+    if by_source_condition is not None:
+        m.by_source_condition = by_source_condition.encode()
+    return m, arr
+
 
 @dataclass(frozen=True)
 class CleanupResult:
@@ -1347,7 +1466,11 @@ def stage_write(uri: str, data, mode: str = "append", *, at: Optional["Dataset"]
 
 
 def _staged_arrays(staged):
-    blobs = [bytes(s) for s in staged]
+    return _byte_arrays([bytes(s) for s in staged])
+
+
+def _byte_arrays(blobs):
+    """C arrays of pointers and lengths over byte strings (and the buffers, to keep alive)."""
     bufs = [(ctypes.c_uint8 * len(b)).from_buffer_copy(b) for b in blobs]
     ptrs = (ctypes.POINTER(ctypes.c_uint8) * len(bufs))(*[ctypes.cast(b, ctypes.POINTER(ctypes.c_uint8)) for b in bufs])
     lens = (ctypes.c_size_t * len(bufs))(*[len(b) for b in blobs])
@@ -1356,7 +1479,9 @@ def _staged_arrays(staged):
 
 def commit(uri: str, staged: Sequence[StagedWrite], **params) -> tuple["Dataset", WriteResult]:
     """Commit the staged writes of one statement as ONE new version of the table at `uri`
-    (lance_table_commit): all rows visible or none. With `statement_id`, a statement already
+    (lance_table_commit): all rows visible or none. One kind per commit: shares of a create,
+    append or overwrite; shares of one delete (`Dataset.stage_delete`); or one merge-insert
+    (`Dataset.stage_merge_insert`). With `statement_id`, a statement already
     committed returns that version with `committed=False` and writes nothing. A commit that
     lost to a concurrent writer raises ConflictError. Params as for `write_table` (the staged
     bytes give the mode)."""
@@ -1370,9 +1495,10 @@ def commit(uri: str, staged: Sequence[StagedWrite], **params) -> tuple["Dataset"
 
 
 def abort_staged(staged: Sequence[StagedWrite], storage_options: Optional[Mapping[str, str]] = None) -> int:
-    """Delete the data files of staged writes that will not be committed
-    (lance_staged_write_abort); returns the number of files deleted (0 when repeated). Never
-    for a committed write."""
+    """Delete the files of staged writes that will not be committed (lance_staged_write_abort):
+    data files, and deletion files of staged deletes and merge-inserts. A file the table's
+    latest version uses is never deleted (an abort after a commit that landed deletes nothing
+    it needs). Returns the number of files deleted (0 when repeated)."""
     staged = list(staged)
     ptrs, lens, bufs = _staged_arrays(staged)
     n = ctypes.c_uint64()

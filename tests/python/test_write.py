@@ -294,3 +294,151 @@ def test_maintenance_interoperates_with_pylance(tmp_path):
         lh.open_tag(uri, "v2")
     with pytest.raises(lh.InvalidArgumentError, match="bad tag name"):
         ds.create_tag("a/b")
+
+
+def delete_on_worker(args):
+    """A worker process: the table's pinned version (token) and its split arrive pickled."""
+    token, split, predicate = args
+    import lance_host
+    return lance_host.open_snapshot(token).stage_delete(predicate, split)
+
+
+def test_a_delete_staged_on_worker_processes_equals_pylance_delete(tmp_path):
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 2000)
+    lh.write_table(ours, data, max_rows_per_file=400)
+    lance.write_dataset(data, theirs, max_rows_per_file=400)
+    predicate = "id % 3 = 0 OR (id >= 1600 AND id < 2000) OR name IS NULL"
+    coordinator = lh.open(ours)
+    splits = coordinator.plan_scan(0)
+    assert len(splits) == 5
+    jobs = [(coordinator.export_snapshot(), s, predicate) for s in splits]
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        shares = list(pool.map(delete_on_worker, jobs))
+    assert lance.dataset(ours).version == 1, "staging commits nothing"
+    after, r = lh.commit(ours, shares, statement_id="del-1", commit_message="distributed delete")
+    py = lance.dataset(theirs)
+    n = py.count_rows()
+    py.delete(predicate)
+    assert r.rows_deleted == sum(s.result.rows_deleted for s in shares) == n - lance.dataset(theirs).count_rows()
+    assert r.version == 2 and lance.dataset(ours).version == 2
+    assert sorted_table(lance.dataset(ours).to_table()).equals(sorted_table(lance.dataset(theirs).to_table()))
+    assert len(lance.dataset(ours).get_fragments()) == 4, "the fragment all of whose rows went is gone"
+    assert lance.dataset(ours).read_transaction(2).transaction_properties["__lance_commit_message"] == "distributed delete"
+    assert lh.commit(ours, shares, statement_id="del-1")[1].committed is False
+    with pytest.raises(lh.InvalidArgumentError, match="two staged deletes"):
+        lh.commit(ours, [shares[0], shares[0]])
+
+
+@pytest.mark.parametrize("case", [0, 3])
+def test_a_staged_merge_insert_equals_pylance_merge_insert(tmp_path, case):
+    ours_args, theirs_builder = MERGES[case]
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 1000)
+    lh.write_table(ours, data)
+    lance.write_dataset(data, theirs)
+    source = typed(500, 1200)
+    staged = pickle.loads(pickle.dumps(lh.open(ours).stage_merge_insert(source, "id", **ours_args)))
+    assert lance.dataset(ours).version == 1
+    after, r = lh.commit(ours, [staged])
+    stats = theirs_builder(lance.dataset(theirs).merge_insert("id")).execute(source)
+    assert (r.rows_inserted, r.rows_updated, r.rows_deleted) == (
+        stats["num_inserted_rows"], stats["num_updated_rows"], stats["num_deleted_rows"])
+    assert (staged.result.rows_inserted, staged.result.rows_updated) == (r.rows_inserted, r.rows_updated)
+    assert sorted_table(lance.dataset(ours).to_table()).equals(sorted_table(lance.dataset(theirs).to_table()))
+
+
+def compact_on_worker(args):
+    uri, task = args
+    import lance_host
+    return lance_host.open(uri).execute_compaction_task(task)
+
+
+def test_a_compaction_run_on_worker_processes_is_one_version_pylance_reads(tmp_path):
+    uri = str(tmp_path / "c.lance")
+    ds, _ = lh.write_table(uri, typed(0, 100))
+    for i in range(1, 9):
+        ds, _ = lh.write_table(uri, typed(i * 100, i * 100 + 100), mode="append", at=ds)
+    ds, _ = ds.delete("id % 10 = 0")
+    tasks = ds.plan_compaction(target_rows_per_fragment=300)
+    assert len(tasks) >= 2 and all(isinstance(t, bytes) for t in tasks)
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        results = list(pool.map(compact_on_worker, [(uri, t) for t in tasks]))
+    assert lance.dataset(uri).version == ds.version, "workers commit nothing"
+    compacted, r = ds.commit_compaction(results, target_rows_per_fragment=300)
+    assert r.version == lance.dataset(uri).version > ds.version
+    assert r.fragments_removed == 9 and len(lance.dataset(uri).get_fragments()) == r.fragments_added
+    want = pa.concat_tables([typed(i * 100, i * 100 + 100) for i in range(9)])
+    want = want.filter(pa.compute.not_equal(pa.compute.remainder(want["id"], 10), 0))
+    assert sorted_table(lance.dataset(uri).to_table()).equals(sorted_table(want))
+    with pytest.raises(lh.CorruptError):
+        ds.commit_compaction([tasks[0]])
+
+
+def test_added_and_dropped_columns_equal_pylance(tmp_path):
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    data = typed(0, 500)
+    ds, _ = lh.write_table(ours, data)
+    lance.write_dataset(data, theirs)
+    ds = ds.add_columns({"twice": "id * 2", "label": "concat(name, '!')"})
+    lance.dataset(theirs).add_columns({"twice": "id * 2", "label": "concat(name, '!')"})
+    ds = ds.add_null_columns(pa.schema([pa.field("note", pa.string()), pa.field("score", pa.float64())]))
+    lance.dataset(theirs).add_columns([pa.field("note", pa.string()), pa.field("score", pa.float64())])
+    ds = ds.drop_columns(["raw", "note"])
+    lance.dataset(theirs).drop_columns(["raw", "note"])
+    mine, other = lance.dataset(ours).to_table(), lance.dataset(theirs).to_table()
+    assert mine.schema == other.schema
+    assert sorted_table(mine).equals(sorted_table(other))
+    assert sorted_table(ds.scan().read_all()).equals(sorted_table(other))
+    assert lance.dataset(ours).version == 4
+    with pytest.raises(lh.InvalidArgumentError, match="already exists"):
+        ds.add_columns({"twice": "1"})
+    with pytest.raises(lh.InvalidArgumentError, match="not nullable"):
+        ds.add_null_columns(pa.schema([pa.field("strict", pa.int32(), nullable=False)]))
+    with pytest.raises(lh.InvalidArgumentError, match="ghost"):
+        ds.drop_columns("ghost")
+    assert lance.dataset(ours).version == 4
+
+
+def slow_stage(uri, token, marker):
+    """A worker that stages a long stream: it writes files as it goes and is killed mid-way."""
+    import lance_host
+
+    def batches():
+        for i in range(10_000):
+            if i == 3:
+                Path(marker).touch()
+            yield typed(10_000 + i * 50, 10_050 + i * 50).to_batches()[0]
+            import time
+            time.sleep(0.05)
+
+    reader = pa.RecordBatchReader.from_batches(typed(0, 1).schema, batches())
+    lance_host.stage_write(uri, reader, at=lance_host.open_snapshot(token), max_rows_per_file=100)
+
+
+def test_a_worker_killed_mid_stage_leaves_nothing_visible_and_cleanup_removes_its_files(tmp_path):
+    import signal
+    import time
+    uri = str(tmp_path / "killed.lance")
+    ds, _ = lh.write_table(uri, typed(0, 100))
+    committed_files = set(os.listdir(Path(uri) / "data"))
+    marker = tmp_path / "started"
+    worker = get_context("spawn").Process(target=slow_stage, args=(uri, ds.export_snapshot(), str(marker)))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert worker.is_alive() and time.monotonic() < deadline, "the worker did not start staging"
+        time.sleep(0.05)
+    while len(set(os.listdir(Path(uri) / "data")) - committed_files) == 0:
+        assert time.monotonic() < deadline, "the worker wrote no file"
+        time.sleep(0.05)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    assert worker.exitcode == -signal.SIGKILL
+    orphans = set(os.listdir(Path(uri) / "data")) - committed_files
+    assert orphans, "the killed worker left files"
+    py = lance.dataset(uri)
+    assert py.version == 1 and sorted_table(py.to_table()).equals(typed(0, 100)), "nothing visible"
+    removed = lh.open(uri).cleanup(older_than_ms=0, delete_unverified=True)
+    assert set(os.listdir(Path(uri) / "data")) == committed_files
+    assert lance.dataset(uri).to_table().num_rows == 100
