@@ -492,6 +492,46 @@ int main(int argc, char** argv) {
     EXPECT(lh::Dataset::open(target, {}, 5).count_rows() == upserted.count_rows());
     restored.delete_tag("before-compact");
     EXPECT(restored.tags().empty());
+    // distributed delete over scan splits, staged merge-insert, distributed compaction, columns
+    auto base = lh::Dataset::open(target);
+    uint64_t before = base.count_rows();
+    auto dplan = base.plan_scan(0);
+    std::vector<std::vector<uint8_t>> dshares;
+    uint64_t share_rows = 0;
+    for (size_t i = 0; i < dplan.size(); i++) {
+      auto split = dplan.at(i);
+      auto share = base.stage_delete("id % 5 = 2", &split);
+      share_rows += share.result.rows_deleted;
+      dshares.push_back(share.bytes);
+    }
+    auto [after_delete, dr] = lh::commit(target, dshares);
+    EXPECT(dr.rows_deleted == share_rows && after_delete.count_rows() == before - share_rows && share_rows > 0);
+    lh::MergeRequest upsert2;
+    upsert2.on = {"id"};
+    upsert2.when_matched = LANCE_WHEN_MATCHED_UPDATE_ALL;
+    auto merge_share = after_delete.stage_merge_insert(ds.scan(small), upsert2);
+    auto [merged2, mr2] = lh::commit(target, {merge_share.bytes});
+    EXPECT(mr2.rows_inserted == merge_share.result.rows_inserted && mr2.rows_updated == merge_share.result.rows_updated);
+    lh::CompactRequest whole;
+    whole.target_rows_per_fragment = 1000000;
+    auto tasks = merged2.plan_compaction(whole);
+    std::vector<std::vector<uint8_t>> compact_results;
+    for (const auto& t : tasks) compact_results.push_back(lh::Dataset::open(target, {}, merged2.version()).execute_compaction_task(t));
+    if (!tasks.empty()) {
+      auto [dc, dcr] = merged2.commit_compaction(compact_results, whole);
+      EXPECT(dcr.version > merged2.version() && dc.count_rows() == merged2.count_rows());
+    }
+    auto latest_now = lh::Dataset::open(target);
+    auto with_col = latest_now.add_columns({{"id_plus_1", "id + 1"}});
+    EXPECT(with_col.count_rows("id_plus_1 = id + 1") == latest_now.count_rows());
+    auto without = with_col.drop_columns({"id_plus_1"});
+    EXPECT(without.version() == with_col.version() + 1);
+    try {
+      without.drop_columns({"id_plus_1"});
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

@@ -22,6 +22,9 @@ static struct ArrowArrayStream scan_where(const LanceDataset* ds, const LanceSpl
   return st;
 }
 
+/* A schema the test owns statically: releasing it only marks it released. */
+static void release_static_schema(struct ArrowSchema* s) { s->release = NULL; }
+
 static uint64_t count(const LanceDataset* ds) {
   uint64_t n = 0;
   CHECK_OK(lance_dataset_count_rows(ds, &n));
@@ -197,6 +200,114 @@ int main(int argc, char** argv) {
   CHECK_OK(lance_dataset_delete_tag(compacted, "loaded"));
   lance_dataset_free(tagged);
   lance_dataset_free(compacted);
+  lance_dataset_free(latest);
+
+  /* A distributed DELETE: each worker stages its scan split's share, one commit. */
+  latest = lance_dataset_open(uri, NULL, 0);
+  CHECK(latest != NULL);
+  uint64_t before_delete = count(latest), to_delete = 0;
+  const char* pred = "id % 4 = 1";
+  CHECK_OK(lance_dataset_count_rows_where_v2(latest, pred, &to_delete, NULL));
+  CHECK(to_delete > 0);
+  LanceSplitPlan* dplan = NULL;
+  CHECK_OK(lance_dataset_plan_scan(latest, 100, &dplan));
+  size_t nd = lance_split_plan_count(dplan);
+  CHECK(nd >= 1 && nd <= 64);
+  uint8_t* dstaged[64];
+  size_t dstaged_len[64];
+  uint64_t share_rows = 0;
+  for (size_t i = 0; i < nd; i++) {
+    LanceSplit* split = lance_split_plan_get(dplan, i);
+    LanceWriteResult sr = {.struct_size = sizeof sr};
+    CHECK_OK(lance_dataset_stage_delete(latest, split, pred, &dstaged[i], &dstaged_len[i], &sr));
+    CHECK(sr.version == 0 && sr.committed == 0);
+    share_rows += sr.rows_deleted;
+    lance_split_free(split);
+  }
+  lance_split_plan_free(dplan);
+  CHECK_EQ_U64(share_rows, to_delete);
+  CHECK(lance_dataset_stage_delete(latest, NULL, "id = = 1", &ob, &ob_len, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  LanceDataset* deleted = NULL;
+  CHECK_OK(lance_table_commit(uri, (const uint8_t* const*)dstaged, dstaged_len, nd, NULL, &deleted, &r));
+  CHECK(r.committed == 1 && r.rows_deleted == to_delete && r.version == lance_dataset_version(latest) + 1);
+  CHECK_EQ_U64(count(deleted), before_delete - to_delete);
+  for (size_t i = 0; i < nd; i++) lance_bytes_free(dstaged[i], dstaged_len[i]);
+
+  /* A staged MERGE INTO: computed, then committed alone. */
+  m.when_matched = LANCE_WHEN_MATCHED_UPDATE_ALL;
+  source = scan_where(src, NULL, "id < 50");
+  uint8_t* mb = NULL;
+  size_t mb_len = 0;
+  LanceWriteResult mr = {.struct_size = sizeof mr};
+  CHECK_OK(lance_dataset_stage_merge_insert(deleted, &source, &m, &mb, &mb_len, &mr));
+  uint64_t src_under50 = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(src, "id < 50", &src_under50, NULL));
+  CHECK(source.release == NULL && mr.version == 0 && mr.rows_inserted + mr.rows_updated == src_under50);
+  LanceDataset* merged = NULL;
+  CHECK_OK(lance_table_commit(uri, (const uint8_t* const*)&mb, &mb_len, 1, NULL, &merged, &r));
+  CHECK(r.rows_inserted == mr.rows_inserted && r.rows_updated == mr.rows_updated);
+  CHECK_EQ_U64(count(merged), count(deleted) + mr.rows_inserted);
+  lance_bytes_free(mb, mb_len);
+
+  /* A distributed compaction: tasks out, results back, one commit. */
+  CHECK_OK(lance_compact_params_init_v2(&cp, sizeof cp));
+  cp.target_rows_per_fragment = 1000000;
+  LanceBytesList* tasks = NULL;
+  CHECK_OK(lance_dataset_plan_compaction(merged, &cp, &tasks));
+  size_t ntasks = lance_bytes_list_count(tasks);
+  CHECK(ntasks >= 1 && ntasks <= 64);
+  uint8_t* results[64];
+  size_t result_len[64];
+  for (size_t i = 0; i < ntasks; i++) {
+    size_t tlen = 0;
+    const uint8_t* task = lance_bytes_list_get(tasks, i, &tlen);
+    CHECK(task != NULL && tlen > 0);
+    LanceDataset* worker = lance_dataset_open(uri, NULL, lance_dataset_version(merged));
+    CHECK_OK(lance_compaction_task_execute(worker, task, tlen, &results[i], &result_len[i]));
+    lance_dataset_free(worker);
+  }
+  size_t tlen = 0;
+  CHECK(lance_bytes_list_get(tasks, ntasks, &tlen) == NULL && lance_last_error_code() == LANCE_ERR_INVALID_ARGUMENT);
+  lance_bytes_list_free(tasks);
+  cr.struct_size = sizeof cr;
+  LanceDataset* dcompacted = NULL;
+  CHECK_OK(lance_dataset_commit_compaction(merged, (const uint8_t* const*)results, result_len, ntasks, &cp,
+                                           &dcompacted, &cr));
+  CHECK(cr.version > lance_dataset_version(merged) && cr.fragments_removed >= cr.fragments_added);
+  CHECK_EQ_U64(count(dcompacted), count(merged));
+  for (size_t i = 0; i < ntasks; i++) lance_bytes_free(results[i], result_len[i]);
+
+  /* ALTER TABLE: a computed column, a null column from an Arrow C schema, a drop. */
+  const char* add_names[] = {"id_times_3"};
+  const char* add_exprs[] = {"id * 3"};
+  LanceDataset* added = NULL;
+  CHECK_OK(lance_dataset_add_columns(dcompacted, add_names, add_exprs, 1, &added));
+  uint64_t consistent = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(added, "id_times_3 = id * 3", &consistent, NULL));
+  CHECK_EQ_U64(consistent, count(dcompacted));
+  struct ArrowSchema note = {.format = "u", .name = "note", .flags = 2 /* ARROW_FLAG_NULLABLE */,
+                             .release = release_static_schema};
+  struct ArrowSchema* note_children[] = {&note};
+  struct ArrowSchema cols = {.format = "+s", .name = "", .n_children = 1, .children = note_children,
+                             .release = release_static_schema};
+  LanceDataset* with_note = NULL;
+  CHECK_OK(lance_dataset_add_null_columns(added, &cols, &with_note));
+  CHECK(cols.release != NULL); /* borrowed, not released */
+  uint64_t null_notes = 0;
+  CHECK_OK(lance_dataset_count_rows_where_v2(with_note, "note IS NULL", &null_notes, NULL));
+  CHECK_EQ_U64(null_notes, count(dcompacted));
+  CHECK(lance_dataset_add_null_columns(with_note, &cols, NULL) == LANCE_ERR_INVALID_ARGUMENT); /* exists */
+  const char* drop_names[] = {"note", "id_times_3"};
+  LanceDataset* dropped = NULL;
+  CHECK_OK(lance_dataset_drop_columns(with_note, drop_names, 2, &dropped));
+  CHECK(lance_dataset_count_rows_where_v2(dropped, "note IS NULL", &null_notes, NULL) != LANCE_OK);
+  CHECK(lance_dataset_drop_columns(dropped, drop_names, 1, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  lance_dataset_free(dropped);
+  lance_dataset_free(with_note);
+  lance_dataset_free(added);
+  lance_dataset_free(dcompacted);
+  lance_dataset_free(merged);
+  lance_dataset_free(deleted);
   lance_dataset_free(latest);
 
   /* Bad inputs: codes, and the stream is released on every path. */

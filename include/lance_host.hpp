@@ -477,6 +477,13 @@ struct WriteRequest {
   uint64_t retry_timeout_ms = 0;
 };
 
+/// One worker's uncommitted share of a write: the staged-write bytes to ship to the
+/// coordinator and what the worker wrote.
+struct StagedWrite {
+  std::vector<uint8_t> bytes;
+  LanceWriteResult result;
+};
+
 /// Settings of a compaction (LanceCompactParams); 0 = Lance's default.
 struct CompactRequest {
   uint64_t target_rows_per_fragment = 0;
@@ -497,6 +504,34 @@ struct MergeRequest {
 };
 
 namespace detail {
+/// Pointer and length arrays over byte strings (borrowed).
+struct ByteArrays {
+  explicit ByteArrays(const std::vector<std::vector<uint8_t>>& v) {
+    for (const auto& b : v) {
+      ptrs.push_back(b.data());
+      lens.push_back(b.size());
+    }
+  }
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+};
+
+inline LanceCompactParams compact_params(const CompactRequest& r) {
+  LanceCompactParams p;
+  check(lance_compact_params_init_v2(&p, sizeof p));
+  p.target_rows_per_fragment = r.target_rows_per_fragment;
+  p.max_rows_per_group = r.max_rows_per_group;
+  p.deletion_threshold = r.deletion_threshold;
+  p.keep_deletions = r.keep_deletions ? 1 : 0;
+  return p;
+}
+
+inline LanceCompactResult compact_result() {
+  LanceCompactResult res{};
+  res.struct_size = sizeof res;
+  return res;
+}
+
 /// LanceWriteParams of a WriteRequest, with the key/value arrays they point into.
 class WriteParams {
  public:
@@ -905,15 +940,7 @@ class Dataset {
   std::pair<Dataset, LanceWriteResult> merge_insert(Stream&& data, const MergeRequest& m,
                                                     const WriteRequest& r = {}) const {
     auto on = detail::c_strings(m.on);
-    LanceMergeInsert spec;
-    check(lance_merge_insert_init_v2(&spec, sizeof spec));
-    spec.on = on.data();
-    spec.num_on = on.size();
-    spec.when_matched = m.when_matched;
-    spec.when_matched_condition = m.when_matched_condition ? m.when_matched_condition->c_str() : nullptr;
-    spec.when_not_matched = m.when_not_matched;
-    spec.when_not_matched_by_source = m.when_not_matched_by_source;
-    spec.by_source_condition = m.by_source_condition ? m.by_source_condition->c_str() : nullptr;
+    LanceMergeInsert spec = merge_spec(m, on);
     detail::WriteParams p(r);
     ArrowArrayStream in = data.release();
     LanceDataset* out = nullptr;
@@ -921,20 +948,94 @@ class Dataset {
     check(lance_dataset_merge_insert(p_.get(), &in, &spec, p.get(), &out, &res));
     return {Dataset(out), res};
   }
+  /// The merge-insert of `data` (consumed) without its commit: the coordinator commits the
+  /// staged bytes alone with lance_host::commit (or aborts them).
+  StagedWrite stage_merge_insert(Stream&& data, const MergeRequest& m) const {
+    auto on = detail::c_strings(m.on);
+    LanceMergeInsert spec = merge_spec(m, on);
+    ArrowArrayStream in = data.release();
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    StagedWrite out{{}, detail::write_result()};
+    check(lance_dataset_stage_merge_insert(p_.get(), &in, &spec, &bytes, &n, &out.result));
+    out.bytes = detail::take_bytes(bytes, n);
+    return out;
+  }
+  /// One worker's share of a delete without its commit: the rows of `split`'s fragments (a scan
+  /// split of this version; nullptr = all) matching `predicate`. The coordinator commits all
+  /// shares as one delete with lance_host::commit.
+  StagedWrite stage_delete(const std::string& predicate, const Split* split = nullptr) const {
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    StagedWrite out{{}, detail::write_result()};
+    check(lance_dataset_stage_delete(p_.get(), split ? split->get() : nullptr, predicate.c_str(), &bytes, &n,
+                                     &out.result));
+    out.bytes = detail::take_bytes(bytes, n);
+    return out;
+  }
   /// Compact the table (small fragments, many deletions) as one new version planned at this
   /// handle's version; 0 fields = Lance's defaults.
   std::pair<Dataset, LanceCompactResult> compact(const CompactRequest& r = {}) const {
-    LanceCompactParams p;
-    check(lance_compact_params_init_v2(&p, sizeof p));
-    p.target_rows_per_fragment = r.target_rows_per_fragment;
-    p.max_rows_per_group = r.max_rows_per_group;
-    p.deletion_threshold = r.deletion_threshold;
-    p.keep_deletions = r.keep_deletions ? 1 : 0;
+    LanceCompactParams p = detail::compact_params(r);
     LanceDataset* out = nullptr;
-    LanceCompactResult res{};
-    res.struct_size = sizeof res;
+    LanceCompactResult res = detail::compact_result();
     check(lance_dataset_compact(p_.get(), &p, &out, &res));
     return {Dataset(out), res};
+  }
+  /// A distributed compaction's tasks, as bytes to ship to workers (empty: nothing to do).
+  std::vector<std::vector<uint8_t>> plan_compaction(const CompactRequest& r = {}) const {
+    LanceCompactParams p = detail::compact_params(r);
+    LanceBytesList* l = nullptr;
+    check(lance_dataset_plan_compaction(p_.get(), &p, &l));
+    std::unique_ptr<LanceBytesList, detail::Deleter<LanceBytesList, lance_bytes_list_free>> guard(l);
+    std::vector<std::vector<uint8_t>> tasks;
+    for (size_t i = 0; i < lance_bytes_list_count(l); i++) {
+      size_t n = 0;
+      const uint8_t* b = check_ptr(lance_bytes_list_get(l, i, &n));
+      tasks.emplace_back(b, b + n);
+    }
+    return tasks;
+  }
+  /// Execute one compaction task on a worker (nothing committed); returns the result bytes.
+  std::vector<uint8_t> execute_compaction_task(const std::vector<uint8_t>& task) const {
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    check(lance_compaction_task_execute(p_.get(), task.data(), task.size(), &bytes, &n));
+    return detail::take_bytes(bytes, n);
+  }
+  /// Commit the results of one compaction plan's tasks as one new version.
+  std::pair<Dataset, LanceCompactResult> commit_compaction(const std::vector<std::vector<uint8_t>>& results,
+                                                           const CompactRequest& r = {}) const {
+    LanceCompactParams p = detail::compact_params(r);
+    detail::ByteArrays a(results);
+    LanceDataset* out = nullptr;
+    LanceCompactResult res = detail::compact_result();
+    check(lance_dataset_commit_compaction(p_.get(), a.ptrs.data(), a.lens.data(), results.size(), &p, &out, &res));
+    return {Dataset(out), res};
+  }
+  /// Add columns computed from Lance SQL expressions (name, expression), as one new version.
+  Dataset add_columns(const std::vector<std::pair<std::string, std::string>>& columns) const {
+    std::vector<const char*> names, exprs;
+    for (const auto& [n, e] : columns) {
+      names.push_back(n.c_str());
+      exprs.push_back(e.c_str());
+    }
+    LanceDataset* out = nullptr;
+    check(lance_dataset_add_columns(p_.get(), names.data(), exprs.data(), columns.size(), &out));
+    return Dataset(out);
+  }
+  /// Add the nullable fields of the Arrow C schema `columns` (borrowed) as all-null columns.
+  Dataset add_null_columns(const ArrowSchema& columns) const {
+    LanceDataset* out = nullptr;
+    check(lance_dataset_add_null_columns(p_.get(), &columns, &out));
+    return Dataset(out);
+  }
+  /// Drop columns (metadata only), as one new version.
+  Dataset drop_columns(const std::vector<std::string>& names) const {
+    auto c = detail::c_strings(names);
+    LanceDataset* out = nullptr;
+    check(lance_dataset_drop_columns(p_.get(), c.data(), names.size(), &out));
+    return Dataset(out);
   }
   /// Remove versions older than `older_than_ms` (the latest and tagged ones stay); returns
   /// the number of versions removed.
@@ -974,6 +1075,18 @@ class Dataset {
   LanceDataset* release() { return p_.release(); }
 
  private:
+  static LanceMergeInsert merge_spec(const MergeRequest& m, const std::vector<const char*>& on) {
+    LanceMergeInsert spec;
+    check(lance_merge_insert_init_v2(&spec, sizeof spec));
+    spec.on = on.data();
+    spec.num_on = on.size();
+    spec.when_matched = m.when_matched;
+    spec.when_matched_condition = m.when_matched_condition ? m.when_matched_condition->c_str() : nullptr;
+    spec.when_not_matched = m.when_not_matched;
+    spec.when_not_matched_by_source = m.when_not_matched_by_source;
+    spec.by_source_condition = m.by_source_condition ? m.by_source_condition->c_str() : nullptr;
+    return spec;
+  }
   static LanceScanOptions scan_options(const ScanRequest& r, const std::vector<const char*>& cols) {
     LanceScanOptions o;
     check(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
@@ -1067,13 +1180,6 @@ inline std::pair<Dataset, LanceWriteResult> write_table(const std::string& uri, 
   return {Dataset(out), res};
 }
 
-/// One worker's uncommitted share of a write: the staged-write bytes to ship to the
-/// coordinator and what the worker wrote.
-struct StagedWrite {
-  std::vector<uint8_t> bytes;
-  LanceWriteResult result;
-};
-
 /// Stage `data` (consumed) as one worker's share of a write on the table at `uri` without
 /// committing. Appends need `at`, the coordinator's pinned version (e.g. opened from its
 /// snapshot token); a create has none.
@@ -1096,31 +1202,21 @@ inline std::pair<Dataset, LanceWriteResult> commit(const std::string& uri,
                                                    const std::vector<std::vector<uint8_t>>& staged,
                                                    const WriteRequest& r = {}) {
   detail::WriteParams p(r);
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& s : staged) {
-    ptrs.push_back(s.data());
-    lens.push_back(s.size());
-  }
+  detail::ByteArrays a(staged);
   LanceDataset* out = nullptr;
   LanceWriteResult res = detail::write_result();
-  check(lance_table_commit(uri.c_str(), ptrs.data(), lens.data(), staged.size(), p.get(), &out, &res));
+  check(lance_table_commit(uri.c_str(), a.ptrs.data(), a.lens.data(), staged.size(), p.get(), &out, &res));
   return {Dataset(out), res};
 }
 
-/// Delete the data files of staged writes that will not be committed; returns the number of
-/// files deleted (0 when repeated). Never for a committed write.
+/// Delete the files of staged writes that will not be committed; returns the number of files
+/// deleted (0 when repeated). A file the table's latest version uses is never deleted.
 inline uint64_t abort_staged(const std::vector<std::vector<uint8_t>>& staged,
                              const std::map<std::string, std::string>& storage_options = {}) {
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& s : staged) {
-    ptrs.push_back(s.data());
-    lens.push_back(s.size());
-  }
+  detail::ByteArrays a(staged);
   detail::KeyValues kv(storage_options);
   uint64_t n = 0;
-  check(lance_staged_write_abort(ptrs.data(), lens.data(), staged.size(), kv.get(), &n));
+  check(lance_staged_write_abort(a.ptrs.data(), a.lens.data(), staged.size(), kv.get(), &n));
   return n;
 }
 
