@@ -525,6 +525,65 @@ typedef struct {
   uint64_t data_cache_hit_bytes;
 } LanceIoStats;
 
+// Settings of a write, a staged write, a commit or a delete. Initialize with
+// `lance_write_params_init_v2(&p, sizeof p)`; 0 / NULL fields mean Lance's default. Since 0.6.
+typedef struct {
+  // `sizeof(LanceWriteParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // A `LanceWriteMode` (default LANCE_WRITE_CREATE).
+  int32_t mode;
+  // Commit retries after concurrent commits Lance can rebase over: 0 = Lance's default
+  // (20), negative = none.
+  int32_t commit_retries;
+  // Rows per data file (0 = Lance's default, 1,048,576).
+  uint64_t max_rows_per_file;
+  // Rows per row group (0 = Lance's default, 1,024).
+  uint64_t max_rows_per_group;
+  // Bytes per data file (0 = Lance's default, 90 GB).
+  uint64_t max_bytes_per_file;
+  // Data storage format of a new table: "2.0", "2.1", "2.2", "stable" or "next"; NULL =
+  // Lance's default. An existing table keeps its format.
+  const char *storage_version;
+  // NULL-terminated key/value storage options (as for `lance_dataset_open`); NULL = none.
+  const char *const *storage_options;
+  // Commit message (stored as pylance stores one); NULL = none.
+  const char *commit_message;
+  // NULL-terminated key/value transaction properties stored with the commit; NULL = none.
+  const char *const *transaction_properties;
+  // Exactly-once key of a commit (e.g. the engine's query id): committing staged writes
+  // whose statement was already committed since they were planned returns that version and
+  // writes nothing. NULL = none.
+  const char *statement_id;
+  // Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
+  uint64_t retry_timeout_ms;
+} LanceWriteParams;
+
+// What a write did (`lance_table_write` and the others fill it when given). Set
+// `struct_size = sizeof(LanceWriteResult)` first. Since 0.6.
+typedef struct {
+  // `sizeof(LanceWriteResult)` as the caller compiled it (set by the caller).
+  size_t struct_size;
+  // The version committed (or found, see `committed`); 0 for a staged write.
+  uint64_t version;
+  // Rows written into new data files.
+  uint64_t rows_written;
+  // Fragments written.
+  uint64_t fragments_written;
+  // Data files written.
+  uint64_t files_written;
+  // Bytes of those data files.
+  uint64_t bytes_written;
+  // Rows deleted (a delete; a merge-insert's matched or unmatched-by-source deletes).
+  uint64_t rows_deleted;
+  // Rows updated (an update; a merge-insert's matched rows replaced).
+  uint64_t rows_updated;
+  // Rows inserted (a merge-insert's unmatched source rows).
+  uint64_t rows_inserted;
+  // 1 when this call committed a new version; 0 for a staged write and for a commit whose
+  // statement id was already committed (`version` is then the version that holds it).
+  uint8_t committed;
+} LanceWriteResult;
+
 // One fragment of a snapshot.
 typedef struct {
   uint64_t id;
@@ -843,65 +902,6 @@ typedef struct {
 // `user_data` given at registration.
 typedef void (*LanceLogCallback)(int32_t level, const char *target, const char *message, void *user_data);
 
-// Settings of a write, a staged write, a commit or a delete. Initialize with
-// `lance_write_params_init_v2(&p, sizeof p)`; 0 / NULL fields mean Lance's default. Since 0.6.
-typedef struct {
-  // `sizeof(LanceWriteParams)` as the caller compiled it (set by the init function).
-  size_t struct_size;
-  // A `LanceWriteMode` (default LANCE_WRITE_CREATE).
-  int32_t mode;
-  // Commit retries after concurrent commits Lance can rebase over: 0 = Lance's default
-  // (20), negative = none.
-  int32_t commit_retries;
-  // Rows per data file (0 = Lance's default, 1,048,576).
-  uint64_t max_rows_per_file;
-  // Rows per row group (0 = Lance's default, 1,024).
-  uint64_t max_rows_per_group;
-  // Bytes per data file (0 = Lance's default, 90 GB).
-  uint64_t max_bytes_per_file;
-  // Data storage format of a new table: "2.0", "2.1", "2.2", "stable" or "next"; NULL =
-  // Lance's default. An existing table keeps its format.
-  const char *storage_version;
-  // NULL-terminated key/value storage options (as for `lance_dataset_open`); NULL = none.
-  const char *const *storage_options;
-  // Commit message (stored as pylance stores one); NULL = none.
-  const char *commit_message;
-  // NULL-terminated key/value transaction properties stored with the commit; NULL = none.
-  const char *const *transaction_properties;
-  // Exactly-once key of a commit (e.g. the engine's query id): committing staged writes
-  // whose statement was already committed since they were planned returns that version and
-  // writes nothing. NULL = none.
-  const char *statement_id;
-  // Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
-  uint64_t retry_timeout_ms;
-} LanceWriteParams;
-
-// What a write did (`lance_table_write` and the others fill it when given). Set
-// `struct_size = sizeof(LanceWriteResult)` first. Since 0.6.
-typedef struct {
-  // `sizeof(LanceWriteResult)` as the caller compiled it (set by the caller).
-  size_t struct_size;
-  // The version committed (or found, see `committed`); 0 for a staged write.
-  uint64_t version;
-  // Rows written into new data files.
-  uint64_t rows_written;
-  // Fragments written.
-  uint64_t fragments_written;
-  // Data files written.
-  uint64_t files_written;
-  // Bytes of those data files.
-  uint64_t bytes_written;
-  // Rows deleted (a delete; a merge-insert's matched or unmatched-by-source deletes).
-  uint64_t rows_deleted;
-  // Rows updated (an update; a merge-insert's matched rows replaced).
-  uint64_t rows_updated;
-  // Rows inserted (a merge-insert's unmatched source rows).
-  uint64_t rows_inserted;
-  // 1 when this call committed a new version; 0 for a staged write and for a commit whose
-  // statement id was already committed (`version` is then the version that holds it).
-  uint8_t committed;
-} LanceWriteResult;
-
 // A merge-insert statement (`lance_dataset_merge_insert`). Initialize with
 // `lance_merge_insert_init_v2(&m, sizeof m)`: no key columns, matched rows kept, unmatched
 // source rows inserted, unmatched target rows kept. Since 0.6.
@@ -1036,6 +1036,42 @@ int32_t lance_catalog_describe_table(const LanceCatalog *catalog, const char *co
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure.
 LanceDataset *lance_catalog_open_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, uint64_t version);
+
+// Create namespace `namespace` (`namespace_len` parts relative to the catalog's `parent`; its
+// parent must exist), with the NULL-terminated key/value `properties` (may be NULL). An
+// existing namespace is LANCE_ERR_INVALID_ARGUMENT unless `exist_ok`. A directory catalog
+// keeps namespaces in its manifest (pylance's directory namespace reads them); a REST catalog
+// asks its server.
+//
+// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+int32_t lance_catalog_create_namespace(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, bool exist_ok, const char *const *properties);
+
+// Drop namespace `namespace`. Without `cascade` it must be empty (LANCE_ERR_INVALID_ARGUMENT
+// otherwise); with `cascade`, its tables (their data included) and child namespaces are dropped
+// first, one by one — a failure part-way leaves the rest in place and is reported. A namespace
+// that does not exist is LANCE_ERR_NOT_FOUND unless `missing_ok`. The root cannot be dropped.
+//
+// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+int32_t lance_catalog_drop_namespace(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, bool cascade, bool missing_ok);
+
+// CREATE TABLE `table` in `namespace` AS the batches of `data`: the catalog declares the table
+// and gives its location, and the rows are written there as version 1, as by
+// `lance_table_write` (`params` may be NULL; its `mode` is ignored — always a create; its
+// storage options add to the catalog's). A table that exists is LANCE_ERR_INVALID_ARGUMENT.
+// If the write fails the declaration is withdrawn: the catalog is as it was.
+//
+// `*out_dataset` (if not NULL) gets the new table pinned, owned by the caller; `out_result`
+// (may be NULL) what was written. Takes ownership of `data` (released, also on failure);
+// borrows the rest. Thread-safe. Returns an error code; outputs are not written on failure.
+// Since 0.7.
+int32_t lance_catalog_create_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, struct ArrowArrayStream *data, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// DROP TABLE `table` of `namespace`: it leaves the catalog and its data and versions are
+// deleted (readers pinned to it fail on their next read). A table that does not exist is
+// LANCE_ERR_NOT_FOUND unless `missing_ok`.
+//
+// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+int32_t lance_catalog_drop_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, bool missing_ok);
 
 // Location (URI) of a described table.
 //

@@ -146,7 +146,12 @@ fn namespace_code(err: &lance_namespace::error::NamespaceError) -> LanceErrorCod
         C::Unauthenticated => LANCE_ERR_UNAUTHENTICATED,
         C::PermissionDenied => LANCE_ERR_PERMISSION_DENIED,
         C::ServiceUnavailable | C::Throttling => LANCE_ERR_IO,
-        C::InvalidInput => LANCE_ERR_INVALID_ARGUMENT,
+        C::InvalidInput
+        | C::NamespaceAlreadyExists
+        | C::NamespaceNotEmpty
+        | C::TableAlreadyExists
+        | C::TableSchemaValidationError => LANCE_ERR_INVALID_ARGUMENT,
+        C::ConcurrentModification => LANCE_ERR_CONFLICT,
         C::Unsupported => LANCE_ERR_NOT_SUPPORTED,
         _ => LANCE_ERR_INTERNAL,
     }

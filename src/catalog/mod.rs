@@ -19,6 +19,7 @@ use crate::redact::Secrets;
 use crate::session;
 use crate::snapshot::{self, Snapshot};
 
+mod ddl;
 mod dir;
 mod rest;
 

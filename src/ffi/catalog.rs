@@ -4,7 +4,12 @@ use std::ffi::{c_char, CString};
 
 use crate::catalog::{Catalog, TableInfo};
 
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+
 use super::handles::LanceDataset;
+use super::scan::import_stream;
+use super::sized::{out_slot, Layout};
+use super::write::{params_arg, write_result, LanceWriteParams, LanceWriteResult};
 use super::{
     free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at,
     kv_arg, out_arg, owned_cstring, str_arg, str_list_arg,
@@ -193,6 +198,108 @@ pub extern "C" fn lance_catalog_open_table(
         let table = str_arg(table, "table")?;
         let snapshot = cat.catalog.open_table(&ns, table, version)?;
         Ok(into_handle(LanceDataset::new(snapshot)))
+    })
+}
+
+/// Create namespace `namespace` (`namespace_len` parts relative to the catalog's `parent`; its
+/// parent must exist), with the NULL-terminated key/value `properties` (may be NULL). An
+/// existing namespace is LANCE_ERR_INVALID_ARGUMENT unless `exist_ok`. A directory catalog
+/// keeps namespaces in its manifest (pylance's directory namespace reads them); a REST catalog
+/// asks its server.
+///
+/// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_catalog_create_namespace(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    exist_ok: bool,
+    properties: *const *const c_char,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let properties = kv_arg(properties, "properties")?;
+        cat.catalog.create_namespace(&ns, exist_ok, properties)
+    })
+}
+
+/// Drop namespace `namespace`. Without `cascade` it must be empty (LANCE_ERR_INVALID_ARGUMENT
+/// otherwise); with `cascade`, its tables (their data included) and child namespaces are dropped
+/// first, one by one — a failure part-way leaves the rest in place and is reported. A namespace
+/// that does not exist is LANCE_ERR_NOT_FOUND unless `missing_ok`. The root cannot be dropped.
+///
+/// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_catalog_drop_namespace(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    cascade: bool,
+    missing_ok: bool,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        cat.catalog.drop_namespace(&ns, cascade, missing_ok)
+    })
+}
+
+/// CREATE TABLE `table` in `namespace` AS the batches of `data`: the catalog declares the table
+/// and gives its location, and the rows are written there as version 1, as by
+/// `lance_table_write` (`params` may be NULL; its `mode` is ignored — always a create; its
+/// storage options add to the catalog's). A table that exists is LANCE_ERR_INVALID_ARGUMENT.
+/// If the write fails the declaration is withdrawn: the catalog is as it was.
+///
+/// `*out_dataset` (if not NULL) gets the new table pinned, owned by the caller; `out_result`
+/// (may be NULL) what was written. Takes ownership of `data` (released, also on failure);
+/// borrows the rest. Thread-safe. Returns an error code; outputs are not written on failure.
+/// Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_catalog_create_table(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    data: *mut FFI_ArrowArrayStream,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let (reader, _) = import_stream(data, "data")?;
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let (snapshot, summary) = cat.catalog.create_table(&ns, table, reader, &options)?;
+        write_result(out_result, summary)?;
+        if !out_dataset.is_null() {
+            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
+        }
+        Ok(())
+    })
+}
+
+/// DROP TABLE `table` of `namespace`: it leaves the catalog and its data and versions are
+/// deleted (readers pinned to it fail on their next read). A table that does not exist is
+/// LANCE_ERR_NOT_FOUND unless `missing_ok`.
+///
+/// Borrows its arguments. Thread-safe. Returns an error code. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_catalog_drop_table(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    missing_ok: bool,
+) -> i32 {
+    guard_code(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        cat.catalog.drop_table(&ns, table, missing_ok)
     })
 }
 

@@ -168,7 +168,7 @@ impl From<WriteSummary> for LanceWriteResult {
     }
 }
 
-fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
+pub(super) fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
     let p = read_in(p, Layout::Sized, "params")?.unwrap_or_default();
     let mode = match p.mode {
         0 => WriteMode::Create,
@@ -200,7 +200,7 @@ fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
     })
 }
 
-fn write_result(out: *mut LanceWriteResult, summary: WriteSummary) -> Result<()> {
+pub(super) fn write_result(out: *mut LanceWriteResult, summary: WriteSummary) -> Result<()> {
     if let Some(slot) = out_slot(out, Layout::Sized, "out_result")? {
         slot.write(&summary.into());
     }

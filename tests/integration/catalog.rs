@@ -501,3 +501,135 @@ fn vended_storage_options_override_the_catalogs_own() {
     let ds = open_table(&cat, &["prod"], "orders", 0).unwrap();
     assert_eq!(rows(&ds), fixture().facts.get_u64("nested.prod$orders.rows"));
 }
+
+/// A stream of `n` rows of (id, name) in two batches; with `fail`, an error after the first.
+fn id_rows(n: i64, fail: bool) -> arrow::ffi_stream::FFI_ArrowArrayStream {
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let batch = |r: std::ops::Range<i64>| {
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                std::sync::Arc::new(Int64Array::from_iter_values(r.clone())),
+                std::sync::Arc::new(StringArray::from_iter_values(r.map(|i| format!("n{i}")))),
+            ],
+        )
+        .unwrap()
+    };
+    let half = n / 2;
+    let second = if fail {
+        Err(arrow::error::ArrowError::ComputeError("the host's operator failed".into()))
+    } else {
+        Ok(batch(half..n))
+    };
+    let batches = vec![Ok(batch(0..half)), second];
+    arrow::ffi_stream::FFI_ArrowArrayStream::new(Box::new(arrow::record_batch::RecordBatchIterator::new(batches, schema)))
+}
+
+fn create_table(cat: &Cat, ns: &[&str], table: &str, n: i64, fail: bool) -> Result<(Ds, u64), (i32, String)> {
+    use lance_host::ffi::write::LanceWriteResult;
+    let parts = cstrs(ns);
+    let t = cstr(table);
+    let mut data = id_rows(n, fail);
+    let mut out = std::ptr::null_mut();
+    let mut r = LanceWriteResult { struct_size: std::mem::size_of::<LanceWriteResult>(), ..Default::default() };
+    let code = lance_catalog_create_table(cat.0, parts.ptrs.as_ptr(), ns.len(), t.as_ptr(), &mut data, std::ptr::null(), &mut out, &mut r);
+    assert!(data.release.is_none(), "the library takes the stream");
+    if code != 0 {
+        return Err((code, last_message()));
+    }
+    Ok((Ds(out), r.rows_written))
+}
+
+fn create_ns(cat: &Cat, ns: &[&str], exist_ok: bool) -> Result<(), (i32, String)> {
+    let parts = cstrs(ns);
+    match lance_catalog_create_namespace(cat.0, parts.ptrs.as_ptr(), ns.len(), exist_ok, std::ptr::null()) {
+        0 => Ok(()),
+        code => Err((code, last_message())),
+    }
+}
+
+fn drop_ns(cat: &Cat, ns: &[&str], cascade: bool, missing_ok: bool) -> Result<(), (i32, String)> {
+    let parts = cstrs(ns);
+    match lance_catalog_drop_namespace(cat.0, parts.ptrs.as_ptr(), ns.len(), cascade, missing_ok) {
+        0 => Ok(()),
+        code => Err((code, last_message())),
+    }
+}
+
+fn drop_table(cat: &Cat, ns: &[&str], table: &str, missing_ok: bool) -> Result<(), (i32, String)> {
+    let parts = cstrs(ns);
+    let t = cstr(table);
+    match lance_catalog_drop_table(cat.0, parts.ptrs.as_ptr(), ns.len(), t.as_ptr(), missing_ok) {
+        0 => Ok(()),
+        code => Err((code, last_message())),
+    }
+}
+
+/// CREATE / DROP of namespaces and tables, the same through a directory and a REST catalog.
+fn ddl_round_trip(cat: &Cat) {
+    create_ns(cat, &["sales"], false).unwrap();
+    expect_err(create_ns(cat, &["sales"], false), LANCE_ERR_INVALID_ARGUMENT, "sales");
+    create_ns(cat, &["sales"], true).unwrap();
+    create_ns(cat, &["sales", "eu"], false).unwrap();
+    expect_err(create_ns(cat, &["nope", "child"], false), LANCE_ERR_NOT_FOUND, "nope");
+    expect_err(create_ns(cat, &[], false), LANCE_ERR_INVALID_ARGUMENT, "root");
+    assert_eq!(namespaces(cat, &[], true).unwrap(), paths(&[&["sales"], &["sales", "eu"]]));
+
+    let (orders, written) = create_table(cat, &["sales", "eu"], "orders", 300, false).unwrap();
+    assert_eq!((written, rows(&orders), lance_dataset_version(orders.ptr())), (300, 300, 1));
+    assert_eq!(tables(cat, &["sales", "eu"]).unwrap(), vec!["orders".to_string()]);
+    assert_eq!(rows(&open_table(cat, &["sales", "eu"], "orders", 0).unwrap()), 300);
+    expect_err(create_table(cat, &["sales", "eu"], "orders", 10, false), LANCE_ERR_INVALID_ARGUMENT, "orders");
+    assert_eq!(rows(&open_table(cat, &["sales", "eu"], "orders", 0).unwrap()), 300, "the existing table is untouched");
+    // a host stream that fails halfway: nothing is left in the catalog
+    let (code, msg) = create_table(cat, &["sales", "eu"], "broken", 100, true).unwrap_err();
+    assert_ne!(code, 0);
+    assert!(msg.contains("the host's operator failed"), "{msg}");
+    assert_eq!(tables(cat, &["sales", "eu"]).unwrap(), vec!["orders".to_string()]);
+    expect_err(open_table(cat, &["sales", "eu"], "broken", 0), LANCE_ERR_NOT_FOUND, "broken");
+    // the name can be used again afterwards
+    create_table(cat, &["sales", "eu"], "broken", 10, false).unwrap();
+    drop_table(cat, &["sales", "eu"], "broken", false).unwrap();
+
+    expect_err(drop_ns(cat, &["sales"], false, false), LANCE_ERR_INVALID_ARGUMENT, "cascade");
+    drop_table(cat, &["sales", "eu"], "orders", false).unwrap();
+    expect_err(open_table(cat, &["sales", "eu"], "orders", 0), LANCE_ERR_NOT_FOUND, "orders");
+    expect_err(drop_table(cat, &["sales", "eu"], "orders", false), LANCE_ERR_NOT_FOUND, "orders");
+    drop_table(cat, &["sales", "eu"], "orders", true).unwrap();
+    assert_eq!(rows(&orders), 300, "a handle opened before the drop still reads from its cache or files");
+
+    create_table(cat, &["sales", "eu"], "returns", 20, false).unwrap();
+    create_table(cat, &["sales"], "targets", 20, false).unwrap();
+    drop_ns(cat, &["sales"], true, false).unwrap();
+    assert!(namespaces(cat, &[], true).unwrap().is_empty());
+    expect_err(drop_ns(cat, &["sales"], false, false), LANCE_ERR_NOT_FOUND, "sales");
+    drop_ns(cat, &["sales"], true, true).unwrap();
+}
+
+#[test]
+fn dir_catalog_creates_and_drops_namespaces_and_tables() {
+    let root = tempfile::tempdir().unwrap().keep();
+    let cat = open(&[("type", "dir"), ("root", root.to_str().unwrap())]);
+    ddl_round_trip(&cat);
+}
+
+#[test]
+fn rest_catalog_creates_and_drops_namespaces_and_tables() {
+    let root = tempfile::tempdir().unwrap().keep();
+    let server = server_runtime()
+        .block_on(lance_host_rest_server::start(root.to_str().unwrap(), AuthConfig::default()))
+        .expect("start REST server");
+    let cat = open(&[("type", "rest"), ("uri", &server.uri())]);
+    ddl_round_trip(&cat);
+    // what the REST catalog created is in the directory the server serves
+    let dir = open(&[("type", "dir"), ("root", root.to_str().unwrap())]);
+    let rest = open(&[("type", "rest"), ("uri", &server.uri())]);
+    create_ns(&rest, &["shared"], false).unwrap();
+    create_table(&rest, &["shared"], "t", 50, false).unwrap();
+    assert_eq!(rows(&open_table(&dir, &["shared"], "t", 0).unwrap()), 50);
+}
