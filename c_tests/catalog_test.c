@@ -1,5 +1,9 @@
 /* Catalog from C: open a directory catalog over the nested (manifest layout) warehouse, list
- * namespaces and tables, describe, open pinned, scan. argv[1] = warehouse directory. */
+ * namespaces and tables, describe, open pinned, scan; then DDL in a new directory catalog:
+ * create a namespace, CREATE TABLE AS a scan, drop the table and the namespace.
+ * argv[1] = warehouse directory. */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 int main(int argc, char** argv) {
@@ -69,6 +73,37 @@ int main(int argc, char** argv) {
   CHECK(lance_catalog_open(bad) == NULL);
   CHECK(lance_last_error_code() == LANCE_ERR_INVALID_ARGUMENT);
   CHECK(strstr(lance_last_error_message(), "root") != NULL);
+
+  /* DDL in a catalog of its own: CREATE SCHEMA, CREATE TABLE AS SELECT, DROP. */
+  char dir[] = "/tmp/lance_host_catalog_ddl_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const char* ddl_props[] = {"type", "dir", "root", dir, NULL};
+  LanceCatalog* ddl = lance_catalog_open(ddl_props);
+  CHECK(ddl != NULL);
+  const char* sales[] = {"sales"};
+  CHECK_OK(lance_catalog_create_namespace(ddl, sales, 1, false, NULL));
+  CHECK(lance_catalog_create_namespace(ddl, sales, 1, false, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK_OK(lance_catalog_create_namespace(ddl, sales, 1, true, NULL));
+  CHECK_OK(lance_dataset_scan_v2(ds, &o, &st));
+  LanceDataset* copy = NULL;
+  LanceWriteResult wr = {.struct_size = sizeof wr};
+  CHECK_OK(lance_catalog_create_table(ddl, sales, 1, "clicks_copy", &st, NULL, &copy, &wr));
+  CHECK(st.release == NULL && wr.version == 1 && wr.rows_written == rows);
+  uint64_t copied = 0;
+  CHECK_OK(lance_dataset_count_rows(copy, &copied));
+  CHECK_EQ_U64(copied, rows);
+  LanceStringList* names = NULL;
+  CHECK_OK(lance_catalog_list_tables(ddl, sales, 1, &names));
+  CHECK(lance_string_list_count(names) == 1 && strcmp(lance_string_list_get(names, 0), "clicks_copy") == 0);
+  lance_string_list_free(names);
+  CHECK(lance_catalog_drop_namespace(ddl, sales, 1, false, false) == LANCE_ERR_INVALID_ARGUMENT); /* not empty */
+  CHECK_OK(lance_catalog_drop_table(ddl, sales, 1, "clicks_copy", false));
+  CHECK(lance_catalog_drop_table(ddl, sales, 1, "clicks_copy", false) == LANCE_ERR_NOT_FOUND);
+  CHECK_OK(lance_catalog_drop_namespace(ddl, sales, 1, false, false));
+  CHECK(lance_catalog_drop_namespace(ddl, sales, 1, false, false) == LANCE_ERR_NOT_FOUND);
+  CHECK_OK(lance_catalog_drop_namespace(ddl, sales, 1, false, true));
+  lance_dataset_free(copy);
+  lance_catalog_free(ddl);
 
   lance_dataset_free(ds);
   lance_dataset_free(direct);

@@ -532,6 +532,17 @@ int main(int argc, char** argv) {
     } catch (const lh::Error& e) {
       EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
     }
+    // catalog DDL: a namespace, CREATE TABLE AS a scan, drops
+    char ddl_template[] = "/tmp/lance_host_cpp_ddl_XXXXXX";
+    EXPECT(mkdtemp(ddl_template) != nullptr);
+    auto ddl = lh::Catalog::open({{"type", "dir"}, {"root", ddl_template}});
+    ddl.create_namespace({"lake"});
+    ddl.create_namespace({"lake"}, /*exist_ok=*/true);
+    auto [created_copy, created_result] = ddl.create_table("copy", ds.scan(small), {"lake"});
+    EXPECT(created_result.version == 1 && created_copy.count_rows() == small_rows);
+    EXPECT(ddl.list_tables({"lake"}) == std::vector<std::string>{"copy"});
+    ddl.drop_namespace({"lake"}, /*cascade=*/true);
+    EXPECT(ddl.list_namespaces({}, true).empty());
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

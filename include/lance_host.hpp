@@ -1275,6 +1275,35 @@ class Catalog {
     auto parts = detail::c_strings(ns);
     return Dataset(lance_catalog_open_table(p_.get(), parts.data(), parts.size(), table.c_str(), version));
   }
+  /// Create namespace `ns` (its parent must exist); an existing one throws unless `exist_ok`.
+  void create_namespace(const std::vector<std::string>& ns, bool exist_ok = false,
+                        const std::map<std::string, std::string>& properties = {}) const {
+    auto parts = detail::c_strings(ns);
+    detail::KeyValues kv(properties);
+    check(lance_catalog_create_namespace(p_.get(), parts.data(), parts.size(), exist_ok, kv.get()));
+  }
+  /// Drop namespace `ns`: empty unless `cascade` (tables and child namespaces go first).
+  void drop_namespace(const std::vector<std::string>& ns, bool cascade = false, bool missing_ok = false) const {
+    auto parts = detail::c_strings(ns);
+    check(lance_catalog_drop_namespace(p_.get(), parts.data(), parts.size(), cascade, missing_ok));
+  }
+  /// CREATE TABLE `table` in `ns` AS `data` (consumed), written as version 1.
+  std::pair<Dataset, LanceWriteResult> create_table(const std::string& table, Stream&& data,
+                                                    const std::vector<std::string>& ns = {},
+                                                    const WriteRequest& r = {}) const {
+    auto parts = detail::c_strings(ns);
+    detail::WriteParams p(r);
+    ArrowArrayStream in = data.release();
+    LanceDataset* out = nullptr;
+    LanceWriteResult res = detail::write_result();
+    check(lance_catalog_create_table(p_.get(), parts.data(), parts.size(), table.c_str(), &in, p.get(), &out, &res));
+    return {Dataset(out), res};
+  }
+  /// DROP TABLE: the table leaves the catalog and its data is deleted.
+  void drop_table(const std::string& table, const std::vector<std::string>& ns = {}, bool missing_ok = false) const {
+    auto parts = detail::c_strings(ns);
+    check(lance_catalog_drop_table(p_.get(), parts.data(), parts.size(), table.c_str(), missing_ok));
+  }
 
  private:
   std::unique_ptr<LanceCatalog, detail::Deleter<LanceCatalog, lance_catalog_free>> p_;

@@ -1276,6 +1276,39 @@ class Catalog:
         arr, n = self._ns(namespace)
         return Dataset(LIB.lance_catalog_open_table(self._h, arr, n, table.encode(), version or 0))
 
+    def create_namespace(self, namespace: Sequence[str], exist_ok: bool = False,
+                         properties: Optional[Mapping[str, str]] = None) -> None:
+        """Create `namespace` (a path of names; its parent must exist) with optional
+        `properties` (lance_catalog_create_namespace). An existing one raises
+        InvalidArgumentError unless `exist_ok`."""
+        arr, n = self._ns(namespace)
+        _check(LIB.lance_catalog_create_namespace(self._h, arr, n, exist_ok, _kv(properties)))
+
+    def drop_namespace(self, namespace: Sequence[str], cascade: bool = False, missing_ok: bool = False) -> None:
+        """Drop `namespace` (lance_catalog_drop_namespace): it must be empty unless `cascade`
+        (then its tables, data included, and child namespaces go first)."""
+        arr, n = self._ns(namespace)
+        _check(LIB.lance_catalog_drop_namespace(self._h, arr, n, cascade, missing_ok))
+
+    def create_table(self, table: str, data, namespace: Sequence[str] = (), **params) -> tuple[Dataset, "WriteResult"]:
+        """CREATE TABLE `table` in `namespace` AS `data` (a pyarrow Table, RecordBatchReader,
+        ...; lance_catalog_create_table): the catalog declares it and the rows are written as
+        version 1. Params as for `write_table` (mode is always create). A failed write leaves
+        nothing in the catalog. Returns the table pinned and what was written."""
+        arr, n = self._ns(namespace)
+        p, keep = _write_params(None, **params)
+        c = _stream_of(data)
+        out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+        _check(LIB.lance_catalog_create_table(self._h, arr, n, table.encode(), ctypes.byref(c), ctypes.byref(p),
+                                              ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), WriteResult._from(r)
+
+    def drop_table(self, table: str, namespace: Sequence[str] = (), missing_ok: bool = False) -> None:
+        """DROP TABLE (lance_catalog_drop_table): the table leaves the catalog and its data is
+        deleted. A missing table raises NotFoundError unless `missing_ok`."""
+        arr, n = self._ns(namespace)
+        _check(LIB.lance_catalog_drop_table(self._h, arr, n, table.encode(), missing_ok))
+
     def close(self) -> None:
         """Frees the catalog (tables it opened stay usable). Idempotent; also done on garbage
         collection."""

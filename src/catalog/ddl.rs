@@ -30,13 +30,14 @@ impl Catalog {
         Ok(id)
     }
 
-    /// Create namespace `ns` (relative to the catalog's parent; its parent must exist).
+    /// Create namespace `ns` (relative to the catalog's parent; its parent must exist; a
+    /// directory catalog's root directory is created if missing).
     /// `exist_ok`: an existing namespace is fine. `properties` are stored with it.
     pub fn create_namespace(&self, ns: &[String], exist_ok: bool, properties: HashMap<String, String>) -> Result<()> {
         let Some((name, parent)) = ns.split_last() else {
             return Err(HostError::invalid("the root namespace always exists: give a namespace to create"));
         };
-        self.check_root()?;
+        // (a directory catalog's root that does not exist yet is created, as by pylance)
         let id = self.child_id(parent, name, "namespace")?;
         let what = format!("cannot create namespace '{}' in the {}", self.display(&id), self.label);
         let namespace = self.namespace.clone();
@@ -135,7 +136,6 @@ impl Catalog {
     /// withdrawn: the catalog is as it was. Returns the table pinned at version 1.
     pub fn create_table(&self, ns: &[String], name: &str, data: Batches, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
         options.validate()?;
-        self.check_root()?;
         let id = self.child_id(ns, name, "table")?;
         let what = format!("cannot create table '{}' in the {}", self.display(&id), self.label);
         let namespace = self.namespace.clone();
