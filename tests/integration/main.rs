@@ -17,3 +17,4 @@ mod scan;
 mod session;
 mod vector;
 mod write;
+mod write_s3;
