@@ -43,6 +43,8 @@
  *       parameter it first configures lance-host's process-wide session, which works only
  *       before the first lance_scan/lance_vector_search of the process (0 = the default).
  *
+ * Writes (lance_write, lance_delete) are in lance_duckdb_write.c.
+ *
  * Rows arrive as Arrow C Data batches from lance-host and are copied into DuckDB vectors.
  * Supported column types: (u)int8..64, float, double, bool, utf8/large utf8 and fixed-size
  * lists of float or double (DuckDB FLOAT[n] / DOUBLE[n]); a query that uses a column of
@@ -1174,6 +1176,10 @@ static int register_blob_function(duckdb_connection con) {
   return st == DuckDBSuccess;
 }
 
+/* lance_duckdb_write.c */
+int lance_duckdb_write_connect(duckdb_database db);
+int lance_duckdb_register_writes(duckdb_connection con);
+
 DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info info,
                             struct duckdb_extension_access* access) {
   if (lance_host_version_number() < LANCE_HOST_VERSION_NUMBER) {
@@ -1185,8 +1191,14 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
       !register_function(connection, "lance_vector_search_batch", batch_bind, search_init, KIND_BATCH) ||
       !register_function(connection, "lance_fts", fts_bind, fts_init, KIND_FTS) ||
       !register_function(connection, "lance_hybrid_search", hybrid_bind, hybrid_init, KIND_HYBRID) ||
-      !register_blob_function(connection) || !register_cache_function(connection)) {
+      !register_blob_function(connection) || !register_cache_function(connection) ||
+      !lance_duckdb_register_writes(connection)) {
     access->set_error(info, "lance_host: registering the table functions failed");
+    return false;
+  }
+  duckdb_database* db = access->get_database(info);
+  if (!db || !lance_duckdb_write_connect(*db)) {
+    access->set_error(info, "lance_host: cannot open the connection lance_write runs its queries on");
     return false;
   }
   return true;

@@ -340,3 +340,44 @@ def test_blob_read_scalar_function(con):
         len(pairs), sum(i for _, i in pairs))
     with pytest.raises(duckdb.Error, match="payload"):
         con.execute(f"SELECT payload FROM lance_scan('{uri}')").fetchall()
+
+
+def test_lance_write_and_delete_from_sql_are_read_by_pylance(con, uri, tmp_path):
+    con.execute("CREATE OR REPLACE TABLE src AS SELECT range AS id, 'n' || range AS name, "
+                "range / 4 AS score, range % 3 = 0 AS flag FROM range(2000)")
+    out = str(tmp_path / "from_duckdb.lance")
+    assert con.execute(f"SELECT version, rows_written FROM lance_write('{out}', 'SELECT * FROM src WHERE id < 1500', "
+                       "commit_message := 'ctas from duckdb', max_rows_per_file := 500)").fetchone() == (1, 1500)
+    py = lance.dataset(out)
+    assert py.read_transaction(1).transaction_properties["__lance_commit_message"] == "ctas from duckdb"
+    assert len(py.get_fragments()) == 3
+    assert con.execute(f"SELECT version, rows_written FROM lance_write('{out}', 'SELECT * FROM src WHERE id >= 1500', "
+                       "mode := 'append')").fetchone() == (2, 500)
+    want = con.execute("SELECT id, name, flag FROM src ORDER BY id").fetchall()
+    got = lance.dataset(out).to_table(columns=["id", "name", "flag"]).sort_by("id").to_pylist()
+    assert [(r["id"], r["name"], r["flag"]) for r in got] == want
+    # DELETE from SQL equals pylance's own delete of the same predicate
+    twin = str(tmp_path / "twin.lance")
+    lance.write_dataset(lance.dataset(out).to_table(), twin)
+    version, deleted = con.execute(f"SELECT * FROM lance_delete('{out}', 'id % 7 = 0 OR flag')").fetchone()
+    n = lance.dataset(twin).count_rows()
+    lance.dataset(twin).delete("id % 7 = 0 OR flag")
+    assert (version, deleted) == (3, n - lance.dataset(twin).count_rows())
+    assert lance.dataset(out).to_table().sort_by("id").equals(lance.dataset(twin).to_table().sort_by("id"))
+    # CREATE TABLE AS SELECT from a lance_scan, and an overwrite
+    copy = str(tmp_path / "copy.lance")
+    con.execute(f"SELECT * FROM lance_write('{copy}', 'SELECT id, category FROM lance_scan(''{uri}'') WHERE id < 100')")
+    assert lance.dataset(copy).count_rows() == lance.dataset(uri).count_rows(filter="id < 100")
+    assert con.execute(f"SELECT version, rows_written FROM lance_write('{copy}', 'SELECT 1::BIGINT AS id, ''x'' AS category', "
+                       "mode := 'overwrite')").fetchone() == (2, 1)
+    assert lance.dataset(copy).to_table().to_pylist() == [{"id": 1, "category": "x"}]
+    # bad input: a clear SQL error, nothing written
+    for sql, needle in [(f"lance_write('{out}', 'SELECT nope FROM src', mode := 'append')", "nope"),
+                        (f"lance_write('{out}', 'SELECT * FROM src', mode := 'sideways')", "mode must be"),
+                        (f"lance_write('{out}', 'SELECT * FROM src')", "exists"),
+                        (f"lance_write('{out}', 'SELECT 1 AS other', mode := 'append')", "schema"),
+                        (f"lance_delete('{out}', 'id = = 1')", "lance_delete"),
+                        (f"lance_delete('{tmp_path}/missing.lance', 'true')", "lance_delete")]:
+        with pytest.raises(duckdb.Error, match=needle):
+            con.execute(f"SELECT * FROM {sql}").fetchall()
+    assert lance.dataset(out).version == 3
