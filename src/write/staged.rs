@@ -260,6 +260,17 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
 /// or one merge-insert. With `options.statement_id`, a statement already committed since the
 /// work was planned returns that version (`committed = false`) and writes nothing.
 pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
+    commit_planned(uri, staged, options, None)
+}
+
+/// `commit` with the version the work was planned at already open (`planned`, e.g. the handle
+/// a one-process write staged on): it is used instead of reading that version's manifest again.
+pub(crate) fn commit_planned(
+    uri: &str,
+    staged: Vec<StagedWrite>,
+    options: &WriteOptions,
+    planned: Option<&Snapshot>,
+) -> Result<(Snapshot, WriteSummary)> {
     crate::metrics::op(crate::metrics::Op::Commit);
     options.validate()?;
     crate::snapshot::validate_uri(uri)?;
@@ -314,8 +325,13 @@ pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Re
         .transaction_properties(options.transaction_properties())
         .build();
     let what = format!("cannot commit {} staged write(s) to table '{uri}'", staged.len());
+    let held = planned
+        .filter(|p| p.version() == planned_at && p.uri().trim_end_matches('/') == uri.trim_end_matches('/'))
+        .map(|p| p.dataset.clone());
     let dataset = session::block_on(async {
-        let dest = if planned_at > 0 {
+        let dest = if let Some(ds) = held {
+            WriteDestination::Dataset(ds)
+        } else if planned_at > 0 {
             // the version the work was planned at: Lance checks what was committed since
             let ds = lance::dataset::builder::DatasetBuilder::from_uri(uri)
                 .with_session(lance_session.clone())
