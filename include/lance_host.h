@@ -432,6 +432,48 @@ typedef int32_t LanceWhenNotMatchedBySource;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// A vector index type (`LanceVectorIndexParams.index_type`).
+enum LanceVectorIndexType
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  LANCE_VECTOR_INDEX_IVF_PQ = 0,
+  LANCE_VECTOR_INDEX_IVF_FLAT = 1,
+  LANCE_VECTOR_INDEX_IVF_SQ = 2,
+  LANCE_VECTOR_INDEX_IVF_HNSW_FLAT = 3,
+  LANCE_VECTOR_INDEX_IVF_HNSW_PQ = 4,
+  LANCE_VECTOR_INDEX_IVF_HNSW_SQ = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceVectorIndexType LanceVectorIndexType;
+#else
+typedef int32_t LanceVectorIndexType;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// A scalar index type (`LanceScalarIndexParams.index_type`).
+enum LanceScalarIndexType
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Sorted values: ranges and equality on numbers, strings, dates.
+  LANCE_SCALAR_INDEX_BTREE = 0,
+  // A bitmap per value: equality on columns with few distinct values.
+  LANCE_SCALAR_INDEX_BITMAP = 1,
+  // `array_has_any` / `array_has_all` on list columns.
+  LANCE_SCALAR_INDEX_LABEL_LIST = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceScalarIndexType LanceScalarIndexType;
+#else
+typedef int32_t LanceScalarIndexType;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The blobs of some rows of one blob column (`lance_dataset_take_blobs`). Opaque; free with
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;
@@ -697,6 +739,62 @@ typedef struct {
   // `nprobes = num_partitions` probes the whole segment. 0 for other indexes.
   uint64_t num_partitions;
 } LanceIndexSegmentInfo;
+
+// Settings of `lance_dataset_create_vector_index`. Initialize with
+// `lance_vector_index_params_init_v2(&p, sizeof p)`; 0 fields mean Lance's default (given
+// beside each). Since 0.7.
+typedef struct {
+  // `sizeof(LanceVectorIndexParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // A `LanceVectorIndexType` (default LANCE_VECTOR_INDEX_IVF_PQ).
+  int32_t index_type;
+  // A `LanceMetric` (LANCE_METRIC_DEFAULT = L2).
+  int32_t metric;
+  // IVF partitions (0 = Lance's choice, about sqrt(rows)); at most the table's rows.
+  uint32_t num_partitions;
+  // PQ sub-vectors (0 = 16); must divide the dimension.
+  uint32_t num_sub_vectors;
+  // Bits per PQ code (4 or 8) or SQ value (1..8) (0 = 8).
+  uint32_t num_bits;
+  // Training rows per centroid (0 = 256).
+  uint32_t sample_rate;
+  // k-means iterations (0 = 50).
+  uint32_t max_iterations;
+  // HNSW neighbours per node (0 = 20).
+  uint32_t hnsw_m;
+  // HNSW candidate list size while building (0 = 150).
+  uint32_t hnsw_ef_construction;
+} LanceVectorIndexParams;
+
+// Settings of `lance_dataset_create_scalar_index`. Initialize with
+// `lance_scalar_index_params_init_v2(&p, sizeof p)`. Since 0.7.
+typedef struct {
+  // `sizeof(LanceScalarIndexParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // A `LanceScalarIndexType` (default LANCE_SCALAR_INDEX_BTREE).
+  int32_t index_type;
+} LanceScalarIndexParams;
+
+// Settings of `lance_dataset_create_inverted_index` (full-text). Initialize with
+// `lance_inverted_index_params_init_v2(&p, sizeof p)`, which sets Lance's defaults: the
+// "simple" tokenizer, English, no positions, tokens up to 40 characters, lower case, stemming,
+// stop words removed, ASCII folding. Since 0.7.
+typedef struct {
+  // `sizeof(LanceInvertedIndexParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // Base tokenizer: "simple", "whitespace", "raw", "ngram", ... (NULL = "simple").
+  const char *base_tokenizer;
+  // Language of stemming and stop words, e.g. "English", "French" (NULL = "English").
+  const char *language;
+  // Longest token kept (0 = unlimited; the init function sets 40).
+  uint32_t max_token_length;
+  // Non-zero: store token positions (phrase queries need them).
+  uint8_t with_position;
+  uint8_t lower_case;
+  uint8_t stem;
+  uint8_t remove_stop_words;
+  uint8_t ascii_folding;
+} LanceInvertedIndexParams;
 
 // What a scan reads. Initialise with `lance_scan_options_init_v2(&o, sizeof o)`, then set
 // what you need. Every pointer inside is borrowed for the duration of the call that receives
@@ -1643,6 +1741,70 @@ int32_t lance_dataset_prewarm_index_with_stats_v2(const LanceDataset *dataset, c
 // LANCE_ERR_NOT_FOUND for an unknown index or a UUID that is not one of its segments at the
 // handle's version (the message names it); or the I/O error. `out` is not written on failure.
 int32_t lance_dataset_prewarm_index_segments_v2(const LanceDataset *dataset, const char *index_name, const uint8_t *segment_uuids, size_t segment_uuids_len, LanceIoStats *out);
+
+// Fill `out` (a caller's struct of `struct_size` bytes; pass `sizeof *out`) with the default
+// vector index settings (IVF_PQ, Lance's defaults) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.7.
+int32_t lance_vector_index_params_init_v2(LanceVectorIndexParams *out, size_t struct_size);
+
+// Fill `out` with the default scalar index settings (BTREE) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.7.
+int32_t lance_scalar_index_params_init_v2(LanceScalarIndexParams *out, size_t struct_size);
+
+// Fill `out` with Lance's default full-text index settings and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.7.
+int32_t lance_inverted_index_params_init_v2(LanceInvertedIndexParams *out, size_t struct_size);
+
+// Build a vector index on `column` of `dataset`'s table (a fixed-size list of floats, or a
+// list of them for multivectors) and commit it as one new version planned at the handle's
+// version. `name` (may be NULL) names it (NULL = Lance's "<column>_idx"); an existing name is
+// LANCE_ERR_INVALID_ARGUMENT unless `replace`. `params` may be NULL (IVF_PQ with Lance's
+// defaults). An unknown column, a column that is not a vector, partitions above the rows, PQ
+// sub-vectors that do not divide the dimension or an unsupported bit width is
+// LANCE_ERR_INVALID_ARGUMENT; nothing is committed on any failure. The build runs on the
+// library's threads; a call context bound to the calling thread cancels it or bounds it.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
+// passed in keeps its version). Borrows its arguments. Thread-safe. Returns an error code;
+// `*out_dataset` is not written on failure. Since 0.7.
+int32_t lance_dataset_create_vector_index(const LanceDataset *dataset, const char *column, const char *name, bool replace, const LanceVectorIndexParams *params, LanceDataset **out_dataset);
+
+// Build a scalar index (BTREE, BITMAP or LABEL_LIST; `params` NULL = BTREE) on `column` as one
+// new version planned at the handle's version; `name` and `replace` as for
+// `lance_dataset_create_vector_index`. A column whose type does not fit the index (a list for
+// BTREE/BITMAP, not a list for LABEL_LIST) is LANCE_ERR_INVALID_ARGUMENT naming both. Filters
+// on the column use it (`lance_dataset_explain` shows it).
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_create_scalar_index(const LanceDataset *dataset, const char *column, const char *name, bool replace, const LanceScalarIndexParams *params, LanceDataset **out_dataset);
+
+// Build an INVERTED (full-text) index on the string column `column` as one new version
+// planned at the handle's version (`params` NULL = Lance's defaults); `name` and `replace` as
+// for `lance_dataset_create_vector_index`. Full-text searches and plans use it. An unknown
+// tokenizer or language, or a column that is not a string column, is
+// LANCE_ERR_INVALID_ARGUMENT.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_create_inverted_index(const LanceDataset *dataset, const char *column, const char *name, bool replace, const LanceInvertedIndexParams *params, LanceDataset **out_dataset);
+
+// Drop the index `name` of `dataset`'s table (every segment) as one new version planned at
+// the handle's version; an unknown name is LANCE_ERR_NOT_FOUND. Its files stay for readers of
+// older versions until `lance_dataset_cleanup` removes them.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_drop_index(const LanceDataset *dataset, const char *name, LanceDataset **out_dataset);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).

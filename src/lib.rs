@@ -14,6 +14,7 @@ pub mod error;
 pub mod fts;
 pub mod ffi;
 pub mod index;
+pub mod index_build;
 pub mod logging;
 pub mod merge;
 pub mod metrics;

@@ -233,5 +233,8 @@ mod tests {
         check::<crate::ffi::write::LanceMergeInsert>(None);
         check::<crate::ffi::maintenance::LanceCompactParams>(None);
         check::<crate::ffi::maintenance::LanceCompactResult>(None);
+        check::<crate::ffi::index_build::LanceVectorIndexParams>(None);
+        check::<crate::ffi::index_build::LanceScalarIndexParams>(None);
+        check::<crate::ffi::index_build::LanceInvertedIndexParams>(None);
     }
 }

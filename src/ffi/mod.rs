@@ -12,6 +12,7 @@ pub mod fts;
 pub mod handles;
 pub mod maintenance;
 pub mod index;
+pub mod index_build;
 pub mod plan;
 pub mod scan;
 pub mod search;

@@ -168,7 +168,7 @@ fn statistics_agree_with_scans_and_files() {
     lance_table_stats_free(std::ptr::null_mut());
 }
 
-fn take_string(p: *mut c_char) -> String {
+pub(crate) fn take_string(p: *mut c_char) -> String {
     let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
     lance_string_free(p);
     s

@@ -11,6 +11,7 @@ mod errors;
 mod fts;
 mod fuzz;
 mod header;
+mod index_build;
 mod prewarm;
 mod s3;
 mod scan;
