@@ -543,6 +543,31 @@ int main(int argc, char** argv) {
     EXPECT(ddl.list_tables({"lake"}) == std::vector<std::string>{"copy"});
     ddl.drop_namespace({"lake"}, /*cascade=*/true);
     EXPECT(ddl.list_namespaces({}, true).empty());
+    // index builds on the written copy: a vector, a scalar and a full-text index, then drops
+    lh::ScanRequest with_vectors;
+    with_vectors.columns = {"id", "embedding"};
+    with_vectors.filter = "id < 300";
+    auto to_index = lh::write_table(target + ".vectors", ds.scan(with_vectors)).first;
+    lh::VectorIndexRequest ivf;
+    ivf.index_type = LANCE_VECTOR_INDEX_IVF_FLAT;
+    ivf.num_partitions = 2;
+    auto with_vec = to_index.create_vector_index("embedding", ivf, "emb_flat");
+    auto with_btree = with_vec.create_scalar_index("id", LANCE_SCALAR_INDEX_BTREE, "id_btree");
+    EXPECT(with_btree.version() == to_index.version() + 2);
+    bool listed_vec = false, listed_btree = false;
+    for (const auto& info : with_btree.indexes()) {
+      listed_vec |= info.name == "emb_flat";
+      listed_btree |= info.name == "id_btree";
+    }
+    EXPECT(listed_vec && listed_btree);
+    try {
+      with_btree.create_vector_index("embedding", ivf, "emb_flat");  // exists, no replace
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    auto no_indexes = with_btree.drop_index("emb_flat").drop_index("id_btree");
+    EXPECT(no_indexes.indexes().empty());
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

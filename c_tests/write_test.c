@@ -310,6 +310,59 @@ int main(int argc, char** argv) {
   lance_dataset_free(deleted);
   lance_dataset_free(latest);
 
+  /* CREATE INDEX from C on a copy with vectors: IVF_FLAT and BITMAP, listed, then dropped. */
+  {
+    char vuri[4300];
+    snprintf(vuri, sizeof vuri, "%s/indexed.lance", dir);
+    LanceScanOptions vo;
+    CHECK_OK(lance_scan_options_init_v2(&vo, sizeof vo));
+    const char* vcols[] = {"id", "category", "embedding"};
+    vo.columns = vcols;
+    vo.num_columns = 3;
+    vo.filter_sql = "id < 400";
+    struct ArrowArrayStream vs;
+    CHECK_OK(lance_dataset_scan_v2(src, &vo, &vs));
+    LanceDataset* vds = NULL;
+    CHECK_OK(lance_table_write(vuri, NULL, &vs, NULL, &vds, NULL));
+    LanceVectorIndexParams vp;
+    CHECK_OK(lance_vector_index_params_init_v2(&vp, sizeof vp));
+    CHECK(vp.index_type == LANCE_VECTOR_INDEX_IVF_PQ && vp.num_partitions == 0);
+    vp.index_type = LANCE_VECTOR_INDEX_IVF_FLAT;
+    vp.num_partitions = 2;
+    LanceDataset* with_vec = NULL;
+    CHECK_OK(lance_dataset_create_vector_index(vds, "embedding", "emb_flat", false, &vp, &with_vec));
+    CHECK(lance_dataset_create_vector_index(with_vec, "embedding", "emb_flat", false, &vp, NULL) ==
+          LANCE_ERR_INVALID_ARGUMENT); /* exists */
+    CHECK(lance_dataset_create_vector_index(with_vec, "category", NULL, false, &vp, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+    vp.num_partitions = 100000;
+    CHECK(lance_dataset_create_vector_index(with_vec, "embedding", "too_many", false, &vp, NULL) ==
+          LANCE_ERR_INVALID_ARGUMENT);
+    LanceScalarIndexParams sp;
+    CHECK_OK(lance_scalar_index_params_init_v2(&sp, sizeof sp));
+    sp.index_type = LANCE_SCALAR_INDEX_BITMAP;
+    LanceDataset* with_bitmap = NULL;
+    CHECK_OK(lance_dataset_create_scalar_index(with_vec, "category", NULL, false, &sp, &with_bitmap));
+    LanceIndexList* il = NULL;
+    CHECK_OK(lance_dataset_indexes(with_bitmap, &il));
+    CHECK(lance_index_list_count(il) == 2);
+    lance_index_list_free(il);
+    uint64_t rare_in_copy = 0, rare_in_src = 0;
+    CHECK_OK(lance_dataset_count_rows_where_v2(with_bitmap, "category = 'rare'", &rare_in_copy, NULL));
+    CHECK_OK(lance_dataset_count_rows_where_v2(src, "category = 'rare' AND id < 400", &rare_in_src, NULL));
+    CHECK_EQ_U64(rare_in_copy, rare_in_src);
+    LanceInvertedIndexParams ip;
+    CHECK_OK(lance_inverted_index_params_init_v2(&ip, sizeof ip));
+    CHECK(ip.max_token_length == 40 && ip.lower_case == 1 && ip.with_position == 0);
+    CHECK(lance_dataset_create_inverted_index(with_bitmap, "id", NULL, false, &ip, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+    LanceDataset* dropped = NULL;
+    CHECK_OK(lance_dataset_drop_index(with_bitmap, "emb_flat", &dropped));
+    CHECK(lance_dataset_drop_index(dropped, "emb_flat", NULL) == LANCE_ERR_NOT_FOUND);
+    lance_dataset_free(dropped);
+    lance_dataset_free(with_bitmap);
+    lance_dataset_free(with_vec);
+    lance_dataset_free(vds);
+  }
+
   /* Bad inputs: codes, and the stream is released on every path. */
   struct ArrowArrayStream bad = scan_where(src, NULL, "id < 5");
   CHECK(lance_table_write(NULL, NULL, &bad, NULL, NULL, NULL) == LANCE_ERR_INVALID_ARGUMENT);

@@ -484,6 +484,31 @@ struct StagedWrite {
   LanceWriteResult result;
 };
 
+/// Settings of a vector index (LanceVectorIndexParams); 0 = Lance's default.
+struct VectorIndexRequest {
+  LanceVectorIndexType index_type = LANCE_VECTOR_INDEX_IVF_PQ;
+  LanceMetric metric = LANCE_METRIC_DEFAULT;
+  uint32_t num_partitions = 0;
+  uint32_t num_sub_vectors = 0;
+  uint32_t num_bits = 0;
+  uint32_t sample_rate = 0;
+  uint32_t max_iterations = 0;
+  uint32_t hnsw_m = 0;
+  uint32_t hnsw_ef_construction = 0;
+};
+
+/// Settings of a full-text index (LanceInvertedIndexParams); the defaults are Lance's.
+struct InvertedIndexRequest {
+  std::string base_tokenizer = "simple";
+  std::string language = "English";
+  bool with_position = false;
+  uint32_t max_token_length = 40;  ///< 0 = unlimited
+  bool lower_case = true;
+  bool stem = true;
+  bool remove_stop_words = true;
+  bool ascii_folding = true;
+};
+
 /// Settings of a compaction (LanceCompactParams); 0 = Lance's default.
 struct CompactRequest {
   uint64_t target_rows_per_fragment = 0;
@@ -1012,6 +1037,60 @@ class Dataset {
     LanceCompactResult res = detail::compact_result();
     check(lance_dataset_commit_compaction(p_.get(), a.ptrs.data(), a.lens.data(), results.size(), &p, &out, &res));
     return {Dataset(out), res};
+  }
+  /// Build a vector index on `column` as one new version (`name` empty = Lance's default name).
+  Dataset create_vector_index(const std::string& column, const VectorIndexRequest& r = {},
+                              const std::string& name = "", bool replace = false) const {
+    LanceVectorIndexParams p;
+    check(lance_vector_index_params_init_v2(&p, sizeof p));
+    p.index_type = r.index_type;
+    p.metric = r.metric;
+    p.num_partitions = r.num_partitions;
+    p.num_sub_vectors = r.num_sub_vectors;
+    p.num_bits = r.num_bits;
+    p.sample_rate = r.sample_rate;
+    p.max_iterations = r.max_iterations;
+    p.hnsw_m = r.hnsw_m;
+    p.hnsw_ef_construction = r.hnsw_ef_construction;
+    LanceDataset* out = nullptr;
+    check(lance_dataset_create_vector_index(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(), replace,
+                                            &p, &out));
+    return Dataset(out);
+  }
+  /// Build a scalar index (BTREE, BITMAP, LABEL_LIST) on `column` as one new version.
+  Dataset create_scalar_index(const std::string& column, LanceScalarIndexType type = LANCE_SCALAR_INDEX_BTREE,
+                              const std::string& name = "", bool replace = false) const {
+    LanceScalarIndexParams p;
+    check(lance_scalar_index_params_init_v2(&p, sizeof p));
+    p.index_type = type;
+    LanceDataset* out = nullptr;
+    check(lance_dataset_create_scalar_index(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(), replace,
+                                            &p, &out));
+    return Dataset(out);
+  }
+  /// Build an INVERTED (full-text) index on the string column `column` as one new version.
+  Dataset create_inverted_index(const std::string& column, const InvertedIndexRequest& r = {},
+                                const std::string& name = "", bool replace = false) const {
+    LanceInvertedIndexParams p;
+    check(lance_inverted_index_params_init_v2(&p, sizeof p));
+    p.base_tokenizer = r.base_tokenizer.c_str();
+    p.language = r.language.c_str();
+    p.with_position = r.with_position ? 1 : 0;
+    p.max_token_length = r.max_token_length;
+    p.lower_case = r.lower_case ? 1 : 0;
+    p.stem = r.stem ? 1 : 0;
+    p.remove_stop_words = r.remove_stop_words ? 1 : 0;
+    p.ascii_folding = r.ascii_folding ? 1 : 0;
+    LanceDataset* out = nullptr;
+    check(lance_dataset_create_inverted_index(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(), replace,
+                                              &p, &out));
+    return Dataset(out);
+  }
+  /// Drop the index `name` as one new version.
+  Dataset drop_index(const std::string& name) const {
+    LanceDataset* out = nullptr;
+    check(lance_dataset_drop_index(p_.get(), name.c_str(), &out));
+    return Dataset(out);
   }
   /// Add columns computed from Lance SQL expressions (name, expression), as one new version.
   Dataset add_columns(const std::vector<std::pair<std::string, std::string>>& columns) const {

@@ -39,6 +39,8 @@ __all__ = [
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
 METRICS = {None: 0, "l2": 1, "cosine": 2, "dot": 3, "hamming": 4}
 WRITE_MODES = {"create": 0, "append": 1, "overwrite": 2}
+VECTOR_INDEX_TYPES = {"IVF_PQ": 0, "IVF_FLAT": 1, "IVF_SQ": 2, "IVF_HNSW_FLAT": 3, "IVF_HNSW_PQ": 4, "IVF_HNSW_SQ": 5}
+SCALAR_INDEX_TYPES = {"BTREE": 0, "BITMAP": 1, "LABEL_LIST": 2}
 WHEN_MATCHED = {"do_nothing": 0, "update_all": 1, "update_if": 2, "delete": 3, "fail": 4}
 WHEN_NOT_MATCHED = {"insert": 0, "do_nothing": 1}
 WHEN_NOT_MATCHED_BY_SOURCE = {"keep": 0, "delete": 1, "delete_if": 2}
@@ -1051,6 +1053,71 @@ class Dataset:
         _check(LIB.lance_dataset_stage_delete(self._h, split._h if split is not None else None, predicate.encode(),
                                               ctypes.byref(out), ctypes.byref(n), ctypes.byref(r)))
         return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
+
+    # index builds
+    def create_vector_index(self, column: str, index_type: str = "IVF_PQ", *, name: Optional[str] = None,
+                            replace: bool = False, metric: Optional[str] = None, num_partitions: int = 0,
+                            num_sub_vectors: int = 0, num_bits: int = 0, sample_rate: int = 0,
+                            max_iterations: int = 0, hnsw_m: int = 0, hnsw_ef_construction: int = 0) -> "Dataset":
+        """Build a vector index on `column` (lance_dataset_create_vector_index): `index_type`
+        'IVF_PQ', 'IVF_FLAT', 'IVF_SQ', 'IVF_HNSW_FLAT', 'IVF_HNSW_PQ' or 'IVF_HNSW_SQ'; `metric`
+        'l2' (default), 'cosine', 'dot', 'hamming'; 0 = Lance's default for the numbers. One new
+        version planned at this handle's version; returns it pinned."""
+        p = _ffi.VectorIndexParams()
+        _check(LIB.lance_vector_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+        p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
+                               VECTOR_INDEX_TYPES)
+        p.metric = _metric(metric)
+        for field, value in [("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
+                             ("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iterations", max_iterations),
+                             ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)]:
+            if not isinstance(value, int) or not 0 <= value < 2 ** 32:
+                raise _error(1, f"{field} must be a non-negative integer below 2**32, not {value!r}")
+            setattr(p, field, value)
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_create_vector_index(self._h, column.encode(), name.encode() if name else None,
+                                                     replace, ctypes.byref(p), ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def create_scalar_index(self, column: str, index_type: str = "BTREE", *, name: Optional[str] = None,
+                            replace: bool = False) -> "Dataset":
+        """Build a scalar index on `column` (lance_dataset_create_scalar_index): 'BTREE',
+        'BITMAP' or 'LABEL_LIST'. One new version; returns it pinned."""
+        p = _ffi.ScalarIndexParams()
+        _check(LIB.lance_scalar_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+        p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
+                               SCALAR_INDEX_TYPES)
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_create_scalar_index(self._h, column.encode(), name.encode() if name else None,
+                                                     replace, ctypes.byref(p), ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def create_inverted_index(self, column: str, *, name: Optional[str] = None, replace: bool = False,
+                              base_tokenizer: str = "simple", language: str = "English", with_position: bool = False,
+                              max_token_length: Optional[int] = 40, lower_case: bool = True, stem: bool = True,
+                              remove_stop_words: bool = True, ascii_folding: bool = True) -> "Dataset":
+        """Build an INVERTED (full-text) index on the string column `column`
+        (lance_dataset_create_inverted_index); the defaults are Lance's (`max_token_length`
+        None = unlimited). One new version; returns it pinned."""
+        p = _ffi.InvertedIndexParams()
+        _check(LIB.lance_inverted_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+        p.base_tokenizer, p.language = base_tokenizer.encode(), language.encode()
+        if max_token_length is not None and (not isinstance(max_token_length, int) or max_token_length < 1):
+            raise _error(1, f"max_token_length must be a positive integer or None, not {max_token_length!r}")
+        p.max_token_length = max_token_length or 0
+        (p.with_position, p.lower_case, p.stem, p.remove_stop_words, p.ascii_folding) = (
+            int(bool(with_position)), int(bool(lower_case)), int(bool(stem)), int(bool(remove_stop_words)),
+            int(bool(ascii_folding)))
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_create_inverted_index(self._h, column.encode(), name.encode() if name else None,
+                                                       replace, ctypes.byref(p), ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def drop_index(self, name: str) -> "Dataset":
+        """Drop the index `name` (lance_dataset_drop_index) as one new version; returns it."""
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_drop_index(self._h, name.encode(), ctypes.byref(out)))
+        return Dataset(out.value)
 
     # schema changes
     def add_columns(self, columns: Mapping[str, str]) -> "Dataset":

@@ -126,6 +126,22 @@ class CompactParams(Sized):
                 ("keep_deletions", ctypes.c_uint8)]
 
 
+class VectorIndexParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("index_type", ctypes.c_int32), ("metric", ctypes.c_int32)] + [
+        (n, ctypes.c_uint32) for n in ("num_partitions", "num_sub_vectors", "num_bits", "sample_rate",
+                                       "max_iterations", "hnsw_m", "hnsw_ef_construction")]
+
+
+class ScalarIndexParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("index_type", ctypes.c_int32)]
+
+
+class InvertedIndexParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("base_tokenizer", cstr), ("language", cstr),
+                ("max_token_length", ctypes.c_uint32)] + [
+        (n, ctypes.c_uint8) for n in ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_folding")]
+
+
 class CompactResult(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t)] + [
         (n, ctypes.c_uint64) for n in ("version", "fragments_removed", "fragments_added", "files_removed",
@@ -315,6 +331,16 @@ SIGNATURES = {
     "lance_dataset_add_columns": (i32, [P, cstrp, cstrp, sz, ctypes.POINTER(P)]),
     "lance_dataset_add_null_columns": (i32, [P, ctypes.POINTER(ArrowSchema), ctypes.POINTER(P)]),
     "lance_dataset_drop_columns": (i32, [P, cstrp, sz, ctypes.POINTER(P)]),
+    "lance_vector_index_params_init_v2": (i32, [ctypes.POINTER(VectorIndexParams), sz]),
+    "lance_scalar_index_params_init_v2": (i32, [ctypes.POINTER(ScalarIndexParams), sz]),
+    "lance_inverted_index_params_init_v2": (i32, [ctypes.POINTER(InvertedIndexParams), sz]),
+    "lance_dataset_create_vector_index": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(VectorIndexParams),
+                                                ctypes.POINTER(P)]),
+    "lance_dataset_create_scalar_index": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(ScalarIndexParams),
+                                                ctypes.POINTER(P)]),
+    "lance_dataset_create_inverted_index": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(InvertedIndexParams),
+                                                  ctypes.POINTER(P)]),
+    "lance_dataset_drop_index": (i32, [P, cstr, ctypes.POINTER(P)]),
     "lance_catalog_create_table": (i32, [P, cstrp, sz, cstr, StreamP, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                          ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),
