@@ -142,6 +142,37 @@ pub struct MergeInsert {
     pub when_not_matched_by_source: OnNoSourceMatch,
 }
 
+/// Source rows held in memory up to this size go to Lance as a table (its statistics drive the
+/// join and a retry re-reads them); a larger source is streamed.
+const HELD_SOURCE_BYTES: usize = 256 << 20;
+
+/// The source of a merge-insert: held (it ended within `HELD_SOURCE_BYTES`) or streamed.
+enum MergeSource {
+    Held(Vec<arrow::record_batch::RecordBatch>),
+    Stream(lance::deps::datafusion::physical_plan::SendableRecordBatchStream),
+}
+
+/// Read the host's source on the calling thread until it ends or passes `HELD_SOURCE_BYTES`
+/// (the batches are the host's buffers, imported without a copy); a longer source is streamed
+/// from where the reading stopped.
+fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
+    let schema = data.schema();
+    let mut held = Vec::new();
+    let mut bytes = 0usize;
+    while bytes <= HELD_SOURCE_BYTES {
+        match data.next() {
+            None => return Ok(MergeSource::Held(held)),
+            Some(Err(e)) => return Err(HostError::invalid(format!("{what}: the source stream failed: {e}"))),
+            Some(Ok(b)) => {
+                bytes += b.get_array_memory_size();
+                held.push(b);
+            }
+        }
+    }
+    let rest = arrow::record_batch::RecordBatchIterator::new(held.into_iter().map(Ok).chain(data), schema);
+    Ok(MergeSource::Stream(into_write_source(Box::new(rest))?))
+}
+
 /// Lance's merge-insert job for `spec` on the table `at` is a version of.
 fn merge_job(at: &Snapshot, spec: &MergeInsert, options: &WriteOptions, what: &str) -> Result<MergeInsertJob> {
     options.validate()?;
@@ -194,9 +225,11 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
     let uri = at.uri().to_string();
     let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
     let job = merge_job(at, spec, options, &what)?;
-    let source = into_write_source(data)?;
-    let (dataset, stats) = session::block_on(job.execute(source))?
-        .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+    let (dataset, stats) = match merge_source(data, &what)? {
+        MergeSource::Held(batches) => session::block_on(job.execute_batches(batches))?,
+        MergeSource::Stream(source) => session::block_on(job.execute(source))?,
+    }
+    .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
     let summary = WriteSummary {
         version: dataset.version().version,
         rows_written: stats.num_inserted_rows + stats.num_updated_rows,
@@ -219,9 +252,11 @@ pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, opti
     let uri = at.uri().to_string();
     let what = format!("cannot stage a merge into table '{uri}' on {}", spec.on.join(", "));
     let job = merge_job(at, spec, options, &what)?;
-    let source = into_write_source(data)?;
-    let staged = session::block_on(job.execute_uncommitted(source))?
-        .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&uri))?;
+    let staged = match merge_source(data, &what)? {
+        MergeSource::Held(batches) => session::block_on(job.execute_uncommitted_batches(batches))?,
+        MergeSource::Stream(source) => session::block_on(job.execute_uncommitted(source))?,
+    }
+    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&uri))?;
     Ok(StagedWrite {
         uri,
         kind: StagedKind::MergeInsert,

@@ -260,16 +260,19 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
 /// or one merge-insert. With `options.statement_id`, a statement already committed since the
 /// work was planned returns that version (`committed = false`) and writes nothing.
 pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
-    commit_planned(uri, staged, options, None)
+    commit_planned(uri, staged, options, None, false)
 }
 
 /// `commit` with the version the work was planned at already open (`planned`, e.g. the handle
 /// a one-process write staged on): it is used instead of reading that version's manifest again.
+/// `absence_checked`: a create whose stage just found no table (Lance's create refuses an
+/// existing one), so the commit does not look again — the same window pylance's create has.
 pub(crate) fn commit_planned(
     uri: &str,
     staged: Vec<StagedWrite>,
     options: &WriteOptions,
     planned: Option<&Snapshot>,
+    absence_checked: bool,
 ) -> Result<(Snapshot, WriteSummary)> {
     crate::metrics::op(crate::metrics::Op::Commit);
     options.validate()?;
@@ -343,7 +346,7 @@ pub(crate) fn commit_planned(
         } else {
             WriteDestination::Uri(uri)
         };
-        if kind == StagedKind::Create {
+        if kind == StagedKind::Create && !absence_checked {
             check_absent(uri, &lance_session, &options.storage_options).await?;
         }
         if let (StagedKind::Overwrite, WriteDestination::Dataset(planned)) = (kind, &dest) {

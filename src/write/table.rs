@@ -63,7 +63,8 @@ pub fn write(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         (at, _) => at,
     };
     let staged = staged::stage(uri, at, data, options)?;
-    match staged::commit_planned(uri, vec![staged.clone()], options, at) {
+    let absence_checked = options.mode == WriteMode::Create;
+    match staged::commit_planned(uri, vec![staged.clone()], options, at, absence_checked) {
         Ok(done) => Ok(done),
         Err(e) => {
             // The rows of a refused commit must not linger as orphan files. Only a refusal is
