@@ -566,6 +566,8 @@ int main(int argc, char** argv) {
     } catch (const lh::Error& e) {
       EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
     }
+    auto optimized = with_btree.optimize_indexes();  // nothing appended: nothing to index
+    EXPECT(optimized.count_rows() == with_btree.count_rows());
     auto no_indexes = with_btree.drop_index("emb_flat").drop_index("id_btree");
     EXPECT(no_indexes.indexes().empty());
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),

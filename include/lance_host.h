@@ -1806,6 +1806,18 @@ int32_t lance_dataset_create_inverted_index(const LanceDataset *dataset, const c
 // Since 0.7.
 int32_t lance_dataset_drop_index(const LanceDataset *dataset, const char *name, LanceDataset **out_dataset);
 
+// Index the fragments appended since an index was built, as one new version planned at the
+// handle's version: with `num_segments_to_merge` 0 they become a new segment of each index
+// (`name` NULL) or of index `name`; with n > 0 the newest n segments and the new fragments are
+// merged into one segment. Afterwards the vector and full-text plans search those fragments
+// through the index instead of flat splits. Nothing to index commits nothing. An unknown
+// `name` is LANCE_ERR_NOT_FOUND.
+//
+// `*out_dataset` (if not NULL) gets the resulting version pinned, owned by the caller.
+// Borrows its arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on
+// failure. Since 0.7.
+int32_t lance_dataset_optimize_indexes(const LanceDataset *dataset, const char *name, uint32_t num_segments_to_merge, LanceDataset **out_dataset);
+
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).
 //

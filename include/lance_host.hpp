@@ -1086,6 +1086,13 @@ class Dataset {
                                               &p, &out));
     return Dataset(out);
   }
+  /// Index the fragments appended since the index(es) were built: a new segment (`merge` 0)
+  /// or the newest `merge` segments merged with them (`name` empty = every index).
+  Dataset optimize_indexes(const std::string& name = "", uint32_t merge = 0) const {
+    LanceDataset* out = nullptr;
+    check(lance_dataset_optimize_indexes(p_.get(), name.empty() ? nullptr : name.c_str(), merge, &out));
+    return Dataset(out);
+  }
   /// Drop the index `name` as one new version.
   Dataset drop_index(const std::string& name) const {
     LanceDataset* out = nullptr;

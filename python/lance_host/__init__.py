@@ -1113,6 +1113,16 @@ class Dataset:
                                                        replace, ctypes.byref(p), ctypes.byref(out)))
         return Dataset(out.value)
 
+    def optimize_indexes(self, name: Optional[str] = None, merge: int = 0) -> "Dataset":
+        """Index the fragments appended since the index(es) were built
+        (lance_dataset_optimize_indexes): a new segment (`merge` 0), or the newest `merge`
+        segments merged with them into one. `name` None = every index. Returns the version."""
+        if not isinstance(merge, int) or not 0 <= merge < 2 ** 32:
+            raise _error(1, f"merge must be a non-negative integer, not {merge!r}")
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_optimize_indexes(self._h, name.encode() if name else None, merge, ctypes.byref(out)))
+        return Dataset(out.value)
+
     def drop_index(self, name: str) -> "Dataset":
         """Drop the index `name` (lance_dataset_drop_index) as one new version; returns it."""
         out = ctypes.c_void_p()

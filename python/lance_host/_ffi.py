@@ -341,6 +341,7 @@ SIGNATURES = {
     "lance_dataset_create_inverted_index": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(InvertedIndexParams),
                                                   ctypes.POINTER(P)]),
     "lance_dataset_drop_index": (i32, [P, cstr, ctypes.POINTER(P)]),
+    "lance_dataset_optimize_indexes": (i32, [P, cstr, ctypes.c_uint32, ctypes.POINTER(P)]),
     "lance_catalog_create_table": (i32, [P, cstrp, sz, cstr, StreamP, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                          ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),

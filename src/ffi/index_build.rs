@@ -362,3 +362,28 @@ pub extern "C" fn lance_dataset_drop_index(
         new_version_out(snapshot, out_dataset)
     })
 }
+
+/// Index the fragments appended since an index was built, as one new version planned at the
+/// handle's version: with `num_segments_to_merge` 0 they become a new segment of each index
+/// (`name` NULL) or of index `name`; with n > 0 the newest n segments and the new fragments are
+/// merged into one segment. Afterwards the vector and full-text plans search those fragments
+/// through the index instead of flat splits. Nothing to index commits nothing. An unknown
+/// `name` is LANCE_ERR_NOT_FOUND.
+///
+/// `*out_dataset` (if not NULL) gets the resulting version pinned, owned by the caller.
+/// Borrows its arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on
+/// failure. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_dataset_optimize_indexes(
+    dataset: *const LanceDataset,
+    name: *const c_char,
+    num_segments_to_merge: u32,
+    out_dataset: *mut *mut LanceDataset,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let name = opt_str_arg(name, "name")?;
+        let snapshot = index_build::optimize_indexes(&ds.snapshot, name, num_segments_to_merge as usize)?;
+        new_version_out(snapshot, out_dataset)
+    })
+}

@@ -338,3 +338,37 @@ pub fn drop_index(at: &Snapshot, name: &str) -> Result<Snapshot> {
         storage_options: at.storage_options.clone(),
     })
 }
+
+/// Bring indexes up to date after appends, as one new version: the fragments no segment covers
+/// are indexed as a new segment (`merge` 0), or the newest `merge` segments are merged with
+/// them into one. `name` None = every index. The vector and full-text plans then have no flat
+/// split for those fragments. Nothing to do commits nothing (the handle's version is returned).
+pub fn optimize_indexes(at: &Snapshot, name: Option<&str>, merge: usize) -> Result<Snapshot> {
+    crate::metrics::op(crate::metrics::Op::Commit);
+    if let Some(n) = name {
+        if !crate::index::list_indexes(at)?.iter().any(|i| i.name == n) {
+            return Err(HostError::not_found(format!(
+                "table '{}' at version {} has no index named '{n}'",
+                at.uri(),
+                at.version()
+            )));
+        }
+    }
+    let mut options = if merge == 0 {
+        lance_index::optimize::OptimizeOptions::append()
+    } else {
+        lance_index::optimize::OptimizeOptions::merge(merge)
+    };
+    options.index_names = name.map(|n| vec![n.to_string()]);
+    let mut ds = (*at.dataset).clone();
+    let uri = at.uri().to_string();
+    let ds = session::block_on(async move {
+        ds.optimize_indices(&options).await?;
+        Ok::<_, lance::Error>(ds)
+    })?
+    .map_err(|e| super::write::commit_error(&format!("cannot optimize the indexes of table '{uri}'"), at.version(), e))?;
+    Ok(Snapshot {
+        dataset: Arc::new(ds),
+        storage_options: at.storage_options.clone(),
+    })
+}

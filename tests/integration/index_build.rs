@@ -23,7 +23,7 @@ use crate::engine::take_string;
 const DIM: i32 = 16;
 const ROWS: i64 = 1200;
 
-fn table() -> (String, Ds) {
+fn batch(start: i64, n: i64) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("category", DataType::Utf8, true),
@@ -31,7 +31,7 @@ fn table() -> (String, Ds) {
         Field::new("text", DataType::Utf8, true),
         Field::new("emb", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DIM), true),
     ]));
-    let ids: Vec<i64> = (0..ROWS).collect();
+    let ids: Vec<i64> = (start..start + n).collect();
     let mut tags = ListBuilder::new(StringBuilder::new());
     for i in &ids {
         for t in 0..(i % 3) {
@@ -43,8 +43,8 @@ fn table() -> (String, Ds) {
     let texts: Vec<String> = ids.iter().map(|i| format!("{} {} {}", words[(*i % 8) as usize], words[(*i / 8 % 8) as usize], words[(*i / 64 % 8) as usize])).collect();
     let values: Vec<f32> = ids.iter().flat_map(|i| (0..DIM).map(move |d| ((i * 31 + d as i64 * 7) % 97) as f32 / 97.0)).collect();
     let emb = FixedSizeListArray::new(Arc::new(Field::new("item", DataType::Float32, true)), DIM, Arc::new(Float32Array::from(values)), None);
-    let batch = RecordBatch::try_new(
-        schema.clone(),
+    RecordBatch::try_new(
+        schema,
         vec![
             Arc::new(Int64Array::from(ids.clone())),
             Arc::new(StringArray::from_iter_values(ids.iter().map(|i| ["red", "green", "blue"][(*i % 3) as usize]))),
@@ -53,17 +53,29 @@ fn table() -> (String, Ds) {
             Arc::new(emb),
         ],
     )
-    .unwrap();
-    let uri = tempfile::tempdir().unwrap().keep().join("indexed.lance").to_str().unwrap().to_string();
-    let mut data = FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)));
+    .unwrap()
+}
+
+fn write(uri: &str, at: Option<&Ds>, b: RecordBatch) -> Ds {
+    let schema = b.schema();
+    let mut data = FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(vec![Ok(b)], schema)));
     let mut p = std::mem::MaybeUninit::<LanceWriteParams>::uninit();
     assert_eq!(lance_write_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceWriteParams>()), 0);
     let mut p = unsafe { p.assume_init() };
     p.max_rows_per_file = 400;
-    let u = cstr(&uri);
+    if at.is_some() {
+        p.mode = LanceWriteMode::LANCE_WRITE_APPEND as i32;
+    }
+    let u = cstr(uri);
     let mut out = std::ptr::null_mut();
-    assert_eq!(lance_table_write(u.as_ptr(), std::ptr::null(), &mut data, &p, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
-    (uri, Ds(out))
+    assert_eq!(lance_table_write(u.as_ptr(), at.map_or(std::ptr::null(), |d| d.ptr()), &mut data, &p, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    Ds(out)
+}
+
+fn table() -> (String, Ds) {
+    let uri = tempfile::tempdir().unwrap().keep().join("indexed.lance").to_str().unwrap().to_string();
+    let ds = write(&uri, None, batch(0, ROWS));
+    (uri, ds)
 }
 
 fn vector_params(kind: LanceVectorIndexType) -> LanceVectorIndexParams {
@@ -249,4 +261,49 @@ fn scalar_and_full_text_indexes_are_used_by_the_plans() {
     assert_err(lance_dataset_create_inverted_index(v5.ptr(), c.as_ptr(), cstr("t2").as_ptr(), false, &bad, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "Klingon");
     let id = cstr("id");
     assert_err(lance_dataset_create_inverted_index(v5.ptr(), id.as_ptr(), std::ptr::null(), false, &p, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "string column");
+}
+
+#[test]
+fn appended_rows_are_indexed_by_optimize_and_the_flat_splits_go() {
+    let (uri, v1) = table();
+    let with_vec = vector_index(&v1, "emb", Some("emb_idx"), false, &vector_params(LanceVectorIndexType::LANCE_VECTOR_INDEX_IVF_PQ)).unwrap();
+    let c = cstr("text");
+    let mut p = std::mem::MaybeUninit::<LanceInvertedIndexParams>::uninit();
+    assert_eq!(lance_inverted_index_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceInvertedIndexParams>()), 0);
+    let p = unsafe { p.assume_init() };
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_create_inverted_index(with_vec.ptr(), c.as_ptr(), std::ptr::null(), false, &p, &mut out), 0, "{}", last_message());
+    let indexed = Ds(out);
+    let appended = write(&uri, Some(&indexed), batch(ROWS, 400));
+    let emb = cstr("emb");
+    let vector_kinds = |ds: &Ds| {
+        let mut plan = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_vector_search(ds.ptr(), emb.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, 0, &mut plan), 0, "{}", last_message());
+        kinds(plan)
+    };
+    let text_kinds = |ds: &Ds| {
+        let mut plan = std::ptr::null_mut();
+        assert_eq!(lance_dataset_plan_fts(ds.ptr(), c.as_ptr(), 0, &mut plan), 0, "{}", last_message());
+        kinds(plan)
+    };
+    assert!(vector_kinds(&appended).contains(&(LanceSplitKind::LANCE_SPLIT_FLAT as i32)));
+    assert!(text_kinds(&appended).contains(&(LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32)));
+    // one index first, by name: its plan loses the flat split, the other keeps it
+    let name = cstr("emb_idx");
+    assert_eq!(lance_dataset_optimize_indexes(appended.ptr(), name.as_ptr(), 0, &mut out), 0, "{}", last_message());
+    let one = Ds(out);
+    let k = vector_kinds(&one);
+    assert_eq!(k, vec![LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32; 2], "a new segment for the appended rows");
+    assert!(text_kinds(&one).contains(&(LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32)));
+    // then every index, merging into one segment
+    assert_eq!(lance_dataset_optimize_indexes(one.ptr(), std::ptr::null(), 2, &mut out), 0, "{}", last_message());
+    let all = Ds(out);
+    assert!(text_kinds(&all).iter().all(|k| *k == LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32));
+    assert_eq!(vector_kinds(&all), vec![LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32], "merged into one segment");
+    // nothing to do: no new version; an unknown name
+    assert_eq!(lance_dataset_optimize_indexes(all.ptr(), std::ptr::null(), 0, &mut out), 0, "{}", last_message());
+    let again = Ds(out);
+    assert_eq!(lance_dataset_version(again.ptr()), lance_dataset_version(all.ptr()));
+    let ghost = cstr("ghost");
+    assert_err(lance_dataset_optimize_indexes(all.ptr(), ghost.as_ptr(), 0, std::ptr::null_mut()), LANCE_ERR_NOT_FOUND, "ghost");
 }

@@ -129,3 +129,19 @@ def test_scalar_indexes_give_the_same_counts_and_are_in_pylance_plans(tmp_path):
         assert "ScalarIndexQuery" in py.scanner(filter=f, columns=["id"]).explain_plan(), f
     with pytest.raises(lh.InvalidArgumentError, match="BTREE"):
         ds.create_scalar_index("tags", name="bad")
+
+
+def test_appended_rows_are_indexed_by_optimize(tmp_path):
+    t, vecs = data()
+    uri = str(tmp_path / "o.lance")
+    lance.write_dataset(t.slice(0, 5000), uri)
+    ds = lh.open(uri).create_vector_index("emb", "IVF_PQ", num_partitions=8, num_sub_vectors=8)
+    lance.write_dataset(t.slice(5000), uri, mode="append")
+    appended = lh.open(uri)
+    assert any(s.kind == lh.SPLIT_FLAT for s in appended.plan_vector_search("emb").splits)
+    optimized = appended.optimize_indexes()
+    assert all(s.kind == lh.SPLIT_INDEX_SEGMENT for s in optimized.plan_vector_search("emb").splits)
+    stats = lance.dataset(uri).stats.index_stats("emb_idx")
+    assert stats["num_unindexed_rows"] == 0, stats
+    with pytest.raises(lh.NotFoundError):
+        optimized.optimize_indexes("ghost")
