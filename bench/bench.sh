@@ -5,7 +5,8 @@
 # bench/ENGINE.md, bench/datacache.py, which writes bench/DATACACHE.md (same table, on the
 # S3-compatible server), bench/fts.py, which writes bench/FTS.md (its own text corpus),
 # bench/batch.py (bench/BATCH.md: batch vector search), bench/recall.py (bench/RECALL.md: per-split
-# search + merge vs one global search) and bench/engines.py (bench/ENGINES_SPARK_RAY.md).
+# search + merge vs one global search), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
+# bench/write.py (bench/WRITE.md: writes against pylance).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
 # A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
 # $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
@@ -46,3 +47,4 @@ cargo build --release -q -p lance-host --features mimalloc
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall.py
 python3 bench/engines.py --table "$table"
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/blobs_s3.py
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/write.py --rows "$rows"
