@@ -145,3 +145,32 @@ def test_appended_rows_are_indexed_by_optimize(tmp_path):
     assert stats["num_unindexed_rows"] == 0, stats
     with pytest.raises(lh.NotFoundError):
         optimized.optimize_indexes("ghost")
+
+
+def search_after_prewarm(args):
+    """A fresh process: prewarm the index (no query), then search every split of the plan;
+    returns the prewarm's misses and each search's index-cache misses and hits."""
+    uri, q = args
+    import lance_host
+    ds = lance_host.open(uri)
+    warm = ds.prewarm_index("emb_idx")
+    out = []
+    for split in ds.plan_vector_search("emb").splits:
+        stream = ds.search_split(split, "emb", q, k=10)
+        stream.read_all()
+        io = stream.io_stats()
+        out.append((io.index_cache_misses, io.index_cache_hits))
+    return warm.index_cache_misses, out
+
+
+def test_a_freshly_built_index_prewarms_to_zero_index_cache_misses(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    t, vecs = data()
+    uri = str(tmp_path / "p.lance")
+    lance.write_dataset(t, uri, max_rows_per_file=2000)
+    lh.open(uri).create_vector_index("emb", "IVF_PQ", name="emb_idx", num_partitions=8, num_sub_vectors=8)
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        warm_misses, searches = pool.submit(search_after_prewarm, (uri, vecs[5].tolist())).result()
+    assert warm_misses > 0, "the prewarm loaded the index"
+    assert searches and all(m == 0 and h > 0 for m, h in searches), searches
