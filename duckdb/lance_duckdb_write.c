@@ -11,6 +11,14 @@
  *   lance_delete(uri, predicate)
  *       deletes the rows matching the Lance SQL `predicate` as one new version
  *       (lance_dataset_delete). Returns version, rows_deleted.
+ *   lance_create_index(uri, column, index_type [, name := 'n'] [, replace := true]
+ *                      [, metric := 'l2'|'cosine'|'dot'] [, num_partitions := n]
+ *                      [, num_sub_vectors := n] [, with_position := true])
+ *       builds an index as one new version: index_type 'IVF_PQ', 'IVF_FLAT', 'IVF_SQ',
+ *       'IVF_HNSW_FLAT', 'IVF_HNSW_PQ', 'IVF_HNSW_SQ', 'BTREE', 'BITMAP', 'LABEL_LIST' or
+ *       'INVERTED' (Lance's defaults for what is not given). Returns version.
+ *   lance_drop_index(uri, name)
+ *       drops an index as one new version. Returns version.
  *
  * DuckDB's C extension API (v1.2) has no COPY TO function and no way for a table function to
  * receive another query's rows, and a function cannot open a connection of its own (the
@@ -25,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lance_host.h"
 
@@ -238,6 +247,159 @@ static void delete_bind(duckdb_bind_info info) {
   duckdb_free(predicate);
 }
 
+/* ---- lance_create_index / lance_drop_index ------------------------------------------------- */
+
+static int64_t named_int(duckdb_bind_info info, const char* name, int64_t fallback) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (!v) return fallback;
+  int64_t n = duckdb_is_null_value(v) ? fallback : duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  return n;
+}
+
+static int named_bool(duckdb_bind_info info, const char* name, int fallback) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (!v) return fallback;
+  int b = duckdb_is_null_value(v) ? fallback : duckdb_get_bool(v);
+  duckdb_destroy_value(&v);
+  return b;
+}
+
+static const char* const VECTOR_TYPES[] = {"IVF_PQ", "IVF_FLAT", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"};
+static const char* const SCALAR_TYPES[] = {"BTREE", "BITMAP", "LABEL_LIST"};
+
+static void create_index_bind(duckdb_bind_info info) {
+  char* uri = string_param(info, 0);
+  char* column = string_param(info, 1);
+  char* type = string_param(info, 2);
+  char* name = named_string(info, "name");
+  char* metric = named_string(info, "metric");
+  int replace = named_bool(info, "replace", 0);
+  int64_t partitions = named_int(info, "num_partitions", 0);
+  int64_t sub_vectors = named_int(info, "num_sub_vectors", 0);
+  int with_position = named_bool(info, "with_position", 0);
+  LanceDataset* ds = NULL;
+  LanceDataset* out = NULL;
+  int rc = LANCE_OK;
+  if (partitions < 0 || partitions > 0xffffffffLL || sub_vectors < 0 || sub_vectors > 0xffffffffLL) {
+    duckdb_bind_set_error(info, "lance_create_index: num_partitions and num_sub_vectors must be between 0 and 2^32-1");
+    goto done;
+  }
+  ds = lance_dataset_open(uri, NULL, 0);
+  if (!ds) {
+    set_lance_error(info, "lance_create_index");
+    goto done;
+  }
+  int vector = -1, scalar = -1;
+  for (int i = 0; i < 6; i++)
+    if (strcasecmp(type, VECTOR_TYPES[i]) == 0) vector = i;
+  for (int i = 0; i < 3; i++)
+    if (strcasecmp(type, SCALAR_TYPES[i]) == 0) scalar = i;
+  if (vector >= 0) {
+    LanceVectorIndexParams p;
+    lance_vector_index_params_init_v2(&p, sizeof p);
+    static const int VECTOR_CODES[] = {LANCE_VECTOR_INDEX_IVF_PQ, LANCE_VECTOR_INDEX_IVF_FLAT,
+                                       LANCE_VECTOR_INDEX_IVF_SQ, LANCE_VECTOR_INDEX_IVF_HNSW_FLAT,
+                                       LANCE_VECTOR_INDEX_IVF_HNSW_PQ, LANCE_VECTOR_INDEX_IVF_HNSW_SQ};
+    p.index_type = VECTOR_CODES[vector];
+    p.num_partitions = (uint32_t)partitions;
+    p.num_sub_vectors = (uint32_t)sub_vectors;
+    if (metric) {
+      if (strcasecmp(metric, "l2") == 0) p.metric = LANCE_METRIC_L2;
+      else if (strcasecmp(metric, "cosine") == 0) p.metric = LANCE_METRIC_COSINE;
+      else if (strcasecmp(metric, "dot") == 0) p.metric = LANCE_METRIC_DOT;
+      else {
+        duckdb_bind_set_error(info, "lance_create_index: metric must be 'l2', 'cosine' or 'dot'");
+        goto done;
+      }
+    }
+    rc = lance_dataset_create_vector_index(ds, column, name, replace, &p, &out);
+  } else if (scalar >= 0) {
+    LanceScalarIndexParams p;
+    lance_scalar_index_params_init_v2(&p, sizeof p);
+    static const int SCALAR_CODES[] = {LANCE_SCALAR_INDEX_BTREE, LANCE_SCALAR_INDEX_BITMAP,
+                                       LANCE_SCALAR_INDEX_LABEL_LIST};
+    p.index_type = SCALAR_CODES[scalar];
+    rc = lance_dataset_create_scalar_index(ds, column, name, replace, &p, &out);
+  } else if (strcasecmp(type, "INVERTED") == 0) {
+    LanceInvertedIndexParams p;
+    lance_inverted_index_params_init_v2(&p, sizeof p);
+    p.with_position = with_position ? 1 : 0;
+    rc = lance_dataset_create_inverted_index(ds, column, name, replace, &p, &out);
+  } else {
+    duckdb_bind_set_error(info,
+                          "lance_create_index: index_type must be one of IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT, "
+                          "IVF_HNSW_PQ, IVF_HNSW_SQ, BTREE, BITMAP, LABEL_LIST, INVERTED");
+    goto done;
+  }
+  if (rc != LANCE_OK) {
+    set_lance_error(info, "lance_create_index");
+  } else {
+    static const char* const names[] = {"version"};
+    int64_t values[] = {(int64_t)lance_dataset_version(out)};
+    one_row(info, names, values, 1);
+  }
+done:
+  if (out) lance_dataset_free(out);
+  if (ds) lance_dataset_free(ds);
+  duckdb_free(uri);
+  duckdb_free(column);
+  duckdb_free(type);
+  duckdb_free(name);
+  duckdb_free(metric);
+}
+
+static void drop_index_bind(duckdb_bind_info info) {
+  char* uri = string_param(info, 0);
+  char* name = string_param(info, 1);
+  LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
+  LanceDataset* out = NULL;
+  if (!ds || lance_dataset_drop_index(ds, name, &out) != LANCE_OK) {
+    set_lance_error(info, "lance_drop_index");
+  } else {
+    static const char* const names[] = {"version"};
+    int64_t values[] = {(int64_t)lance_dataset_version(out)};
+    one_row(info, names, values, 1);
+  }
+  if (out) lance_dataset_free(out);
+  if (ds) lance_dataset_free(ds);
+  duckdb_free(uri);
+  duckdb_free(name);
+}
+
+static int register_index_functions(duckdb_connection con) {
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type boolean = duckdb_create_logical_type(DUCKDB_TYPE_BOOLEAN);
+  duckdb_table_function f = duckdb_create_table_function();
+  duckdb_table_function_set_name(f, "lance_create_index");
+  for (int i = 0; i < 3; i++) duckdb_table_function_add_parameter(f, varchar); /* uri, column, type */
+  duckdb_table_function_add_named_parameter(f, "name", varchar);
+  duckdb_table_function_add_named_parameter(f, "metric", varchar);
+  duckdb_table_function_add_named_parameter(f, "replace", boolean);
+  duckdb_table_function_add_named_parameter(f, "with_position", boolean);
+  duckdb_table_function_add_named_parameter(f, "num_partitions", bigint);
+  duckdb_table_function_add_named_parameter(f, "num_sub_vectors", bigint);
+  duckdb_table_function_set_bind(f, create_index_bind);
+  duckdb_table_function_set_init(f, one_row_init);
+  duckdb_table_function_set_function(f, one_row_function);
+  duckdb_state st = duckdb_register_table_function(con, f);
+  duckdb_destroy_table_function(&f);
+  duckdb_table_function d = duckdb_create_table_function();
+  duckdb_table_function_set_name(d, "lance_drop_index");
+  duckdb_table_function_add_parameter(d, varchar);
+  duckdb_table_function_add_parameter(d, varchar);
+  duckdb_table_function_set_bind(d, drop_index_bind);
+  duckdb_table_function_set_init(d, one_row_init);
+  duckdb_table_function_set_function(d, one_row_function);
+  duckdb_state st2 = duckdb_register_table_function(con, d);
+  duckdb_destroy_table_function(&d);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&boolean);
+  return st == DuckDBSuccess && st2 == DuckDBSuccess;
+}
+
 static int register_one(duckdb_connection con, const char* name, duckdb_table_function_bind_t bind, int writes) {
   duckdb_table_function f = duckdb_create_table_function();
   duckdb_table_function_set_name(f, name);
@@ -261,5 +423,6 @@ static int register_one(duckdb_connection con, const char* name, duckdb_table_fu
 }
 
 int lance_duckdb_register_writes(duckdb_connection con) {
-  return register_one(con, "lance_write", write_bind, 1) && register_one(con, "lance_delete", delete_bind, 0);
+  return register_one(con, "lance_write", write_bind, 1) && register_one(con, "lance_delete", delete_bind, 0) &&
+         register_index_functions(con);
 }

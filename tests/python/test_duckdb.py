@@ -381,3 +381,38 @@ def test_lance_write_and_delete_from_sql_are_read_by_pylance(con, uri, tmp_path)
         with pytest.raises(duckdb.Error, match=needle):
             con.execute(f"SELECT * FROM {sql}").fetchall()
     assert lance.dataset(out).version == 3
+
+
+def test_create_and_drop_indexes_from_sql(con, tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    uri = str(tmp_path / "indexed.lance")
+    rng = np.random.default_rng(1)
+    lance.write_dataset(pa.table({
+        "id": pa.array(range(2000), pa.int64()),
+        "category": pa.array([["red", "green", "blue"][i % 3] for i in range(2000)]),
+        "text": pa.array([f"word{i % 17} other{i % 5}" for i in range(2000)]),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(2000 * 8, dtype=np.float32)), 8),
+    }), uri)
+    assert con.execute(f"SELECT version FROM lance_create_index('{uri}', 'emb', 'IVF_PQ', name := 'emb_idx', "
+                       "num_partitions := 4, num_sub_vectors := 2, metric := 'cosine')").fetchone() == (2,)
+    con.execute(f"SELECT * FROM lance_create_index('{uri}', 'id', 'BTREE')").fetchall()
+    con.execute(f"SELECT * FROM lance_create_index('{uri}', 'category', 'bitmap')").fetchall()
+    assert con.execute(f"SELECT version FROM lance_create_index('{uri}', 'text', 'INVERTED', "
+                       "with_position := true)").fetchone() == (5,)
+    indices = {i["name"]: i["type"] for i in lance.dataset(uri).list_indices()}
+    assert set(indices) == {"emb_idx", "id_idx", "category_idx", "text_idx"} and indices["emb_idx"] == "IVF_PQ", indices
+    # used by the reads: full-text search over the index equals pylance's
+    got = con.execute(f"SELECT id FROM lance_fts('{uri}', 'text', 'word3', 500) ORDER BY id").fetchall()
+    want = sorted(lance.dataset(uri).to_table(full_text_query="word3", columns=["id"])["id"].to_pylist())
+    assert [r[0] for r in got] == want
+    assert con.execute(f"SELECT version FROM lance_drop_index('{uri}', 'emb_idx')").fetchone() == (6,)
+    assert "emb_idx" not in {i["name"] for i in lance.dataset(uri).list_indices()}
+    for sql, needle in [(f"lance_create_index('{uri}', 'emb', 'IVF_MAGIC')", "index_type must be"),
+                        (f"lance_create_index('{uri}', 'id', 'BTREE')", "already exists"),
+                        (f"lance_create_index('{uri}', 'nope', 'BTREE')", "nope"),
+                        (f"lance_create_index('{uri}', 'emb', 'IVF_PQ', metric := 'manhattan')", "metric must be"),
+                        (f"lance_drop_index('{uri}', 'emb_idx')", "no index named")]:
+        with pytest.raises(duckdb.Error, match=needle):
+            con.execute(f"SELECT * FROM {sql}").fetchall()
+    assert lance.dataset(uri).version == 6
