@@ -11,7 +11,7 @@ use super::scan::import_stream;
 use super::sized::{out_slot, Layout};
 use super::write::{params_arg, write_result, LanceWriteParams, LanceWriteResult};
 use super::{
-    free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at,
+    dataset_out, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_handle, item_at,
     kv_arg, out_arg, owned_cstring, str_arg, str_list_arg,
 };
 
@@ -275,10 +275,7 @@ pub extern "C" fn lance_catalog_create_table(
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = cat.catalog.create_table(&ns, table, reader, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 

@@ -8,7 +8,7 @@ use crate::index_build::{self, InvertedOptions, ScalarKind, Target, VectorKind, 
 use super::handles::LanceDataset;
 use super::plan::metric_arg;
 use super::sized::{init_out, read_in, Extensible, Layout};
-use super::{guard_code, handle_ref, into_handle, opt_str_arg, out_arg, str_arg};
+use super::{dataset_out, guard_code, handle_ref, opt_str_arg, str_arg};
 
 /// A vector index type (`LanceVectorIndexParams.index_type`).
 #[repr(i32)]
@@ -210,12 +210,6 @@ fn nonzero(v: u32) -> Option<usize> {
     (v > 0).then_some(v as usize)
 }
 
-fn new_version_out(snapshot: crate::snapshot::Snapshot, out_dataset: *mut *mut LanceDataset) -> Result<()> {
-    if !out_dataset.is_null() {
-        *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-    }
-    Ok(())
-}
 
 /// Build a vector index on `column` of `dataset`'s table (a fixed-size list of floats, or a
 /// list of them for multivectors) and commit it as one new version planned at the handle's
@@ -265,7 +259,7 @@ pub extern "C" fn lance_dataset_create_vector_index(
             hnsw_ef_construction: nonzero(p.hnsw_ef_construction),
         };
         let snapshot = index_build::create_vector_index(&ds.snapshot, &target, &options)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -298,7 +292,7 @@ pub extern "C" fn lance_dataset_create_scalar_index(
             v => return Err(HostError::invalid(format!("params->index_type {v} is not a LanceScalarIndexType (0..2)"))),
         };
         let snapshot = index_build::create_scalar_index(&ds.snapshot, &target, kind)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -338,7 +332,7 @@ pub extern "C" fn lance_dataset_create_inverted_index(
             ascii_folding: p.ascii_folding != 0,
         };
         let snapshot = index_build::create_inverted_index(&ds.snapshot, &target, &options)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -359,7 +353,7 @@ pub extern "C" fn lance_dataset_drop_index(
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
         let snapshot = index_build::drop_index(&ds.snapshot, name)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -384,6 +378,6 @@ pub extern "C" fn lance_dataset_optimize_indexes(
         let ds = handle_ref(dataset, "dataset")?;
         let name = opt_str_arg(name, "name")?;
         let snapshot = index_build::optimize_indexes(&ds.snapshot, name, num_segments_to_merge as usize)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }

@@ -11,7 +11,7 @@ use arrow::ffi::FFI_ArrowSchema;
 use super::handles::LanceDataset;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
-    byte_list_arg, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_array, into_handle,
+    byte_list_arg, dataset_out, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_array, into_handle,
     item_at, kv_arg, out_arg, owned_cstring, slice_arg, str_arg, str_list_arg,
 };
 
@@ -149,10 +149,7 @@ fn compact_out(
     if let Some(slot) = out_slot(out_result, Layout::Sized, "out_result")? {
         slot.write(&summary.into());
     }
-    if !out_dataset.is_null() {
-        *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-    }
-    Ok(())
+    dataset_out(snapshot, out_dataset)
 }
 
 /// A list of byte strings (compaction tasks). Opaque; free with `lance_bytes_list_free`.
@@ -411,10 +408,7 @@ pub extern "C" fn lance_dataset_restore(dataset: *const LanceDataset, out_datase
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let snapshot = maintenance::restore(&ds.snapshot)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -442,7 +436,7 @@ pub extern "C" fn lance_dataset_add_columns(
         let expressions = str_list_arg(expressions, num_columns, "expressions")?;
         let columns: Vec<(String, String)> = names.into_iter().zip(expressions).collect();
         let snapshot = schema::add_columns(&ds.snapshot, &columns)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -469,7 +463,7 @@ pub extern "C" fn lance_dataset_add_null_columns(
         let columns = arrow_schema::Schema::try_from(ffi)
             .map_err(|e| HostError::invalid(format!("columns is not a struct schema: {e}")))?;
         let snapshot = schema::add_null_columns(&ds.snapshot, columns)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -491,13 +485,7 @@ pub extern "C" fn lance_dataset_drop_columns(
         let ds = handle_ref(dataset, "dataset")?;
         let names = str_list_arg(names, num_columns, "names")?;
         let snapshot = schema::drop_columns(&ds.snapshot, &names)?;
-        new_version_out(snapshot, out_dataset)
+        dataset_out(snapshot, out_dataset)
     })
 }
 
-fn new_version_out(snapshot: crate::snapshot::Snapshot, out_dataset: *mut *mut LanceDataset) -> crate::error::Result<()> {
-    if !out_dataset.is_null() {
-        *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-    }
-    Ok(())
-}

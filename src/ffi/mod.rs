@@ -183,6 +183,15 @@ pub(crate) fn into_handle<T>(value: T) -> *mut T {
     Box::into_raw(Box::new(value))
 }
 
+/// Hand a new pinned version to the caller through an optional `*mut *mut LanceDataset` out
+/// parameter (NULL = the caller does not want it; the snapshot is dropped).
+pub(crate) fn dataset_out(snapshot: crate::snapshot::Snapshot, out: *mut *mut handles::LanceDataset) -> Result<()> {
+    if !out.is_null() {
+        *out_arg(out, "out_dataset")? = into_handle(handles::LanceDataset::new(snapshot));
+    }
+    Ok(())
+}
+
 /// Borrow a handle for the duration of a call.
 pub(crate) fn handle_ref<'a, T>(p: *const T, name: &str) -> Result<&'a T> {
     if p.is_null() {

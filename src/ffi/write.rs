@@ -14,7 +14,7 @@ use super::handles::{LanceDataset, LanceSplit};
 use super::scan::import_stream;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
-    byte_list_arg, guard_code, handle_ref, into_array, into_handle, kv_arg, opt_str_arg, out_arg, str_arg,
+    byte_list_arg, dataset_out, guard_code, handle_ref, into_array, kv_arg, opt_str_arg, out_arg, str_arg,
     str_list_arg,
 };
 
@@ -266,10 +266,7 @@ pub extern "C" fn lance_table_write(
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = table::write(uri, at.map(|d| &d.snapshot), reader, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -344,10 +341,7 @@ pub extern "C" fn lance_table_commit(
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = staged::commit(uri, writes, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -479,10 +473,7 @@ pub extern "C" fn lance_dataset_delete(
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = rows::delete(&ds.snapshot, predicate, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -655,10 +646,7 @@ pub extern "C" fn lance_dataset_update(
         let assignments: Vec<(String, String)> = columns.into_iter().zip(expressions).collect();
         let (snapshot, summary) = rows::update(&ds.snapshot, &assignments, predicate, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
 
@@ -702,9 +690,6 @@ pub extern "C" fn lance_dataset_merge_insert(
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = rows::merge_insert(&ds.snapshot, reader, &spec, &options)?;
         write_result(out_result, summary)?;
-        if !out_dataset.is_null() {
-            *out_arg(out_dataset, "out_dataset")? = into_handle(LanceDataset::new(snapshot));
-        }
-        Ok(())
+        dataset_out(snapshot, out_dataset)
     })
 }
