@@ -537,46 +537,57 @@ fn find_statement(
 /// repeated). Returns the number of files deleted.
 pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) -> Result<u64> {
     let lance_session = session::global()?.lance.clone();
-    let registry = lance_session.store_registry();
     let options = WriteOptions {
         storage_options: storage_options.clone(),
         ..Default::default()
     };
     let params = options.store_params();
-    let mut deleted = 0;
+    // one pass per table: its latest manifest and each planned one are read once, not per share
+    let mut tables: Vec<(String, Vec<StagedWrite>)> = Vec::new();
     for s in staged {
-        let uri = s.uri.clone();
+        match tables.iter_mut().find(|(uri, _)| uri == &s.uri) {
+            Some((_, shares)) => shares.push(s.clone()),
+            None => tables.push((s.uri.clone(), vec![s.clone()])),
+        }
+    }
+    let mut deleted = 0;
+    for (uri, shares) in tables {
         let what = format!("cannot delete the staged files of table '{uri}'");
-        let (registry, params, lance_session) = (registry.clone(), params.clone(), lance_session.clone());
+        let (params, lance_session) = (params.clone(), lance_session.clone());
         let opts = storage_options.clone();
-        let share = s.clone();
         let n = session::block_on(async move {
-            let mut in_use = HashSet::new();
-            for version in [None, Some(share.planned_at).filter(|v| *v > 0)] {
-                if version.is_none() || share.planned_at > 0 {
-                    let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
-                        .with_session(lance_session.clone())
-                        .with_storage_options(opts.clone());
-                    if let Some(v) = version {
-                        b = b.with_version(v);
-                    }
-                    match b.load().await {
-                        Ok(ds) => in_use.extend(ds.manifest.fragments.iter().flat_map(fragment_files)),
-                        Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => {}
-                        // a planned version cleaned up since: the latest one still guards
-                        Err(_) if version.is_some() => {}
-                        Err(e) => return Err(e),
-                    }
+            let mut versions: Vec<Option<u64>> = vec![None];
+            for share in &shares {
+                if share.planned_at > 0 && !versions.contains(&Some(share.planned_at)) {
+                    versions.push(Some(share.planned_at));
                 }
             }
-            let op = &share.transaction.operation;
-            let written: Vec<String> = new_fragments(op)
-                .iter()
-                .chain(updated_fragments(op))
-                .flat_map(fragment_files)
-                .filter(|f| !in_use.contains(f))
-                .collect();
-            let (store, base) = ObjectStore::from_uri_and_params(registry, &uri, &params).await?;
+            let mut in_use = HashSet::new();
+            for version in versions {
+                let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+                    .with_session(lance_session.clone())
+                    .with_storage_options(opts.clone());
+                if let Some(v) = version {
+                    b = b.with_version(v);
+                }
+                match b.load().await {
+                    Ok(ds) => in_use.extend(ds.manifest.fragments.iter().flat_map(fragment_files)),
+                    Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => {}
+                    // a planned version cleaned up since: the latest one still guards
+                    Err(_) if version.is_some() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut written: Vec<String> = Vec::new();
+            for share in &shares {
+                let op = &share.transaction.operation;
+                written.extend(
+                    new_fragments(op).iter().chain(updated_fragments(op)).flat_map(fragment_files).filter(|f| !in_use.contains(f)),
+                );
+            }
+            written.sort();
+            written.dedup();
+            let (store, base) = ObjectStore::from_uri_and_params(lance_session.store_registry(), &uri, &params).await?;
             let mut n = 0u64;
             for file in written {
                 match store.delete(&file.split('/').fold(base.clone(), |p, part| p.join(part))).await {
