@@ -763,6 +763,9 @@ fn columns_are_added_from_expressions_or_as_nulls_and_dropped() {
     let strict = Schema::new(vec![Field::new("must", DataType::Int32, false)]);
     let ffi = arrow::ffi::FFI_ArrowSchema::try_from(&strict).unwrap();
     assert_err(lance_dataset_add_null_columns(v3.ptr(), &ffi, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "not nullable");
+    let released = arrow::ffi::FFI_ArrowSchema::empty();
+    assert_err(lance_dataset_add_null_columns(v3.ptr(), &released, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "released");
+    assert_err(lance_dataset_add_null_columns(v3.ptr(), std::ptr::null(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "columns");
     // drop two, then an unknown one
     let drop = cstrs(&["tag", "note"]);
     assert_eq!(lance_dataset_drop_columns(v3.ptr(), drop.ptrs.as_ptr(), 2, &mut out), 0, "{}", last_message());

@@ -376,6 +376,8 @@ def test_lance_write_and_delete_from_sql_are_read_by_pylance(con, uri, tmp_path)
                         (f"lance_write('{out}', 'SELECT * FROM src', mode := 'sideways')", "mode must be"),
                         (f"lance_write('{out}', 'SELECT * FROM src')", "exists"),
                         (f"lance_write('{out}', 'SELECT 1 AS other', mode := 'append')", "schema"),
+                        (f"lance_write('{out}', 'SELECT * FROM src', mode := 'append', max_rows_per_file := 0)",
+                         "max_rows_per_file"),
                         (f"lance_delete('{out}', 'id = = 1')", "lance_delete"),
                         (f"lance_delete('{tmp_path}/missing.lance', 'true')", "lance_delete")]:
         with pytest.raises(duckdb.Error, match=needle):
