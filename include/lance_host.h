@@ -1510,16 +1510,18 @@ int32_t lance_compact_params_init_v2(LanceCompactParams *out, size_t struct_size
 // written on failure.
 int32_t lance_dataset_compact(const LanceDataset *dataset, const LanceCompactParams *params, LanceDataset **out_dataset, LanceCompactResult *out_result);
 
-// Number of byte strings in `list` (0 for NULL). Thread-safe.
+// Number of byte strings in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last
+// error if `list` is NULL.
 size_t lance_bytes_list_count(const LanceBytesList *list);
 
 // Byte string `index` of `list`: its length goes to `*out_len`. The pointer is borrowed from
-// `list` (valid until it is freed); copy the bytes to ship them. NULL (and the last error) for
-// a NULL list, a NULL `out_len` or an index out of range. Thread-safe.
+// `list` (valid until it is freed); copy the bytes to ship them. Thread-safe. Returns NULL and
+// sets the last error for a NULL list, a NULL `out_len` or an index out of range.
 const uint8_t *lance_bytes_list_get(const LanceBytesList *list, size_t index, size_t *out_len);
 
-// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op. Not thread-safe with
-// other uses of the same list (no call may use it concurrently or afterwards).
+// Free a list from `lance_dataset_plan_compaction` (the caller owns it; byte strings obtained
+// from it become invalid). NULL is a no-op. Not thread-safe with other uses of the same list
+// (no call may use it concurrently or afterwards). Returns nothing; never fails.
 void lance_bytes_list_free(LanceBytesList *list);
 
 // Plan a distributed compaction of `dataset`'s table at the handle's version: `*out` gets one
@@ -1586,7 +1588,8 @@ int32_t lance_dataset_delete_tag(const LanceDataset *dataset, const char *name);
 // Returns an error code; `*out` is not written on failure.
 int32_t lance_dataset_tags(const LanceDataset *dataset, LanceTagList **out);
 
-// Number of tags in `list` (0 and the last error set if `list` is NULL). Thread-safe.
+// Number of tags in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last error if
+// `list` is NULL.
 size_t lance_tag_list_count(const LanceTagList *list);
 
 // Name of tag `index`. The list owns the string; valid until `lance_tag_list_free`.
@@ -1594,12 +1597,13 @@ size_t lance_tag_list_count(const LanceTagList *list);
 // range.
 const char *lance_tag_list_name(const LanceTagList *list, size_t index);
 
-// Version tag `index` names (0 and the last error set if `list` is NULL or `index` is out of
-// range). Thread-safe.
+// Version tag `index` names. Borrows `list`. Thread-safe. Returns 0 and sets the last error if
+// `list` is NULL or `index` is out of range.
 uint64_t lance_tag_list_version(const LanceTagList *list, size_t index);
 
-// Free a tag list. NULL is ignored. Call once, after the last use of the list and of names
-// obtained from it; not concurrently with other calls on it.
+// Free a tag list (the caller owns it). NULL is ignored. Call once, after the last use of the
+// list and of names obtained from it; not concurrently with other calls on it. Returns
+// nothing; never fails.
 void lance_tag_list_free(LanceTagList *list);
 
 // Open the table at `uri` pinned to the version tag `tag` names (with the NULL-terminated
@@ -1749,13 +1753,15 @@ int32_t lance_dataset_prewarm_index_segments_v2(const LanceDataset *dataset, con
 // small; `out` is not written on failure. Since 0.7.
 int32_t lance_vector_index_params_init_v2(LanceVectorIndexParams *out, size_t struct_size);
 
-// Fill `out` with the default scalar index settings (BTREE) and set `out->struct_size`.
+// Fill `out` (a struct the caller owns; pass `sizeof *out`) with the default scalar index settings (BTREE) and set
+// `out->struct_size`.
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
 // small; `out` is not written on failure. Since 0.7.
 int32_t lance_scalar_index_params_init_v2(LanceScalarIndexParams *out, size_t struct_size);
 
-// Fill `out` with Lance's default full-text index settings and set `out->struct_size`.
+// Fill `out` (a struct the caller owns; pass `sizeof *out`) with Lance's default full-text index settings and set
+// `out->struct_size`.
 //
 // Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
 // small; `out` is not written on failure. Since 0.7.

@@ -180,7 +180,8 @@ pub extern "C" fn lance_vector_index_params_init_v2(out: *mut LanceVectorIndexPa
     guard_code(|| init_out(out, struct_size, "out"))
 }
 
-/// Fill `out` with the default scalar index settings (BTREE) and set `out->struct_size`.
+/// Fill `out` (a struct the caller owns; pass `sizeof *out`) with the default scalar index settings (BTREE) and set
+/// `out->struct_size`.
 ///
 /// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
 /// small; `out` is not written on failure. Since 0.7.
@@ -189,7 +190,8 @@ pub extern "C" fn lance_scalar_index_params_init_v2(out: *mut LanceScalarIndexPa
     guard_code(|| init_out(out, struct_size, "out"))
 }
 
-/// Fill `out` with Lance's default full-text index settings and set `out->struct_size`.
+/// Fill `out` (a struct the caller owns; pass `sizeof *out`) with Lance's default full-text index settings and set
+/// `out->struct_size`.
 ///
 /// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
 /// small; `out` is not written on failure. Since 0.7.

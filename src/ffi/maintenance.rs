@@ -157,15 +157,16 @@ pub struct LanceBytesList {
     items: Vec<Vec<u8>>,
 }
 
-/// Number of byte strings in `list` (0 for NULL). Thread-safe.
+/// Number of byte strings in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last
+/// error if `list` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_bytes_list_count(list: *const LanceBytesList) -> usize {
     guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
 }
 
 /// Byte string `index` of `list`: its length goes to `*out_len`. The pointer is borrowed from
-/// `list` (valid until it is freed); copy the bytes to ship them. NULL (and the last error) for
-/// a NULL list, a NULL `out_len` or an index out of range. Thread-safe.
+/// `list` (valid until it is freed); copy the bytes to ship them. Thread-safe. Returns NULL and
+/// sets the last error for a NULL list, a NULL `out_len` or an index out of range.
 #[no_mangle]
 pub extern "C" fn lance_bytes_list_get(list: *const LanceBytesList, index: usize, out_len: *mut usize) -> *const u8 {
     guard_value(std::ptr::null(), || {
@@ -175,8 +176,9 @@ pub extern "C" fn lance_bytes_list_get(list: *const LanceBytesList, index: usize
     })
 }
 
-/// Free a list from `lance_dataset_plan_compaction`. NULL is a no-op. Not thread-safe with
-/// other uses of the same list (no call may use it concurrently or afterwards).
+/// Free a list from `lance_dataset_plan_compaction` (the caller owns it; byte strings obtained
+/// from it become invalid). NULL is a no-op. Not thread-safe with other uses of the same list
+/// (no call may use it concurrently or afterwards). Returns nothing; never fails.
 #[no_mangle]
 pub extern "C" fn lance_bytes_list_free(list: *mut LanceBytesList) {
     guard_free(|| free_handle(list))
@@ -348,7 +350,8 @@ pub extern "C" fn lance_dataset_tags(dataset: *const LanceDataset, out: *mut *mu
     })
 }
 
-/// Number of tags in `list` (0 and the last error set if `list` is NULL). Thread-safe.
+/// Number of tags in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last error if
+/// `list` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_tag_list_count(list: *const LanceTagList) -> usize {
     guard_value(0, || Ok(handle_ref(list, "list")?.items.len()))
@@ -362,15 +365,16 @@ pub extern "C" fn lance_tag_list_name(list: *const LanceTagList, index: usize) -
     guard_value(std::ptr::null(), || Ok(item_at(&handle_ref(list, "list")?.items, index, "index")?.0.as_ptr()))
 }
 
-/// Version tag `index` names (0 and the last error set if `list` is NULL or `index` is out of
-/// range). Thread-safe.
+/// Version tag `index` names. Borrows `list`. Thread-safe. Returns 0 and sets the last error if
+/// `list` is NULL or `index` is out of range.
 #[no_mangle]
 pub extern "C" fn lance_tag_list_version(list: *const LanceTagList, index: usize) -> u64 {
     guard_value(0, || Ok(item_at(&handle_ref(list, "list")?.items, index, "index")?.1))
 }
 
-/// Free a tag list. NULL is ignored. Call once, after the last use of the list and of names
-/// obtained from it; not concurrently with other calls on it.
+/// Free a tag list (the caller owns it). NULL is ignored. Call once, after the last use of the
+/// list and of names obtained from it; not concurrently with other calls on it. Returns
+/// nothing; never fails.
 #[no_mangle]
 pub extern "C" fn lance_tag_list_free(list: *mut LanceTagList) {
     guard_free(|| free_handle(list))
