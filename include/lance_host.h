@@ -478,7 +478,8 @@ typedef int32_t LanceScalarIndexType;
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;
 
-// A list of byte strings (compaction tasks). Opaque; free with `lance_bytes_list_free`.
+// A list of byte strings (compaction tasks, index build tasks). Opaque; free with
+// `lance_bytes_list_free`.
 typedef struct LanceBytesList LanceBytesList;
 
 // A call context: a cancellation handle with an optional deadline that a host binds to a
@@ -796,6 +797,19 @@ typedef struct {
   uint8_t ascii_folding;
 } LanceInvertedIndexParams;
 
+// How a distributed index build is cut (`lance_dataset_plan_*_index_build`). Initialize with
+// `lance_index_build_plan_params_init_v2(&p, sizeof p)`. Since 0.7.
+typedef struct {
+  // `sizeof(LanceIndexBuildPlanParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // Build splits (tasks) to cut the table's fragments into, balanced by rows; at most one
+  // per fragment (0 = one per fragment, the default).
+  uint32_t num_splits;
+  // Non-zero: index only the fragments no segment of the index covers yet (after appends);
+  // the existing segments stay and the new ones join them. Default 0: every fragment.
+  uint8_t unindexed_only;
+} LanceIndexBuildPlanParams;
+
 // What a scan reads. Initialise with `lance_scan_options_init_v2(&o, sizeof o)`, then set
 // what you need. Every pointer inside is borrowed for the duration of the call that receives
 // the options.
@@ -994,6 +1008,12 @@ typedef struct {
   // memory tier, but a restarted process reads them from storage again.
   uint64_t data_cache_disk_write_drops;
 } LanceSessionStats;
+
+// Receives one progress report of a long call (index builds): Lance's stage name (e.g.
+// "train_ivf", "train_pq", "shuffle", "load_data"; valid only during the call), units `done`
+// of `total` (0 = unknown), what a unit is ("rows", "partitions", "batches", ...; valid only
+// during the call), and the `user_data` given to `lance_call_context_set_progress`.
+typedef void (*LanceProgressCallback)(const char *stage, uint64_t done, uint64_t total, const char *unit, void *user_data);
 
 // Receives one log record: its `LanceLogLevel`, its target (the Lance module, e.g.
 // "lance::dataset::scanner") and its message — both valid only during the call — and the
@@ -1519,7 +1539,8 @@ size_t lance_bytes_list_count(const LanceBytesList *list);
 // sets the last error for a NULL list, a NULL `out_len` or an index out of range.
 const uint8_t *lance_bytes_list_get(const LanceBytesList *list, size_t index, size_t *out_len);
 
-// Free a list from `lance_dataset_plan_compaction` (the caller owns it; byte strings obtained
+// Free a list from `lance_dataset_plan_compaction` or a `lance_dataset_plan_*_index_build`
+// function (the caller owns it; byte strings obtained
 // from it become invalid). NULL is a no-op. Not thread-safe with other uses of the same list
 // (no call may use it concurrently or afterwards). Returns nothing; never fails.
 void lance_bytes_list_free(LanceBytesList *list);
@@ -1823,6 +1844,87 @@ int32_t lance_dataset_drop_index(const LanceDataset *dataset, const char *name, 
 // Borrows its arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on
 // failure. Since 0.7.
 int32_t lance_dataset_optimize_indexes(const LanceDataset *dataset, const char *name, uint32_t num_segments_to_merge, LanceDataset **out_dataset);
+
+// Fill `out` (a caller's struct of `struct_size` bytes; pass `sizeof *out`) with the default
+// plan settings (one split per fragment, every fragment) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.7.
+int32_t lance_index_build_plan_params_init_v2(LanceIndexBuildPlanParams *out, size_t struct_size);
+
+// Train the global part of a vector index on `column` of `dataset`'s table at the handle's
+// version, on the coordinator: the IVF centroids (`params->num_partitions`; 0 = Lance's
+// choice, rows / the type's target partition size) and, for IVF_PQ and IVF_HNSW_PQ, the PQ
+// codebook. `*out` gets the *model bytes* (versioned, checksummed) for
+// `lance_dataset_plan_vector_index_build`; keep them to index appended fragments later with
+// the same model. SQ bounds are not in the model: each segment trains its own. `params` as for
+// `lance_dataset_create_vector_index` (NULL = IVF_PQ, Lance's defaults); bad input is
+// LANCE_ERR_INVALID_ARGUMENT as there, and a multivector (list) column, which Lance builds in
+// one process only, too. A call context bound to the calling thread cancels it, bounds it and
+// receives its progress.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_train_vector_index(const LanceDataset *dataset, const char *column, const LanceVectorIndexParams *params, uint8_t **out, size_t *out_len);
+
+// Plan a distributed build of a vector index on `column` of `dataset`'s table at the handle's
+// version with the model bytes from `lance_dataset_train_vector_index` (trained on this table
+// and column): `*out` gets one task per build split (bytes to ship to a worker, which builds
+// its segment with `lance_index_build_task_execute`); the coordinator then commits the
+// segments with `lance_dataset_commit_index_build`. `name` (NULL = "<column>_idx") and
+// `replace` as for `lance_dataset_create_vector_index`; with `plan->unindexed_only` an existing
+// index of that name is extended instead. `plan` may be NULL (one split per fragment). An
+// empty list means there is nothing to index. Damaged or foreign model bytes are
+// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED); a model of another
+// table or column is LANCE_ERR_INVALID_ARGUMENT.
+//
+// Caller owns `*out`; free it with `lance_bytes_list_free`. Borrows its arguments.
+// Thread-safe. Returns an error code; `*out` is not written on failure. Since 0.7.
+int32_t lance_dataset_plan_vector_index_build(const LanceDataset *dataset, const char *column, const char *name, bool replace, const uint8_t *model, size_t model_len, const LanceIndexBuildPlanParams *plan, LanceBytesList **out);
+
+// Plan a distributed build of an INVERTED (full-text) index on `column`: as
+// `lance_dataset_plan_vector_index_build`, with the full-text settings `params` (NULL =
+// Lance's defaults) instead of a model. Each segment keeps its own term statistics; full-text
+// searches combine them (the shipped BM25 statistics cover every segment).
+//
+// Caller owns `*out`; free it with `lance_bytes_list_free`. Borrows its arguments.
+// Thread-safe. Returns an error code; `*out` is not written on failure. Since 0.7.
+int32_t lance_dataset_plan_inverted_index_build(const LanceDataset *dataset, const char *column, const char *name, bool replace, const LanceInvertedIndexParams *params, const LanceIndexBuildPlanParams *plan, LanceBytesList **out);
+
+// Plan a distributed build of a scalar index (BTREE, BITMAP or LABEL_LIST; `params` NULL =
+// BTREE) on `column`: as `lance_dataset_plan_vector_index_build`, without a model.
+//
+// Caller owns `*out`; free it with `lance_bytes_list_free`. Borrows its arguments.
+// Thread-safe. Returns an error code; `*out` is not written on failure. Since 0.7.
+int32_t lance_dataset_plan_scalar_index_build(const LanceDataset *dataset, const char *column, const char *name, bool replace, const LanceScalarIndexParams *params, const LanceIndexBuildPlanParams *plan, LanceBytesList **out);
+
+// Build the index segment of one task (bytes from a `lance_dataset_plan_*_index_build`) on a
+// worker: its files go under the table's `_indices/`, nothing is committed, and `*out` gets
+// the *segment bytes* to ship back to the coordinator. `dataset` is the table opened on the
+// worker (at the planned version or later; the task reads the version it was planned at).
+// Damaged or foreign bytes are LANCE_ERR_CORRUPT (another format version:
+// LANCE_ERR_NOT_SUPPORTED); a task of another table is LANCE_ERR_INVALID_ARGUMENT. A bound call
+// context cancels it, bounds it and receives its progress. The files of a segment that is
+// never committed (a failed or killed worker, an abandoned build) are removed by
+// `lance_dataset_cleanup` with `delete_unverified`.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+int32_t lance_index_build_task_execute(const LanceDataset *dataset, const uint8_t *task, size_t task_len, uint8_t **out, size_t *out_len);
+
+// Commit `num_segments` segments (`segments[i]` of `segment_lens[i]` bytes, from
+// `lance_index_build_task_execute` on any process) of one plan as ONE index in ONE new
+// version of `dataset`'s table (the handle at the planned version or later). With `merge`, the
+// segments are first merged into one (one split per search instead of one per segment).
+// Segments of failed tasks may be left out: their fragments stay unindexed (flat splits) until
+// a build with `unindexed_only` or `lance_dataset_optimize_indexes`. Segments of two plans, a
+// segment given twice or of another table are LANCE_ERR_INVALID_ARGUMENT; damaged bytes
+// LANCE_ERR_CORRUPT, naming the index. Nothing is committed on any failure.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
+// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
+// Since 0.7.
+int32_t lance_dataset_commit_index_build(const LanceDataset *dataset, const uint8_t *const *segments, const size_t *segment_lens, size_t num_segments, bool merge, LanceDataset **out_dataset);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
 // `target_rows` visible rows (0 = one fragment per split).
@@ -2163,6 +2265,16 @@ int32_t lance_call_context_enter(const LanceCallContext *context);
 // Thread-safe: may be called from any thread while others are blocked in calls bound to it.
 // Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL.
 int32_t lance_call_context_cancel(const LanceCallContext *context);
+
+// Send the progress reports of calls bound to `context` (index builds: training, shuffling,
+// writing, merging, each with done / total) to `callback`; NULL stops them. Each stage
+// reports done = 0 when it starts and done = total when it ends. Reports come from library
+// threads one at a time (never concurrently for one context), while the call runs; the
+// callback must not call into this library and should return quickly. `user_data` must stay
+// valid until the context is freed or the callback replaced.
+//
+// Thread-safe. Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for a NULL context. Since 0.7.
+int32_t lance_call_context_set_progress(const LanceCallContext *context, LanceProgressCallback callback, void *user_data);
 
 // Free a call context. NULL is ignored. Threads it is bound to keep it until they unbind it.
 // Call once; not concurrently with `lance_call_context_cancel` on the same handle.

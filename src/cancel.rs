@@ -28,10 +28,30 @@ impl Stop {
     }
 }
 
-#[derive(Debug)]
+/// A progress report of a long call: `stage` (Lance's stage name, e.g. "train_ivf",
+/// "shuffle", "load_data"), units `done` of `total` (0 = unknown), and what a unit is.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub stage: &'a str,
+    pub done: u64,
+    pub total: u64,
+    pub unit: &'a str,
+}
+
+/// Receives the progress reports of the calls bound to a call context; called from library
+/// threads, one report at a time.
+pub type Reporter = Arc<dyn Fn(&Progress) + Send + Sync>;
+
 struct Inner {
     cancelled: tokio::sync::watch::Sender<bool>,
     deadline: Option<Instant>,
+    progress: std::sync::Mutex<Option<Reporter>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("deadline", &self.deadline).finish_non_exhaustive()
+    }
 }
 
 /// A cancellation handle with an optional deadline; clones share state.
@@ -47,7 +67,21 @@ impl Token {
             inner: Arc::new(Inner {
                 cancelled: tokio::sync::watch::Sender::new(false),
                 deadline,
+                progress: std::sync::Mutex::new(None),
             }),
+        }
+    }
+
+    /// Set (or clear) the progress receiver of the calls bound to this token.
+    pub fn set_progress(&self, reporter: Option<Reporter>) {
+        *self.inner.progress.lock().unwrap_or_else(|e| e.into_inner()) = reporter;
+    }
+
+    /// Send one report to the receiver, if any; reports are serialized.
+    pub fn report(&self, p: &Progress) {
+        let guard = self.inner.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = guard.as_ref() {
+            r(p);
         }
     }
 

@@ -235,6 +235,7 @@ mod tests {
         check::<crate::ffi::maintenance::LanceCompactResult>(None);
         check::<crate::ffi::index_build::LanceVectorIndexParams>(None);
         check::<crate::ffi::index_build::LanceScalarIndexParams>(None);
+        check::<crate::ffi::index_segments::LanceIndexBuildPlanParams>(None);
         check::<crate::ffi::index_build::LanceInvertedIndexParams>(None);
     }
 }

@@ -200,7 +200,7 @@ pub extern "C" fn lance_inverted_index_params_init_v2(out: *mut LanceInvertedInd
     guard_code(|| init_out(out, struct_size, "out"))
 }
 
-fn target<'a>(column: *const c_char, name: *const c_char, replace: bool) -> Result<Target<'a>> {
+pub(crate) fn target<'a>(column: *const c_char, name: *const c_char, replace: bool) -> Result<Target<'a>> {
     Ok(Target {
         column: str_arg(column, "column")?,
         name: opt_str_arg(name, "name")?,
@@ -210,6 +210,59 @@ fn target<'a>(column: *const c_char, name: *const c_char, replace: bool) -> Resu
 
 fn nonzero(v: u32) -> Option<usize> {
     (v > 0).then_some(v as usize)
+}
+
+pub(crate) fn vector_options(params: *const LanceVectorIndexParams) -> Result<VectorOptions> {
+    let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
+    let kind = match p.index_type {
+        0 => VectorKind::IvfPq,
+        1 => VectorKind::IvfFlat,
+        2 => VectorKind::IvfSq,
+        3 => VectorKind::IvfHnswFlat,
+        4 => VectorKind::IvfHnswPq,
+        5 => VectorKind::IvfHnswSq,
+        v => return Err(HostError::invalid(format!("params->index_type {v} is not a LanceVectorIndexType (0..5)"))),
+    };
+    Ok(VectorOptions {
+        kind,
+        metric: metric_arg(p.metric)?,
+        num_partitions: nonzero(p.num_partitions),
+        num_sub_vectors: nonzero(p.num_sub_vectors),
+        num_bits: (p.num_bits > 0)
+            .then(|| u8::try_from(p.num_bits).map_err(|_| HostError::invalid(format!("params->num_bits {} is too large", p.num_bits))))
+            .transpose()?,
+        sample_rate: nonzero(p.sample_rate),
+        max_iterations: nonzero(p.max_iterations),
+        hnsw_m: nonzero(p.hnsw_m),
+        hnsw_ef_construction: nonzero(p.hnsw_ef_construction),
+    })
+}
+
+pub(crate) fn scalar_kind(params: *const LanceScalarIndexParams) -> Result<ScalarKind> {
+    let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
+    Ok(match p.index_type {
+        0 => ScalarKind::BTree,
+        1 => ScalarKind::Bitmap,
+        2 => ScalarKind::LabelList,
+        v => return Err(HostError::invalid(format!("params->index_type {v} is not a LanceScalarIndexType (0..2)"))),
+    })
+}
+
+pub(crate) fn inverted_options(params: *const LanceInvertedIndexParams) -> Result<InvertedOptions> {
+    let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
+    let defaults = InvertedOptions::default();
+    Ok(InvertedOptions {
+        base_tokenizer: opt_str_arg(p.base_tokenizer, "params->base_tokenizer")?
+            .map(str::to_string)
+            .unwrap_or(defaults.base_tokenizer),
+        language: opt_str_arg(p.language, "params->language")?.map(str::to_string).unwrap_or(defaults.language),
+        with_position: p.with_position != 0,
+        max_token_length: nonzero(p.max_token_length),
+        lower_case: p.lower_case != 0,
+        stem: p.stem != 0,
+        remove_stop_words: p.remove_stop_words != 0,
+        ascii_folding: p.ascii_folding != 0,
+    })
 }
 
 
@@ -237,29 +290,7 @@ pub extern "C" fn lance_dataset_create_vector_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
-        let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
-        let kind = match p.index_type {
-            0 => VectorKind::IvfPq,
-            1 => VectorKind::IvfFlat,
-            2 => VectorKind::IvfSq,
-            3 => VectorKind::IvfHnswFlat,
-            4 => VectorKind::IvfHnswPq,
-            5 => VectorKind::IvfHnswSq,
-            v => return Err(HostError::invalid(format!("params->index_type {v} is not a LanceVectorIndexType (0..5)"))),
-        };
-        let options = VectorOptions {
-            kind,
-            metric: metric_arg(p.metric)?,
-            num_partitions: nonzero(p.num_partitions),
-            num_sub_vectors: nonzero(p.num_sub_vectors),
-            num_bits: (p.num_bits > 0)
-                .then(|| u8::try_from(p.num_bits).map_err(|_| HostError::invalid(format!("params->num_bits {} is too large", p.num_bits))))
-                .transpose()?,
-            sample_rate: nonzero(p.sample_rate),
-            max_iterations: nonzero(p.max_iterations),
-            hnsw_m: nonzero(p.hnsw_m),
-            hnsw_ef_construction: nonzero(p.hnsw_ef_construction),
-        };
+        let options = vector_options(params)?;
         let snapshot = index_build::create_vector_index(&ds.snapshot, &target, &options)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -286,13 +317,7 @@ pub extern "C" fn lance_dataset_create_scalar_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
-        let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
-        let kind = match p.index_type {
-            0 => ScalarKind::BTree,
-            1 => ScalarKind::Bitmap,
-            2 => ScalarKind::LabelList,
-            v => return Err(HostError::invalid(format!("params->index_type {v} is not a LanceScalarIndexType (0..2)"))),
-        };
+        let kind = scalar_kind(params)?;
         let snapshot = index_build::create_scalar_index(&ds.snapshot, &target, kind)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -319,20 +344,7 @@ pub extern "C" fn lance_dataset_create_inverted_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
-        let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
-        let defaults = InvertedOptions::default();
-        let options = InvertedOptions {
-            base_tokenizer: opt_str_arg(p.base_tokenizer, "params->base_tokenizer")?
-                .map(str::to_string)
-                .unwrap_or(defaults.base_tokenizer),
-            language: opt_str_arg(p.language, "params->language")?.map(str::to_string).unwrap_or(defaults.language),
-            with_position: p.with_position != 0,
-            max_token_length: nonzero(p.max_token_length),
-            lower_case: p.lower_case != 0,
-            stem: p.stem != 0,
-            remove_stop_words: p.remove_stop_words != 0,
-            ascii_folding: p.ascii_folding != 0,
-        };
+        let options = inverted_options(params)?;
         let snapshot = index_build::create_inverted_index(&ds.snapshot, &target, &options)?;
         dataset_out(snapshot, out_dataset)
     })

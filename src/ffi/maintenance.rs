@@ -152,9 +152,10 @@ fn compact_out(
     dataset_out(snapshot, out_dataset)
 }
 
-/// A list of byte strings (compaction tasks). Opaque; free with `lance_bytes_list_free`.
+/// A list of byte strings (compaction tasks, index build tasks). Opaque; free with
+/// `lance_bytes_list_free`.
 pub struct LanceBytesList {
-    items: Vec<Vec<u8>>,
+    pub(crate) items: Vec<Vec<u8>>,
 }
 
 /// Number of byte strings in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last
@@ -176,7 +177,8 @@ pub extern "C" fn lance_bytes_list_get(list: *const LanceBytesList, index: usize
     })
 }
 
-/// Free a list from `lance_dataset_plan_compaction` (the caller owns it; byte strings obtained
+/// Free a list from `lance_dataset_plan_compaction` or a `lance_dataset_plan_*_index_build`
+/// function (the caller owns it; byte strings obtained
 /// from it become invalid). NULL is a no-op. Not thread-safe with other uses of the same list
 /// (no call may use it concurrently or afterwards). Returns nothing; never fails.
 #[no_mangle]

@@ -13,6 +13,7 @@ pub mod handles;
 pub mod maintenance;
 pub mod index;
 pub mod index_build;
+pub mod index_segments;
 pub mod plan;
 pub mod scan;
 pub mod search;

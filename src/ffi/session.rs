@@ -319,6 +319,46 @@ pub extern "C" fn lance_call_context_cancel(context: *const LanceCallContext) ->
     })
 }
 
+/// Receives one progress report of a long call (index builds): Lance's stage name (e.g.
+/// "train_ivf", "train_pq", "shuffle", "load_data"; valid only during the call), units `done`
+/// of `total` (0 = unknown), what a unit is ("rows", "partitions", "batches", ...; valid only
+/// during the call), and the `user_data` given to `lance_call_context_set_progress`.
+pub type LanceProgressCallback = Option<
+    unsafe extern "C" fn(stage: *const c_char, done: u64, total: u64, unit: *const c_char, user_data: *mut c_void),
+>;
+
+/// Send the progress reports of calls bound to `context` (index builds: training, shuffling,
+/// writing, merging, each with done / total) to `callback`; NULL stops them. Each stage
+/// reports done = 0 when it starts and done = total when it ends. Reports come from library
+/// threads one at a time (never concurrently for one context), while the call runs; the
+/// callback must not call into this library and should return quickly. `user_data` must stay
+/// valid until the context is freed or the callback replaced.
+///
+/// Thread-safe. Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for a NULL context. Since 0.7.
+#[no_mangle]
+pub extern "C" fn lance_call_context_set_progress(
+    context: *const LanceCallContext,
+    callback: LanceProgressCallback,
+    user_data: *mut c_void,
+) -> i32 {
+    super::guard_code(|| {
+        let token = &super::handle_ref(context, "context")?.token;
+        let reporter: Option<crate::cancel::Reporter> = callback.map(|cb| {
+            let data = UserData(user_data);
+            let r: crate::cancel::Reporter = std::sync::Arc::new(move |p: &crate::cancel::Progress| {
+                let stage = super::owned_cstring(p.stage);
+                let unit = super::owned_cstring(p.unit);
+                let data = &data;
+                // SAFETY: a host callback registered for exactly this call shape.
+                unsafe { cb(stage.as_ptr(), p.done, p.total, unit.as_ptr(), data.0) }
+            });
+            r
+        });
+        token.set_progress(reporter);
+        Ok(())
+    })
+}
+
 /// Free a call context. NULL is ignored. Threads it is bound to keep it until they unbind it.
 /// Call once; not concurrently with `lance_call_context_cancel` on the same handle.
 #[no_mangle]

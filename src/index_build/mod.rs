@@ -1,7 +1,11 @@
 //! Index builds in one process: vector indexes (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_FLAT,
 //! IVF_HNSW_PQ, IVF_HNSW_SQ), scalar indexes (BTREE, BITMAP, LABEL_LIST) and INVERTED
 //! full-text indexes, created (or replaced) as one new version planned at the handle's
-//! version, and dropped. The read side (`index`, `plan`, `prewarm`) knows nothing of this.
+//! version, and dropped. Distributed builds (train once, build segments on workers, commit
+//! once) are in `distributed`. The read side (`index`, `plan`, `prewarm`) knows nothing of this.
+
+pub mod distributed;
+mod progress;
 
 use std::sync::Arc;
 
@@ -171,11 +175,11 @@ fn build(at: &Snapshot, target: &Target, kind: IndexType, params: Box<dyn IndexP
     })
 }
 
-/// Build (or replace) a vector index on `target.column` (a fixed-size list of floats; a list of
-/// them for multivectors) as one new version planned at `at`'s version.
-pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) -> Result<Snapshot> {
-    let what = format!("cannot build a {} index on column '{}' of table '{}'", o.kind.name(), target.column, at.uri());
-    let dim = match column_type(at, target.column)? {
+/// Check a vector index request against the column and the table: returns the message prefix
+/// of its errors, the vector dimension and the table's rows.
+fn check_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<(String, i32, u64)> {
+    let what = format!("cannot build a {} index on column '{column}' of table '{}'", o.kind.name(), at.uri());
+    let dim = match column_type(at, column)? {
         DataType::FixedSizeList(item, dim) if item.data_type().is_floating() || item.data_type() == &DataType::UInt8 => dim,
         DataType::List(inner) | DataType::LargeList(inner) => match inner.data_type() {
             DataType::FixedSizeList(item, dim) if item.data_type().is_floating() => *dim,
@@ -216,7 +220,10 @@ pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) ->
             return Err(HostError::invalid(format!("{what}: {name} must be at least 1")));
         }
     }
-    let metric = o.metric.unwrap_or(Metric::L2).to_lance();
+    Ok((what, dim, rows))
+}
+
+fn ivf_params(o: &VectorOptions) -> IvfBuildParams {
     let mut ivf = IvfBuildParams::default();
     ivf.num_partitions = o.num_partitions;
     if let Some(n) = o.sample_rate {
@@ -225,6 +232,10 @@ pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) ->
     if let Some(n) = o.max_iterations {
         ivf.max_iters = n;
     }
+    ivf
+}
+
+fn pq_params(o: &VectorOptions) -> PQBuildParams {
     let mut pq = PQBuildParams::default();
     if let Some(m) = o.num_sub_vectors {
         pq.num_sub_vectors = m;
@@ -238,6 +249,13 @@ pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) ->
     if let Some(n) = o.max_iterations {
         pq.max_iters = n;
     }
+    pq
+}
+
+/// Lance's parameters for `o`, with the IVF and PQ stages given (a distributed build passes
+/// them with the trained centroids and codebook).
+fn vector_index_params(o: &VectorOptions, ivf: IvfBuildParams, pq: PQBuildParams) -> VectorIndexParams {
+    let metric = o.metric.unwrap_or(Metric::L2).to_lance();
     let mut sq = SQBuildParams::default();
     if let Some(b) = o.num_bits {
         sq.num_bits = b as u16;
@@ -252,26 +270,46 @@ pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) ->
     if let Some(ef) = o.hnsw_ef_construction {
         hnsw.ef_construction = ef;
     }
-    let params = match o.kind {
+    match o.kind {
         VectorKind::IvfFlat => VectorIndexParams::with_ivf_flat_params(metric, ivf),
         VectorKind::IvfPq => VectorIndexParams::with_ivf_pq_params(metric, ivf, pq),
         VectorKind::IvfSq => VectorIndexParams::with_ivf_sq_params(metric, ivf, sq),
         VectorKind::IvfHnswFlat => VectorIndexParams::ivf_hnsw(metric, ivf, hnsw),
         VectorKind::IvfHnswPq => VectorIndexParams::with_ivf_hnsw_pq_params(metric, ivf, hnsw, pq),
         VectorKind::IvfHnswSq => VectorIndexParams::with_ivf_hnsw_sq_params(metric, ivf, hnsw, sq),
-    };
+    }
+}
+
+/// Build (or replace) a vector index on `target.column` (a fixed-size list of floats; a list of
+/// them for multivectors) as one new version planned at `at`'s version.
+pub fn create_vector_index(at: &Snapshot, target: &Target, o: &VectorOptions) -> Result<Snapshot> {
+    let (what, _, _) = check_vector(at, target.column, o)?;
+    let params = vector_index_params(o, ivf_params(o), pq_params(o));
     build(at, target, IndexType::Vector, Box::new(params), what)
 }
 
-/// Build (or replace) a scalar index on `target.column` as one new version.
-pub fn create_scalar_index(at: &Snapshot, target: &Target, kind: ScalarKind) -> Result<Snapshot> {
-    let (builtin, label) = match kind {
-        ScalarKind::BTree => (BuiltinIndexType::BTree, "BTREE"),
-        ScalarKind::Bitmap => (BuiltinIndexType::Bitmap, "BITMAP"),
-        ScalarKind::LabelList => (BuiltinIndexType::LabelList, "LABEL_LIST"),
-    };
-    let what = format!("cannot build a {label} index on column '{}' of table '{}'", target.column, at.uri());
-    let ty = column_type(at, target.column)?;
+impl ScalarKind {
+    fn label(self) -> &'static str {
+        match self {
+            ScalarKind::BTree => "BTREE",
+            ScalarKind::Bitmap => "BITMAP",
+            ScalarKind::LabelList => "LABEL_LIST",
+        }
+    }
+    fn params(self) -> ScalarIndexParams {
+        ScalarIndexParams::for_builtin(match self {
+            ScalarKind::BTree => BuiltinIndexType::BTree,
+            ScalarKind::Bitmap => BuiltinIndexType::Bitmap,
+            ScalarKind::LabelList => BuiltinIndexType::LabelList,
+        })
+    }
+}
+
+/// Check a scalar index request against the column's type; returns the message prefix.
+fn check_scalar(at: &Snapshot, column: &str, kind: ScalarKind) -> Result<String> {
+    let label = kind.label();
+    let what = format!("cannot build a {label} index on column '{column}' of table '{}'", at.uri());
+    let ty = column_type(at, column)?;
     let fits = match kind {
         ScalarKind::LabelList => matches!(ty, DataType::List(_) | DataType::LargeList(_)),
         _ => !matches!(
@@ -283,13 +321,20 @@ pub fn create_scalar_index(at: &Snapshot, target: &Target, kind: ScalarKind) -> 
         let need = if kind == ScalarKind::LabelList { "a list column" } else { "a column of single values (numbers, strings, dates, booleans)" };
         return Err(HostError::invalid(format!("{what}: its type is {ty}; {label} needs {need}")));
     }
-    build(at, target, IndexType::Scalar, Box::new(ScalarIndexParams::for_builtin(builtin)), what)
+    Ok(what)
 }
 
-/// Build (or replace) an INVERTED (full-text) index on `target.column` (a string column).
-pub fn create_inverted_index(at: &Snapshot, target: &Target, o: &InvertedOptions) -> Result<Snapshot> {
-    let what = format!("cannot build an INVERTED index on column '{}' of table '{}'", target.column, at.uri());
-    let ty = column_type(at, target.column)?;
+/// Build (or replace) a scalar index on `target.column` as one new version.
+pub fn create_scalar_index(at: &Snapshot, target: &Target, kind: ScalarKind) -> Result<Snapshot> {
+    let what = check_scalar(at, target.column, kind)?;
+    build(at, target, IndexType::Scalar, Box::new(kind.params()), what)
+}
+
+/// Check an INVERTED index request against the column's type; returns the message prefix and
+/// Lance's parameters.
+fn check_inverted(at: &Snapshot, column: &str, o: &InvertedOptions) -> Result<(String, InvertedIndexParams)> {
+    let what = format!("cannot build an INVERTED index on column '{column}' of table '{}'", at.uri());
+    let ty = column_type(at, column)?;
     if !matches!(ty, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
         let list_of_strings = matches!(&ty, DataType::List(f) | DataType::LargeList(f) if matches!(f.data_type(), DataType::Utf8 | DataType::LargeUtf8));
         if !list_of_strings {
@@ -309,6 +354,12 @@ pub fn create_inverted_index(at: &Snapshot, target: &Target, o: &InvertedOptions
         .stem(o.stem)
         .remove_stop_words(o.remove_stop_words)
         .ascii_folding(o.ascii_folding);
+    Ok((what, params))
+}
+
+/// Build (or replace) an INVERTED (full-text) index on `target.column` (a string column).
+pub fn create_inverted_index(at: &Snapshot, target: &Target, o: &InvertedOptions) -> Result<Snapshot> {
+    let (what, params) = check_inverted(at, target.column, o)?;
     build(at, target, IndexType::Inverted, Box::new(params), what)
 }
 

@@ -21,9 +21,9 @@ use crate::common::*;
 use crate::engine::take_string;
 
 const DIM: i32 = 16;
-const ROWS: i64 = 1200;
+pub(crate) const ROWS: i64 = 1200;
 
-fn batch(start: i64, n: i64) -> RecordBatch {
+pub(crate) fn batch(start: i64, n: i64) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("category", DataType::Utf8, true),
@@ -56,7 +56,7 @@ fn batch(start: i64, n: i64) -> RecordBatch {
     .unwrap()
 }
 
-fn write(uri: &str, at: Option<&Ds>, b: RecordBatch) -> Ds {
+pub(crate) fn write(uri: &str, at: Option<&Ds>, b: RecordBatch) -> Ds {
     let schema = b.schema();
     let mut data = FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(vec![Ok(b)], schema)));
     let mut p = std::mem::MaybeUninit::<LanceWriteParams>::uninit();
@@ -72,13 +72,13 @@ fn write(uri: &str, at: Option<&Ds>, b: RecordBatch) -> Ds {
     Ds(out)
 }
 
-fn table() -> (String, Ds) {
+pub(crate) fn table() -> (String, Ds) {
     let uri = tempfile::tempdir().unwrap().keep().join("indexed.lance").to_str().unwrap().to_string();
     let ds = write(&uri, None, batch(0, ROWS));
     (uri, ds)
 }
 
-fn vector_params(kind: LanceVectorIndexType) -> LanceVectorIndexParams {
+pub(crate) fn vector_params(kind: LanceVectorIndexType) -> LanceVectorIndexParams {
     let mut p = std::mem::MaybeUninit::<LanceVectorIndexParams>::uninit();
     assert_eq!(lance_vector_index_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceVectorIndexParams>()), 0);
     let mut p = unsafe { p.assume_init() };
@@ -100,7 +100,7 @@ fn vector_index(ds: &Ds, column: &str, name: Option<&str>, replace: bool, p: &La
 }
 
 /// (name, column, type) of every index.
-fn indexes(ds: &Ds) -> Vec<(String, String, String)> {
+pub(crate) fn indexes(ds: &Ds) -> Vec<(String, String, String)> {
     let mut list = std::ptr::null_mut();
     assert_eq!(lance_dataset_indexes(ds.ptr(), &mut list), 0, "{}", last_message());
     let s = |p: *const std::ffi::c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap().to_string();
@@ -111,7 +111,7 @@ fn indexes(ds: &Ds) -> Vec<(String, String, String)> {
     out
 }
 
-fn kinds(plan: *mut LanceSplitPlan) -> Vec<i32> {
+pub(crate) fn kinds(plan: *mut LanceSplitPlan) -> Vec<i32> {
     let k = (0..lance_split_plan_count(plan))
         .map(|i| {
             let s = lance_split_plan_get(plan, i);

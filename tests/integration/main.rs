@@ -12,6 +12,7 @@ mod fts;
 mod fuzz;
 mod header;
 mod index_build;
+mod index_distributed;
 mod prewarm;
 mod s3;
 mod scan;

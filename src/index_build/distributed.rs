@@ -1,0 +1,711 @@
+//! Distributed index builds: the protocol of a distributed write, for an index.
+//!
+//! 1. The coordinator trains what must be global (`train_vector`: IVF centroids and, for PQ
+//!    indexes, the PQ codebook) and gets *model bytes* (magic "LHVM"). Full-text and scalar
+//!    indexes need no training.
+//! 2. It plans the build (`plan`): the table's fragments at the handle's version, cut into build
+//!    splits balanced by rows; each split is a *task* (magic "LHIT") carrying the table, the
+//!    version, the index's name and column, what to build (the model, the full-text settings or
+//!    the scalar kind) and its fragment ids.
+//! 3. Each worker builds one index segment from its task (`execute_task`), writing the segment's
+//!    files under the table's `_indices/` and committing nothing, and ships back *segment bytes*
+//!    (magic "LHIR": the segment's Lance metadata).
+//! 4. The coordinator commits every segment as one index in one version (`commit`), optionally
+//!    merging them into one segment first.
+//!
+//! A worker that dies leaves only unreferenced files under `_indices/`, which a cleanup with
+//! `delete_unverified` removes. SQ bounds are not part of the model: Lance 14 trains them per
+//! segment from the segment's rows (its distributed builder takes no precomputed bounds).
+//!
+//! All four formats use the [`crate::bytes`] envelope, format 1.
+
+use std::collections::HashSet;
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, RecordBatch};
+use arrow_schema::{Field, Schema};
+use lance::index::vector::ivf::build_ivf_model;
+use lance::index::vector::pq::build_pq_model;
+use lance::index::DatasetIndexExt;
+use lance::Dataset;
+use lance_index::vector::ivf::builder::recommended_num_partitions;
+use lance_index::{IndexParams, IndexType};
+use lance_table::format::{pb, IndexMetadata};
+use prost::Message;
+use roaring::RoaringBitmap;
+
+use super::{check_inverted, check_scalar, check_vector, ivf_params, pq_params, vector_index_params};
+use super::{InvertedOptions, ScalarKind, Target, VectorKind, VectorOptions};
+use crate::bytes::{self, Reader, Writer};
+use crate::error::{HostError, Result};
+use crate::index::Metric;
+use crate::session;
+use crate::snapshot::Snapshot;
+
+const MODEL_MAGIC: &[u8; 4] = b"LHVM";
+const TASK_MAGIC: &[u8; 4] = b"LHIT";
+const RESULT_MAGIC: &[u8; 4] = b"LHIR";
+const FORMAT: u8 = 1;
+/// Longest field inside the bytes (a model's centroids are the largest: 4096 × 4096 × 8 fits).
+const MAX_FIELD: usize = 1 << 30;
+
+// ---------------------------------------------------------------------------------------------
+// The model
+
+/// A trained vector model: the settings it was trained with, the column's dimension, the IVF
+/// centroids and (PQ kinds) the PQ codebook's values.
+struct VectorModel {
+    column: String,
+    dim: i32,
+    options: VectorOptions,
+    centroids: FixedSizeListArray,
+    codebook: Option<ArrayRef>,
+}
+
+fn kind_code(k: VectorKind) -> u8 {
+    match k {
+        VectorKind::IvfFlat => 0,
+        VectorKind::IvfPq => 1,
+        VectorKind::IvfSq => 2,
+        VectorKind::IvfHnswFlat => 3,
+        VectorKind::IvfHnswPq => 4,
+        VectorKind::IvfHnswSq => 5,
+    }
+}
+
+fn kind_of(c: u8) -> Option<VectorKind> {
+    Some(match c {
+        0 => VectorKind::IvfFlat,
+        1 => VectorKind::IvfPq,
+        2 => VectorKind::IvfSq,
+        3 => VectorKind::IvfHnswFlat,
+        4 => VectorKind::IvfHnswPq,
+        5 => VectorKind::IvfHnswSq,
+        _ => return None,
+    })
+}
+
+fn metric_code(m: Metric) -> u8 {
+    match m {
+        Metric::L2 => 0,
+        Metric::Cosine => 1,
+        Metric::Dot => 2,
+        Metric::Hamming => 3,
+    }
+}
+
+fn metric_of(c: u8) -> Option<Metric> {
+    Some(match c {
+        0 => Metric::L2,
+        1 => Metric::Cosine,
+        2 => Metric::Dot,
+        3 => Metric::Hamming,
+        _ => return None,
+    })
+}
+
+/// An optional count as u64 (0 = None; every count here is at least 1).
+fn opt(v: Option<usize>) -> u64 {
+    v.unwrap_or(0) as u64
+}
+
+fn unopt(v: u64) -> Option<usize> {
+    (v != 0).then_some(v as usize)
+}
+
+fn array_to_ipc(a: ArrayRef) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![Field::new("v", a.data_type().clone(), true)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![a]).map_err(|e| HostError::internal(format!("cannot encode a model array: {e}")))?;
+    let mut out = Vec::new();
+    let mut w = StreamWriter::try_new(&mut out, &schema).map_err(|e| HostError::internal(format!("cannot encode a model array: {e}")))?;
+    w.write(&batch).and_then(|_| w.finish()).map_err(|e| HostError::internal(format!("cannot encode a model array: {e}")))?;
+    drop(w);
+    Ok(out)
+}
+
+fn ipc_to_array(b: &[u8], kind: &str) -> Result<ArrayRef> {
+    let bad = |e: &dyn std::fmt::Display| bytes::corrupt(kind, &format!("bad array: {e}"));
+    let mut r = StreamReader::try_new(Cursor::new(b), None).map_err(|e| bad(&e))?;
+    let batch = r.next().ok_or_else(|| bytes::corrupt(kind, "missing array"))?.map_err(|e| bad(&e))?;
+    if batch.num_columns() != 1 || r.next().is_some() {
+        return Err(bytes::corrupt(kind, "bad array layout"));
+    }
+    Ok(batch.column(0).clone())
+}
+
+impl VectorModel {
+    fn encode(&self, uri: &str) -> Result<Vec<u8>> {
+        let o = &self.options;
+        let mut w = Writer::default();
+        w.blob(uri.as_bytes()).blob(self.column.as_bytes()).u64(self.dim as u64);
+        w.u8(kind_code(o.kind)).u8(metric_code(o.metric.unwrap_or(Metric::L2)));
+        for v in [o.num_partitions, o.num_sub_vectors, o.num_bits.map(usize::from), o.sample_rate, o.max_iterations, o.hnsw_m, o.hnsw_ef_construction] {
+            w.u64(opt(v));
+        }
+        w.blob(&array_to_ipc(Arc::new(self.centroids.clone()))?);
+        match &self.codebook {
+            Some(c) => w.u8(1).blob(&array_to_ipc(c.clone())?),
+            None => w.u8(0),
+        };
+        Ok(bytes::seal(MODEL_MAGIC, FORMAT, &w.0))
+    }
+
+    /// Decode model bytes; returns the table they were trained on too.
+    fn decode(b: &[u8]) -> Result<(String, VectorModel)> {
+        const KIND: &str = "vector-model";
+        let (_, body) = bytes::open(b, MODEL_MAGIC, &[FORMAT], KIND)?;
+        let bad = |what: &str| bytes::corrupt(KIND, what);
+        let mut r = Reader::new(body, 0, MAX_FIELD);
+        let uri = r.string().ok_or_else(|| bad("bad table uri"))?;
+        let column = r.string().ok_or_else(|| bad("bad column"))?;
+        let dim = r.u64().filter(|d| (1..=i32::MAX as u64).contains(d)).ok_or_else(|| bad("bad dimension"))? as i32;
+        let kind = r.u8().and_then(kind_of).ok_or_else(|| bad("bad index type"))?;
+        let metric = r.u8().and_then(metric_of).ok_or_else(|| bad("bad metric"))?;
+        let mut counts = [0u64; 7];
+        for c in counts.iter_mut() {
+            *c = r.u64().ok_or_else(|| bad("truncated"))?;
+        }
+        let centroids = ipc_to_array(r.blob().ok_or_else(|| bad("truncated"))?, KIND)?;
+        let centroids = centroids
+            .as_any()
+            .downcast_ref::<FixedSizeListArray>()
+            .filter(|c| c.value_length() == dim)
+            .cloned()
+            .ok_or_else(|| bad("the centroids are not vectors of the model's dimension"))?;
+        let codebook = match r.u8() {
+            Some(0) => None,
+            Some(1) => Some(ipc_to_array(r.blob().ok_or_else(|| bad("truncated"))?, KIND)?),
+            _ => return Err(bad("truncated")),
+        };
+        if r.remaining() != 0 {
+            return Err(bad("trailing bytes"));
+        }
+        let options = VectorOptions {
+            kind,
+            metric: Some(metric),
+            num_partitions: unopt(counts[0]),
+            num_sub_vectors: unopt(counts[1]),
+            num_bits: unopt(counts[2]).map(|b| b.min(255) as u8),
+            sample_rate: unopt(counts[3]),
+            max_iterations: unopt(counts[4]),
+            hnsw_m: unopt(counts[5]),
+            hnsw_ef_construction: unopt(counts[6]),
+        };
+        if options.num_partitions != Some(centroids.len()) || kind.has_pq() != codebook.is_some() {
+            return Err(bad("the centroids or the codebook do not match the model's settings"));
+        }
+        Ok((uri, VectorModel { column, dim, options, centroids, codebook }))
+    }
+
+    /// Lance's parameters that build a segment with this model's centroids and codebook.
+    fn lance_params(&self) -> lance::index::vector::VectorIndexParams {
+        let o = &self.options;
+        let mut ivf = ivf_params(o);
+        ivf.centroids = Some(Arc::new(self.centroids.clone()));
+        ivf.num_partitions = Some(self.centroids.len());
+        let mut pq = pq_params(o);
+        pq.codebook = self.codebook.clone();
+        vector_index_params(o, ivf, pq)
+    }
+}
+
+fn lance_index_type(k: VectorKind) -> IndexType {
+    match k {
+        VectorKind::IvfFlat => IndexType::IvfFlat,
+        VectorKind::IvfPq => IndexType::IvfPq,
+        VectorKind::IvfSq => IndexType::IvfSq,
+        VectorKind::IvfHnswFlat => IndexType::IvfHnswFlat,
+        VectorKind::IvfHnswPq => IndexType::IvfHnswPq,
+        VectorKind::IvfHnswSq => IndexType::IvfHnswSq,
+    }
+}
+
+/// Train the global part of a vector index on `column` of `at`'s version: the IVF centroids
+/// (`num_partitions`, default Lance's: rows / the kind's target partition size) and, for the PQ
+/// kinds, the PQ codebook (trained on the residuals, as Lance does). Returns the model bytes.
+pub fn train_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<Vec<u8>> {
+    crate::metrics::op(crate::metrics::Op::Plan);
+    let (what, dim, rows) = check_vector(at, column, o)?;
+    if !matches!(at.arrow_schema().field_with_name(column).map(|f| f.data_type().clone()), Ok(arrow_schema::DataType::FixedSizeList(_, _))) {
+        return Err(HostError::invalid(format!("{what}: a distributed build needs a fixed-size list column (multivectors build in one process)")));
+    }
+    let mut options = o.clone();
+    let metric = o.metric.unwrap_or(Metric::L2);
+    options.metric = Some(metric);
+    let partitions = o
+        .num_partitions
+        .unwrap_or_else(|| recommended_num_partitions(rows as usize, lance_index_type(o.kind).target_partition_size()));
+    options.num_partitions = Some(partitions);
+    let mut ivf = ivf_params(&options);
+    ivf.num_partitions = Some(partitions);
+    let pq = pq_params(&options);
+    let ds = at.dataset.clone();
+    let col = column.to_string();
+    let progress = super::progress::current();
+    let lance_metric = metric.to_lance();
+    let has_pq = o.kind.has_pq();
+    let (centroids, codebook) = session::block_on(async move {
+        let ivf_model = build_ivf_model(&ds, &col, dim as usize, lance_metric, &ivf, None, progress).await?;
+        let centroids = ivf_model
+            .centroids
+            .clone()
+            .ok_or_else(|| lance::Error::index("IVF training returned no centroids".to_string()))?;
+        let codebook = if has_pq {
+            // PQ is trained on the residuals to the IVF centroids for L2 and cosine, as Lance's
+            // one-process build does; on the vectors themselves for dot.
+            let residual = matches!(metric, Metric::L2 | Metric::Cosine).then_some(&ivf_model);
+            let pq = build_pq_model(&ds, &col, dim as usize, lance_metric, &pq, residual).await?;
+            Some(pq.codebook.values().clone())
+        } else {
+            None
+        };
+        Ok::<_, lance::Error>((centroids, codebook))
+    })?
+    .map_err(|e| HostError::from_lance(&what, e))?;
+    VectorModel {
+        column: column.to_string(),
+        dim,
+        options,
+        centroids,
+        codebook,
+    }
+    .encode(at.uri())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans and tasks
+
+/// What a distributed build builds.
+#[derive(Debug, Clone)]
+pub enum Spec<'a> {
+    /// A vector index from model bytes (`train_vector`).
+    Vector(&'a [u8]),
+    Inverted(InvertedOptions),
+    Scalar(ScalarKind),
+}
+
+/// How a build is cut.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanOptions {
+    /// Build splits to cut the fragments into, balanced by rows (0 = one per fragment).
+    pub num_splits: usize,
+    /// Index only the fragments no segment of the index covers yet (after appends); an index
+    /// of that name is kept and grows by the new segments.
+    pub unindexed_only: bool,
+}
+
+const FAMILY_VECTOR: u8 = 0;
+const FAMILY_INVERTED: u8 = 1;
+const FAMILY_SCALAR: u8 = 2;
+
+struct Task {
+    uri: String,
+    plan_id: u64,
+    version: u64,
+    name: String,
+    column: String,
+    family: u8,
+    spec: Vec<u8>,
+    fragments: Vec<u32>,
+}
+
+impl Task {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.blob(self.uri.as_bytes()).u64(self.plan_id).u64(self.version);
+        w.blob(self.name.as_bytes()).blob(self.column.as_bytes()).u8(self.family).blob(&self.spec);
+        w.u64(self.fragments.len() as u64);
+        for f in &self.fragments {
+            w.u64(*f as u64);
+        }
+        bytes::seal(TASK_MAGIC, FORMAT, &w.0)
+    }
+
+    fn decode(b: &[u8]) -> Result<Task> {
+        const KIND: &str = "index-build-task";
+        let (_, body) = bytes::open(b, TASK_MAGIC, &[FORMAT], KIND)?;
+        let bad = || bytes::corrupt(KIND, "truncated or malformed");
+        let mut r = Reader::new(body, 0, MAX_FIELD);
+        let uri = r.string().ok_or_else(bad)?;
+        let plan_id = r.u64().ok_or_else(bad)?;
+        let version = r.u64().ok_or_else(bad)?;
+        let name = r.string().ok_or_else(bad)?;
+        let column = r.string().ok_or_else(bad)?;
+        let family = r.u8().filter(|f| *f <= FAMILY_SCALAR).ok_or_else(bad)?;
+        let spec = r.blob().ok_or_else(bad)?.to_vec();
+        let n = r.u64().ok_or_else(bad)?;
+        if n == 0 || n > (r.remaining() / 8) as u64 {
+            return Err(bad());
+        }
+        let fragments = (0..n)
+            .map(|_| r.u64().filter(|f| *f <= u32::MAX as u64).map(|f| f as u32))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(bad)?;
+        if r.remaining() != 0 {
+            return Err(bytes::corrupt(KIND, "trailing bytes"));
+        }
+        Ok(Task { uri, plan_id, version, name, column, family, spec, fragments })
+    }
+}
+
+fn encode_inverted(o: &InvertedOptions) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.blob(o.base_tokenizer.as_bytes()).blob(o.language.as_bytes());
+    w.u8(o.with_position as u8).u64(opt(o.max_token_length));
+    w.u8(o.lower_case as u8).u8(o.stem as u8).u8(o.remove_stop_words as u8).u8(o.ascii_folding as u8);
+    w.0
+}
+
+fn decode_inverted(b: &[u8]) -> Option<InvertedOptions> {
+    let mut r = Reader::new(b, 0, MAX_FIELD);
+    let base_tokenizer = r.string()?;
+    let language = r.string()?;
+    let with_position = r.u8()? != 0;
+    let max_token_length = unopt(r.u64()?);
+    let mut flags = [false; 4];
+    for f in flags.iter_mut() {
+        *f = r.u8()? != 0;
+    }
+    (r.remaining() == 0).then_some(InvertedOptions {
+        base_tokenizer,
+        language,
+        with_position,
+        max_token_length,
+        lower_case: flags[0],
+        stem: flags[1],
+        remove_stop_words: flags[2],
+        ascii_folding: flags[3],
+    })
+}
+
+fn scalar_code(k: ScalarKind) -> u8 {
+    match k {
+        ScalarKind::BTree => 0,
+        ScalarKind::Bitmap => 1,
+        ScalarKind::LabelList => 2,
+    }
+}
+
+fn scalar_of(c: u8) -> Option<ScalarKind> {
+    Some(match c {
+        0 => ScalarKind::BTree,
+        1 => ScalarKind::Bitmap,
+        2 => ScalarKind::LabelList,
+        _ => return None,
+    })
+}
+
+/// Cut `fragments` (id, rows), in table order, into at most `n` runs of about equal rows
+/// (`n` 0 = one per fragment). No run is empty.
+fn cut(fragments: &[(u32, u64)], n: usize) -> Vec<Vec<u32>> {
+    if n == 0 || n >= fragments.len() {
+        return fragments.iter().map(|(id, _)| vec![*id]).collect();
+    }
+    let total: u64 = fragments.iter().map(|(_, r)| *r).sum();
+    let mut out: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut current = Vec::new();
+    let mut seen = 0u64;
+    for (i, (id, rows)) in fragments.iter().enumerate() {
+        current.push(*id);
+        seen += rows;
+        let left_fragments = fragments.len() - i - 1;
+        let left_runs = n - out.len() - 1;
+        // Close the run once it reaches its share of the rows, or when every remaining
+        // fragment must start a run of its own.
+        let share = total * (out.len() as u64 + 1) / n as u64;
+        if left_runs > 0 && (seen >= share || left_fragments == left_runs) {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Plan a distributed build of an index on `target.column` at `at`'s version: one task (bytes)
+/// per build split; none when `unindexed_only` finds every fragment indexed (or the table has
+/// no fragments).
+pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Result<Vec<Vec<u8>>> {
+    let column = target.column;
+    let (family, spec_bytes) = match spec {
+        Spec::Vector(model) => {
+            let (uri, m) = VectorModel::decode(model)?;
+            if uri.trim_end_matches('/') != at.uri().trim_end_matches('/') {
+                return Err(HostError::invalid(format!("the vector model was trained on table '{uri}', not on '{}'", at.uri())));
+            }
+            if m.column != column {
+                return Err(HostError::invalid(format!("the vector model was trained on column '{}', not on '{column}'", m.column)));
+            }
+            let (what, dim, _) = check_vector(at, column, &VectorOptions { num_partitions: None, ..m.options.clone() })?;
+            if dim != m.dim {
+                return Err(HostError::invalid(format!("{what}: the model has dimension {}, the column {dim}", m.dim)));
+            }
+            (FAMILY_VECTOR, model.to_vec())
+        }
+        Spec::Inverted(io) => {
+            check_inverted(at, column, io)?;
+            (FAMILY_INVERTED, encode_inverted(io))
+        }
+        Spec::Scalar(kind) => {
+            check_scalar(at, column, *kind)?;
+            (FAMILY_SCALAR, vec![scalar_code(*kind)])
+        }
+    };
+    let name = match target.name {
+        Some("") => return Err(HostError::invalid("the index name is empty (pass NULL for Lance's default name)")),
+        Some(n) => n.to_string(),
+        None => format!("{column}_idx"),
+    };
+    let existing = crate::index::list_indexes(at)?;
+    let exists = existing.iter().any(|i| i.name == name);
+    if exists && !target.replace && !o.unindexed_only {
+        return Err(HostError::invalid(format!(
+            "an index named '{name}' already exists on table '{}' (build with replace to rebuild it, or index only the unindexed fragments)",
+            at.uri()
+        )));
+    }
+    let covered: RoaringBitmap = if o.unindexed_only && exists {
+        let ds = at.dataset.clone();
+        let n = name.clone();
+        session::block_on(async move { ds.load_indices_by_name(&n).await })?
+            .map_err(|e| HostError::from_lance(&format!("cannot read index '{name}' of table '{}'", at.uri()), e))?
+            .iter()
+            .filter_map(|s| s.fragment_bitmap.clone())
+            .fold(RoaringBitmap::new(), |a, b| a | b)
+    } else {
+        RoaringBitmap::new()
+    };
+    let fragments: Vec<(u32, u64)> = at
+        .dataset
+        .get_fragments()
+        .iter()
+        .map(|f| (f.id() as u32, f.metadata().num_rows().unwrap_or(0) as u64))
+        .filter(|(id, _)| !covered.contains(*id))
+        .collect();
+    let plan_id = uuid::Uuid::new_v4().as_u64_pair().0;
+    Ok(cut(&fragments, o.num_splits)
+        .into_iter()
+        .map(|fragments| {
+            Task {
+                uri: at.uri().to_string(),
+                plan_id,
+                version: at.version(),
+                name: name.clone(),
+                column: column.to_string(),
+                family,
+                spec: spec_bytes.clone(),
+                fragments,
+            }
+            .encode()
+        })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segments
+
+struct Segment {
+    uri: String,
+    plan_id: u64,
+    version: u64,
+    name: String,
+    column: String,
+    meta: IndexMetadata,
+}
+
+impl Segment {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.blob(self.uri.as_bytes()).u64(self.plan_id).u64(self.version);
+        w.blob(self.name.as_bytes()).blob(self.column.as_bytes());
+        w.blob(&pb::IndexMetadata::from(&self.meta).encode_to_vec());
+        bytes::seal(RESULT_MAGIC, FORMAT, &w.0)
+    }
+
+    fn decode(b: &[u8]) -> Result<Segment> {
+        const KIND: &str = "index-segment";
+        let (_, body) = bytes::open(b, RESULT_MAGIC, &[FORMAT], KIND)?;
+        let bad = || bytes::corrupt(KIND, "truncated or malformed");
+        let mut r = Reader::new(body, 0, MAX_FIELD);
+        let uri = r.string().ok_or_else(bad)?;
+        let plan_id = r.u64().ok_or_else(bad)?;
+        let version = r.u64().ok_or_else(bad)?;
+        let name = r.string().ok_or_else(bad)?;
+        let column = r.string().ok_or_else(bad)?;
+        let meta = r.blob().ok_or_else(bad)?;
+        if r.remaining() != 0 {
+            return Err(bytes::corrupt(KIND, "trailing bytes"));
+        }
+        let meta = pb::IndexMetadata::decode(meta).map_err(|e| bytes::corrupt(KIND, &format!("bad segment metadata: {e}")))?;
+        let meta = IndexMetadata::try_from(meta).map_err(|e| bytes::corrupt(KIND, &format!("bad segment metadata: {e}")))?;
+        Ok(Segment { uri, plan_id, version, name, column, meta })
+    }
+}
+
+fn same_table(uri: &str, at: &Snapshot, kind: &str) -> Result<()> {
+    if uri.trim_end_matches('/') != at.uri().trim_end_matches('/') {
+        return Err(HostError::invalid(format!("the {kind} is of table '{uri}', not of '{}'", at.uri())));
+    }
+    Ok(())
+}
+
+/// Build the segment of one task on a worker: the index over the task's fragments, written
+/// under the table's `_indices/`, nothing committed. `at` is the table opened on the worker
+/// (at the planned version, or any later one: the task reads the version it was planned at).
+/// Returns the segment bytes.
+pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<Vec<u8>> {
+    crate::metrics::op(crate::metrics::Op::Write);
+    const KIND: &str = "index-build-task";
+    let t = Task::decode(task)?;
+    same_table(&t.uri, at, "index build task")?;
+    let what = format!(
+        "cannot build a segment of index '{}' on column '{}' of table '{}' (fragments {:?})",
+        t.name, t.column, t.uri, t.fragments
+    );
+    let (index_type, params): (IndexType, Box<dyn IndexParams>) = match t.family {
+        FAMILY_VECTOR => {
+            let (_, m) = VectorModel::decode(&t.spec)?;
+            (IndexType::Vector, Box::new(m.lance_params()))
+        }
+        FAMILY_INVERTED => {
+            let o = decode_inverted(&t.spec).ok_or_else(|| bytes::corrupt(KIND, "bad full-text settings"))?;
+            let (_, p) = check_inverted(at, &t.column, &o)?;
+            (IndexType::Inverted, Box::new(p))
+        }
+        _ => {
+            let kind = t.spec.first().copied().and_then(scalar_of).filter(|_| t.spec.len() == 1);
+            let kind = kind.ok_or_else(|| bytes::corrupt(KIND, "bad scalar index type"))?;
+            // The kind's own type (not IndexType::Scalar) selects Lance's canonical segment
+            // builders; the generic path writes shards that only a merge makes readable.
+            let ty = match kind {
+                ScalarKind::BTree => IndexType::BTree,
+                ScalarKind::Bitmap => IndexType::Bitmap,
+                ScalarKind::LabelList => IndexType::LabelList,
+            };
+            (ty, Box::new(kind.params()))
+        }
+    };
+    let planned = t.version;
+    let ds = at.dataset.clone();
+    let progress = super::progress::current();
+    let (name, column, fragments) = (t.name.clone(), t.column.clone(), t.fragments.clone());
+    let meta = session::block_on(async move {
+        let mut ds: Dataset = if ds.version().version == planned {
+            (*ds).clone()
+        } else {
+            ds.checkout_version(planned).await?
+        };
+        ds.create_index_builder(&[column.as_str()], index_type, params.as_ref())
+            .name(name)
+            // The plan checked the name; a segment of an index that exists (replace, or
+            // unindexed fragments only) is built beside it.
+            .replace(true)
+            .fragments(fragments)
+            .progress(progress)
+            .execute_uncommitted()
+            .await
+    })?
+    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&t.uri))?;
+    Ok(Segment {
+        uri: t.uri,
+        plan_id: t.plan_id,
+        version: t.version,
+        name: t.name,
+        column: t.column,
+        meta,
+    }
+    .encode())
+}
+
+/// Commit the segments of one plan (from any workers) as one index in one new version of
+/// `at`'s table (any version since the plan), merged into one segment first when `merge`.
+/// Segments of failed tasks may be left out: their fragments stay unindexed (flat splits)
+/// until an `unindexed_only` build or an optimize.
+pub fn commit(at: &Snapshot, segments: &[&[u8]], merge: bool) -> Result<Snapshot> {
+    crate::metrics::op(crate::metrics::Op::Commit);
+    if segments.is_empty() {
+        return Err(HostError::invalid("no index segments to commit"));
+    }
+    let mut decoded = Vec::with_capacity(segments.len());
+    for (i, b) in segments.iter().enumerate() {
+        let s = Segment::decode(b).map_err(|e| HostError::new(e.code, format!("segments[{i}]: {}", e.message)))?;
+        same_table(&s.uri, at, "index segment")?;
+        decoded.push(s);
+    }
+    let first = &decoded[0];
+    let mut seen_fragments = RoaringBitmap::new();
+    let mut seen_uuids = HashSet::new();
+    for (i, s) in decoded.iter().enumerate() {
+        if s.plan_id != first.plan_id || s.name != first.name || s.column != first.column {
+            return Err(HostError::invalid(format!(
+                "segments[{i}] belongs to another build plan (index '{}' on '{}') than segments[0] (index '{}' on '{}'): commit the segments of one plan",
+                s.name, s.column, first.name, first.column
+            )));
+        }
+        if !seen_uuids.insert(s.meta.uuid) {
+            return Err(HostError::invalid(format!("segments[{i}] is given twice (segment {})", s.meta.uuid)));
+        }
+        let fragments = s.meta.fragment_bitmap.clone().unwrap_or_default();
+        if !(&seen_fragments & &fragments).is_empty() {
+            return Err(HostError::invalid(format!("segments[{i}] covers fragments another segment covers")));
+        }
+        seen_fragments |= fragments;
+    }
+    let (name, column, planned_at) = (first.name.clone(), first.column.clone(), first.version);
+    if planned_at > at.version() {
+        return Err(HostError::invalid(format!(
+            "the segments were planned at version {planned_at}, after the handle's version {}: commit on a handle at the planned version or later",
+            at.version()
+        )));
+    }
+    let metas: Vec<IndexMetadata> = decoded.into_iter().map(|s| s.meta).collect();
+    let uri = at.uri().to_string();
+    let what = format!("cannot commit {} segment(s) of index '{name}' to table '{uri}'", metas.len());
+    let mut ds = (*at.dataset).clone();
+    let ds = session::block_on(async move {
+        let metas = if merge && metas.len() > 1 {
+            vec![ds.merge_existing_index_segments(metas).await?]
+        } else {
+            metas
+        };
+        ds.commit_existing_index_segments(&name, &column, metas).await?;
+        Ok::<_, lance::Error>(ds)
+    })?
+    .map_err(|e| crate::write::commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+    Ok(Snapshot {
+        dataset: Arc::new(ds),
+        storage_options: at.storage_options.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_balances_rows_and_never_leaves_a_run_empty() {
+        let f: Vec<(u32, u64)> = (0..10).map(|i| (i, 100)).collect();
+        let runs = cut(&f, 3);
+        assert_eq!(runs.len(), 3);
+        assert_eq!(runs.iter().map(Vec::len).sum::<usize>(), 10);
+        assert!(runs.iter().all(|r| r.len() >= 3 && r.len() <= 4), "{runs:?}");
+        assert_eq!(cut(&f, 0).len(), 10);
+        assert_eq!(cut(&f, 20).len(), 10);
+        // One huge fragment first: the rest still get runs of their own.
+        let skewed = vec![(0, 10_000), (1, 1), (2, 1), (3, 1)];
+        let runs = cut(&skewed, 3);
+        assert_eq!(runs, vec![vec![0], vec![1], vec![2, 3]]);
+        assert!(cut(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn inverted_settings_round_trip() {
+        let o = InvertedOptions { with_position: true, max_token_length: None, stem: false, ..Default::default() };
+        assert_eq!(decode_inverted(&encode_inverted(&o)), Some(o));
+        assert_eq!(decode_inverted(b"\x01"), None);
+    }
+}
