@@ -570,6 +570,37 @@ int main(int argc, char** argv) {
     EXPECT(optimized.count_rows() == with_btree.count_rows());
     auto no_indexes = with_btree.drop_index("emb_flat").drop_index("id_btree");
     EXPECT(no_indexes.indexes().empty());
+    // the distributed build: model, tasks, segments (as a worker would), one commit
+    lh::CallContext progress_ctx;
+    size_t progress_reports = 0;
+    progress_ctx.on_progress([&](const char*, uint64_t, uint64_t, const char*) { progress_reports++; });
+    std::vector<uint8_t> model;
+    {
+      auto scope = progress_ctx.enter();
+      model = no_indexes.train_vector_index("embedding", ivf);
+    }
+    EXPECT(!model.empty() && progress_reports > 0);
+    auto vector_tasks = no_indexes.plan_vector_index_build("embedding", model, {}, "emb_dist");
+    EXPECT(!vector_tasks.empty());
+    std::vector<std::vector<uint8_t>> vector_segments;
+    for (const auto& task : vector_tasks) vector_segments.push_back(no_indexes.execute_index_build_task(task));
+    auto distributed = no_indexes.commit_index_build(vector_segments, /*merge=*/true);
+    EXPECT(distributed.version() == no_indexes.version() + 1);
+    lh::InvertedIndexRequest inverted;
+    try {
+      distributed.plan_inverted_index_build("id", inverted);  // not a string column
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    lh::IndexBuildPlan one_split;
+    one_split.num_splits = 1;
+    auto scalar_tasks = distributed.plan_scalar_index_build("id", LANCE_SCALAR_INDEX_BTREE, one_split);
+    EXPECT(scalar_tasks.size() == 1);
+    auto with_dist_btree = distributed.commit_index_build({distributed.execute_index_build_task(scalar_tasks[0])});
+    EXPECT(with_dist_btree.indexes().size() == 2);
+    auto nothing_left = with_dist_btree.plan_scalar_index_build("id", LANCE_SCALAR_INDEX_BTREE, lh::IndexBuildPlan{0, true});
+    EXPECT(nothing_left.empty());  // every fragment is indexed already
     std::printf("cpp_api: ok (%llu rows, nearest id %lld)\n", static_cast<unsigned long long>(rows),
                 static_cast<long long>(ids[0]));
   } catch (const std::exception& e) {

@@ -31,6 +31,12 @@ static uint64_t count(const LanceDataset* ds) {
   return n;
 }
 
+static void count_progress(const char* stage, uint64_t done, uint64_t total, const char* unit, void* user) {
+  (void)done;
+  (void)total;
+  if (stage != NULL && unit != NULL) (*(uint64_t*)user)++;
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2);
   char src_uri[4096];
@@ -357,6 +363,81 @@ int main(int argc, char** argv) {
     LanceDataset* dropped = NULL;
     CHECK_OK(lance_dataset_drop_index(with_bitmap, "emb_flat", &dropped));
     CHECK(lance_dataset_drop_index(dropped, "emb_flat", NULL) == LANCE_ERR_NOT_FOUND);
+
+    /* The distributed build: a model trained once, tasks as bytes, a segment per task, one
+       commit; progress reports through the call context; damaged bytes refused. */
+    LanceCallContext* ctx = lance_call_context_new(0);
+    CHECK(ctx != NULL);
+    uint64_t reports = 0;
+    CHECK_OK(lance_call_context_set_progress(ctx, count_progress, &reports));
+    CHECK_OK(lance_call_context_enter(ctx));
+    uint8_t* model = NULL;
+    size_t model_len = 0;
+    vp.num_partitions = 2;
+    CHECK_OK(lance_dataset_train_vector_index(dropped, "embedding", &vp, &model, &model_len));
+    CHECK(model != NULL && model_len > 0);
+    CHECK_OK(lance_call_context_enter(NULL));
+    CHECK(reports > 0);
+    LanceIndexBuildPlanParams pp;
+    CHECK(lance_index_build_plan_params_init_v2(&pp, 4) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK_OK(lance_index_build_plan_params_init_v2(&pp, sizeof pp));
+    CHECK(pp.num_splits == 0 && pp.unindexed_only == 0);
+    LanceBytesList* tasks = NULL;
+    CHECK(lance_dataset_plan_vector_index_build(dropped, "embedding", "dist_flat", false, NULL, 0, &pp, &tasks) ==
+          LANCE_ERR_INVALID_ARGUMENT);
+    model[model_len - 1] ^= 1;
+    CHECK(lance_dataset_plan_vector_index_build(dropped, "embedding", "dist_flat", false, model, model_len, &pp,
+                                                &tasks) == LANCE_ERR_CORRUPT);
+    model[model_len - 1] ^= 1;
+    CHECK_OK(lance_dataset_plan_vector_index_build(dropped, "embedding", "dist_flat", false, model, model_len, &pp,
+                                                   &tasks));
+    lance_bytes_free(model, model_len);
+    size_t num_tasks = lance_bytes_list_count(tasks);
+    CHECK(num_tasks >= 1 && num_tasks <= 8);
+    uint8_t* segments[8];
+    size_t segment_lens[8];
+    for (size_t i = 0; i < num_tasks; i++) {
+      size_t task_len = 0;
+      const uint8_t* task = lance_bytes_list_get(tasks, i, &task_len);
+      CHECK(task != NULL);
+      CHECK_OK(lance_index_build_task_execute(dropped, task, task_len, &segments[i], &segment_lens[i]));
+    }
+    CHECK(lance_bytes_list_get(tasks, num_tasks, &segment_lens[0]) == NULL); /* out of range */
+    lance_bytes_list_free(tasks);
+    segments[0][5] ^= 1;
+    CHECK(lance_dataset_commit_index_build(dropped, (const uint8_t* const*)segments, segment_lens, num_tasks, false,
+                                           NULL) == LANCE_ERR_CORRUPT);
+    segments[0][5] ^= 1;
+    LanceDataset* distributed = NULL;
+    CHECK_OK(lance_dataset_commit_index_build(dropped, (const uint8_t* const*)segments, segment_lens, num_tasks, true,
+                                              &distributed));
+    CHECK(lance_dataset_version(distributed) == lance_dataset_version(dropped) + 1);
+    for (size_t i = 0; i < num_tasks; i++) lance_bytes_free(segments[i], segment_lens[i]);
+    /* a scalar index the same way */
+    sp.index_type = LANCE_SCALAR_INDEX_BTREE;
+    CHECK_OK(lance_dataset_plan_scalar_index_build(distributed, "id", NULL, false, &sp, NULL, &tasks));
+    CHECK(lance_bytes_list_count(tasks) >= 1);
+    size_t task_len = 0;
+    const uint8_t* task = lance_bytes_list_get(tasks, 0, &task_len);
+    uint8_t* segment = NULL;
+    size_t segment_len = 0;
+    CHECK(lance_index_build_task_execute(distributed, task, task_len - 1, &segment, &segment_len) == LANCE_ERR_CORRUPT);
+    CHECK_OK(lance_index_build_task_execute(distributed, task, task_len, &segment, &segment_len));
+    lance_bytes_list_free(tasks);
+    const uint8_t* one[1] = {segment};
+    LanceDataset* with_btree = NULL;
+    CHECK_OK(lance_dataset_commit_index_build(distributed, one, &segment_len, 1, false, &with_btree));
+    lance_bytes_free(segment, segment_len);
+    CHECK_OK(lance_dataset_indexes(with_btree, &il));
+    CHECK(lance_index_list_count(il) == 3); /* category_idx, dist_flat and id_idx */
+    lance_index_list_free(il);
+    LanceInvertedIndexParams tp;
+    CHECK_OK(lance_inverted_index_params_init_v2(&tp, sizeof tp));
+    CHECK(lance_dataset_plan_inverted_index_build(with_btree, "id", NULL, false, &tp, NULL, &tasks) ==
+          LANCE_ERR_INVALID_ARGUMENT);
+    lance_dataset_free(with_btree);
+    lance_dataset_free(distributed);
+    lance_call_context_free(ctx);
     lance_dataset_free(dropped);
     lance_dataset_free(with_bitmap);
     lance_dataset_free(with_vec);

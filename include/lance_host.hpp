@@ -509,6 +509,12 @@ struct InvertedIndexRequest {
   bool ascii_folding = true;
 };
 
+/// How a distributed index build is cut (LanceIndexBuildPlanParams).
+struct IndexBuildPlan {
+  uint32_t num_splits = 0;      ///< 0 = one split per fragment
+  bool unindexed_only = false;  ///< only the fragments the index does not cover yet
+};
+
 /// Settings of a compaction (LanceCompactParams); 0 = Lance's default.
 struct CompactRequest {
   uint64_t target_rows_per_fragment = 0;
@@ -548,6 +554,56 @@ inline LanceCompactParams compact_params(const CompactRequest& r) {
   p.max_rows_per_group = r.max_rows_per_group;
   p.deletion_threshold = r.deletion_threshold;
   p.keep_deletions = r.keep_deletions ? 1 : 0;
+  return p;
+}
+
+/// The byte strings of a LanceBytesList, which this frees.
+inline std::vector<std::vector<uint8_t>> take_list(LanceBytesList* l) {
+  std::unique_ptr<LanceBytesList, Deleter<LanceBytesList, lance_bytes_list_free>> guard(l);
+  std::vector<std::vector<uint8_t>> items;
+  for (size_t i = 0; i < lance_bytes_list_count(l); i++) {
+    size_t n = 0;
+    const uint8_t* b = check_ptr(lance_bytes_list_get(l, i, &n));
+    items.emplace_back(b, b + n);
+  }
+  return items;
+}
+
+inline LanceVectorIndexParams vector_index_params(const VectorIndexRequest& r) {
+  LanceVectorIndexParams p;
+  check(lance_vector_index_params_init_v2(&p, sizeof p));
+  p.index_type = r.index_type;
+  p.metric = r.metric;
+  p.num_partitions = r.num_partitions;
+  p.num_sub_vectors = r.num_sub_vectors;
+  p.num_bits = r.num_bits;
+  p.sample_rate = r.sample_rate;
+  p.max_iterations = r.max_iterations;
+  p.hnsw_m = r.hnsw_m;
+  p.hnsw_ef_construction = r.hnsw_ef_construction;
+  return p;
+}
+
+/// Points into `r`'s strings: `r` must outlive the result's use.
+inline LanceInvertedIndexParams inverted_index_params(const InvertedIndexRequest& r) {
+  LanceInvertedIndexParams p;
+  check(lance_inverted_index_params_init_v2(&p, sizeof p));
+  p.base_tokenizer = r.base_tokenizer.c_str();
+  p.language = r.language.c_str();
+  p.with_position = r.with_position ? 1 : 0;
+  p.max_token_length = r.max_token_length;
+  p.lower_case = r.lower_case ? 1 : 0;
+  p.stem = r.stem ? 1 : 0;
+  p.remove_stop_words = r.remove_stop_words ? 1 : 0;
+  p.ascii_folding = r.ascii_folding ? 1 : 0;
+  return p;
+}
+
+inline LanceIndexBuildPlanParams plan_params(const IndexBuildPlan& r) {
+  LanceIndexBuildPlanParams p;
+  check(lance_index_build_plan_params_init_v2(&p, sizeof p));
+  p.num_splits = r.num_splits;
+  p.unindexed_only = r.unindexed_only ? 1 : 0;
   return p;
 }
 
@@ -1012,14 +1068,7 @@ class Dataset {
     LanceCompactParams p = detail::compact_params(r);
     LanceBytesList* l = nullptr;
     check(lance_dataset_plan_compaction(p_.get(), &p, &l));
-    std::unique_ptr<LanceBytesList, detail::Deleter<LanceBytesList, lance_bytes_list_free>> guard(l);
-    std::vector<std::vector<uint8_t>> tasks;
-    for (size_t i = 0; i < lance_bytes_list_count(l); i++) {
-      size_t n = 0;
-      const uint8_t* b = check_ptr(lance_bytes_list_get(l, i, &n));
-      tasks.emplace_back(b, b + n);
-    }
-    return tasks;
+    return detail::take_list(l);
   }
   /// Execute one compaction task on a worker (nothing committed); returns the result bytes.
   std::vector<uint8_t> execute_compaction_task(const std::vector<uint8_t>& task) const {
@@ -1041,17 +1090,7 @@ class Dataset {
   /// Build a vector index on `column` as one new version (`name` empty = Lance's default name).
   Dataset create_vector_index(const std::string& column, const VectorIndexRequest& r = {},
                               const std::string& name = "", bool replace = false) const {
-    LanceVectorIndexParams p;
-    check(lance_vector_index_params_init_v2(&p, sizeof p));
-    p.index_type = r.index_type;
-    p.metric = r.metric;
-    p.num_partitions = r.num_partitions;
-    p.num_sub_vectors = r.num_sub_vectors;
-    p.num_bits = r.num_bits;
-    p.sample_rate = r.sample_rate;
-    p.max_iterations = r.max_iterations;
-    p.hnsw_m = r.hnsw_m;
-    p.hnsw_ef_construction = r.hnsw_ef_construction;
+    LanceVectorIndexParams p = detail::vector_index_params(r);
     LanceDataset* out = nullptr;
     check(lance_dataset_create_vector_index(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(), replace,
                                             &p, &out));
@@ -1071,19 +1110,74 @@ class Dataset {
   /// Build an INVERTED (full-text) index on the string column `column` as one new version.
   Dataset create_inverted_index(const std::string& column, const InvertedIndexRequest& r = {},
                                 const std::string& name = "", bool replace = false) const {
-    LanceInvertedIndexParams p;
-    check(lance_inverted_index_params_init_v2(&p, sizeof p));
-    p.base_tokenizer = r.base_tokenizer.c_str();
-    p.language = r.language.c_str();
-    p.with_position = r.with_position ? 1 : 0;
-    p.max_token_length = r.max_token_length;
-    p.lower_case = r.lower_case ? 1 : 0;
-    p.stem = r.stem ? 1 : 0;
-    p.remove_stop_words = r.remove_stop_words ? 1 : 0;
-    p.ascii_folding = r.ascii_folding ? 1 : 0;
+    LanceInvertedIndexParams p = detail::inverted_index_params(r);
     LanceDataset* out = nullptr;
     check(lance_dataset_create_inverted_index(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(), replace,
                                               &p, &out));
+    return Dataset(out);
+  }
+  /// Train a vector index's global model (IVF centroids, PQ codebook) on the coordinator;
+  /// returns the model bytes for `plan_vector_index_build`.
+  std::vector<uint8_t> train_vector_index(const std::string& column, const VectorIndexRequest& r = {}) const {
+    LanceVectorIndexParams p = detail::vector_index_params(r);
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    check(lance_dataset_train_vector_index(p_.get(), column.c_str(), &p, &bytes, &n));
+    return detail::take_bytes(bytes, n);
+  }
+  /// Plan a distributed vector index build with `model`: one task (bytes) per build split.
+  std::vector<std::vector<uint8_t>> plan_vector_index_build(const std::string& column,
+                                                            const std::vector<uint8_t>& model,
+                                                            const IndexBuildPlan& plan = {},
+                                                            const std::string& name = "",
+                                                            bool replace = false) const {
+    LanceIndexBuildPlanParams pp = detail::plan_params(plan);
+    LanceBytesList* l = nullptr;
+    check(lance_dataset_plan_vector_index_build(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(),
+                                                replace, model.data(), model.size(), &pp, &l));
+    return detail::take_list(l);
+  }
+  /// Plan a distributed INVERTED index build: one task (bytes) per build split.
+  std::vector<std::vector<uint8_t>> plan_inverted_index_build(const std::string& column,
+                                                              const InvertedIndexRequest& r = {},
+                                                              const IndexBuildPlan& plan = {},
+                                                              const std::string& name = "",
+                                                              bool replace = false) const {
+    LanceInvertedIndexParams p = detail::inverted_index_params(r);
+    LanceIndexBuildPlanParams pp = detail::plan_params(plan);
+    LanceBytesList* l = nullptr;
+    check(lance_dataset_plan_inverted_index_build(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(),
+                                                  replace, &p, &pp, &l));
+    return detail::take_list(l);
+  }
+  /// Plan a distributed scalar index build: one task (bytes) per build split.
+  std::vector<std::vector<uint8_t>> plan_scalar_index_build(const std::string& column,
+                                                            LanceScalarIndexType type = LANCE_SCALAR_INDEX_BTREE,
+                                                            const IndexBuildPlan& plan = {},
+                                                            const std::string& name = "",
+                                                            bool replace = false) const {
+    LanceScalarIndexParams p;
+    check(lance_scalar_index_params_init_v2(&p, sizeof p));
+    p.index_type = type;
+    LanceIndexBuildPlanParams pp = detail::plan_params(plan);
+    LanceBytesList* l = nullptr;
+    check(lance_dataset_plan_scalar_index_build(p_.get(), column.c_str(), name.empty() ? nullptr : name.c_str(),
+                                                replace, &p, &pp, &l));
+    return detail::take_list(l);
+  }
+  /// Build the segment of one task on a worker (nothing committed); returns the segment bytes.
+  std::vector<uint8_t> execute_index_build_task(const std::vector<uint8_t>& task) const {
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    check(lance_index_build_task_execute(p_.get(), task.data(), task.size(), &bytes, &n));
+    return detail::take_bytes(bytes, n);
+  }
+  /// Commit the segments of one build plan as one index in one new version (merged first
+  /// into one segment with `merge`).
+  Dataset commit_index_build(const std::vector<std::vector<uint8_t>>& segments, bool merge = false) const {
+    detail::ByteArrays a(segments);
+    LanceDataset* out = nullptr;
+    check(lance_dataset_commit_index_build(p_.get(), a.ptrs.data(), a.lens.data(), segments.size(), merge, &out));
     return Dataset(out);
   }
   /// Index the fragments appended since the index(es) were built: a new segment (`merge` 0)
@@ -1410,11 +1504,30 @@ class CallContext {
     Scope& operator=(const Scope&) = delete;
   };
   Scope enter() const { return Scope(*this); }
+  /// Send the progress reports of calls bound to this context (index builds) to `f(stage,
+  /// done, total, unit)`, from library threads one at a time; an empty function stops them.
+  /// `f` lives in the context; it must not throw.
+  void on_progress(std::function<void(const char*, uint64_t, uint64_t, const char*)> f) {
+    progress_ = std::make_unique<std::function<void(const char*, uint64_t, uint64_t, const char*)>>(std::move(f));
+    if (*progress_) {
+      check(lance_call_context_set_progress(
+          p_.get(),
+          [](const char* stage, uint64_t done, uint64_t total, const char* unit, void* user) {
+            (*static_cast<std::function<void(const char*, uint64_t, uint64_t, const char*)>*>(user))(stage, done,
+                                                                                                   total, unit);
+          },
+          progress_.get()));
+    } else {
+      check(lance_call_context_set_progress(p_.get(), nullptr, nullptr));
+    }
+  }
   const LanceCallContext* get() const { return p_.get(); }
   /// Give up ownership (free with lance_call_context_free).
   LanceCallContext* release() { return p_.release(); }
 
  private:
+  // Declared first so that it outlives the context, which may still report while it is freed.
+  std::unique_ptr<std::function<void(const char*, uint64_t, uint64_t, const char*)>> progress_;
   std::unique_ptr<LanceCallContext, detail::Deleter<LanceCallContext, lance_call_context_free>> p_;
 };
 

@@ -1063,17 +1063,8 @@ class Dataset:
         'IVF_PQ', 'IVF_FLAT', 'IVF_SQ', 'IVF_HNSW_FLAT', 'IVF_HNSW_PQ' or 'IVF_HNSW_SQ'; `metric`
         'l2' (default), 'cosine', 'dot', 'hamming'; 0 = Lance's default for the numbers. One new
         version planned at this handle's version; returns it pinned."""
-        p = _ffi.VectorIndexParams()
-        _check(LIB.lance_vector_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
-        p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
-                               VECTOR_INDEX_TYPES)
-        p.metric = _metric(metric)
-        for field, value in [("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
-                             ("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iterations", max_iterations),
-                             ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)]:
-            if not isinstance(value, int) or not 0 <= value < 2 ** 32:
-                raise _error(1, f"{field} must be a non-negative integer below 2**32, not {value!r}")
-            setattr(p, field, value)
+        p = _vector_index_params(index_type, metric, num_partitions, num_sub_vectors, num_bits, sample_rate,
+                                 max_iterations, hnsw_m, hnsw_ef_construction)
         out = ctypes.c_void_p()
         _check(LIB.lance_dataset_create_vector_index(self._h, column.encode(), name.encode() if name else None,
                                                      replace, ctypes.byref(p), ctypes.byref(out)))
@@ -1083,10 +1074,7 @@ class Dataset:
                             replace: bool = False) -> "Dataset":
         """Build a scalar index on `column` (lance_dataset_create_scalar_index): 'BTREE',
         'BITMAP' or 'LABEL_LIST'. One new version; returns it pinned."""
-        p = _ffi.ScalarIndexParams()
-        _check(LIB.lance_scalar_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
-        p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
-                               SCALAR_INDEX_TYPES)
+        p = _scalar_index_params(index_type)
         out = ctypes.c_void_p()
         _check(LIB.lance_dataset_create_scalar_index(self._h, column.encode(), name.encode() if name else None,
                                                      replace, ctypes.byref(p), ctypes.byref(out)))
@@ -1099,18 +1087,85 @@ class Dataset:
         """Build an INVERTED (full-text) index on the string column `column`
         (lance_dataset_create_inverted_index); the defaults are Lance's (`max_token_length`
         None = unlimited). One new version; returns it pinned."""
-        p = _ffi.InvertedIndexParams()
-        _check(LIB.lance_inverted_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
-        p.base_tokenizer, p.language = base_tokenizer.encode(), language.encode()
-        if max_token_length is not None and (not isinstance(max_token_length, int) or max_token_length < 1):
-            raise _error(1, f"max_token_length must be a positive integer or None, not {max_token_length!r}")
-        p.max_token_length = max_token_length or 0
-        (p.with_position, p.lower_case, p.stem, p.remove_stop_words, p.ascii_folding) = (
-            int(bool(with_position)), int(bool(lower_case)), int(bool(stem)), int(bool(remove_stop_words)),
-            int(bool(ascii_folding)))
+        p = _inverted_index_params(base_tokenizer, language, with_position, max_token_length, lower_case, stem,
+                                   remove_stop_words, ascii_folding)
         out = ctypes.c_void_p()
         _check(LIB.lance_dataset_create_inverted_index(self._h, column.encode(), name.encode() if name else None,
                                                        replace, ctypes.byref(p), ctypes.byref(out)))
+        return Dataset(out.value)
+
+    # distributed index builds
+    def train_vector_index(self, column: str, index_type: str = "IVF_PQ", *, metric: Optional[str] = None,
+                           num_partitions: int = 0, num_sub_vectors: int = 0, num_bits: int = 0, sample_rate: int = 0,
+                           max_iterations: int = 0, hnsw_m: int = 0, hnsw_ef_construction: int = 0) -> bytes:
+        """Train the global part of a vector index on this handle's version, on the coordinator
+        (lance_dataset_train_vector_index): IVF centroids and, for PQ types, the PQ codebook.
+        Returns the model bytes for `plan_vector_index_build`; keep them to index appended
+        fragments later. Settings as for `create_vector_index`."""
+        p = _vector_index_params(index_type, metric, num_partitions, num_sub_vectors, num_bits, sample_rate,
+                                 max_iterations, hnsw_m, hnsw_ef_construction)
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_dataset_train_vector_index(self._h, column.encode(), ctypes.byref(p), ctypes.byref(out),
+                                                    ctypes.byref(n)))
+        return _take_bytes(out, n)
+
+    def plan_vector_index_build(self, column: str, model: bytes, *, name: Optional[str] = None, replace: bool = False,
+                                num_splits: int = 0, unindexed_only: bool = False) -> list:
+        """Plan a distributed vector index build at this handle's version with `model` (from
+        `train_vector_index`; lance_dataset_plan_vector_index_build): a list of tasks as bytes,
+        one per build split (`num_splits` 0 = one per fragment). Each worker runs
+        `execute_index_build_task`; the coordinator commits the segments once with
+        `commit_index_build`. `unindexed_only`: only the fragments the index does not cover yet."""
+        model = bytes(model)
+        p = _plan_params(num_splits, unindexed_only)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_vector_index_build(self._h, column.encode(), name.encode() if name else None,
+                                                         replace, model, len(model), ctypes.byref(p), ctypes.byref(h)))
+        return _bytes_list(h)
+
+    def plan_inverted_index_build(self, column: str, *, name: Optional[str] = None, replace: bool = False,
+                                  num_splits: int = 0, unindexed_only: bool = False, base_tokenizer: str = "simple",
+                                  language: str = "English", with_position: bool = False,
+                                  max_token_length: Optional[int] = 40, lower_case: bool = True, stem: bool = True,
+                                  remove_stop_words: bool = True, ascii_folding: bool = True) -> list:
+        """Plan a distributed INVERTED index build (lance_dataset_plan_inverted_index_build): as
+        `plan_vector_index_build`, with the settings of `create_inverted_index`."""
+        q = _inverted_index_params(base_tokenizer, language, with_position, max_token_length, lower_case, stem,
+                                   remove_stop_words, ascii_folding)
+        p = _plan_params(num_splits, unindexed_only)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_inverted_index_build(self._h, column.encode(), name.encode() if name else None,
+                                                           replace, ctypes.byref(q), ctypes.byref(p), ctypes.byref(h)))
+        return _bytes_list(h)
+
+    def plan_scalar_index_build(self, column: str, index_type: str = "BTREE", *, name: Optional[str] = None,
+                                replace: bool = False, num_splits: int = 0, unindexed_only: bool = False) -> list:
+        """Plan a distributed scalar index build (lance_dataset_plan_scalar_index_build): 'BTREE',
+        'BITMAP' or 'LABEL_LIST', as `plan_vector_index_build`."""
+        q = _scalar_index_params(index_type)
+        p = _plan_params(num_splits, unindexed_only)
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_scalar_index_build(self._h, column.encode(), name.encode() if name else None,
+                                                         replace, ctypes.byref(q), ctypes.byref(p), ctypes.byref(h)))
+        return _bytes_list(h)
+
+    def execute_index_build_task(self, task: bytes) -> bytes:
+        """Build the index segment of one task on a worker (lance_index_build_task_execute): its
+        files are written, nothing is committed; returns the segment as bytes."""
+        task = bytes(task)
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_index_build_task_execute(self._h, task, len(task), ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
+
+    def commit_index_build(self, segments: Sequence[bytes], merge: bool = False) -> "Dataset":
+        """Commit the segments of one build plan as ONE index in ONE new version
+        (lance_dataset_commit_index_build), merged into one segment first with `merge`. Segments
+        of failed tasks may be left out (their fragments stay unindexed). Returns the version."""
+        segments = [bytes(b) for b in segments]
+        ptrs, lens, bufs = _byte_arrays(segments)
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_commit_index_build(self._h, ptrs, lens, len(segments), bool(merge),
+                                                    ctypes.byref(out)))
         return Dataset(out.value)
 
     def optimize_indexes(self, name: Optional[str] = None, merge: int = 0) -> "Dataset":
@@ -1183,15 +1238,7 @@ class Dataset:
         p = _compact_params(target_rows_per_fragment, max_rows_per_group, deletion_threshold, keep_deletions)
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_plan_compaction(self._h, ctypes.byref(p), ctypes.byref(h)))
-        try:
-            tasks = []
-            for i in range(LIB.lance_bytes_list_count(h)):
-                n = ctypes.c_size_t()
-                ptr = _ptr(LIB.lance_bytes_list_get(h, i, ctypes.byref(n)))
-                tasks.append(ctypes.string_at(ptr, n.value))
-            return tasks
-        finally:
-            LIB.lance_bytes_list_free(h)
+        return _bytes_list(h)
 
     def execute_compaction_task(self, task: bytes) -> bytes:
         """Execute one compaction task on a worker (lance_compaction_task_execute): its fragments
@@ -1458,6 +1505,69 @@ class CompactResult:
         return CompactResult(r.version, r.fragments_removed, r.fragments_added, r.files_removed, r.files_added)
 
 
+def _bytes_list(h) -> list:
+    """The byte strings of a LanceBytesList, which this frees."""
+    try:
+        items = []
+        for i in range(LIB.lance_bytes_list_count(h)):
+            n = ctypes.c_size_t()
+            ptr = _ptr(LIB.lance_bytes_list_get(h, i, ctypes.byref(n)))
+            items.append(ctypes.string_at(ptr, n.value))
+        return items
+    finally:
+        LIB.lance_bytes_list_free(h)
+
+
+def _u32(field: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2 ** 32:
+        raise _error(1, f"{field} must be a non-negative integer below 2**32, not {value!r}")
+    return value
+
+
+def _vector_index_params(index_type, metric, num_partitions, num_sub_vectors, num_bits, sample_rate, max_iterations,
+                         hnsw_m, hnsw_ef_construction):
+    p = _ffi.VectorIndexParams()
+    _check(LIB.lance_vector_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
+                           VECTOR_INDEX_TYPES)
+    p.metric = _metric(metric)
+    for field, value in [("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
+                         ("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iterations", max_iterations),
+                         ("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)]:
+        setattr(p, field, _u32(field, value))
+    return p
+
+
+def _scalar_index_params(index_type):
+    p = _ffi.ScalarIndexParams()
+    _check(LIB.lance_scalar_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    p.index_type = _choice("index_type", index_type.upper() if isinstance(index_type, str) else index_type,
+                           SCALAR_INDEX_TYPES)
+    return p
+
+
+def _inverted_index_params(base_tokenizer, language, with_position, max_token_length, lower_case, stem,
+                           remove_stop_words, ascii_folding):
+    p = _ffi.InvertedIndexParams()
+    _check(LIB.lance_inverted_index_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    p.base_tokenizer, p.language = base_tokenizer.encode(), language.encode()
+    if max_token_length is not None and (not isinstance(max_token_length, int) or max_token_length < 1):
+        raise _error(1, f"max_token_length must be a positive integer or None, not {max_token_length!r}")
+    p.max_token_length = max_token_length or 0
+    (p.with_position, p.lower_case, p.stem, p.remove_stop_words, p.ascii_folding) = (
+        int(bool(with_position)), int(bool(lower_case)), int(bool(stem)), int(bool(remove_stop_words)),
+        int(bool(ascii_folding)))
+    return p
+
+
+def _plan_params(num_splits, unindexed_only):
+    p = _ffi.IndexBuildPlanParams()
+    _check(LIB.lance_index_build_plan_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+    p.num_splits = _u32("num_splits", num_splits)
+    p.unindexed_only = int(bool(unindexed_only))
+    return p
+
+
 def _compact_params(target_rows_per_fragment: int, max_rows_per_group: int, deletion_threshold: float,
                     keep_deletions: bool):
     p = _ffi.CompactParams()
@@ -1674,8 +1784,21 @@ class CallContext:
     """A cancellation and deadline for blocking calls on the thread that enters it
     (lance_call_context_*). Use as a context manager: `with CallContext(timeout_ms=500): ...`."""
 
-    def __init__(self, timeout_ms: int = 0):
+    def __init__(self, timeout_ms: int = 0,
+                 progress: Optional[Callable[[str, int, int, str], None]] = None):
+        """`progress(stage, done, total, unit)` receives the progress reports of long calls made
+        inside the context (index builds; total 0 = unknown), from library threads one at a
+        time; an exception it raises is ignored."""
         self._h = _ptr(LIB.lance_call_context_new(timeout_ms))
+        self._progress = None
+        if progress is not None:
+            def trampoline(stage, done, total, unit, _user):
+                try:
+                    progress(stage.decode(errors="replace"), done, total, unit.decode(errors="replace"))
+                except Exception:  # noqa: BLE001 - a report must never unwind into the library
+                    pass
+            self._progress = _ffi.PROGRESS_CALLBACK(trampoline)  # kept alive with the context
+            _check(LIB.lance_call_context_set_progress(self._h, self._progress, None))
 
     def cancel(self) -> None:
         """Thread-safe."""

@@ -142,6 +142,10 @@ class InvertedIndexParams(Sized):
         (n, ctypes.c_uint8) for n in ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_folding")]
 
 
+class IndexBuildPlanParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("num_splits", ctypes.c_uint32), ("unindexed_only", ctypes.c_uint8)]
+
+
 class CompactResult(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t)] + [
         (n, ctypes.c_uint64) for n in ("version", "fragments_removed", "fragments_added", "files_removed",
@@ -198,6 +202,8 @@ class SessionStats(Sized):
             "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops")]
 
 
+PROGRESS_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p,
+                                     ctypes.c_void_p)
 LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
 i32 = ctypes.c_int32
 u64 = ctypes.c_uint64
@@ -342,6 +348,18 @@ SIGNATURES = {
                                                   ctypes.POINTER(P)]),
     "lance_dataset_drop_index": (i32, [P, cstr, ctypes.POINTER(P)]),
     "lance_dataset_optimize_indexes": (i32, [P, cstr, ctypes.c_uint32, ctypes.POINTER(P)]),
+    "lance_index_build_plan_params_init_v2": (i32, [ctypes.POINTER(IndexBuildPlanParams), sz]),
+    "lance_dataset_train_vector_index": (i32, [P, cstr, ctypes.POINTER(VectorIndexParams), ctypes.POINTER(u8p),
+                                               ctypes.POINTER(sz)]),
+    "lance_dataset_plan_vector_index_build": (i32, [P, cstr, cstr, ctypes.c_bool, cstr, sz,
+                                                    ctypes.POINTER(IndexBuildPlanParams), ctypes.POINTER(P)]),
+    "lance_dataset_plan_inverted_index_build": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(InvertedIndexParams),
+                                                      ctypes.POINTER(IndexBuildPlanParams), ctypes.POINTER(P)]),
+    "lance_dataset_plan_scalar_index_build": (i32, [P, cstr, cstr, ctypes.c_bool, ctypes.POINTER(ScalarIndexParams),
+                                                    ctypes.POINTER(IndexBuildPlanParams), ctypes.POINTER(P)]),
+    "lance_index_build_task_execute": (i32, [P, cstr, sz, ctypes.POINTER(u8p), ctypes.POINTER(sz)]),
+    "lance_dataset_commit_index_build": (i32, [P, ctypes.POINTER(u8p), ctypes.POINTER(sz), sz, ctypes.c_bool,
+                                               ctypes.POINTER(P)]),
     "lance_catalog_create_table": (i32, [P, cstrp, sz, cstr, StreamP, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                          ctypes.POINTER(WriteResult)]),
     "lance_split_deserialize": (P, [cstr, sz]),
@@ -375,6 +393,7 @@ SIGNATURES = {
     "lance_call_context_enter": (i32, [P]),
     "lance_call_context_cancel": (i32, [P]),
     "lance_call_context_free": (None, [P]),
+    "lance_call_context_set_progress": (i32, [P, PROGRESS_CALLBACK, P]),
     "lance_log_set_callback": (i32, [LOG_CALLBACK, P, i32]),
     "lance_metric_count": (sz, []),
     "lance_metric": (i32, [sz, ctypes.POINTER(cstr), u64p]),

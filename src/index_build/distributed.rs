@@ -65,6 +65,14 @@ struct VectorModel {
     codebook: Option<ArrayRef>,
 }
 
+/// No bytes at all is a missing argument, not damaged bytes.
+fn not_empty(b: &[u8], what: &str) -> Result<()> {
+    if b.is_empty() {
+        return Err(HostError::invalid(format!("{what} is empty (0 bytes)")));
+    }
+    Ok(())
+}
+
 fn kind_code(k: VectorKind) -> u8 {
     match k {
         VectorKind::IvfFlat => 0,
@@ -156,6 +164,7 @@ impl VectorModel {
     /// Decode model bytes; returns the table they were trained on too.
     fn decode(b: &[u8]) -> Result<(String, VectorModel)> {
         const KIND: &str = "vector-model";
+        not_empty(b, "the vector model")?;
         let (_, body) = bytes::open(b, MODEL_MAGIC, &[FORMAT], KIND)?;
         let bad = |what: &str| bytes::corrupt(KIND, what);
         let mut r = Reader::new(body, 0, MAX_FIELD);
@@ -326,6 +335,7 @@ impl Task {
 
     fn decode(b: &[u8]) -> Result<Task> {
         const KIND: &str = "index-build-task";
+        not_empty(b, "the index build task")?;
         let (_, body) = bytes::open(b, TASK_MAGIC, &[FORMAT], KIND)?;
         let bad = || bytes::corrupt(KIND, "truncated or malformed");
         let mut r = Reader::new(body, 0, MAX_FIELD);
@@ -528,6 +538,7 @@ impl Segment {
 
     fn decode(b: &[u8]) -> Result<Segment> {
         const KIND: &str = "index-segment";
+        not_empty(b, "the index segment")?;
         let (_, body) = bytes::open(b, RESULT_MAGIC, &[FORMAT], KIND)?;
         let bad = || bytes::corrupt(KIND, "truncated or malformed");
         let mut r = Reader::new(body, 0, MAX_FIELD);

@@ -174,3 +174,124 @@ def test_a_freshly_built_index_prewarms_to_zero_index_cache_misses(tmp_path):
         warm_misses, searches = pool.submit(search_after_prewarm, (uri, vecs[5].tolist())).result()
     assert warm_misses > 0, "the prewarm loaded the index"
     assert searches and all(m == 0 and h > 0 for m, h in searches), searches
+
+
+def build_segment(args):
+    """A worker process: open the table, build the segment of one task, return its bytes."""
+    uri, task = args
+    import lance_host
+    return lance_host.open(uri).execute_index_build_task(task)
+
+
+def test_distributed_ivf_pq_on_two_worker_processes_reaches_the_single_process_recall(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    t, vecs = data()
+    dist, single = str(tmp_path / "dist.lance"), str(tmp_path / "single.lance")
+    lance.write_dataset(t, dist, max_rows_per_file=1500)
+    lance.write_dataset(t, single, max_rows_per_file=1500)
+    lh.open(single).create_vector_index("emb", "IVF_PQ", name="emb_idx", num_partitions=16, num_sub_vectors=8)
+    coordinator = lh.open(dist)
+    reports = []
+    with lh.CallContext(progress=lambda stage, done, total, unit: reports.append((stage, done, total, unit))):
+        model = coordinator.train_vector_index("emb", "IVF_PQ", num_partitions=16, num_sub_vectors=8)
+    assert reports and all(total == 0 or done <= total for _, done, total, _ in reports), reports
+    tasks = coordinator.plan_vector_index_build("emb", model, name="emb_idx", num_splits=2)
+    assert len(tasks) == 2
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        segments = list(pool.map(build_segment, [(dist, task) for task in tasks]))
+    assert lance.dataset(dist).version == 1, "the workers committed nothing"
+    built = coordinator.commit_index_build(segments)
+    py = lance.dataset(dist)
+    assert built.version == py.version == 2
+    # pylance lists an index once per segment: one index, two segments
+    assert [i["name"] for i in py.list_indices()] == ["emb_idx", "emb_idx"]
+    assert {i["type"] for i in py.list_indices()} == {lance.dataset(single).list_indices()[0]["type"]} == {"IVF_PQ"}
+    assert py.stats.index_stats("emb_idx")["num_unindexed_rows"] == 0
+    assert "ANN" in py.scanner(nearest={"column": "emb", "q": vecs[0], "k": 10}).explain_plan()
+    rng = np.random.default_rng(11)
+    queries = vecs[rng.integers(0, ROWS, 100)] + 0.01
+    d = ((vecs[None, :, :] - queries[:, None, :]) ** 2).sum(-1)
+    truth = [list(np.argsort(x)[:10]) for x in d]
+    dist_recall, single_recall = recall(dist, vecs, queries, truth), recall(single, vecs, queries, truth)
+    assert abs(dist_recall - single_recall) <= 0.02 + 1e-9, (dist_recall, single_recall)
+    assert dist_recall > 0.8
+    assert [s.kind for s in built.plan_vector_search("emb").splits] == [lh.SPLIT_INDEX_SEGMENT] * 2
+    # the kept model indexes appended rows; no flat split remains
+    lance.write_dataset(t.slice(0, 500), dist, mode="append")
+    appended = lh.open(dist)
+    tasks = appended.plan_vector_index_build("emb", model, unindexed_only=True)
+    grown = appended.commit_index_build([appended.execute_index_build_task(x) for x in tasks])
+    assert [s.kind for s in grown.plan_vector_search("emb").splits] == [lh.SPLIT_INDEX_SEGMENT] * 3
+    assert lance.dataset(dist).stats.index_stats("emb_idx")["num_unindexed_rows"] == 0
+    with pytest.raises(lh.CorruptError):
+        coordinator.plan_vector_index_build("emb", model[:-3] + b"xyz")
+
+
+def test_distributed_full_text_and_btree_equal_pylance(tmp_path):
+    t, _ = data()
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    lance.write_dataset(t, ours, max_rows_per_file=1000)
+    lance.write_dataset(t, theirs, max_rows_per_file=1000)
+    lance.dataset(theirs).create_scalar_index("text", "INVERTED", with_position=True)
+    ds = lh.open(ours)
+    # three segments as built, then rebuilt and merged into one: both answer as pylance's index
+    for merge, replace in [(False, False), (True, True)]:
+        tasks = ds.plan_inverted_index_build("text", with_position=True, num_splits=3, replace=replace)
+        assert len(tasks) == 3
+        ds = ds.commit_index_build([lh.open(ours).execute_index_build_task(x) for x in tasks], merge=merge)
+        assert [i["type"] for i in lance.dataset(ours).list_indices()] == ["Inverted"] * (1 if merge else 3)
+        for query in ["fox", "quick river", "night light stone"]:
+            a = lance.dataset(ours).to_table(full_text_query=query, columns=["id"]).sort_by("id")
+            b = lance.dataset(theirs).to_table(full_text_query=query, columns=["id"]).sort_by("id")
+            assert a["id"].to_pylist() == b["id"].to_pylist(), (merge, query)
+            assert np.allclose(a["_score"].to_numpy(), b["_score"].to_numpy(), atol=1e-5), (merge, query)
+    tasks = ds.plan_scalar_index_build("id", "BTREE", num_splits=2)
+    ds = ds.commit_index_build([ds.execute_index_build_task(x) for x in tasks])
+    py = lance.dataset(ours)
+    for f in ["id < 500", "id >= 4000 AND id < 4100", "id = 5999"]:
+        assert ds.count_rows(f) == py.count_rows(filter=f) == lance.dataset(theirs).count_rows(filter=f), f
+        assert "ScalarIndexQuery" in py.scanner(filter=f, columns=["id"]).explain_plan(), f
+
+
+def build_all_tasks(uri, tasks):
+    """A worker that builds task after task (killed somewhere along the way)."""
+    import lance_host
+    ds = lance_host.open(uri)
+    for _ in range(20):
+        for task in tasks:
+            ds.execute_index_build_task(task)
+
+
+def test_a_worker_killed_mid_build_leaves_nothing_and_cleanup_removes_its_files(tmp_path):
+    import os
+    import signal
+    import time
+    from multiprocessing import get_context
+    from pathlib import Path
+    t, _ = data()
+    uri = str(tmp_path / "killed.lance")
+    lance.write_dataset(t, uri, max_rows_per_file=1000)
+    ds = lh.open(uri)
+    tasks = ds.plan_inverted_index_build("text", with_position=True)
+    indices = Path(uri) / "_indices"
+    worker = get_context("spawn").Process(target=build_all_tasks, args=(uri, tasks))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not (indices.exists() and any(indices.iterdir())):
+        assert worker.is_alive() and time.monotonic() < deadline, "the worker wrote no segment"
+        time.sleep(0.01)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    assert worker.exitcode == -signal.SIGKILL
+    assert any(indices.iterdir()), "the killed worker left files"
+    py = lance.dataset(uri)
+    assert py.version == 1 and py.list_indices() == [], "nothing committed"
+    lh.open(uri).cleanup(older_than_ms=0, delete_unverified=True)
+    assert not indices.exists() or not any(indices.iterdir()), list(indices.iterdir())
+    # the build still completes afterwards
+    built = ds.commit_index_build([ds.execute_index_build_task(x) for x in tasks])
+    import pyarrow.compute as pc
+    with_fox = pc.sum(pc.match_substring(t["text"], "fox").cast(pa.int64())).as_py()
+    assert lance.dataset(uri).to_table(full_text_query="fox", columns=["id"]).num_rows == with_fox > 0
+    assert [s.kind for s in built.plan_fts("text").splits] == [lh.SPLIT_FTS_SEGMENT] * len(tasks)
