@@ -33,7 +33,7 @@ __all__ = [
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
-    "abort_staged", "CompactResult", "CleanupResult", "open_tag",
+    "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index",
 ]
 
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
@@ -1724,6 +1724,46 @@ def abort_staged(staged: Sequence[StagedWrite], storage_options: Optional[Mappin
     n = ctypes.c_uint64()
     _check(LIB.lance_staged_write_abort(ptrs, lens, len(staged), _kv(storage_options), ctypes.byref(n)))
     return n.value
+
+def build_index(uri: str, column: str, index_type: str, run_tasks: Callable[[list], list], *,
+                name: Optional[str] = None, replace: bool = False, num_splits: int = 0,
+                unindexed_only: bool = False, merge: bool = False, model: Optional[bytes] = None,
+                storage_options: Optional[Mapping[str, str]] = None, **params) -> tuple["Dataset", bytes]:
+    """The coordinator of a distributed index build, for any task runner: opens the table,
+    trains the model (vector types; or uses `model` from an earlier build), plans the tasks,
+    hands them to `run_tasks(tasks) -> segments` (which runs `Dataset.execute_index_build_task`
+    of each task anywhere: Spark executors, Ray tasks, processes) and commits the segments as
+    one index in one version. `index_type`: a vector type ('IVF_PQ', ...), 'INVERTED', or a
+    scalar type ('BTREE', 'BITMAP', 'LABEL_LIST'); `params` are the settings of the matching
+    `create_*_index`. Returns the committed version and the model bytes (empty for non-vector
+    types) to keep for `unindexed_only` builds after appends. With nothing to index (an
+    `unindexed_only` build of a covered table) nothing is committed and the opened version is
+    returned."""
+    kind = index_type.upper() if isinstance(index_type, str) else index_type
+    ds = open(uri, storage_options=storage_options)
+    plan_args = dict(name=name, replace=replace, num_splits=num_splits, unindexed_only=unindexed_only)
+    if kind in VECTOR_INDEX_TYPES:
+        if model is None:
+            model = ds.train_vector_index(column, kind, **params)
+        tasks = ds.plan_vector_index_build(column, model, **plan_args)
+    elif kind == "INVERTED":
+        model = b""
+        tasks = ds.plan_inverted_index_build(column, **plan_args, **params)
+    elif kind in SCALAR_INDEX_TYPES:
+        if params:
+            raise _error(1, f"a {kind} index takes no settings, not {sorted(params)}")
+        model = b""
+        tasks = ds.plan_scalar_index_build(column, kind, **plan_args)
+    else:
+        valid = ", ".join(repr(k) for k in list(VECTOR_INDEX_TYPES) + ["INVERTED"] + list(SCALAR_INDEX_TYPES))
+        raise _error(1, f"unknown index type {index_type!r}; valid: {valid}")
+    if not tasks:
+        return ds, bytes(model)
+    segments = list(run_tasks(list(tasks)))
+    if len(segments) != len(tasks):
+        raise _error(1, f"run_tasks returned {len(segments)} segments for {len(tasks)} tasks")
+    return ds.commit_index_build(segments, merge=merge), bytes(model)
+
 
 # ---- session, call contexts, logging, metrics -------------------------------------------------
 

@@ -193,3 +193,31 @@ def write_lance_host(dataset, uri: str, mode: str = "append", *, storage_options
     sink = LanceHostDatasink(uri, mode, storage_options, max_rows_per_file, commit_message)
     dataset.write_datasink(sink)
     return sink.result
+
+
+@ray.remote
+def _build_segment(uri: str, task: bytes, storage_options):
+    ds = lh.open(uri, storage_options=storage_options)
+    return os.getpid(), ds.execute_index_build_task(task)
+
+
+def build_index(uri: str, column: str, index_type: str, *, name: Optional[str] = None, replace: bool = False,
+                num_splits: int = 0, unindexed_only: bool = False, merge: bool = False,
+                model: Optional[bytes] = None, storage_options: Optional[dict] = None,
+                return_pids: bool = False, **params):
+    """Build an index with Ray: the driver trains the model (vector types) and plans; one Ray
+    task per build split builds its segment; the driver commits every segment as one index in
+    one version (lance_host.build_index). Returns (the new version as a lance_host.Dataset,
+    the model bytes to keep for `unindexed_only` builds), and the tasks' process ids with
+    `return_pids`."""
+    pids = []
+
+    def run(tasks):
+        out = ray.get([_build_segment.remote(uri, t, storage_options) for t in tasks])
+        pids.extend(p for p, _ in out)
+        return [seg for _, seg in out]
+
+    ds, kept = lh.build_index(uri, column, index_type, run, name=name, replace=replace, num_splits=num_splits,
+                              unindexed_only=unindexed_only, merge=merge, model=model,
+                              storage_options=storage_options, **params)
+    return (ds, kept, pids) if return_pids else (ds, kept)

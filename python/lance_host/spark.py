@@ -535,3 +535,38 @@ class _Writer(DataSourceArrowWriter):
         shares = [lh.StagedWrite(m.staged) for m in messages if m is not None and m.staged]
         if shares:
             lh.abort_staged(shares, storage_options=self.storage)
+
+
+# ---- index builds ------------------------------------------------------------------------
+
+def _build_segment(args):
+    """Runs on an executor: one task's segment."""
+    import lance_host as lh
+
+    uri, storage, task = args
+    return os.getpid(), lh.open(uri, storage_options=storage or None).execute_index_build_task(task)
+
+
+def build_index(spark, uri: str, column: str, index_type: str, *, name: str | None = None, replace: bool = False,
+                num_splits: int = 0, unindexed_only: bool = False, merge: bool = False, model: bytes | None = None,
+                storage_options: dict | None = None, return_pids: bool = False, **params):
+    """Build an index with Spark: the driver trains the model (vector types) and plans; one
+    Spark task per build split builds its segment on an executor; the driver commits every
+    segment as one index in one version (lance_host.build_index). Returns (the new version as
+    a lance_host.Dataset, the model bytes to keep for `unindexed_only` builds), and the tasks'
+    process ids with `return_pids`. A failed task fails the job; nothing is committed, and the
+    files of segments already built are removed by cleanup with delete_unverified."""
+    import lance_host as lh
+
+    pids = []
+
+    def run(tasks):
+        rdd = spark.sparkContext.parallelize([(uri, storage_options, t) for t in tasks], len(tasks))
+        out = rdd.map(_build_segment).collect()
+        pids.extend(p for p, _ in out)
+        return [bytes(seg) for _, seg in out]
+
+    ds, kept = lh.build_index(uri, column, index_type, run, name=name, replace=replace, num_splits=num_splits,
+                              unindexed_only=unindexed_only, merge=merge, model=model,
+                              storage_options=storage_options, **params)
+    return (ds, kept, pids) if return_pids else (ds, kept)

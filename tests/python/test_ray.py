@@ -160,3 +160,33 @@ def test_ray_writes_stage_on_tasks_and_commit_once(cluster, tmp_path):
     assert write_lance_host(more, uri, mode="overwrite").version == 3 and lance.dataset(uri).count_rows() == 100
     with pytest.raises(lh.InvalidArgumentError, match="valid: 'append', 'overwrite'"):
         write_lance_host(more, uri, mode="upsert")
+
+
+def test_ray_builds_an_index_on_tasks_and_commits_once(cluster, tmp_path):
+    """lance_host.ray.build_index: the driver trains and plans, Ray tasks in worker processes
+    build the segments, one commit; pylance uses the index; the kept model indexes appended
+    fragments; a BTREE the same way with pylance's counts."""
+    from lance_host.ray import build_index
+
+    uri = str(tmp_path / "ray_indexed.lance")
+    lance.write_dataset(batch(0, 1600), uri, max_rows_per_file=400)
+    ds, model, pids = build_index(uri, "vec", "IVF_PQ", num_partitions=4, num_sub_vectors=2, num_splits=2,
+                                  return_pids=True)
+    assert len(pids) == 2 and os.getpid() not in pids
+    py = lance.dataset(uri)
+    assert ds.version == py.version == 2 and {i["name"] for i in py.list_indices()} == {"vec_idx"}
+    assert "ANN" in py.scanner(nearest={"column": "vec", "q": batch(0, 1)["vec"][0].values.to_numpy(), "k": 5}).explain_plan()
+    assert [s.kind for s in ds.plan_vector_search("vec").splits] == [lh.SPLIT_INDEX_SEGMENT] * 2
+    lance.write_dataset(batch(1600, 2000), uri, mode="append", max_rows_per_file=400)
+    grown, _ = build_index(uri, "vec", "IVF_PQ", model=model, unindexed_only=True)
+    assert [s.kind for s in grown.plan_vector_search("vec").splits] == [lh.SPLIT_INDEX_SEGMENT] * 3
+    same, _ = build_index(uri, "vec", "IVF_PQ", model=model, unindexed_only=True)
+    assert same.version == grown.version, "nothing left to index commits nothing"
+    with_btree, _ = build_index(uri, "id", "BTREE", num_splits=2)
+    py = lance.dataset(uri)
+    assert with_btree.version == py.version
+    for f in ["id < 100", "id >= 1900"]:
+        assert with_btree.count_rows(f) == py.count_rows(filter=f) == lance.dataset(uri, version=1).count_rows(filter=f) + (100 if ">=" in f else 0)
+        assert "ScalarIndexQuery" in py.scanner(filter=f, columns=["id"]).explain_plan()
+    with pytest.raises(lh.InvalidArgumentError, match="unknown index type"):
+        build_index(uri, "id", "HASH")

@@ -323,3 +323,26 @@ def test_spark_writes_stage_on_tasks_and_commit_once(spark, tmp_path):
     # overwrite
     df.where("id < 10").write.format("lance_host").option("uri", uri).mode("overwrite").save()
     assert lance.dataset(uri).version == 3 and lance.dataset(uri).count_rows() == 10
+
+
+def test_spark_builds_an_index_on_executors_and_commits_once(spark, tmp_path):
+    """lance_host.spark.build_index: one Spark task per build split, one commit; pylance's
+    full-text search over the result equals its own index."""
+    from lance_host.spark import build_index
+
+    uri, theirs = str(tmp_path / "spark_indexed.lance"), str(tmp_path / "theirs.lance")
+    words = ["alpha", "beta", "gamma", "delta", "omega"]
+    t = batch(0, 2000).append_column("text", pa.array([f"{words[i % 5]} {words[i * 3 % 5]}" for i in range(2000)]))
+    lance.write_dataset(t, uri, max_rows_per_file=500)
+    lance.write_dataset(t, theirs)
+    lance.dataset(theirs).create_scalar_index("text", "INVERTED")
+    ds, model, pids = build_index(spark, uri, "text", "INVERTED", num_splits=2, return_pids=True)
+    assert model == b"" and len(pids) == 2 and os.getpid() not in pids
+    assert ds.version == lance.dataset(uri).version == 2
+    for q in ["alpha", "gamma omega"]:
+        a = lance.dataset(uri).to_table(full_text_query=q, columns=["id"]).sort_by("id")
+        b = lance.dataset(theirs).to_table(full_text_query=q, columns=["id"]).sort_by("id")
+        assert a["id"].to_pylist() == b["id"].to_pylist() and a.num_rows > 0, q
+        assert np.allclose(a["_score"].to_numpy(), b["_score"].to_numpy(), atol=1e-5), q
+    vec, _ = build_index(spark, uri, "vec", "IVF_FLAT", num_partitions=4, num_splits=4, merge=True)
+    assert [s.kind for s in vec.plan_vector_search("vec").splits] == [lh.SPLIT_INDEX_SEGMENT]
