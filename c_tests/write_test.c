@@ -374,7 +374,10 @@ int main(int argc, char** argv) {
     uint8_t* model = NULL;
     size_t model_len = 0;
     vp.num_partitions = 2;
-    CHECK_OK(lance_dataset_train_vector_index(dropped, "embedding", &vp, &model, &model_len));
+    LanceIoStats train_io;
+    train_io.struct_size = sizeof train_io;
+    CHECK_OK(lance_dataset_train_vector_index(dropped, "embedding", &vp, &model, &model_len, &train_io));
+    CHECK(train_io.read_requests == 0); /* a local table: no object-store requests */
     CHECK(model != NULL && model_len > 0);
     CHECK_OK(lance_call_context_enter(NULL));
     CHECK(reports > 0);
@@ -400,7 +403,7 @@ int main(int argc, char** argv) {
       size_t task_len = 0;
       const uint8_t* task = lance_bytes_list_get(tasks, i, &task_len);
       CHECK(task != NULL);
-      CHECK_OK(lance_index_build_task_execute(dropped, task, task_len, &segments[i], &segment_lens[i]));
+      CHECK_OK(lance_index_build_task_execute(dropped, task, task_len, &segments[i], &segment_lens[i], NULL));
     }
     CHECK(lance_bytes_list_get(tasks, num_tasks, &segment_lens[0]) == NULL); /* out of range */
     lance_bytes_list_free(tasks);
@@ -421,8 +424,8 @@ int main(int argc, char** argv) {
     const uint8_t* task = lance_bytes_list_get(tasks, 0, &task_len);
     uint8_t* segment = NULL;
     size_t segment_len = 0;
-    CHECK(lance_index_build_task_execute(distributed, task, task_len - 1, &segment, &segment_len) == LANCE_ERR_CORRUPT);
-    CHECK_OK(lance_index_build_task_execute(distributed, task, task_len, &segment, &segment_len));
+    CHECK(lance_index_build_task_execute(distributed, task, task_len - 1, &segment, &segment_len, NULL) == LANCE_ERR_CORRUPT);
+    CHECK_OK(lance_index_build_task_execute(distributed, task, task_len, &segment, &segment_len, NULL));
     lance_bytes_list_free(tasks);
     const uint8_t* one[1] = {segment};
     LanceDataset* with_btree = NULL;

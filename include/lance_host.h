@@ -1861,11 +1861,12 @@ int32_t lance_index_build_plan_params_init_v2(LanceIndexBuildPlanParams *out, si
 // `lance_dataset_create_vector_index` (NULL = IVF_PQ, Lance's defaults); bad input is
 // LANCE_ERR_INVALID_ARGUMENT as there, and a multivector (list) column, which Lance builds in
 // one process only, too. A call context bound to the calling thread cancels it, bounds it and
-// receives its progress.
+// receives its progress. `io` (may be NULL; `struct_size` set) receives the reads the training
+// made (object stores; local tables report 0 requests).
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 // Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
-int32_t lance_dataset_train_vector_index(const LanceDataset *dataset, const char *column, const LanceVectorIndexParams *params, uint8_t **out, size_t *out_len);
+int32_t lance_dataset_train_vector_index(const LanceDataset *dataset, const char *column, const LanceVectorIndexParams *params, uint8_t **out, size_t *out_len, LanceIoStats *io);
 
 // Plan a distributed build of a vector index on `column` of `dataset`'s table at the handle's
 // version with the model bytes from `lance_dataset_train_vector_index` (trained on this table
@@ -1906,11 +1907,12 @@ int32_t lance_dataset_plan_scalar_index_build(const LanceDataset *dataset, const
 // LANCE_ERR_NOT_SUPPORTED); a task of another table is LANCE_ERR_INVALID_ARGUMENT. A bound call
 // context cancels it, bounds it and receives its progress. The files of a segment that is
 // never committed (a failed or killed worker, an abandoned build) are removed by
-// `lance_dataset_cleanup` with `delete_unverified`.
+// `lance_dataset_cleanup` with `delete_unverified`. `io` (may be NULL; `struct_size` set)
+// receives the reads the build made (object stores; local tables report 0 requests).
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 // Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
-int32_t lance_index_build_task_execute(const LanceDataset *dataset, const uint8_t *task, size_t task_len, uint8_t **out, size_t *out_len);
+int32_t lance_index_build_task_execute(const LanceDataset *dataset, const uint8_t *task, size_t task_len, uint8_t **out, size_t *out_len, LanceIoStats *io);
 
 // Commit `num_segments` segments (`segments[i]` of `segment_lens[i]` bytes, from
 // `lance_index_build_task_execute` on any process) of one plan as ONE index in ONE new

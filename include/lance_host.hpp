@@ -1122,7 +1122,7 @@ class Dataset {
     LanceVectorIndexParams p = detail::vector_index_params(r);
     uint8_t* bytes = nullptr;
     size_t n = 0;
-    check(lance_dataset_train_vector_index(p_.get(), column.c_str(), &p, &bytes, &n));
+    check(lance_dataset_train_vector_index(p_.get(), column.c_str(), &p, &bytes, &n, nullptr));
     return detail::take_bytes(bytes, n);
   }
   /// Plan a distributed vector index build with `model`: one task (bytes) per build split.
@@ -1166,10 +1166,12 @@ class Dataset {
     return detail::take_list(l);
   }
   /// Build the segment of one task on a worker (nothing committed); returns the segment bytes.
-  std::vector<uint8_t> execute_index_build_task(const std::vector<uint8_t>& task) const {
+  /// `io` (optional) receives the reads the build made (object stores).
+  std::vector<uint8_t> execute_index_build_task(const std::vector<uint8_t>& task, LanceIoStats* io = nullptr) const {
     uint8_t* bytes = nullptr;
     size_t n = 0;
-    check(lance_index_build_task_execute(p_.get(), task.data(), task.size(), &bytes, &n));
+    if (io != nullptr) io->struct_size = sizeof *io;
+    check(lance_index_build_task_execute(p_.get(), task.data(), task.size(), &bytes, &n, io));
     return detail::take_bytes(bytes, n);
   }
   /// Commit the segments of one build plan as one index in one new version (merged first

@@ -1106,7 +1106,7 @@ class Dataset:
                                  max_iterations, hnsw_m, hnsw_ef_construction)
         out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
         _check(LIB.lance_dataset_train_vector_index(self._h, column.encode(), ctypes.byref(p), ctypes.byref(out),
-                                                    ctypes.byref(n)))
+                                                    ctypes.byref(n), None))
         return _take_bytes(out, n)
 
     def plan_vector_index_build(self, column: str, model: bytes, *, name: Optional[str] = None, replace: bool = False,
@@ -1152,10 +1152,16 @@ class Dataset:
     def execute_index_build_task(self, task: bytes) -> bytes:
         """Build the index segment of one task on a worker (lance_index_build_task_execute): its
         files are written, nothing is committed; returns the segment as bytes."""
+        return self.execute_index_build_task_with_io(task)[0]
+
+    def execute_index_build_task_with_io(self, task: bytes) -> tuple[bytes, "IoStats"]:
+        """`execute_index_build_task`, with the reads the build made (object stores; local
+        tables report 0 requests)."""
         task = bytes(task)
-        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
-        _check(LIB.lance_index_build_task_execute(self._h, task, len(task), ctypes.byref(out), ctypes.byref(n)))
-        return _take_bytes(out, n)
+        out, n, io = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.IoStats.new()
+        _check(LIB.lance_index_build_task_execute(self._h, task, len(task), ctypes.byref(out), ctypes.byref(n),
+                                                  ctypes.byref(io)))
+        return _take_bytes(out, n), IoStats._from(io)
 
     def commit_index_build(self, segments: Sequence[bytes], merge: bool = False) -> "Dataset":
         """Commit the segments of one build plan as ONE index in ONE new version

@@ -5,11 +5,11 @@ use std::ffi::c_char;
 
 use crate::index_build::distributed::{self, PlanOptions, Spec};
 
-use super::handles::LanceDataset;
+use super::handles::{LanceDataset, LanceIoStats};
 use super::index_build::{inverted_options, scalar_kind, target, vector_options};
 use super::index_build::{LanceInvertedIndexParams, LanceScalarIndexParams, LanceVectorIndexParams};
 use super::maintenance::LanceBytesList;
-use super::sized::{init_out, read_in, Extensible, Layout};
+use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{byte_list_arg, dataset_out, guard_code, handle_ref, into_array, into_handle, out_arg, slice_arg, str_arg};
 
 /// How a distributed index build is cut (`lance_dataset_plan_*_index_build`). Initialize with
@@ -86,7 +86,8 @@ fn bytes_out(bytes: Vec<u8>, out: *mut *mut u8, out_len: *mut usize) -> crate::e
 /// `lance_dataset_create_vector_index` (NULL = IVF_PQ, Lance's defaults); bad input is
 /// LANCE_ERR_INVALID_ARGUMENT as there, and a multivector (list) column, which Lance builds in
 /// one process only, too. A call context bound to the calling thread cancels it, bounds it and
-/// receives its progress.
+/// receives its progress. `io` (may be NULL; `struct_size` set) receives the reads the training
+/// made (object stores; local tables report 0 requests).
 ///
 /// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 /// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
@@ -97,6 +98,7 @@ pub extern "C" fn lance_dataset_train_vector_index(
     params: *const LanceVectorIndexParams,
     out: *mut *mut u8,
     out_len: *mut usize,
+    io: *mut LanceIoStats,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
@@ -104,8 +106,13 @@ pub extern "C" fn lance_dataset_train_vector_index(
         let options = vector_options(params)?;
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
-        let model = distributed::train_vector(&ds.snapshot, column, &options)?;
-        bytes_out(model, out, out_len)
+        out_slot(io, Layout::Sized, "io")?;
+        let (model, stats) = distributed::train_vector(&ds.snapshot, column, &options)?;
+        bytes_out(model, out, out_len)?;
+        if let Some(io) = out_slot(io, Layout::Sized, "io")? {
+            io.write(&stats.into());
+        }
+        Ok(())
     })
 }
 
@@ -206,7 +213,8 @@ pub extern "C" fn lance_dataset_plan_scalar_index_build(
 /// LANCE_ERR_NOT_SUPPORTED); a task of another table is LANCE_ERR_INVALID_ARGUMENT. A bound call
 /// context cancels it, bounds it and receives its progress. The files of a segment that is
 /// never committed (a failed or killed worker, an abandoned build) are removed by
-/// `lance_dataset_cleanup` with `delete_unverified`.
+/// `lance_dataset_cleanup` with `delete_unverified`. `io` (may be NULL; `struct_size` set)
+/// receives the reads the build made (object stores; local tables report 0 requests).
 ///
 /// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 /// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
@@ -217,14 +225,20 @@ pub extern "C" fn lance_index_build_task_execute(
     task_len: usize,
     out: *mut *mut u8,
     out_len: *mut usize,
+    io: *mut LanceIoStats,
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let task = slice_arg(task, task_len, "task")?;
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
-        let segment = distributed::execute_task(&ds.snapshot, task)?;
-        bytes_out(segment, out, out_len)
+        out_slot(io, Layout::Sized, "io")?;
+        let (segment, stats) = distributed::execute_task(&ds.snapshot, task)?;
+        bytes_out(segment, out, out_len)?;
+        if let Some(io) = out_slot(io, Layout::Sized, "io")? {
+            io.write(&stats.into());
+        }
+        Ok(())
     })
 }
 

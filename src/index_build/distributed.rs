@@ -44,6 +44,7 @@ use crate::error::{HostError, Result};
 use crate::index::Metric;
 use crate::session;
 use crate::snapshot::Snapshot;
+use crate::stats::{IoStats, OpStats};
 
 const MODEL_MAGIC: &[u8; 4] = b"LHVM";
 const TASK_MAGIC: &[u8; 4] = b"LHIT";
@@ -234,8 +235,9 @@ fn lance_index_type(k: VectorKind) -> IndexType {
 
 /// Train the global part of a vector index on `column` of `at`'s version: the IVF centroids
 /// (`num_partitions`, default Lance's: rows / the kind's target partition size) and, for the PQ
-/// kinds, the PQ codebook (trained on the residuals, as Lance does). Returns the model bytes.
-pub fn train_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<Vec<u8>> {
+/// kinds, the PQ codebook (trained on the residuals, as Lance does). Returns the model bytes and
+/// the reads the training made (object stores).
+pub fn train_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<(Vec<u8>, IoStats)> {
     crate::metrics::op(crate::metrics::Op::Plan);
     let (what, dim, rows) = check_vector(at, column, o)?;
     if !matches!(at.arrow_schema().field_with_name(column).map(|f| f.data_type().clone()), Ok(arrow_schema::DataType::FixedSizeList(_, _))) {
@@ -251,7 +253,8 @@ pub fn train_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<Ve
     let mut ivf = ivf_params(&options);
     ivf.num_partitions = Some(partitions);
     let pq = pq_params(&options);
-    let ds = at.dataset.clone();
+    let stats = OpStats::default();
+    let ds = stats.dataset(at);
     let col = column.to_string();
     let progress = super::progress::current();
     let lance_metric = metric.to_lance();
@@ -274,14 +277,15 @@ pub fn train_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<Ve
         Ok::<_, lance::Error>((centroids, codebook))
     })?
     .map_err(|e| HostError::from_lance(&what, e))?;
-    VectorModel {
+    let model = VectorModel {
         column: column.to_string(),
         dim,
         options,
         centroids,
         codebook,
     }
-    .encode(at.uri())
+    .encode(at.uri())?;
+    Ok((model, stats.snapshot()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -567,8 +571,8 @@ fn same_table(uri: &str, at: &Snapshot, kind: &str) -> Result<()> {
 /// Build the segment of one task on a worker: the index over the task's fragments, written
 /// under the table's `_indices/`, nothing committed. `at` is the table opened on the worker
 /// (at the planned version, or any later one: the task reads the version it was planned at).
-/// Returns the segment bytes.
-pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<Vec<u8>> {
+/// Returns the segment bytes and the reads the build made (object stores).
+pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<(Vec<u8>, IoStats)> {
     crate::metrics::op(crate::metrics::Op::Write);
     const KIND: &str = "index-build-task";
     let t = Task::decode(task)?;
@@ -601,7 +605,8 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<Vec<u8>> {
         }
     };
     let planned = t.version;
-    let ds = at.dataset.clone();
+    let stats = OpStats::default();
+    let ds = stats.dataset(at);
     let progress = super::progress::current();
     let (name, column, fragments) = (t.name.clone(), t.column.clone(), t.fragments.clone());
     let meta = session::block_on(async move {
@@ -621,7 +626,7 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<Vec<u8>> {
             .await
     })?
     .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&t.uri))?;
-    Ok(Segment {
+    let segment = Segment {
         uri: t.uri,
         plan_id: t.plan_id,
         version: t.version,
@@ -629,7 +634,8 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<Vec<u8>> {
         column: t.column,
         meta,
     }
-    .encode())
+    .encode();
+    Ok((segment, stats.snapshot()))
 }
 
 /// Commit the segments of one plan (from any workers) as one index in one new version of

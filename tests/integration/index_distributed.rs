@@ -42,7 +42,7 @@ fn list_vec(list: *mut LanceBytesList) -> Vec<Vec<u8>> {
 fn train(ds: &Ds, column: &str, p: &LanceVectorIndexParams) -> Result<Vec<u8>, (i32, String)> {
     let c = cstr(column);
     let (mut out, mut n) = (std::ptr::null_mut(), 0usize);
-    match lance_dataset_train_vector_index(ds.ptr(), c.as_ptr(), p, &mut out, &mut n) {
+    match lance_dataset_train_vector_index(ds.ptr(), c.as_ptr(), p, &mut out, &mut n, std::ptr::null_mut()) {
         0 => Ok(bytes_vec(out, n)),
         rc => Err((rc, last_message())),
     }
@@ -70,7 +70,7 @@ fn plan_vector(ds: &Ds, name: Option<&str>, replace: bool, model: &[u8], plan: &
 
 fn execute(ds: &Ds, task: &[u8]) -> Result<Vec<u8>, (i32, String)> {
     let (mut out, mut n) = (std::ptr::null_mut(), 0usize);
-    match lance_index_build_task_execute(ds.ptr(), task.as_ptr(), task.len(), &mut out, &mut n) {
+    match lance_index_build_task_execute(ds.ptr(), task.as_ptr(), task.len(), &mut out, &mut n, std::ptr::null_mut()) {
         0 => Ok(bytes_vec(out, n)),
         rc => Err((rc, last_message())),
     }
@@ -345,4 +345,47 @@ fn builds_report_progress_and_stop_when_cancelled() {
     assert_eq!(committed.unwrap_err().0, LANCE_ERR_CANCELLED as i32);
     assert_eq!(latest_version(&uri), 1);
     assert_eq!(lance_dataset_version(commit(&v1, &[segment], false).unwrap().ptr()), 2, "the segment commits once unbound");
+}
+
+#[test]
+fn builds_on_object_storage_report_their_reads() {
+    use lance_host::ffi::handles::LanceIoStats;
+    let s = crate::s3::shared();
+    let table = crate::s3::private_vectors_table("index-build-io");
+    let ds = crate::s3::open_s3(&table, &s.endpoint).unwrap();
+    let io = || {
+        let mut io: LanceIoStats = unsafe { std::mem::zeroed() };
+        io.struct_size = std::mem::size_of::<LanceIoStats>();
+        io
+    };
+    let mut p = vector_params(LanceVectorIndexType::LANCE_VECTOR_INDEX_IVF_FLAT);
+    p.num_partitions = 2;
+    let c = cstr("embedding");
+    let (mut out, mut n, mut train_io) = (std::ptr::null_mut(), 0usize, io());
+    assert_eq!(lance_dataset_train_vector_index(ds.ptr(), c.as_ptr(), &p, &mut out, &mut n, &mut train_io), 0, "{}", last_message());
+    let model = bytes_vec(out, n);
+    assert!(train_io.read_requests > 0 && train_io.read_bytes > 0, "training read the vectors: {train_io:?}");
+    let name = cstr("dist_flat");
+    let mut list = std::ptr::null_mut();
+    assert_eq!(
+        lance_dataset_plan_vector_index_build(ds.ptr(), c.as_ptr(), name.as_ptr(), false, model.as_ptr(), model.len(), std::ptr::null(), &mut list),
+        0,
+        "{}",
+        last_message()
+    );
+    let tasks = list_vec(list);
+    let mut segments = Vec::new();
+    let mut total = 0u64;
+    for t in &tasks {
+        let (mut out, mut n, mut build_io) = (std::ptr::null_mut(), 0usize, io());
+        assert_eq!(lance_index_build_task_execute(ds.ptr(), t.as_ptr(), t.len(), &mut out, &mut n, &mut build_io), 0, "{}", last_message());
+        segments.push(bytes_vec(out, n));
+        // the vectors training read may come from the session's data cache now
+        assert!(build_io.read_requests + build_io.data_cache_hits > 0, "{build_io:?}");
+        total += build_io.read_bytes + build_io.data_cache_hit_bytes;
+    }
+    assert!(total > 0);
+    let built = commit(&ds, &segments, false).unwrap();
+    assert_eq!(lance_dataset_version(built.ptr()), lance_dataset_version(ds.ptr()) + 1);
+    assert!(indexes(&built).iter().any(|(n, c, _)| n == "dist_flat" && c == "embedding"));
 }
