@@ -4,6 +4,7 @@
 use std::ffi::c_char;
 
 use crate::index_build::distributed::{self, PlanOptions, Spec};
+use crate::stats::IoStats;
 
 use super::handles::{LanceDataset, LanceIoStats};
 use super::index_build::{inverted_options, scalar_kind, target, vector_options};
@@ -70,10 +71,15 @@ fn list_out(items: Vec<Vec<u8>>, out: *mut *mut LanceBytesList) -> crate::error:
     Ok(())
 }
 
-fn bytes_out(bytes: Vec<u8>, out: *mut *mut u8, out_len: *mut usize) -> crate::error::Result<()> {
+/// Hand bytes (and, if `io` is not NULL, the call's I/O) to the caller.
+fn bytes_out(bytes: Vec<u8>, stats: IoStats, out: *mut *mut u8, out_len: *mut usize, io: *mut LanceIoStats) -> crate::error::Result<()> {
+    let io = out_slot(io, Layout::Sized, "io")?;
     let (p, n) = into_array(bytes);
     *out_arg(out, "out")? = p;
     *out_arg(out_len, "out_len")? = n;
+    if let Some(io) = io {
+        io.write(&stats.into());
+    }
     Ok(())
 }
 
@@ -108,11 +114,7 @@ pub extern "C" fn lance_dataset_train_vector_index(
         out_arg(out_len, "out_len")?;
         out_slot(io, Layout::Sized, "io")?;
         let (model, stats) = distributed::train_vector(&ds.snapshot, column, &options)?;
-        bytes_out(model, out, out_len)?;
-        if let Some(io) = out_slot(io, Layout::Sized, "io")? {
-            io.write(&stats.into());
-        }
-        Ok(())
+        bytes_out(model, stats, out, out_len, io)
     })
 }
 
@@ -234,11 +236,7 @@ pub extern "C" fn lance_index_build_task_execute(
         out_arg(out_len, "out_len")?;
         out_slot(io, Layout::Sized, "io")?;
         let (segment, stats) = distributed::execute_task(&ds.snapshot, task)?;
-        bytes_out(segment, out, out_len)?;
-        if let Some(io) = out_slot(io, Layout::Sized, "io")? {
-            io.write(&stats.into());
-        }
-        Ok(())
+        bytes_out(segment, stats, out, out_len, io)
     })
 }
 

@@ -314,12 +314,35 @@ const FAMILY_VECTOR: u8 = 0;
 const FAMILY_INVERTED: u8 = 1;
 const FAMILY_SCALAR: u8 = 2;
 
-struct Task {
+/// What a task and its segment both carry: the table, the plan, the planned version, the index.
+#[derive(Debug, Clone)]
+struct Header {
     uri: String,
     plan_id: u64,
     version: u64,
     name: String,
     column: String,
+}
+
+impl Header {
+    fn write(&self, w: &mut Writer) {
+        w.blob(self.uri.as_bytes()).u64(self.plan_id).u64(self.version);
+        w.blob(self.name.as_bytes()).blob(self.column.as_bytes());
+    }
+
+    fn read(r: &mut Reader) -> Option<Header> {
+        Some(Header {
+            uri: r.string()?,
+            plan_id: r.u64()?,
+            version: r.u64()?,
+            name: r.string()?,
+            column: r.string()?,
+        })
+    }
+}
+
+struct Task {
+    h: Header,
     family: u8,
     spec: Vec<u8>,
     fragments: Vec<u32>,
@@ -328,8 +351,8 @@ struct Task {
 impl Task {
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
-        w.blob(self.uri.as_bytes()).u64(self.plan_id).u64(self.version);
-        w.blob(self.name.as_bytes()).blob(self.column.as_bytes()).u8(self.family).blob(&self.spec);
+        self.h.write(&mut w);
+        w.u8(self.family).blob(&self.spec);
         w.u64(self.fragments.len() as u64);
         for f in &self.fragments {
             w.u64(*f as u64);
@@ -343,11 +366,7 @@ impl Task {
         let (_, body) = bytes::open(b, TASK_MAGIC, &[FORMAT], KIND)?;
         let bad = || bytes::corrupt(KIND, "truncated or malformed");
         let mut r = Reader::new(body, 0, MAX_FIELD);
-        let uri = r.string().ok_or_else(bad)?;
-        let plan_id = r.u64().ok_or_else(bad)?;
-        let version = r.u64().ok_or_else(bad)?;
-        let name = r.string().ok_or_else(bad)?;
-        let column = r.string().ok_or_else(bad)?;
+        let h = Header::read(&mut r).ok_or_else(bad)?;
         let family = r.u8().filter(|f| *f <= FAMILY_SCALAR).ok_or_else(bad)?;
         let spec = r.blob().ok_or_else(bad)?.to_vec();
         let n = r.u64().ok_or_else(bad)?;
@@ -361,7 +380,7 @@ impl Task {
         if r.remaining() != 0 {
             return Err(bytes::corrupt(KIND, "trailing bytes"));
         }
-        Ok(Task { uri, plan_id, version, name, column, family, spec, fragments })
+        Ok(Task { h, family, spec, fragments })
     }
 }
 
@@ -505,11 +524,13 @@ pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Res
         .into_iter()
         .map(|fragments| {
             Task {
-                uri: at.uri().to_string(),
-                plan_id,
-                version: at.version(),
-                name: name.clone(),
-                column: column.to_string(),
+                h: Header {
+                    uri: at.uri().to_string(),
+                    plan_id,
+                    version: at.version(),
+                    name: name.clone(),
+                    column: column.to_string(),
+                },
                 family,
                 spec: spec_bytes.clone(),
                 fragments,
@@ -523,19 +544,14 @@ pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Res
 // Segments
 
 struct Segment {
-    uri: String,
-    plan_id: u64,
-    version: u64,
-    name: String,
-    column: String,
+    h: Header,
     meta: IndexMetadata,
 }
 
 impl Segment {
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
-        w.blob(self.uri.as_bytes()).u64(self.plan_id).u64(self.version);
-        w.blob(self.name.as_bytes()).blob(self.column.as_bytes());
+        self.h.write(&mut w);
         w.blob(&pb::IndexMetadata::from(&self.meta).encode_to_vec());
         bytes::seal(RESULT_MAGIC, FORMAT, &w.0)
     }
@@ -546,18 +562,14 @@ impl Segment {
         let (_, body) = bytes::open(b, RESULT_MAGIC, &[FORMAT], KIND)?;
         let bad = || bytes::corrupt(KIND, "truncated or malformed");
         let mut r = Reader::new(body, 0, MAX_FIELD);
-        let uri = r.string().ok_or_else(bad)?;
-        let plan_id = r.u64().ok_or_else(bad)?;
-        let version = r.u64().ok_or_else(bad)?;
-        let name = r.string().ok_or_else(bad)?;
-        let column = r.string().ok_or_else(bad)?;
+        let h = Header::read(&mut r).ok_or_else(bad)?;
         let meta = r.blob().ok_or_else(bad)?;
         if r.remaining() != 0 {
             return Err(bytes::corrupt(KIND, "trailing bytes"));
         }
         let meta = pb::IndexMetadata::decode(meta).map_err(|e| bytes::corrupt(KIND, &format!("bad segment metadata: {e}")))?;
         let meta = IndexMetadata::try_from(meta).map_err(|e| bytes::corrupt(KIND, &format!("bad segment metadata: {e}")))?;
-        Ok(Segment { uri, plan_id, version, name, column, meta })
+        Ok(Segment { h, meta })
     }
 }
 
@@ -576,10 +588,11 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<(Vec<u8>, IoStats)> {
     crate::metrics::op(crate::metrics::Op::Write);
     const KIND: &str = "index-build-task";
     let t = Task::decode(task)?;
-    same_table(&t.uri, at, "index build task")?;
+    let h = t.h.clone();
+    same_table(&h.uri, at, "index build task")?;
     let what = format!(
         "cannot build a segment of index '{}' on column '{}' of table '{}' (fragments {:?})",
-        t.name, t.column, t.uri, t.fragments
+        h.name, h.column, h.uri, t.fragments
     );
     let (index_type, params): (IndexType, Box<dyn IndexParams>) = match t.family {
         FAMILY_VECTOR => {
@@ -588,7 +601,7 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<(Vec<u8>, IoStats)> {
         }
         FAMILY_INVERTED => {
             let o = decode_inverted(&t.spec).ok_or_else(|| bytes::corrupt(KIND, "bad full-text settings"))?;
-            let (_, p) = check_inverted(at, &t.column, &o)?;
+            let (_, p) = check_inverted(at, &h.column, &o)?;
             (IndexType::Inverted, Box::new(p))
         }
         _ => {
@@ -604,11 +617,11 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<(Vec<u8>, IoStats)> {
             (ty, Box::new(kind.params()))
         }
     };
-    let planned = t.version;
+    let planned = h.version;
     let stats = OpStats::default();
     let ds = stats.dataset(at);
     let progress = super::progress::current();
-    let (name, column, fragments) = (t.name.clone(), t.column.clone(), t.fragments.clone());
+    let (name, column, fragments) = (h.name.clone(), h.column.clone(), t.fragments.clone());
     let meta = session::block_on(async move {
         let mut ds: Dataset = if ds.version().version == planned {
             (*ds).clone()
@@ -625,16 +638,8 @@ pub fn execute_task(at: &Snapshot, task: &[u8]) -> Result<(Vec<u8>, IoStats)> {
             .execute_uncommitted()
             .await
     })?
-    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&t.uri))?;
-    let segment = Segment {
-        uri: t.uri,
-        plan_id: t.plan_id,
-        version: t.version,
-        name: t.name,
-        column: t.column,
-        meta,
-    }
-    .encode();
+    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&h.uri))?;
+    let segment = Segment { h, meta }.encode();
     Ok((segment, stats.snapshot()))
 }
 
@@ -650,17 +655,17 @@ pub fn commit(at: &Snapshot, segments: &[&[u8]], merge: bool) -> Result<Snapshot
     let mut decoded = Vec::with_capacity(segments.len());
     for (i, b) in segments.iter().enumerate() {
         let s = Segment::decode(b).map_err(|e| HostError::new(e.code, format!("segments[{i}]: {}", e.message)))?;
-        same_table(&s.uri, at, "index segment")?;
+        same_table(&s.h.uri, at, "index segment")?;
         decoded.push(s);
     }
-    let first = &decoded[0];
+    let first = decoded[0].h.clone();
     let mut seen_fragments = RoaringBitmap::new();
     let mut seen_uuids = HashSet::new();
     for (i, s) in decoded.iter().enumerate() {
-        if s.plan_id != first.plan_id || s.name != first.name || s.column != first.column {
+        if s.h.plan_id != first.plan_id || s.h.name != first.name || s.h.column != first.column {
             return Err(HostError::invalid(format!(
                 "segments[{i}] belongs to another build plan (index '{}' on '{}') than segments[0] (index '{}' on '{}'): commit the segments of one plan",
-                s.name, s.column, first.name, first.column
+                s.h.name, s.h.column, first.name, first.column
             )));
         }
         if !seen_uuids.insert(s.meta.uuid) {
@@ -672,7 +677,7 @@ pub fn commit(at: &Snapshot, segments: &[&[u8]], merge: bool) -> Result<Snapshot
         }
         seen_fragments |= fragments;
     }
-    let (name, column, planned_at) = (first.name.clone(), first.column.clone(), first.version);
+    let (name, column, planned_at) = (first.name, first.column, first.version);
     if planned_at > at.version() {
         return Err(HostError::invalid(format!(
             "the segments were planned at version {planned_at}, after the handle's version {}: commit on a handle at the planned version or later",
