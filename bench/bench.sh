@@ -6,7 +6,8 @@
 # S3-compatible server), bench/fts.py, which writes bench/FTS.md (its own text corpus),
 # bench/batch.py (bench/BATCH.md: batch vector search), bench/recall.py (bench/RECALL.md: per-split
 # search + merge vs one global search), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
-# bench/write.py (bench/WRITE.md: writes against pylance).
+# bench/write.py (bench/WRITE.md: writes against pylance) and bench/index_build.py
+# (bench/INDEX_BUILD.md: index builds against pylance, one process and 2 workers).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
 # A cold release build of the Lance stack takes ~30 minutes on 2 cores; it lives in
 # $CARGO_TARGET_DIR (default ~/.cache/lance-host/target) beside the dev build.
@@ -48,3 +49,4 @@ LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall
 python3 bench/engines.py --table "$table"
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/blobs_s3.py
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/write.py --rows "$rows"
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/index_build.py --rows "$rows"
