@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
   check_query("/proc/self/exe", dir, uri, "t002 t003", LANCE_TEXT_MATCH_ALL, 0, NULL);
   check_query("/proc/self/exe", dir, uri, "quick brown fox", LANCE_TEXT_MATCH_PHRASE, 0, NULL);
   check_query("/proc/self/exe", dir, uri, "t000 quick", LANCE_TEXT_MATCH_ANY, 0, "id % 2 = 0");
+  /* The unindexed tail (one fragment) was tokenized once in this process: every other statistics
+     pass and flat split of the 4 queries (8 passes in all) read it from the cache. */
+  LanceSessionStats ss = {.struct_size = sizeof ss};
+  CHECK_OK(lance_session_stats_v2(&ss));
+  CHECK_EQ_U64(ss.text_tail_misses, 1);
+  CHECK_EQ_U64(ss.text_tail_hits, 7);
   /* The files are the test's own; remove them. */
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

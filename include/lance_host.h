@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 7
+#define LANCE_HOST_VERSION_MINOR 8
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.7.0"
+#define LANCE_HOST_VERSION "0.8.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -1007,6 +1007,13 @@ typedef struct {
   // Blocks the disk tier did not write because its write queue was full: they stay in the
   // memory tier, but a restarted process reads them from storage again.
   uint64_t data_cache_disk_write_drops;
+  // Full-text search (since 0.8): unindexed fragments of full-text columns found already
+  // tokenized in the index cache (each is tokenized once per process and table state, then
+  // shared by the statistics pass and the flat splits of every query).
+  uint64_t text_tail_hits;
+  // Unindexed fragments tokenized because they were not cached (their entries count in
+  // `index_entries` and `index_bytes`, within the index cache's budget).
+  uint64_t text_tail_misses;
 } LanceSessionStats;
 
 // Receives one progress report of a long call (index builds): Lance's stage name (e.g.

@@ -101,6 +101,9 @@ pub struct HostSession {
     /// A second handle on the backend of Lance's index cache (same entries, same budget), for
     /// the entries prewarm loads that Lance only builds inside a search (see `prewarm`).
     pub index_cache: LanceCache,
+    /// A third handle on the same backend (same budget) for the tokenized unindexed fragments
+    /// of full-text columns (see `fts::tail`); its own hit and miss counts.
+    pub text_tail_cache: LanceCache,
     /// The data cache of object-store reads; `None` when configured off.
     pub data_cache: Option<Arc<DataCache>>,
     pub runtime: tokio::runtime::Runtime,
@@ -180,7 +183,8 @@ pub fn global() -> Result<&'static HostSession> {
     let _ = SESSION.set(HostSession {
         config,
         lance,
-        index_cache: LanceCache::with_backend(backend),
+        index_cache: LanceCache::with_backend(backend.clone()),
+        text_tail_cache: LanceCache::with_backend(backend),
         data_cache,
         runtime,
         pid: std::process::id(),
@@ -207,15 +211,21 @@ pub struct SessionStats {
     pub metadata_bytes: u64,
     /// The data cache's figures (all 0 when it is off).
     pub data_cache: DataCacheStats,
+    /// Unindexed fragments of full-text columns found tokenized in the index cache, and those
+    /// tokenized because they were not (their entries count in `index_entries`/`index_bytes`).
+    pub text_tail_hits: u64,
+    pub text_tail_misses: u64,
 }
 
 pub fn stats() -> Result<SessionStats> {
     let session = global()?;
     let lance = session.lance.clone();
+    let tail = session.text_tail_cache.clone();
     let data_cache = session.data_cache.as_ref().map(|c| c.stats()).unwrap_or_default();
     block_on(async move {
         let index = lance.index_cache_stats().await;
         let meta = lance.metadata_cache_stats().await;
+        let tail = tail.stats().await;
         SessionStats {
             index_hits: index.hits,
             index_misses: index.misses,
@@ -226,6 +236,8 @@ pub fn stats() -> Result<SessionStats> {
             metadata_entries: meta.num_entries as u64,
             metadata_bytes: meta.size_bytes as u64,
             data_cache,
+            text_tail_hits: tail.hits,
+            text_tail_misses: tail.misses,
         }
     })
 }

@@ -199,7 +199,8 @@ class SessionStats(Sized):
             "metadata_entries", "metadata_bytes", "data_cache_hits", "data_cache_misses", "data_cache_hit_bytes",
             "data_cache_storage_requests", "data_cache_storage_bytes", "data_cache_evictions", "data_cache_errors",
             "data_cache_memory_bytes", "data_cache_disk_bytes", "data_cache_memory_capacity",
-            "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops")]
+            "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops",
+            "text_tail_hits", "text_tail_misses")]
 
 
 PROGRESS_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p,

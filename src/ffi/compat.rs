@@ -222,7 +222,9 @@ mod tests {
         // 0.3: the data cache's settings and figures.
         check::<LanceSessionOptions>(Some((offset_of!(LanceSessionOptions, data_cache_memory_bytes), 88)));
         check::<LanceIoStats>(Some((offset_of!(LanceIoStats, data_cache_hits), 80)));
-        check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 176)));
+        // 0.3: the data cache's figures; 0.8: the full-text tail cache's (176 -> 192 bytes).
+        check::<LanceSessionStats>(Some((offset_of!(LanceSessionStats, data_cache_hits), 192)));
+        assert_eq!(offset_of!(LanceSessionStats, text_tail_hits), 176);
         check::<LanceFragmentStats>(None);
         check::<LanceColumnStats>(None);
         // 0.6: the IVF partition count.

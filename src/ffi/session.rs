@@ -99,6 +99,13 @@ pub struct LanceSessionStats {
     /// Blocks the disk tier did not write because its write queue was full: they stay in the
     /// memory tier, but a restarted process reads them from storage again.
     pub data_cache_disk_write_drops: u64,
+    /// Full-text search (since 0.8): unindexed fragments of full-text columns found already
+    /// tokenized in the index cache (each is tokenized once per process and table state, then
+    /// shared by the statistics pass and the flat splits of every query).
+    pub text_tail_hits: u64,
+    /// Unindexed fragments tokenized because they were not cached (their entries count in
+    /// `index_entries` and `index_bytes`, within the index cache's budget).
+    pub text_tail_misses: u64,
 }
 
 // SAFETY: repr(C), leading struct_size, alignment 8, integer fields and one pointer (an
@@ -172,6 +179,8 @@ impl From<SessionStats> for LanceSessionStats {
             data_cache_disk_capacity: s.data_cache.disk_capacity,
             data_cache_disk_enabled: s.data_cache.disk_enabled as u64,
             data_cache_disk_write_drops: s.data_cache.disk_write_drops,
+            text_tail_hits: s.text_tail_hits,
+            text_tail_misses: s.text_tail_misses,
         }
     }
 }

@@ -18,6 +18,8 @@
 //! splits with the indexed part plus every unindexed fragment's part (as Lance scores its
 //! unindexed rows).
 
+mod tail;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -36,7 +38,7 @@ use lance_index::scalar::inverted::query::{
 };
 use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
 use lance_index::scalar::inverted::{
-    flat_bm25_search_stream_with_options_and_scorer, DocumentGranularity, FlatBm25SearchOptions,
+    DocumentGranularity,
     InvertedIndex, InvertedIndexParams, MemBM25Scorer,
 };
 use lance_table::format::IndexMetadata;
@@ -281,24 +283,26 @@ async fn segment_metas(ds: &Dataset, name: &str) -> lance::Result<Vec<IndexMetad
 }
 
 /// The tokenizer the index was built with, from the index metadata in the manifest (no index
-/// file is read); an index without recorded parameters is opened to ask it.
+/// file is read); an index without recorded parameters is opened to ask it. Also returns the
+/// tokenizer's identity for the tail cache: the recorded parameters, else the segment.
 async fn index_tokenizer(
     ds: &Dataset,
     column: &str,
     metas: &[IndexMetadata],
-) -> lance::Result<Box<dyn LanceTokenizer>> {
+) -> lance::Result<(Box<dyn LanceTokenizer>, String)> {
     let details = metas.iter().find_map(|m| m.index_details.clone());
     if let Some(any) = details {
         if let Ok(d) = lance_index::pbold::InvertedIndexDetails::decode(any.value.as_slice()) {
             if let Ok(params) = InvertedIndexParams::try_from(&d) {
-                return params.build();
+                let id: String = any.value.iter().map(|b| format!("{b:02x}")).collect();
+                return Ok((params.build()?, format!("{}:{id}", any.type_url)));
             }
         }
     }
     let first = metas
         .first()
         .ok_or_else(|| lance::Error::invalid_input("the INVERTED index has no segments"))?;
-    Ok(open_segment(ds, column, first).await?.tokenizer())
+    Ok((open_segment(ds, column, first).await?.tokenizer(), format!("segment:{}", first.uuid)))
 }
 
 async fn open_segment(
@@ -323,72 +327,36 @@ fn distinct_terms(text: &str, tokenizer: &mut Box<dyn LanceTokenizer>) -> Result
     Ok((&tokens).into_iter().filter(|t| seen.insert(t.to_string())).cloned().collect())
 }
 
-/// The rows of `fragments` the prefilter keeps, with `_rowid` and the text column, as a stream.
-async fn flat_input(
-    ds: Arc<Dataset>,
-    fragments: Vec<lance_table::format::Fragment>,
-    column: &str,
-    prefilter: Option<&str>,
-) -> lance::Result<lance::deps::datafusion::execution::SendableRecordBatchStream> {
-    let mut scanner = ds.scan();
-    scanner.with_fragments(fragments);
-    scanner.project(&[column])?;
-    scanner.with_row_id();
-    if let Some(f) = prefilter {
-        scanner.filter(f)?;
-    }
-    let plan = scanner.create_plan().await?;
-    execute_plan(plan, LanceExecutionOptions::default())
-}
-
-fn flat_options(kind: TextMatch) -> FlatBm25SearchOptions {
-    FlatBm25SearchOptions {
-        target_batch_size: 8192,
-        elapsed_compute: None,
-        operator: if kind == TextMatch::Any { Operator::Or } else { Operator::And },
-        boost: 1.0,
-        document_granularity: DocumentGranularity::Row,
-        phrase_slop: match kind {
-            TextMatch::Phrase { slop } => Some(slop),
-            _ => None,
-        },
-    }
-}
-
-/// Tokenize and score the rows of `fragments`; returns the scored rows (`_rowid`, `_score`)
-/// and the statistics `base` plus these rows'.
-async fn flat_search(
-    ds: Arc<Dataset>,
-    fragments: Vec<lance_table::format::Fragment>,
+/// The tails of `frags` (from the session's cache, tokenized now where missing), each with the
+/// row ids the query's prefilter keeps (`None`: no prefilter). Cache hits and misses are added
+/// to `stats`.
+async fn tails(
+    ds: &Arc<Dataset>,
+    frags: Vec<lance_table::format::Fragment>,
     q: &TextQuery,
-    tokenizer: Box<dyn LanceTokenizer>,
-    base: Option<MemBM25Scorer>,
-) -> Result<(Vec<RecordBatch>, MemBM25Scorer)> {
-    let input = flat_input(ds, fragments, &q.column, q.prefilter.as_deref())
-        .await
-        .map_err(lance_err("cannot read the unindexed fragments"))?;
-    let (stream, scorer) = flat_bm25_search_stream_with_options_and_scorer(
-        input,
-        q.column.clone(),
-        q.text.clone(),
-        tokenizer,
-        base,
-        flat_options(q.kind),
-    )
-    .await
-    .map_err(|e| df_err("full-text search of unindexed fragments failed", e))?;
-    let batches = stream
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(|e| df_err("full-text search of unindexed fragments failed", e))?;
-    Ok((batches, scorer))
+    tokenizer: &(Box<dyn LanceTokenizer>, String),
+    stats: &OpStats,
+) -> Result<Vec<(Arc<tail::TailDocs>, Option<HashSet<u64>>)>> {
+    let cache = session::global()?.text_tail_cache.clone();
+    let mut out = Vec::with_capacity(frags.len());
+    for frag in frags {
+        let kept = match q.prefilter.as_deref() {
+            Some(f) => Some(tail::kept_rows(ds.clone(), frag.clone(), f).await?),
+            None => None,
+        };
+        let (docs, hit) =
+            tail::get(&cache, ds.clone(), frag, &q.column, &tokenizer.1, tokenizer.0.box_clone()).await?;
+        stats.add_index_cache(hit as u64, !hit as u64);
+        out.push((docs, kept));
+    }
+    Ok(out)
 }
 
-fn counts_of(scorer: &MemBM25Scorer, terms: &[String]) -> TermCounts {
-    TermCounts {
-        total_tokens: scorer.total_tokens,
-        num_docs: scorer.num_docs as u64,
-        docs: terms.iter().map(|t| scorer.num_docs_containing_token(t) as u64).collect(),
+fn operator(kind: TextMatch) -> (Operator, Option<u32>) {
+    match kind {
+        TextMatch::Any => (Operator::Or, None),
+        TextMatch::All => (Operator::And, None),
+        TextMatch::Phrase { slop } => (Operator::And, Some(slop)),
     }
 }
 
@@ -413,11 +381,12 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
     let frags = scan::resolve_fragments(snapshot, &unindexed)?;
     let q2 = q.clone();
     let name = index.name.clone();
+    let stats2 = stats.clone();
     let work = async move {
         let what = "cannot compute full-text corpus statistics";
         let metas = segment_metas(&ds, &name).await.map_err(lance_err(what))?;
         let mut tokenizer = index_tokenizer(&ds, &q2.column, &metas).await.map_err(lance_err(what))?;
-        let terms = distinct_terms(&q2.text, &mut tokenizer)?;
+        let terms = distinct_terms(&q2.text, &mut tokenizer.0)?;
         let segments = futures::future::try_join_all(metas.iter().map(|m| open_segment(&ds, &q2.column, m)))
             .await
             .map_err(lance_err(what))?;
@@ -432,10 +401,17 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
             })?;
         }
         let mut flat = Vec::with_capacity(frags.len());
-        for frag in frags {
-            let id = frag.id;
-            let (_, scorer) = flat_search(ds.clone(), vec![frag], &q2, tokenizer.box_clone(), None).await?;
-            flat.push((id, counts_of(&scorer, &terms)));
+        let ids: Vec<u64> = frags.iter().map(|f| f.id).collect();
+        let parts = tails(&ds, frags, &q2, &tokenizer, &stats2).await?;
+        for (id, part) in ids.into_iter().zip(parts) {
+            // A query without terms matches nothing and counts nothing (as Lance's flat search).
+            let counts = if terms.is_empty() {
+                TermCounts::default()
+            } else {
+                let c = tail::count(&[part], &terms);
+                TermCounts { total_tokens: c.total_tokens, num_docs: c.num_docs, docs: c.docs }
+            };
+            flat.push((id, counts));
         }
         Ok::<_, HostError>((terms, indexed, flat))
     };
@@ -478,9 +454,14 @@ fn top_k(batches: &[RecordBatch], k: usize) -> Result<Scored> {
             all.push((scores.value(i), ids.value(i)));
         }
     }
+    Ok(best(all, k))
+}
+
+/// The k best (score, row id) pairs: score descending, ties by row id ascending.
+fn best(mut all: Vec<(f32, u64)>, k: usize) -> Scored {
     all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     all.truncate(k);
-    Ok(Scored { row_ids: all.iter().map(|a| a.1).collect(), scores: all.iter().map(|a| a.0).collect() })
+    Scored { row_ids: all.iter().map(|a| a.1).collect(), scores: all.iter().map(|a| a.0).collect() }
 }
 
 fn segment_exec(
@@ -641,14 +622,22 @@ fn search_split_inner(
         }
         _ => {
             let base = flat_base(split, corpus)?;
-            let (ds2, q2, k) = (ds.clone(), q.clone(), p.k);
+            let (ds2, q2, k, stats2) = (ds.clone(), q.clone(), p.k, p.stats.clone());
             session::block_on(async move {
                 let metas = segment_metas(&ds2, &corpus_index(corpus)).await.map_err(lance_err("cannot read index metadata"))?;
-                let tokenizer = index_tokenizer(&ds2, &q2.column, &metas)
+                let mut tokenizer = index_tokenizer(&ds2, &q2.column, &metas)
                     .await
                     .map_err(lance_err("cannot build the index's tokenizer"))?;
-                let (batches, _) = flat_search(ds2, frags, &q2, tokenizer, Some(base)).await?;
-                top_k(&batches, k)
+                let query = try_collect_query_tokens(&q2.text, &mut tokenizer.0)
+                    .map_err(|e| HostError::from_lance("cannot tokenize the query", e))?;
+                let terms = distinct_terms(&q2.text, &mut tokenizer.0)?;
+                let parts = tails(&ds2, frags, &q2, &tokenizer, &stats2).await?;
+                // Scored as Lance's flat search scores: the shipped statistics of the rest of
+                // the corpus plus what these rows contribute themselves.
+                let scorer = tail::scorer(&base, &tail::count(&parts, &terms), &terms, &query);
+                let (op, slop) = operator(q2.kind);
+                let scored = tail::score(&parts, &query, &scorer, op, slop);
+                Ok::<_, HostError>(best(scored.into_iter().map(|(id, s)| (s, id)).collect(), k))
             })??
         }
     };

@@ -439,3 +439,92 @@ fn fts_struct_and_merge_arguments_are_checked() {
     assert_err(lance_rrf_merge(&mut a, &mut b, 0, 60.0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "k must");
     assert!(a.release.is_none() && b.release.is_none(), "the fusion takes its inputs also on failure");
 }
+
+/// The index-cache figures of the statistics pass and of the flat splits' searches of `q`.
+fn tail_cache_io(ds: &Ds, q: &Q) -> (LanceIoStats, LanceIoStats) {
+    let (st, io) = stats(ds, q).unwrap();
+    let plan = plan_fts(ds).unwrap();
+    let mut flat = LanceIoStats::default();
+    for s in splits(&plan).iter().filter(|s| lance_split_kind(s.0) == LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32) {
+        let mut out = search_split(ds, s, q, &st).unwrap();
+        let (_, one) = collect_with_stats(&mut out);
+        add_io(&mut flat, &one);
+    }
+    (io, flat)
+}
+
+#[test]
+fn the_unindexed_tail_is_tokenized_once_per_process() {
+    use LanceTextMatch::*;
+    // A table of its own, so that no other test has tokenized its tail (one fragment).
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("docs.lance").to_str().unwrap().to_string();
+    let u = uri.clone();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            tk::write_docs(&u, &mut tk::Facts::default(), &Default::default()).await.expect("write docs")
+        })
+    })
+    .join()
+    .unwrap();
+    let ds = Ds::open(&uri, 0);
+    let session = || {
+        let mut s = lance_host::ffi::session::LanceSessionStats::default();
+        assert_eq!(lance_host::ffi::session::lance_session_stats_v2(&mut s), 0, "{}", last_message());
+        s
+    };
+    let before = session();
+    // First query: the statistics pass tokenizes the tail; the flat split reuses it.
+    let q = text_query("t001 t007", LANCE_TEXT_MATCH_ANY, 0, 10, None);
+    let (st, flat) = tail_cache_io(&ds, &q);
+    assert_eq!((st.index_cache_hits, st.index_cache_misses), (0, 1), "statistics pass: {st:?}");
+    assert_eq!((flat.index_cache_hits, flat.index_cache_misses), (1, 0), "flat split: {flat:?}");
+    // Other queries, a prefilter, a phrase: no fragment is tokenized again.
+    for q in [
+        text_query("t050 quick", LANCE_TEXT_MATCH_ANY, 0, 10, Some("id % 2 = 0")),
+        text_query("quick brown fox", LANCE_TEXT_MATCH_PHRASE, 0, 10, None),
+        text_query("t000 t001", LANCE_TEXT_MATCH_ALL, 0, 10, Some("id > 1250")),
+    ] {
+        let (st, flat) = tail_cache_io(&ds, &q);
+        assert_eq!((st.index_cache_hits, st.index_cache_misses), (1, 0), "statistics pass: {st:?}");
+        assert_eq!((flat.index_cache_hits, flat.index_cache_misses), (1, 0), "flat split: {flat:?}");
+    }
+    let after = session();
+    assert!(after.text_tail_misses >= before.text_tail_misses + 1, "{after:?}");
+    assert!(after.text_tail_hits >= before.text_tail_hits + 7, "{after:?}");
+    // A host built with the 0.7 header (176 bytes) gets what it knew, nothing written past it.
+    let canary = 0xABAB_ABAB_ABAB_ABABu64;
+    let mut buf = vec![canary; 32];
+    buf[0] = 176;
+    assert_eq!(lance_host::ffi::session::lance_session_stats_v2(buf.as_mut_ptr() as *mut _), 0, "{}", last_message());
+    assert!(buf[176 / 8..].iter().all(|b| *b == canary), "bytes after the 0.7 struct were written");
+    // The answers with a cached tail are Lance's.
+    for (text, kind, slop) in queries() {
+        let q = text_query(&text, kind, slop, 10, Some("id % 3 = 1"));
+        let want = lance_search(&uri, &text, kind, slop, 10, Some("id % 3 = 1"));
+        assert_same(&distributed(&ds, &q, 10), &want, &format!("{text:?} {kind:?}"));
+    }
+    // Rows of the tail deleted afterwards: the tail's identity changed, it is tokenized again,
+    // and the deleted rows are not found.
+    let hits_of = |ds: &Ds| distributed(ds, &text_query("quick", LANCE_TEXT_MATCH_ANY, 0, 500, None), 500);
+    let tail_ids = |h: &Hits| h.2.iter().copied().filter(|id| *id >= 1200).collect::<Vec<_>>();
+    let old = hits_of(&ds);
+    assert!(tail_ids(&old).len() >= 10, "{:?}", old.2);
+    let u = uri.clone();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let mut d = lance::Dataset::open(&u).await.unwrap();
+            d.delete("id >= 1300").await.unwrap();
+        })
+    })
+    .join()
+    .unwrap();
+    let newer = Ds::open(&uri, 0);
+    let (st, _) = tail_cache_io(&newer, &text_query("quick", LANCE_TEXT_MATCH_ANY, 0, 10, None));
+    assert_eq!(st.index_cache_misses, 1, "the changed tail is tokenized again: {st:?}");
+    let now = hits_of(&newer);
+    assert!(!tail_ids(&now).is_empty() && tail_ids(&now).iter().all(|id| *id < 1300), "{:?}", now.2);
+    assert_same(&now, &lance_search(&uri, "quick", LANCE_TEXT_MATCH_ANY, 0, 500, None), "after the delete");
+    // The handle pinned before the delete still sees its own tail.
+    assert_eq!(hits_of(&ds), old);
+}

@@ -290,9 +290,17 @@ def check_all_queries(lib, uri, ds, prefilters, k=10, storage=None):
 
 
 def test_distributed_fts_equals_pylance(lib, local_table):
+    import lance_host as lh  # the same library file: the same process-wide session
     uri, ds = local_table
+    before = lh.session_stats()
     checked, nonempty = check_all_queries(lib, uri, ds, [None, "category = 'c1'", "id > 700"])
     assert checked >= 90 and nonempty >= 60, (checked, nonempty)
+    # Every query runs a statistics pass and flat splits over the unindexed tail; the tail's
+    # fragments are tokenized once (a few misses), every other pass reads them from the cache.
+    after = lh.session_stats()
+    misses = after["text_tail_misses"] - before["text_tail_misses"]
+    hits = after["text_tail_hits"] - before["text_tail_hits"]
+    assert 1 <= misses <= 4 and hits >= 2 * checked - misses, (misses, hits, checked)
 
 
 def test_larger_k_and_flat_rows_are_scored_with_the_whole_corpus(lib, local_table):
