@@ -98,6 +98,25 @@ def _open_planning(options):
     return lh.open(uri, version=version or None, storage_options=storage)
 
 
+def _pin(source, ds):
+    """Remember the snapshot `schema()` opened: Spark pickles the source after `schema()` and
+    plans its reader from that copy, so the partitions are planned on the same snapshot
+    (the schema and the rows of one DataFrame come from one version, as with Delta) without
+    opening the table a second time."""
+    source._snapshot = (ds.export_snapshot(), _storage_options(source.options) or None)
+
+
+def _planning_snapshot(options, pinned):
+    """The table to plan on: the snapshot `schema()` pinned, else opened from the options (a
+    schema the user gave means `schema()` never ran)."""
+    import lance_host as lh
+
+    if pinned is not None:
+        token, storage = pinned
+        return lh.open_snapshot(token, storage_options=storage)
+    return _open_planning(options)
+
+
 # ---- types -------------------------------------------------------------------------------
 
 def spark_type(t: pa.DataType):
@@ -331,6 +350,7 @@ class LanceHostDataSource(DataSource):
         """The table's columns (or the `columns` option's) as a Spark schema; opens the table
         once where Spark plans. Raises InvalidArgumentError for an unknown column."""
         ds = _open_planning(self.options)
+        _pin(self, ds)
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
     def writer(self, schema, overwrite: bool):
@@ -341,22 +361,24 @@ class LanceHostDataSource(DataSource):
     def reader(self, schema):
         """A reader whose partitions are the scan splits of one pinned snapshot (filters pushed
         unless option pushdown=false)."""
+        pinned = getattr(self, "_snapshot", None)
         if str(self.options.get("pushdown", "true")).lower() == "false":
-            return _ScanReader(dict(self.options), schema)
-        return _PushingScanReader(dict(self.options), schema)
+            return _ScanReader(dict(self.options), schema, pinned)
+        return _PushingScanReader(dict(self.options), schema, pinned)
 
 
 class _ScanReader(DataSourceReader):
     """A reader without filter pushdown (option pushdown=false): Spark refuses a reader that
     implements pushFilters while spark.sql.python.filterPushdown.enabled is false."""
 
-    def __init__(self, options, schema):
+    def __init__(self, options, schema, pinned=None):
         self.options = options
         self.columns = [f.name for f in schema.fields]
         self.pushed: list[str] = []
+        self.pinned = pinned
 
     def partitions(self):
-        ds = _open_planning(self.options)
+        ds = _planning_snapshot(self.options, self.pinned)
         token = ds.export_snapshot()
         target = _int_option(self.options, "target_rows", 0)
         return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(ds.plan_scan(target))]
@@ -402,6 +424,7 @@ class LanceHostSearchDataSource(DataSource):
         import lance_host as lh
 
         ds = _open_planning(self.options)
+        _pin(self, ds)
         st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
         column = _required(self.options, "column", "the vector column to search")
         lh._check_columns(ds.schema, [column])
@@ -410,16 +433,17 @@ class LanceHostSearchDataSource(DataSource):
 
     def reader(self, schema):
         """A reader whose partitions are the vector plan's splits, each returning its top k."""
-        return _SearchReader(dict(self.options), schema)
+        return _SearchReader(dict(self.options), schema, getattr(self, "_snapshot", None))
 
 
 class _SearchReader(DataSourceReader):
-    def __init__(self, options, schema):
+    def __init__(self, options, schema, pinned=None):
         self.options = options
         self.columns = [f.name for f in schema.fields if f.name not in ("_distance", "_rowid")]
+        self.pinned = pinned
 
     def partitions(self):
-        ds = _open_planning(self.options)
+        ds = _planning_snapshot(self.options, self.pinned)
         token = ds.export_snapshot()
         use_index = self.options.get("use_index", "true").lower() != "false"
         column = _required(self.options, "column", "the vector column to search")

@@ -207,6 +207,23 @@ def test_catalog_table_and_timestamp_options(spark, tmp_path):
         spark.read.format("lance_host").load().collect()
 
 
+def test_a_dataframe_reads_the_snapshot_its_schema_came_from(spark, tmp_path):
+    """schema() pins the snapshot it opened and the reader plans on it: rows appended after the
+    DataFrame was made are not read (one version per DataFrame, as with Delta), and planning does
+    not open the table again. A user-given schema skips schema(): the reader opens the latest."""
+    uri = str(tmp_path / "pinned.lance")
+    lance.write_dataset(batch(0, 300), uri, max_rows_per_file=100)
+    df = spark.read.format("lance_host").option("uri", uri).load()
+    search = (spark.read.format("lance_host_search").option("uri", uri).option("column", "vec")
+              .option("vector", json.dumps([0.1] * DIM)).option("k", "1000").option("use_index", "false").load())
+    lance.write_dataset(batch(300, 450), uri, mode="append")
+    assert sorted(r["id"] for r in df.select("id").collect()) == list(range(300))
+    assert sorted(r["id"] for r in search.select("id").collect()) == list(range(300))
+    latest = spark.read.format("lance_host").schema("id bigint").option("uri", uri).load()
+    assert latest.count() == 450
+    assert spark.read.format("lance_host").option("uri", uri).load().count() == 450
+
+
 def test_user_schema_projects_columns(spark, table, tmp_path):
     """pyspark 4.1's Python data sources have no column-pruning hook: a user-specified schema
     (or the columns option) is the projection the library reads."""
