@@ -211,7 +211,7 @@ def section(a, uri, variant, build_s):
     same = sum(same_answer(h, p) for h, p in zip(host_runs[0]["queries"], py_runs[0]["queries"]))
     wm = [q["index_cache_misses"] for q in warm["queries"]]
     out.append("")
-    out.append(f"- First query of each run (lance-host tokenizes the unindexed tail here): lance-host "
+    out.append(f"- First query of each run (where the table has an unindexed tail, lance-host tokenizes it here): lance-host "
                f"{statistics.median(first_h):.1f} ms ({min(first_h):.1f}-{max(first_h):.1f}), pylance "
                f"{statistics.median(first_p):.1f} ms ({min(first_p):.1f}-{max(first_p):.1f}).")
     out.append(f"- Statistics bytes per query: median {statistics.median(sb):.0f}, max {max(sb)}.")
