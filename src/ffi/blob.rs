@@ -208,7 +208,9 @@ pub extern "C" fn lance_blobs_read_alloc(
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
         let data = set.blobs.read(index, offset, length)?;
-        (*out, *out_len) = into_array(data.to_vec());
+        // Takes over the read's buffer when it is the only owner of a whole allocation (no copy);
+        // copies otherwise.
+        (*out, *out_len) = into_array(Vec::from(data));
         Ok(())
     })
 }
