@@ -464,7 +464,7 @@ fn cut(fragments: &[(u32, u64)], n: usize) -> Vec<Vec<u32>> {
 /// no fragments).
 pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Result<Vec<Vec<u8>>> {
     let column = target.column;
-    let (family, spec_bytes) = match spec {
+    let (family, spec_bytes, index_type) = match spec {
         Spec::Vector(model) => {
             let (uri, m) = VectorModel::decode(model)?;
             if uri.trim_end_matches('/') != at.uri().trim_end_matches('/') {
@@ -477,15 +477,15 @@ pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Res
             if dim != m.dim {
                 return Err(HostError::invalid(format!("{what}: the model has dimension {}, the column {dim}", m.dim)));
             }
-            (FAMILY_VECTOR, model.to_vec())
+            (FAMILY_VECTOR, model.to_vec(), m.options.kind.name())
         }
         Spec::Inverted(io) => {
             check_inverted(at, column, io)?;
-            (FAMILY_INVERTED, encode_inverted(io))
+            (FAMILY_INVERTED, encode_inverted(io), "INVERTED")
         }
         Spec::Scalar(kind) => {
             check_scalar(at, column, *kind)?;
-            (FAMILY_SCALAR, vec![scalar_code(*kind)])
+            (FAMILY_SCALAR, vec![scalar_code(*kind)], kind.label())
         }
     };
     let name = match target.name {
@@ -500,6 +500,18 @@ pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Res
             "an index named '{name}' already exists on table '{}' (build with replace to rebuild it, or index only the unindexed fragments)",
             at.uri()
         )));
+    }
+    // Segments join an existing index only when they are of its kind and column.
+    if let Some(old) = existing.iter().find(|i| i.name == name).filter(|_| o.unindexed_only && !target.replace) {
+        if old.column != column || !old.index_type.eq_ignore_ascii_case(index_type) {
+            return Err(HostError::invalid(format!(
+                "index '{name}' of table '{}' is a {} index on column '{}': {index_type} segments on column \
+                 '{column}' cannot join it (choose another name, or build with replace to rebuild it)",
+                at.uri(),
+                old.index_type,
+                old.column
+            )));
+        }
     }
     let covered: RoaringBitmap = if o.unindexed_only && exists {
         let ds = at.dataset.clone();

@@ -223,6 +223,22 @@ fn bad_model_task_and_segment_bytes_are_refused_and_commit_nothing() {
     let err = plan_vector(&v2, Some("emb_idx"), false, &model, &plan).unwrap_err();
     assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("already exists"), "{err:?}");
     assert!(plan_vector(&v2, Some("emb_idx"), false, &model, &plan_params(0, true)).unwrap().is_empty());
+    // unindexed_only into an existing index of another kind or column: refused, nothing planned
+    let sq = train(&v2, "emb", &vector_params(LanceVectorIndexType::LANCE_VECTOR_INDEX_IVF_SQ)).unwrap();
+    let err = plan_vector(&v2, Some("emb_idx"), false, &sq, &plan_params(0, true)).unwrap_err();
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("IVF_PQ index") && err.1.contains("cannot join"), "{err:?}");
+    let mut p = std::mem::MaybeUninit::<LanceScalarIndexParams>::uninit();
+    assert_eq!(lance_scalar_index_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceScalarIndexParams>()), 0);
+    let p = unsafe { p.assume_init() };
+    let (id, name) = (cstr("id"), cstr("emb_idx"));
+    let mut out = std::ptr::null_mut();
+    assert_err(
+        lance_dataset_plan_scalar_index_build(v2.ptr(), id.as_ptr(), name.as_ptr(), false, &p, &plan_params(0, true), &mut out),
+        LANCE_ERR_INVALID_ARGUMENT,
+        "on column 'emb'",
+    );
+    assert!(out.is_null());
+    assert_eq!(latest_version(&uri), 2);
 }
 
 #[test]
