@@ -25,7 +25,6 @@ use futures::{StreamExt, TryStreamExt};
 use lance::Dataset;
 use lance_core::cache::{CacheKey, LanceCache};
 use lance_core::deepsize::{Context, DeepSizeOf};
-use lance_core::utils::tokio::{get_num_compute_intensive_cpus, spawn_cpu};
 use lance_datafusion::exec::{execute_plan, LanceExecutionOptions};
 use lance_index::scalar::inverted::query::{Operator, Tokens};
 use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
@@ -390,10 +389,14 @@ async fn build(ds: Arc<Dataset>, frag: Fragment, column: String, tokenizer: Box<
             let mut tokenizer = tokenizer.box_clone();
             async move {
                 let batch = batch?;
-                spawn_cpu(move || TailDocs::from_batch(&batch, &column, &mut tokenizer)).await
+                tokio::task::spawn_blocking(move || TailDocs::from_batch(&batch, &column, &mut tokenizer))
+                    .await
+                    .map_err(|e| HostError::internal(format!("tokenizing the unindexed fragment failed: {e}")))?
             }
         })
-        .buffered(get_num_compute_intensive_cpus())
+        // One batch per core at a time: this is CPU work of the query itself, so it may use every
+        // core (Lance's own CPU pool keeps some for I/O and has one thread on a 2-core machine).
+        .buffered(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
         .try_collect()
         .await?;
     let mut all = TailDocs::default();
