@@ -34,7 +34,7 @@ use lance::Dataset;
 use lance_datafusion::exec::{execute_plan, LanceExecutionOptions};
 use lance_index::metrics::NoOpMetricsCollector;
 use lance_index::scalar::inverted::query::{
-    try_collect_query_tokens, FtsSearchParams, MatchQuery, Operator, PhraseQuery,
+    try_collect_query_tokens, FtsSearchParams, MatchQuery, Operator, PhraseQuery, Tokens,
 };
 use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
 use lance_index::scalar::inverted::{
@@ -320,11 +320,13 @@ async fn open_segment(
         })
 }
 
-fn distinct_terms(text: &str, tokenizer: &mut Box<dyn LanceTokenizer>) -> Result<Vec<String>> {
-    let tokens = try_collect_query_tokens(text, tokenizer)
-        .map_err(|e| HostError::from_lance("cannot tokenize the query", e))?;
+fn query_tokens(text: &str, tokenizer: &mut Box<dyn LanceTokenizer>) -> Result<Tokens> {
+    try_collect_query_tokens(text, tokenizer).map_err(|e| HostError::from_lance("cannot tokenize the query", e))
+}
+
+fn distinct_terms(tokens: &Tokens) -> Vec<String> {
     let mut seen = HashSet::new();
-    Ok((&tokens).into_iter().filter(|t| seen.insert(t.to_string())).cloned().collect())
+    tokens.into_iter().filter(|t| seen.insert(t.to_string())).cloned().collect()
 }
 
 /// The tails of `frags` (from the session's cache, tokenized now where missing), each with the
@@ -386,7 +388,7 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
         let what = "cannot compute full-text corpus statistics";
         let metas = segment_metas(&ds, &name).await.map_err(lance_err(what))?;
         let mut tokenizer = index_tokenizer(&ds, &q2.column, &metas).await.map_err(lance_err(what))?;
-        let terms = distinct_terms(&q2.text, &mut tokenizer.0)?;
+        let terms = distinct_terms(&query_tokens(&q2.text, &mut tokenizer.0)?);
         let segments = futures::future::try_join_all(metas.iter().map(|m| open_segment(&ds, &q2.column, m)))
             .await
             .map_err(lance_err(what))?;
@@ -442,10 +444,7 @@ struct Scored {
 fn top_k(batches: &[RecordBatch], k: usize) -> Result<Scored> {
     let mut all: Vec<(f32, u64)> = Vec::new();
     for b in batches {
-        let ids = b
-            .column_by_name(ROW_ID)
-            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-            .ok_or_else(|| HostError::internal("full-text results lack _rowid"))?;
+        let ids = tail::row_ids(b, "full-text results")?;
         let scores = b
             .column_by_name(SCORE)
             .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
@@ -628,9 +627,8 @@ fn search_split_inner(
                 let mut tokenizer = index_tokenizer(&ds2, &q2.column, &metas)
                     .await
                     .map_err(lance_err("cannot build the index's tokenizer"))?;
-                let query = try_collect_query_tokens(&q2.text, &mut tokenizer.0)
-                    .map_err(|e| HostError::from_lance("cannot tokenize the query", e))?;
-                let terms = distinct_terms(&q2.text, &mut tokenizer.0)?;
+                let query = query_tokens(&q2.text, &mut tokenizer.0)?;
+                let terms = distinct_terms(&query);
                 let parts = tails(&ds2, frags, &q2, &tokenizer, &stats2).await?;
                 // Scored as Lance's flat search scores: the shipped statistics of the rest of
                 // the corpus plus what these rows contribute themselves.

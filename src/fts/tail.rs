@@ -103,10 +103,7 @@ impl DeepSizeOf for TailDocs {
 impl TailDocs {
     /// Tokenize one batch (`_rowid` and the text column) into its own lists.
     fn from_batch(batch: &RecordBatch, column: &str, tokenizer: &mut Box<dyn LanceTokenizer>) -> Result<Self> {
-        let ids = batch
-            .column_by_name(ROW_ID)
-            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-            .ok_or_else(|| HostError::internal("the tail scan returned no _rowid"))?;
+        let ids = row_ids(batch, "the tail scan")?;
         let text = batch
             .column_by_name(column)
             .ok_or_else(|| HostError::internal(format!("the tail scan returned no column '{column}'")))?;
@@ -341,6 +338,14 @@ pub fn score(
     out
 }
 
+/// The `_rowid` column of a batch `what` produced.
+pub(super) fn row_ids<'a>(batch: &'a RecordBatch, what: &str) -> Result<&'a UInt64Array> {
+    batch
+        .column_by_name(ROW_ID)
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+        .ok_or_else(|| HostError::internal(format!("{what} returned no _rowid")))
+}
+
 /// The cache key of one fragment's tail: the table, the column, the tokenizer, and the
 /// fragment's content (its data files, overlays and deletion file).
 struct TailKey(String);
@@ -439,10 +444,7 @@ pub async fn kept_rows(ds: Arc<Dataset>, frag: Fragment, filter: &str) -> Result
     let mut out = HashSet::new();
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| HostError::internal(format!("{what}: {e}")))?;
-        let ids = batch
-            .column_by_name(ROW_ID)
-            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-            .ok_or_else(|| HostError::internal("the prefilter scan returned no _rowid"))?;
+        let ids = row_ids(&batch, "the prefilter scan")?;
         out.extend(ids.values().iter().copied());
     }
     Ok(out)
