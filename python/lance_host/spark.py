@@ -77,6 +77,11 @@ def _storage_options(options) -> dict:
 
 def _open_planning(options):
     """Open the table the options name, pinned as they ask (runs where Spark plans)."""
+    return _open_planning_with_storage(options)[0]
+
+
+def _open_planning_with_storage(options):
+    """`_open_planning`, and the storage options it opened with (a catalog's included)."""
     import lance_host as lh
 
     storage = _storage_options(options) or None
@@ -94,16 +99,27 @@ def _open_planning(options):
     else:
         raise lh._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
     if ts is not None:
-        return lh.open_at_timestamp(uri, _int_option(options, "timestamp_ms", 0), storage_options=storage)
-    return lh.open(uri, version=version or None, storage_options=storage)
+        return lh.open_at_timestamp(uri, _int_option(options, "timestamp_ms", 0), storage_options=storage), storage
+    return lh.open(uri, version=version or None, storage_options=storage), storage
 
 
-def _pin(source, ds):
-    """Remember the snapshot `schema()` opened: Spark pickles the source after `schema()` and
-    plans its reader from that copy, so the partitions are planned on the same snapshot
-    (the schema and the rows of one DataFrame come from one version, as with Delta) without
-    opening the table a second time."""
-    source._snapshot = (ds.export_snapshot(), _storage_options(source.options) or None)
+def _pin(source):
+    """Open the table for `schema()` and remember the snapshot: Spark pickles the source after
+    `schema()` and plans its reader from that copy, so the partitions are planned on the same
+    snapshot (the schema and the rows of one DataFrame come from one version, as with Delta)
+    without opening the table a second time. The storage options kept are the ones the table
+    opened with, a catalog's vended ones included."""
+    ds, storage = _open_planning_with_storage(source.options)
+    source._snapshot = (ds.export_snapshot(), storage)
+    return ds
+
+
+def _task_storage(options, pinned):
+    """The storage options a read task opens the snapshot with: those `schema()` opened the
+    table with (a catalog's vended ones included), else the `storage.` options."""
+    if pinned is not None:
+        return pinned[1]
+    return _storage_options(options) or None
 
 
 def _planning_snapshot(options, pinned):
@@ -349,8 +365,7 @@ class LanceHostDataSource(DataSource):
     def schema(self):
         """The table's columns (or the `columns` option's) as a Spark schema; opens the table
         once where Spark plans. Raises InvalidArgumentError for an unknown column."""
-        ds = _open_planning(self.options)
-        _pin(self, ds)
+        ds = _pin(self)
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
     def writer(self, schema, overwrite: bool):
@@ -386,7 +401,7 @@ class _ScanReader(DataSourceReader):
     def read(self, partition) -> Iterator[pa.RecordBatch]:
         import lance_host as lh
 
-        ds = lh.open_snapshot(partition.token, storage_options=_storage_options(self.options) or None)
+        ds = lh.open_snapshot(partition.token, storage_options=_task_storage(self.options, self.pinned))
         split = lh.Split.from_bytes(partition.split)
         flt = _and([self.options.get("filter")] + self.pushed)
         rows = 0
@@ -423,8 +438,7 @@ class LanceHostSearchDataSource(DataSource):
         `_rowid`; raises InvalidArgumentError for a missing `column` option or unknown column."""
         import lance_host as lh
 
-        ds = _open_planning(self.options)
-        _pin(self, ds)
+        ds = _pin(self)
         st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
         column = _required(self.options, "column", "the vector column to search")
         lh._check_columns(ds.schema, [column])
@@ -458,7 +472,7 @@ class _SearchReader(DataSourceReader):
         import lance_host as lh
 
         o = self.options
-        ds = lh.open_snapshot(partition.token, storage_options=_storage_options(o) or None)
+        ds = lh.open_snapshot(partition.token, storage_options=_task_storage(o, self.pinned))
         split = lh.Split.from_bytes(partition.split)
         vector = _vector_option(o)
         with ds.search_split(split, _required(o, "column", "the vector column to search"), vector, _int_option(o, "k", 10),
