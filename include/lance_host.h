@@ -931,7 +931,8 @@ typedef struct {
   uint64_t index_cache_bytes;
   // Budget of the metadata cache in bytes (manifests, file metadata).
   uint64_t metadata_cache_bytes;
-  // Worker threads of the async runtime; at least 1, at most 1024.
+  // Worker threads of the async runtime; at least 1, at most 1024. The same number (at
+  // least 2) also caps the threads that run blocking work such as local file reads.
   uint32_t worker_threads;
   // Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
   // default (one per core).

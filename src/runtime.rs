@@ -7,10 +7,23 @@ use tokio::runtime::Runtime;
 
 use crate::error::{HostError, Result};
 
+/// Threads that may run blocking work at once (Lance's local file reads, local object-store
+/// operations, CPU-bound steps Lance hands off): as many as the runtime's workers, at least 2.
+///
+/// Tokio's own default is 512. Each of those threads keeps its own allocator heap, and the
+/// buffers of a local read are allocated on the reading thread and freed on another one, so
+/// with a dozen reading threads a scan of wide rows kept about 150 MiB more resident at the
+/// same speed (bench/REPORT.md, "Full scan incl. `vec`"). The threads spend their time in
+/// `pread` on the same cores the workers decode on; more of them did not read faster.
+pub fn blocking_threads(worker_threads: u32) -> usize {
+    (worker_threads as usize).max(2)
+}
+
 /// Build the multi-threaded runtime of the global session.
 pub fn build(worker_threads: u32) -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(worker_threads as usize)
+        .max_blocking_threads(blocking_threads(worker_threads))
         .thread_name("lance-host-worker")
         .enable_all()
         .build()

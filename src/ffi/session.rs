@@ -21,7 +21,8 @@ pub struct LanceSessionOptions {
     pub index_cache_bytes: u64,
     /// Budget of the metadata cache in bytes (manifests, file metadata).
     pub metadata_cache_bytes: u64,
-    /// Worker threads of the async runtime; at least 1, at most 1024.
+    /// Worker threads of the async runtime; at least 1, at most 1024. The same number (at
+    /// least 2) also caps the threads that run blocking work such as local file reads.
     pub worker_threads: u32,
     /// Batches each scan decodes ahead unless its options say otherwise; 0 = Lance's
     /// default (one per core).

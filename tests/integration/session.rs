@@ -100,7 +100,43 @@ fn child_configure_before_first_use() {
     assert!(after.metadata_hits > before.metadata_hits, "{before:?} -> {after:?}");
     assert_eq!(after.metadata_misses, before.metadata_misses, "{before:?} -> {after:?}");
     drop(second);
+    // Blocking work (local reads among it) runs on at most as many threads as there are
+    // workers: 24 blocking tasks that each hold their thread for a while never see more than
+    // 3 of them at once, and the process gains at most 3 threads for them.
+    let runtime = &lance_host::session::global().unwrap().runtime;
+    let threads_before = runtime_threads();
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..24)
+        .map(|_| {
+            let (running, peak) = (running.clone(), peak.clone());
+            runtime.spawn_blocking(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                let now = running.fetch_add(1, SeqCst) + 1;
+                peak.fetch_max(now, SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                running.fetch_sub(1, SeqCst);
+            })
+        })
+        .collect();
+    for t in tasks {
+        runtime.block_on(t).unwrap();
+    }
+    let peak = peak.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=3).contains(&peak), "{peak} blocking tasks ran at once");
+    let threads_after = runtime_threads();
+    assert!(threads_after <= threads_before + 3, "{threads_before} -> {threads_after} runtime threads");
     println!("CHILD-OK");
+}
+
+/// Threads of this process that belong to the session's runtime (workers and blocking threads
+/// share its thread name, which the kernel cuts to 15 bytes).
+fn runtime_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "lance-host-work")
+        .count()
 }
 
 fn lance_dataset_count_rows_ptr(ds: &Ds, out: &mut u64) -> i32 {
