@@ -997,7 +997,7 @@ fn run_side(side: &str, work: &str, uri: &str, facts: &Facts) {
         serde_json::json!({
             "side": side, "work": work, "ms": ms, "thread_cpu_ms": cpu, "rows": rows,
             "recall": if recalls.is_empty() { serde_json::Value::Null } else { (recalls.iter().sum::<f64>() / recalls.len() as f64).into() },
-            "maxrss_kb": ru.0, "minflt": ru.1, "cold_ms": cold_ms,
+            "maxrss_kb": ru.0, "minflt": ru.1, "rss_file_kb": rss_file_kb(), "cold_ms": cold_ms,
             "data_cache": if side == "host" { data_cache_json() } else { serde_json::Value::Null },
         })
     );
@@ -1014,6 +1014,18 @@ fn thread_cpu_ms() -> f64 {
     // SAFETY: clock_gettime writes into the valid timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+}
+
+/// Resident file-backed pages (KiB) of this process now: mostly the code of the binary that
+/// has run, which stays resident; what is left of the peak RSS is memory.
+fn rss_file_kb() -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("RssFile:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
 }
 
 /// Peak RSS (KiB) and minor page faults of this process.
