@@ -12,9 +12,9 @@ use crate::error::{HostError, Result};
 ///
 /// Tokio's own default is 512. Each of those threads keeps its own allocator heap, and the
 /// buffers of a local read are allocated on the reading thread and freed on another one, so
-/// with a dozen reading threads a scan of wide rows kept about 150 MiB more resident at the
-/// same speed (bench/REPORT.md, "Full scan incl. `vec`"). The threads spend their time in
-/// `pread` on the same cores the workers decode on; more of them did not read faster.
+/// with a dozen reading threads a scan of wide rows peaked about 100 MiB higher
+/// (bench/SCAN_MEMORY.md). The threads spend their time in `pread` on the same cores the
+/// workers decode on; on 2 cores, more of them did not read faster.
 pub fn blocking_threads(worker_threads: u32) -> usize {
     (worker_threads as usize).max(2)
 }

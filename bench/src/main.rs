@@ -1019,10 +1019,14 @@ fn thread_cpu_ms() -> f64 {
 /// Resident file-backed pages (KiB) of this process now: mostly the code of the binary that
 /// has run, which stays resident; what is left of the peak RSS is memory.
 fn rss_file_kb() -> i64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
+    status_kb(&std::fs::read_to_string("/proc/self/status").unwrap_or_default(), "RssFile:")
+}
+
+/// The KiB figure of one `/proc/self/status` line (`VmHWM:`, `RssFile:`), or -1.
+fn status_kb(status: &str, field: &str) -> i64 {
+    status
         .lines()
-        .find(|l| l.starts_with("RssFile:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(-1)
@@ -1031,12 +1035,7 @@ fn rss_file_kb() -> i64 {
 /// Peak RSS (KiB) and minor page faults of this process.
 fn rusage() -> (i64, i64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let hwm = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1);
+    let hwm = status_kb(&status, "VmHWM:");
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Field 10 (minflt), counted after the parenthesised command name.
     let minflt = stat
