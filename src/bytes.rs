@@ -141,3 +141,41 @@ mod tests {
         assert_eq!(long.blob(), None, "a length above max_len is refused");
     }
 }
+
+/// Deterministic damage for the fuzz tests of the encodings (tests only): a xorshift64 stream
+/// and the three ways bytes in transit get damaged.
+#[cfg(test)]
+pub(crate) struct Damage(u64);
+
+#[cfg(test)]
+impl Damage {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next pseudo-random number.
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A copy of `good` (not empty) with one bit flipped (`kind` 0), cut short (1) or with one
+    /// byte inserted (any other).
+    pub(crate) fn apply(&mut self, good: &[u8], kind: usize) -> Vec<u8> {
+        let mut b = good.to_vec();
+        match kind {
+            0 => {
+                let pos = (self.next() as usize) % b.len();
+                b[pos] ^= 1 << (self.next() % 8);
+            }
+            1 => b.truncate((self.next() as usize) % b.len()),
+            _ => {
+                let pos = (self.next() as usize) % b.len();
+                b.insert(pos, self.next() as u8);
+            }
+        }
+        b
+    }
+}
