@@ -243,6 +243,35 @@ int main(int argc, char** argv) {
       refined_ids.insert(refined_ids.end(), r, r + batch.num_rows());
     }
     EXPECT(refined_ids.size() == 5 && refined_ids[0] == row_ids[0]);  // the query's own row first
+    // The same search with the segment splits combined into one split: one call, same answer.
+    std::vector<lh::Split> seg_splits;
+    std::vector<lh::Stream> combined_parts;
+    for (size_t i = 0; i < vplan.size(); i++) {
+      auto split = vplan.at(i);
+      if (split.kind() == LANCE_SPLIT_INDEX_SEGMENT) seg_splits.push_back(std::move(split));
+      else combined_parts.push_back(ds.search(split, q));
+    }
+    auto both = lh::Split::deserialize(lh::Split::combine(seg_splits).serialize());
+    EXPECT(both.segment_uuids().size() == seg_splits.size() && both.segment_uuids()[1] == *seg_splits[1].segment_uuid());
+    try {
+      both.segment_uuid();
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    combined_parts.push_back(ds.refine(ds.search(both, dq), q));
+    std::vector<uint64_t> combined_ids;
+    for (auto& batch : lh::merge(std::move(combined_parts), 5)) {
+      const uint64_t* r = batch.values<uint64_t>(batch.column_index("_rowid"));
+      combined_ids.insert(combined_ids.end(), r, r + batch.num_rows());
+    }
+    EXPECT(combined_ids == refined_ids);
+    try {
+      lh::Split::combine(std::vector<const lh::Split*>{&seg_splits[0], &first});
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT && std::string(e.what()).find("split 1") != std::string::npos);
+    }
 
     // Catalog metadata, call contexts, logging, metrics.
     auto info = catalog.describe_table("vectors");

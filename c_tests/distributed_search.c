@@ -231,16 +231,33 @@ int main(int argc, char** argv) {
     CHECK_OK(lance_dataset_plan_vector_search(ds, "embedding", LANCE_METRIC_L2, true, 0, &plan));
     uint8_t uuids[16 * 8];
     size_t n = 0;
+    const LanceSplit* segs[8];
     for (size_t i = 0; i < lance_split_plan_count(plan); i++) {
       LanceSplit* sp = lance_split_plan_get(plan, i);
-      if (lance_split_kind(sp) == LANCE_SPLIT_INDEX_SEGMENT && n < 8)
-        CHECK_OK(lance_split_segment_uuid(sp, uuids + 16 * n++));
-      lance_split_free(sp);
+      if (lance_split_kind(sp) == LANCE_SPLIT_INDEX_SEGMENT && n < 8) {
+        CHECK_OK(lance_split_segment_uuid(sp, uuids + 16 * n));
+        segs[n++] = sp;
+      } else {
+        lance_split_free(sp);
+      }
     }
     lance_split_plan_free(plan);
     CHECK(n == 2);
+    /* A worker that got both segment splits runs them as one: the combined split lends the
+       segments' UUIDs back to back, ready for the prewarm. */
+    LanceSplit* both = NULL;
+    CHECK_OK(lance_splits_combine(segs, n, &both));
+    size_t count = 0;
+    const uint8_t* both_uuids = lance_split_segment_uuids(both, &count);
+    CHECK(count == n && both_uuids != NULL && memcmp(both_uuids, uuids, 16 * n) == 0);
+    uint8_t one[16];
+    CHECK(lance_split_segment_uuid(both, one) == LANCE_ERR_INVALID_ARGUMENT);
+    LanceSplit* not_written = NULL;
+    CHECK(lance_splits_combine(segs, 0, &not_written) == LANCE_ERR_INVALID_ARGUMENT && not_written == NULL);
     LanceIoStats io = {.struct_size = sizeof(LanceIoStats)};
-    CHECK_OK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 16 * n, &io));
+    CHECK_OK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", both_uuids, 16 * count, &io));
+    lance_split_free(both);
+    for (size_t i = 0; i < n; i++) lance_split_free((LanceSplit*)segs[i]);
     CHECK_EQ_U64(io.index_cache_hits, n);
     CHECK_EQ_U64(io.index_cache_misses, 0);
     CHECK(lance_dataset_prewarm_index_segments_v2(ds, "emb_pq", uuids, 16 * n - 1, NULL) ==

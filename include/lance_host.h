@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 8
+#define LANCE_HOST_VERSION_MINOR 9
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.8.0"
+#define LANCE_HOST_VERSION "0.9.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -114,8 +114,11 @@ struct ArrowArrayStream {
 // Current statistics format version.
 #define STATS_FORMAT 1
 
-// Current split format version.
+// Split format of a split with at most one segment.
 #define SPLIT_FORMAT 1
+
+// Split format of a split with several segments.
+#define SPLIT_FORMAT_SEGMENTS 2
 
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
@@ -2016,9 +2019,45 @@ const uint64_t *lance_split_fragment_ids(const LanceSplit *split, size_t *out_le
 
 // Copy the 16-byte UUID of an index segment split into `out` (16 writable bytes).
 //
-// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
-// failure.
+// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds and
+// LANCE_ERR_INVALID_ARGUMENT for a split of several segments (from `lance_splits_combine`;
+// use `lance_split_segment_uuids`); `out` is not written on failure.
 int32_t lance_split_segment_uuid(const LanceSplit *split, uint8_t *out);
+
+// UUIDs of the index segments a split searches: returns a pointer to `*out_count` UUIDs of
+// 16 bytes each, back to back (`16 * *out_count` bytes), or NULL with `*out_count` 0 for a
+// split that searches no segment (scan and flat splits). A planned segment split has one; a
+// split from `lance_splits_combine` may have several. The bytes suit
+// `lance_dataset_prewarm_index_segments`.
+//
+// The split owns the bytes; valid until `lance_split_free` is called. Thread-safe.
+// Returns NULL and sets the last error if an argument is NULL (then `*out_count` is not
+// written).
+const uint8_t *lance_split_segment_uuids(const LanceSplit *split, size_t *out_count);
+
+// Combine `count` splits of one plan into one split that does their work in a single call,
+// for a worker that runs several splits of the same snapshot: the search or scan of the
+// combined split plans, opens and reads once instead of once per split. The splits must
+// have been planned on the same table and version, be of one kind, and (search splits) of
+// one column, index and metric; fragments and segments must not repeat (each split is
+// combined at most once). Kinds: scan splits (their fragments, in the given order), index
+// segment splits and full-text segment splits (their segments searched in one plan), flat
+// and full-text flat splits. An index segment split is never combined with a flat one (their
+// distances differ: search both and merge them).
+//
+// What a combined split returns: scans, flat searches and full-text searches return what the
+// splits return between them after a merge (a search's k applies to the combined split). A
+// vector search of several segments merges the segments' candidates before the re-rank and
+// re-ranks `k × refine_factor × segments` of them (as many as the separate splits would);
+// with `defer_refine` it returns the best `k × refine_factor` candidates, the same rows that
+// merging the separate splits' candidates keeps. A combined split serializes like any other
+// (split format 2 when it holds several segments, which libraries before 0.9 do not read).
+//
+// Caller owns `*out`; free it with `lance_split_free`. Borrows `splits` (an array of `count`
+// split pointers). Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL
+// arguments, `count` 0 or splits that cannot be combined (the message names the first
+// offending split and what differs). `*out` is not written on failure.
+int32_t lance_splits_combine(const LanceSplit *const *splits, size_t count, LanceSplit **out);
 
 // Serialize a split into compact, versioned, checksummed bytes (table URI, pinned version,
 // kind, fragments, segment UUID; never storage options or secrets) for shipping to a worker.

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -407,11 +408,38 @@ class Split {
   }
   LanceSplitKind kind() const { return static_cast<LanceSplitKind>(lance_split_kind(p_.get())); }
   std::string uri() const { return lance_split_uri(p_.get()); }
-  /// The index segment's UUID, for index segment splits.
+  /// The index segment's UUID for a segment split; nullopt for splits without one. Throws for a
+  /// combined split of several segments (see segment_uuids()).
   std::optional<std::array<uint8_t, 16>> segment_uuid() const {
     std::array<uint8_t, 16> u{};
-    if (lance_split_segment_uuid(p_.get(), u.data()) != LANCE_OK) return std::nullopt;
+    int32_t rc = lance_split_segment_uuid(p_.get(), u.data());
+    if (rc == LANCE_ERR_NOT_FOUND) return std::nullopt;
+    check(rc);
     return u;
+  }
+  /// The UUIDs of every index segment the split searches (none for scan and flat splits).
+  std::vector<std::array<uint8_t, 16>> segment_uuids() const {
+    size_t n = 0;
+    const uint8_t* b = lance_split_segment_uuids(p_.get(), &n);
+    std::vector<std::array<uint8_t, 16>> out(n);
+    for (size_t i = 0; i < n; ++i) std::memcpy(out[i].data(), b + 16 * i, 16);
+    return out;
+  }
+  /// One split doing the work of `splits` (one plan, one kind) in a single call
+  /// (lance_splits_combine); throws lance::Error naming a split that does not fit.
+  static Split combine(const std::vector<const Split*>& splits) {
+    std::vector<const LanceSplit*> ptrs;
+    ptrs.reserve(splits.size());
+    for (const Split* s : splits) ptrs.push_back(s ? s->get() : nullptr);
+    LanceSplit* out = nullptr;
+    check(lance_splits_combine(ptrs.data(), ptrs.size(), &out));
+    return Split(out);
+  }
+  static Split combine(const std::vector<Split>& splits) {
+    std::vector<const Split*> ptrs;
+    ptrs.reserve(splits.size());
+    for (const Split& s : splits) ptrs.push_back(&s);
+    return combine(ptrs);
   }
   /// Open the split's table at exactly its version (defined after Dataset).
   Dataset open_dataset(const std::map<std::string, std::string>& storage_options = {}) const;

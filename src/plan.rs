@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::bytes::Reader;
-use crate::error::{HostError, LanceErrorCode, Result};
+use crate::bytes::{Reader, Writer};
+use crate::error::{HostError, Result};
 use crate::index::{self, IndexInfo, Metric};
 use crate::snapshot::Snapshot;
 
@@ -46,8 +46,9 @@ pub struct Split {
     pub version: u64,
     pub kind: SplitKind,
     pub fragment_ids: Vec<u64>,
-    /// Set for INDEX_SEGMENT splits.
-    pub segment: Option<Uuid>,
+    /// The physical index segments an INDEX_SEGMENT or TEXT_SEGMENT split searches: one as
+    /// planned, several after `combine`; empty for the other kinds.
+    pub segments: Vec<Uuid>,
     /// Vector column of a search split ("" for scan splits).
     pub column: String,
     /// Index the segment belongs to ("" unless INDEX_SEGMENT).
@@ -89,7 +90,7 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
         version: snapshot.version(),
         kind: SplitKind::Scan,
         fragment_ids: frags,
-        segment: None,
+        segments: Vec::new(),
         column: String::new(),
         index_name: String::new(),
         metric: None,
@@ -257,12 +258,12 @@ pub(crate) fn segment_and_flat_splits(
     kinds: (SplitKind, SplitKind),
 ) -> Result<Vec<Split>> {
     let fragments = visible_fragments(snapshot)?;
-    let base = |kind, frags: Vec<u64>, segment, index_name: String, rows| Split {
+    let base = |kind, frags: Vec<u64>, segments, index_name: String, rows| Split {
         uri: snapshot.uri().to_string(),
         version: snapshot.version(),
         kind,
         fragment_ids: frags,
-        segment,
+        segments,
         column: column.to_string(),
         index_name,
         metric,
@@ -285,7 +286,7 @@ pub(crate) fn segment_and_flat_splits(
             }
             covered.extend(frags.iter().copied());
             let rows = frags.iter().map(|f| rows_of(*f)).sum();
-            splits.push(base(kinds.0, frags, Some(seg.uuid), index.name.clone(), rows));
+            splits.push(base(kinds.0, frags, vec![seg.uuid], index.name.clone(), rows));
         }
     }
     let mut group: Vec<u64> = Vec::new();
@@ -295,27 +296,90 @@ pub(crate) fn segment_and_flat_splits(
         group_rows += rows;
         if flat_target_rows == 0 || group_rows >= flat_target_rows {
             let frags = std::mem::take(&mut group);
-            splits.push(base(kinds.1, frags, None, String::new(), group_rows));
+            splits.push(base(kinds.1, frags, Vec::new(), String::new(), group_rows));
             group_rows = 0;
         }
     }
     if !group.is_empty() {
-        splits.push(base(kinds.1, group, None, String::new(), group_rows));
+        splits.push(base(kinds.1, group, Vec::new(), String::new(), group_rows));
     }
     Ok(splits)
 }
 
+// ---- Combining -----------------------------------------------------------------------------
+
+/// One split that does the work of `splits` (planned on one snapshot, of one kind, column,
+/// index and metric) in a single search or scan, so a worker that runs several splits of a
+/// plan pays for opening and planning once: their fragments and segments, in the given order,
+/// and the sum of their rows. Refused: no splits, splits of different snapshots, kinds,
+/// columns, indexes or metrics, a segment split with a flat one, and a fragment or segment in
+/// two of them (a split given twice would count its rows twice).
+pub fn combine(splits: &[Split]) -> Result<Split> {
+    let first = splits.first().ok_or_else(|| HostError::invalid("no splits to combine"))?;
+    let mut out = Split { fragment_ids: Vec::new(), segments: Vec::new(), row_count: 0, ..first.clone() };
+    let mut fragments = BTreeSet::new();
+    let mut segments = BTreeSet::new();
+    for (i, s) in splits.iter().enumerate() {
+        let differs = |what: &str, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+            HostError::invalid(format!(
+                "split {i} cannot be combined with split 0: its {what} is {a:?}, split 0's is {b:?}"
+            ))
+        };
+        if (s.uri.as_str(), s.version) != (first.uri.as_str(), first.version) {
+            return Err(differs("snapshot", &(&s.uri, s.version), &(&first.uri, first.version)));
+        }
+        if s.kind != first.kind {
+            return Err(differs("kind", &s.kind, &first.kind));
+        }
+        if s.column != first.column {
+            return Err(differs("column", &s.column, &first.column));
+        }
+        if s.index_name != first.index_name {
+            return Err(differs("index", &s.index_name, &first.index_name));
+        }
+        if s.metric != first.metric {
+            return Err(differs("metric", &s.metric, &first.metric));
+        }
+        for f in &s.fragment_ids {
+            if !fragments.insert(*f) {
+                return Err(HostError::invalid(format!(
+                    "split {i} repeats fragment {f} of an earlier split: each split may be combined once"
+                )));
+            }
+        }
+        for u in &s.segments {
+            if !segments.insert(*u) {
+                return Err(HostError::invalid(format!(
+                    "split {i} repeats index segment {u} of an earlier split: each split may be combined once"
+                )));
+            }
+        }
+        out.fragment_ids.extend_from_slice(&s.fragment_ids);
+        out.segments.extend_from_slice(&s.segments);
+        out.row_count = out.row_count.saturating_add(s.row_count);
+    }
+    if out.fragment_ids.len() > MAX_LEN || out.segments.len() > MAX_LEN {
+        return Err(HostError::invalid("the combined split is too large"));
+    }
+    out.validate()?;
+    Ok(out)
+}
+
 // ---- Serialization -------------------------------------------------------------------------
 //
-// Layout (little endian):
-//   magic "LHSP" | format u8 (=1) | kind u8 | metric u8 (0 none, 1 L2, 2 cosine, 3 dot,
-//   4 hamming) | flags u8 (bit 0: segment present) | version u64 | row_count u64 |
-//   uri: u32 len + bytes | column: u32 len + bytes | index: u32 len + bytes |
-//   segment: 16 bytes if present | fragments: u32 count + u64 each | crc32 of all before.
+// The shared envelope (`crate::bytes`): magic "LHSP" | format u8 | body | crc32. Body, little
+// endian: kind u8 | metric u8 (0 none, 1 L2, 2 cosine, 3 dot, 4 hamming) | flags u8 (bit 0:
+// segments present) | version u64 | row_count u64 | uri, column, index: u32 len + bytes each |
+// segments | fragments: u32 count + u64 each.
+// Segments: format 1 holds exactly one (16 bytes); format 2, written only for a split of
+// several segments (`combine`), holds a u32 count (at least 2) and 16 bytes each. A split of
+// one segment is written as format 1, which every earlier library reads.
 
 const MAGIC: &[u8; 4] = b"LHSP";
-/// Current split format version.
+/// Split format of a split with at most one segment.
 pub const SPLIT_FORMAT: u8 = 1;
+/// Split format of a split with several segments.
+pub const SPLIT_FORMAT_SEGMENTS: u8 = 2;
 /// Upper bound on decoded string and list sizes (defends against corrupt lengths).
 const MAX_LEN: usize = 1 << 20;
 
@@ -342,60 +406,40 @@ fn metric_from_code(c: u8) -> Option<Option<Metric>> {
 
 impl Split {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(64 + self.uri.len() + 8 * self.fragment_ids.len());
-        b.extend_from_slice(MAGIC);
-        b.push(SPLIT_FORMAT);
-        b.push(self.kind as u8);
-        b.push(metric_code(self.metric));
-        b.push(u8::from(self.segment.is_some()));
-        b.extend_from_slice(&self.version.to_le_bytes());
-        b.extend_from_slice(&self.row_count.to_le_bytes());
-        for s in [&self.uri, &self.column, &self.index_name] {
-            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            b.extend_from_slice(s.as_bytes());
+        let several = self.segments.len() > 1;
+        let mut w = Writer(Vec::with_capacity(64 + self.uri.len() + 8 * self.fragment_ids.len()));
+        w.u8(self.kind as u8)
+            .u8(metric_code(self.metric))
+            .u8(u8::from(!self.segments.is_empty()))
+            .u64(self.version)
+            .u64(self.row_count)
+            .blob(self.uri.as_bytes())
+            .blob(self.column.as_bytes())
+            .blob(self.index_name.as_bytes());
+        if several {
+            w.u32(self.segments.len() as u32);
         }
-        if let Some(u) = self.segment {
-            b.extend_from_slice(u.as_bytes());
+        for u in &self.segments {
+            w.0.extend_from_slice(u.as_bytes());
         }
-        b.extend_from_slice(&(self.fragment_ids.len() as u32).to_le_bytes());
+        w.u32(self.fragment_ids.len() as u32);
         for f in &self.fragment_ids {
-            b.extend_from_slice(&f.to_le_bytes());
+            w.u64(*f);
         }
-        let crc = crc32fast::hash(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        b
+        let format = if several { SPLIT_FORMAT_SEGMENTS } else { SPLIT_FORMAT };
+        crate::bytes::seal(MAGIC, format, &w.0)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Split> {
-        let corrupt = |what: &str| {
-            HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, format!("invalid split bytes: {what}"))
-        };
-        if bytes.len() < 4 || &bytes[..4] != MAGIC {
-            return Err(corrupt("not a lance-host split (bad magic)"));
-        }
-        if bytes.len() < 5 {
-            return Err(corrupt("truncated"));
-        }
-        if bytes[4] != SPLIT_FORMAT {
-            return Err(HostError::not_supported(format!(
-                "split format version {} is not supported (this library reads version {SPLIT_FORMAT})",
-                bytes[4]
-            )));
-        }
-        if bytes.len() < 4 + 4 + 16 + 4 {
-            return Err(corrupt("truncated"));
-        }
-        let (body, tail) = bytes.split_at(bytes.len() - 4);
-        let crc = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
-        if crc32fast::hash(body) != crc {
-            return Err(corrupt("checksum mismatch (truncated or corrupted)"));
-        }
-        let mut r = Reader::new(body, 8, MAX_LEN);
-        let kind = SplitKind::from_u8(body[5]).ok_or_else(|| corrupt("unknown split kind"))?;
-        let metric = metric_from_code(body[6]).ok_or_else(|| corrupt("unknown metric"))?;
-        let has_segment = match body[7] {
-            0 => false,
-            1 => true,
+        let corrupt = |what: &str| crate::bytes::corrupt("split", what);
+        let (format, body) =
+            crate::bytes::open(bytes, MAGIC, &[SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS], "split")?;
+        let mut r = Reader::new(body, 0, MAX_LEN);
+        let kind = r.u8().and_then(SplitKind::from_u8).ok_or_else(|| corrupt("unknown split kind"))?;
+        let metric = r.u8().and_then(metric_from_code).ok_or_else(|| corrupt("unknown metric"))?;
+        let has_segments = match r.u8() {
+            Some(0) => false,
+            Some(1) => true,
             _ => return Err(corrupt("bad flags")),
         };
         let version = r.u64().ok_or_else(|| corrupt("truncated version"))?;
@@ -403,12 +447,25 @@ impl Split {
         let uri = r.string().ok_or_else(|| corrupt("bad table uri"))?;
         let column = r.string().ok_or_else(|| corrupt("bad column"))?;
         let index_name = r.string().ok_or_else(|| corrupt("bad index name"))?;
-        let segment = if has_segment {
-            let raw = r.take(16).ok_or_else(|| corrupt("truncated segment uuid"))?;
-            Some(Uuid::from_slice(raw).map_err(|_| corrupt("bad segment uuid"))?)
-        } else {
-            None
+        let count = match (format, has_segments) {
+            (_, false) => 0,
+            (SPLIT_FORMAT, true) => 1,
+            _ => {
+                let n = r.u32().ok_or_else(|| corrupt("truncated segment count"))? as usize;
+                if !(2..=MAX_LEN).contains(&n) {
+                    return Err(corrupt("bad segment count"));
+                }
+                n
+            }
         };
+        if format == SPLIT_FORMAT_SEGMENTS && count < 2 {
+            return Err(corrupt("format 2 without several segments"));
+        }
+        let mut segments = Vec::with_capacity(count.min(r.remaining() / 16));
+        for _ in 0..count {
+            let raw = r.take(16).ok_or_else(|| corrupt("truncated segment uuid"))?;
+            segments.push(Uuid::from_slice(raw).map_err(|_| corrupt("bad segment uuid"))?);
+        }
         let n = r.u32().ok_or_else(|| corrupt("truncated fragment list"))? as usize;
         if n > MAX_LEN || r.remaining() != n * 8 {
             return Err(corrupt("fragment list length does not match"));
@@ -419,7 +476,7 @@ impl Split {
             version,
             kind,
             fragment_ids,
-            segment,
+            segments,
             column,
             index_name,
             metric,
@@ -439,7 +496,7 @@ impl Split {
         }
         match self.kind {
             SplitKind::IndexSegment | SplitKind::TextSegment
-                if self.segment.is_none() || self.column.is_empty() =>
+                if self.segments.is_empty() || self.column.is_empty() =>
             {
                 Err(HostError::invalid("index segment split without segment or column"))
             }
@@ -448,7 +505,7 @@ impl Split {
             {
                 Err(HostError::invalid("flat split must have fragments and a column"))
             }
-            SplitKind::Scan | SplitKind::Flat | SplitKind::TextFlat if self.segment.is_some() => {
+            SplitKind::Scan | SplitKind::Flat | SplitKind::TextFlat if !self.segments.is_empty() => {
                 Err(HostError::invalid("only index segment splits carry a segment"))
             }
             _ => Ok(()),
@@ -480,7 +537,7 @@ mod tests {
             version: 7,
             kind: SplitKind::IndexSegment,
             fragment_ids: vec![0, 3, 9],
-            segment: Some(Uuid::from_u128(0x1234_5678_9abc_def0_1122_3344_5566_7788)),
+            segments: vec![Uuid::from_u128(0x1234_5678_9abc_def0_1122_3344_5566_7788)],
             column: "embedding".into(),
             index_name: "idx".into(),
             metric: Some(Metric::Cosine),
@@ -488,28 +545,72 @@ mod tests {
         }
     }
 
+    /// `sample` with `n` segments over fragments `first..first + n`.
+    fn segments(first: u64, n: u64) -> Split {
+        Split {
+            fragment_ids: (first..first + n).collect(),
+            segments: (first..first + n).map(|i| Uuid::from_u128(0xabc0 + u128::from(i))).collect(),
+            row_count: 100 * n,
+            ..sample()
+        }
+    }
+
     #[test]
     fn round_trip() {
         let s = sample();
-        assert_eq!(Split::from_bytes(&s.to_bytes()).unwrap(), s);
+        let b = s.to_bytes();
+        assert_eq!(b[4], SPLIT_FORMAT, "one segment keeps the format every library reads");
+        assert_eq!(Split::from_bytes(&b).unwrap(), s);
+        let several = segments(0, 3);
+        let b = several.to_bytes();
+        assert_eq!(b[4], SPLIT_FORMAT_SEGMENTS);
+        assert_eq!(Split::from_bytes(&b).unwrap(), several);
+        let scan = Split { kind: SplitKind::Scan, segments: Vec::new(), column: String::new(), index_name: String::new(), metric: None, ..sample() };
+        assert_eq!(Split::from_bytes(&scan.to_bytes()).unwrap(), scan);
+    }
+
+    #[test]
+    fn combine_concatenates_in_order_and_refuses_what_does_not_fit() {
+        let (a, b, c) = (segments(0, 1), segments(1, 2), segments(3, 1));
+        let all = combine(&[b.clone(), a.clone(), c.clone()]).unwrap();
+        assert_eq!(all.fragment_ids, vec![1, 2, 0, 3]);
+        assert_eq!(all.segments, [b.segments.clone(), a.segments.clone(), c.segments.clone()].concat());
+        assert_eq!(all.row_count, 400);
+        assert_eq!(combine(std::slice::from_ref(&a)).unwrap(), a);
+        assert!(combine(&[]).unwrap_err().message.contains("no splits"));
+
+        let refused = |other: Split, needle: &str| {
+            let e = combine(&[a.clone(), other]).unwrap_err();
+            assert_eq!(e.code, crate::error::LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT);
+            assert!(e.message.contains(needle), "{needle}: {}", e.message);
+        };
+        refused(Split { version: 8, ..c.clone() }, "snapshot");
+        refused(Split { uri: "/other".into(), ..c.clone() }, "snapshot");
+        refused(Split { kind: SplitKind::Flat, segments: Vec::new(), ..c.clone() }, "kind");
+        refused(Split { column: "other".into(), ..c.clone() }, "column");
+        refused(Split { index_name: "other".into(), ..c.clone() }, "index");
+        refused(Split { metric: Some(Metric::L2), ..c.clone() }, "metric");
+        refused(a.clone(), "repeats fragment 0");
+        refused(Split { fragment_ids: vec![9], ..a.clone() }, "repeats index segment");
     }
 
     #[test]
     fn fuzzed_bytes_never_panic_and_never_decode_to_something_else() {
-        let good = sample().to_bytes();
+        let goods = [sample().to_bytes(), segments(0, 3).to_bytes()];
         let mut damage = crate::bytes::Damage::new(0x9e37_79b9_7f4a_7c15);
-        for i in 0..20_000 {
+        for i in 0..40_000 {
+            let good = &goods[i % 2];
             let b = if i % 4 == 2 {
                 // Random bytes, sometimes behind a valid magic and format.
                 let n = (damage.next() % 64) as usize;
                 let mut b: Vec<u8> = (0..n).map(|_| damage.next() as u8).collect();
                 if i % 8 == 2 && b.len() >= 5 {
                     b[..4].copy_from_slice(MAGIC);
-                    b[4] = SPLIT_FORMAT;
+                    b[4] = [SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS][i % 16 / 8];
                 }
                 b
             } else {
-                damage.apply(&good, [0, 1, 0, 2][i % 4])
+                damage.apply(good, [0, 1, 0, 2][i % 4])
             };
             if let Ok(decoded) = Split::from_bytes(&b) {
                 // Only an unchanged encoding may decode.

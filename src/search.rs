@@ -261,9 +261,24 @@ fn prepared_search(
     // split's rows changes no result and keeps huge values from reaching Lance's allocations.
     let rows = split.row_count.max(1);
     let k = usize::try_from(q.k.min(rows)).map_err(|_| HostError::invalid("k is too large"))?;
-    let refine = q
-        .refine_factor
-        .map(|r| u64::from(r).min(rows.div_ceil(k as u64)).max(1) as u32);
+    // A split of several segments (`plan::combine`) searches them in one plan, which merges
+    // their candidates before the re-rank; it re-ranks `segments` times as many candidates, as
+    // many as the segments' own splits would re-rank between them. A deferred re-rank needs
+    // no more: the best k * refine of the merged candidates are the best of the segments'.
+    let per_segments = if split.kind == SplitKind::IndexSegment && !q.defer_refine {
+        u64::try_from(split.segments.len().max(1)).unwrap_or(u64::MAX)
+    } else {
+        1
+    };
+    let refine = match (q.refine_factor, per_segments) {
+        (None, 1) => None,
+        (r, n) => Some(
+            u64::from(r.unwrap_or(1))
+                .saturating_mul(n)
+                .min(rows.div_ceil(k as u64))
+                .clamp(1, u64::from(u32::MAX)) as u32,
+        ),
+    };
     let metric = match (q.metric, split.metric) {
         (Some(m), Some(planned)) if split.kind == SplitKind::IndexSegment && m != planned => {
             return Err(HostError::invalid(format!(
@@ -307,8 +322,7 @@ fn prepared_search(
                 k
             };
             scanner.nearest(&q.column, query.as_ref(), candidates).map_err(lance_err)?;
-            let seg = split.segment.expect("validated index segment split");
-            scanner.with_index_segments(vec![seg]).map_err(lance_err)?;
+            scanner.with_index_segments(split.segments.clone()).map_err(lance_err)?;
         }
         SplitKind::Scan | SplitKind::TextSegment | SplitKind::TextFlat => unreachable!(),
     }

@@ -473,11 +473,41 @@ class Split:
 
     @property
     def segment_uuid(self) -> Optional[bytes]:
-        """The index segment's 16-byte UUID, or None for splits without one."""
+        """The index segment's 16-byte UUID, or None for splits without one. InvalidArgumentError
+        for a split of several segments (see `segment_uuids`)."""
         out = (ctypes.c_uint8 * 16)()
-        if LIB.lance_split_segment_uuid(self._h, out) != 0:
+        rc = LIB.lance_split_segment_uuid(self._h, out)
+        if rc == 2:  # LANCE_ERR_NOT_FOUND: not a segment split
             return None
+        _check(rc)
         return bytes(out)
+
+    @property
+    def segment_uuids(self) -> list[bytes]:
+        """The 16-byte UUIDs of the index segments the split searches (lance_split_segment_uuids):
+        one for a planned segment split, several for a combined one, none for the other kinds."""
+        n = ctypes.c_size_t(0)
+        p = LIB.lance_split_segment_uuids(self._h, ctypes.byref(n))
+        if not p:  # no segments (the arguments are never NULL here)
+            return []
+        data = ctypes.string_at(p, 16 * n.value)
+        return [data[i:i + 16] for i in range(0, len(data), 16)]
+
+    @staticmethod
+    def combine(splits: Sequence["Split"]) -> "Split":
+        """One split that does the work of `splits` (of one plan, one kind) in a single call
+        (lance_splits_combine): a worker that runs several splits plans and opens once. Their
+        results equal the merged results of the parts (a vector search of several segments
+        re-ranks k x refine x segments candidates); InvalidArgumentError names a split that does
+        not fit (another snapshot, kind, column or index, or a repeated fragment)."""
+        parts = list(splits)
+        for i, s in enumerate(parts):
+            if not isinstance(s, Split):
+                raise TypeError(f"split {i} is a {type(s).__name__}, not a Split")
+        arr = (ctypes.c_void_p * max(len(parts), 1))(*[s._h for s in parts])
+        out = ctypes.c_void_p()
+        _check(LIB.lance_splits_combine(arr, len(parts), ctypes.byref(out)))
+        return Split(out.value)
 
     def open_dataset(self, storage_options: Optional[Mapping[str, str]] = None) -> "Dataset":
         """Open the split's table at exactly its version (lance_split_open_dataset)."""

@@ -293,6 +293,8 @@ SIGNATURES = {
     "lance_split_row_count": (u64, [P]),
     "lance_split_fragment_ids": (u64p, [P, szp]),
     "lance_split_segment_uuid": (i32, [P, ctypes.c_uint8 * 16]),
+    "lance_split_segment_uuids": (u8p, [P, szp]),
+    "lance_splits_combine": (i32, [ctypes.POINTER(P), sz, ctypes.POINTER(P)]),
     "lance_split_serialize": (i32, [P, ctypes.POINTER(u8p), szp]),
     "lance_bytes_free": (None, [u8p, sz]),
     "lance_write_params_init_v2": (i32, [ctypes.POINTER(WriteParams), sz]),

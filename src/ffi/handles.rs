@@ -43,12 +43,15 @@ pub struct LanceSplitPlan {
 pub struct LanceSplit {
     pub(crate) split: Split,
     pub(crate) uri: CString,
+    /// The segments' UUIDs back to back, 16 bytes each (what `lance_split_segment_uuids` lends).
+    pub(crate) segment_bytes: Vec<u8>,
 }
 
 impl LanceSplit {
     pub(crate) fn new(split: Split) -> Self {
         let uri = owned_cstring(&split.uri);
-        Self { split, uri }
+        let segment_bytes = split.segments.iter().flat_map(|u| *u.as_bytes()).collect();
+        Self { split, uri, segment_bytes }
     }
 }
 

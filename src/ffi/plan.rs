@@ -239,18 +239,85 @@ pub extern "C" fn lance_split_fragment_ids(split: *const LanceSplit, out_len: *m
 
 /// Copy the 16-byte UUID of an index segment split into `out` (16 writable bytes).
 ///
-/// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds; `out` is not written on
-/// failure.
+/// Thread-safe. Returns LANCE_ERR_NOT_FOUND for splits of other kinds and
+/// LANCE_ERR_INVALID_ARGUMENT for a split of several segments (from `lance_splits_combine`;
+/// use `lance_split_segment_uuids`); `out` is not written on failure.
 #[no_mangle]
 pub extern "C" fn lance_split_segment_uuid(split: *const LanceSplit, out: *mut u8) -> i32 {
     guard_code(|| {
         let s = handle_ref(split, "split")?;
         let out = out_arg(out as *mut [u8; 16], "out")?;
-        let uuid = s
-            .split
-            .segment
-            .ok_or_else(|| HostError::not_found("the split is not an index segment split"))?;
+        let uuid = match s.split.segments.as_slice() {
+            [] => return Err(HostError::not_found("the split is not an index segment split")),
+            [one] => one,
+            several => {
+                return Err(HostError::invalid(format!(
+                    "the split searches {} index segments; read them with lance_split_segment_uuids",
+                    several.len()
+                )))
+            }
+        };
         *out = *uuid.as_bytes();
+        Ok(())
+    })
+}
+
+/// UUIDs of the index segments a split searches: returns a pointer to `*out_count` UUIDs of
+/// 16 bytes each, back to back (`16 * *out_count` bytes), or NULL with `*out_count` 0 for a
+/// split that searches no segment (scan and flat splits). A planned segment split has one; a
+/// split from `lance_splits_combine` may have several. The bytes suit
+/// `lance_dataset_prewarm_index_segments`.
+///
+/// The split owns the bytes; valid until `lance_split_free` is called. Thread-safe.
+/// Returns NULL and sets the last error if an argument is NULL (then `*out_count` is not
+/// written).
+#[no_mangle]
+pub extern "C" fn lance_split_segment_uuids(split: *const LanceSplit, out_count: *mut usize) -> *const u8 {
+    guard_value(std::ptr::null(), || {
+        let s = handle_ref(split, "split")?;
+        let out_count = out_arg(out_count, "out_count")?;
+        *out_count = s.split.segments.len();
+        Ok(if s.segment_bytes.is_empty() { std::ptr::null() } else { s.segment_bytes.as_ptr() })
+    })
+}
+
+/// Combine `count` splits of one plan into one split that does their work in a single call,
+/// for a worker that runs several splits of the same snapshot: the search or scan of the
+/// combined split plans, opens and reads once instead of once per split. The splits must
+/// have been planned on the same table and version, be of one kind, and (search splits) of
+/// one column, index and metric; fragments and segments must not repeat (each split is
+/// combined at most once). Kinds: scan splits (their fragments, in the given order), index
+/// segment splits and full-text segment splits (their segments searched in one plan), flat
+/// and full-text flat splits. An index segment split is never combined with a flat one (their
+/// distances differ: search both and merge them).
+///
+/// What a combined split returns: scans, flat searches and full-text searches return what the
+/// splits return between them after a merge (a search's k applies to the combined split). A
+/// vector search of several segments merges the segments' candidates before the re-rank and
+/// re-ranks `k × refine_factor × segments` of them (as many as the separate splits would);
+/// with `defer_refine` it returns the best `k × refine_factor` candidates, the same rows that
+/// merging the separate splits' candidates keeps. A combined split serializes like any other
+/// (split format 2 when it holds several segments, which libraries before 0.9 do not read).
+///
+/// Caller owns `*out`; free it with `lance_split_free`. Borrows `splits` (an array of `count`
+/// split pointers). Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL
+/// arguments, `count` 0 or splits that cannot be combined (the message names the first
+/// offending split and what differs). `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_splits_combine(
+    splits: *const *const LanceSplit,
+    count: usize,
+    out: *mut *mut LanceSplit,
+) -> i32 {
+    guard_code(|| {
+        let ptrs = slice_arg(splits, count, "splits")?;
+        let out = out_arg(out, "out")?;
+        let parts = ptrs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Ok(handle_ref(*p, &format!("split {i}"))?.split.clone()))
+            .collect::<Result<Vec<Split>>>()?;
+        *out = into_handle(LanceSplit::new(plan::combine(&parts)?));
         Ok(())
     })
 }

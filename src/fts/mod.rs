@@ -42,6 +42,7 @@ use lance_index::scalar::inverted::{
     InvertedIndex, InvertedIndexParams, MemBM25Scorer,
 };
 use lance_table::format::IndexMetadata;
+use uuid::Uuid;
 use prost::Message;
 
 use crate::error::{HostError, LanceErrorCode, Result};
@@ -471,7 +472,7 @@ fn segment_exec(
     prefilter: PreFilterSource,
     base: MemBM25Scorer,
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let segment = split.segment.expect("validated text segment split");
+    let segments = split.segments.clone();
     let params = FtsSearchParams::new().with_limit(Some(k));
     let column = Some(q.column.clone());
     let what = "invalid full-text query";
@@ -483,7 +484,7 @@ fn segment_exec(
                 .with_operator(op)
                 .with_document_granularity(DocumentGranularity::Row);
             Arc::new(
-                MatchQueryExec::new_with_segment_uuids(ds, query, params, prefilter, vec![segment])
+                MatchQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
                     .map_err(lance_err(what))?
                     .with_base_scorer(Arc::new(base)),
             )
@@ -494,7 +495,7 @@ fn segment_exec(
                 .with_slop(slop)
                 .with_document_granularity(DocumentGranularity::Row);
             Arc::new(
-                PhraseQueryExec::new_with_segment_uuids(ds, query, params, prefilter, vec![segment])
+                PhraseQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
                     .map_err(lance_err(what))?
                     .with_base_scorer(Arc::new(base)),
             )
@@ -713,7 +714,7 @@ pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: 
     );
     match split.kind {
         SplitKind::TextSegment => {
-            let seg = split.segment.expect("validated");
+            let segs: Vec<String> = split.segments.iter().map(Uuid::to_string).collect();
             let exec = segment_exec(
                 snapshot.dataset.clone(),
                 split,
@@ -727,8 +728,12 @@ pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: 
                 &lance::deps::datafusion::physical_plan::displayable(exec.as_ref()).indent(true).to_string(),
             );
             Ok(format!(
-                "{head}INVERTED index '{}' segment {seg} over fragments {:?}, scored with the shipped corpus statistics ({} documents)\n{plan}",
-                split.index_name, split.fragment_ids, corpus.indexed.num_docs
+                "{head}INVERTED index '{}' {} {} over fragments {:?}, scored with the shipped corpus statistics ({} documents)\n{plan}",
+                split.index_name,
+                if segs.len() == 1 { "segment" } else { "segments" },
+                segs.join(", "),
+                split.fragment_ids,
+                corpus.indexed.num_docs
             ))
         }
         _ => Ok(format!(
@@ -744,21 +749,31 @@ pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: 
 pub fn local_only_stats(snapshot: &Snapshot, split: &Split, q: &TextQuery) -> Result<CorpusStats> {
     let (mut corpus, _) = corpus_stats(snapshot, q)?;
     if split.kind == SplitKind::TextSegment {
-        let seg = split.segment.expect("validated");
+        let segs = split.segments.clone();
         let (ds, name, column, terms) =
             (snapshot.dataset.clone(), corpus.index_name.clone(), q.column.clone(), corpus.terms.clone());
-        let counts = session::block_on(async move {
+        let per_segment = session::block_on(async move {
             let metas = segment_metas(&ds, &name).await?;
-            let meta = metas.into_iter().find(|m| m.uuid == seg).expect("planned segment");
-            let opened = open_segment(&ds, &column, &meta).await?;
-            opened.bm25_stats_for_terms(&terms, None).await
+            let mut counts = Vec::with_capacity(segs.len());
+            for seg in segs {
+                let meta = metas.iter().find(|m| m.uuid == seg).ok_or_else(|| {
+                    lance::Error::invalid_input(format!("index '{name}' has no segment {seg}"))
+                })?;
+                let opened = open_segment(&ds, &column, meta).await?;
+                counts.push(opened.bm25_stats_for_terms(&terms, None).await?);
+            }
+            lance::Result::Ok(counts)
         })?
         .map_err(lance_err("cannot read segment statistics"))?;
-        corpus.indexed = TermCounts {
-            total_tokens: counts.0,
-            num_docs: counts.1 as u64,
-            docs: counts.2.into_iter().map(|d| d as u64).collect(),
-        };
+        let mut indexed = TermCounts { docs: vec![0; corpus.terms.len()], ..Default::default() };
+        for (total_tokens, num_docs, docs) in per_segment {
+            indexed.add(&TermCounts {
+                total_tokens,
+                num_docs: num_docs as u64,
+                docs: docs.into_iter().map(|d| d as u64).collect(),
+            })?;
+        }
+        corpus.indexed = indexed;
         corpus.flat.clear();
     } else {
         corpus.indexed = TermCounts { docs: vec![0; corpus.terms.len()], ..Default::default() };

@@ -16,7 +16,7 @@ use lance_host::LanceErrorCode::*;
 use lance_host_testkit as tk;
 
 use crate::common::*;
-use crate::vector::{splits, Plan, SplitH};
+use crate::vector::{combine, splits, Plan, SplitH};
 
 fn docs_uri() -> String {
     fixture().facts.get("docs.uri").to_string()
@@ -186,6 +186,44 @@ fn fts_merged_top_k_equals_lances_own_search() {
         }
     }
     assert!(nonempty >= 16, "too few queries matched: {nonempty}");
+}
+
+#[test]
+fn combined_fts_splits_equal_lances_own_search() {
+    // A worker that runs every segment split as one search, and the flat splits as another.
+    let uri = docs_uri();
+    let ds = Ds::open(&uri, 0);
+    let plan = plan_fts(&ds).unwrap();
+    let all = splits(&plan);
+    let of = |kind: LanceSplitKind| all.iter().filter(|s| lance_split_kind(s.0) == kind as i32).collect::<Vec<_>>();
+    let (segs, flats) = (of(LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT), of(LanceSplitKind::LANCE_SPLIT_FTS_FLAT));
+    assert!(segs.len() >= 2 && !flats.is_empty());
+    let combined = [combine(&segs).unwrap(), combine(&flats).unwrap()];
+    let mut count = 0usize;
+    let mut n = 0usize;
+    assert!(!lance_split_segment_uuids(combined[0].0, &mut count).is_null());
+    assert_eq!(count, segs.len());
+    assert!(lance_split_segment_uuids(combined[1].0, &mut n).is_null() && n == 0);
+    let mut explained = std::ptr::null_mut();
+    let q = text_query("t001", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 10, None);
+    let (st, _) = stats(&ds, &q).unwrap();
+    assert_eq!(lance_split_explain_fts(ds.ptr(), combined[0].0, &q.q, st.as_ptr(), st.len(), &mut explained), 0);
+    let text = unsafe { CStr::from_ptr(explained) }.to_string_lossy().into_owned();
+    lance_host::ffi::dataset::lance_string_free(explained);
+    assert!(text.contains("segments "), "{text}");
+    for filter in [None, Some("id % 3 = 1")] {
+        for (text, kind, slop) in queries() {
+            let q = text_query(&text, kind, slop, 10, filter);
+            let (st, _) = stats(&ds, &q).unwrap();
+            let mut streams: Vec<FFI_ArrowArrayStream> =
+                combined.iter().map(|s| search_split(&ds, s, &q, &st).unwrap()).collect();
+            let mut out = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_fts_merge(streams.as_mut_ptr(), streams.len(), 10, 0, &mut out), 0, "{}", last_message());
+            let got = hits(&read_stream(out).unwrap());
+            let want = lance_search(&uri, &text, kind, slop, 10, filter);
+            assert_same(&got, &want, &format!("combined: {text:?} {kind:?} slop {slop} filter {filter:?}"));
+        }
+    }
 }
 
 #[test]

@@ -68,6 +68,7 @@ impl Drop for Plan {
     }
 }
 
+#[derive(Debug)]
 pub(crate) struct SplitH(pub(crate) *mut LanceSplit);
 impl Drop for SplitH {
     fn drop(&mut self) {
@@ -768,7 +769,7 @@ fn split_bytes_reject_damage_and_foreign_tables() {
     let mut future = bytes.clone();
     future[4] = 9;
     assert!(lance_split_deserialize(future.as_ptr(), future.len()).is_null());
-    assert_err(last_code(), LANCE_ERR_NOT_SUPPORTED, "format version 9");
+    assert_err(last_code(), LANCE_ERR_NOT_SUPPORTED, "split format 9 is not supported");
     assert!(lance_split_deserialize(b"hello".as_ptr(), 5).is_null());
     assert_err(last_code(), LANCE_ERR_CORRUPT, "magic");
     assert!(lance_split_deserialize(std::ptr::null(), 4).is_null());
@@ -1164,4 +1165,151 @@ fn batch_search_equals_single_searches_per_query() {
     let mut deferred = raw;
     deferred.defer_refine = true;
     assert_err(lance_split_search_v2(ds.ptr(), all[0].0, &deferred, &mut st), LANCE_ERR_NOT_SUPPORTED, "batch");
+}
+
+pub(crate) fn combine(parts: &[&SplitH]) -> Result<SplitH, (i32, String)> {
+    let ptrs: Vec<*const LanceSplit> = parts.iter().map(|s| s.0 as *const _).collect();
+    let mut out = std::ptr::null_mut();
+    match lance_splits_combine(ptrs.as_ptr(), ptrs.len(), &mut out) {
+        0 => Ok(SplitH(out)),
+        rc => Err((rc, last_message())),
+    }
+}
+
+fn segment_uuids(s: &SplitH) -> Vec<[u8; 16]> {
+    let mut n = usize::MAX;
+    let p = lance_split_segment_uuids(s.0, &mut n);
+    if n == 0 {
+        assert!(p.is_null());
+        return vec![];
+    }
+    unsafe { std::slice::from_raw_parts(p, 16 * n) }.chunks(16).map(|c| c.try_into().unwrap()).collect()
+}
+
+fn rowid_distance(batches: &[RecordBatch]) -> Vec<(u64, f32)> {
+    u64_column(batches, "_rowid").into_iter().zip(f32_column(batches, "_distance")).collect()
+}
+
+#[test]
+fn combined_segment_splits_search_in_one_plan() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let plan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let ss = splits(&plan);
+    let is = |s: &SplitH, kind: LanceSplitKind| lance_split_kind(s.0) == kind as i32;
+    let segs: Vec<&SplitH> = ss.iter().filter(|s| is(s, LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT)).collect();
+    let flat: Vec<&SplitH> = ss.iter().filter(|s| is(s, LanceSplitKind::LANCE_SPLIT_FLAT)).collect();
+    assert_eq!(segs.len(), 2, "the fixture has two segments");
+    assert!(!flat.is_empty());
+
+    // The combined split travels as bytes and carries both segments and all their fragments.
+    let both = ship(&combine(&segs).unwrap());
+    assert_eq!(lance_split_kind(both.0), LanceSplitKind::LANCE_SPLIT_INDEX_SEGMENT as i32);
+    let want: Vec<[u8; 16]> = segs.iter().flat_map(|s| segment_uuids(s)).collect();
+    assert_eq!(segment_uuids(&both), want);
+    assert_eq!(frag_ids(&both), segs.iter().flat_map(|s| frag_ids(s)).collect::<Vec<_>>());
+    assert_eq!(lance_split_row_count(both.0), segs.iter().map(|s| lance_split_row_count(s.0)).sum::<u64>());
+    let mut u = [0u8; 16];
+    assert_eq!(lance_split_segment_uuid(both.0, u.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(last_message().contains("lance_split_segment_uuids"), "{}", last_message());
+    assert_eq!(segment_uuids(flat[0]), Vec::<[u8; 16]>::new());
+
+    for seed in [7i64, 321, 1777] {
+        let mut q = query("embedding", query_vector(seed), 10);
+        q.q.nprobes = 2;
+        // Deferred re-rank: the combined split returns the same 40 candidates as merging the
+        // two segment splits' candidates.
+        q.q.defer_refine = true;
+        q.q.refine_factor = 4;
+        let raw = q.raw();
+        let mut apart: Vec<FFI_ArrowArrayStream> =
+            segs.iter().map(|s| search_split(&ship(s), &raw).unwrap()).collect();
+        let mut merged = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_topk_merge(apart.as_mut_ptr(), apart.len(), 40, 0, &mut merged), 0, "{}", last_message());
+        let apart = rowid_distance(&read_stream(merged).unwrap());
+        let together = rowid_distance(&read_stream(search_split(&both, &raw).unwrap()).unwrap());
+        assert_eq!(together.len(), 40);
+        let ids = |v: &[(u64, f32)]| v.iter().map(|p| p.0).collect::<BTreeSet<_>>();
+        assert_eq!(ids(&together), ids(&apart), "query {seed}");
+
+        // Re-ranked in the split: k x refine x segments candidates re-ranked, i.e. the same
+        // rows as the deferred candidates of refine factor 2 re-ranked globally.
+        q.q.refine_factor = 2;
+        let raw = q.raw();
+        let mut candidates = search_split(&both, &raw).unwrap();
+        let mut refined = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_refine_v2(ds.ptr(), &raw, &mut candidates, &mut refined), 0, "{}", last_message());
+        let global = rowid_distance(&read_stream(refined).unwrap());
+        q.q.defer_refine = false;
+        q.q.refine_factor = 0;
+        let in_split = rowid_distance(&read_stream(search_split(&both, &q.raw()).unwrap()).unwrap());
+        assert_eq!(in_split.len(), 10);
+        assert_eq!(ids(&in_split), ids(&global[..10]), "query {seed}");
+        for ((_, a), (_, b)) in in_split.iter().zip(&global) {
+            assert!((a - b).abs() <= 1e-4 * a.max(1.0), "exact distances differ: {a} vs {b}");
+        }
+    }
+
+    // Combining refuses what cannot run as one split, with a message naming the split.
+    let e = combine(&[segs[0], flat[0]]).unwrap_err();
+    assert_eq!(e.0, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(e.1.contains("split 1") && e.1.contains("kind"), "{}", e.1);
+    let e = combine(&[segs[0], segs[1], segs[0]]).unwrap_err();
+    assert!(e.1.contains("split 2 repeats"), "{}", e.1);
+    assert!(combine(&[]).unwrap_err().1.contains("no splits"));
+    let mut out = std::ptr::null_mut();
+    let with_null = [segs[0].0 as *const LanceSplit, std::ptr::null()];
+    assert_eq!(lance_splits_combine(with_null.as_ptr(), 2, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(last_message().contains("split 1 is NULL"), "{}", last_message());
+    assert_eq!(lance_splits_combine(std::ptr::null(), 2, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert_eq!(lance_splits_combine(with_null.as_ptr(), 1, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(out.is_null(), "nothing written on failure");
+    // A split of another snapshot.
+    let other = Ds::open(&vectors_uri(), 1);
+    let p2 = plan_vector(&other, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let other_ss = splits(&p2);
+    if lance_split_version(other_ss[0].0) != lance_split_version(segs[0].0) {
+        let e = combine(&[segs[0], &other_ss[0]]).unwrap_err();
+        assert!(e.1.contains("snapshot"), "{}", e.1);
+    }
+}
+
+#[test]
+fn combined_scan_and_flat_splits_return_what_their_parts_return() {
+    let ds = Ds::open(&vectors_uri(), 0);
+    let mut p = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut p), 0);
+    let plan = Plan(p);
+    let ss = splits(&plan);
+    assert!(ss.len() >= 3);
+    // A worker that got splits 2, 0 and 1 scans them as one split, in that order.
+    let order = [&ss[2], &ss[0], &ss[1]];
+    let one = ship(&combine(&order).unwrap());
+    let scan_ids = |s: &SplitH| {
+        let cols = cstrs(&["id"]);
+        let mut o = default_opts();
+        o.columns = cols.ptrs.as_ptr();
+        o.num_columns = 1;
+        let mut stream = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_split_scan_v2(ds.ptr(), s.0, &o, &mut stream), 0, "{}", last_message());
+        i64_column(&read_stream(stream).unwrap(), "id")
+    };
+    let apart: Vec<i64> = order.iter().flat_map(|s| scan_ids(s)).collect();
+    assert_eq!(scan_ids(&one), apart);
+    let mut n = 0u64;
+    assert_eq!(lance_split_count_rows_v2(ds.ptr(), one.0, std::ptr::null(), &mut n, std::ptr::null_mut()), 0, "{}", last_message());
+    assert_eq!(n, apart.len() as u64);
+
+    // Flat splits (one per uncovered fragment, use_index false): combined = merged.
+    let vplan = plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, false).unwrap();
+    let flats = splits(&vplan);
+    assert!(flats.len() >= 2);
+    let all = ship(&combine(&flats.iter().collect::<Vec<_>>()).unwrap());
+    let mut q = query("embedding", query_vector(1200), 10);
+    let raw = q.raw();
+    let mut apart: Vec<FFI_ArrowArrayStream> = flats.iter().map(|s| search_split(s, &raw).unwrap()).collect();
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_topk_merge(apart.as_mut_ptr(), apart.len(), 10, 0, &mut merged), 0);
+    let apart = rowid_distance(&read_stream(merged).unwrap());
+    let together = rowid_distance(&read_stream(search_split(&all, &raw).unwrap()).unwrap());
+    assert_eq!(together.iter().map(|p| p.0).collect::<Vec<_>>(), apart.iter().map(|p| p.0).collect::<Vec<_>>());
 }

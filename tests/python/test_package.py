@@ -166,6 +166,45 @@ def test_vector_and_full_text_search_and_take(table):
     assert fused.read_all().column_names == ["_rowid", "_relevance_score", "_distance", "_score"]
 
 
+def test_combined_splits_search_once_and_equal_pylance(tmp_path):
+    # Two index segments (an index, an append, an index delta) and an unindexed tail.
+    uri = str(tmp_path / "segs.lance")
+    pyds = lance.write_dataset(batch(0, 1200), uri, max_rows_per_file=300)
+    pyds.create_index("vec", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2, name="vec_idx")
+    pyds = lance.write_dataset(batch(1200, 1800), uri, mode="append", max_rows_per_file=300)
+    pyds.optimize.optimize_indices(num_indices_to_merge=0)
+    pyds = lance.write_dataset(batch(1800, 2000), uri, mode="append", max_rows_per_file=300)
+    ds = lh.open(uri)
+    plan = ds.plan_vector_search("vec")
+    segs = [s for s in plan if s.kind == lh.SPLIT_INDEX_SEGMENT]
+    flat = [s for s in plan if s.kind == lh.SPLIT_FLAT]
+    assert len(segs) == 2 and flat, plan.reason
+    both = pickle.loads(pickle.dumps(lh.Split.combine(segs)))
+    assert both.segment_uuids == [s.segment_uuid for s in segs]
+    assert both.fragment_ids == segs[0].fragment_ids + segs[1].fragment_ids
+    assert both.row_count == segs[0].row_count + segs[1].row_count
+    with pytest.raises(lh.InvalidArgumentError, match="segment_uuids"):
+        both.segment_uuid
+    assert flat[0].segment_uuids == [] and flat[0].segment_uuid is None
+    for seed in (5, 700, 1900):
+        q = pyds.take([seed], columns=["vec"])["vec"].to_pylist()[0]
+        # The recommended path with one call for both segments: deferred candidates, one
+        # global re-rank, merged with the exact flat tail; pylance's global search.
+        cands = ds.search_split(both, "vec", q, k=10, nprobes=2, refine_factor=4, defer_refine=True, columns=["id"])
+        refined = ds.refine(cands, "vec", q, k=10, columns=["id"])
+        tail = [ds.search_split(s, "vec", q, k=10, columns=["id"]) for s in flat]
+        got = lh.merge_top_k([refined, *tail], 10).read_all()
+        want = pyds.to_table(nearest={"column": "vec", "q": q, "k": 10, "nprobes": 2, "refine_factor": 4}, columns=["id"])
+        assert got["id"].to_pylist() == want["id"].to_pylist(), seed
+        np.testing.assert_allclose(got["_distance"].to_numpy(), want["_distance"].to_numpy(), rtol=1e-4)
+    with pytest.raises(lh.InvalidArgumentError, match="split 1 cannot be combined"):
+        lh.Split.combine([segs[0], flat[0]])
+    with pytest.raises(lh.InvalidArgumentError, match="no splits"):
+        lh.Split.combine([])
+    with pytest.raises(TypeError):
+        lh.Split.combine([segs[0], b"bytes"])
+
+
 def test_metadata_statistics_indexes_prewarm_and_counts(table):
     uri, pyds = table
     ds = lh.open(uri)
