@@ -46,6 +46,7 @@ table="${LANCE_HOST_BENCH_DIR:-$HOME/.cache/lance-host/bench}/rows$rows/bench.la
 python3 bench/batch.py --bin "$bin_dir/lance-host-bench-mimalloc" --table "$table"
 cargo build --release -q -p lance-host --features mimalloc
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall.py
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/split_cost.py
 python3 bench/engines.py --table "$table"
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/blobs_s3.py
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/write.py --rows "$rows"
