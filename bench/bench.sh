@@ -5,7 +5,8 @@
 # bench/ENGINE.md, bench/datacache.py, which writes bench/DATACACHE.md (same table, on the
 # S3-compatible server), bench/fts.py, which writes bench/FTS.md (its own text corpus),
 # bench/batch.py (bench/BATCH.md: batch vector search), bench/recall.py (bench/RECALL.md: per-split
-# search + merge vs one global search), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
+# search + merge vs one global search), bench/split_cost.py (bench/SPLIT_COST.md: a plan's splits
+# searched one by one or combined, against pylance), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
 # bench/write.py (bench/WRITE.md: writes against pylance) and bench/index_build.py
 # (bench/INDEX_BUILD.md: index builds against pylance, one process and 2 workers).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
