@@ -55,7 +55,7 @@ pub fn count_rows(
                 .aggregate(lance::dataset::scanner::AggregateExpr::builder().count_star().build())
                 .map_err(lance_err)?;
             let callback = stats.callback();
-            session::block_on(async move {
+            session::run_on_worker(async move {
                 let plan = scanner.create_plan().await?;
                 let options = lance_datafusion::exec::LanceExecutionOptions {
                     execution_stats_callback: Some(callback),

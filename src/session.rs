@@ -198,6 +198,16 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
     crate::runtime::block_on(&global()?.runtime, fut)
 }
 
+/// Run a future as a task on a worker of the global runtime and wait for it (see
+/// `runtime::run_on_worker`): for calls that drain a plan to its end.
+pub fn run_on_worker<F>(fut: F) -> Result<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::runtime::run_on_worker(&global()?.runtime, fut)
+}
+
 /// Cache statistics of the global session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionStats {

@@ -81,7 +81,7 @@ pub(crate) fn fetch_found_rows(
         .project(columns)
         .map_err(|e| HostError::from_lance("invalid take projection", e))?;
     let ids = unique.to_vec();
-    let fetched = session::block_on(async move { ds.take_rows(&ids, projection).await })?
+    let fetched = session::run_on_worker(async move { ds.take_rows(&ids, projection).await })?
         .map_err(|e| HostError::from_lance("take failed", e))?;
     if fetched.num_rows() != unique.len() {
         return Err(HostError::not_found(format!(

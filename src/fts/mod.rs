@@ -599,7 +599,7 @@ fn search_split_inner(
         SplitKind::TextSegment => {
             let base = corpus.scorer(&corpus.indexed);
             let (ds2, q2, split2, k, stats2) = (ds.clone(), q.clone(), split.clone(), p.k, p.stats.clone());
-            session::block_on(async move {
+            session::run_on_worker(async move {
                 let prefilter = segment_prefilter(ds2.clone(), frags, q2.prefilter.as_deref())
                     .await
                     .map_err(lance_err("invalid full-text prefilter"))?;
