@@ -73,6 +73,30 @@ PATHS = [
     ("ray_scan", "Ray Data: count, sum(price) over 3M rows", 1),
     ("ray_filter", "Ray Data: `price < 10` grouped by cat", 1),
 ]
+DIFFERENT_WORK = [
+    "Vector search (index, `s3://`): lance-host plans the pinned snapshot, searches the index segments in one "
+    "combined split with `defer_refine` (the best 40 candidates by quantized distance), re-ranks them once "
+    "with `refine`, searches the unindexed tail (one combined flat split) and merges; pylance runs one global "
+    "search with `refine_factor=4`: the same candidates and re-rank, the same answer.",
+    "Vector batch: lance-host sends the 20 query vectors in one call per split (segments re-rank in the split, "
+    "k × 4 × 2 candidates per query, since a batch has no deferred re-rank); pylance runs its search once per "
+    "query (its own batch nearest ran out of memory at 1,000 queries, bench/BATCH.md). The answers differ by "
+    "design; 'same answer' there means lance-host's recall@10 against the exact top 10 is at least pylance's.",
+    "Full-text search: lance-host computes the corpus statistics, searches the segments (one combined split) "
+    "and the unindexed tail (one combined flat split) with them and merges, per query. With an unindexed "
+    "tail, lance-host tokenizes each tail fragment once per process (the warm-up query; later queries read "
+    "it from the session's cache), while pylance tokenizes the tail in every query. Answers: scores within "
+    "1e-4 and the same rows above the 10th score.",
+    "Scans: lance-host's pyarrow reader over the Arrow C stream; pylance's `to_batches`. Split-parallel: "
+    "lance-host's scan splits (one per fragment) on 2 Python threads; pylance's fragments on 2 threads.",
+    "Take: the same 1,000 row ids; pylance's `_take_rows`. Count: `count_rows` with the filter on both sides.",
+    "Blob reads: `take_blobs` then 5 reads of up to 100 bytes per blob (start, a third, half, end, offset 7); "
+    "pylance's `BlobFile.read_range`. lance-host reads a local table's blob ranges on the calling thread "
+    "(`src/blob.rs`); pylance through Lance's I/O scheduler.",
+    "Spark and Ray: `bench/engines.py`'s sides — lance-host's data sources against a pylance fragment source "
+    "for Spark (no JVM connector) and Ray's own `read_lance`; the time of the query after one untimed run.",
+    "Peak RSS: a Python process with pyarrow and the side's library loaded (Spark and Ray: the driver).",
+]
 LABELS = {k: label for k, label, _ in PATHS}
 ITERS = {k: n for k, _, n in PATHS}
 
@@ -386,9 +410,13 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--bin", default="")
     ap.add_argument("--worker", nargs=2, metavar=("SIDE", "PATH"))
+    ap.add_argument("--report", action="store_true", help="rewrite PATHS.md from PATHS.json, no run")
     a = ap.parse_args()
     if a.worker:
         return worker(*a.worker)
+    if a.report:
+        saved = json.loads((HERE / "PATHS.json").read_text())
+        return write_report({k: saved[k] for k, _, _ in PATHS if k in saved}, a.runs)
     ensure_tables(a.bin)
     keys = [k for k, _, _ in PATHS if not a.only or k in a.only.split(",")]
     srv, s3_uri, s3_opts = start_s3() if any("s3" in k for k in keys) else (None, "", {})
@@ -446,6 +474,7 @@ def write_report(results, runs):
         lines.append(f"| {LABELS[key]} | {fmt(r['host_ms'])} | {fmt(r['pylance_ms'])} | {fmt(r['ratios'], 2)} | "
                      f"{'yes' if r['same_answer'] else 'no'} | {statistics.median(r['host_rss_mib']):.0f} / "
                      f"{statistics.median(r['pylance_rss_mib']):.0f} |")
+    lines += ["", "## Where the sides do different work", ""] + [f"- {n}" for n in DIFFERENT_WORK]
     (HERE / "PATHS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
