@@ -394,9 +394,12 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
             .await
             .map_err(lance_err(what))?;
         let mut indexed = TermCounts { docs: vec![0; terms.len()], ..Default::default() };
-        for seg in &segments {
-            let (total_tokens, num_docs, docs) =
-                seg.bm25_stats_for_terms(&terms, None).await.map_err(lance_err(what))?;
+        // The segments' figures for the terms, read at once (a term first seen reads its
+        // posting lengths in every segment).
+        let per_segment = futures::future::try_join_all(segments.iter().map(|seg| seg.bm25_stats_for_terms(&terms, None)))
+            .await
+            .map_err(lance_err(what))?;
+        for (total_tokens, num_docs, docs) in per_segment {
             indexed.add(&TermCounts {
                 total_tokens,
                 num_docs: num_docs as u64,
@@ -418,7 +421,7 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
         }
         Ok::<_, HostError>((terms, indexed, flat))
     };
-    let (terms, indexed, flat) = session::block_on(work)??;
+    let (terms, indexed, flat) = session::run_on_worker(work)??;
     Ok((
         CorpusStats {
             uri: snapshot.uri().to_string(),
