@@ -115,18 +115,39 @@ def _search_split(token, split: bytes, column: str, vector, k: int, query: dict,
         return os.getpid(), s.read_all()
 
 
+def _group(splits: list, max_tasks: Optional[int]) -> list:
+    """The plan's splits as at most `max_tasks` splits (at least one per split kind), each group
+    of one kind combined with `Split.combine`; None = one task per split."""
+    if max_tasks is None:
+        return splits
+    if max_tasks < 1:
+        raise lh._error(1, f"max_tasks must be at least 1, got {max_tasks}")
+    kinds = {}
+    for s in splits:
+        kinds.setdefault(s.kind, []).append(s)
+    per_kind = max(1, max_tasks // max(len(kinds), 1))
+    out = []
+    for same in kinds.values():
+        groups = [same[i::per_kind] for i in range(min(per_kind, len(same)))]
+        out += [g[0] if len(g) == 1 else lh.Split.combine(g) for g in groups]
+    return out
+
+
 def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Optional[int] = None,
                   refine: Optional[int] = None, filter: Optional[str] = None,
                   columns: Optional[Sequence[str]] = None, metric: Optional[str] = None,
                   use_index: bool = True, version: Optional[int] = None,
-                  storage_options: Optional[dict] = None, return_pids: bool = False):
+                  storage_options: Optional[dict] = None, return_pids: bool = False,
+                  max_tasks: Optional[int] = None):
     """Distributed vector search: one Ray task per split of the vector plan (index segments and
     unindexed fragments), merged with the library's top-k merge. Returns a pyarrow Table of the
-    global top k (projected columns, `_distance`, `_rowid`)."""
+    global top k (projected columns, `_distance`, `_rowid`). `max_tasks` caps the tasks (at least
+    one per split kind): a task then searches several splits combined into one (`Split.combine`:
+    one plan, its segments' candidates merged before the re-rank)."""
     ds = lh.open(uri, version=version, storage_options=storage_options)
     lh._check_columns(ds.schema, [column] + (list(columns) if columns else []))
     token = ray.put(ds.export_snapshot())
-    plan = ds.plan_vector_search(column, metric, use_index)
+    plan = _group(list(ds.plan_vector_search(column, metric, use_index)), max_tasks)
     query = {"nprobes": nprobes, "refine_factor": refine, "prefilter": filter, "metric": metric,
              "columns": list(columns) if columns else None, "with_row_id": True}
     parts = ray.get([_search_split.remote(token, bytes(s), column, list(vector), k, query, storage_options)

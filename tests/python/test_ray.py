@@ -106,6 +106,20 @@ def test_distributed_vector_search(cluster, table, prefilter):
     exact = pyds.to_table(columns=["id"], filter=prefilter, prefilter=prefilter is not None,
                           nearest={"column": "vec", "q": q, "k": 10, "use_index": False})
     assert flat["id"].to_pylist() == exact["id"].to_pylist()
+    # At most 2 tasks: the flat splits combined into two, the same exact answer.
+    n_flat = len(ds.plan_vector_search("vec", use_index=False))
+    assert n_flat > 2
+    capped, pids = lhr.vector_search(uri, "vec", q, 10, filter=prefilter, columns=["id"], use_index=False,
+                                     max_tasks=2, return_pids=True)
+    assert len(pids) == 2 and capped["id"].to_pylist() == exact["id"].to_pylist()
+    # The index plan in one task per split kind: k rows, exact distances in order.
+    one, pids = lhr.vector_search(uri, "vec", q, 10, nprobes=4, refine=20, filter=prefilter, columns=["id"],
+                                  max_tasks=1, return_pids=True)
+    assert len(pids) == len({s.kind for s in plan}) and one.num_rows == 10
+    d = one["_distance"].to_pylist()
+    assert d == sorted(d) and one["id"].to_pylist()[0] == got["id"].to_pylist()[0]
+    with pytest.raises(lh.InvalidArgumentError, match="max_tasks"):
+        lhr.vector_search(uri, "vec", q, 10, max_tasks=0)
 
 
 def test_the_ray_example_runs(cluster, table):
