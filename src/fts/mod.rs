@@ -145,6 +145,12 @@ pub struct TermCounts {
 }
 
 impl TermCounts {
+    /// A segment's figures for the query terms as Lance's `bm25_stats_for_terms` returns them
+    /// (total tokens, documents, documents per term).
+    fn of_segment((total_tokens, num_docs, docs): (u64, usize, Vec<usize>)) -> TermCounts {
+        TermCounts { total_tokens, num_docs: num_docs as u64, docs: docs.into_iter().map(|d| d as u64).collect() }
+    }
+
     fn add(&mut self, other: &TermCounts) -> Result<()> {
         let overflow = || HostError::new(LanceErrorCode::LANCE_ERR_CORRUPT, "corpus statistics overflow");
         self.total_tokens = self.total_tokens.checked_add(other.total_tokens).ok_or_else(overflow)?;
@@ -399,12 +405,8 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
         let per_segment = futures::future::try_join_all(segments.iter().map(|seg| seg.bm25_stats_for_terms(&terms, None)))
             .await
             .map_err(lance_err(what))?;
-        for (total_tokens, num_docs, docs) in per_segment {
-            indexed.add(&TermCounts {
-                total_tokens,
-                num_docs: num_docs as u64,
-                docs: docs.into_iter().map(|d| d as u64).collect(),
-            })?;
+        for figures in per_segment {
+            indexed.add(&TermCounts::of_segment(figures))?;
         }
         let mut flat = Vec::with_capacity(frags.len());
         let ids: Vec<u64> = frags.iter().map(|f| f.id).collect();
@@ -769,12 +771,8 @@ pub fn local_only_stats(snapshot: &Snapshot, split: &Split, q: &TextQuery) -> Re
         })?
         .map_err(lance_err("cannot read segment statistics"))?;
         let mut indexed = TermCounts { docs: vec![0; corpus.terms.len()], ..Default::default() };
-        for (total_tokens, num_docs, docs) in per_segment {
-            indexed.add(&TermCounts {
-                total_tokens,
-                num_docs: num_docs as u64,
-                docs: docs.into_iter().map(|d| d as u64).collect(),
-            })?;
+        for figures in per_segment {
+            indexed.add(&TermCounts::of_segment(figures))?;
         }
         corpus.indexed = indexed;
         corpus.flat.clear();

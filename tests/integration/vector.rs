@@ -1212,6 +1212,13 @@ fn combined_segment_splits_search_in_one_plan() {
     assert_eq!(lance_split_segment_uuid(both.0, u.as_mut_ptr()), LANCE_ERR_INVALID_ARGUMENT as i32);
     assert!(last_message().contains("lance_split_segment_uuids"), "{}", last_message());
     assert_eq!(segment_uuids(flat[0]), Vec::<[u8; 16]>::new());
+    // NULL arguments: NULL back, the last error names the argument, nothing written.
+    let mut n = 7usize;
+    assert!(lance_split_segment_uuids(std::ptr::null(), &mut n).is_null());
+    assert!(last_message().contains("split"), "{}", last_message());
+    assert_eq!(n, 7);
+    assert!(lance_split_segment_uuids(both.0, std::ptr::null_mut()).is_null());
+    assert!(last_message().contains("out_count"), "{}", last_message());
 
     for seed in [7i64, 321, 1777] {
         let mut q = query("embedding", query_vector(seed), 10);
