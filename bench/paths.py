@@ -27,13 +27,10 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,9 +42,6 @@ FTS_TAIL = CACHE / "fts1000000.lance"
 FTS_FULL = CACHE / "fts1000000_indexed.lance"
 SPLIT_COST = CACHE / "split_cost"
 BLOBS = CACHE / "paths_blobs.lance"
-S3_OPTS = {"aws_access_key_id": "a", "aws_secret_access_key": "b", "aws_region": "us-east-1",
-           "allow_http": "true", "aws_virtual_hosted_style_request": "false"}
-
 # key, label, iterations per process
 PATHS = [
     ("scan_wide", "scan, all 6 columns incl. 128-d `vec` (3M rows)", 3),
@@ -141,6 +135,15 @@ def fts_queries(uri, kind):
     return [(t, k) for t, k in qs if k == 2]
 
 
+def vector_queries(path, facts):
+    """(query vectors, nprobes) of a vector row: the main table's 20 queries, or on s3:// the
+    split-cost table's."""
+    if path == "vector_index":
+        return facts["queries"], 8
+    import split_cost
+    return [q.tolist() for q in split_cost.queries(20)[0]], 4
+
+
 def recall(found, truth):
     return round(statistics.mean(len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)), 4)
 
@@ -174,11 +177,9 @@ def run_host(path, env):
     if path == "count":
         return lambda i: ds.count_rows("price < 10")
     if path in ("vector_index", "vector_s3_off", "vector_s3_on"):
-        if path == "vector_index":
-            qs, nprobes = facts["queries"], 8
-        else:
+        qs, nprobes = vector_queries(path, facts)
+        if path != "vector_index":
             ds = lh.open(env["S3_URI"], storage_options=json.loads(env["S3_OPTS"]))
-            qs, nprobes = [q.tolist() for q in __import__("split_cost").queries(20)[0]], 4
         plan = ds.plan_vector_search("vec")
         segs = lh.Split.combine([s for s in plan if s.kind == lh.SPLIT_INDEX_SEGMENT])
         flats = [s for s in plan if s.kind == lh.SPLIT_FLAT]
@@ -272,11 +273,9 @@ def run_pylance(path, env):
     if path == "count":
         return lambda i: ds.count_rows("price < 10")
     if path in ("vector_index", "vector_s3_off", "vector_s3_on"):
-        if path == "vector_index":
-            qs, nprobes = facts["queries"], 8
-        else:
+        qs, nprobes = vector_queries(path, facts)
+        if path != "vector_index":
             ds = lance.dataset(env["S3_URI"], storage_options=json.loads(env["S3_OPTS"]))
-            qs, nprobes = [q.tolist() for q in __import__("split_cost").queries(20)[0]], 4
         return lambda i: ds.to_table(columns=["id"], nearest={"column": "vec", "q": qs[i % len(qs)], "k": 10,
                                                               "nprobes": nprobes, "refine_factor": 4})["id"].to_pylist()
     if path == "vector_batch":
@@ -376,22 +375,13 @@ def same(path, a, b):
 
 
 def start_s3():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "integration" / "moto_server.py"), str(port)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ep = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(urllib.request.Request(f"{ep}/bench", method="PUT")).read()
-            break
-        except Exception:
-            time.sleep(0.2)
-    opts = dict(S3_OPTS, aws_endpoint=ep)
+    """The S3-compatible server of bench/write.py, with the split-cost vector table copied in."""
+    sys.path.insert(0, str(HERE))
+    import write
+    srv, _log, opts = write.moto()
+    ep = opts["aws_endpoint"]
     import boto3
     s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
-    sys.path.insert(0, str(HERE))
     import split_cost
     local = Path(split_cost.make(SPLIT_COST)["vec"])
     for f in local.rglob("*"):

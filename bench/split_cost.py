@@ -39,17 +39,13 @@ WORDS = 20_000
 
 
 def vectors(n, seed, centres):
-    import numpy as np
-    rng = np.random.default_rng(seed)
-    which = rng.integers(0, len(centres), n)
-    return (centres[which] + rng.normal(scale=0.3, size=(n, DIM))).astype(np.float32)
+    from recall import vectors as clustered
+    return clustered(n, seed, centres)
 
 
 def vector_table(start, vecs):
-    import numpy as np
-    import pyarrow as pa
-    return pa.table({"id": pa.array(np.arange(start, start + len(vecs)), pa.int64()),
-                     "vec": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), DIM)})
+    from recall import table
+    return table(start, vecs)
 
 
 def documents(start, n, seed):
