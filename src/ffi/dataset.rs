@@ -518,10 +518,11 @@ pub extern "C" fn lance_string_free(s: *mut c_char) {
 }
 
 /// Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
-/// bytes holding the table URI, the pinned version, the pinned manifest and its index metadata
-/// — never storage options or secrets. A worker opens it with `lance_snapshot_open` instead of
-/// reading the manifest from storage: on object stores that saves the manifest reads of every
-/// worker open, and of its first vector plan.
+/// bytes holding the table URI, the pinned version, the pinned manifest, its index metadata and
+/// where the manifest lives — never storage options or secrets. A worker opens it with
+/// `lance_snapshot_open` instead of reading the manifest from storage: on object stores that
+/// saves every request a worker open makes for the manifest, and those of its first vector
+/// plan. Token format 3 since 0.9.1 (a 0.9.0 library refuses it: upgrade workers first).
 ///
 /// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
 /// Thread-safe. Returns an error code; outputs are not written on failure.

@@ -881,7 +881,7 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
     lance_split_plan_free(plan);
     std::fs::write(token_path.with_extension("splits"), lines).unwrap();
     let path = table.trim_start_matches("s3://").to_string() + "/";
-    let worker = |mode: &str| -> (usize, usize) {
+    let worker = |mode: &str| -> (usize, usize, usize) {
         let before = moto.requests().len();
         let out = run_child(
             "s3::child_snapshot_worker",
@@ -903,16 +903,19 @@ fn shipped_snapshot_spares_workers_the_manifest_read() {
         let heads = manifest_lines.iter().filter(|l| l.contains("\"HEAD ")).count();
         println!("SNAPSHOT {mode}: manifest GETs {manifest_reads}, HEADs {heads}");
         let rows = out.lines().find_map(|l| l.strip_prefix("ROWS ")).unwrap().parse().unwrap();
-        (manifest_reads, rows)
+        (manifest_reads, heads, rows)
     };
-    let (plain_reads, plain_rows) = worker("plain");
-    let (token_reads, token_rows) = worker("token");
+    let (plain_reads, plain_heads, plain_rows) = worker("plain");
+    let (token_reads, token_heads, token_rows) = worker("token");
     // Vector planning on a token-opened handle: the token carries the index metadata too, so
     // not even the manifest file's index section is read.
-    let (vector_reads, _) = worker("token_vector");
+    let (vector_reads, vector_heads, _) = worker("token_vector");
     assert_eq!(vector_reads, 0, "a vector plan from a token read the manifest");
     assert!(plain_reads > 0, "workers opening from the split read no manifest: the check is void");
+    assert!(plain_heads > 0, "workers opening from the split asked nothing of the manifest: the check is void");
     assert_eq!(token_reads, 0, "workers opening from the token read (GET) the manifest");
+    // The token carries where the manifest lives too: no request asks storage for it (HEAD).
+    assert_eq!((token_heads, vector_heads), (0, 0), "workers opening from the token asked where the manifest is");
     assert_eq!(token_rows, plain_rows);
     let mut total = 0u64;
     assert_eq!(lance_dataset_count_rows(ds.ptr(), &mut total), 0);

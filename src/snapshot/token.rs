@@ -1,0 +1,470 @@
+//! Shipped snapshots: a coordinator ships its pinned manifest to workers so they need not read
+//! it from storage, nor ask storage where it is.
+//!
+//! Body of the `crate::bytes` envelope (magic "LHSN", little endian): version u64 | uri: u32
+//! len + bytes | manifest: u32 len + protobuf bytes (Lance's own manifest message) | index
+//! section: u32 len + protobuf bytes (Lance's index metadata of that version; format 2 on) |
+//! manifest location (format 3 on): naming scheme u8 (1 = V1, 2 = V2) | size: u8 present + u64 |
+//! e-tag: u8 present + u32 len + bytes | identity: u8 present + u32 len + bytes.
+//! Storage options (credentials) are never part of it. Formats 1 (no index section) and 2 (no
+//! manifest location) are read too.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use lance::dataset::builder::DatasetBuilder;
+use lance::Dataset;
+use lance_io::object_store::ObjectStore;
+use lance_table::format::{IndexMetadata, Manifest, Transaction};
+use lance_table::io::commit::{
+    CommitError, CommitHandler, ManifestLocation, ManifestNamingScheme, ManifestWriter, PredecessorIdentity,
+};
+use object_store::path::Path;
+
+use super::{validate_uri, Snapshot};
+use crate::bytes::{Reader, Writer};
+use crate::error::{HostError, Result};
+use crate::session;
+
+const MAGIC: &[u8; 4] = b"LHSN";
+/// Current snapshot token format.
+pub const SNAPSHOT_FORMAT: u8 = 3;
+const KIND: &str = "snapshot token";
+/// Longest uri, manifest, index section or e-tag a token may carry.
+const MAX_LEN: usize = 1 << 30;
+
+fn corrupt(what: &str) -> HostError {
+    crate::bytes::corrupt(KIND, what)
+}
+
+impl Snapshot {
+    /// The snapshot token: table URI, pinned version, the pinned manifest, its index metadata
+    /// and where the manifest lives, checksummed.
+    pub fn export_token(&self) -> Result<Vec<u8>> {
+        use lance::index::DatasetIndexExt;
+        use prost::Message;
+        let manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest()).encode_to_vec();
+        let ds = self.dataset.clone();
+        let indices = session::block_on(async move { ds.load_indices().await })?
+            .map_err(|e| HostError::from_lance("cannot read the index metadata", e))?;
+        let section = lance_table::format::pb::IndexSection {
+            indices: indices.iter().map(lance_table::format::pb::IndexMetadata::from).collect(),
+        }
+        .encode_to_vec();
+        let mut w = Writer::default();
+        w.u64(self.version()).blob(self.uri().as_bytes()).blob(&manifest).blob(&section);
+        encode_location(&mut w, self.dataset.manifest_location());
+        Ok(crate::bytes::seal(MAGIC, SNAPSHOT_FORMAT, &w.0))
+    }
+}
+
+fn encode_location(w: &mut Writer, location: &ManifestLocation) {
+    w.u8(match location.naming_scheme {
+        ManifestNamingScheme::V1 => 1,
+        ManifestNamingScheme::V2 => 2,
+    });
+    match location.size {
+        Some(size) => w.u8(1).u64(size),
+        None => w.u8(0),
+    };
+    for text in [&location.e_tag, &location.identity] {
+        match text {
+            Some(t) => w.u8(1).blob(t.as_bytes()),
+            None => w.u8(0),
+        };
+    }
+}
+
+/// Where the token's manifest lives, as the coordinator resolved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ShippedManifest {
+    naming_scheme: ManifestNamingScheme,
+    size: Option<u64>,
+    e_tag: Option<String>,
+    identity: Option<String>,
+}
+
+fn decode_location(r: &mut Reader<'_>) -> Result<ShippedManifest> {
+    let truncated = || corrupt("truncated");
+    let naming_scheme = match r.u8().ok_or_else(truncated)? {
+        1 => ManifestNamingScheme::V1,
+        2 => ManifestNamingScheme::V2,
+        n => return Err(corrupt(&format!("unknown manifest naming scheme {n}"))),
+    };
+    let size = match r.u8().ok_or_else(truncated)? {
+        0 => None,
+        1 => Some(r.u64().ok_or_else(truncated)?),
+        n => return Err(corrupt(&format!("bad presence flag {n}"))),
+    };
+    let mut text = || -> Result<Option<String>> {
+        match r.u8().ok_or_else(truncated)? {
+            0 => Ok(None),
+            1 => r.string().map(Some).ok_or_else(|| corrupt("truncated, or a manifest e-tag that is not UTF-8")),
+            n => Err(corrupt(&format!("bad presence flag {n}"))),
+        }
+    };
+    let e_tag = text()?;
+    let identity = text()?;
+    Ok(ShippedManifest {
+        naming_scheme,
+        size,
+        e_tag,
+        identity,
+    })
+}
+
+/// A decoded token.
+struct Token {
+    version: u64,
+    uri: String,
+    manifest: Vec<u8>,
+    section: Option<Vec<u8>>,
+    location: Option<ShippedManifest>,
+}
+
+fn decode(bytes: &[u8]) -> Result<Token> {
+    let (format, body) = crate::bytes::open(bytes, MAGIC, &[1, 2, SNAPSHOT_FORMAT], KIND)?;
+    let truncated = || corrupt("truncated");
+    let mut r = Reader::new(body, 0, MAX_LEN);
+    let version = r.u64().ok_or_else(truncated)?;
+    let uri = std::str::from_utf8(r.blob().ok_or_else(truncated)?)
+        .map_err(|_| corrupt("table uri is not UTF-8"))?
+        .to_string();
+    let manifest = r.blob().ok_or_else(truncated)?.to_vec();
+    let section = if format >= 2 {
+        Some(r.blob().ok_or_else(truncated)?.to_vec())
+    } else {
+        None
+    };
+    let location = if format >= 3 { Some(decode_location(&mut r)?) } else { None };
+    if r.remaining() != 0 {
+        return Err(corrupt("trailing bytes"));
+    }
+    Ok(Token {
+        version,
+        uri,
+        manifest,
+        section,
+        location,
+    })
+}
+
+/// Open the table of a snapshot token at its pinned version from the shipped manifest and its
+/// shipped location, without reading the manifest from storage or asking where it is. Damaged
+/// bytes are CORRUPT.
+pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<Snapshot> {
+    crate::metrics::op(crate::metrics::Op::Open);
+    crate::datacache::table_uses_cache(&storage_options)?;
+    let Token {
+        version,
+        uri,
+        manifest,
+        section,
+        location,
+    } = decode(bytes)?;
+    validate_uri(&uri)?;
+    let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
+    let lance_session = session::global()?.lance.clone();
+    let opts = storage_options.clone();
+    let what = format!("cannot open table '{uri}' at version {version} from its snapshot token");
+    let dataset = session::block_on(async move {
+        let mut builder = DatasetBuilder::from_uri(&uri)
+            .with_session(lance_session)
+            .with_storage_options(opts)
+            .with_version(version)
+            .with_serialized_manifest(&manifest)?;
+        if let Some(location) = location {
+            if let Some(handler) = KnownLocation::for_table(&uri, version, location).await? {
+                builder = builder.with_commit_handler(handler);
+            }
+        }
+        builder.load().await
+    })?
+    .map_err(|e| secrets.scrub(HostError::from_lance(&what, e)))?;
+    if dataset.version_id() != version {
+        return Err(corrupt("the shipped manifest is not the token's version"));
+    }
+    if let Some(section) = section {
+        seed_index_metadata(&dataset, &section).map_err(|e| corrupt(&e.message))?;
+    }
+    Ok(Snapshot {
+        dataset: Arc::new(dataset),
+        storage_options,
+    })
+}
+
+/// The commit handler Lance would pick for the table, except that the token's version resolves
+/// to the shipped location instead of a request to storage (a HEAD on object storage). Every
+/// other call, writes included, goes to that handler unchanged.
+#[derive(Debug)]
+struct KnownLocation {
+    inner: Arc<dyn CommitHandler>,
+    version: u64,
+    location: ShippedManifest,
+}
+
+impl KnownLocation {
+    /// None where Lance's choice of handler depends on storage options (`s3+ddb://`: its
+    /// manifests live in DynamoDB): such a table resolves its location as Lance does.
+    async fn for_table(
+        uri: &str,
+        version: u64,
+        location: ShippedManifest,
+    ) -> lance::Result<Option<Arc<dyn CommitHandler>>> {
+        if uri.starts_with("s3+ddb:") {
+            return Ok(None);
+        }
+        let inner = lance_table::io::commit::commit_handler_from_url(uri, &None).await?;
+        Ok(Some(Arc::new(Self {
+            inner,
+            version,
+            location,
+        })))
+    }
+}
+
+#[async_trait::async_trait]
+impl CommitHandler for KnownLocation {
+    fn is_version_not_found_definitive(&self) -> bool {
+        self.inner.is_version_not_found_definitive()
+    }
+
+    fn propagate_commit_error_after_success(&self) -> bool {
+        self.inner.propagate_commit_error_after_success()
+    }
+
+    async fn resolve_latest_location(&self, base_path: &Path, object_store: &ObjectStore) -> lance::Result<ManifestLocation> {
+        self.inner.resolve_latest_location(base_path, object_store).await
+    }
+
+    async fn resolve_version_location(
+        &self,
+        base_path: &Path,
+        version: u64,
+        object_store: &dyn object_store::ObjectStore,
+    ) -> lance::Result<ManifestLocation> {
+        if version != self.version {
+            return self.inner.resolve_version_location(base_path, version, object_store).await;
+        }
+        let l = &self.location;
+        Ok(ManifestLocation {
+            version,
+            path: l.naming_scheme.manifest_path(base_path, version),
+            size: l.size,
+            naming_scheme: l.naming_scheme,
+            e_tag: l.e_tag.clone(),
+            identity: l.identity.clone(),
+        })
+    }
+
+    async fn version_exists(
+        &self,
+        base_path: &Path,
+        version: u64,
+        object_store: &dyn object_store::ObjectStore,
+        naming_scheme: ManifestNamingScheme,
+    ) -> lance::Result<bool> {
+        self.inner.version_exists(base_path, version, object_store, naming_scheme).await
+    }
+
+    fn list_detached_manifest_locations<'a>(
+        &self,
+        base_path: &Path,
+        object_store: &'a ObjectStore,
+    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+        self.inner.list_detached_manifest_locations(base_path, object_store)
+    }
+
+    fn list_manifest_locations<'a>(
+        &self,
+        base_path: &Path,
+        object_store: &'a ObjectStore,
+        sorted_descending: bool,
+    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+        self.inner.list_manifest_locations(base_path, object_store, sorted_descending)
+    }
+
+    fn list_manifest_locations_since<'a>(
+        &self,
+        base_path: &Path,
+        object_store: &'a ObjectStore,
+        since_version: u64,
+    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+        self.inner.list_manifest_locations_since(base_path, object_store, since_version)
+    }
+
+    async fn commit(
+        &self,
+        manifest: &mut Manifest,
+        indices: Option<Vec<IndexMetadata>>,
+        base_path: &Path,
+        object_store: &ObjectStore,
+        manifest_writer: ManifestWriter,
+        naming_scheme: ManifestNamingScheme,
+        transaction: Option<Transaction>,
+    ) -> std::result::Result<ManifestLocation, CommitError> {
+        self.inner
+            .commit(manifest, indices, base_path, object_store, manifest_writer, naming_scheme, transaction)
+            .await
+    }
+
+    fn supports_predecessor_condition(&self) -> bool {
+        self.inner.supports_predecessor_condition()
+    }
+
+    async fn resolve_latest_identity(
+        &self,
+        base_path: &Path,
+        object_store: &ObjectStore,
+    ) -> lance::Result<Option<PredecessorIdentity>> {
+        self.inner.resolve_latest_identity(base_path, object_store).await
+    }
+
+    async fn resolve_identity(
+        &self,
+        base_path: &Path,
+        object_store: &ObjectStore,
+        version: u64,
+    ) -> lance::Result<Option<PredecessorIdentity>> {
+        self.inner.resolve_identity(base_path, object_store, version).await
+    }
+
+    async fn commit_after(
+        &self,
+        manifest: &mut Manifest,
+        indices: Option<Vec<IndexMetadata>>,
+        base_path: &Path,
+        object_store: &ObjectStore,
+        manifest_writer: ManifestWriter,
+        naming_scheme: ManifestNamingScheme,
+        transaction: Option<Transaction>,
+        predecessor: &PredecessorIdentity,
+    ) -> std::result::Result<ManifestLocation, CommitError> {
+        self.inner
+            .commit_after(
+                manifest,
+                indices,
+                base_path,
+                object_store,
+                manifest_writer,
+                naming_scheme,
+                transaction,
+                predecessor,
+            )
+            .await
+    }
+
+    async fn forget_version(&self, base_path: &Path, version: u64, identity: &str) -> lance::Result<()> {
+        self.inner.forget_version(base_path, version, identity).await
+    }
+
+    async fn delete(&self, base_path: &Path) -> lance::Result<()> {
+        self.inner.delete(base_path).await
+    }
+}
+
+/// Put the shipped index metadata where Lance looks for it (the index cache entry it would
+/// otherwise fill by reading the manifest file's index section), so a worker's vector planning
+/// reads no manifest either.
+fn seed_index_metadata(dataset: &Dataset, section: &[u8]) -> Result<()> {
+    use lance::session::index_caches::IndexMetadataKey;
+    use prost::Message;
+    let decoded = lance_table::format::pb::IndexSection::decode(section)
+        .map_err(|e| HostError::invalid(format!("bad index section: {e}")))?;
+    let indices: Vec<IndexMetadata> = decoded
+        .indices
+        .into_iter()
+        .map(IndexMetadata::try_from)
+        .collect::<lance::Result<_>>()
+        .map_err(|e| HostError::invalid(format!("bad index metadata: {e}")))?;
+    let cache = session::global()?.index_cache.with_key_prefix(dataset.uri());
+    let ds = dataset.clone();
+    session::block_on(async move {
+        let store = ds.object_store(None).await?;
+        let key = IndexMetadataKey {
+            version: ds.manifest().version,
+            store_identity: &store.store_prefix,
+            e_tag: ds.manifest_location().e_tag.as_deref(),
+        };
+        cache.insert_with_key(&key, Arc::new(indices)).await;
+        Ok::<_, lance::Error>(())
+    })?
+    .map_err(|e| HostError::from_lance("cannot cache the shipped index metadata", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn location(scheme: ManifestNamingScheme, size: Option<u64>, e_tag: Option<&str>, identity: Option<&str>) -> ShippedManifest {
+        ShippedManifest {
+            naming_scheme: scheme,
+            size,
+            e_tag: e_tag.map(str::to_string),
+            identity: identity.map(str::to_string),
+        }
+    }
+
+    fn body(format: u8, loc: Option<&ShippedManifest>) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.u64(7).blob(b"s3://bucket/t.lance").blob(b"manifest-bytes");
+        if format >= 2 {
+            w.blob(b"section");
+        }
+        if let Some(l) = loc {
+            let ml = ManifestLocation {
+                version: 7,
+                path: l.naming_scheme.manifest_path(&Path::from("t.lance"), 7),
+                size: l.size,
+                naming_scheme: l.naming_scheme,
+                e_tag: l.e_tag.clone(),
+                identity: l.identity.clone(),
+            };
+            encode_location(&mut w, &ml);
+        }
+        crate::bytes::seal(MAGIC, format, &w.0)
+    }
+
+    #[test]
+    fn every_format_decodes_and_the_location_round_trips() {
+        for loc in [
+            location(ManifestNamingScheme::V2, Some(1234), Some("\"etag-1\""), None),
+            location(ManifestNamingScheme::V1, None, None, Some("id-9")),
+        ] {
+            let t = decode(&body(3, Some(&loc))).unwrap();
+            assert_eq!((t.version, t.uri.as_str(), t.manifest.as_slice()), (7, "s3://bucket/t.lance", &b"manifest-bytes"[..]));
+            assert_eq!(t.section.as_deref(), Some(&b"section"[..]));
+            assert_eq!(t.location, Some(loc));
+        }
+        let t = decode(&body(2, None)).unwrap();
+        assert!(t.section.is_some() && t.location.is_none());
+        let t = decode(&body(1, None)).unwrap();
+        assert!(t.section.is_none() && t.location.is_none());
+    }
+
+    #[test]
+    fn damaged_locations_are_corrupt() {
+        use crate::error::LanceErrorCode::LANCE_ERR_CORRUPT;
+        let loc = location(ManifestNamingScheme::V2, Some(1), Some("e"), Some("i"));
+        let good = body(3, Some(&loc));
+        // The location starts after the envelope's 5 bytes and the fields before it.
+        let at = 5 + 8 + (4 + 19) + (4 + 14) + (4 + 7);
+        for (offset, value, what) in [(0, 9u8, "naming scheme 9"), (1, 5, "presence flag 5")] {
+            let (_, b) = crate::bytes::open(&good, MAGIC, &[3], KIND).unwrap();
+            let mut body = b.to_vec();
+            body[at - 5 + offset] = value;
+            let err = decode(&crate::bytes::seal(MAGIC, 3, &body)).err().unwrap();
+            assert_eq!(err.code, LANCE_ERR_CORRUPT);
+            assert!(err.message.contains(what), "{}", err.message);
+        }
+        let (_, b) = crate::bytes::open(&good, MAGIC, &[3], KIND).unwrap();
+        for cut in 0..(b.len() - at + 5) {
+            let short = crate::bytes::seal(MAGIC, 3, &b[..b.len() - 1 - cut]);
+            assert_eq!(decode(&short).err().unwrap().code, LANCE_ERR_CORRUPT, "cut {cut}");
+        }
+        let mut long = b.to_vec();
+        long.push(0);
+        assert!(decode(&crate::bytes::seal(MAGIC, 3, &long)).err().unwrap().message.contains("trailing"));
+    }
+}
