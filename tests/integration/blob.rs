@@ -188,6 +188,76 @@ fn blob_bad_input_is_a_clear_error() {
     lance_blobs_free(std::ptr::null_mut());
 }
 
+/// Every regular file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A blob's bytes gone from under a reader (a file truncated or removed after the descriptors
+/// were taken): every read is an error with a code and a message, never bytes of another blob,
+/// a crash or a hang — on the calling-thread path (truncated: LANCE_ERR_IO) and on Lance's
+/// (a file that cannot be opened any more).
+#[test]
+fn blob_reads_of_files_gone_from_under_the_reader_are_errors() {
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    // A private copy of the fixture's table: this test damages it.
+    let src = std::path::PathBuf::from(f.facts.get("blobs.uri"));
+    let copy = dir.path().join("blobs.lance");
+    for file in files_under(&src) {
+        let to = copy.join(file.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    let ds = Ds::open(copy.to_str().unwrap(), 0);
+    let rows = row_ids(&ds);
+    let ids: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    let sized: Vec<(usize, usize)> =
+        rows.iter().enumerate().filter_map(|(i, (_, id))| blob_len(*id).filter(|n| *n > 0).map(|n| (i, n))).collect();
+    assert!(sized.len() > 3);
+    let data_files: Vec<std::path::PathBuf> = files_under(&copy.join("data"));
+    assert!(!data_files.is_empty());
+
+    // Truncated: the descriptors were taken, then every data and blob file lost its bytes.
+    let b = take(&ds, "payload", &ids).unwrap();
+    for file in &data_files {
+        std::fs::OpenOptions::new().write(true).open(file).unwrap().set_len(0).unwrap();
+    }
+    let mut kinds = std::collections::BTreeSet::new();
+    for (i, n) in &sized {
+        kinds.insert(info(b, *i).kind);
+        let rc = read(b, *i, 0, (*n).min(1000)).unwrap_err();
+        assert_err(rc, LANCE_ERR_IO, "cannot read blob");
+    }
+    assert!(kinds.len() >= 3, "inline, packed and dedicated blobs were read: {kinds:?}");
+    lance_blobs_free(b);
+
+    // Removed: a new set cannot open its files and reads through Lance, which fails too.
+    for file in &data_files {
+        std::fs::remove_file(file).unwrap();
+    }
+    match take(&ds, "payload", &ids) {
+        Err(rc) => assert!(rc == LANCE_ERR_IO as i32 || rc == LANCE_ERR_NOT_FOUND as i32, "{rc}: {}", last_message()),
+        Ok(b) => {
+            for (i, n) in &sized {
+                let rc = read(b, *i, 0, (*n).min(1000)).unwrap_err();
+                assert!(rc == LANCE_ERR_IO as i32 || rc == LANCE_ERR_NOT_FOUND as i32, "{rc}: {}", last_message());
+                assert!(!last_message().is_empty());
+            }
+            lance_blobs_free(b);
+        }
+    }
+}
+
 #[test]
 fn poll_refuses_foreign_streams_and_alloc_reads_need_their_outputs() {
     use arrow::array::{Int64Array, RecordBatch, RecordBatchIterator};
