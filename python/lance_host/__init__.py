@@ -509,6 +509,27 @@ class Split:
         _check(LIB.lance_splits_combine(arr, len(parts), ctypes.byref(out)))
         return Split(out.value)
 
+    @staticmethod
+    def group(splits: Sequence["Split"], max_groups: Optional[int]) -> list:
+        """A plan's splits as at most `max_groups` splits for as many workers (but at least one
+        per split kind: index segments and unindexed fragments do not combine), the splits of a
+        kind dealt round-robin and each group combined with `Split.combine`. None keeps one
+        split per worker; InvalidArgumentError for a `max_groups` below 1."""
+        parts = list(splits)
+        if max_groups is None:
+            return parts
+        if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
+            raise _error(1, f"the number of groups must be an integer of at least 1, got {max_groups!r}")
+        kinds: dict = {}
+        for s in parts:
+            kinds.setdefault(s.kind, []).append(s)
+        per_kind = max(1, max_groups // max(len(kinds), 1))
+        out = []
+        for same in kinds.values():
+            groups = [same[i::per_kind] for i in range(min(per_kind, len(same)))]
+            out += [g[0] if len(g) == 1 else Split.combine(g) for g in groups]
+        return out
+
     def open_dataset(self, storage_options: Optional[Mapping[str, str]] = None) -> "Dataset":
         """Open the split's table at exactly its version (lance_split_open_dataset)."""
         return Dataset(LIB.lance_split_open_dataset(self._h, _kv(storage_options)))

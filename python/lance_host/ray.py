@@ -115,22 +115,11 @@ def _search_split(token, split: bytes, column: str, vector, k: int, query: dict,
         return os.getpid(), s.read_all()
 
 
-def _group(splits: list, max_tasks: Optional[int]) -> list:
-    """The plan's splits as at most `max_tasks` splits (at least one per split kind), each group
-    of one kind combined with `Split.combine`; None = one task per split."""
-    if max_tasks is None:
-        return splits
-    if max_tasks < 1:
-        raise lh._error(1, f"max_tasks must be at least 1, got {max_tasks}")
-    kinds = {}
-    for s in splits:
-        kinds.setdefault(s.kind, []).append(s)
-    per_kind = max(1, max_tasks // max(len(kinds), 1))
-    out = []
-    for same in kinds.values():
-        groups = [same[i::per_kind] for i in range(min(per_kind, len(same)))]
-        out += [g[0] if len(g) == 1 else lh.Split.combine(g) for g in groups]
-    return out
+def _tasks(plan, max_tasks: Optional[int]) -> list:
+    try:
+        return lh.Split.group(plan, max_tasks)
+    except lh.InvalidArgumentError:
+        raise lh._error(1, f"max_tasks must be at least 1, got {max_tasks}") from None
 
 
 def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Optional[int] = None,
@@ -147,7 +136,7 @@ def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Option
     ds = lh.open(uri, version=version, storage_options=storage_options)
     lh._check_columns(ds.schema, [column] + (list(columns) if columns else []))
     token = ray.put(ds.export_snapshot())
-    plan = _group(list(ds.plan_vector_search(column, metric, use_index)), max_tasks)
+    plan = _tasks(ds.plan_vector_search(column, metric, use_index), max_tasks)
     query = {"nprobes": nprobes, "refine_factor": refine, "prefilter": filter, "metric": metric,
              "columns": list(columns) if columns else None, "with_row_id": True}
     parts = ray.get([_search_split.remote(token, bytes(s), column, list(vector), k, query, storage_options)

@@ -457,6 +457,8 @@ class _SearchReader(DataSourceReader):
         self.pinned = pinned
 
     def partitions(self):
+        import lance_host as lh
+
         ds = _planning_snapshot(self.options, self.pinned)
         token = ds.export_snapshot()
         use_index = self.options.get("use_index", "true").lower() != "false"
@@ -465,7 +467,13 @@ class _SearchReader(DataSourceReader):
         _vector_option(self.options)
         for key, default in (("k", 10), ("nprobes", 0), ("refine", 0)):
             _int_option(self.options, key, default)
+        max_partitions = _int_option(self.options, "max_partitions", 0)
+        if max_partitions < 0 or (max_partitions == 0 and str(self.options.get("max_partitions") or "").strip()):
+            raise lh._error(1, f"lance_host: option 'max_partitions' must be at least 1, not {max_partitions}")
         plan = ds.plan_vector_search(column, self.options.get("metric"), use_index)
+        # A partition searching several splits of a kind combined pays for one plan and one
+        # re-rank of their merged candidates instead of one per split.
+        plan = lh.Split.group(plan, max_partitions or None)
         return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(plan)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:

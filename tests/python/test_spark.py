@@ -188,6 +188,21 @@ def test_vector_search_top_k(spark, table, prefilter, tmp_path):
     exact = pyds.to_table(columns=["id"], filter=prefilter, prefilter=prefilter is not None,
                           nearest={"column": "vec", "q": q, "k": k, "use_index": False})
     assert merge_top_k(flat.load(), k)["id"].to_pylist() == exact["id"].to_pylist()
+    # max_partitions: the flat splits combined into 2 partitions give the same exact answer.
+    n_flat = len(lh.open(uri).plan_vector_search("vec", use_index=False))
+    assert n_flat > 2
+    capped = flat.option("max_partitions", "2").load()
+    assert capped.rdd.getNumPartitions() == 2
+    assert merge_top_k(capped, k)["id"].to_pylist() == exact["id"].to_pylist()
+    # The index plan with one partition per split kind: k rows with exact distances, in order.
+    one = reader.option("max_partitions", "1").load()
+    assert one.rdd.getNumPartitions() == len(kinds)
+    best = merge_top_k(one, k)
+    d = best["_distance"].to_pylist()
+    assert best.num_rows == k and d == sorted(d) and best["id"][0].as_py() == lib["id"][0].as_py()
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(Exception, match="max_partitions"):
+            reader.option("max_partitions", bad).load().collect()
     assert all(r["pid"] != os.getpid() for r in tasks(str(tmp_path)))
 
 
