@@ -1,5 +1,5 @@
-/* lance-host as a DuckDB extension, written against DuckDB's C extension API (stable API v1.2.0,
- * so any DuckDB from 1.2 on loads it). Table functions:
+/* lance-host as a DuckDB extension, written against DuckDB's C extension API (stable API v1.5.6,
+ * so any DuckDB from 1.5.6 on loads it). Table functions:
  *
  *   lance_scan(uri [, filter := 'sql'] [, version := n])
  *       the table at `version` (default: latest, pinned at bind), read in parallel: lance-host
@@ -22,8 +22,9 @@
  *   lance_blob_read(uri, column, row_id, offset, length)  -- scalar
  *       `length` bytes of row `row_id`'s blob in blob column `column` from `offset`, as a BLOB,
  *       read by range (only those bytes are fetched); NULL for a null blob. A range past the end
- *       of the blob is an error. Rows of one chunk with the same uri and column share one table
- *       handle and one descriptor take.
+ *       of the blob is an error. A query opens each table once per DuckDB thread that runs the
+ *       function and reads that version for the rest of the query; rows of one chunk with the
+ *       same uri and column share one descriptor take.
  *
  *   lance_fts(uri, column, query, k [, filter := 'sql'] [, operator := 'OR'|'AND'|'PHRASE']
  *             [, slop := n] [, version := n])
@@ -51,8 +52,8 @@
  * another type fails with an error naming it. */
 #define DUCKDB_EXTENSION_NAME lance_host
 #define DUCKDB_EXTENSION_API_VERSION_MAJOR 1
-#define DUCKDB_EXTENSION_API_VERSION_MINOR 2
-#define DUCKDB_EXTENSION_API_VERSION_PATCH 0
+#define DUCKDB_EXTENSION_API_VERSION_MINOR 5
+#define DUCKDB_EXTENSION_API_VERSION_PATCH 6
 #include "duckdb_extension.h"
 
 #include <stdatomic.h>
@@ -1071,9 +1072,69 @@ static void set_null(duckdb_vector out, idx_t row) {
   duckdb_validity_set_row_invalid(duckdb_vector_get_validity(out), row);
 }
 
-/* Rows with the same uri and column form a run: one table handle and one descriptor take for
-   the run, then one range read per row. */
+/* The tables one DuckDB thread's lance_blob_read opened during a query (the function's state,
+   destroyed when the query ends): each table is opened once and its version read for the rest
+   of the query. At most BLOB_TABLES are kept; the oldest is closed to make room. */
+#define BLOB_TABLES 8
+typedef struct {
+  char* uri[BLOB_TABLES];
+  LanceDataset* ds[BLOB_TABLES];
+  int n;
+} BlobTables;
+
+static void blob_tables_destroy(void* p) {
+  BlobTables* t = (BlobTables*)p;
+  for (int i = 0; i < t->n; i++) {
+    lance_dataset_free(t->ds[i]);
+    free(t->uri[i]);
+  }
+  free(t);
+}
+
+static void blob_read_init(duckdb_init_info info) {
+  BlobTables* t = (BlobTables*)calloc(1, sizeof *t);
+  if (!t) {
+    duckdb_scalar_function_init_set_error(info, "lance_blob_read: out of memory");
+    return;
+  }
+  duckdb_scalar_function_init_set_state(info, t, blob_tables_destroy);
+}
+
+/* The open table of `uri`: from the thread's state, else opened (and kept there when there is
+   a state). NULL with the library's error set when it cannot be opened. `*owned` says whether
+   the caller frees it (no state). */
+static LanceDataset* blob_table(BlobTables* t, const char* uri, int* owned) {
+  *owned = 0;
+  if (t) {
+    for (int i = 0; i < t->n; i++) {
+      if (strcmp(t->uri[i], uri) == 0) return t->ds[i];
+    }
+  }
+  LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
+  if (!ds) return NULL;
+  char* key = t ? (char*)malloc(strlen(uri) + 1) : NULL;
+  if (key) memcpy(key, uri, strlen(uri) + 1);
+  if (!t || !key) {
+    *owned = 1;
+    return ds;
+  }
+  if (t->n == BLOB_TABLES) {
+    lance_dataset_free(t->ds[0]);
+    free(t->uri[0]);
+    memmove(&t->ds[0], &t->ds[1], (BLOB_TABLES - 1) * sizeof t->ds[0]);
+    memmove(&t->uri[0], &t->uri[1], (BLOB_TABLES - 1) * sizeof t->uri[0]);
+    t->n--;
+  }
+  t->uri[t->n] = key;
+  t->ds[t->n] = ds;
+  t->n++;
+  return ds;
+}
+
+/* Rows with the same uri and column form a run: one descriptor take for the run, then one
+   range read per row. */
 static void blob_read_function(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output) {
+  BlobTables* tables = (BlobTables*)duckdb_scalar_function_get_state(info);
   idx_t n = duckdb_data_chunk_get_size(input);
   duckdb_vector in[5];
   for (idx_t c = 0; c < 5; c++) in[c] = duckdb_data_chunk_get_vector(input, c);
@@ -1105,7 +1166,8 @@ static void blob_read_function(duckdb_function_info info, duckdb_data_chunk inpu
       if (!ok) break;
       end++;
     }
-    LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
+    int owned = 0;
+    LanceDataset* ds = blob_table(tables, uri, &owned);
     LanceBlobs* blobs = NULL;
     int failed = 0;
     if (!ds) {
@@ -1142,7 +1204,7 @@ static void blob_read_function(duckdb_function_info info, duckdb_data_chunk inpu
       }
     }
     lance_blobs_free(blobs);
-    lance_dataset_free(ds);
+    if (owned) lance_dataset_free(ds);
     free(uri);
     free(column);
     if (failed) {
@@ -1167,6 +1229,7 @@ static int register_blob_function(duckdb_connection con) {
   duckdb_scalar_function_add_parameter(f, bigint);  /* length */
   duckdb_scalar_function_set_return_type(f, blob);
   duckdb_scalar_function_set_function(f, blob_read_function);
+  duckdb_scalar_function_set_init(f, blob_read_init);
   duckdb_state st = duckdb_register_scalar_function(con, f);
   duckdb_destroy_logical_type(&varchar);
   duckdb_destroy_logical_type(&ubigint);

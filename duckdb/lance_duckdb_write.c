@@ -20,7 +20,7 @@
  *   lance_drop_index(uri, name)
  *       drops an index as one new version. Returns version.
  *
- * DuckDB's C extension API (v1.2) has no COPY TO function and no way for a table function to
+ * DuckDB's C extension API (v1.5.6) has no COPY TO function and no way for a table function to
  * receive another query's rows, and a function cannot open a connection of its own (the
  * database handle is lent to the extension only while it loads). So the extension opens one
  * connection when it is loaded and keeps it: `lance_write` runs its query text there (one

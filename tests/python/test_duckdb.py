@@ -323,6 +323,22 @@ def test_blob_read_scalar_function(con):
     got = con.execute(f"SELECT i, lance_blob_read('{uri}', 'payload', r::UBIGINT, 0, 16) FROM (VALUES {values}) t(r, i)").fetchall()
     assert all(bytes(b) == expected(i, 0, 16) for i, b in got if blob_len(i) >= 16)
     assert checked > 20
+    # A query of many chunks opens the table once per DuckDB thread, not once per chunk (the
+    # library's own count of opens; DuckDB and this process share the library).
+    asks = [(r, i) for r, i in pairs if (blob_len(i) or 0) >= 16]
+    con.execute("CREATE OR REPLACE TEMP TABLE blob_asks AS SELECT * FROM (VALUES "
+                + ", ".join(f"({r}, {i})" for r, i in asks) + ") t(r, i)")
+    copies = 5 * 2048 // len(asks) + 1
+    for threads in (1, 2):
+        con.execute(f"SET threads = {threads}")
+        before = lh.metrics()["ops.open"]
+        got = con.execute(f"SELECT a.i, lance_blob_read('{uri}', 'payload', a.r::UBIGINT, 3, 13) "
+                          f"FROM range({copies}) g, blob_asks a").fetchall()
+        opens = lh.metrics()["ops.open"] - before
+        assert len(got) == copies * len(asks) > 5 * 2048
+        assert all(bytes(b) == expected(i, 3, 13) for i, b in got)
+        assert 1 <= opens <= threads, f"{opens} opens for {len(got)} rows on {threads} threads"
+    con.execute("RESET threads")
     big = next(r for r, i in pairs if blob_len(i) == 300_000)
     with pytest.raises(duckdb.Error, match="past the end"):
         con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {big}, 299990, 20)").fetchall()
