@@ -29,8 +29,8 @@
 
 #define LANCE_HOST_VERSION_MAJOR 0
 #define LANCE_HOST_VERSION_MINOR 9
-#define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.9.0"
+#define LANCE_HOST_VERSION_PATCH 1
+#define LANCE_HOST_VERSION "0.9.1"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -144,7 +144,7 @@ struct ArrowArrayStream {
 #define MAX_BATCH (1 << 16)
 
 // Current snapshot token format.
-#define SNAPSHOT_FORMAT 2
+#define SNAPSHOT_FORMAT 3
 
 // Current staged-write format.
 #define FORMAT 2
@@ -1386,10 +1386,11 @@ void lance_table_stats_free(LanceTableStats *stats);
 void lance_string_free(char *s);
 
 // Export the handle's pinned snapshot as a token for workers: compact, versioned, checksummed
-// bytes holding the table URI, the pinned version, the pinned manifest and its index metadata
-// — never storage options or secrets. A worker opens it with `lance_snapshot_open` instead of
-// reading the manifest from storage: on object stores that saves the manifest reads of every
-// worker open, and of its first vector plan.
+// bytes holding the table URI, the pinned version, the pinned manifest, its index metadata and
+// where the manifest lives — never storage options or secrets. A worker opens it with
+// `lance_snapshot_open` instead of reading the manifest from storage: on object stores that
+// saves every request a worker open makes for the manifest, and those of its first vector
+// plan. Token format 3 since 0.9.1 (a 0.9.0 library refuses it: upgrade workers first).
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows `dataset`.
 // Thread-safe. Returns an error code; outputs are not written on failure.
