@@ -62,6 +62,7 @@ PATHS = [
     ("fts_full_three", "full-text, 3 segments fully indexed, 3 terms", 0),
     ("fts_full_phrase", "full-text, 3 segments fully indexed, phrase", 0),
     ("blobs", "blob range reads (200 blobs, 5 ranges each)", 3),
+    ("open_s3", "worker open of a pinned version on `s3://` from shipped bytes, then its row count", 20),
     ("spark_scan", "Spark: count(*), sum(price) over 3M rows", 1),
     ("spark_filter", "Spark: `price < 10` grouped by cat", 1),
     ("ray_scan", "Ray Data: count, sum(price) over 3M rows", 1),
@@ -89,6 +90,10 @@ DIFFERENT_WORK = [
     "(`src/blob.rs`); pylance through Lance's I/O scheduler.",
     "Spark and Ray: `bench/engines.py`'s sides — lance-host's data sources against a pylance fragment source "
     "for Spark (no JVM connector) and Ray's own `read_lance`; the time of the query after one untimed run.",
+    "Worker open on `s3://`: what a worker does with what its coordinator shipped — lance-host opens the "
+    "snapshot token (`open_snapshot`; the token carries the manifest, its index metadata and where it lives, "
+    "never credentials), pylance unpickles the dataset (its pickle carries the serialized manifest and the "
+    "storage options, credentials included); then `count_rows()` from the manifest on both sides.",
     "Peak RSS: a Python process with pyarrow and the side's library loaded (Spark and Ray: the driver).",
 ]
 LABELS = {k: label for k, label, _ in PATHS}
@@ -97,12 +102,15 @@ ITERS = {k: n for k, _, n in PATHS}
 
 # ---- tables ------------------------------------------------------------------------------------
 
-def ensure_tables(bench_bin):
-    if not MAIN.exists():
+def ensure_tables(bench_bin, keys):
+    """Write the tables the paths of `keys` read, where missing."""
+    main = any(k.startswith(("scan", "take", "count", "spark", "ray")) or k in ("vector_index", "vector_batch")
+               for k in keys)
+    if main and not MAIN.exists():
         if not bench_bin:
             raise SystemExit(f"{MAIN} is missing: pass --bin <lance-host-bench> to write it")
         subprocess.run([bench_bin, "write", str(MAIN), str(MAIN_FACTS), "3000000"], check=True)
-    if not FTS_TAIL.exists() or not FTS_FULL.exists():
+    if any(k.startswith("fts") for k in keys) and (not FTS_TAIL.exists() or not FTS_FULL.exists()):
         sys.path.insert(0, str(HERE))
         import fts
         for uri, full in ((FTS_TAIL, False), (FTS_FULL, True)):
@@ -111,8 +119,9 @@ def ensure_tables(bench_bin):
                 Path(f"{uri}.queries.json").write_text(json.dumps(fts.make_queries(str(uri))))
     sys.path.insert(0, str(HERE))
     import split_cost
-    split_cost.make(SPLIT_COST)
-    if not BLOBS.exists():
+    if any(k in ("vector_flat", "open_s3") or "s3" in k for k in keys):
+        split_cost.make(SPLIT_COST)
+    if "blobs" in keys and not BLOBS.exists():
         import numpy as np
         import pyarrow as pa
         import lance
@@ -152,7 +161,7 @@ def recall(found, truth):
 
 def run_host(path, env):
     import lance_host as lh
-    facts = json.loads(MAIN_FACTS.read_text())
+    facts = json.loads(MAIN_FACTS.read_text()) if MAIN_FACTS.exists() else {}
     if path == "vector_s3_off":
         opts = lh.SessionOptions.defaults()
         opts.data_cache_disabled = True
@@ -234,6 +243,14 @@ def run_host(path, env):
             t = lh.merge_fts(parts, 10).read_all()
             return t["id"].to_pylist(), [round(x, 4) for x in t["_score"].to_pylist()]
         return fts
+    if path == "open_s3":
+        opts = json.loads(env["S3_OPTS"])
+        token = lh.open(env["S3_URI"], storage_options=opts).export_snapshot()
+
+        def open_token(i):
+            d = lh.open_snapshot(token, storage_options=opts)
+            return [d.version, d.count_rows()]
+        return open_token
     if path == "blobs":
         ds = lh.open(str(BLOBS))
         ids = ds.scan(columns=["id"], with_row_id=True).read_all()["_rowid"].to_pylist()
@@ -252,7 +269,7 @@ def run_host(path, env):
 
 def run_pylance(path, env):
     import lance
-    facts = json.loads(MAIN_FACTS.read_text())
+    facts = json.loads(MAIN_FACTS.read_text()) if MAIN_FACTS.exists() else {}
     if path.startswith("scan") or path in ("take", "count", "vector_index", "vector_batch"):
         ds = lance.dataset(str(MAIN))
     if path == "scan_wide":
@@ -305,6 +322,14 @@ def run_pylance(path, env):
             t = ds.to_table(full_text_query=q, limit=10, columns=["id"])
             return t["id"].to_pylist(), [round(x, 4) for x in t["_score"].to_pylist()]
         return fts
+    if path == "open_s3":
+        import pickle
+        shipped = pickle.dumps(lance.dataset(env["S3_URI"], storage_options=json.loads(env["S3_OPTS"])))
+
+        def open_pickled(i):
+            d = pickle.loads(shipped)
+            return [d.version, d.count_rows()]
+        return open_pickled
     if path == "blobs":
         ds = lance.dataset(str(BLOBS))
         ids = ds.to_table(columns=["id"], with_row_id=True)["_rowid"].to_pylist()
@@ -340,13 +365,19 @@ def worker(side, path):
         uri = FTS_TAIL if "tail" in path else FTS_FULL
         n = len(fts_queries(uri, path.rsplit("_", 1)[1]))
     fn(0)  # warm-up
+    log = env.get("S3_LOG")
+    mark = len(requests_in(log)) if log and "s3" in path else 0
     times, answers = [], []
     for i in range(n):
         t = time.perf_counter()
         answers.append(fn(i))
         times.append((time.perf_counter() - t) * 1e3)
-    print(json.dumps({"ms": statistics.median(times), "answer": answers,
-                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}, default=str))
+    out = {"ms": statistics.median(times), "answer": answers,
+           "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    if log and "s3" in path:
+        time.sleep(0.3)  # the server writes its log line after the response
+        out["requests_per_iteration"] = len(requests_in(log, mark)) / n
+    print(json.dumps(out, default=str))
 
 
 # ---- the driver --------------------------------------------------------------------------------
@@ -374,11 +405,17 @@ def same(path, a, b):
     return a == b
 
 
+def requests_in(log, mark=0):
+    sys.path.insert(0, str(HERE))
+    import write
+    return write.requests_in(log, mark)
+
+
 def start_s3():
     """The S3-compatible server of bench/write.py, with the split-cost vector table copied in."""
     sys.path.insert(0, str(HERE))
     import write
-    srv, _log, opts = write.moto()
+    srv, log, opts = write.moto()
     ep = opts["aws_endpoint"]
     import boto3
     s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
@@ -387,7 +424,7 @@ def start_s3():
     for f in local.rglob("*"):
         if f.is_file():
             s3.upload_file(str(f), "bench", f"vec.lance/{f.relative_to(local)}")
-    return srv, "s3://bench/vec.lance", opts
+    return srv, "s3://bench/vec.lance", opts, str(log)
 
 
 def fmt(xs, digits=1):
@@ -407,10 +444,10 @@ def main():
     if a.report:
         saved = json.loads((HERE / "PATHS.json").read_text())
         return write_report({k: saved[k] for k, _, _ in PATHS if k in saved}, a.runs)
-    ensure_tables(a.bin)
     keys = [k for k, _, _ in PATHS if not a.only or k in a.only.split(",")]
-    srv, s3_uri, s3_opts = start_s3() if any("s3" in k for k in keys) else (None, "", {})
-    env = dict(os.environ, LANCE_LOG="error", S3_URI=s3_uri, S3_OPTS=json.dumps(s3_opts))
+    ensure_tables(a.bin, keys)
+    srv, s3_uri, s3_opts, s3_log = start_s3() if any("s3" in k for k in keys) else (None, "", {}, "")
+    env = dict(os.environ, LANCE_LOG="error", S3_URI=s3_uri, S3_OPTS=json.dumps(s3_opts), S3_LOG=s3_log)
     saved = HERE / "PATHS.json"
     # --only reruns some paths and keeps the others' figures of the last run.
     results = json.loads(saved.read_text()) if a.only and saved.exists() else {}
@@ -418,6 +455,7 @@ def main():
         for key in keys:
             per = {"host": [], "pylance": []}
             rss = {"host": [], "pylance": []}
+            requests = {"host": [], "pylance": []}
             agree = True
             for r in range(a.runs):
                 answers = {}
@@ -430,6 +468,8 @@ def main():
                     out = json.loads(p.stdout.strip().splitlines()[-1])
                     per[side].append(out["ms"])
                     rss[side].append(out["maxrss_kb"] / 1024)
+                    if "requests_per_iteration" in out:
+                        requests[side].append(out["requests_per_iteration"])
                     answers[side] = out["answer"]
                 agree &= same(key, answers["host"], answers["pylance"])
                 print(key, r, {s: round(v[-1], 2) for s, v in per.items()}, flush=True)
@@ -437,6 +477,9 @@ def main():
             results[key] = {"host_ms": per["host"], "pylance_ms": per["pylance"], "ratios": ratios,
                             "same_answer": agree, "host_rss_mib": rss["host"], "pylance_rss_mib": rss["pylance"],
                             "date": time.strftime("%Y-%m-%d %H:%M")}
+            if requests["host"]:
+                results[key]["host_requests"] = requests["host"]
+                results[key]["pylance_requests"] = requests["pylance"]
             saved.write_text(json.dumps(results, indent=1))
     finally:
         if srv:
@@ -464,6 +507,12 @@ def write_report(results, runs):
         lines.append(f"| {LABELS[key]} | {fmt(r['host_ms'])} | {fmt(r['pylance_ms'])} | {fmt(r['ratios'], 2)} | "
                      f"{'yes' if r['same_answer'] else 'no'} | {statistics.median(r['host_rss_mib']):.0f} / "
                      f"{statistics.median(r['pylance_rss_mib']):.0f} |")
+    counted = [(k, r) for k, r in results.items() if r.get("host_requests")]
+    if counted:
+        lines += ["", "Requests per iteration on `s3://` (the S3-compatible server's log, measured iterations "
+                  "only; median over runs, min–max):", "",
+                  "| path | lance-host | pylance |", "| --- | ---: | ---: |"]
+        lines += [f"| {LABELS[k]} | {fmt(r['host_requests'])} | {fmt(r['pylance_requests'])} |" for k, r in counted]
     lines += ["", "## Where the sides do different work", ""] + [f"- {n}" for n in DIFFERENT_WORK]
     (HERE / "PATHS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
