@@ -203,6 +203,17 @@ def test_combined_splits_search_once_and_equal_pylance(tmp_path):
         lh.Split.combine([])
     with pytest.raises(TypeError):
         lh.Split.combine([segs[0], b"bytes"])
+    # Split.group: at most n splits, at least one per kind, each kind's splits dealt round-robin.
+    assert [bytes(s) for s in lh.Split.group(plan, None)] == [bytes(s) for s in plan]
+    one = lh.Split.group(plan, 1)
+    assert sorted(s.kind for s in one) == sorted({s.kind for s in plan})
+    assert sorted(f for s in one for f in s.fragment_ids) == sorted(f for s in plan for f in s.fragment_ids)
+    assert [s.segment_uuids for s in one if s.kind == lh.SPLIT_INDEX_SEGMENT] == [both.segment_uuids]
+    many = lh.Split.group(plan, 100)
+    assert sorted(bytes(s) for s in many) == sorted(bytes(s) for s in plan)
+    for bad in (0, -1, True, 2.0, "2"):
+        with pytest.raises(lh.InvalidArgumentError, match="at least 1"):
+            lh.Split.group(plan, bad)
 
 
 def test_metadata_statistics_indexes_prewarm_and_counts(table):
