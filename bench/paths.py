@@ -73,9 +73,9 @@ DIFFERENT_WORK = [
     "combined split with `defer_refine` (the best 40 candidates by quantized distance, `_rowid` only), re-ranks "
     "them once with `refine`, searches the unindexed tail (one combined flat split), merges, and takes the 10 "
     "winners' `id` by `_rowid`; pylance runs one global search with `refine_factor=4`: the same candidates, "
-    "re-rank and reads, the same answer. (The local index row of this report is from the run before, whose "
-    "splits projected `id` for all 40 candidates; on `s3://` that cost 0.5 requests per query more than "
-    "pylance, 45.5 against 45.0, and taking the winners' columns by `_rowid` brought it to 45.0 each.)",
+    "re-rank and reads, the same answer. (Splits projecting `id` read it for all 40 candidates: on `s3://` "
+    "0.5 requests per query more than pylance, 45.5 against 45.0; taking the winners' columns by `_rowid` "
+    "brought it to 45.0 each.)",
     "Vector batch: lance-host sends the 20 query vectors in one call per split (segments re-rank in the split, "
     "k × 4 × 2 candidates per query, since a batch has no deferred re-rank); pylance runs its search once per "
     "query (its own batch nearest ran out of memory at 1,000 queries, bench/BATCH.md). The answers differ by "
