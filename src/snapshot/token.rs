@@ -443,6 +443,44 @@ mod tests {
         assert!(t.section.is_none() && t.location.is_none());
     }
 
+    /// A handle opened from a token resolves its own version from the token and every other
+    /// version through Lance's handler: checking out a later version of it reads that version.
+    #[test]
+    fn other_versions_of_a_token_handle_resolve_from_storage() {
+        use arrow_array::{Int64Array, RecordBatch, RecordBatchIterator};
+        use lance::dataset::{WriteMode, WriteParams};
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().join("t.lance").to_str().unwrap().to_string();
+        for (rows, mode) in [(10i64, WriteMode::Create), (5, WriteMode::Append)] {
+            let batch = RecordBatch::try_from_iter([("id", Arc::new(Int64Array::from_iter_values(0..rows)) as _)]).unwrap();
+            let schema = batch.schema();
+            let params = WriteParams { mode, ..Default::default() };
+            let u = uri.clone();
+            session::block_on(async move {
+                Dataset::write(RecordBatchIterator::new(vec![Ok(batch)], schema), &u, Some(params)).await
+            })
+            .unwrap()
+            .unwrap();
+        }
+        let v1 = super::super::open(&uri, HashMap::new(), 1).unwrap();
+        let at = open_token(&v1.export_token().unwrap(), HashMap::new()).unwrap();
+        assert_eq!(at.version(), 1);
+        let ds = at.dataset.clone();
+        let (v2, rows, location) = session::block_on(async move {
+            let v2 = ds.checkout_version(2).await?;
+            let rows = v2.count_rows(None).await?;
+            lance::Result::Ok((v2.version_id(), rows, v2.manifest_location().clone()))
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!((v2, rows), (2, 15));
+        // Version 2's own manifest, not the token's location with another version's figures.
+        let on_disk = std::fs::metadata(std::path::Path::new("/").join(location.path.as_ref())).unwrap().len();
+        assert_eq!(location.size, Some(on_disk));
+        assert_ne!(Some(on_disk), at.dataset.manifest_location().size, "the two manifests differ in size");
+        assert_eq!(at.latest_version().unwrap(), 2);
+    }
+
     #[test]
     fn damaged_locations_are_corrupt() {
         use crate::error::LanceErrorCode::LANCE_ERR_CORRUPT;

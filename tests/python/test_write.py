@@ -442,3 +442,23 @@ def test_a_worker_killed_mid_stage_leaves_nothing_visible_and_cleanup_removes_it
     removed = lh.open(uri).cleanup(older_than_ms=0, delete_unverified=True)
     assert set(os.listdir(Path(uri) / "data")) == committed_files
     assert lance.dataset(uri).to_table().num_rows == 100
+
+
+def test_a_handle_opened_from_a_token_commits_as_any_other(tmp_path):
+    """A handle opened from a snapshot token resolves its own version from the token (no request
+    to find the manifest) and everything else as Lance does: a delete planned on it after
+    another writer appended commits on top of that append, and pylance reads the result."""
+    uri = str(tmp_path / "t.lance")
+    ds, _ = lh.write_table(uri, typed(0, 300), max_rows_per_file=100)
+    token = ds.export_snapshot()
+    lance.write_dataset(typed(300, 400), uri, mode="append")  # another writer: version 2
+    at = lh.open_snapshot(token)
+    assert at.version == 1
+    new, r = at.delete("id % 2 = 0")
+    assert (new.version, r.rows_deleted) == (3, 150)
+    theirs = lance.dataset(uri)
+    assert theirs.version == 3
+    assert sorted(theirs.to_table(columns=["id"])["id"].to_pylist()) == \
+        [i for i in range(300) if i % 2] + list(range(300, 400))
+    # The token's handle still reads its version; the latest version is found as usual.
+    assert at.count_rows() == 300 and at.latest_version() == 3
