@@ -289,7 +289,7 @@ def test_vector_search_batch_equals_single_searches(con, uri):
         con.execute(f"SELECT * FROM lance_vector_search_batch('{uri}', 'embedding', [{vecs[0]}, [1.0, 2.0]], 3)").fetchall()
 
 
-def test_blob_read_scalar_function(con):
+def test_blob_read_scalar_function(con, tmp_path_factory):
     """lance_blob_read over the testkit's blobs table: the bytes equal the testkit's formula
     for ranges of inline, packed and dedicated blobs; NULL for a null blob; errors for a range
     past the end and for a column that is not a blob column. Scanning the table itself works
@@ -339,6 +339,23 @@ def test_blob_read_scalar_function(con):
         assert all(bytes(b) == expected(i, 3, 13) for i, b in got)
         assert 1 <= opens <= threads, f"{opens} opens for {len(got)} rows on {threads} threads"
     con.execute("RESET threads")
+    # More tables in one query than a thread keeps open (8): the oldest is closed and opened
+    # again when asked for, the bytes stay right. The same table under 9 names (symlinks).
+    links = tmp_path_factory.mktemp("blob_links")
+    names = []
+    for j in range(9):
+        os.symlink(uri, links / f"t{j}.lance")
+        names.append(str(links / f"t{j}.lance"))
+    order = list(range(9)) + [0]  # 9 tables, then the first again: closed by then
+    rows = ", ".join(f"({n}, '{names[t]}', {r}, {i})" for n, t in enumerate(order) for r, i in asks[:3])
+    con.execute("SET threads = 1")
+    before = lh.metrics()["ops.open"]
+    got = con.execute(f"SELECT i, lance_blob_read(u, 'payload', r::UBIGINT, 5, 11) FROM (VALUES {rows}) t(n, u, r, i) "
+                      "ORDER BY n").fetchall()
+    opens = lh.metrics()["ops.open"] - before
+    con.execute("RESET threads")
+    assert len(got) == 3 * len(order) and all(bytes(b) == expected(i, 5, 11) for i, b in got)
+    assert opens == len(order), f"{opens} opens for {len(order)} runs of 9 tables"
     big = next(r for r, i in pairs if blob_len(i) == 300_000)
     with pytest.raises(duckdb.Error, match="past the end"):
         con.execute(f"SELECT lance_blob_read('{uri}', 'payload', {big}, 299990, 20)").fetchall()
