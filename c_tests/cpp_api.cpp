@@ -1,6 +1,7 @@
 // The C++17 API (lance_host.hpp) as an engine would use it: catalog -> pinned dataset ->
 // scan plan -> split scans -> vector plan -> split searches -> merge -> take, with RAII and
 // exceptions; compiled with -Wall -Wextra -Werror.
+#include <cmath>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -176,6 +177,42 @@ int main(int argc, char** argv) {
     }
     EXPECT(with_term == 8);
     EXPECT(docs.explain_fts(fplan.at(0), tq, stats).find("text_idx") != std::string::npos);
+    // Without statistics: only a split that is the whole corpus. The latest version's segments
+    // leave a tail out (refused); an earlier, fully indexed version's segments do not.
+    try {
+      docs.fts_search(fplan.at(0), tq);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    bool searched_whole = false;
+    for (uint64_t v = docs.version(); v >= 1 && !searched_whole; v--) {
+      auto at = lh::Dataset::open(fact(warehouse, "docs.uri"), {}, v);
+      std::vector<lh::Split> parts;
+      try {
+        auto p = at.plan_fts("text");
+        for (size_t i = 0; i < p.size(); i++) parts.push_back(p.at(i));
+      } catch (const lh::Error&) {
+        continue;  // a version before the index
+      }
+      bool segments_only = parts.size() >= 2;
+      for (auto& p : parts) segments_only = segments_only && p.kind() == LANCE_SPLIT_FTS_SEGMENT;
+      if (!segments_only) continue;
+      auto whole = lh::Split::combine(parts);
+      auto st = at.fts_stats(tq);
+      std::vector<std::pair<uint64_t, float>> with, without;
+      for (auto& b : at.fts_search(whole, tq, st))
+        for (int64_t i = 0; i < b.num_rows(); i++)
+          with.emplace_back(b.values<uint64_t>(b.column_index("_rowid"))[i], b.values<float>(b.column_index("_score"))[i]);
+      for (auto& b : at.fts_search(whole, tq))
+        for (int64_t i = 0; i < b.num_rows(); i++)
+          without.emplace_back(b.values<uint64_t>(b.column_index("_rowid"))[i], b.values<float>(b.column_index("_score"))[i]);
+      EXPECT(!with.empty() && with.size() == without.size());
+      for (size_t i = 0; i < with.size(); i++)
+        EXPECT(with[i].first == without[i].first && std::fabs(with[i].second - without[i].second) <= 1e-5f * with[i].second);
+      searched_whole = true;
+    }
+    EXPECT(searched_whole);
     try {
       lh::TextSearchRequest empty = tq;
       empty.text = "";

@@ -4,8 +4,11 @@
  * opens the pinned snapshot from it, scores the split with the shipped statistics and writes
  * (_rowid, _score) pairs back. The coordinator merges them (score descending, ties by row id)
  * and the result must equal the single-process answer (every split searched here, merged by
- * lance_fts_merge), for several queries, with and without a prefilter.
+ * lance_fts_merge), for several queries, with and without a prefilter. Also: a split of every
+ * segment of a fully indexed version is searched without statistics (stats_len 0) to the same
+ * answer, and a split that is not the whole corpus is refused without them.
  * argv[1] = warehouse directory; worker mode: argv[1] = "worker", then the file paths. */
+#include <math.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,6 +191,95 @@ static void check_query(const char* self, const char* dir, const char* uri, cons
   lance_dataset_free(ds);
 }
 
+/* The latest version of `uri` whose full-text plan has segment splits only (at least two), or 0. */
+static uint64_t fully_indexed_version(const char* uri) {
+  LanceDataset* latest = lance_dataset_open(uri, NULL, 0);
+  CHECK(latest != NULL);
+  uint64_t found = 0;
+  for (uint64_t v = lance_dataset_version(latest); v >= 1 && !found; v--) {
+    LanceDataset* ds = lance_dataset_open(uri, NULL, v);
+    CHECK(ds != NULL);
+    LanceSplitPlan* plan = NULL;
+    if (lance_dataset_plan_fts(ds, "text", 0, &plan) == LANCE_OK) {
+      size_t n = lance_split_plan_count(plan), segments = 0;
+      for (size_t i = 0; i < n; i++) {
+        LanceSplit* s = lance_split_plan_get(plan, i);
+        segments += lance_split_kind(s) == LANCE_SPLIT_FTS_SEGMENT;
+        lance_split_free(s);
+      }
+      if (n >= 2 && segments == n) found = v;
+      lance_split_plan_free(plan);
+    }
+    lance_dataset_free(ds);
+  }
+  lance_dataset_free(latest);
+  return found;
+}
+
+/* One split of every split of `ds`'s full-text plan of `kind` (-1: every kind); NULL if none. */
+static LanceSplit* combine_kind(LanceDataset* ds, int kind) {
+  LanceSplitPlan* plan = NULL;
+  CHECK_OK(lance_dataset_plan_fts(ds, "text", 0, &plan));
+  size_t n = lance_split_plan_count(plan), m = 0;
+  CHECK(n <= MAX_SPLITS);
+  LanceSplit* parts[MAX_SPLITS];
+  for (size_t i = 0; i < n; i++) {
+    LanceSplit* s = lance_split_plan_get(plan, i);
+    if (kind < 0 || lance_split_kind(s) == kind) parts[m++] = s;
+    else lance_split_free(s);
+  }
+  LanceSplit* out = NULL;
+  if (m > 0) CHECK_OK(lance_splits_combine((const LanceSplit* const*)parts, m, &out));
+  for (size_t i = 0; i < m; i++) lance_split_free(parts[i]);
+  lance_split_plan_free(plan);
+  return out;
+}
+
+static void check_whole_corpus(const char* uri) {
+  uint64_t v = fully_indexed_version(uri);
+  CHECK(v > 0);
+  LanceDataset* ds = lance_dataset_open(uri, NULL, v);
+  CHECK(ds != NULL);
+  LanceSplit* whole = combine_kind(ds, -1);
+  const char* texts[] = {"t001 t004", "quick brown fox", "t000"};
+  const int kinds[] = {LANCE_TEXT_MATCH_ANY, LANCE_TEXT_MATCH_PHRASE, LANCE_TEXT_MATCH_ANY};
+  for (int t = 0; t < 3; t++) {
+    LanceTextQuery q;
+    fill_query(&q, texts[t], kinds[t], 0, NULL);
+    uint8_t* stats = NULL;
+    size_t stats_len = 0;
+    CHECK_OK(lance_dataset_fts_stats(ds, &q, &stats, &stats_len, NULL));
+    struct ArrowArrayStream with, without;
+    CHECK_OK(lance_split_fts_search(ds, whole, &q, stats, stats_len, &with));
+    CHECK_OK(lance_split_fts_search(ds, whole, &q, NULL, 0, &without));
+    Hit a[K], b[K];
+    size_t na = read_hits(&with, a, K), nb = read_hits(&without, b, K);
+    CHECK(na > 0);
+    CHECK_EQ_U64(na, nb);
+    for (size_t i = 0; i < na; i++) {
+      CHECK_EQ_U64(a[i].rowid, b[i].rowid);
+      CHECK(fabsf(a[i].score - b[i].score) <= 1e-5f * fabsf(a[i].score));
+    }
+    printf("version %llu, query '%s': %zu hits without statistics equal those with them\n",
+           (unsigned long long)v, texts[t], na);
+    lance_bytes_free(stats, stats_len);
+  }
+  /* The latest version has an unindexed tail: its segments alone are not the corpus. */
+  LanceDataset* latest = lance_dataset_open(uri, NULL, 0);
+  CHECK(latest != NULL);
+  LanceSplit* segments = combine_kind(latest, LANCE_SPLIT_FTS_SEGMENT);
+  CHECK(segments != NULL);
+  LanceTextQuery q;
+  fill_query(&q, "t001", LANCE_TEXT_MATCH_ANY, 0, NULL);
+  struct ArrowArrayStream st;
+  CHECK(lance_split_fts_search(latest, segments, &q, NULL, 0, &st) == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(lance_last_error_message(), "not covered") != NULL);
+  lance_split_free(segments);
+  lance_dataset_free(latest);
+  lance_split_free(whole);
+  lance_dataset_free(ds);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 9 && strcmp(argv[1], "worker") == 0) return worker_main(argv);
   CHECK(argc >= 2);
@@ -207,6 +299,7 @@ int main(int argc, char** argv) {
   CHECK_OK(lance_session_stats_v2(&ss));
   CHECK_EQ_U64(ss.text_tail_misses, 1);
   CHECK_EQ_U64(ss.text_tail_hits, 7);
+  check_whole_corpus(uri);
   /* The files are the test's own; remove them. */
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 9
-#define LANCE_HOST_VERSION_PATCH 1
-#define LANCE_HOST_VERSION "0.9.1"
+#define LANCE_HOST_VERSION_MINOR 10
+#define LANCE_HOST_VERSION_PATCH 0
+#define LANCE_HOST_VERSION "0.10.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -1483,16 +1483,23 @@ int32_t lance_dataset_fts_stats(const LanceDataset *dataset, const LanceTextQuer
 // splits' outputs with `lance_fts_merge`: the result equals Lance's single-process full-text
 // search of the snapshot (README: "Full-text search").
 //
+// `stats_len` 0 (`stats` may be NULL; since 0.10): no statistics shipped. Allowed only for a
+// split that is the whole corpus — a LANCE_SPLIT_FTS_SEGMENT split holding every segment of
+// the index (`lance_splits_combine` of all of them) on a snapshot whose index covers every
+// fragment; the search then computes the statistics itself, in the same pass, and the result
+// is the same.
+//
 // Caller owns the stream; release it with `out->release(out)`; its I/O is read with
 // `lance_stream_io_stats_v2`. Borrows the other arguments. Thread-safe. Returns an error code:
 // LANCE_ERR_CORRUPT for damaged statistics or statistics of another table or version,
 // LANCE_ERR_INVALID_ARGUMENT for statistics of another query or column, a foreign split, a
-// split of another kind, a bad query; `out` is not written on failure.
+// split of another kind, a bad query, no statistics for a split that is not the whole corpus;
+// `out` is not written on failure.
 int32_t lance_split_fts_search(const LanceDataset *dataset, const LanceSplit *split, const LanceTextQuery *query, const uint8_t *stats, size_t stats_len, struct ArrowArrayStream *out);
 
 // Describe what `lance_split_fts_search` runs with the same arguments: the INVERTED index and
 // segment searched (with Lance's plan text) or the flat pass over the split's fragments.
-// Nothing is read.
+// Nothing is read. `stats_len` 0 as for `lance_split_fts_search`.
 //
 // Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
 // Returns an error code as `lance_split_fts_search`; `out` is not written on failure.

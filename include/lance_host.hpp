@@ -847,6 +847,12 @@ class Dataset {
     check(lance_split_fts_search(p_.get(), split.get(), &q, stats.data(), stats.size(), &s));
     return Stream(s);
   }
+  /// Search a split that is the whole corpus (every segment combined, on a snapshot whose index
+  /// covers every fragment) without shipped statistics: the search computes them. Any other
+  /// split throws (LANCE_ERR_INVALID_ARGUMENT).
+  Stream fts_search(const Split& split, const TextSearchRequest& r) const {
+    return fts_search(split, r, std::vector<uint8_t>());
+  }
   void prewarm_index(const std::string& name) const { check(lance_dataset_prewarm_index(p_.get(), name.c_str())); }
   /// Prewarm every segment and return the I/O it caused.
   LanceIoStats prewarm_index_with_stats(const std::string& name) const {

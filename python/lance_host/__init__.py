@@ -643,6 +643,15 @@ def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor
     return q, (buf, cols)
 
 
+def _stats_arg(stats):
+    """Shipped statistics as (bytes, length); None is (NULL, 0): no statistics."""
+    if stats is None:
+        return None, 0
+    if not isinstance(stats, (bytes, bytearray)):
+        raise TypeError(f"stats must be bytes from fts_stats or None, not {type(stats).__name__}")
+    return bytes(stats), len(stats)
+
+
 def _text_query(column, text, k=10, match="or", slop=0, prefilter=None, columns=None, with_row_id=True):
     q = _ffi.TextQuery()
     _check(LIB.lance_text_query_init(ctypes.byref(q), ctypes.sizeof(q)))
@@ -985,18 +994,23 @@ class Dataset:
         _check(LIB.lance_dataset_fts_stats(self._h, ctypes.byref(q), ctypes.byref(out), ctypes.byref(n), ctypes.byref(io)))
         return _take_bytes(out, n), IoStats._from(io)
 
-    def fts_search_split(self, split: Split, column: str, text: str, stats: bytes, k: int = 10, **query) -> Stream:
-        """One full-text split with the coordinator's statistics (lance_split_fts_search)."""
+    def fts_search_split(self, split: Split, column: str, text: str, stats: bytes | None, k: int = 10,
+                         **query) -> Stream:
+        """One full-text split with the coordinator's statistics (lance_split_fts_search).
+        `stats` None: the split must be the whole corpus (every segment split combined, on a
+        snapshot whose index covers every fragment); the search computes the statistics."""
         q, keep = _text_query(column, text, k, **query)
+        data, n = _stats_arg(stats)
         out = _ffi.ArrowArrayStream()
-        _check(LIB.lance_split_fts_search(self._h, split._h, ctypes.byref(q), stats, len(stats), ctypes.byref(out)))
+        _check(LIB.lance_split_fts_search(self._h, split._h, ctypes.byref(q), data, n, ctypes.byref(out)))
         return Stream(out)
 
-    def explain_fts(self, split: Split, column: str, text: str, stats: bytes, k: int = 10, **query) -> str:
+    def explain_fts(self, split: Split, column: str, text: str, stats: bytes | None, k: int = 10, **query) -> str:
         """The plan `fts_search_split` would run for this split and query, as text."""
         q, keep = _text_query(column, text, k, **query)
+        data, n = _stats_arg(stats)
         p = ctypes.c_void_p()
-        _check(LIB.lance_split_explain_fts(self._h, split._h, ctypes.byref(q), stats, len(stats), ctypes.byref(p)))
+        _check(LIB.lance_split_explain_fts(self._h, split._h, ctypes.byref(q), data, n, ctypes.byref(p)))
         return _take_string(p)
 
     # indexes and prewarm

@@ -112,8 +112,12 @@ fn query_arg(q: *const LanceTextQuery) -> Result<TextQuery> {
     })
 }
 
-fn stats_arg(stats: *const u8, len: usize) -> Result<CorpusStats> {
-    CorpusStats::from_bytes(slice_arg(stats, len, "stats")?)
+/// Shipped statistics, or None when `len` is 0 (the split must then be the whole corpus).
+fn stats_arg(stats: *const u8, len: usize) -> Result<Option<CorpusStats>> {
+    if len == 0 {
+        return Ok(None);
+    }
+    CorpusStats::from_bytes(slice_arg(stats, len, "stats")?).map(Some)
 }
 
 /// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with defaults —
@@ -198,11 +202,18 @@ pub extern "C" fn lance_dataset_fts_stats(
 /// splits' outputs with `lance_fts_merge`: the result equals Lance's single-process full-text
 /// search of the snapshot (README: "Full-text search").
 ///
+/// `stats_len` 0 (`stats` may be NULL; since 0.10): no statistics shipped. Allowed only for a
+/// split that is the whole corpus — a LANCE_SPLIT_FTS_SEGMENT split holding every segment of
+/// the index (`lance_splits_combine` of all of them) on a snapshot whose index covers every
+/// fragment; the search then computes the statistics itself, in the same pass, and the result
+/// is the same.
+///
 /// Caller owns the stream; release it with `out->release(out)`; its I/O is read with
 /// `lance_stream_io_stats_v2`. Borrows the other arguments. Thread-safe. Returns an error code:
 /// LANCE_ERR_CORRUPT for damaged statistics or statistics of another table or version,
 /// LANCE_ERR_INVALID_ARGUMENT for statistics of another query or column, a foreign split, a
-/// split of another kind, a bad query; `out` is not written on failure.
+/// split of another kind, a bad query, no statistics for a split that is not the whole corpus;
+/// `out` is not written on failure.
 #[no_mangle]
 pub extern "C" fn lance_split_fts_search(
     dataset: *const LanceDataset,
@@ -218,7 +229,7 @@ pub extern "C" fn lance_split_fts_search(
         let out = out_arg(out, "out")?;
         let q = query_arg(query)?;
         let corpus = stats_arg(stats, stats_len)?;
-        let reader = fts::search_split(&ds.snapshot, &split.split, &q, &corpus)?;
+        let reader = fts::search_split(&ds.snapshot, &split.split, &q, corpus.as_ref())?;
         export_stream(reader, out);
         Ok(())
     })
@@ -226,7 +237,7 @@ pub extern "C" fn lance_split_fts_search(
 
 /// Describe what `lance_split_fts_search` runs with the same arguments: the INVERTED index and
 /// segment searched (with Lance's plan text) or the flat pass over the split's fragments.
-/// Nothing is read.
+/// Nothing is read. `stats_len` 0 as for `lance_split_fts_search`.
 ///
 /// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
 /// Returns an error code as `lance_split_fts_search`; `out` is not written on failure.
@@ -245,7 +256,7 @@ pub extern "C" fn lance_split_explain_fts(
         let out = out_arg(out, "out")?;
         let q = query_arg(query)?;
         let corpus = stats_arg(stats, stats_len)?;
-        let text = fts::explain_split(&ds.snapshot, &split.split, &q, &corpus)?;
+        let text = fts::explain_split(&ds.snapshot, &split.split, &q, corpus.as_ref())?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
     })

@@ -17,6 +17,10 @@
 //! Segment splits are scored with the indexed part (as Lance scores its indexed rows); flat
 //! splits with the indexed part plus every unindexed fragment's part (as Lance scores its
 //! unindexed rows).
+//!
+//! A split that is the whole corpus — every segment of the index, on a snapshot without
+//! unindexed fragments — may be searched without shipped statistics: Lance's segment search
+//! then computes them itself, from the same segment figures, in the same task ([`search_split`] with `None`).
 
 mod tail;
 
@@ -475,7 +479,7 @@ fn segment_exec(
     q: &TextQuery,
     k: usize,
     prefilter: PreFilterSource,
-    base: MemBM25Scorer,
+    base: Option<MemBM25Scorer>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let segments = split.segments.clone();
     let params = FtsSearchParams::new().with_limit(Some(k));
@@ -488,22 +492,24 @@ fn segment_exec(
                 .with_column(column)
                 .with_operator(op)
                 .with_document_granularity(DocumentGranularity::Row);
-            Arc::new(
-                MatchQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
-                    .map_err(lance_err(what))?
-                    .with_base_scorer(Arc::new(base)),
-            )
+            let exec = MatchQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
+                .map_err(lance_err(what))?;
+            Arc::new(match base {
+                Some(base) => exec.with_base_scorer(Arc::new(base)),
+                None => exec,
+            })
         }
         TextMatch::Phrase { slop } => {
             let query = PhraseQuery::new(q.text.clone())
                 .with_column(column)
                 .with_slop(slop)
                 .with_document_granularity(DocumentGranularity::Row);
-            Arc::new(
-                PhraseQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
-                    .map_err(lance_err(what))?
-                    .with_base_scorer(Arc::new(base)),
-            )
+            let exec = PhraseQueryExec::new_with_segment_uuids(ds, query, params, prefilter, segments)
+                .map_err(lance_err(what))?;
+            Arc::new(match base {
+                Some(base) => exec.with_base_scorer(Arc::new(base)),
+                None => exec,
+            })
         }
     })
 }
@@ -531,7 +537,7 @@ struct Prepared {
     stats: OpStats,
 }
 
-fn prepare(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: &CorpusStats) -> Result<Prepared> {
+fn prepare(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: Option<&CorpusStats>) -> Result<Prepared> {
     split.check_snapshot(snapshot)?;
     if !matches!(split.kind, SplitKind::TextSegment | SplitKind::TextFlat) {
         return Err(HostError::invalid(format!(
@@ -546,7 +552,10 @@ fn prepare(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: &CorpusSta
             q.column, split.column
         )));
     }
-    corpus.check(split, q)?;
+    match corpus {
+        Some(corpus) => corpus.check(split, q)?,
+        None => check_whole_corpus(snapshot, split)?,
+    }
     scan::validate_columns(snapshot, &q.columns)?;
     if let Some(f) = &q.prefilter {
         scan::check_sql_filter(snapshot, f)?;
@@ -554,6 +563,50 @@ fn prepare(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: &CorpusSta
     let rows = split.row_count.max(1);
     let k = usize::try_from(q.k.min(rows)).map_err(|_| HostError::invalid("k is too large"))?;
     Ok(Prepared { k, stats: OpStats::default() })
+}
+
+/// Without shipped statistics a split must be the whole corpus, so that the statistics Lance's
+/// search computes from the segments it opens are the corpus's: a TEXT_SEGMENT split with every
+/// segment of the index, on a snapshot where the index covers every visible fragment. Anything
+/// else is INVALID_ARGUMENT (its scores would not be comparable with the other splits').
+fn check_whole_corpus(snapshot: &Snapshot, split: &Split) -> Result<()> {
+    let need = "pass the corpus statistics from lance_dataset_fts_stats";
+    if split.kind != SplitKind::TextSegment {
+        return Err(HostError::invalid(format!(
+            "a full-text flat split is scored with the statistics of the whole corpus, the index's segments included: {need}"
+        )));
+    }
+    let index = inverted_index(snapshot, &split.column)?;
+    if index.name != split.index_name {
+        return Err(HostError::invalid(format!(
+            "the split searches index '{}', but column '{}' is indexed by '{}' at version {}: plan again",
+            split.index_name,
+            split.column,
+            index.name,
+            snapshot.version()
+        )));
+    }
+    let have: HashSet<Uuid> = split.segments.iter().copied().collect();
+    let missing = index.segments.iter().filter(|s| !have.contains(&s.uuid)).count();
+    if missing > 0 {
+        return Err(HostError::invalid(format!(
+            "the split holds {} of the {} segments of index '{}' (combine every segment split into one to search without statistics): {need}",
+            index.segments.len() - missing,
+            index.segments.len(),
+            index.name
+        )));
+    }
+    let covered: HashSet<u64> = index.segments.iter().flat_map(|s| s.fragment_ids.iter().copied()).collect();
+    let unindexed = snapshot.fragments()?.into_iter().filter(|f| !covered.contains(&f.id)).count();
+    if unindexed > 0 {
+        return Err(HostError::invalid(format!(
+            "{unindexed} fragment(s) of table '{}' at version {} are not covered by index '{}' and count in the corpus: {need}",
+            snapshot.uri(),
+            snapshot.version(),
+            index.name
+        )));
+    }
+    Ok(())
 }
 
 /// The flat statistics a TEXT_FLAT split is scored with, minus its own fragments' part (Lance's
@@ -580,12 +633,13 @@ fn flat_base(split: &Split, corpus: &CorpusStats) -> Result<MemBM25Scorer> {
 /// Execute a full-text split with the coordinator's statistics: a TEXT_SEGMENT split searches
 /// its segment, a TEXT_FLAT split tokenizes and scores its fragments. Output: the projected
 /// columns, `_score` (float32, descending; ties by `_rowid` ascending) and `_rowid` when asked;
-/// at most k rows.
+/// at most k rows. `corpus` None: the split must be the whole corpus (every segment, no
+/// unindexed fragment) and the search computes the statistics itself, as Lance's does.
 pub fn search_split(
     snapshot: &Snapshot,
     split: &Split,
     q: &TextQuery,
-    corpus: &CorpusStats,
+    corpus: Option<&CorpusStats>,
 ) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Search);
     search_split_inner(snapshot, split, q, corpus).map_err(|e| e.with_local_paths(snapshot.uri()))
@@ -595,14 +649,14 @@ fn search_split_inner(
     snapshot: &Snapshot,
     split: &Split,
     q: &TextQuery,
-    corpus: &CorpusStats,
+    corpus: Option<&CorpusStats>,
 ) -> Result<BatchReader> {
     let p = prepare(snapshot, split, q, corpus)?;
     let ds = p.stats.dataset(snapshot);
     let frags = scan::resolve_fragments(snapshot, &split.fragment_ids)?;
     let scored = match split.kind {
         SplitKind::TextSegment => {
-            let base = corpus.scorer(&corpus.indexed);
+            let base = corpus.map(|c| c.scorer(&c.indexed));
             let (ds2, q2, split2, k, stats2) = (ds.clone(), q.clone(), split.clone(), p.k, p.stats.clone());
             session::run_on_worker(async move {
                 let prefilter = segment_prefilter(ds2.clone(), frags, q2.prefilter.as_deref())
@@ -626,6 +680,7 @@ fn search_split_inner(
             })??
         }
         _ => {
+            let corpus = corpus.ok_or_else(|| HostError::internal("a flat split reached the search without statistics"))?;
             let base = flat_base(split, corpus)?;
             let (ds2, q2, k, stats2) = (ds.clone(), q.clone(), p.k, p.stats.clone());
             session::block_on(async move {
@@ -706,8 +761,9 @@ fn materialize(snapshot: &Snapshot, ds: Arc<Dataset>, q: &TextQuery, scored: &Sc
 }
 
 /// Describe what a full-text split search runs: the INVERTED index and segment (with Lance's
-/// plan text of the segment search) or the flat pass over the split's fragments.
-pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: &CorpusStats) -> Result<String> {
+/// plan text of the segment search) or the flat pass over the split's fragments. `corpus` as
+/// for [`search_split`].
+pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: Option<&CorpusStats>) -> Result<String> {
     let p = prepare(snapshot, split, q, corpus)?;
     let head = format!(
         "lance-host full-text split: {} query '{}' on column '{}', k={}, prefilter={}\n",
@@ -726,24 +782,27 @@ pub fn explain_split(snapshot: &Snapshot, split: &Split, q: &TextQuery, corpus: 
                 q,
                 p.k,
                 PreFilterSource::None,
-                corpus.scorer(&corpus.indexed),
+                corpus.map(|c| c.scorer(&c.indexed)),
             )?;
             let plan = crate::error::local_paths(
                 snapshot.uri(),
                 &lance::deps::datafusion::physical_plan::displayable(exec.as_ref()).indent(true).to_string(),
             );
+            let scored = match corpus {
+                Some(c) => format!("scored with the shipped corpus statistics ({} documents)", c.indexed.num_docs),
+                None => "the whole corpus, scored with the statistics the search computes from its segments".to_string(),
+            };
             Ok(format!(
-                "{head}INVERTED index '{}' {} {} over fragments {:?}, scored with the shipped corpus statistics ({} documents)\n{plan}",
+                "{head}INVERTED index '{}' {} {} over fragments {:?}, {scored}\n{plan}",
                 split.index_name,
                 if segs.len() == 1 { "segment" } else { "segments" },
                 segs.join(", "),
                 split.fragment_ids,
-                corpus.indexed.num_docs
             ))
         }
         _ => Ok(format!(
             "{head}flat: tokenize and score fragments {:?} (not covered by INVERTED index '{}') with the shipped corpus statistics\n",
-            split.fragment_ids, corpus.index_name
+            split.fragment_ids, split.index_name
         )),
     }
 }

@@ -102,12 +102,28 @@ fn distributed(ds: &Ds, q: &Q, k: u64) -> Hits {
 
 /// Lance's own single-process full-text search of the table (a separate reader, its own runtime).
 fn lance_search(uri: &str, text: &str, kind: LanceTextMatch, slop: u32, k: usize, filter: Option<&str>) -> Hits {
+    lance_search_at(uri, None, text, kind, slop, k, filter)
+}
+
+/// `lance_search` of a version (None: the latest).
+fn lance_search_at(
+    uri: &str,
+    version: Option<u64>,
+    text: &str,
+    kind: LanceTextMatch,
+    slop: u32,
+    k: usize,
+    filter: Option<&str>,
+) -> Hits {
     use lance_index::scalar::FullTextSearchQuery;
     use lance_index::scalar::inverted::query::{FtsQuery, MatchQuery, Operator, PhraseQuery};
     let (uri, text, filter) = (uri.to_string(), text.to_string(), filter.map(str::to_string));
     std::thread::spawn(move || {
         tokio::runtime::Runtime::new().unwrap().block_on(async move {
-            let ds = lance::Dataset::open(&uri).await.unwrap();
+            let mut ds = lance::Dataset::open(&uri).await.unwrap();
+            if let Some(v) = version {
+                ds = ds.checkout_version(v).await.unwrap();
+            }
             let query = match kind {
                 LanceTextMatch::LANCE_TEXT_MATCH_PHRASE => {
                     FtsQuery::Phrase(PhraseQuery::new(text).with_column(Some("text".into())).with_slop(slop))
@@ -226,6 +242,73 @@ fn combined_fts_splits_equal_lances_own_search() {
     }
 }
 
+/// The latest version of the docs table whose index covers every fragment (before the tail
+/// was appended): segment splits only, at least two.
+fn fully_indexed_docs_version(uri: &str) -> u64 {
+    let latest = lance_host::snapshot::open(uri, Default::default(), 0).unwrap().version();
+    (1..=latest)
+        .rev()
+        .find(|v| {
+            let snap = lance_host::snapshot::open(uri, Default::default(), *v).unwrap();
+            lance_host::fts::plan_text(&snap, "text", 0).is_ok_and(|p| {
+                p.splits.len() >= 2 && p.splits.iter().all(|s| s.kind == lance_host::plan::SplitKind::TextSegment)
+            })
+        })
+        .expect("a version of the docs table with every fragment indexed")
+}
+
+#[test]
+fn a_whole_corpus_split_is_searched_without_shipped_statistics() {
+    // One process, one split of every segment on a fully indexed snapshot: no statistics pass,
+    // the search computes them, and the answer is still Lance's.
+    let uri = docs_uri();
+    let v = fully_indexed_docs_version(&uri);
+    let ds = Ds::open(&uri, v);
+    let plan = plan_fts(&ds).unwrap();
+    let all = splits(&plan);
+    let whole = combine(&all.iter().collect::<Vec<_>>()).unwrap();
+    let mut nonempty = 0;
+    for filter in [None, Some("id % 3 = 1")] {
+        for (text, kind, slop) in queries() {
+            let what = format!("{text:?} {kind:?} slop {slop} filter {filter:?} at version {v}");
+            let q = text_query(&text, kind, slop, 10, filter);
+            let mut out = FFI_ArrowArrayStream::empty();
+            assert_eq!(lance_split_fts_search(ds.ptr(), whole.0, &q.q, std::ptr::null(), 0, &mut out), 0, "{what}: {}", last_message());
+            let own = hits(&read_stream(out).unwrap());
+            let (st, _) = stats(&ds, &q).unwrap();
+            let shipped = hits(&read_stream(search_split(&ds, &whole, &q, &st).unwrap()).unwrap());
+            assert_same(&own, &shipped, &format!("without against with statistics: {what}"));
+            assert_same(&own, &lance_search_at(&uri, Some(v), &text, kind, slop, 10, filter), &what);
+            nonempty += usize::from(!own.0.is_empty());
+        }
+    }
+    assert!(nonempty >= 16, "too few queries matched: {nonempty}");
+    let q = text_query("t001", LanceTextMatch::LANCE_TEXT_MATCH_ANY, 0, 10, None);
+    let mut text: *mut c_char = std::ptr::null_mut();
+    assert_eq!(lance_split_explain_fts(ds.ptr(), whole.0, &q.q, std::ptr::null(), 0, &mut text), 0, "{}", last_message());
+    let explained = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
+    lance_host::ffi::dataset::lance_string_free(text);
+    assert!(explained.contains("the whole corpus"), "{explained}");
+
+    // Anything less than the whole corpus needs the statistics: one segment of the two ...
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_err(lance_split_fts_search(ds.ptr(), all[0].0, &q.q, std::ptr::null(), 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "segments of index");
+    assert_err(lance_split_explain_fts(ds.ptr(), all[0].0, &q.q, std::ptr::null(), 0, &mut text), LANCE_ERR_INVALID_ARGUMENT, "segments of index");
+    // ... every segment of a later version with an unindexed tail, and its flat splits.
+    let latest = Ds::open(&uri, 0);
+    let lplan = plan_fts(&latest).unwrap();
+    let lall = splits(&lplan);
+    let of = |kind: LanceSplitKind| lall.iter().filter(|s| lance_split_kind(s.0) == kind as i32).collect::<Vec<_>>();
+    let segs = combine(&of(LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT)).unwrap();
+    assert_err(lance_split_fts_search(latest.ptr(), segs.0, &q.q, std::ptr::null(), 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "not covered by index");
+    let flats = combine(&of(LanceSplitKind::LANCE_SPLIT_FTS_FLAT)).unwrap();
+    assert_err(lance_split_fts_search(latest.ptr(), flats.0, &q.q, std::ptr::null(), 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "flat split");
+    // A non-NULL pointer with length 0 is "no statistics" too; NULL with a length stays an error.
+    let empty: [u8; 0] = [];
+    assert_err(lance_split_fts_search(latest.ptr(), flats.0, &q.q, empty.as_ptr(), 0, &mut out), LANCE_ERR_INVALID_ARGUMENT, "flat split");
+    assert_err(lance_split_fts_search(ds.ptr(), whole.0, &q.q, std::ptr::null(), 3, &mut out), LANCE_ERR_INVALID_ARGUMENT, "stats");
+}
+
 #[test]
 fn fts_through_a_rest_catalog_equals_lances_own_search() {
     let root = fixture().root.clone();
@@ -271,7 +354,7 @@ fn scores_without_shipped_statistics_are_detectably_different() {
         let local = lance_host::fts::local_only_stats(&snap, split, &q).unwrap();
         assert_ne!(local.indexed.num_docs + local.flat.len() as u64, 0);
         let read = |st| {
-            hits(&lance_host::fts::search_split(&snap, split, &q, st).unwrap().collect_batches().unwrap())
+            hits(&lance_host::fts::search_split(&snap, split, &q, Some(st)).unwrap().collect_batches().unwrap())
         };
         let (a, b) = (read(&global), read(&local));
         assert_eq!(a.0.len(), b.0.len());

@@ -303,6 +303,50 @@ def test_distributed_fts_equals_pylance(lib, local_table):
     assert 1 <= misses <= 4 and hits >= 2 * checked - misses, (misses, hits, checked)
 
 
+def test_a_whole_corpus_split_is_searched_without_statistics(lib, local_table):
+    # One process, one split of every segment of a fully indexed version (before the tail was
+    # appended): no statistics pass (stats None), and pylance's answer at that version.
+    import lance_host as lh
+    uri, ds = local_table
+    for v in range(ds.version, 0, -1):
+        try:
+            plan = list(lh.open(uri, version=v).plan_fts("text"))
+        except lh.InvalidArgumentError:  # a version before the index
+            continue
+        if len(plan) >= 2 and all(s.kind == lh.SPLIT_FTS_SEGMENT for s in plan):
+            break
+    else:
+        pytest.fail("no fully indexed version")
+    h, pyds = lh.open(uri, version=v), lance.dataset(uri, version=v)
+    whole = lh.Split.combine(plan)
+    match = {ANY: "or", ALL: "and", PHRASE: "phrase"}
+    nonempty = 0
+    for prefilter in (None, "category = 'c1'"):
+        for text, kind, slop in queries():
+            got = h.fts_search_split(whole, "text", text, None, k=10, match=match[kind], slop=slop,
+                                     prefilter=prefilter, columns=["id"]).read_all()
+            want = expected(pyds, text, kind, slop, 10, prefilter)
+            assert_same_top_k((got["_rowid"].to_pylist(), got["_score"].to_pylist(), got["id"].to_pylist()), want,
+                              f"version {v}: {text!r} kind={kind} slop={slop} prefilter={prefilter}")
+            nonempty += bool(want[0])
+    assert nonempty >= 40, nonempty
+    assert "whole corpus" in h.explain_fts(whole, "text", "lazy dog", None)
+    # Less than the whole corpus needs the statistics: one segment; the latest version's
+    # segments (an unindexed tail is left out); a flat split. Statistics that are not bytes.
+    with pytest.raises(lh.InvalidArgumentError, match="segments of index"):
+        h.fts_search_split(plan[0], "text", "lazy dog", None)
+    latest = lh.open(uri)
+    lplan = list(latest.plan_fts("text"))
+    segs = lh.Split.combine([s for s in lplan if s.kind == lh.SPLIT_FTS_SEGMENT])
+    with pytest.raises(lh.InvalidArgumentError, match="not covered by index"):
+        latest.fts_search_split(segs, "text", "lazy dog", None)
+    flat = [s for s in lplan if s.kind == lh.SPLIT_FTS_FLAT][0]
+    with pytest.raises(lh.InvalidArgumentError, match="flat split"):
+        latest.fts_search_split(flat, "text", "lazy dog", None)
+    with pytest.raises(TypeError, match="stats"):
+        h.fts_search_split(whole, "text", "lazy dog", "not bytes")
+
+
 def test_larger_k_and_flat_rows_are_scored_with_the_whole_corpus(lib, local_table):
     uri, ds = local_table
     # With k larger than any match list every matching row appears: unindexed rows included.
