@@ -658,8 +658,28 @@ static int vector_merged(duckdb_init_info info, const BindData* b, const char** 
   return ok;
 }
 
-/* The merged full-text search of `b` with columns `names` into `out`: plan, statistics once,
-   every split searched with them, merged by score; 0 after setting an error. */
+/* One split of every split of `plan` of `kind` (lance_splits_combine), NULL when it has none or
+   on failure (`*failed` set). */
+static LanceSplit* combine_kind(const LanceSplitPlan* plan, int32_t kind, int* failed) {
+  size_t n = lance_split_plan_count(plan), m = 0;
+  LanceSplit** mine = (LanceSplit**)calloc(n ? n : 1, sizeof *mine);
+  for (size_t i = 0; i < n; i++) {
+    LanceSplit* s = lance_split_plan_get(plan, i);
+    if (s && lance_split_kind(s) == kind) mine[m++] = s;
+    else lance_split_free(s);
+  }
+  LanceSplit* out = NULL;
+  if (m > 0 && lance_splits_combine((const LanceSplit* const*)mine, m, &out) != LANCE_OK) *failed = 1;
+  for (size_t i = 0; i < m; i++) lance_split_free(mine[i]);
+  free(mine);
+  return out;
+}
+
+/* The merged full-text search of `b` with columns `names` into `out`: plan; the index segments
+   searched as one split and the unindexed fragments as another, with the corpus statistics
+   computed once — or, on a fully indexed snapshot, the one split of every segment searched
+   without a statistics pass (it is the whole corpus); merged by score. 0 after setting an
+   error. */
 static int text_merged(duckdb_init_info info, const BindData* b, const char** names, size_t nnames,
                        struct ArrowArrayStream* out) {
   LanceTextQuery q;
@@ -674,25 +694,37 @@ static int text_merged(duckdb_init_info info, const BindData* b, const char** na
   q.num_columns = nnames;
   q.with_row_id = true;
   LanceSplitPlan* plan = NULL;
-  uint8_t* stats = NULL;
-  size_t stats_len = 0;
-  if (lance_dataset_plan_fts(b->ds, b->text_column, 0, &plan) != LANCE_OK ||
-      lance_dataset_fts_stats(b->ds, &q, &stats, &stats_len, NULL) != LANCE_OK) {
+  if (lance_dataset_plan_fts(b->ds, b->text_column, 0, &plan) != LANCE_OK) {
     duckdb_init_set_error(info, lance_last_error_message());
-    lance_split_plan_free(plan);
     return 0;
   }
-  size_t n = lance_split_plan_count(plan);
-  struct ArrowArrayStream* parts = (struct ArrowArrayStream*)calloc(n ? n : 1, sizeof *parts);
-  size_t got = 0;
-  int ok = 1;
-  for (size_t i = 0; i < n && ok; i++) {
-    LanceSplit* split = lance_split_plan_get(plan, i);
-    ok = split && lance_split_fts_search(b->ds, split, &q, stats, stats_len, &parts[got]) == LANCE_OK;
-    if (ok) got++;
-    lance_split_free(split);
-  }
+  int failed = 0;
+  LanceSplit* splits[2];
+  splits[0] = combine_kind(plan, LANCE_SPLIT_FTS_SEGMENT, &failed);
+  splits[1] = failed ? NULL : combine_kind(plan, LANCE_SPLIT_FTS_FLAT, &failed);
   lance_split_plan_free(plan);
+  uint8_t* stats = NULL;
+  size_t stats_len = 0;
+  struct ArrowArrayStream parts[2];
+  size_t got = 0;
+  int ok = !failed;
+  /* Fully indexed: the segments are the whole corpus, searched without statistics. Should the
+     plan have left an index segment out (one covering no fragment of its own, which Lance does
+     not keep after deletes), the library refuses that before reading anything, and the
+     statistics are computed as below. */
+  if (ok && splits[0] && !splits[1] && lance_split_fts_search(b->ds, splits[0], &q, NULL, 0, &parts[0]) == LANCE_OK) {
+    got = 1;
+  } else if (ok) {
+    /* The statistics span every segment and the tail: computed once, shipped to both splits. */
+    ok = lance_dataset_fts_stats(b->ds, &q, &stats, &stats_len, NULL) == LANCE_OK;
+    for (size_t i = 0; i < 2 && ok; i++) {
+      if (!splits[i]) continue;
+      ok = lance_split_fts_search(b->ds, splits[i], &q, stats, stats_len, &parts[got]) == LANCE_OK;
+      if (ok) got++;
+    }
+  }
+  lance_split_free(splits[0]);
+  lance_split_free(splits[1]);
   lance_bytes_free(stats, stats_len);
   if (!ok) {
     duckdb_init_set_error(info, lance_last_error_message());
@@ -701,7 +733,6 @@ static int text_merged(duckdb_init_info info, const BindData* b, const char** na
     duckdb_init_set_error(info, lance_last_error_message());
     ok = 0;
   }
-  free(parts);
   return ok;
 }
 

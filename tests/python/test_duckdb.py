@@ -149,7 +149,7 @@ def test_vector_search(con, uri):
     assert n == 7
 
 
-def test_fts_equals_pylance(con):
+def test_fts_equals_pylance(con, metrics):
     docs = facts()["docs.uri"]
     ds = lance.dataset(docs)
     from lance.query import FullTextOperator, MatchQuery, PhraseQuery
@@ -159,8 +159,11 @@ def test_fts_equals_pylance(con):
         ("quick brown fox", "PHRASE", PhraseQuery("quick brown fox", "text")),
     ]
     for text, op, query in cases:
+        before = metrics("ops.search")
         rows = con.execute(
             f"SELECT id, _score FROM lance_fts('{docs}', 'text', '{text}', 10, operator := '{op}')").fetchall()
+        # Two index segments and an unindexed tail: one search of the segments, one of the tail.
+        assert metrics("ops.search") - before == 2, text
         want = ds.to_table(full_text_query=query, limit=10, columns=["id"])
         assert len(rows) == want.num_rows > 0, text
         for (rid, score), w in zip(rows, want["_score"].to_pylist()):
@@ -174,6 +177,53 @@ def test_fts_equals_pylance(con):
         con.execute(f"SELECT id FROM lance_fts('{docs}', 'text', 'x', 5, operator := 'XOR')").fetchall()
     with pytest.raises(duckdb.Error, match="not a text column"):
         con.execute(f"SELECT id FROM lance_fts('{docs}', 'id', 'x', 5)").fetchall()
+
+
+def test_fts_of_a_fully_indexed_table_is_one_search_without_statistics(con, metrics, tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    from lance.query import MatchQuery, PhraseQuery
+    words = [f"w{i}" for i in range(60)]
+    rng = np.random.default_rng(7)
+
+    def docs(start, end):
+        return pa.table({"id": pa.array(range(start, end), pa.int64()),
+                         "text": pa.array([" ".join(rng.choice(words, size=int(rng.integers(3, 12)), p=None))
+                                           for _ in range(start, end)])})
+    uri = str(tmp_path / "indexed.lance")
+    ds = lance.write_dataset(docs(0, 600), uri, max_rows_per_file=200)
+    ds.create_scalar_index("text", "INVERTED", with_position=True)
+    ds = lance.write_dataset(docs(600, 900), uri, mode="append", max_rows_per_file=200)
+    ds.optimize.optimize_indices(num_indices_to_merge=0)  # a second segment: fully indexed
+    ds = lance.dataset(uri)
+    assert len(ds.describe_indices()[0].segments) == 2
+
+    def check(where):
+        pyds = lance.dataset(uri)
+        for text, query in [("w1 w7", MatchQuery("w1 w7", "text")), ("w3", MatchQuery("w3", "text")),
+                            ("w2 w5", PhraseQuery("w2 w5", "text"))]:
+            op = "PHRASE" if isinstance(query, PhraseQuery) else "OR"
+            before = metrics("ops.search")
+            rows = con.execute(f"SELECT id, _score FROM lance_fts('{uri}', 'text', '{text}', 10, "
+                               f"operator := '{op}')").fetchall()
+            searches = metrics("ops.search") - before
+            want = pyds.to_table(full_text_query=query, limit=10, columns=["id"])
+            assert len(rows) == want.num_rows > 0, (where, text)
+            for (_, score), w in zip(rows, want["_score"].to_pylist()):
+                assert score == pytest.approx(w, rel=1e-5), (where, text)
+            last = want["_score"].to_pylist()[-1]
+            assert ({i for i, sc in rows if sc > last * (1 + 1e-5)} ==
+                    {i for i, sc in zip(want["id"].to_pylist(), want["_score"].to_pylist()) if sc > last * (1 + 1e-5)})
+            yield searches
+
+    # Every segment in one split is the whole corpus: one search, no statistics pass.
+    assert list(check("fully indexed")) == [1, 1, 1]
+    # With deleted rows (which the segments' statistics still count, as in Lance's own search).
+    lance.dataset(uri).delete("id % 5 = 2")
+    assert list(check("fully indexed, rows deleted")) == [1, 1, 1]
+    # An unindexed tail: the statistics are computed, and the segments and the tail searched.
+    lance.write_dataset(docs(900, 1000), uri, mode="append")
+    assert list(check("unindexed tail")) == [2, 2, 2]
 
 
 def test_hybrid_search_is_rrf_of_pylance_results(con):
