@@ -303,20 +303,26 @@ def test_distributed_fts_equals_pylance(lib, local_table):
     assert 1 <= misses <= 4 and hits >= 2 * checked - misses, (misses, hits, checked)
 
 
+def fully_indexed_version(uri, latest, storage_options=None):
+    """(version, plan): the latest version of `uri` whose full-text plan is segment splits only,
+    at least two (before write_table appended the tail)."""
+    import lance_host as lh
+    for v in range(latest, 0, -1):
+        try:
+            plan = list(lh.open(uri, version=v, storage_options=storage_options).plan_fts("text"))
+        except lh.InvalidArgumentError:  # a version before the index
+            continue
+        if len(plan) >= 2 and all(s.kind == lh.SPLIT_FTS_SEGMENT for s in plan):
+            return v, plan
+    pytest.fail("no fully indexed version")
+
+
 def test_a_whole_corpus_split_is_searched_without_statistics(lib, local_table):
     # One process, one split of every segment of a fully indexed version (before the tail was
     # appended): no statistics pass (stats None), and pylance's answer at that version.
     import lance_host as lh
     uri, ds = local_table
-    for v in range(ds.version, 0, -1):
-        try:
-            plan = list(lh.open(uri, version=v).plan_fts("text"))
-        except lh.InvalidArgumentError:  # a version before the index
-            continue
-        if len(plan) >= 2 and all(s.kind == lh.SPLIT_FTS_SEGMENT for s in plan):
-            break
-    else:
-        pytest.fail("no fully indexed version")
+    v, plan = fully_indexed_version(uri, ds.version)
     h, pyds = lh.open(uri, version=v), lance.dataset(uri, version=v)
     whole = lh.Split.combine(plan)
     match = {ANY: "or", ALL: "and", PHRASE: "phrase"}
@@ -500,3 +506,13 @@ def test_distributed_fts_on_s3_equals_pylance(lib, local_table, moto_endpoint):
     kv = (ctypes.c_char_p * (len(flat) + 1))(*flat, None)
     checked, nonempty = check_all_queries(lib, uri, ds, [None, "category = 'c2'"], storage=ctypes.cast(kv, ctypes.c_void_p))
     assert checked >= 60 and nonempty >= 40
+    # The fully indexed version (before the tail): one split of every segment, no statistics.
+    import lance_host as lh
+    v, plan = fully_indexed_version(uri, ds.version, opts)
+    h, pyds = lh.open(uri, version=v, storage_options=opts), lance.dataset(uri, version=v, storage_options=opts)
+    whole = lh.Split.combine(plan)
+    for text, kind, slop in queries()[::4]:
+        got = h.fts_search_split(whole, "text", text, None, k=10, match={ANY: "or", ALL: "and", PHRASE: "phrase"}[kind],
+                                 slop=slop, columns=["id"]).read_all()
+        assert_same_top_k((got["_rowid"].to_pylist(), got["_score"].to_pylist(), got["id"].to_pylist()),
+                          expected(pyds, text, kind, slop, 10, None), f"s3 version {v}: {text!r}")
