@@ -1005,6 +1005,26 @@ class Dataset:
         _check(LIB.lance_split_fts_search(self._h, split._h, ctypes.byref(q), data, n, ctypes.byref(out)))
         return Stream(out)
 
+    def full_text_search(self, column: str, text: str, k: int = 10, **query) -> pa.Table:
+        """The snapshot's full-text top k in this process, as pylance's `full_text_query` answers:
+        the plan's index segments searched as one split and its unindexed fragments as another,
+        with the statistics computed once and the two merged; on a fully indexed snapshot the one
+        split of every segment is the whole corpus and is searched without a statistics pass.
+        Query options as `fts_search_split` (match, slop, prefilter, columns); the result has the
+        projected columns, `_score` (descending, ties by `_rowid`) and `_rowid`."""
+        query = dict(query, with_row_id=True)  # the merge orders ties by `_rowid`
+        plan = list(self.plan_fts(column))
+        segments = [s for s in plan if s.kind == SPLIT_FTS_SEGMENT]
+        flats = [s for s in plan if s.kind == SPLIT_FTS_FLAT]
+        groups = [Split.combine(g) for g in (segments, flats) if g]
+        if segments and not flats:
+            try:
+                return self.fts_search_split(groups[0], column, text, None, k, **query).read_all()
+            except InvalidArgumentError:
+                pass  # an index segment the plan left out: not the whole corpus; statistics below
+        stats = self.fts_stats(column, text, **query)
+        return merge_fts([self.fts_search_split(g, column, text, stats, k, **query) for g in groups], k).read_all()
+
     def explain_fts(self, split: Split, column: str, text: str, stats: bytes | None, k: int = 10, **query) -> str:
         """The plan `fts_search_split` would run for this split and query, as text."""
         q, keep = _text_query(column, text, k, **query)

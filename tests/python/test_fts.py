@@ -353,6 +353,36 @@ def test_a_whole_corpus_split_is_searched_without_statistics(lib, local_table):
         h.fts_search_split(whole, "text", "lazy dog", "not bytes")
 
 
+def test_full_text_search_in_one_call_equals_pylance(lib, local_table):
+    # Dataset.full_text_search: with the tail, the statistics once and 2 searches (segments,
+    # tail) merged; at the fully indexed version, 1 search. pylance's answer either way.
+    import lance_host as lh
+    uri, ds = local_table
+    v, _ = fully_indexed_version(uri, ds.version)
+    match = {ANY: "or", ALL: "and", PHRASE: "phrase"}
+    for version, searches in ((None, 2), (v, 1)):
+        h = lh.open(uri, version=version)
+        pyds = lance.dataset(uri, version=version) if version else ds
+        if version == v:  # the whole corpus in one split: no statistics pass
+            h.fts_stats = lambda *a, **kw: pytest.fail("a statistics pass on a fully indexed snapshot")
+        for text, kind, slop in queries()[::3]:
+            for prefilter in (None, "category = 'c1'"):
+                before = lh.metrics()["ops.search"]
+                got = h.full_text_search("text", text, k=10, match=match[kind], slop=slop, prefilter=prefilter,
+                                         columns=["id"])
+                assert lh.metrics()["ops.search"] - before == searches, (version, text)
+                assert got.column_names == ["id", "_score", "_rowid"]
+                assert_same_top_k((got["_rowid"].to_pylist(), got["_score"].to_pylist(), got["id"].to_pylist()),
+                                  expected(pyds, text, kind, slop, 10, prefilter),
+                                  f"version {version}: {text!r} kind={kind} prefilter={prefilter}")
+        if version == v:
+            del h.fts_stats
+        with pytest.raises(lh.InvalidArgumentError, match="nope"):
+            h.full_text_search("text", "lazy dog", prefilter="nope > 1")
+        with pytest.raises(lh.InvalidArgumentError):
+            h.full_text_search("id", "lazy dog")
+
+
 def test_larger_k_and_flat_rows_are_scored_with_the_whole_corpus(lib, local_table):
     uri, ds = local_table
     # With k larger than any match list every matching row appears: unindexed rows included.
