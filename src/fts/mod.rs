@@ -373,6 +373,12 @@ fn operator(kind: TextMatch) -> (Operator, Option<u32>) {
     }
 }
 
+/// The ids of the snapshot's visible fragments no segment of `index` covers (scored flat).
+fn unindexed_fragments(snapshot: &Snapshot, index: &IndexInfo) -> Result<Vec<u64>> {
+    let covered: HashSet<u64> = index.segments.iter().flat_map(|s| s.fragment_ids.iter().copied()).collect();
+    Ok(snapshot.fragments()?.into_iter().map(|f| f.id).filter(|id| !covered.contains(id)).collect())
+}
+
 /// Compute the BM25 statistics of `q` over the whole snapshot (every segment of the column's
 /// INVERTED index and every unindexed fragment, through the prefilter). Reads each segment's
 /// statistics and tokenizes the unindexed fragments once. Also returns the I/O it caused.
@@ -384,14 +390,7 @@ pub fn corpus_stats(snapshot: &Snapshot, q: &TextQuery) -> Result<(CorpusStats, 
     }
     let stats = OpStats::default();
     let ds = stats.dataset(snapshot);
-    let covered: HashSet<u64> = index.segments.iter().flat_map(|s| s.fragment_ids.iter().copied()).collect();
-    let unindexed: Vec<u64> = snapshot
-        .fragments()?
-        .into_iter()
-        .map(|f| f.id)
-        .filter(|id| !covered.contains(id))
-        .collect();
-    let frags = scan::resolve_fragments(snapshot, &unindexed)?;
+    let frags = scan::resolve_fragments(snapshot, &unindexed_fragments(snapshot, &index)?)?;
     let q2 = q.clone();
     let name = index.name.clone();
     let stats2 = stats.clone();
@@ -596,8 +595,7 @@ fn check_whole_corpus(snapshot: &Snapshot, split: &Split) -> Result<()> {
             index.name
         )));
     }
-    let covered: HashSet<u64> = index.segments.iter().flat_map(|s| s.fragment_ids.iter().copied()).collect();
-    let unindexed = snapshot.fragments()?.into_iter().filter(|f| !covered.contains(&f.id)).count();
+    let unindexed = unindexed_fragments(snapshot, &index)?.len();
     if unindexed > 0 {
         return Err(HostError::invalid(format!(
             "{unindexed} fragment(s) of table '{}' at version {} are not covered by index '{}' and count in the corpus: {need}",

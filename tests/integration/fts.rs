@@ -289,6 +289,24 @@ fn a_whole_corpus_split_is_searched_without_shipped_statistics() {
     let explained = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
     lance_host::ffi::dataset::lance_string_free(text);
     assert!(explained.contains("the whole corpus"), "{explained}");
+    // A split naming another index of the column (bytes not from this table's plan) is refused.
+    let snap = lance_host::snapshot::open(&uri, Default::default(), v).unwrap();
+    let mut forged = lance_host::fts::plan_text(&snap, "text", 0).unwrap().splits.remove(0);
+    forged.segments = lance_host::fts::plan_text(&snap, "text", 0).unwrap().splits.iter().flat_map(|s| s.segments.clone()).collect();
+    let tq = lance_host::fts::TextQuery {
+        column: "text".into(),
+        text: "t001".into(),
+        kind: lance_host::fts::TextMatch::Any,
+        k: 10,
+        prefilter: None,
+        columns: vec![],
+        with_row_id: true,
+    };
+    assert!(lance_host::fts::search_split(&snap, &forged, &tq, None).is_ok(), "every segment: the whole corpus");
+    forged.index_name = "other_idx".into();
+    let e = lance_host::fts::search_split(&snap, &forged, &tq, None).err().unwrap();
+    assert_eq!(e.code, LANCE_ERR_INVALID_ARGUMENT, "{}", e.message);
+    assert!(e.message.contains("'other_idx'") && e.message.contains("plan again"), "{}", e.message);
 
     // Anything less than the whole corpus needs the statistics: one segment of the two ...
     let mut out = FFI_ArrowArrayStream::empty();
