@@ -8,6 +8,8 @@ use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use futures::{Stream, StreamExt};
 use lance::dataset::scanner::Scanner;
+use lance_file::reader::{FileReaderOptions, DEFAULT_READ_CHUNK_SIZE};
+use lance_io::object_store::DEFAULT_MAX_IOP_SIZE;
 use lance_table::format::Fragment;
 
 use crate::cancel;
@@ -223,7 +225,23 @@ pub fn apply_memory_bounds(
         }
         scanner.io_buffer_size(bytes);
     }
+    if local {
+        scanner.with_file_reader_options(local_reader_options());
+    }
     Ok(())
+}
+
+/// How a scan of a local table reads its data files: in requests as large as Lance's store
+/// allows (`LANCE_MAX_IOP_SIZE`, 16 MiB unless the process sets it), not in Lance's default
+/// 8 MiB file-level chunks. A page between the two sizes is then read in one request into its
+/// own buffer instead of in pieces copied together into a second one (a page larger than the
+/// store's request size is still split, by the store, and copied once). Object stores keep
+/// Lance's chunking, whose parallel range requests hide request latency.
+pub fn local_reader_options() -> FileReaderOptions {
+    FileReaderOptions {
+        read_chunk_size: (*DEFAULT_MAX_IOP_SIZE).max(DEFAULT_READ_CHUNK_SIZE),
+        ..FileReaderOptions::default()
+    }
 }
 
 /// The scanner of a scan of the snapshot, with the scan's own I/O counters attached.

@@ -269,3 +269,44 @@ pub fn add_io(total: &mut LanceIoStats, s: &LanceIoStats) {
     total.data_cache_misses += s.data_cache_misses;
     total.data_cache_hit_bytes += s.data_cache_hit_bytes;
 }
+
+/// The test binary's allocator: the system allocator, counting allocations of at least
+/// `large_allocs_from` bytes while that is non-zero (0, the default, counts nothing). A test
+/// that uses it runs in its own process (`run_child`), since other tests allocate concurrently.
+pub struct CountingAlloc;
+
+static LARGE_FROM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static LARGE_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Start counting allocations of `bytes` or more (0 stops counting); returns the count so far.
+pub fn large_allocs_from(bytes: usize) -> usize {
+    use std::sync::atomic::Ordering;
+    LARGE_FROM.store(bytes, Ordering::SeqCst);
+    LARGE_COUNT.swap(0, Ordering::SeqCst)
+}
+
+fn count_large(size: usize) {
+    use std::sync::atomic::Ordering;
+    let from = LARGE_FROM.load(Ordering::Relaxed);
+    if from != 0 && size >= from {
+        LARGE_COUNT.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count_large(layout.size());
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        count_large(layout.size());
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        count_large(new_size);
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}

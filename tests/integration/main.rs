@@ -20,3 +20,6 @@ mod session;
 mod vector;
 mod write;
 mod write_s3;
+
+#[global_allocator]
+static ALLOC: common::CountingAlloc = common::CountingAlloc;

@@ -380,3 +380,84 @@ fn read_errors_surface_through_get_last_error() {
     assert_eq!(next(&mut stream).0, 2, "a failed stream must keep failing");
     unsafe { (stream.release.unwrap())(&mut stream) };
 }
+
+/// Lance's own request size limit for the child process (`LANCE_MAX_IOP_SIZE`, read once).
+const PAGE_ROWS: &str = "LANCE_HOST_TEST_PAGE_ROWS";
+const DIM: i32 = 128;
+
+/// Writes a one-column table of `rows` 128-d float32 vectors in one batch (one page of
+/// rows × 512 bytes), scans it once through the C ABI (metadata into the caches), then counts
+/// the allocations of at least 45 % of the page's size during a second scan of the column (a
+/// decoded batch, 8,192 rows = 4 MiB, stays below that for the pages used here).
+#[test]
+#[ignore = "run by local_pages_up_to_the_store_request_size_are_read_into_one_buffer in its own process"]
+fn child_page_buffers() {
+    use arrow::array::{FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let Ok(rows) = std::env::var(PAGE_ROWS) else { return };
+    let rows: usize = rows.parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("wide.lance").to_str().unwrap().to_string();
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let schema = Arc::new(Schema::new(vec![Field::new("vec", DataType::FixedSizeList(item.clone(), DIM), false)]));
+    let values = Float32Array::from_iter_values((0..rows * DIM as usize).map(|i| (i % 9973) as f32));
+    let vec = FixedSizeListArray::try_new(item, DIM, Arc::new(values), None).unwrap();
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(vec)]).unwrap();
+    let (w_uri, w_batch) = (uri.clone(), batch.clone());
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async move {
+            let reader = RecordBatchIterator::new([Ok(w_batch.clone())], w_batch.schema());
+            lance::Dataset::write(reader, &w_uri, None).await.unwrap();
+        })
+    })
+    .join()
+    .unwrap();
+    let ds = Ds::open(&uri, 0);
+    let cols = cstrs(&["vec"]);
+    let mut opts = default_opts();
+    opts.columns = cols.ptrs.as_ptr();
+    opts.num_columns = 1;
+    assert_eq!(scan(&ds, &opts).unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), rows);
+    let page = rows * DIM as usize * 4;
+    large_allocs_from(page / 100 * 45);
+    let batches = scan(&ds, &opts).unwrap();
+    let large = large_allocs_from(0);
+    // The vectors came back as written.
+    let read: Vec<f32> = batches
+        .iter()
+        .flat_map(|b| {
+            let l = b.column(0).as_any().downcast_ref::<FixedSizeListArray>().unwrap();
+            l.values().as_any().downcast_ref::<Float32Array>().unwrap().values().to_vec()
+        })
+        .collect();
+    let written = batch.column(0).as_any().downcast_ref::<FixedSizeListArray>().unwrap();
+    assert_eq!(read.as_slice(), written.values().as_any().downcast_ref::<Float32Array>().unwrap().values().as_ref());
+    println!("LARGE_ALLOCS={large}");
+    println!("CHILD-OK");
+}
+
+fn page_buffers(rows: usize, max_iop_size: usize) -> usize {
+    let out = run_child(
+        "scan::child_page_buffers",
+        &[
+            (PAGE_ROWS, std::ffi::OsStr::new(&rows.to_string())),
+            ("LANCE_MAX_IOP_SIZE", std::ffi::OsStr::new(&max_iop_size.to_string())),
+        ],
+    );
+    let line = out.lines().find(|l| l.starts_with("LARGE_ALLOCS=")).expect(&out);
+    line["LARGE_ALLOCS=".len()..].parse().unwrap()
+}
+
+/// A local page up to Lance's request size (`LANCE_MAX_IOP_SIZE`) is read into one buffer of
+/// its size and decoded from there; Lance's default reader reads it in 8 MiB pieces and copies
+/// them together into a second one. A page above the request size is still split by the store.
+#[test]
+fn local_pages_up_to_the_store_request_size_are_read_into_one_buffer() {
+    const MIB: usize = 1 << 20;
+    // 10 MiB page, Lance's default request size (16 MiB).
+    assert_eq!(page_buffers(20_480, 16 * MIB), 1, "a 10 MiB page was copied");
+    // 20 MiB page with the request size raised to 32 MiB.
+    assert_eq!(page_buffers(40_960, 32 * MIB), 1, "a 20 MiB page was copied");
+    // 20 MiB page above a 16 MiB request size: read in two halves, copied into a third buffer.
+    assert_eq!(page_buffers(40_960, 16 * MIB), 3);
+}
