@@ -43,7 +43,7 @@ SIDES = [
     ("c_bounded_iop64", "C ABI host program, bounded, `LANCE_MAX_IOP_SIZE` 64 MiB", "bin", {},
      {"LANCE_MAX_IOP_SIZE": str(64 * MIB), "BENCH_IO_BUFFER": str(16 * MIB), "BENCH_FRAGMENT_READAHEAD": "1",
       "BENCH_BATCH_READAHEAD": "1"}),
-    ("baseline", "lance-host 0.10.0 (before this change), defaults", "baseline", {}, {}),
+    ("baseline", "lance-host 0.10.0, defaults", "baseline", {}, {}),
     ("baseline_iop64", "lance-host 0.10.0, defaults, `LANCE_MAX_IOP_SIZE` 64 MiB", "baseline", {},
      {"LANCE_MAX_IOP_SIZE": str(64 * MIB)}),
     ("pylance", "pylance 14.0.2, defaults", "pylance", {}, {}),
@@ -151,7 +151,7 @@ def main():
         "`scan_batch_readahead`).",
         "- `LANCE_MAX_IOP_SIZE` is Lance's own setting (process environment, read once): the largest "
         "single read request. A page larger than it is read in pieces and copied into one buffer; the "
-        "library reads local pages up to that size whole (since the change after 0.10.0; 0.10.0 kept "
+        "library reads local pages up to that size whole (since 0.10.1; 0.10.0 kept "
         "Lance's 8 MiB file-level pieces, so raising it changed nothing there).",
         "- 'C ABI host program': `lance-host-bench host scan_vec` (bench/src/main.rs), the library linked "
         "into a Rust program that scans through the C functions and imports the Arrow C stream, as an "
