@@ -18,8 +18,9 @@
 //!   directory is locked by one process at a time: a second process configured with the same
 //!   directory runs with the memory tier only and says so in the log and in its session stats.
 //!
-//! Here: configuration, the cache and its read path; `block`: a block and its disk encoding;
-//! `counters`: the figures it reports; `tests`: its unit tests.
+//! Here: the cache and its read path; `config`: its settings and the figures it reports;
+//! `tiers`: the memory and disk tiers; `block`: a block and its disk encoding; `counters`: the
+//! counters behind its figures; `tests`: its unit tests.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -28,177 +29,28 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use foyer::{
-    BlockEngineConfig, DeviceBuilder, FsDeviceBuilder, HybridCache,
-    HybridCacheBuilder, HybridCachePolicy, PsyncIoEngineConfig, RecoverMode,
-};
+use foyer::HybridCache;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{Attributes, GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, ObjectStore};
 
-use crate::error::{HostError, Result};
 
 mod block;
+mod config;
 mod counters;
+mod tiers;
 
 use block::Block;
-use counters::{Counters, EvictionCounter, Registry};
+use counters::Counters;
+pub use config::{
+    table_uses_cache, DataCacheConfig, DataCacheStats, LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES,
+    LANCE_DEFAULT_DATA_CACHE_DISK_BYTES, LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES,
+    LANCE_MAX_DATA_CACHE_BLOCK_BYTES, LANCE_MIN_DATA_CACHE_BLOCK_BYTES, LOCK_FILE, TABLE_OPTION,
+};
 
-/// Memory tier budget unless configured: 256 MiB.
-pub const LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES: u64 = 256 << 20;
-/// Block size unless configured: 64 KiB.
-pub const LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES: u64 = 64 << 10;
-/// Smallest block size accepted: 4 KiB.
-pub const LANCE_MIN_DATA_CACHE_BLOCK_BYTES: u64 = 4 << 10;
-/// Largest block size accepted: 16 MiB.
-pub const LANCE_MAX_DATA_CACHE_BLOCK_BYTES: u64 = 16 << 20;
-/// Disk tier budget when a directory is given without one: 1 GiB.
-pub const LANCE_DEFAULT_DATA_CACHE_DISK_BYTES: u64 = 1 << 30;
 /// Claimed blocks at most this many blocks apart are fetched with one request.
 const MAX_GAP_BLOCKS: u64 = 16;
-/// Name of the lock file in the disk tier's directory.
-pub const LOCK_FILE: &str = "lance-host-data-cache.lock";
-
-/// The storage option that keeps one table's reads out of the data cache.
-pub const TABLE_OPTION: &str = "lance_host.data_cache";
-
-/// Whether reads of a table opened with these storage options go through the data cache:
-/// `lance_host.data_cache` = `true` (the default) or `false`. Lance ignores the key.
-pub fn table_uses_cache(options: &std::collections::HashMap<String, String>) -> Result<bool> {
-    match options.get(TABLE_OPTION).map(|v| v.to_ascii_lowercase()) {
-        None => Ok(true),
-        Some(v) if v == "true" => Ok(true),
-        Some(v) if v == "false" => Ok(false),
-        Some(v) => Err(HostError::invalid(format!("storage option {TABLE_OPTION} must be true or false, not '{v}'"))),
-    }
-}
-
-/// Settings of the data cache (part of the session's settings).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DataCacheConfig {
-    /// Memory tier budget; 0 turns the whole cache off.
-    pub memory_bytes: u64,
-    /// Disk tier directory; `None` = no disk tier.
-    pub disk_dir: Option<PathBuf>,
-    /// Disk tier budget (required with a directory).
-    pub disk_bytes: u64,
-    /// Block size: a power of two between 4 KiB and 16 MiB.
-    pub block_bytes: u64,
-}
-
-impl Default for DataCacheConfig {
-    fn default() -> Self {
-        Self {
-            memory_bytes: LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES,
-            disk_dir: None,
-            disk_bytes: 0,
-            block_bytes: LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES,
-        }
-    }
-}
-
-impl DataCacheConfig {
-    /// The settings as the C options give them: 0 = the default for each size.
-    pub fn from_options(disabled: bool, memory: u64, disk_dir: Option<PathBuf>, disk: u64, block: u64) -> Self {
-        let or = |v: u64, d: u64| if v == 0 { d } else { v };
-        Self {
-            memory_bytes: if disabled { 0 } else { or(memory, LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES) },
-            disk_bytes: if disk_dir.is_some() { or(disk, LANCE_DEFAULT_DATA_CACHE_DISK_BYTES) } else { disk },
-            disk_dir,
-            block_bytes: or(block, LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES),
-        }
-    }
-
-    /// Size of the disk engine's own blocks (the unit it writes and evicts): 1/64 of the disk
-    /// budget, at least four cache blocks, at most 16 MiB (or four cache blocks if larger).
-    fn engine_block_bytes(&self) -> u64 {
-        let min = self.block_bytes * 4;
-        let max = (16u64 << 20).max(min);
-        ((self.disk_bytes / 64) & !4095).clamp(min, max)
-    }
-
-    /// Write buffer of the disk tier: 1/16 of its budget, between 16 and 64 MiB.
-    fn write_buffer_bytes(&self) -> u64 {
-        (self.disk_bytes / 16).clamp(16 << 20, 64 << 20)
-    }
-
-    /// Smallest disk budget accepted for this block size: 64 blocks (16 engine blocks).
-    pub fn min_disk_bytes(&self) -> u64 {
-        self.block_bytes * 64
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        let b = self.block_bytes;
-        if !(LANCE_MIN_DATA_CACHE_BLOCK_BYTES..=LANCE_MAX_DATA_CACHE_BLOCK_BYTES).contains(&b) || !b.is_power_of_two() {
-            return Err(HostError::invalid(format!(
-                "data_cache_block_bytes {b} must be a power of two between {LANCE_MIN_DATA_CACHE_BLOCK_BYTES} and \
-                 {LANCE_MAX_DATA_CACHE_BLOCK_BYTES}"
-            )));
-        }
-        if self.memory_bytes > isize::MAX as u64 || self.disk_bytes > isize::MAX as u64 {
-            return Err(HostError::invalid("a data cache budget does not fit in this platform's address space"));
-        }
-        if self.memory_bytes != 0 && self.memory_bytes < b * 4 {
-            return Err(HostError::invalid(format!(
-                "data_cache_memory_bytes {} is below four blocks ({}); use 0 to turn the data cache off",
-                self.memory_bytes,
-                b * 4
-            )));
-        }
-        match &self.disk_dir {
-            None if self.disk_bytes != 0 => Err(HostError::invalid(
-                "data_cache_disk_bytes is set but data_cache_disk_dir is not",
-            )),
-            Some(_) if self.memory_bytes == 0 => Err(HostError::invalid(
-                "the disk tier needs the memory tier: data_cache_memory_bytes is 0",
-            )),
-            Some(dir) if dir.as_os_str().is_empty() => Err(HostError::invalid("data_cache_disk_dir is empty")),
-            Some(_) if self.disk_bytes < self.min_disk_bytes() => Err(HostError::invalid(format!(
-                "data_cache_disk_bytes {} is below the minimum of {} for {}-byte blocks",
-                self.disk_bytes,
-                self.min_disk_bytes(),
-                b
-            ))),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// A point-in-time copy of the data cache's figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DataCacheStats {
-    /// Blocks served from the cache (either tier).
-    pub hits: u64,
-    /// Blocks not in the cache (read from storage).
-    pub misses: u64,
-    /// Bytes of reads served from cached blocks.
-    pub hit_bytes: u64,
-    /// Requests the cache sent to storage to fill missing blocks.
-    pub storage_requests: u64,
-    /// Bytes those requests returned.
-    pub storage_bytes: u64,
-    /// Blocks evicted from the memory tier to stay within its budget.
-    pub evictions: u64,
-    /// Damaged or unreadable disk-tier entries that were dropped and re-read from storage, and
-    /// disk-tier I/O errors.
-    pub errors: u64,
-    /// Blocks the disk tier did not write because its write queue was full (they stay in the
-    /// memory tier; a restarted process reads them from storage).
-    pub disk_write_drops: u64,
-    /// Bytes held by the memory tier now (weighted: block bytes plus per-entry overhead).
-    pub memory_bytes: u64,
-    /// Bytes the disk tier's files occupy on disk now.
-    pub disk_bytes: u64,
-    /// Memory budget (0 = cache off).
-    pub memory_capacity: u64,
-    /// Disk budget (0 = no disk tier in use).
-    pub disk_capacity: u64,
-    /// Block size.
-    pub block_bytes: u64,
-    /// 1 when this process uses the disk tier.
-    pub disk_enabled: bool,
-}
 
 /// What an operation learns from the cache (per-operation I/O stats).
 pub trait Observer: Send + Sync {
@@ -241,181 +93,7 @@ impl std::fmt::Debug for DataCache {
     }
 }
 
-/// Try to take the directory's lock; `None` when another process holds it.
-fn lock_dir(dir: &std::path::Path) -> Result<Option<std::fs::File>> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        HostError::invalid(format!("cannot create data cache directory '{}': {e}", dir.display()))
-    })?;
-    let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| HostError::invalid(format!("cannot open data cache lock '{}': {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(HostError::invalid(format!(
-            "cannot lock data cache directory '{}': {e}",
-            dir.display()
-        ))),
-    }
-}
-
 impl DataCache {
-    /// Build the cache (on the session's runtime). `None` when the configuration turns it off.
-    pub async fn build(config: &DataCacheConfig) -> Result<Option<Arc<DataCache>>> {
-        if config.memory_bytes == 0 {
-            return Ok(None);
-        }
-        let counters = Arc::new(Counters::default());
-        let (lock, disk_dir) = match &config.disk_dir {
-            None => (None, None),
-            Some(dir) => match lock_dir(dir)? {
-                Some(lock) => (Some(lock), Some(dir.clone())),
-                None => {
-                    log::warn!(
-                        "data cache directory '{}' is in use by another process; this process runs the data \
-                         cache in memory only",
-                        dir.display()
-                    );
-                    (None, None)
-                }
-            },
-        };
-        let builder = HybridCacheBuilder::new()
-            .with_name("lance-host-data")
-            .with_metrics_registry(Box::new(Registry(counters.foyer.clone())))
-            .with_policy(HybridCachePolicy::WriteOnInsertion)
-            .with_event_listener(Arc::new(EvictionCounter(counters.clone())))
-            .memory(config.memory_bytes as usize)
-            // Each shard holds at least 16 blocks, so no block outweighs its shard.
-            .with_shards((config.memory_bytes / (config.block_bytes * 16)).clamp(1, 8) as usize)
-            .with_weighter(|k: &String, v: &Block| k.len() + v.weight())
-            .storage();
-        let builder = match &disk_dir {
-            None => builder,
-            Some(dir) => {
-                let device = FsDeviceBuilder::new(dir)
-                    .with_capacity(config.disk_bytes as usize)
-                    .build()
-                    .map_err(|e| HostError::invalid(format!("cannot use data cache directory '{}': {e}", dir.display())))?;
-                builder
-                    .with_io_engine_config(PsyncIoEngineConfig::new())
-                    .with_engine_config(
-                        BlockEngineConfig::new(device)
-                            .with_block_size(config.engine_block_bytes() as usize)
-                            // Room for bursts (a scan inserts blocks faster than one write
-                            // completes): what does not fit is not written to disk.
-                            .with_buffer_pool_size(config.write_buffer_bytes() as usize)
-                            .with_submit_queue_size_threshold(config.write_buffer_bytes() as usize * 4)
-                            .with_tombstone_log(true),
-                    )
-                    .with_recover_mode(RecoverMode::Quiet)
-            }
-        };
-        let cache = builder
-            .build()
-            .await
-            .map_err(|e| HostError::internal(format!("cannot start the data cache: {e}")))?;
-        Ok(Some(Arc::new(DataCache {
-            cache,
-            block: config.block_bytes,
-            config: config.clone(),
-            counters,
-            inflight: Mutex::new(HashMap::new()),
-            unflushed: Mutex::new(std::collections::VecDeque::new()),
-            writes: Mutex::new(()),
-            disk_dir,
-            _lock: lock,
-        })))
-    }
-
-    pub fn stats(&self) -> DataCacheStats {
-        let c = &self.counters;
-        let disk_bytes = self.disk_dir.as_ref().map_or(0, |d| dir_usage(d));
-        DataCacheStats {
-            hits: c.hits.load(Ordering::Relaxed),
-            misses: c.misses.load(Ordering::Relaxed),
-            hit_bytes: c.hit_bytes.load(Ordering::Relaxed),
-            storage_requests: c.storage_requests.load(Ordering::Relaxed),
-            storage_bytes: c.storage_bytes.load(Ordering::Relaxed),
-            evictions: c.evictions.load(Ordering::Relaxed),
-            errors: c.errors.load(Ordering::Relaxed) + c.foyer.disk_errors.load(Ordering::Relaxed),
-            disk_write_drops: c.foyer.write_drops.load(Ordering::Relaxed),
-            memory_bytes: self.cache.memory().usage() as u64,
-            disk_bytes,
-            memory_capacity: self.config.memory_bytes,
-            disk_capacity: if self.disk_dir.is_some() { self.config.disk_bytes } else { 0 },
-            block_bytes: self.block,
-            disk_enabled: self.disk_dir.is_some(),
-        }
-    }
-
-    /// Insert a block (or meta entry); with a disk tier, remember it for `flush`.
-    fn insert(&self, key: String, value: Block) {
-        if self.disk_dir.is_some() {
-            let cap = (self.config.disk_bytes / self.block).max(1024) as usize;
-            let mut keys = self.unflushed.lock().unwrap_or_else(|e| e.into_inner());
-            if keys.len() >= cap {
-                keys.drain(..cap / 2);
-            }
-            keys.push_back(key.clone());
-        }
-        self.put(key, value);
-    }
-
-    /// The one place entries enter the hybrid cache (see `writes`).
-    fn put(&self, key: String, value: Block) {
-        let _ordered = self.writes.lock().unwrap_or_else(|e| e.into_inner());
-        self.cache.insert(key, value);
-    }
-
-    /// The one place entries leave the hybrid cache (see `writes`): a removal is numbered in the
-    /// same sequence, and must not overtake an insert of the same key queued before it.
-    fn forget(&self, key: &str) {
-        let _ordered = self.writes.lock().unwrap_or_else(|e| e.into_inner());
-        self.cache.remove(key);
-    }
-
-    /// Wait until the blocks inserted since the last flush are on the disk tier. The disk tier
-    /// writes in the background and skips blocks when its write queue is full (a burst of
-    /// inserts); those still in the memory tier are written again here, until all are on disk.
-    pub async fn flush(&self) {
-        if self.disk_dir.is_none() {
-            return;
-        }
-        let storage = self.cache.storage();
-        storage.wait().await;
-        let mut pending: Vec<String> = {
-            let mut keys = self.unflushed.lock().unwrap_or_else(|e| e.into_inner());
-            keys.drain(..).collect()
-        };
-        for _round in 0..8 {
-            pending.retain(|k| !storage.may_contains(k));
-            if pending.is_empty() {
-                break;
-            }
-            let mut rewritten = 0;
-            for (i, k) in pending.iter().enumerate() {
-                if let Some(entry) = self.cache.memory().get(k) {
-                    self.put(k.clone(), entry.value().clone());
-                    rewritten += 1;
-                }
-                // Let the writer drain between chunks instead of overflowing its queue again.
-                if i % 256 == 255 {
-                    storage.wait().await;
-                }
-            }
-            storage.wait().await;
-            if rewritten == 0 {
-                break;
-            }
-            log::info!("data cache: wrote {rewritten} skipped blocks to the disk tier on flush");
-        }
-    }
-
     /// Whether reads of `location` may be cached: files Lance never rewrites in place.
     pub fn cacheable(location: &Path) -> bool {
         let parts: Vec<_> = location.parts().collect();
@@ -440,19 +118,6 @@ impl DataCache {
 
     fn meta_key(root: &str, location: &Path) -> String {
         format!("{root}\u{1}{location}\u{1}meta")
-    }
-
-    async fn lookup(&self, key: &str) -> Option<Block> {
-        match self.cache.get(key).await {
-            Ok(Some(entry)) => Some(entry.value().clone()),
-            Ok(None) => None,
-            Err(e) => {
-                self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                log::warn!("data cache: dropping an unreadable entry: {e}");
-                self.forget(key);
-                None
-            }
-        }
     }
 
     /// The expected length of block `b` of an object of `size` bytes.
@@ -827,24 +492,5 @@ async fn passthrough_range(
     Ok((meta, r.bytes().await?, got))
 }
 
-/// Bytes the files under `dir` occupy on disk (allocated blocks, so sparse files count what
-/// they use).
-fn dir_usage(dir: &std::path::Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else {
-                total += m.blocks() * 512;
-            }
-        }
-    }
-    total
-}
 #[cfg(test)]
 mod tests;
