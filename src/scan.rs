@@ -231,13 +231,14 @@ pub fn apply_memory_bounds(
     Ok(())
 }
 
-/// How a scan of a local table reads its data files: in requests as large as Lance's store
-/// allows (`LANCE_MAX_IOP_SIZE`, 16 MiB unless the process sets it), not in Lance's default
-/// 8 MiB file-level chunks. A page between the two sizes is then read in one request into its
-/// own buffer instead of in pieces copied together into a second one (a page larger than the
-/// store's request size is still split, by the store, and copied once). Object stores keep
-/// Lance's chunking, whose parallel range requests hide request latency.
-pub fn local_reader_options() -> FileReaderOptions {
+/// How a scan of a local table reads its data files. Lance's file reader cuts a read into
+/// 8 MiB pieces, which its I/O scheduler merges back into one request (then splits at the
+/// store's request size, `LANCE_MAX_IOP_SIZE`, 16 MiB unless the process sets it) and finally
+/// copies together into a new buffer. With pieces as large as the store's request size, a page up
+/// to that size is read into one buffer and decoded from there, without the copy (a larger page is
+/// still split by the store and copied once). Object stores are left as Lance reads them: the
+/// same merging happens there, so their requests would not change, but that is not measured.
+fn local_reader_options() -> FileReaderOptions {
     FileReaderOptions {
         read_chunk_size: (*DEFAULT_MAX_IOP_SIZE).max(DEFAULT_READ_CHUNK_SIZE),
         ..FileReaderOptions::default()
