@@ -383,6 +383,40 @@ def test_full_text_search_in_one_call_equals_pylance(lib, local_table):
             h.full_text_search("id", "lazy dog")
 
 
+def test_full_text_search_falls_back_to_statistics_when_refused(lib, local_table):
+    # When the library refuses the search without statistics (here: the split handed to it is
+    # one segment of several, which it refuses for real), full_text_search computes the
+    # statistics and searches with them: still pylance's answer.
+    import lance_host as lh
+    uri, ds = local_table
+    v, plan = fully_indexed_version(uri, ds.version)
+    h, pyds = lh.open(uri, version=v), lance.dataset(uri, version=v)
+    real_search, real_stats = h.fts_search_split, h.fts_stats
+    refused, stats_calls = [], []
+
+    def search(split, column, text, stats, k=10, **query):
+        if stats is None:
+            try:
+                return real_search(plan[0], column, text, None, k, **query)
+            except lh.InvalidArgumentError as e:
+                refused.append(e)
+                raise
+        return real_search(split, column, text, stats, k, **query)
+
+    def stats(*a, **kw):
+        stats_calls.append(a)
+        return real_stats(*a, **kw)
+
+    h.fts_search_split, h.fts_stats = search, stats
+    match = {ANY: "or", ALL: "and", PHRASE: "phrase"}
+    for text, kind, slop in queries()[::5]:
+        got = h.full_text_search("text", text, k=10, match=match[kind], slop=slop, columns=["id"])
+        assert_same_top_k((got["_rowid"].to_pylist(), got["_score"].to_pylist(), got["id"].to_pylist()),
+                          expected(pyds, text, kind, slop, 10, None), f"fallback: {text!r} kind={kind}")
+    n = len(queries()[::5])
+    assert len(refused) == n and len(stats_calls) == n, (len(refused), len(stats_calls), n)
+
+
 def test_larger_k_and_flat_rows_are_scored_with_the_whole_corpus(lib, local_table):
     uri, ds = local_table
     # With k larger than any match list every matching row appears: unindexed rows included.
