@@ -159,6 +159,8 @@ def main():
         "bench/REPORT.md).",
         "- pylance reads with its own defaults (2 GiB I/O buffer, read-ahead by CPU count); its process "
         "holds more because it queues more, not because the table differs.",
+        "- Read a difference only where its ratio's min–max lies on one side of 1.0 (rows of libraries "
+        "that do the same work differ by the run-to-run spread).",
     ]
     (HERE / "SCAN_BOUNDS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
