@@ -225,20 +225,18 @@ pub fn apply_memory_bounds(
         }
         scanner.io_buffer_size(bytes);
     }
-    if local {
-        scanner.with_file_reader_options(local_reader_options());
-    }
+    scanner.with_file_reader_options(reader_options());
     Ok(())
 }
 
-/// How a scan of a local table reads its data files. Lance's file reader cuts a read into
-/// 8 MiB pieces, which its I/O scheduler merges back into one request (then splits at the
-/// store's request size, `LANCE_MAX_IOP_SIZE`, 16 MiB unless the process sets it) and finally
-/// copies together into a new buffer. With pieces as large as the store's request size, a page up
-/// to that size is read into one buffer and decoded from there, without the copy (a larger page is
-/// still split by the store and copied once). Object stores are left as Lance reads them: the
-/// same merging happens there, so their requests would not change, but that is not measured.
-fn local_reader_options() -> FileReaderOptions {
+/// How a scan reads its data files. Lance's file reader cuts a read into 8 MiB pieces, which its
+/// I/O scheduler merges back into one request (then splits at the store's request size,
+/// `LANCE_MAX_IOP_SIZE`, 16 MiB unless the process sets it) and finally copies together into a new
+/// buffer. With pieces as large as the store's request size, a page up to that size is read into
+/// one buffer and decoded from there, without the copy (a larger page is still split by the store
+/// and copied once). The requests sent to the store are the same either way: local files and
+/// object stores alike (tested on both by counting page-sized buffers and read requests).
+fn reader_options() -> FileReaderOptions {
     FileReaderOptions {
         read_chunk_size: (*DEFAULT_MAX_IOP_SIZE).max(DEFAULT_READ_CHUNK_SIZE),
         ..FileReaderOptions::default()

@@ -397,30 +397,56 @@ fn child_page_buffers() {
     let Ok(rows) = std::env::var(PAGE_ROWS) else { return };
     let rows: usize = rows.parse().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let uri = dir.path().join("wide.lance").to_str().unwrap().to_string();
+    // On the parent's S3-compatible server when it names one, else in a local directory.
+    let endpoint = std::env::var("LANCE_HOST_TEST_S3_ENDPOINT").ok();
+    let (uri, storage) = match &endpoint {
+        Some(e) => (format!("{}/page_buffers_{rows}/wide.lance", std::env::var("LANCE_HOST_TEST_S3_ROOT").unwrap()), crate::s3::s3_options(e)),
+        None => (dir.path().join("wide.lance").to_str().unwrap().to_string(), Default::default()),
+    };
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     let schema = Arc::new(Schema::new(vec![Field::new("vec", DataType::FixedSizeList(item.clone(), DIM), false)]));
     let values = Float32Array::from_iter_values((0..rows * DIM as usize).map(|i| (i % 9973) as f32));
     let vec = FixedSizeListArray::try_new(item, DIM, Arc::new(values), None).unwrap();
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(vec)]).unwrap();
-    let (w_uri, w_batch) = (uri.clone(), batch.clone());
+    let (w_uri, w_batch, w_storage) = (uri.clone(), batch.clone(), storage.clone());
     std::thread::spawn(move || {
         tokio::runtime::Runtime::new().unwrap().block_on(async move {
             let reader = RecordBatchIterator::new([Ok(w_batch.clone())], w_batch.schema());
-            lance::Dataset::write(reader, &w_uri, None).await.unwrap();
+            let store_params = (!w_storage.is_empty()).then(|| lance::io::ObjectStoreParams {
+                storage_options_accessor: Some(Arc::new(lance::io::StorageOptionsAccessor::with_static_options(w_storage))),
+                ..Default::default()
+            });
+            let params = lance::dataset::WriteParams { store_params, ..Default::default() };
+            lance::Dataset::write(reader, &w_uri, Some(params)).await.unwrap();
         })
     })
     .join()
     .unwrap();
-    let ds = Ds::open(&uri, 0);
+    let ds = match &endpoint {
+        Some(_) => {
+            // The data cache off: the second scan reads from the store, as the first.
+            let mut o = std::mem::MaybeUninit::<lance_host::ffi::session::LanceSessionOptions>::uninit();
+            let size = std::mem::size_of::<lance_host::ffi::session::LanceSessionOptions>();
+            assert_eq!(lance_host::ffi::session::lance_session_options_default_v2(o.as_mut_ptr(), size), 0);
+            let mut o = unsafe { o.assume_init() };
+            o.data_cache_disabled = 1;
+            assert_eq!(lance_host::ffi::session::lance_session_configure_v2(&o), 0, "{}", last_message());
+            crate::s3::open_s3_with(&uri, &storage).unwrap()
+        }
+        None => Ds::open(&uri, 0),
+    };
     let cols = cstrs(&["vec"]);
     let mut opts = default_opts();
     opts.columns = cols.ptrs.as_ptr();
     opts.num_columns = 1;
+    // Batches of 4 MiB, below the counted size (Lance's default on object stores is 16,384 rows).
+    opts.batch_size = 8192;
     assert_eq!(scan(&ds, &opts).unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), rows);
     let page = rows * DIM as usize * 4;
     large_allocs_from(page / 100 * 45);
-    let batches = scan(&ds, &opts).unwrap();
+    let mut stream = arrow::ffi_stream::FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &opts, &mut stream), 0, "{}", last_message());
+    let (batches, stats) = collect_with_stats(&mut stream);
     let large = large_allocs_from(0);
     // The vectors came back as written.
     let read: Vec<f32> = batches
@@ -433,19 +459,26 @@ fn child_page_buffers() {
     let written = batch.column(0).as_any().downcast_ref::<FixedSizeListArray>().unwrap();
     assert_eq!(read.as_slice(), written.values().as_any().downcast_ref::<Float32Array>().unwrap().values().as_ref());
     println!("LARGE_ALLOCS={large}");
+    println!("READ_REQUESTS={}", stats.read_requests);
     println!("CHILD-OK");
 }
 
-fn page_buffers(rows: usize, max_iop_size: usize) -> usize {
-    let out = run_child(
-        "scan::child_page_buffers",
-        &[
-            (PAGE_ROWS, std::ffi::OsStr::new(&rows.to_string())),
-            ("LANCE_MAX_IOP_SIZE", std::ffi::OsStr::new(&max_iop_size.to_string())),
-        ],
-    );
-    let line = out.lines().find(|l| l.starts_with("LARGE_ALLOCS=")).expect(&out);
-    line["LARGE_ALLOCS=".len()..].parse().unwrap()
+/// The child's page-sized buffers and read requests of its second scan; on the tests'
+/// S3-compatible server with `s3`, else on a local disk.
+fn page_buffers(rows: usize, max_iop_size: usize, s3: bool) -> (usize, u64) {
+    let (rows, iop) = (rows.to_string(), max_iop_size.to_string());
+    let mut env = vec![(PAGE_ROWS, std::ffi::OsStr::new(&rows)), ("LANCE_MAX_IOP_SIZE", std::ffi::OsStr::new(&iop))];
+    let shared = s3.then(crate::s3::shared);
+    if let Some(s) = shared {
+        env.push(("LANCE_HOST_TEST_S3_ENDPOINT", std::ffi::OsStr::new(&s.endpoint)));
+        env.push(("LANCE_HOST_TEST_S3_ROOT", std::ffi::OsStr::new(s.facts.get("root"))));
+    }
+    let out = run_child("scan::child_page_buffers", &env);
+    let value = |key: &str| -> u64 {
+        let line = out.lines().find(|l| l.starts_with(key)).expect(&out);
+        line[key.len()..].parse().unwrap()
+    };
+    (value("LARGE_ALLOCS=") as usize, value("READ_REQUESTS="))
 }
 
 /// A local page up to Lance's request size (`LANCE_MAX_IOP_SIZE`) is read into one buffer of
@@ -455,9 +488,20 @@ fn page_buffers(rows: usize, max_iop_size: usize) -> usize {
 fn local_pages_up_to_the_store_request_size_are_read_into_one_buffer() {
     const MIB: usize = 1 << 20;
     // 10 MiB page, Lance's default request size (16 MiB).
-    assert_eq!(page_buffers(20_480, 16 * MIB), 1, "a 10 MiB page was copied");
+    assert_eq!(page_buffers(20_480, 16 * MIB, false).0, 1, "a 10 MiB page was copied");
     // 20 MiB page with the request size raised to 32 MiB.
-    assert_eq!(page_buffers(40_960, 32 * MIB), 1, "a 20 MiB page was copied");
+    assert_eq!(page_buffers(40_960, 32 * MIB, false).0, 1, "a 20 MiB page was copied");
     // 20 MiB page above a 16 MiB request size: read in two halves, copied into a third buffer.
-    assert_eq!(page_buffers(40_960, 16 * MIB), 3);
+    assert_eq!(page_buffers(40_960, 16 * MIB, false).0, 3);
+}
+
+/// The same on an object store (the tests' S3-compatible server), where the store's request
+/// size is also the size of a ranged GET: a page up to it is one GET into one buffer, a larger
+/// one two GETs copied into a third buffer. With Lance's 8 MiB pieces the GETs were the same
+/// (the pieces are merged before the store splits them) and every page above 8 MiB was copied.
+#[test]
+fn object_store_pages_up_to_the_request_size_are_one_get_into_one_buffer() {
+    const MIB: usize = 1 << 20;
+    assert_eq!(page_buffers(20_480, 16 * MIB, true), (1, 1), "10 MiB page: (buffers, GETs)");
+    assert_eq!(page_buffers(40_960, 16 * MIB, true), (3, 2), "20 MiB page: (buffers, GETs)");
 }
