@@ -55,6 +55,21 @@ int main(int argc, char** argv) {
 
   char uri[4096];
   snprintf(uri, sizeof uri, "%s/events.lance", argv[1]);
+  /* Lance's own environment settings are checked when the session starts: a value Lance would
+   * panic on is LANCE_ERR_INVALID_ARGUMENT naming the variable, nothing starts, and the first
+   * call after it is corrected starts the session as configured. (setenv is safe here: the
+   * process has one thread until the session starts.) */
+  CHECK(setenv("LANCE_MAX_IOP_SIZE", "16MiB", 1) == 0);
+  CHECK(lance_dataset_open(uri, NULL, 0) == NULL);
+  CHECK(lance_last_error_code() == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(lance_last_error_message(), "LANCE_MAX_IOP_SIZE") != NULL);
+  CHECK(strstr(lance_last_error_message(), "\"16MiB\"") != NULL);
+  CHECK(unsetenv("LANCE_MAX_IOP_SIZE") == 0);
+  CHECK(setenv("LANCE_IVF_STREAMING_SEARCH_BATCH_SIZE", "0", 1) == 0);
+  CHECK(lance_dataset_open(uri, NULL, 0) == NULL);
+  CHECK(lance_last_error_code() == LANCE_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(lance_last_error_message(), "LANCE_IVF_STREAMING_SEARCH_BATCH_SIZE") != NULL);
+  CHECK(setenv("LANCE_IVF_STREAMING_SEARCH_BATCH_SIZE", "8", 1) == 0);
   LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
   CHECK(ds != NULL);
   CHECK(lance_session_configure_v2(&opts) == LANCE_ERR_FAILED_PRECONDITION);

@@ -29,8 +29,8 @@
 
 #define LANCE_HOST_VERSION_MAJOR 0
 #define LANCE_HOST_VERSION_MINOR 10
-#define LANCE_HOST_VERSION_PATCH 2
-#define LANCE_HOST_VERSION "0.10.2"
+#define LANCE_HOST_VERSION_PATCH 3
+#define LANCE_HOST_VERSION "0.10.3"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -2269,7 +2269,11 @@ int32_t lance_session_options_default_v2(LanceSessionOptions *out, size_t struct
 
 // Set the settings of the process-wide session. Allowed only before the first call that uses
 // the session (opening a table, a catalog, reading stats); a repeated call with identical
-// values succeeds.
+// values succeeds. That first call starts the session and fails with
+// LANCE_ERR_INVALID_ARGUMENT, naming the variable, when one of Lance's environment settings
+// holds a value Lance cannot use (`LANCE_MAX_IOP_SIZE` "16MiB", `LANCE_CPU_THREADS` 0, ...;
+// docs/operations.md lists them); nothing starts, and a call after the variable is corrected
+// starts the session with these settings.
 //
 // Borrows `options` for the duration of the call. Thread-safe.
 // Errors: LANCE_ERR_INVALID_ARGUMENT for NULL or invalid values (0 or more than 1024 worker
@@ -2295,7 +2299,8 @@ int32_t lance_session_stats_v2(LanceSessionStats *out);
 // lack the last blocks).
 //
 // Thread-safe; starts the session if it has not started. Errors: what starting the session
-// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created).
+// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created or a
+// Lance environment setting Lance cannot use).
 int32_t lance_session_flush_data_cache(void);
 
 // Create a call context whose deadline is `timeout_ms` milliseconds from now (0 = none).

@@ -15,6 +15,7 @@ pub mod fts;
 pub mod ffi;
 pub mod index;
 pub mod index_build;
+pub(crate) mod lance_env;
 pub mod logging;
 pub mod merge;
 pub mod metrics;

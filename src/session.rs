@@ -166,6 +166,8 @@ pub fn global() -> Result<&'static HostSession> {
     if let Some(s) = SESSION.get() {
         return same_process(s);
     }
+    // Lance's own environment settings, before any Lance code reads (and would panic on) them.
+    crate::lance_env::check()?;
     let config = pending.clone().unwrap_or_default();
     let runtime = crate::runtime::build(config.worker_threads)?;
     let data_cache = crate::runtime::block_on(&runtime, DataCache::build(&config.data_cache))??;

@@ -203,7 +203,11 @@ pub extern "C" fn lance_session_options_default_v2(out: *mut LanceSessionOptions
 
 /// Set the settings of the process-wide session. Allowed only before the first call that uses
 /// the session (opening a table, a catalog, reading stats); a repeated call with identical
-/// values succeeds.
+/// values succeeds. That first call starts the session and fails with
+/// LANCE_ERR_INVALID_ARGUMENT, naming the variable, when one of Lance's environment settings
+/// holds a value Lance cannot use (`LANCE_MAX_IOP_SIZE` "16MiB", `LANCE_CPU_THREADS` 0, ...;
+/// docs/operations.md lists them); nothing starts, and a call after the variable is corrected
+/// starts the session with these settings.
 ///
 /// Borrows `options` for the duration of the call. Thread-safe.
 /// Errors: LANCE_ERR_INVALID_ARGUMENT for NULL or invalid values (0 or more than 1024 worker
@@ -267,7 +271,8 @@ pub(crate) fn session_stats(out: *mut LanceSessionStats, layout: Layout) -> i32 
 /// lack the last blocks).
 ///
 /// Thread-safe; starts the session if it has not started. Errors: what starting the session
-/// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created).
+/// can fail with (LANCE_ERR_INVALID_ARGUMENT for a disk directory that cannot be created or a
+/// Lance environment setting Lance cannot use).
 #[no_mangle]
 pub extern "C" fn lance_session_flush_data_cache() -> i32 {
     guard_code(session::flush_data_cache)

@@ -4,6 +4,7 @@
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
 pub mod compaction;
+mod encoding;
 pub mod maintenance;
 pub mod rows;
 pub mod schema;

@@ -157,6 +157,7 @@ enum MergeSource {
 /// from where the reading stopped.
 fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
     let schema = data.schema();
+    super::encoding::check(&schema).map_err(|e| e.context(what))?;
     let mut held = Vec::new();
     let mut bytes = 0usize;
     while bytes <= HELD_SOURCE_BYTES {

@@ -76,6 +76,7 @@ pub fn add_null_columns(at: &Snapshot, schema: arrow_schema::Schema) -> Result<S
     }
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let what = format!("cannot add columns {} to table '{}'", names.join(", "), at.uri());
+    super::encoding::check(&schema).map_err(|e| e.context(&what))?;
     evolve(at, what, NewColumnTransform::AllNulls(Arc::new(schema)))
 }
 

@@ -240,6 +240,7 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         None => WriteDestination::Uri(uri),
     };
     let what = format!("cannot stage a {} of table '{uri}'", options.mode.name());
+    super::encoding::check(&data.schema()).map_err(|e| e.context(&what))?;
     let source = super::table::into_write_source(data)?;
     let transaction = session::block_on(async {
         InsertBuilder::new(dest).with_params(&params).execute_uncommitted_stream(source).await

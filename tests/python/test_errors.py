@@ -146,3 +146,61 @@ def test_a_cancelled_stream_raises_the_same_type_sync_and_async(table):
 
     with pytest.raises(lh.CancelledError):
         asyncio.run(drain())
+
+
+ENV_CHILD = """
+import json, sys, lance_host as lh
+try:
+    print(json.dumps({"rows": lh.open(sys.argv[1]).count_rows()}))
+except lh.LanceError as e:
+    print(json.dumps({"code": e.code, "message": e.message}))
+"""
+
+
+@pytest.mark.parametrize("name,value", [("LANCE_MAX_IOP_SIZE", "16MiB"), ("LANCE_MAX_IOP_SIZE", "0"),
+                                        ("LANCE_IO_THREADS", "many"), ("LANCE_CPU_THREADS", "0")])
+def test_a_lance_setting_lance_would_panic_on_is_an_invalid_argument_naming_it(table, name, value):
+    """Lance reads these from the environment and panics on a value it cannot use (a panic in a
+    read, reported as LANCE_ERR_PANIC or LANCE_ERR_INTERNAL with a backtrace); the session checks
+    them when it starts. A fresh process: the session starts once per process."""
+    import json
+    import os
+    import subprocess
+    import sys
+    run = lambda env: subprocess.run([sys.executable, "-c", ENV_CHILD, table], env=env, capture_output=True,
+                                     text=True, timeout=120, check=True)
+    bad = run(dict(os.environ, **{name: value}))
+    out = json.loads(bad.stdout)
+    assert out.get("code") == 1, out
+    assert name in out["message"] and f'"{value}"' in out["message"], out["message"]
+    assert "panicked" not in bad.stderr and "backtrace" not in bad.stderr, bad.stderr
+    good = json.loads(run(dict(os.environ, **{name: "4"})).stdout)
+    assert good == {"rows": lance.dataset(table).count_rows()}
+
+
+@pytest.mark.parametrize("key,value", [("lance-encoding:dict-size-ratio", "2"),
+                                       ("lance-encoding:dict-max-size", "lots")])
+def test_field_metadata_lance_would_panic_on_is_refused_before_anything_is_written(tmp_path, key, value):
+    field = pa.field("s", pa.string(), metadata={key: value})
+    data = pa.table({"s": [f"v{i % 3}" for i in range(3000)]}, schema=pa.schema([field]))
+    uri = str(tmp_path / "t.lance")
+    with pytest.raises(lh.InvalidArgumentError, match=f"column 's': its field metadata {key} is \"{value}\"") as e:
+        lh.write_table(uri, data)
+    assert "nothing was written" in e.value.message
+    assert not (tmp_path / "t.lance").exists() or not list((tmp_path / "t.lance").rglob("*.lance"))
+    # An append to an existing table: refused, the table as it was (read by pylance).
+    good = pa.table({"s": ["a", "b"]})
+    lh.write_table(uri, good)
+    before = lance.dataset(uri)
+    with pytest.raises(lh.InvalidArgumentError, match=key):
+        lh.write_table(uri, data, mode="append")
+    with pytest.raises(lh.InvalidArgumentError, match=key):
+        lh.open(uri).merge_insert(data, on=["s"])
+    after = lance.dataset(uri)
+    assert after.version == before.version and after.to_table().equals(before.to_table())
+    assert sorted(p.name for p in (tmp_path / "t.lance" / "data").iterdir()) == \
+        sorted(f.data_files()[0].path.split("/")[-1] for f in before.get_fragments())
+    # A usable value in the same key writes.
+    ok = pa.schema([pa.field("s", pa.string(), metadata={key: "0.5" if "ratio" in key else "65536"})])
+    lh.write_table(uri, data.cast(ok), mode="append")
+    assert lance.dataset(uri).count_rows() == 3002

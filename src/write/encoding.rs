@@ -1,0 +1,93 @@
+//! Per-column encoding settings a host may put in its Arrow field metadata (Lance reads
+//! `lance-encoding:*` keys when it writes a column). Lance 14.0.2 panics in the middle of a
+//! write on two of them when their value is unusable; the library checks those before anything
+//! is written, so a bad value is `LANCE_ERR_INVALID_ARGUMENT` naming the column and the key.
+//! Keys Lance refuses with an error of its own (an unknown compression scheme) or ignores are
+//! left to Lance.
+
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::error::{HostError, Result};
+
+/// The ratio of a dictionary's encoded size to the column's below which Lance dictionary-encodes
+/// it: when it is a number (Lance ignores one that is not), it must be in (0, 1].
+const DICT_SIZE_RATIO: &str = "lance-encoding:dict-size-ratio";
+/// The largest dictionary in bytes: a whole number.
+const DICT_MAX_SIZE: &str = "lance-encoding:dict-max-size";
+
+/// Check every field of `schema`, nested ones included.
+pub(crate) fn check(schema: &Schema) -> Result<()> {
+    schema.fields().iter().try_for_each(|f| check_field(f, f.name()))
+}
+
+fn check_field(field: &Field, path: &str) -> Result<()> {
+    let meta = field.metadata();
+    if let Some(v) = meta.get(DICT_SIZE_RATIO) {
+        if v.parse::<f64>().is_ok_and(|r| r <= 0.0 || r > 1.0) {
+            return Err(bad(path, DICT_SIZE_RATIO, v, "a number above 0 and at most 1"));
+        }
+    }
+    if let Some(v) = meta.get(DICT_MAX_SIZE) {
+        if v.parse::<usize>().is_err() {
+            return Err(bad(path, DICT_MAX_SIZE, v, "a whole number of bytes"));
+        }
+    }
+    match field.data_type() {
+        DataType::Struct(children) => children.iter().try_for_each(|c| check_field(c, &format!("{path}.{}", c.name()))),
+        DataType::List(child)
+        | DataType::LargeList(child)
+        | DataType::ListView(child)
+        | DataType::LargeListView(child)
+        | DataType::FixedSizeList(child, _)
+        | DataType::Map(child, _) => check_field(child, &format!("{path}.{}", child.name())),
+        _ => Ok(()),
+    }
+}
+
+fn bad(path: &str, key: &str, value: &str, need: &str) -> HostError {
+    HostError::invalid(format!(
+        "column '{path}': its field metadata {key} is {value:?}, but Lance needs {need} there; \
+         nothing was written"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::error::LanceErrorCode;
+
+    fn with_meta(key: &str, value: &str) -> Field {
+        Field::new("s", DataType::Utf8, true).with_metadata(HashMap::from([(key.to_string(), value.to_string())]))
+    }
+
+    #[test]
+    fn usable_and_ignored_values_pass() {
+        for (k, v) in [(DICT_SIZE_RATIO, "0.5"), (DICT_SIZE_RATIO, "1"), (DICT_SIZE_RATIO, "not a number"),
+                       (DICT_MAX_SIZE, "65536"), ("lance-encoding:compression", "zstd")] {
+            assert_eq!(check(&Schema::new(vec![with_meta(k, v)])), Ok(()), "{k}={v}");
+        }
+    }
+
+    #[test]
+    fn values_lance_would_panic_on_name_the_column_and_key() {
+        let nested = Field::new(
+            "outer",
+            DataType::Struct(vec![Field::new_list("tags", with_meta(DICT_MAX_SIZE, "lots"), true)].into()),
+            true,
+        );
+        for (schema, path, key, value) in [
+            (Schema::new(vec![with_meta(DICT_SIZE_RATIO, "2")]), "s", DICT_SIZE_RATIO, "2"),
+            (Schema::new(vec![with_meta(DICT_SIZE_RATIO, "0")]), "s", DICT_SIZE_RATIO, "0"),
+            (Schema::new(vec![with_meta(DICT_MAX_SIZE, "-1")]), "s", DICT_MAX_SIZE, "-1"),
+            (Schema::new(vec![Field::new("id", DataType::Int64, false), nested]), "outer.tags.s", DICT_MAX_SIZE, "lots"),
+        ] {
+            let err = check(&Arc::new(schema)).unwrap_err();
+            assert_eq!(err.code, LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT);
+            assert!(err.message.contains(&format!("column '{path}'")), "{}", err.message);
+            assert!(err.message.contains(key) && err.message.contains(&format!("{value:?}")), "{}", err.message);
+        }
+    }
+}
