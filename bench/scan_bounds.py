@@ -85,6 +85,14 @@ def fmt(values, digits=0):
     return f"{med:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
+def time_memory_cells(runs, base):
+    """A side's time, its per-run ratio to `base`'s, its peak RSS and that ratio: medians over the
+    runs (min–max). `runs` and `base` are the sides' results in run order."""
+    t_ratio = [r["ms"] / b["ms"] for r, b in zip(runs, base)]
+    m_ratio = [r["hwm_mib"] / b["hwm_mib"] for r, b in zip(runs, base)]
+    return [fmt([r["ms"] for r in runs]), fmt(t_ratio, 2), fmt([r["hwm_mib"] for r in runs]), fmt(m_ratio, 2)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
@@ -139,11 +147,7 @@ def main():
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for key, label, _, _, _ in sides:
-        v = results[key]
-        t_ratio = [r["ms"] / b["ms"] for r, b in zip(v, base)]
-        m_ratio = [r["hwm_mib"] / b["hwm_mib"] for r, b in zip(v, base)]
-        lines.append(f"| {label} | {fmt([r['ms'] for r in v])} | {fmt(t_ratio, 2)} | "
-                     f"{fmt([r['hwm_mib'] for r in v])} | {fmt(m_ratio, 2)} |")
+        lines.append("| " + " | ".join([label] + time_memory_cells(results[key], base)) + " |")
     lines += [
         "",
         "- 'bounded' = the scan's `io_buffer_bytes` 16 MiB, `fragment_readahead` 1, `batch_readahead` 1 "
