@@ -8,7 +8,8 @@
 # search + merge vs one global search), bench/split_cost.py (bench/SPLIT_COST.md: a plan's splits
 # searched one by one or combined, against pylance), bench/paths.py (bench/PATHS.md: a row per path,
 # lance-host against pylance, in one run), bench/scan_bounds.py (bench/SCAN_BOUNDS.md: a full scan of
-# wide rows under the memory settings), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
+# wide rows under the memory settings), bench/scan_s3.py (bench/SCAN_S3.md: a full scan on s3:// with
+# the data cache off), bench/engines.py (bench/ENGINES_SPARK_RAY.md) and
 # bench/write.py (bench/WRITE.md: writes against pylance) and bench/index_build.py
 # (bench/INDEX_BUILD.md: index builds against pylance, one process and 2 workers).
 #   bench/bench.sh [run.py options, e.g. --rows 3000000 --runs 5]
@@ -52,6 +53,7 @@ LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/recall
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/split_cost.py
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/paths.py --bin "$bin_dir/lance-host-bench-mimalloc"
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/scan_bounds.py --bin "$bin_dir/lance-host-bench-mimalloc"
+LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/scan_s3.py
 python3 bench/engines.py --table "$table"
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/blobs_s3.py
 LANCE_HOST_LIB="$CARGO_TARGET_DIR/release/liblance_host.so" python3 bench/write.py --rows "$rows"
