@@ -2392,7 +2392,10 @@ int32_t lance_write_params_init_v2(LanceWriteParams *out, size_t struct_size);
 // over when compatible (concurrent appends), else the call fails with LANCE_ERR_CONFLICT.
 // Without `at`, the latest version is the plan. The batches must have the table's schema
 // (appends) — a different schema or a NULL in a non-nullable column is
-// LANCE_ERR_INVALID_ARGUMENT. `data` is read on the library's threads, one thread at a time.
+// LANCE_ERR_INVALID_ARGUMENT, and so is field metadata Lance 14.0.2 cannot write
+// (`lance-encoding:dict-size-ratio` outside (0, 1], a `lance-encoding:dict-max-size` that is
+// not a number, a packed flag on a list or map column; docs/writes.md), refused before anything
+// is written. `data` is read on the library's threads, one thread at a time.
 //
 // A failure commits nothing: readers never see part of a write. `*out_dataset` (if
 // `out_dataset` is not NULL) gets the new version pinned, owned by the caller (free with

@@ -1,11 +1,14 @@
 //! Per-column encoding settings a host may put in its Arrow field metadata (Lance reads
 //! `lance-encoding:*` keys when it writes a column). Lance 14.0.2 panics in the middle of a
-//! write on two of them when their value is unusable; the library checks those before anything
-//! is written, so a bad value is `LANCE_ERR_INVALID_ARGUMENT` naming the column and the key.
-//! Keys Lance refuses with an error of its own (an unknown compression scheme) or ignores are
-//! left to Lance.
+//! write on two of them when their value is unusable, and on a list column it takes a packed
+//! flag meant for structs and writes values that read back as nulls (pylance's writes too). The
+//! library checks these before anything is written, so such a setting is
+//! `LANCE_ERR_INVALID_ARGUMENT` naming the column and the key. Keys Lance refuses with an error
+//! of its own (an unknown compression scheme) or ignores are left to Lance; a test writes every
+//! key with usable and unusable values on six column types (`tests/python/test_errors.py`).
 
 use arrow_schema::{DataType, Field, Schema};
+use lance_core::utils::parse::str_is_truthy;
 
 use crate::error::{HostError, Result};
 
@@ -14,6 +17,9 @@ use crate::error::{HostError, Result};
 const DICT_SIZE_RATIO: &str = "lance-encoding:dict-size-ratio";
 /// The largest dictionary in bytes: a whole number.
 const DICT_MAX_SIZE: &str = "lance-encoding:dict-max-size";
+/// Pack a struct's children into one column: Lance's key and its older spelling. Lance reads
+/// either as on when its value is one of Lance's "true" spellings.
+const PACKED: [&str; 2] = ["lance-encoding:packed", "packed"];
 
 /// Check every field of `schema`, nested ones included.
 pub(crate) fn check(schema: &Schema) -> Result<()> {
@@ -30,6 +36,23 @@ fn check_field(field: &Field, path: &str) -> Result<()> {
     if let Some(v) = meta.get(DICT_MAX_SIZE) {
         if v.parse::<usize>().is_err() {
             return Err(bad(path, DICT_MAX_SIZE, v, "a whole number of bytes"));
+        }
+    }
+    let list = matches!(
+        field.data_type(),
+        DataType::List(_) | DataType::LargeList(_) | DataType::ListView(_) | DataType::LargeListView(_) | DataType::Map(..)
+    );
+    if list {
+        for key in PACKED {
+            if let Some(v) = meta.get(key).filter(|v| str_is_truthy(v)) {
+                return Err(HostError::invalid(format!(
+                    "column '{path}': its field metadata {key} is {v:?}, which asks Lance to pack \
+                     a struct's children, but the column is a {}: Lance 14.0.2 packs struct columns \
+                     only and writes a list column so flagged as nulls; remove the key or set it \
+                     to false; nothing was written",
+                    field.data_type()
+                )));
+            }
         }
     }
     match field.data_type() {
@@ -69,6 +92,13 @@ mod tests {
                        (DICT_MAX_SIZE, "65536"), ("lance-encoding:compression", "zstd")] {
             assert_eq!(check(&Schema::new(vec![with_meta(k, v)])), Ok(()), "{k}={v}");
         }
+        // A packed flag is for structs (where it packs) and harmless when off.
+        let packed = |dt: DataType, v: &str| {
+            Field::new("c", dt, true).with_metadata(HashMap::from([("lance-encoding:packed".to_string(), v.to_string())]))
+        };
+        let item = Field::new("item", DataType::Int64, true);
+        assert_eq!(check(&Schema::new(vec![packed(DataType::Struct(vec![item.clone()].into()), "true")])), Ok(()));
+        assert_eq!(check(&Schema::new(vec![packed(DataType::List(Arc::new(item)), "false")])), Ok(()));
     }
 
     #[test]
@@ -83,6 +113,8 @@ mod tests {
             (Schema::new(vec![with_meta(DICT_SIZE_RATIO, "0")]), "s", DICT_SIZE_RATIO, "0"),
             (Schema::new(vec![with_meta(DICT_MAX_SIZE, "-1")]), "s", DICT_MAX_SIZE, "-1"),
             (Schema::new(vec![Field::new("id", DataType::Int64, false), nested]), "outer.tags.s", DICT_MAX_SIZE, "lots"),
+            (Schema::new(vec![Field::new_list("l", Field::new("item", DataType::Int64, true), true)
+                .with_metadata(HashMap::from([("packed".to_string(), "yes".to_string())]))]), "l", "packed", "yes"),
         ] {
             let err = check(&Arc::new(schema)).unwrap_err();
             assert_eq!(err.code, LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT);

@@ -204,3 +204,48 @@ def test_field_metadata_lance_would_panic_on_is_refused_before_anything_is_writt
     ok = pa.schema([pa.field("s", pa.string(), metadata={key: "0.5" if "ratio" in key else "65536"})])
     lh.write_table(uri, data.cast(ok), mode="append")
     assert lance.dataset(uri).count_rows() == 3002
+
+
+def test_every_encoding_setting_in_field_metadata_writes_or_is_refused_never_a_panic(tmp_path):
+    """Lance's per-column `lance-encoding:*` field metadata, each key with usable and unusable
+    values on six column types: every write either commits rows pylance reads back as written
+    or fails with a user-facing code and leaves no table — never LANCE_ERR_PANIC or INTERNAL,
+    and never a column that reads back as something else (Lance 14.0.2 writes a list column
+    flagged packed as nulls, pylance's writes too: refused)."""
+    import itertools
+    keys = ["lance-encoding:dict-size-ratio", "lance-encoding:dict-max-size", "lance-encoding:dict-divisor",
+            "lance-encoding:compression", "lance-encoding:compression-level", "lance-encoding:rle-threshold",
+            "lance-encoding:minichunk-size", "lance-encoding:dict-values-compression",
+            "lance-encoding:dict-values-compression-level", "lance-encoding:structural-encoding",
+            "lance-encoding:bss", "lance-encoding:packed", "packed"]
+    values = ["", "x", "-1", "0", "0.5", "1e309", "99999999999999999999", "zstd", "true", "miniblock", "fullzip"]
+    n = 2000
+    columns = {
+        "s": pa.array([f"v{i % 3}" for i in range(n)]),
+        "i": pa.array(range(n), pa.int32()),
+        "f": pa.array([i * 0.5 for i in range(n)], pa.float64()),
+        "st": pa.StructArray.from_arrays([pa.array(range(n), pa.int32()), pa.array([float(i) for i in range(n)])],
+                                         names=["a", "b"]),
+        "l": pa.array([[i, i] for i in range(n)], pa.list_(pa.int64())),
+        "b": pa.array([bytes([i % 251]) * 10 for i in range(n)], pa.large_binary()),
+    }
+    outcomes = {"written": 0, "refused": 0}
+    refused = set()
+    for j, (key, value, (name, arr)) in enumerate(itertools.product(keys, values, columns.items())):
+        data = pa.table({name: arr}, schema=pa.schema([pa.field(name, arr.type, metadata={key: value})]))
+        uri = str(tmp_path / f"t{j}.lance")
+        try:
+            lh.write_table(uri, data)
+        except lh.LanceError as e:
+            assert e.code in (1, 4), (key, value, name, e.name, e.message)  # INVALID_ARGUMENT, NOT_SUPPORTED
+            with pytest.raises(Exception):
+                lance.dataset(uri)
+            outcomes["refused"] += 1
+            refused.add((key, value, name))
+            continue
+        assert lance.dataset(uri).to_table().column(name).equals(data.column(name)), (key, value, name)
+        outcomes["written"] += 1
+    # Both paths ran: the unusable dictionary settings are refused, most settings write.
+    assert outcomes["refused"] >= 2 * len(columns) and outcomes["written"] > outcomes["refused"], outcomes
+    assert {("packed", "true", "l"), ("lance-encoding:packed", "true", "l")} <= refused
+    assert ("packed", "true", "st") not in refused  # a struct is packed as asked, and reads back
