@@ -5,7 +5,7 @@
 //! library checks these before anything is written, so such a setting is
 //! `LANCE_ERR_INVALID_ARGUMENT` naming the column and the key. Keys Lance refuses with an error
 //! of its own (an unknown compression scheme) or ignores are left to Lance; a test writes every
-//! key with usable and unusable values on six column types (`tests/python/test_errors.py`).
+//! key with usable and unusable values on seven column types (`tests/python/test_errors.py`).
 
 use arrow_schema::{DataType, Field, Schema};
 use lance_core::utils::parse::str_is_truthy;
@@ -30,12 +30,12 @@ fn check_field(field: &Field, path: &str) -> Result<()> {
     let meta = field.metadata();
     if let Some(v) = meta.get(DICT_SIZE_RATIO) {
         if v.parse::<f64>().is_ok_and(|r| r <= 0.0 || r > 1.0) {
-            return Err(bad(path, DICT_SIZE_RATIO, v, "a number above 0 and at most 1"));
+            return Err(bad(path, DICT_SIZE_RATIO, v, "but Lance needs a number above 0 and at most 1 there"));
         }
     }
     if let Some(v) = meta.get(DICT_MAX_SIZE) {
         if v.parse::<usize>().is_err() {
-            return Err(bad(path, DICT_MAX_SIZE, v, "a whole number of bytes"));
+            return Err(bad(path, DICT_MAX_SIZE, v, "but Lance needs a whole number of bytes there"));
         }
     }
     let list = matches!(
@@ -45,13 +45,13 @@ fn check_field(field: &Field, path: &str) -> Result<()> {
     if list {
         for key in PACKED {
             if let Some(v) = meta.get(key).filter(|v| str_is_truthy(v)) {
-                return Err(HostError::invalid(format!(
-                    "column '{path}': its field metadata {key} is {v:?}, which asks Lance to pack \
-                     a struct's children, but the column is a {}: Lance 14.0.2 packs struct columns \
-                     only and writes a list column so flagged as nulls; remove the key or set it \
-                     to false; nothing was written",
+                let why = format!(
+                    "which asks Lance to pack a struct's children, but the column is a {}: Lance \
+                     14.0.2 packs struct columns only and writes a list column so flagged as \
+                     nulls; remove the key or set it to false",
                     field.data_type()
-                )));
+                );
+                return Err(bad(path, key, v, &why));
             }
         }
     }
@@ -67,11 +67,9 @@ fn check_field(field: &Field, path: &str) -> Result<()> {
     }
 }
 
-fn bad(path: &str, key: &str, value: &str, need: &str) -> HostError {
-    HostError::invalid(format!(
-        "column '{path}': its field metadata {key} is {value:?}, but Lance needs {need} there; \
-         nothing was written"
-    ))
+/// The error for `key`'s `value` on the column at `path`; `why` completes the sentence.
+fn bad(path: &str, key: &str, value: &str, why: &str) -> HostError {
+    HostError::invalid(format!("column '{path}': its field metadata {key} is {value:?}, {why}; nothing was written"))
 }
 
 #[cfg(test)]

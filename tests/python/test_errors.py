@@ -196,6 +196,8 @@ def test_field_metadata_lance_would_panic_on_is_refused_before_anything_is_writt
         lh.write_table(uri, data, mode="append")
     with pytest.raises(lh.InvalidArgumentError, match=key):
         lh.open(uri).merge_insert(data, on=["s"])
+    with pytest.raises(lh.InvalidArgumentError, match=key):
+        lh.open(uri).add_null_columns(pa.schema([pa.field("t", pa.string(), metadata={key: value})]))
     after = lance.dataset(uri)
     assert after.version == before.version and after.to_table().equals(before.to_table())
     assert sorted(p.name for p in (tmp_path / "t.lance" / "data").iterdir()) == \
@@ -208,7 +210,7 @@ def test_field_metadata_lance_would_panic_on_is_refused_before_anything_is_writt
 
 def test_every_encoding_setting_in_field_metadata_writes_or_is_refused_never_a_panic(tmp_path):
     """Lance's per-column `lance-encoding:*` field metadata, each key with usable and unusable
-    values on six column types: every write either commits rows pylance reads back as written
+    values on seven column types: every write either commits rows pylance reads back as written
     or fails with a user-facing code and leaves no table — never LANCE_ERR_PANIC or INTERNAL,
     and never a column that reads back as something else (Lance 14.0.2 writes a list column
     flagged packed as nulls, pylance's writes too: refused)."""
@@ -228,6 +230,7 @@ def test_every_encoding_setting_in_field_metadata_writes_or_is_refused_never_a_p
                                          names=["a", "b"]),
         "l": pa.array([[i, i] for i in range(n)], pa.list_(pa.int64())),
         "b": pa.array([bytes([i % 251]) * 10 for i in range(n)], pa.large_binary()),
+        "m": pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
     }
     outcomes = {"written": 0, "refused": 0}
     refused = set()
@@ -247,5 +250,5 @@ def test_every_encoding_setting_in_field_metadata_writes_or_is_refused_never_a_p
         outcomes["written"] += 1
     # Both paths ran: the unusable dictionary settings are refused, most settings write.
     assert outcomes["refused"] >= 2 * len(columns) and outcomes["written"] > outcomes["refused"], outcomes
-    assert {("packed", "true", "l"), ("lance-encoding:packed", "true", "l")} <= refused
+    assert {("packed", "true", "l"), ("lance-encoding:packed", "true", "l"), ("packed", "true", "m")} <= refused
     assert ("packed", "true", "st") not in refused  # a struct is packed as asked, and reads back
