@@ -8,21 +8,25 @@
 //! when the same rows are in 8 MiB pages, and slower. Pages above Lance's largest read request
 //! (`LANCE_MAX_IOP_SIZE`, 16 MiB unless set) are also read in pieces and copied together.
 //!
-//! So the library hands Lance a large batch as row slices, each column of a slice at most
-//! [`SLICE_BYTES`] and in buffers of its own. Lance then gathers slices into pages of 8 to
-//! 12 MiB, as it does for a host that sends batches of a few thousand rows, whatever the host's
-//! batch size. A slice must own its buffers: Lance measures what it has gathered by the
-//! buffers an array holds, and a view into a large batch counts as the whole batch, which would
-//! cut every column, the narrow ones too, into a page per slice.
+//! So the library hands Lance a batch whose widest column holds more than [`CUT_ABOVE`] as row
+//! slices whose widest column holds about [`PAGE_BYTES`]. Lance measures what it has gathered by
+//! the buffers an array holds, and a view into a large batch counts as the whole batch, so each
+//! slice of a wide column becomes a page of its own, written from the host's buffers without a
+//! copy. A column whose slice is small (the narrow columns) is copied into buffers of its own, so
+//! that Lance gathers it over several slices into pages of its usual size rather than cutting
+//! it into a page per slice. A batch within the limit goes on unchanged, as before.
 
 use arrow::array::{make_array, Array, ArrayRef, MutableArrayData, RecordBatch};
 use arrow::error::ArrowError;
 use arrow_schema::DataType;
 
-/// The most data of one column a slice handed to Lance holds. Lance cuts a page when what it
-/// has gathered passes 8 MiB, so pages of slices of this size are 8 to 12 MiB: below the 16 MiB
-/// a reader fetches in one request by default.
-pub(crate) const SLICE_BYTES: usize = 4 << 20;
+/// A batch whose widest column holds more than this is cut: Lance's largest single read
+/// request unless `LANCE_MAX_IOP_SIZE` is set, so a page up to it is read in one request.
+pub(crate) const CUT_ABOVE: usize = 16 << 20;
+
+/// The bytes of the widest column of a slice: the size of the pages Lance writes from large
+/// batches of host data (Lance's own page size for data that arrives in small batches).
+pub(crate) const PAGE_BYTES: usize = 8 << 20;
 
 /// The bytes of `array`'s rows (a view counts only its own rows).
 fn data_bytes(array: &dyn Array) -> usize {
@@ -42,9 +46,11 @@ fn has_dictionary(t: &DataType) -> bool {
     }
 }
 
-/// `array` in buffers of its own (only its rows).
-fn owned(array: &ArrayRef) -> ArrayRef {
-    if has_dictionary(array.data_type()) {
+/// A column of a slice as Lance should get it: a view into the host's batch when the slice is
+/// large enough to be a page of its own (or holds a dictionary: a copy of a slice repeats the
+/// whole dictionary); else a copy of only its rows, so Lance measures it by its own size.
+fn column_of_slice(array: &ArrayRef) -> ArrayRef {
+    if data_bytes(array.as_ref()) >= PAGE_BYTES / 2 || has_dictionary(array.data_type()) {
         return array.clone();
     }
     let data = array.to_data();
@@ -53,24 +59,24 @@ fn owned(array: &ArrayRef) -> ArrayRef {
     make_array(copy.freeze())
 }
 
-/// `batch` as Lance should get it: unchanged when no column holds more than `limit` bytes,
-/// else as consecutive row slices whose columns hold at most about `limit` bytes each (at
-/// least one row per slice), each in buffers of its own. The rows and their order are kept.
-pub(crate) fn cut(batch: RecordBatch, limit: usize) -> Result<Vec<RecordBatch>, ArrowError> {
+/// `batch` as Lance should get it: unchanged when no column holds more than [`CUT_ABOVE`], else
+/// as consecutive row slices whose widest column holds about [`PAGE_BYTES`] (at least one row a
+/// slice; columns as [`column_of_slice`] makes them). The rows and their order are kept.
+pub(crate) fn cut(batch: RecordBatch) -> Result<Vec<RecordBatch>, ArrowError> {
     let rows = batch.num_rows();
     let widest = batch.columns().iter().map(|c| data_bytes(c.as_ref())).max().unwrap_or(0);
-    if rows <= 1 || widest <= limit {
+    if rows <= 1 || widest <= CUT_ABOVE {
         return Ok(vec![batch]);
     }
-    // Rows per slice so that the widest column's slice holds at most `limit` bytes (rows are
-    // taken as equally wide; a column of variable width may exceed it where its rows are wider).
-    let per_slice = ((rows as u128 * limit as u128 / widest as u128) as usize).max(1);
+    // Rows are taken as equally wide: a column of variable width may hold more in a slice where
+    // its rows are wider.
+    let per_slice = ((rows as u128 * PAGE_BYTES as u128 / widest as u128) as usize).max(1);
     let mut slices = Vec::with_capacity(rows.div_ceil(per_slice));
     let mut start = 0;
     while start < rows {
         let len = per_slice.min(rows - start);
         let view = batch.slice(start, len);
-        let columns = view.columns().iter().map(owned).collect();
+        let columns = view.columns().iter().map(column_of_slice).collect();
         slices.push(RecordBatch::try_new(view.schema(), columns)?);
         start += len;
     }
@@ -103,36 +109,51 @@ mod tests {
 
     #[test]
     fn a_batch_within_the_limit_is_passed_on_unchanged() {
-        let b = batch(1_000); // vec: 500 KiB
-        let out = cut(b.clone(), SLICE_BYTES).unwrap();
+        let b = batch(30_000); // vec: 14.6 MiB, one page a reader fetches in one request
+        let out = cut(b.clone()).unwrap();
         assert_eq!(out.len(), 1);
         assert!(Arc::ptr_eq(&out[0].columns()[2], &b.columns()[2]), "no copy below the limit");
     }
 
     #[test]
-    fn a_large_batch_is_cut_into_owned_slices_of_the_same_rows() {
-        let b = batch(50_000); // vec: 24.4 MiB
-        let out = cut(b.clone(), SLICE_BYTES).unwrap();
-        assert!(out.len() >= 6, "{} slices", out.len());
+    fn a_large_batch_is_cut_into_slices_of_the_same_rows() {
+        let b = batch(100_000); // vec: 48.8 MiB
+        let out = cut(b.clone()).unwrap();
+        assert_eq!(out.len(), 7, "slices of 16,384 rows: 8 MiB of vectors each");
         let mut start = 0;
         for s in &out {
-            for c in s.columns() {
-                // What Lance measures (all buffers held) is the slice's own size.
-                assert!(c.get_array_memory_size() <= SLICE_BYTES + 64 * 1024, "{}", c.get_array_memory_size());
-            }
             assert_eq!(s, &b.slice(start, s.num_rows()), "slice at row {start} differs");
+            // The vectors stay a view into the batch (no copy): Lance makes each slice a page. The
+            // last, short slice is copied, and Lance gathers it with the next batch's rows.
+            let vec_bytes = data_bytes(s.column(2).as_ref());
+            assert!(vec_bytes <= PAGE_BYTES);
+            let held = s.column(2).get_array_memory_size();
+            if vec_bytes >= PAGE_BYTES / 2 {
+                assert!(held >= data_bytes(b.column(2).as_ref()), "a view holds the batch's buffer: {held}");
+            } else {
+                assert!(held <= vec_bytes + 64 * 1024, "a copy holds its own rows: {held}");
+            }
+            // The narrow columns are copied: Lance measures them by their own rows.
+            for c in [s.column(0), s.column(1)] {
+                assert!(c.get_array_memory_size() <= data_bytes(c.as_ref()) + 64 * 1024, "{}", c.get_array_memory_size());
+            }
             start += s.num_rows();
         }
         assert_eq!(start, b.num_rows());
     }
 
     #[test]
-    fn rows_wider_than_the_limit_go_one_per_slice() {
-        let b = batch(8);
-        let width = data_bytes(b.column(2).as_ref()) / 8;
-        let out = cut(b.clone(), width / 2).unwrap();
-        assert_eq!(out.len(), 8);
-        assert!(out.iter().all(|s| s.num_rows() == 1));
+    fn rows_wider_than_a_page_go_one_per_slice() {
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("vec", vectors(1, 3 << 20).data_type().clone(), true)])),
+            vec![vectors(3, 3 << 20)], // 12 MiB a row
+        )
+        .unwrap();
+        let out = cut(b.clone()).unwrap();
+        assert_eq!(out.len(), 3);
+        for (i, s) in out.iter().enumerate() {
+            assert_eq!(s, &b.slice(i, 1));
+        }
     }
 
     #[test]
@@ -143,7 +164,7 @@ mod tests {
             Field::new("vec", vectors(1, 128).data_type().clone(), true),
         ]);
         let b = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(keys), vectors(200_000, 128)]).unwrap();
-        let out = cut(b.clone(), SLICE_BYTES).unwrap();
+        let out = cut(b.clone()).unwrap();
         assert!(out.len() > 1);
         let mut start = 0;
         for s in &out {

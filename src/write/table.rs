@@ -28,25 +28,40 @@ pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion
     std::thread::Builder::new()
         .name("lance-host-write-source".into())
         .spawn(move || {
-            'read: for batch in data {
-                // A large batch goes on as slices (`pages`): the pages it leaves stay small.
-                let slices = match batch.and_then(|b| super::pages::cut(b, super::pages::SLICE_BYTES)) {
-                    Ok(slices) => slices,
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(DataFusionError::ArrowError(Box::new(e), None)));
-                        break;
-                    }
-                };
-                for slice in slices {
-                    if tx.blocking_send(Ok(slice)).is_err() {
-                        break 'read;
-                    }
-                }
+            let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| feed(data, &tx)));
+            if fed.is_err() {
+                // The stream must end in an error, never as if it had ended: Lance would commit
+                // the rows it got so far.
+                let msg = "a panic while reading the host's stream".to_string();
+                let _ = tx.blocking_send(Err(DataFusionError::Execution(msg)));
             }
         })
         .map_err(|e| HostError::internal(format!("cannot start the thread that reads the host's stream: {e}")))?;
     let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+}
+
+/// Send the host's batches to Lance, a large batch as row slices (`pages::cut`: the pages it
+/// leaves stay small). Stops after the first error, which it sends on, or when Lance is gone.
+fn feed(
+    data: Batches,
+    tx: &tokio::sync::mpsc::Sender<std::result::Result<arrow::record_batch::RecordBatch, lance::deps::datafusion::error::DataFusionError>>,
+) {
+    use lance::deps::datafusion::error::DataFusionError;
+    for batch in data {
+        let slices = match batch.and_then(|b| super::pages::cut(b)) {
+            Ok(slices) => slices,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(DataFusionError::ArrowError(Box::new(e), None)));
+                return;
+            }
+        };
+        for slice in slices {
+            if tx.blocking_send(Ok(slice)).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// Write `data` to the table at `uri` as one new version (`options.mode`: create, append or
