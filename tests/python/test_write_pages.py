@@ -1,6 +1,6 @@
-"""The pages a write leaves: whatever the size of the host's batches, lance_host's writes leave
-pages that a reader fetches in one request (Lance's default, 16 MiB), and the narrow columns
-are not cut into a page per slice. pylance's own file reader lists the pages and reads the rows
+"""The pages a write leaves: a host batch whose widest column passes 96 MiB is written as pages
+that a reader fetches in one request (Lance's default, 16 MiB), and the narrow columns are not
+cut into a page per slice. pylance's own file reader lists the pages and reads the rows
 back. Before slicing (0.10.3), one batch of 200,000 rows of 128-d float32 vectors became one
 97.7 MiB page, as pylance's `write_dataset` makes it."""
 
@@ -68,20 +68,20 @@ def test_one_large_batch_is_written_as_pages_a_reader_fetches_in_one_request(tmp
 def test_staged_append_and_merge_insert_cut_large_batches_too(tmp_path):
     uri = str(tmp_path / "t.lance")
     lh.write_table(uri, rows(0, 1_000))
-    # A staged append from one 60,000-row batch (29 MiB of vectors), committed by a coordinator.
-    staged = lh.stage_write(uri, one_batch(rows(1_000, 60_000)), mode="append", at=lh.open(uri))
+    # A staged append from one 200,000-row batch (97.7 MiB of vectors), committed by a coordinator.
+    staged = lh.stage_write(uri, one_batch(rows(1_000, 200_000)), mode="append", at=lh.open(uri))
     ds, r = lh.commit(uri, [staged])
-    assert r.rows_written == 60_000
-    # A merge-insert whose source is one batch: 30,000 new rows and 1,000 updates.
-    source = rows(60_000, 31_000)
-    source = source.set_column(0, "id", pa.array(np.concatenate([np.arange(0, 1_000), np.arange(61_000, 91_000)]), pa.int64()))
+    assert r.rows_written == 200_000
+    # A merge-insert whose source is one batch: 199,000 new rows and 1,000 updates.
+    source = rows(201_000, 200_000)
+    source = source.set_column(0, "id", pa.array(np.concatenate([np.arange(0, 1_000), np.arange(201_000, 400_000)]), pa.int64()))
     ds = lh.open(uri)
     ds, r = ds.merge_insert(one_batch(source), on="id", when_matched="update_all")
-    assert (r.rows_updated, r.rows_inserted) == (1_000, 30_000)
+    assert (r.rows_updated, r.rows_inserted) == (1_000, 199_000)
     p = pages(uri)
     assert max(p["vec"]) <= READ_REQUEST, [round(s / MIB, 1) for s in p["vec"]]
     py = lance.dataset(uri)
-    assert py.count_rows() == 91_000
+    assert py.count_rows() == 400_000
     got = py.to_table().sort_by("id")
-    want = pa.concat_tables([rows(1_000, 60_000), source]).sort_by("id")
+    want = pa.concat_tables([rows(1_000, 200_000), source]).sort_by("id")
     assert got.equals(want.combine_chunks())
