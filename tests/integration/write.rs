@@ -779,3 +779,46 @@ fn columns_are_added_from_expressions_or_as_nulls_and_dropped() {
     // older handles keep their schema
     assert_eq!(scan(&v1, &default_opts()).unwrap()[0].num_columns(), 2);
 }
+
+/// A host stream whose reader panics after its first batch (a bug in a Rust host's reader).
+struct PanicsAfterOneBatch {
+    sent: bool,
+}
+
+impl Iterator for PanicsAfterOneBatch {
+    type Item = Result<RecordBatch, arrow::error::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.sent {
+            panic!("the host's reader broke");
+        }
+        self.sent = true;
+        Some(Ok(rows(0..10)))
+    }
+}
+
+impl arrow::record_batch::RecordBatchReader for PanicsAfterOneBatch {
+    fn schema(&self) -> Arc<Schema> {
+        schema()
+    }
+}
+
+#[test]
+fn a_panic_in_the_hosts_reader_fails_the_write_and_commits_nothing() {
+    // The stream is read on a thread of its own; a panic there must reach Lance as an error.
+    // Were it taken as the end of the stream, the rows read so far would be committed.
+    let uri = table_uri("reader_panics");
+    let options = lance_host::write::WriteOptions::default(); // create
+    let Err(err) = lance_host::write::table::write(&uri, None, Box::new(PanicsAfterOneBatch { sent: false }), &options) else {
+        panic!("a write whose reader panicked must fail");
+    };
+    assert!(err.message.contains("panic while reading the host's stream"), "{}", err.message);
+    assert!(lance_host::snapshot::open(&uri, Default::default(), 0).is_err(), "no table was created");
+    // An append the same way leaves the table at its version, with its rows.
+    write(&uri, std::ptr::null(), vec![rows(0..5)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let append = lance_host::write::WriteOptions { mode: lance_host::write::WriteMode::Append, ..Default::default() };
+    let result = lance_host::write::table::write(&uri, None, Box::new(PanicsAfterOneBatch { sent: false }), &append);
+    assert!(result.is_err(), "an append whose reader panicked must fail");
+    let latest = Ds::open(&uri, 0);
+    assert_eq!(lance_dataset_version(latest.ptr()), 1);
+    assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
+}
