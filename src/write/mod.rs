@@ -1,11 +1,13 @@
 //! Writes: whole-table writes in one process (`table`), staged writes that workers make and a
 //! coordinator commits as one version (`staged`), and row-level changes — delete, update,
-//! merge-insert (`rows`). The read modules
+//! merge-insert (`rows`). What the host streams in is handed to Lance in slices that keep the
+//! written pages small (`pages`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
 pub mod compaction;
 mod encoding;
 pub mod maintenance;
+mod pages;
 pub mod rows;
 pub mod schema;
 pub mod staged;

@@ -153,7 +153,8 @@ enum MergeSource {
 }
 
 /// Read the host's source on the calling thread until it ends or passes `HELD_SOURCE_BYTES`
-/// (the batches are the host's buffers, imported without a copy); a longer source is streamed
+/// (the batches are the host's buffers, imported without a copy; one whose pages would be too
+/// large is cut into row slices, `pages::cut`); a longer source is streamed
 /// from where the reading stopped.
 fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
     let schema = data.schema();
@@ -162,7 +163,16 @@ fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
     let mut bytes = 0usize;
     while bytes <= HELD_SOURCE_BYTES {
         match data.next() {
-            None => return Ok(MergeSource::Held(held)),
+            None => {
+                // As a streamed source is (`into_write_source`): slices that keep pages small.
+                let mut slices = Vec::with_capacity(held.len());
+                for b in held {
+                    let cut = super::pages::cut(b)
+                        .map_err(|e| HostError::invalid(format!("{what}: cannot slice the source's batches: {e}")))?;
+                    slices.extend(cut);
+                }
+                return Ok(MergeSource::Held(slices));
+            }
             Some(Err(e)) => return Err(HostError::invalid(format!("{what}: the source stream failed: {e}"))),
             Some(Ok(b)) => {
                 bytes += b.get_array_memory_size();

@@ -17,8 +17,9 @@ const READ_AHEAD: usize = 2;
 /// The host's batches as the async stream Lance writes from. The host's stream is read on a
 /// thread of its own, never on the session's runtime: a host stream may block (its
 /// `get_next` computes or does I/O), and a lance-host stream (a scan written into another
-/// table) must not be read from inside the runtime. At most `READ_AHEAD` batches wait. When
-/// Lance stops early (an error), the reader thread stops and releases the host's stream.
+/// table) must not be read from inside the runtime. At most `READ_AHEAD` batches wait. A batch
+/// whose pages would be too large goes on as row slices (`pages::cut`). When Lance stops early
+/// (an error), the reader thread stops and releases the host's stream.
 pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
     use lance::deps::datafusion::error::DataFusionError;
     use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -40,17 +41,25 @@ pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
 }
 
-/// Send the host's batches to Lance. Stops after the first error, which it sends on, or when
-/// Lance is gone.
+/// Send the host's batches to Lance, a large batch as row slices (`pages::cut`: the pages it
+/// leaves stay small). Stops after the first error, which it sends on, or when Lance is gone.
 fn feed(
     data: Batches,
     tx: &tokio::sync::mpsc::Sender<std::result::Result<arrow::record_batch::RecordBatch, lance::deps::datafusion::error::DataFusionError>>,
 ) {
     use lance::deps::datafusion::error::DataFusionError;
     for batch in data {
-        let failed = batch.is_err();
-        if tx.blocking_send(batch.map_err(|e| DataFusionError::ArrowError(Box::new(e), None))).is_err() || failed {
-            return;
+        let slices = match batch.and_then(super::pages::cut) {
+            Ok(slices) => slices,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(DataFusionError::ArrowError(Box::new(e), None)));
+                return;
+            }
+        };
+        for slice in slices {
+            if tx.blocking_send(Ok(slice)).is_err() {
+                return;
+            }
         }
     }
 }
