@@ -163,6 +163,28 @@ mod tests {
     }
 
     #[test]
+    fn nulls_of_copied_and_viewed_columns_are_kept() {
+        let rows = 60_000;
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter((0..rows as i64).map(|i| (i % 7 != 3).then_some(i))));
+        let vec = vectors(rows, 128);
+        let nulls = arrow::buffer::NullBuffer::from_iter((0..rows).map(|i| i % 5 != 1));
+        let field = Arc::new(Field::new("item", DataType::Float32, true));
+        let values = vec.as_any().downcast_ref::<FixedSizeListArray>().unwrap().values().clone();
+        let vec: ArrayRef = Arc::new(FixedSizeListArray::new(field, 128, values, Some(nulls)));
+        let schema = Schema::new(vec![Field::new("id", DataType::Int64, true), Field::new("vec", vec.data_type().clone(), true)]);
+        let b = RecordBatch::try_new(Arc::new(schema), vec![ids, vec]).unwrap();
+        let out = cut(b.clone()).unwrap();
+        assert!(out.len() > 1);
+        let mut start = 0;
+        for s in &out {
+            assert_eq!(s, &b.slice(start, s.num_rows()), "slice at row {start} differs");
+            assert_eq!(s.column(0).null_count(), b.column(0).slice(start, s.num_rows()).null_count());
+            start += s.num_rows();
+        }
+        assert_eq!(start, rows);
+    }
+
+    #[test]
     fn a_dictionary_column_stays_a_view_of_its_dictionary() {
         let keys: DictionaryArray<Int32Type> = (0..200_000).map(|i| ["a", "b", "c"][i % 3]).collect();
         let schema = Schema::new(vec![
