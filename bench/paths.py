@@ -34,6 +34,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from report import spread
+
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
 MAIN = CACHE / "rows3000000" / "bench.lance"
@@ -447,10 +449,6 @@ def start_s3():
     return srv, "s3://bench/vec.lance", opts, str(log)
 
 
-def fmt(xs, digits=1):
-    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}–{max(xs):.{digits}f})"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -526,7 +524,7 @@ def write_report(results, runs):
         "| --- | ---: | ---: | ---: | --- | ---: |",
     ]
     for key, r in results.items():
-        lines.append(f"| {LABELS[key]} | {fmt(r['host_ms'])} | {fmt(r['pylance_ms'])} | {fmt(r['ratios'], 2)} | "
+        lines.append(f"| {LABELS[key]} | {spread(r['host_ms'], 1)} | {spread(r['pylance_ms'], 1)} | {spread(r['ratios'], 2)} | "
                      f"{'yes' if r['same_answer'] else 'no'} | {statistics.median(r['host_rss_mib']):.0f} / "
                      f"{statistics.median(r['pylance_rss_mib']):.0f} |")
     counted = [(k, r) for k, r in results.items() if r.get("host_requests")]
@@ -534,7 +532,7 @@ def write_report(results, runs):
         lines += ["", "Requests per iteration on `s3://` (the S3-compatible server's log, measured iterations "
                   "only; median over runs, min–max):", "",
                   "| path | lance-host | pylance |", "| --- | ---: | ---: |"]
-        lines += [f"| {LABELS[k]} | {fmt(r['host_requests'])} | {fmt(r['pylance_requests'])} |" for k, r in counted]
+        lines += [f"| {LABELS[k]} | {spread(r['host_requests'], 1)} | {spread(r['pylance_requests'], 1)} |" for k, r in counted]
     lines += ["", "## Where the sides do different work", ""] + [f"- {n}" for n in DIFFERENT_WORK]
     (HERE / "PATHS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import hwm_mib, spread
+
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
 MAIN = CACHE / "rows3000000" / "bench.lance"
@@ -50,13 +52,6 @@ SIDES = [
 ]
 
 
-def hwm_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
-
-
 def worker(side):
     _, _, lib, kwargs, _ = next(s for s in SIDES if s[0] == side)
     if lib == "pylance":
@@ -80,17 +75,12 @@ def worker(side):
     print(json.dumps({"ms": statistics.median(times), "rows": rows, "hwm_mib": hwm_mib()}))
 
 
-def fmt(values, digits=0):
-    med = statistics.median(values)
-    return f"{med:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
-
-
 def time_memory_cells(runs, base):
     """A side's time, its per-run ratio to `base`'s, its peak RSS and that ratio: medians over the
     runs (min–max). `runs` and `base` are the sides' results in run order."""
     t_ratio = [r["ms"] / b["ms"] for r, b in zip(runs, base)]
     m_ratio = [r["hwm_mib"] / b["hwm_mib"] for r, b in zip(runs, base)]
-    return [fmt([r["ms"] for r in runs]), fmt(t_ratio, 2), fmt([r["hwm_mib"] for r in runs]), fmt(m_ratio, 2)]
+    return [spread([r["ms"] for r in runs]), spread(t_ratio, 2), spread([r["hwm_mib"] for r in runs]), spread(m_ratio, 2)]
 
 
 def main():

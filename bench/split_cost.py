@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import spread
+
 HERE = Path(__file__).resolve().parent
 DIM = 64
 WORDS = 20_000
@@ -208,10 +210,6 @@ def sides(work):
     return SIDES + [WHOLE] if not work.startswith("vector") else SIDES
 
 
-def fmt(values):
-    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -280,10 +278,10 @@ def main():
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for label, (per, same, like) in results.items():
-        ratio = lambda side: fmt([x / p for x, p in zip(per[side], per["pylance"])]) if side in per else "—"
-        whole = fmt(per[WHOLE]) if WHOLE in per else "—"
-        lines.append(f"| {label} | {fmt(per['split by split'])} | {fmt(per['combined'])} | {whole} | "
-                     f"{fmt(per['pylance'])} | {ratio('split by split')} | {ratio('combined')} | {ratio(WHOLE)} "
+        ratio = lambda side: spread([x / p for x, p in zip(per[side], per["pylance"])], 2) if side in per else "—"
+        whole = spread(per[WHOLE], 2) if WHOLE in per else "—"
+        lines.append(f"| {label} | {spread(per['split by split'], 2)} | {spread(per['combined'], 2)} | {whole} | "
+                     f"{spread(per['pylance'], 2)} | {ratio('split by split')} | {ratio('combined')} | {ratio(WHOLE)} "
                      f"| {'yes' if same else 'no'} | {like} |")
     (HERE / "SPLIT_COST.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import hwm_mib, spread
+
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench")) / "write_pages"
 MIB = 1 << 20
@@ -31,13 +33,6 @@ ROWS = 3_000_000
 BATCHES = [65_536, 1_000_000]
 WRITERS = [("host", "lance-host (this tree)"), ("baseline", "lance-host 0.10.3 (no slicing)")]
 READERS = [("host", "lance-host"), ("pylance", "pylance 14.0.2")]
-
-
-def hwm_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
 
 
 def rows_table():
@@ -103,13 +98,8 @@ def run(args, env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def fmt(values, digits=0):
-    med = statistics.median(values)
-    return f"{med:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
-
-
 def ratio(new, old):
-    return fmt([a / b for a, b in zip(new, old)], 2)
+    return spread([a / b for a, b in zip(new, old)], 2)
 
 
 def main():
@@ -172,9 +162,9 @@ def main():
             t = (w, b)
             p = pages[t]
             cells = [label, f"{b:,}", f"{len(p)} pages: {statistics.median(p):.1f}, {max(p):.1f}",
-                     fmt([x["ms"] for x in writes[t]]), fmt([x["hwm_mib"] for x in writes[t]])]
+                     spread([x["ms"] for x in writes[t]]), spread([x["hwm_mib"] for x in writes[t]])]
             for r, _ in READERS:
-                cells += [fmt([x["ms"] for x in scans[(t, r)]]), fmt([x["hwm_mib"] for x in scans[(t, r)]])]
+                cells += [spread([x["ms"] for x in scans[(t, r)]]), spread([x["hwm_mib"] for x in scans[(t, r)]])]
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Sliced / 0.10.3, per run (median, min–max):", "",
               "| batch rows | write time | scan time, lance-host | scan peak, lance-host | scan time, pylance | scan peak, pylance |",
