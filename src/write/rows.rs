@@ -12,7 +12,7 @@ use lance::dataset::{
     WhenNotMatchedBySource,
 };
 
-use super::table::{into_write_source, Batches};
+use super::table::{into_merge_source, Batches};
 
 use super::staged::{RowCounts, StagedKind, StagedWrite};
 use super::{commit_error, WriteOptions, WriteSummary};
@@ -153,9 +153,8 @@ enum MergeSource {
 }
 
 /// Read the host's source on the calling thread until it ends or passes `HELD_SOURCE_BYTES`
-/// (the batches are the host's buffers, imported without a copy; one whose pages would be too
-/// large is cut into row slices, `pages::cut`); a longer source is streamed
-/// from where the reading stopped.
+/// (the batches are the host's buffers, imported without a copy, and go to Lance whole: see
+/// `into_merge_source`); a longer source is streamed from where the reading stopped.
 fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
     let schema = data.schema();
     super::encoding::check(&schema).map_err(|e| e.context(what))?;
@@ -163,16 +162,7 @@ fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
     let mut bytes = 0usize;
     while bytes <= HELD_SOURCE_BYTES {
         match data.next() {
-            None => {
-                // As a streamed source is (`into_write_source`): slices that keep pages small.
-                let mut slices = Vec::with_capacity(held.len());
-                for b in held {
-                    let cut = super::pages::cut(b)
-                        .map_err(|e| HostError::invalid(format!("{what}: cannot slice the source's batches: {e}")))?;
-                    slices.extend(cut);
-                }
-                return Ok(MergeSource::Held(slices));
-            }
+            None => return Ok(MergeSource::Held(held)),
             Some(Err(e)) => return Err(HostError::invalid(format!("{what}: the source stream failed: {e}"))),
             Some(Ok(b)) => {
                 bytes += b.get_array_memory_size();
@@ -181,7 +171,7 @@ fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
         }
     }
     let rest = arrow::record_batch::RecordBatchIterator::new(held.into_iter().map(Ok).chain(data), schema);
-    Ok(MergeSource::Stream(into_write_source(Box::new(rest))?))
+    Ok(MergeSource::Stream(into_merge_source(Box::new(rest))?))
 }
 
 /// Lance's merge-insert job for `spec` on the table `at` is a version of.

@@ -21,6 +21,19 @@ const READ_AHEAD: usize = 2;
 /// whose pages would be too large goes on as row slices (`pages::cut`). When Lance stops early
 /// (an error), the reader thread stops and releases the host's stream.
 pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
+    host_stream(data, true)
+}
+
+/// The host's batches as the async stream of a merge-insert's source: as `into_write_source`,
+/// but the batches go on whole. Lance joins the source with the table and writes the join's
+/// output, which comes in batches of its own size, so the pages stay small without slicing
+/// (a 200,000-row source batch left `vec` pages of at most 11.5 MiB); slices made the merge
+/// 1.5x slower (bench/WRITE.md).
+pub(crate) fn into_merge_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
+    host_stream(data, false)
+}
+
+fn host_stream(data: Batches, cut_pages: bool) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
     use lance::deps::datafusion::error::DataFusionError;
     use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
     let schema = data.schema();
@@ -28,7 +41,7 @@ pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion
     std::thread::Builder::new()
         .name("lance-host-write-source".into())
         .spawn(move || {
-            let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| feed(data, &tx)));
+            let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| feed(data, &tx, cut_pages)));
             if fed.is_err() {
                 // The stream must end in an error, never as if it had ended: Lance would commit
                 // the rows it got so far.
@@ -41,15 +54,17 @@ pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
 }
 
-/// Send the host's batches to Lance, a large batch as row slices (`pages::cut`: the pages it
-/// leaves stay small). Stops after the first error, which it sends on, or when Lance is gone.
+/// Send the host's batches to Lance; with `cut_pages` a large batch as row slices (`pages::cut`:
+/// the pages it leaves stay small). Stops after the first error, which it sends on, or when
+/// Lance is gone.
 fn feed(
     data: Batches,
     tx: &tokio::sync::mpsc::Sender<std::result::Result<arrow::record_batch::RecordBatch, lance::deps::datafusion::error::DataFusionError>>,
+    cut_pages: bool,
 ) {
     use lance::deps::datafusion::error::DataFusionError;
     for batch in data {
-        let slices = match batch.and_then(super::pages::cut) {
+        let slices = match batch.and_then(|b| if cut_pages { super::pages::cut(b) } else { Ok(vec![b]) }) {
             Ok(slices) => slices,
             Err(e) => {
                 let _ = tx.blocking_send(Err(DataFusionError::ArrowError(Box::new(e), None)));

@@ -85,3 +85,18 @@ def test_staged_append_and_merge_insert_cut_large_batches_too(tmp_path):
     got = py.to_table().sort_by("id")
     want = pa.concat_tables([rows(1_000, 60_000), source]).sort_by("id")
     assert got.equals(want.combine_chunks())
+
+
+def test_a_merge_insert_from_one_large_batch_leaves_small_pages(tmp_path):
+    # The source goes to Lance whole (no slices): Lance's join re-batches the rows it writes.
+    uri = str(tmp_path / "m.lance")
+    lh.write_table(uri, rows(0, 1_000))
+    n = 200_000  # vec: 97.7 MiB in one batch; ids 0..999 update (new values), the rest insert
+    source = rows(1_000_000, n)
+    source = source.set_column(0, "id", pa.array(np.arange(n), pa.int64()))
+    ds, r = lh.open(uri).merge_insert(one_batch(source), on="id", when_matched="update_all")
+    assert (r.rows_updated, r.rows_inserted) == (1_000, n - 1_000)
+    p = pages(uri)
+    assert max(p["vec"]) <= READ_REQUEST, [round(s / MIB, 1) for s in p["vec"]]
+    got = lance.dataset(uri).to_table().sort_by("id")
+    assert got.equals(source.combine_chunks())
