@@ -27,8 +27,8 @@ pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion
 /// The host's batches as the async stream of a merge-insert's source: as `into_write_source`,
 /// but the batches go on whole. Lance joins the source with the table and writes the join's
 /// output, which comes in batches of its own size, so the pages stay small without slicing
-/// (a 200,000-row source batch left `vec` pages of at most 11.5 MiB); slices made the merge
-/// 1.5x slower (bench/WRITE.md).
+/// (a 200,000-row source batch left `vec` pages of at most 11.5 MiB); with slices a 100,000-row
+/// upsert took 1.12x pylance's time, without them 0.92x (bench/WRITE.md).
 pub(crate) fn into_merge_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
     host_stream(data, false)
 }
