@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from report import publish
+
 ROOT = Path(__file__).resolve().parent
 ROWS = 30
 
@@ -149,8 +151,7 @@ def main():
     for who in ("lance-host", "pylance"):
         tk, n, total, most, med, lo, hi, same = fig(who)
         lines.append(f"| {who} | {tk} | {n} | {total} | {most} | {med:.2f} ({lo:.2f}-{hi:.2f}) | {'yes' if same else 'no'} |")
-    (ROOT / "BLOBS_S3.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(ROOT / "BLOBS_S3.md", lines)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import publish
+
 ROOT = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
 TABLE = os.environ.get("LANCE_HOST_BENCH_TABLE", str(CACHE / "rows3000000" / "bench.lance"))
@@ -325,8 +327,7 @@ def write_report(lines, s3):
                   f"- Spark `lance_host` (planning + tasks): {s3['spark_requests']} requests, "
                   f"{s3['spark_manifest_gets']} manifest GETs, all on the planning side (schema() and partitions() "
                   f"each open the table once; the tasks open the token); sum(id) = {s3['rows_spark']:,}."]
-    (ROOT / "ENGINES_SPARK_RAY.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(ROOT / "ENGINES_SPARK_RAY.md", lines)
 
 
 def _close(a, b):

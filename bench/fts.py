@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from report import publish
+
 VOCAB = 50_000
 
 
@@ -161,8 +163,7 @@ def main():
         lines += section(a, uri, variant, build_s)
     if a.s3_docs:
         lines += s3_section(a)
-    Path(__file__).with_name("FTS.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(Path(__file__).with_name("FTS.md"), lines)
 
 
 def same_answer(h, p):

@@ -34,7 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from report import spread
+from report import publish, spread
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
@@ -534,8 +534,7 @@ def write_report(results, runs):
                   "| path | lance-host | pylance |", "| --- | ---: | ---: |"]
         lines += [f"| {LABELS[k]} | {spread(r['host_requests'], 1)} | {spread(r['pylance_requests'], 1)} |" for k, r in counted]
     lines += ["", "## Where the sides do different work", ""] + [f"- {n}" for n in DIFFERENT_WORK]
-    (HERE / "PATHS.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(HERE / "PATHS.md", lines)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from report import publish
+
 ROOT = Path(__file__).resolve().parent
 DIM = 64
 
@@ -132,8 +134,7 @@ def main():
     for segs, nprobes, refine, out in rows:
         lines.append(f"| {segs} | {nprobes} | {refine or 'none'} | {out['lance-host'][0]:.3f} | {out['pylance'][0]:.3f} "
                      f"| {out['lance-host'][1]:.1f} | {out['pylance'][1]:.1f} |")
-    (ROOT / "RECALL.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(ROOT / "RECALL.md", lines)
 
 
 if __name__ == "__main__":

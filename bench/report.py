@@ -23,3 +23,10 @@ def rotated(items, run):
     """`items` in the order of run number `run`: each run starts one further along."""
     k = run % len(items)
     return items[k:] + items[:k]
+
+
+def publish(path, lines):
+    """Write a report's lines to `path` (Markdown) and print them."""
+    text = "\n".join(lines)
+    path.write_text(text + "\n")
+    print(text)

@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from report import publish
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -362,8 +364,7 @@ def main():
 
     raw = Path(args.report).with_suffix(".json")
     raw.write_text(json.dumps({"local": local}, indent=1))
-    Path(args.report).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(Path(args.report), lines)
 
 
 if __name__ == "__main__":

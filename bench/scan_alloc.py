@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from report import rotated, spread
+from report import publish, rotated, spread
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
@@ -141,9 +141,8 @@ def main():
     data["search8"] = res
     md += ["## The allocators on vector search (20 serial queries, k 10, nprobes 8, refine 4; first table)", ""]
     md += table_lines(search_rows, res, "defaults", "ms per query") + [""]
-    Path(args.report).write_text("\n".join(md) + "\n")
     Path(args.report).with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-    print("\n".join(md))
+    publish(Path(args.report), md)
 
 
 if __name__ == "__main__":

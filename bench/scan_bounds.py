@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from report import hwm_mib, spread
+from report import hwm_mib, publish, spread
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
@@ -156,8 +156,7 @@ def main():
         "- Read a difference only where its ratio's min–max lies on one side of 1.0 (rows of libraries "
         "that do the same work differ by the run-to-run spread).",
     ]
-    (HERE / "SCAN_BOUNDS.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(HERE / "SCAN_BOUNDS.md", lines)
 
 
 if __name__ == "__main__":

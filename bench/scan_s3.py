@@ -23,7 +23,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from scan_bounds import fmt, hwm_mib, time_memory_cells  # noqa: E402
+from report import hwm_mib, publish, spread  # noqa: E402
+from scan_bounds import time_memory_cells  # noqa: E402
+
 ROWS, DIM, WRITE_BATCH = 300_000, 128, 25_000
 URI = "s3://bench/scan_s3.lance"
 
@@ -126,7 +128,7 @@ def main():
     ]
     for key, label in sides:
         v = results[key]
-        lines.append("| " + " | ".join([label] + time_memory_cells(v, base) + [fmt([r["gets"] for r in v], 1)]) + " |")
+        lines.append("| " + " | ".join([label] + time_memory_cells(v, base) + [spread([r["gets"] for r in v], 1)]) + " |")
     lines += [
         "",
         "- lance-host since 0.10.2 reads such a page into the buffer of its one ranged GET; before, it read it in "
@@ -137,8 +139,7 @@ def main():
         "- pylance reads with its own defaults (deeper read-ahead on object stores).",
         "- Read a difference only where its ratio's min–max lies on one side of 1.0.",
     ]
-    (HERE / "SCAN_S3.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(HERE / "SCAN_S3.md", lines)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from report import spread
+from report import publish, spread
 
 HERE = Path(__file__).resolve().parent
 DIM = 64
@@ -283,8 +283,7 @@ def main():
         lines.append(f"| {label} | {spread(per['split by split'], 2)} | {spread(per['combined'], 2)} | {whole} | "
                      f"{spread(per['pylance'], 2)} | {ratio('split by split')} | {ratio('combined')} | {ratio(WHOLE)} "
                      f"| {'yes' if same else 'no'} | {like} |")
-    (HERE / "SPLIT_COST.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(HERE / "SPLIT_COST.md", lines)
 
 
 if __name__ == "__main__":

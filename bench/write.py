@@ -38,6 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from report import publish
+
 ROOT = Path(__file__).resolve().parent
 DIM = 128
 MERGE_ROWS = 100_000
@@ -376,8 +378,7 @@ def main():
         "starts; deletes and merges run on a table opened before the clock (pylance's delete does not "
         "report a count: it is counted after the clock stops; lance-host returns it).",
     ]
-    (ROOT / "WRITE.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(ROOT / "WRITE.md", lines)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from report import hwm_mib, spread
+from report import hwm_mib, publish, spread
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench")) / "write_pages"
@@ -192,8 +192,7 @@ def main():
         "- Both readers read a page whole; a page above Lance's largest read request (16 MiB unless "
         "`LANCE_MAX_IOP_SIZE` is set) is read in pieces and copied into one buffer.",
     ]
-    (HERE / "WRITE_PAGES.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    publish(HERE / "WRITE_PAGES.md", lines)
 
 
 if __name__ == "__main__":
