@@ -65,7 +65,7 @@ def test_one_large_batch_is_written_as_pages_a_reader_fetches_in_one_request(tmp
     assert got.equals(want.combine_chunks())
 
 
-def test_staged_append_and_merge_insert_cut_large_batches_too(tmp_path):
+def test_a_staged_append_is_cut_and_a_merge_insert_leaves_small_pages(tmp_path):
     uri = str(tmp_path / "t.lance")
     lh.write_table(uri, rows(0, 1_000))
     # A staged append from one 60,000-row batch (29 MiB of vectors), committed by a coordinator.
