@@ -822,3 +822,40 @@ fn a_panic_in_the_hosts_reader_fails_the_write_and_commits_nothing() {
     assert_eq!(lance_dataset_version(latest.ptr()), 1);
     assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
 }
+
+/// A host stream that fails after its first batch (the engine's source query failed).
+struct FailsAfterOneBatch {
+    first: Option<RecordBatch>,
+}
+
+impl Iterator for FailsAfterOneBatch {
+    type Item = Result<RecordBatch, arrow::error::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.first.take().ok_or_else(|| arrow::error::ArrowError::ExternalError("the source query failed".into())))
+    }
+}
+
+impl arrow::record_batch::RecordBatchReader for FailsAfterOneBatch {
+    fn schema(&self) -> Arc<Schema> {
+        schema()
+    }
+}
+
+#[test]
+fn a_merge_insert_whose_source_fails_commits_nothing() {
+    use lance_host::write::rows::{merge_insert, stage_merge_insert, MergeInsert, OnMatch};
+    let uri = table_uri("merge_source_fails");
+    write(&uri, std::ptr::null(), vec![rows(0..5)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let at = lance_host::snapshot::open(&uri, Default::default(), 0).unwrap();
+    let spec = MergeInsert { on: vec!["id".into()], when_matched: OnMatch::UpdateAll, ..Default::default() };
+    let options = lance_host::write::WriteOptions::default();
+    // The first batch (3 updates, 3 inserts) is read, then the source fails.
+    let source = || Box::new(FailsAfterOneBatch { first: Some(rows(2..8)) });
+    let err = merge_insert(&at, source(), &spec, &options).err().expect("a merge whose source failed must fail");
+    assert!(err.message.contains("source stream failed") && err.message.contains("the source query failed"), "{}", err.message);
+    let err = stage_merge_insert(&at, source(), &spec, &options).err().expect("a staged merge whose source failed must fail");
+    assert!(err.message.contains("the source query failed"), "{}", err.message);
+    let latest = Ds::open(&uri, 0);
+    assert_eq!(lance_dataset_version(latest.ptr()), 1, "nothing committed");
+    assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
+}
