@@ -780,23 +780,33 @@ fn columns_are_added_from_expressions_or_as_nulls_and_dropped() {
     assert_eq!(scan(&v1, &default_opts()).unwrap()[0].num_columns(), 2);
 }
 
-/// A host stream whose reader panics after its first batch (a bug in a Rust host's reader).
-struct PanicsAfterOneBatch {
-    sent: bool,
+/// A host stream that breaks after its first batch: its reader panics (a bug in a Rust host's
+/// reader) or it returns an error (the engine's source query failed).
+struct BreaksAfterOneBatch {
+    first: Option<RecordBatch>,
+    panics: bool,
 }
 
-impl Iterator for PanicsAfterOneBatch {
-    type Item = Result<RecordBatch, arrow::error::ArrowError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.sent {
-            panic!("the host's reader broke");
-        }
-        self.sent = true;
-        Some(Ok(rows(0..10)))
+impl BreaksAfterOneBatch {
+    fn new(first: RecordBatch, panics: bool) -> Box<Self> {
+        Box::new(Self { first: Some(first), panics })
     }
 }
 
-impl arrow::record_batch::RecordBatchReader for PanicsAfterOneBatch {
+impl Iterator for BreaksAfterOneBatch {
+    type Item = Result<RecordBatch, arrow::error::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(b) = self.first.take() {
+            return Some(Ok(b));
+        }
+        if self.panics {
+            panic!("the host's reader broke");
+        }
+        Some(Err(arrow::error::ArrowError::ExternalError("the source query failed".into())))
+    }
+}
+
+impl arrow::record_batch::RecordBatchReader for BreaksAfterOneBatch {
     fn schema(&self) -> Arc<Schema> {
         schema()
     }
@@ -808,7 +818,7 @@ fn a_panic_in_the_hosts_reader_fails_the_write_and_commits_nothing() {
     // Were it taken as the end of the stream, the rows read so far would be committed.
     let uri = table_uri("reader_panics");
     let options = lance_host::write::WriteOptions::default(); // create
-    let Err(err) = lance_host::write::table::write(&uri, None, Box::new(PanicsAfterOneBatch { sent: false }), &options) else {
+    let Err(err) = lance_host::write::table::write(&uri, None, BreaksAfterOneBatch::new(rows(0..10), true), &options) else {
         panic!("a write whose reader panicked must fail");
     };
     assert!(err.message.contains("panic while reading the host's stream"), "{}", err.message);
@@ -816,29 +826,11 @@ fn a_panic_in_the_hosts_reader_fails_the_write_and_commits_nothing() {
     // An append the same way leaves the table at its version, with its rows.
     write(&uri, std::ptr::null(), vec![rows(0..5)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
     let append = lance_host::write::WriteOptions { mode: lance_host::write::WriteMode::Append, ..Default::default() };
-    let result = lance_host::write::table::write(&uri, None, Box::new(PanicsAfterOneBatch { sent: false }), &append);
+    let result = lance_host::write::table::write(&uri, None, BreaksAfterOneBatch::new(rows(0..10), true), &append);
     assert!(result.is_err(), "an append whose reader panicked must fail");
     let latest = Ds::open(&uri, 0);
     assert_eq!(lance_dataset_version(latest.ptr()), 1);
     assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
-}
-
-/// A host stream that fails after its first batch (the engine's source query failed).
-struct FailsAfterOneBatch {
-    first: Option<RecordBatch>,
-}
-
-impl Iterator for FailsAfterOneBatch {
-    type Item = Result<RecordBatch, arrow::error::ArrowError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(self.first.take().ok_or_else(|| arrow::error::ArrowError::ExternalError("the source query failed".into())))
-    }
-}
-
-impl arrow::record_batch::RecordBatchReader for FailsAfterOneBatch {
-    fn schema(&self) -> Arc<Schema> {
-        schema()
-    }
 }
 
 #[test]
@@ -850,7 +842,7 @@ fn a_merge_insert_whose_source_fails_commits_nothing() {
     let spec = MergeInsert { on: vec!["id".into()], when_matched: OnMatch::UpdateAll, ..Default::default() };
     let options = lance_host::write::WriteOptions::default();
     // The first batch (3 updates, 3 inserts) is read, then the source fails.
-    let source = || Box::new(FailsAfterOneBatch { first: Some(rows(2..8)) });
+    let source = || BreaksAfterOneBatch::new(rows(2..8), false);
     let err = merge_insert(&at, source(), &spec, &options).err().expect("a merge whose source failed must fail");
     assert!(err.message.contains("source stream failed") && err.message.contains("the source query failed"), "{}", err.message);
     let err = stage_merge_insert(&at, source(), &spec, &options).err().expect("a staged merge whose source failed must fail");
