@@ -44,6 +44,11 @@ pub enum LanceErrorCode {
     /// The message names the version the work was planned at and the version that conflicted.
     /// Since 0.6.
     LANCE_ERR_CONFLICT = 13,
+    /// The host's own input stream failed: its `get_next` returned an error, or it broke the
+    /// stream contract (a batch of another schema than the stream's). The message carries the
+    /// stream's own error. Nothing of the write is committed. Since 0.11 (these were
+    /// LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
+    LANCE_ERR_HOST_STREAM = 14,
 }
 
 /// The error of the safe layer: a code and a message that says what was wrong with this call.
@@ -177,11 +182,14 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
         E::NotSupported { .. } => LANCE_ERR_NOT_SUPPORTED,
         E::CorruptFile { .. } => LANCE_ERR_CORRUPT,
         E::Timeout { .. } => LANCE_ERR_TIMEOUT,
-        E::CommitConflict { .. } | E::IncompatibleTransaction { .. } | E::RetryableCommitConflict { .. } => {
-            LANCE_ERR_CONFLICT
-        }
+        E::CommitConflict { .. }
+        | E::IncompatibleTransaction { .. }
+        | E::RetryableCommitConflict { .. }
+        | E::TooMuchWriteContention { .. } => LANCE_ERR_CONFLICT,
         E::Wrapped { .. } | E::External { .. } => io_error_code(err),
         E::Shared { source } => lance_error_code(source),
+        // a second index under a name in use (Lance's default name included): the caller's choice
+        E::Index { message, .. } if message.contains("already exists") => LANCE_ERR_INVALID_ARGUMENT,
         _ => LANCE_ERR_INTERNAL,
     }
 }

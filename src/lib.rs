@@ -28,6 +28,7 @@ pub mod runtime;
 pub mod session;
 pub mod search;
 pub mod snapshot;
+pub mod sql_text;
 pub mod statistics;
 pub mod stats;
 pub mod take;

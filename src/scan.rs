@@ -89,6 +89,7 @@ pub fn project(snapshot: &Snapshot, scanner: &mut Scanner, columns: &[String]) -
 /// literal forms); those are the caller's input, so they are INVALID_ARGUMENT here rather than
 /// a panic. Other parse errors are left to the scanner, which reports them with its own words.
 pub fn check_sql_filter(snapshot: &Snapshot, sql: &str) -> Result<()> {
+    crate::sql_text::check_expression("the filter", sql)?;
     let schema = std::sync::Arc::new(snapshot.arrow_schema());
     let planner = lance_datafusion::planner::Planner::new(schema);
     match crate::logging::catch_quietly(|| planner.parse_filter(sql).map(|_| ())) {

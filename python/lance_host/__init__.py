@@ -32,7 +32,7 @@ __all__ = [
     "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
-    "SPLIT_FTS_FLAT", "ConflictError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
+    "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index",
 ]
 
@@ -111,6 +111,11 @@ class ConflictError(LanceError, RuntimeError):
     nothing of it is visible. Plan again at the new version and retry."""
 
 
+class HostStreamError(LanceError, RuntimeError):
+    """LANCE_ERR_HOST_STREAM: the caller's own input stream failed (its batches raised, or a
+    batch had another schema than the stream's); nothing was committed. Since 0.11."""
+
+
 class CancelledError(LanceError, OSError):
     """LANCE_ERR_CANCELLED: the operation was cancelled (a stream's `cancel`, a call context)."""
 
@@ -119,6 +124,7 @@ _ERROR_CLASSES = {
     1: InvalidArgumentError, 2: NotFoundError, 3: LanceIOError, 4: NotSupportedError, 5: InternalError,
     6: InternalError, 7: FailedPreconditionError, 8: PermissionDeniedError, 9: PermissionDeniedError,
     10: CorruptError, 11: LanceTimeoutError, 12: CancelledError, 13: ConflictError,
+    14: HostStreamError,
 }
 
 # The errno values a failed stream's get_next returns (the C Stream interface; the list in the

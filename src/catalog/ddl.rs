@@ -11,7 +11,7 @@ use lance_namespace::models::{
 use super::{run_bounded, Catalog};
 use crate::error::{HostError, LanceErrorCode, Result};
 use crate::snapshot::Snapshot;
-use crate::write::table::Batches;
+use crate::write::Batches;
 use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
 
 impl Catalog {

@@ -78,6 +78,7 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
         11 => b"LANCE_ERR_TIMEOUT\0",
         12 => b"LANCE_ERR_CANCELLED\0",
         13 => b"LANCE_ERR_CONFLICT\0",
+        14 => b"LANCE_ERR_HOST_STREAM\0",
         _ => b"LANCE_ERR_UNKNOWN\0",
     };
     name.as_ptr() as *const c_char

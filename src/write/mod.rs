@@ -8,10 +8,15 @@ pub mod compaction;
 mod encoding;
 pub mod maintenance;
 mod pages;
+pub mod source;
 pub mod rows;
 pub mod schema;
 pub mod staged;
+mod statement;
 pub mod table;
+mod verify;
+
+pub use source::Batches;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -193,6 +198,31 @@ impl WriteSummary {
             for file in &f.files {
                 s.files_written += 1;
                 s.bytes_written += file.file_size_bytes.get().map(|n| n.get()).unwrap_or(0);
+            }
+        }
+        s
+    }
+}
+
+impl WriteSummary {
+    /// The data a version holds that its predecessor `before` did not: new data files (and
+    /// their bytes), and the fragments that are new (their rows). Row-level changes report
+    /// what they wrote this way, as the new version holds it.
+    pub(crate) fn between(before: &lance::Dataset, after: &lance::Dataset) -> Self {
+        let old_files: std::collections::HashSet<&str> =
+            before.manifest.fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect();
+        let old_ids: std::collections::HashSet<u64> = before.manifest.fragments.iter().map(|f| f.id).collect();
+        let mut s = WriteSummary::default();
+        for f in after.manifest.fragments.iter() {
+            let mut new_files = 0;
+            for file in f.files.iter().filter(|d| !old_files.contains(d.path.as_str())) {
+                new_files += 1;
+                s.files_written += 1;
+                s.bytes_written += file.file_size_bytes.get().map(|n| n.get()).unwrap_or(0);
+            }
+            if new_files > 0 && (!old_ids.contains(&f.id) || new_files == f.files.len()) {
+                s.fragments_written += 1;
+                s.rows_written += f.physical_rows.unwrap_or(0) as u64;
             }
         }
         s

@@ -12,7 +12,7 @@ use lance::dataset::{
     WhenNotMatchedBySource,
 };
 
-use super::table::{into_merge_source, Batches};
+use super::source::{into_merge_source, watch, Batches, HostFailure};
 
 use super::staged::{RowCounts, StagedKind, StagedWrite};
 use super::{commit_error, WriteOptions, WriteSummary};
@@ -30,6 +30,7 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
     if predicate.trim().is_empty() {
         return Err(HostError::invalid("the delete predicate is empty (delete every row with \"true\")"));
     }
+    crate::sql_text::check_expression("the delete predicate", predicate)?;
     let planned_at = at.version();
     let uri = at.uri().to_string();
     let ds = at.dataset.clone();
@@ -70,6 +71,12 @@ pub fn update(
     let planned_at = at.version();
     let uri = at.uri().to_string();
     let what = format!("cannot update table '{uri}'");
+    if let Some(p) = predicate {
+        crate::sql_text::check_expression("the update predicate", p)?;
+    }
+    for (column, expr) in assignments {
+        crate::sql_text::check_expression(&format!("the update expression for column '{column}'"), expr)?;
+    }
     let mut builder = UpdateBuilder::new(at.dataset.clone());
     if let Some(p) = predicate {
         builder = builder
@@ -94,7 +101,7 @@ pub fn update(
         version: result.new_dataset.version().version,
         rows_updated: result.rows_updated,
         committed: result.new_dataset.version().version != planned_at,
-        ..Default::default()
+        ..WriteSummary::between(&at.dataset, &result.new_dataset)
     };
     Ok((pinned(at, Arc::unwrap_or_clone(result.new_dataset)), summary))
 }
@@ -154,16 +161,20 @@ enum MergeSource {
 
 /// Read the host's source on the calling thread until it ends or passes `HELD_SOURCE_BYTES`
 /// (the batches are the host's buffers, imported without a copy, and go to Lance whole: see
-/// `into_merge_source`); a longer source is streamed from where the reading stopped.
-fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
+/// `into_merge_source`); a longer source is streamed from where the reading stopped. The
+/// returned [`HostFailure`] tells, after a failed merge, whether the host's stream failed.
+fn merge_source(data: Batches, what: &str) -> Result<(MergeSource, HostFailure)> {
     let schema = data.schema();
     super::encoding::check(&schema).map_err(|e| e.context(what))?;
+    let (mut data, failure) = watch(data);
     let mut held = Vec::new();
     let mut bytes = 0usize;
     while bytes <= HELD_SOURCE_BYTES {
         match data.next() {
-            None => return Ok(MergeSource::Held(held)),
-            Some(Err(e)) => return Err(HostError::invalid(format!("{what}: the source stream failed: {e}"))),
+            None => return Ok((MergeSource::Held(held), failure)),
+            Some(Err(e)) => {
+                return Err(failure.explain(what, HostError::invalid(format!("{what}: the source stream failed: {e}"))))
+            }
             Some(Ok(b)) => {
                 bytes += b.get_array_memory_size();
                 held.push(b);
@@ -171,7 +182,22 @@ fn merge_source(mut data: Batches, what: &str) -> Result<MergeSource> {
         }
     }
     let rest = arrow::record_batch::RecordBatchIterator::new(held.into_iter().map(Ok).chain(data), schema);
-    Ok(MergeSource::Stream(into_merge_source(Box::new(rest))?))
+    let stream = into_merge_source(Box::new(rest), &failure)?;
+    Ok((MergeSource::Stream(stream), failure))
+}
+
+/// A merge's failure as the host should see it: the host stream's failure is
+/// `LANCE_ERR_HOST_STREAM`, a `fail` rule that met a matching row is `LANCE_ERR_CONFLICT`
+/// (the statement's own rule refused the change; Lance reports it as a plain error).
+fn merge_error(spec: &MergeInsert, failure: &HostFailure, what: &str, err: HostError) -> HostError {
+    let err = failure.explain(what, err);
+    if matches!(spec.when_matched, OnMatch::Fail) && err.message.contains("found matching row") {
+        return HostError::new(
+            crate::error::LanceErrorCode::LANCE_ERR_CONFLICT,
+            format!("{} (when_matched = fail: a source row matched a row of the table; nothing was committed)", err.message),
+        );
+    }
+    err
 }
 
 /// Lance's merge-insert job for `spec` on the table `at` is a version of.
@@ -189,6 +215,12 @@ fn merge_job(at: &Snapshot, spec: &MergeInsert, options: &WriteOptions, what: &s
                 names.join(", ")
             )));
         }
+    }
+    if let OnMatch::UpdateIf(c) = &spec.when_matched {
+        crate::sql_text::check_expression("the merge's when_matched condition", c)?;
+    }
+    if let OnNoSourceMatch::DeleteIf(c) = &spec.when_not_matched_by_source {
+        crate::sql_text::check_expression("the merge's when_not_matched_by_source condition", c)?;
     }
     let lance_err = |e| HostError::from_lance(what, e);
     let mut builder = MergeInsertBuilder::try_new(at.dataset.clone(), spec.on.clone()).map_err(lance_err)?;
@@ -226,21 +258,20 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
     let uri = at.uri().to_string();
     let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
     let job = merge_job(at, spec, options, &what)?;
-    let (dataset, stats) = match merge_source(data, &what)? {
+    let (source, failure) = merge_source(data, &what)?;
+    let (dataset, stats) = match source {
         MergeSource::Held(batches) => session::block_on(job.execute_batches(batches))?,
         MergeSource::Stream(source) => session::block_on(job.execute(source))?,
     }
-    .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+    .map_err(|e| merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
     let summary = WriteSummary {
         version: dataset.version().version,
         rows_written: stats.num_inserted_rows + stats.num_updated_rows,
         rows_inserted: stats.num_inserted_rows,
         rows_updated: stats.num_updated_rows,
         rows_deleted: stats.num_deleted_rows,
-        files_written: stats.num_files_written,
-        bytes_written: stats.bytes_written,
         committed: dataset.version().version != planned_at,
-        ..Default::default()
+        ..WriteSummary::between(&at.dataset, &dataset)
     };
     Ok((pinned(at, Arc::unwrap_or_clone(dataset)), summary))
 }
@@ -253,11 +284,12 @@ pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, opti
     let uri = at.uri().to_string();
     let what = format!("cannot stage a merge into table '{uri}' on {}", spec.on.join(", "));
     let job = merge_job(at, spec, options, &what)?;
-    let staged = match merge_source(data, &what)? {
+    let (source, failure) = merge_source(data, &what)?;
+    let staged = match source {
         MergeSource::Held(batches) => session::block_on(job.execute_uncommitted_batches(batches))?,
         MergeSource::Stream(source) => session::block_on(job.execute_uncommitted(source))?,
     }
-    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(&uri))?;
+    .map_err(|e| merge_error(spec, &failure, &what, HostError::from_lance(&what, e).with_local_paths(&uri)))?;
     Ok(StagedWrite {
         uri,
         kind: StagedKind::MergeInsert,
@@ -280,6 +312,7 @@ pub fn stage_delete(at: &Snapshot, fragment_ids: Option<&[u64]>, predicate: &str
     if predicate.trim().is_empty() {
         return Err(HostError::invalid("the delete predicate is empty (delete every row with \"true\")"));
     }
+    crate::sql_text::check_expression("the delete predicate", predicate)?;
     let uri = at.uri().to_string();
     let what = format!("cannot stage a delete from table '{uri}' where {predicate}");
     // the predicate must parse even when the share is empty

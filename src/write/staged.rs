@@ -19,8 +19,8 @@ use lance_io::object_store::ObjectStore;
 use lance_table::format::{pb, Fragment};
 use prost::Message;
 
-use super::table::{check_destination, Batches};
-use super::{commit_error, WriteMode, WriteOptions, WriteSummary, STATEMENT_ID_KEY};
+use super::source::{check_destination, Batches};
+use super::{commit_error, WriteMode, WriteOptions, WriteSummary};
 use crate::bytes::{self, Reader, Writer};
 use crate::error::{HostError, Result};
 use crate::session;
@@ -241,11 +241,12 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
     };
     let what = format!("cannot stage a {} of table '{uri}'", options.mode.name());
     super::encoding::check(&data.schema()).map_err(|e| e.context(&what))?;
-    let source = super::table::into_write_source(data)?;
+    let (data, failure) = super::source::watch(data);
+    let source = super::source::into_write_source(data, &failure)?;
     let transaction = session::block_on(async {
         InsertBuilder::new(dest).with_params(&params).execute_uncommitted_stream(source).await
     })?
-    .map_err(|e| secrets.scrub(HostError::from_lance(&what, e)).with_local_paths(uri))?;
+    .map_err(|e| failure.explain(&what, secrets.scrub(HostError::from_lance(&what, e)).with_local_paths(uri)))?;
     Ok(StagedWrite {
         uri: at.map(|s| s.uri().to_string()).unwrap_or_else(|| uri.to_string()),
         kind: StagedKind::of_mode(options.mode),
@@ -258,22 +259,35 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
 /// Commit the staged writes of one statement as ONE new version of the table (all of their
 /// changes visible, or none). Every staged write must be of `uri` and of one kind: shares of
 /// one create, append or overwrite; shares of one delete (one predicate, disjoint fragments);
-/// or one merge-insert. With `options.statement_id`, a statement already committed since the
-/// work was planned returns that version (`committed = false`) and writes nothing.
+/// or one merge-insert. Before Lance sees them, the shares are checked (`verify`): no share
+/// twice, every file they add present in this table, agreeing with its footer and part of no
+/// version yet. With `options.statement_id`, a statement already committed in any version since
+/// it was first planned returns that version (`committed = false`) and writes nothing
+/// (`statement`). An overwrite commits only onto the version it was planned at.
 pub fn commit(uri: &str, staged: Vec<StagedWrite>, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
-    commit_planned(uri, staged, options, None, false)
+    commit_planned(uri, staged, options, None, Origin::Shipped)
+}
+
+/// Where the staged writes of a commit come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Bytes a host handed over: every share is checked against the table.
+    Shipped,
+    /// A share this process staged in the same call (a one-process write): its files were just
+    /// written by this library, so they are not read again. `absence_checked`: a create whose
+    /// stage just found no table (Lance's create refuses an existing one), so the commit does
+    /// not look again — the same window pylance's create has.
+    InProcess { absence_checked: bool },
 }
 
 /// `commit` with the version the work was planned at already open (`planned`, e.g. the handle
 /// a one-process write staged on): it is used instead of reading that version's manifest again.
-/// `absence_checked`: a create whose stage just found no table (Lance's create refuses an
-/// existing one), so the commit does not look again — the same window pylance's create has.
 pub(crate) fn commit_planned(
     uri: &str,
     staged: Vec<StagedWrite>,
     options: &WriteOptions,
     planned: Option<&Snapshot>,
-    absence_checked: bool,
+    origin: Origin,
 ) -> Result<(Snapshot, WriteSummary)> {
     crate::metrics::op(crate::metrics::Op::Commit);
     options.validate()?;
@@ -294,6 +308,12 @@ pub(crate) fn commit_planned(
                 kind.name()
             )));
         }
+        if s.kind == StagedKind::Create && s.planned_at != 0 {
+            return Err(HostError::invalid(format!(
+                "staged write {i} is a create planned at version {}: a create is planned at no version",
+                s.planned_at
+            )));
+        }
     }
     let planned_at = staged.iter().map(|s| s.planned_at).min().unwrap_or(0);
     if kind != StagedKind::Append {
@@ -308,82 +328,179 @@ pub(crate) fn commit_planned(
     let secrets = crate::redact::Secrets::from_storage_options(&options.storage_options);
     let lance_session = session::global()?.lance.clone();
     let store_params = options.store_params();
-
-    if let Some(id) = &options.statement_id {
-        if let Some(found) = find_statement(uri, options, planned_at, id)? {
-            return Ok(found);
-        }
-    }
-
-    let operation = combine(kind, &staged)?;
-    let mut summary = WriteSummary::of_fragments(new_fragments(&operation));
-    for s in &staged {
-        summary.rows_deleted += s.counts.deleted;
-        summary.rows_updated += s.counts.updated;
-        summary.rows_inserted += s.counts.inserted;
-    }
-    if kind == StagedKind::MergeInsert {
-        summary.rows_written = summary.rows_inserted + summary.rows_updated;
-    }
-    let transaction = TransactionBuilder::new(planned_at, operation)
-        .transaction_properties(options.transaction_properties())
-        .build();
     let what = format!("cannot commit {} staged write(s) to table '{uri}'", staged.len());
+    let shipped = origin == Origin::Shipped;
+    let absence_checked = matches!(origin, Origin::InProcess { absence_checked: true });
+
     let held = planned
         .filter(|p| p.version() == planned_at && p.uri().trim_end_matches('/') == uri.trim_end_matches('/'))
         .map(|p| p.dataset.clone());
-    let dataset = session::block_on(async {
-        let dest = if let Some(ds) = held {
-            WriteDestination::Dataset(ds)
-        } else if planned_at > 0 {
-            // the version the work was planned at: Lance checks what was committed since
-            let ds = lance::dataset::builder::DatasetBuilder::from_uri(uri)
+    let statement_id = options.statement_id.clone();
+    let operation = combine(kind, &staged)?;
+    let outcome = session::block_on(async {
+        // The table as it is now (a shipped commit, or one with a statement id, needs its latest
+        // version) and as the work was planned.
+        let open = |version: Option<u64>| {
+            let mut b = lance::dataset::builder::DatasetBuilder::from_uri(uri)
                 .with_session(lance_session.clone())
-                .with_storage_options(options.storage_options.clone())
-                .with_version(planned_at)
-                .load()
-                .await?;
-            WriteDestination::Dataset(Arc::new(ds))
-        } else {
-            WriteDestination::Uri(uri)
+                .with_storage_options(options.storage_options.clone());
+            if let Some(v) = version {
+                b = b.with_version(v);
+            }
+            b.load()
         };
-        if kind == StagedKind::Create && !absence_checked {
-            check_absent(uri, &lance_session, &options.storage_options).await?;
-        }
-        if let (StagedKind::Overwrite, WriteDestination::Dataset(planned)) = (kind, &dest) {
-            // Lance lets an overwrite replace whatever was committed since it was planned;
-            // an engine's INSERT OVERWRITE must not silently drop a concurrent commit.
-            let latest = planned.latest_version_id().await?;
-            if latest != planned_at {
-                return Err(lance::Error::commit_conflict_source(
-                    latest,
-                    format!(
-                        "version {latest} was committed since the overwrite was planned at version \
-                         {planned_at}; committing it would drop that version's changes"
-                    )
-                    .into(),
-                ));
+        let need_latest = shipped || statement_id.is_some();
+        let latest = if need_latest {
+            match open(None).await {
+                Ok(ds) => Some(Arc::new(ds)),
+                Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => None,
+                Err(e) => return Err(HostError::from_lance(&what, e)),
+            }
+        } else {
+            None
+        };
+        if need_latest {
+            let newest = latest.as_ref().map_or(0, |d| d.version().version);
+            if planned_at > newest {
+                return Err(HostError::invalid(format!(
+                    "the staged writes were planned at version {planned_at}, but the table's latest version is {newest}{}",
+                    if latest.is_none() { " (it does not exist)" } else { "" }
+                )));
             }
         }
-        let mut builder = CommitBuilder::new(dest).with_session(lance_session).with_store_params(store_params);
+        let planned_ds = match (&held, planned_at, &latest) {
+            (Some(ds), _, _) => Some(ds.clone()),
+            (None, 0, _) => None,
+            (None, v, Some(l)) if l.version().version == v => Some(l.clone()),
+            (None, v, Some(l)) => Some(Arc::new(l.checkout_version(v).await.map_err(|e| HostError::from_lance(&what, e))?)),
+            (None, v, None) => Some(Arc::new(open(Some(v)).await.map_err(|e| HostError::from_lance(&what, e))?)),
+        };
+        let (store, base) = ObjectStore::from_uri_and_params(lance_session.store_registry(), uri, &store_params)
+            .await
+            .map_err(|e| HostError::from_lance(&what, e))?;
+
+        // Exactly once: the statement in any version since it was first planned.
+        let mut first_planned = None;
+        if let (Some(id), Some(latest)) = (&statement_id, &latest) {
+            let since = super::statement::first_planned(&store, &base, id, planned_at)
+                .await
+                .map_err(|e| HostError::from_lance(&format!("cannot read the record of statement '{id}'"), e))?;
+            if let Some((version, txn)) = super::statement::find(latest, since, id).await? {
+                return Ok(Outcome::Found { latest: latest.clone(), version, txn });
+            }
+            first_planned = Some(since);
+        }
+        if shipped {
+            let versions = super::verify::Versions {
+                planned: planned_ds.clone(),
+                latest: latest.clone(),
+            };
+            super::verify::check(kind, &staged, &versions, &store, &base).await?;
+        }
+        if kind == StagedKind::Create && ((need_latest && latest.is_some()) || (!need_latest && !absence_checked)) {
+            check_absent(uri, &lance_session, &options.storage_options).await.map_err(|e| HostError::from_lance(&what, e))?;
+        }
+        if let (Some(id), Some(since)) = (&statement_id, first_planned) {
+            // before the commit: a coordinator killed after it leaves the record in place
+            super::statement::record(&store, &base, id, since)
+                .await
+                .map_err(|e| HostError::from_lance(&format!("cannot record statement '{id}'"), e))?;
+        }
+        let transaction = TransactionBuilder::new(planned_at, operation.clone())
+            .transaction_properties(options.transaction_properties())
+            .build();
+        let dest = match &planned_ds {
+            Some(ds) => WriteDestination::Dataset(ds.clone()),
+            None => WriteDestination::Uri(uri),
+        };
+        if let (StagedKind::Overwrite, Some(planned)) = (kind, &planned_ds) {
+            // Lance lets an overwrite replace whatever was committed since it was planned;
+            // an engine's INSERT OVERWRITE must not silently drop a concurrent commit. This
+            // check gives the early, clear refusal; the commit below is strict (no retries, so
+            // Lance writes exactly the version after the planned one or fails), which closes
+            // the window between this check and the commit.
+            let latest = planned.latest_version_id().await.map_err(|e| HostError::from_lance(&what, e))?;
+            if latest != planned_at {
+                return Err(overwrite_conflict(planned_at, latest));
+            }
+        }
+        let mut builder = CommitBuilder::new(dest).with_session(lance_session.clone()).with_store_params(store_params.clone());
         if let Some(n) = options.max_retries {
             builder = builder.with_max_retries(n);
+        }
+        if kind == StagedKind::Overwrite && planned_ds.is_some() {
+            builder = builder.with_max_retries(0);
         }
         if let Some(t) = options.retry_timeout {
             builder = builder.with_retry_timeout(t);
         }
-        builder.execute(transaction).await
-    })?
-    .map_err(|e| secrets.scrub(commit_error(&what, planned_at, e)).with_local_paths(uri))?;
-    summary.version = dataset.version().version;
-    summary.committed = true;
-    Ok((
-        Snapshot {
-            dataset: Arc::new(dataset),
-            storage_options: options.storage_options.clone(),
-        },
-        summary,
-    ))
+        let committed = builder.execute(transaction).await.map_err(|e| {
+            let err = commit_error(&what, planned_at, e);
+            if kind == StagedKind::Overwrite && err.code == crate::error::LanceErrorCode::LANCE_ERR_CONFLICT {
+                HostError::new(err.code, format!("{} (an overwrite commits only onto the version it was planned at)", err.message))
+            } else {
+                err
+            }
+        })?;
+        Ok(Outcome::Committed(committed))
+    })?;
+    let outcome = outcome.map_err(|e| secrets.scrub(e).with_local_paths(uri))?;
+    match outcome {
+        Outcome::Committed(dataset) => {
+            let mut summary = WriteSummary::of_fragments(new_fragments(&operation));
+            for s in &staged {
+                summary.rows_deleted += s.counts.deleted;
+                summary.rows_updated += s.counts.updated;
+                summary.rows_inserted += s.counts.inserted;
+            }
+            if kind == StagedKind::MergeInsert {
+                summary.rows_written = summary.rows_inserted + summary.rows_updated;
+            }
+            summary.version = dataset.version().version;
+            summary.committed = true;
+            Ok((
+                Snapshot {
+                    dataset: Arc::new(dataset),
+                    storage_options: options.storage_options.clone(),
+                },
+                summary,
+            ))
+        }
+        Outcome::Found { latest, version, txn } => {
+            let ds = session::block_on(latest.checkout_version(version))?
+                .map_err(|e| HostError::from_lance(&format!("cannot open version {version} of table '{uri}'"), e))?;
+            let mut summary = WriteSummary::of_fragments(new_fragments(&txn.operation));
+            summary.version = version;
+            summary.committed = false;
+            Ok((
+                Snapshot {
+                    dataset: Arc::new(ds),
+                    storage_options: options.storage_options.clone(),
+                },
+                summary,
+            ))
+        }
+    }
+}
+
+/// What a commit came to: a new version, or the version its statement was already committed in.
+enum Outcome {
+    Committed(lance::Dataset),
+    Found {
+        latest: Arc<lance::Dataset>,
+        version: u64,
+        txn: Transaction,
+    },
+}
+
+fn overwrite_conflict(planned_at: u64, latest: u64) -> HostError {
+    HostError::new(
+        crate::error::LanceErrorCode::LANCE_ERR_CONFLICT,
+        format!(
+            "version {latest} was committed since the overwrite was planned at version {planned_at}; \
+             committing it would drop that version's changes (plan it again at the table's latest version)"
+        ),
+    )
 }
 
 /// The one operation the staged writes of one statement (all of `kind`) make together.
@@ -483,54 +600,6 @@ async fn check_absent(
     }
 }
 
-/// The version committed after `planned_at` whose transaction carries statement `id`, if any.
-fn find_statement(
-    uri: &str,
-    options: &WriteOptions,
-    planned_at: u64,
-    id: &str,
-) -> Result<Option<(Snapshot, WriteSummary)>> {
-    let lance_session = session::global()?.lance.clone();
-    let opts = options.storage_options.clone();
-    let found = session::block_on(async move {
-        let latest = match lance::dataset::builder::DatasetBuilder::from_uri(uri)
-            .with_session(lance_session)
-            .with_storage_options(opts)
-            .load()
-            .await
-        {
-            Ok(ds) => ds,
-            Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let newest = latest.version().version;
-        for version in (planned_at + 1..=newest).rev() {
-            let Some(txn) = latest.read_transaction_by_version(version).await? else {
-                continue;
-            };
-            let props = txn.transaction_properties.as_deref();
-            if props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(id) {
-                let summary = WriteSummary::of_fragments(new_fragments(&txn.operation));
-                let ds = latest.checkout_version(version).await?;
-                return Ok(Some((ds, summary)));
-            }
-        }
-        Ok(None)
-    })?
-    .map_err(|e| HostError::from_lance(&format!("cannot look for statement '{id}' in table '{uri}'"), e))?;
-    Ok(found.map(|(ds, mut summary)| {
-        summary.version = ds.version().version;
-        summary.committed = false;
-        (
-            Snapshot {
-                dataset: Arc::new(ds),
-                storage_options: options.storage_options.clone(),
-            },
-            summary,
-        )
-    }))
-}
-
 /// Delete the files of staged writes that will not be committed: new data files, and the
 /// deletion files of staged deletes and merge-inserts. A file the table's latest version (or the
 /// version the write was planned at) uses is never deleted, so an abort after a commit that
@@ -572,7 +641,7 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
                     b = b.with_version(v);
                 }
                 match b.load().await {
-                    Ok(ds) => in_use.extend(ds.manifest.fragments.iter().flat_map(fragment_files)),
+                    Ok(ds) => in_use.extend(ds.manifest.fragments.iter().flat_map(super::verify::fragment_files)),
                     Err(lance::Error::DatasetNotFound { .. }) | Err(lance::Error::NotFound { .. }) => {}
                     // a planned version cleaned up since: the latest one still guards
                     Err(_) if version.is_some() => {}
@@ -583,7 +652,7 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
             for share in &shares {
                 let op = &share.transaction.operation;
                 written.extend(
-                    new_fragments(op).iter().chain(updated_fragments(op)).flat_map(fragment_files).filter(|f| !in_use.contains(f)),
+                    new_fragments(op).iter().chain(updated_fragments(op)).flat_map(super::verify::fragment_files).filter(|f| !in_use.contains(f)),
                 );
             }
             written.sort();
@@ -603,13 +672,4 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
         deleted += n;
     }
     Ok(deleted)
-}
-
-/// The files of a fragment, as paths relative to the table's root.
-fn fragment_files(f: &Fragment) -> Vec<String> {
-    let mut files: Vec<String> = f.files.iter().map(|d| format!("data/{}", d.path)).collect();
-    if let Some(df) = &f.deletion_file {
-        files.push(lance_table::io::deletion::relative_deletion_file_path(f.id, df));
-    }
-    files
 }

@@ -2,83 +2,10 @@
 //! batches, committed as one new version. It is the staged protocol run in one place (stage,
 //! then commit), so it has the same retries, conflict errors and exactly-once rule.
 
-use arrow::record_batch::RecordBatchReader;
-
 use super::{staged, WriteMode, WriteOptions, WriteSummary};
-use crate::error::{HostError, Result};
+use super::source::Batches;
+use crate::error::Result;
 use crate::snapshot::{self, Snapshot};
-
-/// The source of rows a host hands over.
-pub type Batches = Box<dyn RecordBatchReader + Send>;
-
-/// Batches read ahead of the writer.
-const READ_AHEAD: usize = 2;
-
-/// The host's batches as the async stream Lance writes from. The host's stream is read on a
-/// thread of its own, never on the session's runtime: a host stream may block (its
-/// `get_next` computes or does I/O), and a lance-host stream (a scan written into another
-/// table) must not be read from inside the runtime. At most `READ_AHEAD` batches wait. A batch
-/// whose pages would be too large goes on as row slices (`pages::cut`). When Lance stops early
-/// (an error), the reader thread stops and releases the host's stream.
-pub(crate) fn into_write_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
-    host_stream(data, true)
-}
-
-/// The host's batches as the async stream of a merge-insert's source: as `into_write_source`,
-/// but the batches go on whole. Lance joins the source with the table and writes the join's
-/// output, which comes in batches of its own size, so the pages stay small without slicing
-/// (a 200,000-row source batch left `vec` pages of at most 11.5 MiB); with slices a 100,000-row
-/// upsert took 306-393 ms, without them 200-249 ms (one build, 6 alternating runs; against
-/// pylance 1.12x (0.99-1.16) and 0.92x (0.88-1.04), bench/WRITE.md).
-pub(crate) fn into_merge_source(data: Batches) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
-    host_stream(data, false)
-}
-
-fn host_stream(data: Batches, cut_pages: bool) -> Result<lance::deps::datafusion::physical_plan::SendableRecordBatchStream> {
-    use lance::deps::datafusion::error::DataFusionError;
-    use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-    let schema = data.schema();
-    let (tx, mut rx) = tokio::sync::mpsc::channel(READ_AHEAD);
-    std::thread::Builder::new()
-        .name("lance-host-write-source".into())
-        .spawn(move || {
-            let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| feed(data, &tx, cut_pages)));
-            if fed.is_err() {
-                // The stream must end in an error, never as if it had ended: Lance would commit
-                // the rows it got so far.
-                let msg = "a panic while reading the host's stream".to_string();
-                let _ = tx.blocking_send(Err(DataFusionError::Execution(msg)));
-            }
-        })
-        .map_err(|e| HostError::internal(format!("cannot start the thread that reads the host's stream: {e}")))?;
-    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
-}
-
-/// Send the host's batches to Lance; with `cut_pages` a large batch as row slices (`pages::cut`:
-/// the pages it leaves stay small). Stops after the first error, which it sends on, or when
-/// Lance is gone.
-fn feed(
-    data: Batches,
-    tx: &tokio::sync::mpsc::Sender<std::result::Result<arrow::record_batch::RecordBatch, lance::deps::datafusion::error::DataFusionError>>,
-    cut_pages: bool,
-) {
-    use lance::deps::datafusion::error::DataFusionError;
-    for batch in data {
-        let slices = match batch.and_then(|b| if cut_pages { super::pages::cut(b) } else { Ok(vec![b]) }) {
-            Ok(slices) => slices,
-            Err(e) => {
-                let _ = tx.blocking_send(Err(DataFusionError::ArrowError(Box::new(e), None)));
-                return;
-            }
-        };
-        for slice in slices {
-            if tx.blocking_send(Ok(slice)).is_err() {
-                return;
-            }
-        }
-    }
-}
 
 /// Write `data` to the table at `uri` as one new version (`options.mode`: create, append or
 /// overwrite). `at` pins the version an append or overwrite is planned at (commits made since
@@ -103,9 +30,40 @@ pub fn write(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         },
         (at, _) => at,
     };
+    // A create that fails must not leave a directory no reader can open where the table was
+    // to be: the directories it made, if empty after the failure, are removed.
+    let fresh_dir = (options.mode == WriteMode::Create).then(|| local_dir(uri)).flatten().filter(|d| !d.exists());
+    let result = stage_and_commit(uri, at, data, options);
+    if let (Err(_), Some(dir)) = (&result, &fresh_dir) {
+        remove_empty_dirs(dir);
+    }
+    result
+}
+
+/// The directory of a local table (a path or a `file://` URI); None for object stores.
+fn local_dir(uri: &str) -> Option<std::path::PathBuf> {
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    (!path.contains("://") && !path.is_empty()).then(|| std::path::PathBuf::from(path))
+}
+
+/// Remove `dir` and its subdirectories if they hold no file (another writer's files keep them).
+fn remove_empty_dirs(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn stage_and_commit(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
     let staged = staged::stage(uri, at, data, options)?;
-    let absence_checked = options.mode == WriteMode::Create;
-    match staged::commit_planned(uri, vec![staged.clone()], options, at, absence_checked) {
+    let origin = staged::Origin::InProcess {
+        absence_checked: options.mode == WriteMode::Create,
+    };
+    match staged::commit_planned(uri, vec![staged.clone()], options, at, origin) {
         Ok(done) => Ok(done),
         Err(e) => {
             // The rows of a refused commit must not linger as orphan files. Only a refusal is
@@ -119,24 +77,4 @@ pub fn write(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
             Err(e)
         }
     }
-}
-
-/// A pinned handle must be of the table written to, and only appends and overwrites have one.
-pub(crate) fn check_destination(uri: &str, at: Option<&Snapshot>, mode: WriteMode) -> Result<()> {
-    snapshot::validate_uri(uri)?;
-    if let Some(s) = at {
-        if mode == WriteMode::Create {
-            return Err(HostError::invalid(format!(
-                "a create writes a new table: pass no dataset handle (got one of '{}')",
-                s.uri()
-            )));
-        }
-        if s.uri().trim_end_matches('/') != uri.trim_end_matches('/') {
-            return Err(HostError::invalid(format!(
-                "the dataset handle is of table '{}', not of '{uri}'",
-                s.uri()
-            )));
-        }
-    }
-    Ok(())
 }

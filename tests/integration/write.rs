@@ -15,14 +15,14 @@ use lance_host::LanceErrorCode::*;
 
 use crate::common::*;
 
-fn schema() -> Arc<Schema> {
+pub(crate) fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("name", DataType::Utf8, true),
     ]))
 }
 
-fn rows(ids: std::ops::Range<i64>) -> RecordBatch {
+pub(crate) fn rows(ids: std::ops::Range<i64>) -> RecordBatch {
     let names: Vec<Option<String>> = ids.clone().map(|i| (i % 5 != 0).then(|| format!("n{i}"))).collect();
     RecordBatch::try_new(
         schema(),
@@ -32,12 +32,12 @@ fn rows(ids: std::ops::Range<i64>) -> RecordBatch {
 }
 
 /// A host stream over `batches` (several batches per range, to exercise streaming).
-fn stream_of(batches: Vec<RecordBatch>) -> FFI_ArrowArrayStream {
+pub(crate) fn stream_of(batches: Vec<RecordBatch>) -> FFI_ArrowArrayStream {
     let schema = batches.first().map(|b| b.schema()).unwrap_or_else(schema);
     FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new(batches.into_iter().map(Ok), schema)))
 }
 
-fn params(mode: LanceWriteMode) -> LanceWriteParams {
+pub(crate) fn params(mode: LanceWriteMode) -> LanceWriteParams {
     let mut p = std::mem::MaybeUninit::<LanceWriteParams>::uninit();
     assert_eq!(lance_write_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceWriteParams>()), 0);
     let mut p = unsafe { p.assume_init() };
@@ -45,16 +45,16 @@ fn params(mode: LanceWriteMode) -> LanceWriteParams {
     p
 }
 
-fn result() -> LanceWriteResult {
+pub(crate) fn result() -> LanceWriteResult {
     LanceWriteResult { struct_size: std::mem::size_of::<LanceWriteResult>(), ..Default::default() }
 }
 
-fn table_uri(name: &str) -> String {
+pub(crate) fn table_uri(name: &str) -> String {
     let dir = tempfile::tempdir().unwrap().keep();
     dir.join(format!("{name}.lance")).to_str().unwrap().to_string()
 }
 
-fn write(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
+pub(crate) fn write(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
     let u = cstr(uri);
     let mut data = stream_of(batches);
     let mut out: *mut LanceDataset = std::ptr::null_mut();
@@ -67,13 +67,13 @@ fn write(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &Lanc
     Ok((Ds(out), r))
 }
 
-fn ids_of(ds: &Ds) -> Vec<i64> {
+pub(crate) fn ids_of(ds: &Ds) -> Vec<i64> {
     let mut ids = i64_column(&scan(ds, &default_opts()).unwrap(), "id");
     ids.sort();
     ids
 }
 
-fn stage(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<Vec<u8>, (i32, String)> {
+pub(crate) fn stage(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &LanceWriteParams) -> Result<Vec<u8>, (i32, String)> {
     let u = cstr(uri);
     let mut data = stream_of(batches);
     let (mut out, mut len) = (std::ptr::null_mut(), 0usize);
@@ -89,7 +89,7 @@ fn stage(uri: &str, at: *const LanceDataset, batches: Vec<RecordBatch>, p: &Lanc
     Ok(bytes)
 }
 
-fn commit(uri: &str, staged: &[Vec<u8>], p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
+pub(crate) fn commit(uri: &str, staged: &[Vec<u8>], p: &LanceWriteParams) -> Result<(Ds, LanceWriteResult), (i32, String)> {
     let u = cstr(uri);
     let ptrs: Vec<*const u8> = staged.iter().map(|b| b.as_ptr()).collect();
     let lens: Vec<usize> = staged.iter().map(|b| b.len()).collect();
@@ -102,7 +102,7 @@ fn commit(uri: &str, staged: &[Vec<u8>], p: &LanceWriteParams) -> Result<(Ds, La
     Ok((Ds(out), r))
 }
 
-fn data_files(uri: &str) -> usize {
+pub(crate) fn data_files(uri: &str) -> usize {
     std::fs::read_dir(std::path::Path::new(uri).join("data")).map(|d| d.count()).unwrap_or(0)
 }
 
@@ -782,13 +782,13 @@ fn columns_are_added_from_expressions_or_as_nulls_and_dropped() {
 
 /// A host stream that breaks after its first batch: its reader panics (a bug in a Rust host's
 /// reader) or it returns an error (the engine's source query failed).
-struct BreaksAfterOneBatch {
+pub(crate) struct BreaksAfterOneBatch {
     first: Option<RecordBatch>,
     panics: bool,
 }
 
 impl BreaksAfterOneBatch {
-    fn new(first: RecordBatch, panics: bool) -> Box<Self> {
+    pub(crate) fn new(first: RecordBatch, panics: bool) -> Box<Self> {
         Box::new(Self { first: Some(first), panics })
     }
 }
@@ -844,9 +844,11 @@ fn a_merge_insert_whose_source_fails_commits_nothing() {
     // The first batch (3 updates, 3 inserts) is read, then the source fails.
     let source = || BreaksAfterOneBatch::new(rows(2..8), false);
     let err = merge_insert(&at, source(), &spec, &options).err().expect("a merge whose source failed must fail");
-    assert!(err.message.contains("source stream failed") && err.message.contains("the source query failed"), "{}", err.message);
+    assert!(err.message.contains("the host's stream failed") && err.message.contains("the source query failed"), "{}", err.message);
+    assert_eq!(err.code, LANCE_ERR_HOST_STREAM, "the host's stream failed, not the library: {}", err.message);
     let err = stage_merge_insert(&at, source(), &spec, &options).err().expect("a staged merge whose source failed must fail");
     assert!(err.message.contains("the source query failed"), "{}", err.message);
+    assert_eq!(err.code, LANCE_ERR_HOST_STREAM, "{}", err.message);
     let latest = Ds::open(&uri, 0);
     assert_eq!(lance_dataset_version(latest.ptr()), 1, "nothing committed");
     assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
