@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 10
-#define LANCE_HOST_VERSION_PATCH 5
-#define LANCE_HOST_VERSION "0.10.5"
+#define LANCE_HOST_VERSION_MINOR 11
+#define LANCE_HOST_VERSION_PATCH 0
+#define LANCE_HOST_VERSION "0.11.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -192,6 +192,11 @@ enum LanceErrorCode
   // The message names the version the work was planned at and the version that conflicted.
   // Since 0.6.
   LANCE_ERR_CONFLICT = 13,
+  // The host's own input stream failed: its `get_next` returned an error, or it broke the
+  // stream contract (a batch of another schema than the stream's). The message carries the
+  // stream's own error. Nothing of the write is committed. Since 0.11 (these were
+  // LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
+  LANCE_ERR_HOST_STREAM = 14,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -166,12 +166,10 @@ fn host_stream(data: Batches, cut_pages: bool, failure: &HostFailure) -> Result<
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
 }
 
-type Sender = tokio::sync::mpsc::Sender<std::result::Result<RecordBatch, DataFusionError>>;
-
 /// Send the host's batches to Lance; with `cut_pages` a large batch as row slices (`pages::cut`:
 /// the pages it leaves stay small). Stops after the first error, which it sends on, or when
 /// Lance is gone.
-fn feed(data: Batches, tx: &Sender, cut_pages: bool) {
+fn feed(data: Batches, tx: &tokio::sync::mpsc::Sender<std::result::Result<RecordBatch, DataFusionError>>, cut_pages: bool) {
     for batch in data {
         let slices = match batch.and_then(|b| if cut_pages { super::pages::cut(b) } else { Ok(vec![b]) }) {
             Ok(slices) => slices,

@@ -390,15 +390,15 @@ pub(crate) fn commit_planned(
             }
             first_planned = Some(since);
         }
+        if kind == StagedKind::Create && ((need_latest && latest.is_some()) || (!need_latest && !absence_checked)) {
+            check_absent(uri, &lance_session, &options.storage_options).await.map_err(|e| HostError::from_lance(&what, e))?;
+        }
         if shipped {
             let versions = super::verify::Versions {
                 planned: planned_ds.clone(),
                 latest: latest.clone(),
             };
             super::verify::check(kind, &staged, &versions, &store, &base).await?;
-        }
-        if kind == StagedKind::Create && ((need_latest && latest.is_some()) || (!need_latest && !absence_checked)) {
-            check_absent(uri, &lance_session, &options.storage_options).await.map_err(|e| HostError::from_lance(&what, e))?;
         }
         if let (Some(id), Some(since)) = (&statement_id, first_planned) {
             // before the commit: a coordinator killed after it leaves the record in place
