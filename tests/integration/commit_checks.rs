@@ -274,7 +274,7 @@ fn sql_text_must_be_one_whole_expression_on_every_write_path() {
 }
 
 /// A host stream whose second batch has another schema than the stream's.
-fn stream_with_a_second_schema() -> FFI_ArrowArrayStream {
+pub(crate) fn stream_with_a_second_schema() -> FFI_ArrowArrayStream {
     let other = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
     let b2 = RecordBatch::try_new(other, vec![Arc::new(Int64Array::from_iter_values(50..60))]).unwrap();
     struct Two(Vec<RecordBatch>);

@@ -191,7 +191,7 @@ def test_bad_writes_raise_and_write_nothing(tmp_path):
         raise ValueError("the source broke")
 
     reader = pa.RecordBatchReader.from_batches(typed(0, 1).schema, failing())
-    with pytest.raises(lh.LanceError, match="the source broke"):
+    with pytest.raises(lh.HostStreamError, match="the source broke"):
         lh.write_table(uri, reader, mode="append")
     assert lance.dataset(uri).version == 1 and lance.dataset(uri).count_rows() == 10
 
