@@ -48,6 +48,16 @@ fn new_fragments(s: &mut StagedWrite) -> &mut Vec<lance_table::format::Fragment>
     }
 }
 
+/// A merge-insert spec on the key columns `on`, Lance's defaults otherwise.
+fn merge_spec(on: &CStrs) -> LanceMergeInsert {
+    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
+    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
+    let mut m = unsafe { m.assume_init() };
+    m.on = on.ptrs.as_ptr();
+    m.num_on = on.ptrs.len();
+    m
+}
+
 fn abort(staged: &[Vec<u8>]) -> u64 {
     let ptrs: Vec<*const u8> = staged.iter().map(|b| b.as_ptr()).collect();
     let lens: Vec<usize> = staged.iter().map(|b| b.len()).collect();
@@ -253,11 +263,7 @@ fn sql_text_must_be_one_whole_expression_on_every_write_path() {
     // a merge condition
     let on = cstrs(&["id"]);
     let cond = cstr("target.id > 0; DROP TABLE t");
-    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
-    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
-    let mut m = unsafe { m.assume_init() };
-    m.on = on.ptrs.as_ptr();
-    m.num_on = 1;
+    let mut m = merge_spec(&on);
     m.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_UPDATE_IF as i32;
     m.when_matched_condition = cond.as_ptr();
     let mut data = crate::write::stream_of(vec![rows(5..15)]);
@@ -335,11 +341,7 @@ fn a_host_streams_failure_is_its_own_error_kind() {
 fn a_fail_rule_that_matches_and_a_default_index_name_in_use_have_their_codes() {
     let (uri, v1) = table("codes", 0..10);
     let on = cstrs(&["id"]);
-    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
-    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
-    let mut m = unsafe { m.assume_init() };
-    m.on = on.ptrs.as_ptr();
-    m.num_on = 1;
+    let mut m = merge_spec(&on);
     m.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_FAIL as i32;
     let mut data = crate::write::stream_of(vec![rows(5..15)]);
     let rc = lance_dataset_merge_insert(v1.ptr(), &mut data, &m, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut());
@@ -380,11 +382,7 @@ fn updates_and_merges_report_what_the_new_version_holds() {
     assert!(r.bytes_written > 0 && r.fragments_written >= 1 && r.rows_written >= 10, "{r:?}");
     // a merge-insert: 10 updated, 20 inserted
     let on = cstrs(&["id"]);
-    let mut m = std::mem::MaybeUninit::<LanceMergeInsert>::uninit();
-    assert_eq!(lance_merge_insert_init_v2(m.as_mut_ptr(), std::mem::size_of::<LanceMergeInsert>()), 0);
-    let mut m = unsafe { m.assume_init() };
-    m.on = on.ptrs.as_ptr();
-    m.num_on = 1;
+    let mut m = merge_spec(&on);
     m.when_matched = LanceWhenMatched::LANCE_WHEN_MATCHED_UPDATE_ALL as i32;
     let mut data = crate::write::stream_of(vec![rows(90..120)]);
     let (mut out, mut r) = (std::ptr::null_mut(), result());
@@ -405,19 +403,6 @@ fn updates_and_merges_report_what_the_new_version_holds() {
 // parent with its seed). The verdict of every commit: refused with a code and the table as it
 // was, or committed and equal to the unmutated commit. `LANCE_HOST_STAGED_FUZZ_SEEDS` (children)
 // and `LANCE_HOST_STAGED_FUZZ_ITERS` (commits per child) set the size (a long run: both at 50 or more).
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
 
 #[test]
 fn staged_bytes_fuzz_commits_refuse_cleanly_or_equal_the_unmutated_commit() {
@@ -482,7 +467,7 @@ fn child_staged_bytes_fuzz() {
         .map(|c| c as i32);
     for iter in 0..iters {
         let copy = dir.join(format!("copy-{seed}-{iter}.lance"));
-        copy_dir(&dir.join("t.lance"), &copy);
+        crate::edges::copy_dir(&dir.join("t.lance"), &copy);
         let uri = copy.to_str().unwrap().to_string();
         // the unmutated share, addressed to the copy
         let base = forged(&good, |s| s.uri = uri.clone());

@@ -60,7 +60,7 @@ fn local_paths_keep_their_leading_slash() {
     assert!(!msg.contains(&format!(" {}", &copy_uri[1..])), "{msg}");
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
