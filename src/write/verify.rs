@@ -328,11 +328,17 @@ async fn check_file(a: &Added, scheduler: &Arc<ScanScheduler>, store: &ObjectSto
                     file.file_minor_version
                 )));
             }
-            let in_file: Vec<i32> = meta.file_schema.fields_pre_order().map(|f| f.id).filter(|id| *id >= 0).collect();
+            // The share names the file's columns by field id: every id it names is a field of the
+            // file, and every top-level field of the file is named (Lance leaves some nested
+            // children, e.g. a list's item, out of the list).
+            let in_file: HashSet<i32> = meta.file_schema.fields_pre_order().map(|f| f.id).collect();
+            let top: Vec<i32> = meta.file_schema.fields.iter().map(|f| f.id).collect();
             let named: Vec<i32> = file.fields.iter().copied().filter(|id| *id >= 0).collect();
-            if in_file != named {
+            let unknown: Vec<i32> = named.iter().copied().filter(|id| !in_file.contains(id)).collect();
+            let unnamed: Vec<i32> = top.iter().copied().filter(|id| !named.contains(id)).collect();
+            if !unknown.is_empty() || !unnamed.is_empty() {
                 return Err(refuse(share, format!(
-                    "its file '{}' holds the fields {in_file:?}, the share names {named:?}",
+                    "its file '{}' holds the fields {top:?} (top level), the share names {named:?}",
                     a.path()
                 )));
             }
