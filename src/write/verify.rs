@@ -6,7 +6,7 @@
 //! - no share twice and no file named twice (by content, whatever the bytes' order);
 //! - every file a share adds is a plain name in this table's `data/` (or `_deletions/`)
 //!   directory, exists, and agrees with what the share says of it: a data file's footer gives
-//!   the fragment's row count and format version, the field ids are the table's, a deletion file holds the number of deleted rows
+//!   the fragment's row count and format version, a deletion file holds the number of deleted rows
 //!   the share names, all below the fragment's row count;
 //! - the fragments a delete or merge-insert changes are fragments of the version it was planned
 //!   at, with the same data files (a delete adds a deletion file, nothing else);
@@ -103,22 +103,8 @@ fn added_files(kind: StagedKind, staged: &[StagedWrite], planned: Option<&Datase
     for (share, s) in staged.iter().enumerate() {
         let (new, updated, removed) = parts(&s.transaction.operation);
         for f in new {
-            // Field ids in a file's footer are the file's own numbering, so a share's field ids
-            // are checked against the table's schema: each a field of it, and every top-level
-            // field in one of the fragment's files.
-            if let (Some(ds), StagedKind::Append) = (planned, kind) {
-                let schema = ds.schema();
-                let known: HashSet<i32> = schema.fields_pre_order().map(|x| x.id).collect();
-                let named: HashSet<i32> = f.files.iter().flat_map(|d| d.fields.iter().copied()).filter(|id| *id >= 0).collect();
-                let top: Vec<i32> = schema.fields.iter().map(|x| x.id).collect();
-                if named.iter().any(|id| !known.contains(id)) || top.iter().any(|id| !named.contains(id)) {
-                    let mut named: Vec<i32> = named.into_iter().collect();
-                    named.sort_unstable();
-                    return Err(refuse(share, format!(
-                        "its fragment {} names the fields {named:?}, which do not cover the table's columns {top:?}",
-                        f.id
-                    )));
-                }
+            if f.id > u64::from(u32::MAX) {
+                return Err(refuse(share, format!("its new fragment id {} is out of range (Lance's fragment ids fit 32 bits)", f.id)));
             }
             if f.physical_rows.is_none() {
                 return Err(refuse(share, format!("its new fragment {} has no row count", f.id)));
