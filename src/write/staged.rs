@@ -109,21 +109,12 @@ pub struct StagedWrite {
 
 /// Fragments a transaction adds (new data files).
 fn new_fragments(op: &Operation) -> &[Fragment] {
-    match op {
-        Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => fragments,
-        Operation::Update { new_fragments, .. } => new_fragments,
-        _ => &[],
-    }
+    super::verify::parts(op).0
 }
 
 /// Fragments a transaction changes in place (new deletion files, new column files).
 fn updated_fragments(op: &Operation) -> &[Fragment] {
-    match op {
-        Operation::Delete { updated_fragments, .. } | Operation::Update { updated_fragments, .. } => {
-            updated_fragments
-        }
-        _ => &[],
-    }
+    super::verify::parts(op).1
 }
 
 impl StagedWrite {

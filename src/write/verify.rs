@@ -6,7 +6,8 @@
 //! - no share twice and no file named twice (by content, whatever the bytes' order);
 //! - every file a share adds is a plain name in this table's `data/` (or `_deletions/`)
 //!   directory, exists, and agrees with what the share says of it: a data file's footer gives
-//!   the fragment's row count and format version, a deletion file holds the number of deleted rows
+//!   the fragment's row count and format version, the (field id, column) pairs are the ones
+//!   Lance's writer gives the file's schema, a deletion file holds the number of deleted rows
 //!   the share names, all below the fragment's row count;
 //! - the fragments a delete or merge-insert changes are fragments of the version it was planned
 //!   at, with the same data files (a delete adds a deletion file, nothing else);
@@ -31,7 +32,7 @@ use lance_table::format::{DataFile, DeletionFile, Fragment};
 use object_store::path::Path;
 
 use super::staged::{StagedKind, StagedWrite};
-use crate::error::{HostError, Result};
+use crate::error::{HostError, LanceErrorCode, Result};
 
 /// Files read at a time while checking.
 const PARALLEL_READS: usize = 8;
@@ -61,7 +62,7 @@ impl Added {
 
 /// Fragments an operation adds (new data files) and changes in place (new deletion or column
 /// files), and the ids of the fragments it removes.
-fn parts(op: &Operation) -> (&[Fragment], &[Fragment], &[u64]) {
+pub(crate) fn parts(op: &Operation) -> (&[Fragment], &[Fragment], &[u64]) {
     match op {
         Operation::Append { fragments } | Operation::Overwrite { fragments, .. } => (fragments, &[], &[]),
         Operation::Delete { updated_fragments, deleted_fragment_ids, .. } => (&[], updated_fragments, deleted_fragment_ids),
@@ -292,26 +293,39 @@ pub(crate) async fn check(
 /// (from its footer), a deletion file's count and row offsets.
 async fn check_file(a: &Added, scheduler: &Arc<ScanScheduler>, store: &ObjectStore, base: &Path) -> Result<()> {
     let share = a.share();
-    let is_missing = |e: &lance::Error| {
-        matches!(e, lance::Error::NotFound { .. }) || e.to_string().to_ascii_lowercase().contains("not found")
-    };
+    // The library's one mapping of Lance's errors says which of them mean "no such object".
+    let what = format!("cannot check staged write {share}'s file '{}'", a.path());
+    let mapped = |e: lance::Error| HostError::from_lance(&what, e);
     let missing = |e: lance::Error| {
-        if is_missing(&e) {
+        let err = mapped(e);
+        if err.code == LanceErrorCode::LANCE_ERR_NOT_FOUND {
             refuse(share, format!("its file '{}' does not exist in the table's directory (an abort deleted it, or the share is of another table)", a.path()))
         } else {
-            HostError::from_lance(&format!("cannot check staged write {share}'s file '{}'", a.path()), e)
+            err
         }
     };
     match a {
         Added::Data { fragment, file, .. } => {
             let path = base.clone().join("data").join(file.path.as_str());
             let fs = scheduler.open_file(&path, &file.file_size_bytes).await.map_err(missing)?;
-            let meta = lance_file::reader::FileReader::read_all_metadata(&fs).await.map_err(|e| {
-                if is_missing(&e) {
-                    missing(e)
-                } else {
-                    refuse(share, format!("its file '{}' is not a readable Lance data file ({})", a.path(), crate::error::HostError::from_lance("footer", e).message))
+            let read = lance_file::reader::FileReader::read_all_metadata(&fs).await;
+            if let (Err(_), Some(said)) = (&read, file.file_size_bytes.get()) {
+                // A read past the end of the file: the share may name a size the file does not
+                // have (asked only on this error path: no request in the common case).
+                if let Ok(real) = store.size(&path).await {
+                    if real != said.get() {
+                        return Err(refuse(share, format!("its file '{}' has {real} bytes, the share says {}", a.path(), said.get())));
+                    }
                 }
+            }
+            let meta = read.map_err(|e| {
+                let err = missing(e);
+                use LanceErrorCode::*;
+                // missing (refused already), or storage that failed: not the share's fault
+                if matches!(err.code, LANCE_ERR_INVALID_ARGUMENT | LANCE_ERR_IO | LANCE_ERR_UNAUTHENTICATED | LANCE_ERR_PERMISSION_DENIED | LANCE_ERR_TIMEOUT) {
+                    return err;
+                }
+                refuse(share, format!("its file '{}' is not a readable Lance data file ({})", a.path(), err.message))
             })?;
             let rows = fragment.physical_rows.unwrap_or(0) as u64;
             if meta.num_rows != rows {
@@ -329,6 +343,20 @@ async fn check_file(a: &Added, scheduler: &Arc<ScanScheduler>, store: &ObjectSto
                     a.path(),
                     file.file_major_version,
                     file.file_minor_version
+                )));
+            }
+            // The share names the file's columns: (field id, column index) pairs, which Lance's
+            // writer derives from the file's schema and format version. A share whose pairs are
+            // not the writer's would make readers take one column for another.
+            let expected = columns_of(&meta).await.map_err(|e| HostError::from_lance(&what, e))?;
+            let named: Vec<(i32, i32)> = file.fields.iter().copied().zip(file.column_indices.iter().copied()).collect();
+            let want: Vec<(i32, i32)> = expected.iter().map(|&(f, c)| (f as i32, c as i32)).collect();
+            if file.fields.len() != file.column_indices.len() || named != want {
+                return Err(refuse(share, format!(
+                    "its file '{}' has the columns (field id, column) {want:?}, the share names fields {:?} at columns {:?}",
+                    a.path(),
+                    file.fields,
+                    file.column_indices
                 )));
             }
         }
@@ -352,4 +380,20 @@ async fn check_file(a: &Added, scheduler: &Arc<ScanScheduler>, store: &ObjectSto
         }
     }
     Ok(())
+}
+
+/// The (field id, column index) pairs Lance's writer gives a file of `meta`'s schema and format
+/// version: a writer is set up for that schema in memory (nothing is written) and asked.
+async fn columns_of(meta: &lance_file::reader::CachedFileMetadata) -> lance::Result<Vec<(u32, u32)>> {
+    let memory = ObjectStore::memory();
+    let sink = memory.create(&Path::from("columns")).await?;
+    let mut writer = lance_file::versions::create_writer(
+        meta.version,
+        sink,
+        meta.file_schema.as_ref().clone(),
+        lance_file::writer::FileWriterOptions::default(),
+    )?;
+    let pairs = writer.field_id_to_column_indices().to_vec();
+    writer.abort().await;
+    Ok(pairs)
 }

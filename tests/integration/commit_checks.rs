@@ -118,6 +118,16 @@ fn resealed_and_foreign_shares_are_refused() {
     refused(&uri, &[disguised], APPEND, "does not exist in the table's directory", 1, &before);
     // row counts that disagree with the file's footer
     refused(&uri, &[forged(&good, |s| new_fragments(s)[0].physical_rows = Some(11))], APPEND, "holds 10 rows", 1, &before);
+    // field ids and columns that are not the ones the file has (0.11.0's first cut did not
+    // check them, and a resealed list committed a version no reader could open)
+    for (fields, columns) in [(vec![0], vec![0]), (vec![1, 0], vec![0, 1]), (vec![0, 1], vec![1, 0]), (vec![0, 5], vec![0, 1])] {
+        let wrong = forged(&good, |s| {
+            let f = &mut new_fragments(s)[0].files[0];
+            f.fields = Arc::from(fields);
+            f.column_indices = Arc::from(columns);
+        });
+        refused(&uri, &[wrong], APPEND, "has the columns (field id, column) [(0, 0), (1, 1)]", 1, &before);
+    }
     // a path out of the data directory, a name of another file of the table
     refused(&uri, &[forged(&good, |s| new_fragments(s)[0].files[0].path = "../../forged_other.lance/data/x.lance".into())], APPEND, "not a plain file name", 1, &before);
     let committed_file = {
@@ -464,13 +474,7 @@ fn child_staged_bytes_fuzz() {
         let uri = copy.to_str().unwrap().to_string();
         // the unmutated share, addressed to the copy
         let base = forged(&good, |s| s.uri = uri.clone());
-        // Kind 6 (forged field ids) is left out: the commit does not check field ids yet (a
-        // staged file's ids are provisional until Lance's commit maps them), and a forged list
-        // can commit a version no reader opens. Open in issue 45.
-        let kind = match rng.random_range(0..16) {
-            6 => 11,
-            k => k,
-        };
+        let kind = rng.random_range(0..16);
         let shares: Vec<Vec<u8>> = match kind {
             0 => {
                 let mut b = base.clone();
