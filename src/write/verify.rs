@@ -336,11 +336,14 @@ async fn check_file(a: &Added, scheduler: &Arc<ScanScheduler>, store: &ObjectSto
                     fragment.id
                 )));
             }
-            let (major, minor) = (meta.major_version as u32, meta.minor_version as u32);
-            if (file.file_major_version, file.file_minor_version) != (major, minor) {
+            // Format versions compared as Lance names them (a 2.0 file's footer says 0.3).
+            let said = file.file_version().map_err(|e| refuse(share, format!("its file '{}' names no known format ({e})", a.path())))?;
+            if said != meta.version {
                 return Err(refuse(share, format!(
-                    "its file '{}' is of format {major}.{minor}, the share says {}.{}",
+                    "its file '{}' is of format {:?}, the share says {:?} ({}.{})",
                     a.path(),
+                    meta.version,
+                    said,
                     file.file_major_version,
                     file.file_minor_version
                 )));

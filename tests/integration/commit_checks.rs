@@ -128,6 +128,14 @@ fn resealed_and_foreign_shares_are_refused() {
         });
         refused(&uri, &[wrong], APPEND, "has the columns (field id, column) [(0, 0), (1, 1)]", 1, &before);
     }
+    // a format version the file is not of, or one that does not exist
+    refused(&uri, &[forged(&good, |s| {
+        let f = &mut new_fragments(s)[0].files[0];
+        (f.file_major_version, f.file_minor_version) = (0, 3);
+    })], APPEND, "is of format", 1, &before);
+    refused(&uri, &[forged(&good, |s| new_fragments(s)[0].files[0].file_major_version = 9)], APPEND, "names no known format", 1, &before);
+    // a file size the file does not have
+    refused(&uri, &[forged(&good, |s| new_fragments(s)[0].files[0].file_size_bytes = lance_io::utils::CachedFileSize::new(1 << 30))], APPEND, "the share says 1073741824", 1, &before);
     // a path out of the data directory, a name of another file of the table
     refused(&uri, &[forged(&good, |s| new_fragments(s)[0].files[0].path = "../../forged_other.lance/data/x.lance".into())], APPEND, "not a plain file name", 1, &before);
     let committed_file = {
