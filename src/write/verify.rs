@@ -135,11 +135,6 @@ fn added_files(kind: StagedKind, staged: &[StagedWrite], planned: Option<&Datase
             if kind == StagedKind::Delete && f.files != before.files {
                 return Err(refuse(share, format!("its delete changes the data files of fragment {} (a delete only adds a deletion file)", f.id)));
             }
-            for d in &before.files {
-                if !f.files.iter().any(|n| n.path == d.path) && kind == StagedKind::Delete {
-                    return Err(refuse(share, format!("its delete drops data file '{}' of fragment {}", d.path, f.id)));
-                }
-            }
             if f.physical_rows != before.physical_rows {
                 return Err(refuse(share, format!(
                     "it gives fragment {} {} rows, version {} has {}",
@@ -177,7 +172,12 @@ fn check_shapes(kind: StagedKind, staged: &[StagedWrite], planned: Option<&Datas
                 return Err(refuse(a.share(), format!("it names the file '{path}' twice")));
             }
             Some(&first) => {
-                let same = staged_files(staged, first) == staged_files(staged, a.share());
+                let files_of = |share: usize| {
+                    let mut files: Vec<String> = added.iter().filter(|x| x.share() == share).map(Added::path).collect();
+                    files.sort();
+                    files
+                };
+                let same = files_of(first) == files_of(a.share());
                 return Err(refuse(
                     a.share(),
                     if same {
@@ -207,14 +207,6 @@ fn check_shapes(kind: StagedKind, staged: &[StagedWrite], planned: Option<&Datas
         }
     }
     Ok(added)
-}
-
-fn staged_files(staged: &[StagedWrite], share: usize) -> Vec<String> {
-    let mut files: Vec<String> = added_files(StagedKind::Append, &staged[share..share + 1], None)
-        .map(|a| a.iter().map(Added::path).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
 }
 
 /// The table's files a version references: data files and deletion files of its fragments.

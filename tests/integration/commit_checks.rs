@@ -586,3 +586,52 @@ fn child_staged_bytes_fuzz() {
     }
     println!("CHILD-OK");
 }
+
+/// A staged delete of `predicate` over the whole table at `at`, as bytes.
+fn stage_delete_bytes(at: &Ds, predicate: &str) -> Vec<u8> {
+    let p = cstr(predicate);
+    let (mut out, mut len) = (std::ptr::null_mut(), 0usize);
+    assert_eq!(lance_dataset_stage_delete(at.ptr(), std::ptr::null(), p.as_ptr(), &mut out, &mut len, std::ptr::null_mut()), 0, "{}", last_message());
+    let bytes = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
+    lance_host::ffi::plan::lance_bytes_free(out, len);
+    bytes
+}
+
+fn updated(s: &mut StagedWrite) -> &mut Vec<lance_table::format::Fragment> {
+    match &mut s.transaction.operation {
+        Operation::Delete { updated_fragments, .. } => updated_fragments,
+        other => panic!("not a delete: {other}"),
+    }
+}
+
+#[test]
+fn forged_staged_deletes_are_refused() {
+    let uri = table_uri("forged_delete");
+    write(&uri, std::ptr::null(), vec![rows(0..10)], &params(CREATE)).unwrap();
+    let (v2, _) = write(&uri, std::ptr::null(), vec![rows(10..20)], &params(APPEND)).unwrap();
+    let before: Vec<i64> = (0..20).collect();
+    let good = stage_delete_bytes(&v2, "id % 2 = 0");
+    let other_fragment_file = {
+        let s = lance_host::snapshot::open(&uri, Default::default(), 0).unwrap();
+        s.dataset.manifest.fragments[1].files.clone()
+    };
+    let delete = LanceWriteMode::LANCE_WRITE_APPEND; // the kind comes from the bytes
+    // a fragment the planned version does not have
+    refused(&uri, &[forged(&good, |s| updated(s)[0].id = 77)], delete, "which version 2 of the table does not have", 2, &before);
+    // a delete that swaps a fragment's data files for another fragment's
+    refused(&uri, &[forged(&good, |s| updated(s)[0].files = other_fragment_file.clone())], delete, "changes the data files of fragment 0", 2, &before);
+    // a deletion file whose count is not the file's
+    refused(&uri, &[forged(&good, |s| updated(s)[0].deletion_file.as_mut().unwrap().num_deleted_rows = Some(3))], delete, "deletes 5 rows, the share says 3", 2, &before);
+    // a deletion file that is not there
+    refused(&uri, &[forged(&good, |s| updated(s)[0].deletion_file.as_mut().unwrap().id += 1)], delete, "does not exist", 2, &before);
+    // the same fragment changed twice in one share
+    refused(&uri, &[forged(&good, |s| {
+        let f = updated(s)[0].clone();
+        updated(s).push(f);
+    })], delete, "in two staged deletes", 2, &before);
+    // the real share commits: the even ids go
+    let (v3, _) = commit(&uri, &[good.clone()], &params(delete)).unwrap();
+    assert_eq!(ids_of(&v3), (0..20).filter(|i| i % 2 == 1).collect::<Vec<_>>());
+    // and is not committed again
+    refused(&uri, &[good], delete, "already part of version 3", 3, &(0..20).filter(|i| i % 2 == 1).collect::<Vec<_>>());
+}
