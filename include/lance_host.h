@@ -2400,7 +2400,9 @@ int32_t lance_write_params_init_v2(LanceWriteParams *out, size_t struct_size);
 // LANCE_ERR_INVALID_ARGUMENT, and so is field metadata Lance 14.0.2 cannot write
 // (`lance-encoding:dict-size-ratio` outside (0, 1], a `lance-encoding:dict-max-size` that is
 // not a number, a packed flag on a list or map column; docs/writes.md), refused before anything
-// is written. `data` is read on the library's threads, one thread at a time.
+// is written. `data` is read on the library's threads, one thread at a time; if its `get_next`
+// fails or hands a batch of another schema, the call fails with LANCE_ERR_HOST_STREAM (since
+// 0.11) carrying the stream's error. A create that fails leaves no directory at `uri`.
 //
 // A failure commits nothing: readers never see part of a write. `*out_dataset` (if
 // `out_dataset` is not NULL) gets the new version pinned, owned by the caller (free with
@@ -2418,6 +2420,7 @@ int32_t lance_table_write(const char *uri, const LanceDataset *at, struct ArrowA
 // the coordinator's pinned version (e.g. opened on the worker with
 // `lance_dataset_open_snapshot`); a create has none; an overwrite has one when the table exists.
 // `out_result` (may be NULL) gets the rows, files and bytes written (version 0, committed 0).
+// A failing `data` stream is LANCE_ERR_HOST_STREAM, as for `lance_table_write`.
 //
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
 // `data` (released, also on failure). Thread-safe. Returns an error code; outputs are not
@@ -2431,13 +2434,21 @@ int32_t lance_table_stage_write(const char *uri, const LanceDataset *at, struct 
 // overwrite; shares of one delete (one predicate, each fragment in one share); or one
 // merge-insert. The commit is planned at the version the
 // writes were planned at: concurrent appends committed since are rebased over; a change that
-// cannot be combined (an overwrite raced by another commit, a create of a table that now
-// exists) is LANCE_ERR_CONFLICT or LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
+// cannot be combined (an overwrite when any version was committed since its plan — checked at
+// the moment of the commit — or exhausted retries) is LANCE_ERR_CONFLICT, a create of a table
+// that now exists LANCE_ERR_INVALID_ARGUMENT, with nothing committed.
 // `params->commit_message`, `transaction_properties`, `commit_retries`, `retry_timeout_ms`
 // and `storage_options` apply. With `params->statement_id`, a repeated commit of a statement
-// already committed since the plan (a retried coordinator) returns that version with
-// `out_result->committed = 0` and writes nothing. Damaged, truncated or foreign bytes are
-// LANCE_ERR_CORRUPT (another format version: LANCE_ERR_NOT_SUPPORTED) naming the index.
+// already committed in any version since it was first planned (a retried coordinator, also
+// one that planned again) returns that version with `out_result->committed = 0` and writes
+// nothing; the commit records the first plan under `_lance_host/statements/` in the table's
+// directory. Damaged, truncated or foreign bytes are LANCE_ERR_CORRUPT (another format
+// version: LANCE_ERR_NOT_SUPPORTED) naming the index. Since 0.11 the commit checks every share
+// before committing and refuses with LANCE_ERR_INVALID_ARGUMENT, naming the share's index: a
+// share given twice or sharing a file with another, a file that is missing (aborted) or not a
+// plain name in the table's directory, a file whose footer disagrees with the share (rows,
+// format, columns, size), a deletion file that disagrees, a fragment the planned version does
+// not have, a planned version past the table's latest, a file some version already holds.
 //
 // `*out_dataset` (if `out_dataset` is not NULL) gets the version pinned, owned by the caller;
 // `out_result` (may be NULL) what was committed. Borrows its arguments. Thread-safe. Returns
@@ -2484,7 +2495,8 @@ int32_t lance_dataset_stage_merge_insert(const LanceDataset *dataset, struct Arr
 
 // Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
 // version planned at the handle's pinned version (concurrent commits Lance can rebase over
-// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse or names an unknown
+// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse completely (text after
+// the expression, a `$1` placeholder; since 0.11) or names an unknown
 // column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
 // `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
 // commits a version (with `rows_deleted` 0).
@@ -2497,7 +2509,8 @@ int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate,
 // Set columns of `dataset`'s table with Lance SQL expressions over the row
 // (`UPDATE t SET columns[i] = expressions[i] WHERE predicate`; `predicate` NULL = every row),
 // as one new version planned at the handle's version. An unknown column, an expression or
-// predicate that does not parse or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
+// predicate or expression that does not parse completely (text after the expression, a `$1`
+// placeholder; since 0.11) or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
 // written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
 //
 // `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
@@ -2517,7 +2530,9 @@ int32_t lance_merge_insert_init_v2(LanceMergeInsert *out, size_t struct_size);
 // new version planned at the handle's version (MERGE INTO / upsert): `spec->when_matched`,
 // `when_not_matched` and `when_not_matched_by_source` say what happens to each row. The source
 // has the table's columns; an unknown key column, a condition that does not parse, a source with another
-// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match fails; nothing is
+// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match is LANCE_ERR_CONFLICT
+// (since 0.11); a failing `data` stream is LANCE_ERR_HOST_STREAM; conditions with text after
+// the expression or a placeholder are LANCE_ERR_INVALID_ARGUMENT; nothing is
 // committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
 // `data` is read on a thread of its own (it may be a lance-host stream).
 //

@@ -205,10 +205,23 @@ impl WriteSummary {
 }
 
 impl WriteSummary {
-    /// The data a version holds that its predecessor `before` did not: new data files (and
-    /// their bytes), and the fragments that are new (their rows). Row-level changes report
-    /// what they wrote this way, as the new version holds it.
-    pub(crate) fn between(before: &lance::Dataset, after: &lance::Dataset) -> Self {
+    /// What the commit that made `after` wrote, as `after` holds it: the data files it has and
+    /// the version before it had not (and their bytes), and its new fragments (their rows).
+    /// Row-level changes report their figures this way. Compared with the version just before
+    /// `after` — not the version the change was planned at, whose successors may hold other
+    /// writers' files (a commit rebased over an append) — read from the session's cache, where
+    /// the commit left it.
+    pub(crate) fn written_by_commit(after: &lance::Dataset) -> Result<Self> {
+        let version = after.version().version;
+        if version <= 1 {
+            return Ok(Self::of_fragments(after.manifest.fragments.iter()));
+        }
+        let before = session::block_on(after.checkout_version(version - 1))?
+            .map_err(|e| HostError::from_lance(&format!("cannot read version {} to count what version {version} wrote", version - 1), e))?;
+        Ok(Self::between(&before, after))
+    }
+
+    fn between(before: &lance::Dataset, after: &lance::Dataset) -> Self {
         let old_files: std::collections::HashSet<&str> =
             before.manifest.fragments.iter().flat_map(|f| f.files.iter().map(|d| d.path.as_str())).collect();
         let old_ids: std::collections::HashSet<u64> = before.manifest.fragments.iter().map(|f| f.id).collect();

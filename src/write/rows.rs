@@ -97,11 +97,13 @@ pub fn update(
     let job = builder.build().map_err(|e| HostError::from_lance(&what, e))?;
     let result = session::block_on(job.execute())?
         .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+    let committed = result.new_dataset.version().version != planned_at;
+    let written = if committed { WriteSummary::written_by_commit(&result.new_dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {
         version: result.new_dataset.version().version,
         rows_updated: result.rows_updated,
-        committed: result.new_dataset.version().version != planned_at,
-        ..WriteSummary::between(&at.dataset, &result.new_dataset)
+        committed,
+        ..written
     };
     Ok((pinned(at, Arc::unwrap_or_clone(result.new_dataset)), summary))
 }
@@ -264,14 +266,16 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
         MergeSource::Stream(source) => session::block_on(job.execute(source))?,
     }
     .map_err(|e| merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
+    let committed = dataset.version().version != planned_at;
+    let written = if committed { WriteSummary::written_by_commit(&dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {
         version: dataset.version().version,
         rows_written: stats.num_inserted_rows + stats.num_updated_rows,
         rows_inserted: stats.num_inserted_rows,
         rows_updated: stats.num_updated_rows,
         rows_deleted: stats.num_deleted_rows,
-        committed: dataset.version().version != planned_at,
-        ..WriteSummary::between(&at.dataset, &dataset)
+        committed,
+        ..written
     };
     Ok((pinned(at, Arc::unwrap_or_clone(dataset)), summary))
 }

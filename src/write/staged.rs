@@ -366,14 +366,21 @@ pub(crate) fn commit_planned(
             (None, v, Some(l)) => Some(Arc::new(l.checkout_version(v).await.map_err(|e| HostError::from_lance(&what, e))?)),
             (None, v, None) => Some(Arc::new(open(Some(v)).await.map_err(|e| HostError::from_lance(&what, e))?)),
         };
-        let (store, base) = ObjectStore::from_uri_and_params(lance_session.store_registry(), uri, &store_params)
-            .await
-            .map_err(|e| HostError::from_lance(&what, e))?;
+        // the table's root, for the checks and the statement record (a plain write needs neither)
+        let root = if need_latest {
+            Some(
+                ObjectStore::from_uri_and_params(lance_session.store_registry(), uri, &store_params)
+                    .await
+                    .map_err(|e| HostError::from_lance(&what, e))?,
+            )
+        } else {
+            None
+        };
 
         // Exactly once: the statement in any version since it was first planned.
         let mut first_planned = None;
-        if let (Some(id), Some(latest)) = (&statement_id, &latest) {
-            let since = super::statement::first_planned(&store, &base, id, planned_at)
+        if let (Some(id), Some(latest), Some((store, base))) = (&statement_id, &latest, &root) {
+            let since = super::statement::first_planned(store, base, id, planned_at)
                 .await
                 .map_err(|e| HostError::from_lance(&format!("cannot read the record of statement '{id}'"), e))?;
             if let Some((version, txn)) = super::statement::find(latest, since, id).await? {
@@ -384,16 +391,16 @@ pub(crate) fn commit_planned(
         if kind == StagedKind::Create && ((need_latest && latest.is_some()) || (!need_latest && !absence_checked)) {
             check_absent(uri, &lance_session, &options.storage_options).await.map_err(|e| HostError::from_lance(&what, e))?;
         }
-        if shipped {
+        if let (true, Some((store, base))) = (shipped, &root) {
             let versions = super::verify::Versions {
                 planned: planned_ds.clone(),
                 latest: latest.clone(),
             };
-            super::verify::check(kind, &staged, &versions, &store, &base).await?;
+            super::verify::check(kind, &staged, &versions, store, base).await?;
         }
-        if let (Some(id), Some(since)) = (&statement_id, first_planned) {
+        if let (Some(id), Some(since), Some((store, base))) = (&statement_id, first_planned, &root) {
             // before the commit: a coordinator killed after it leaves the record in place
-            super::statement::record(&store, &base, id, since)
+            super::statement::record(store, base, id, since)
                 .await
                 .map_err(|e| HostError::from_lance(&format!("cannot record statement '{id}'"), e))?;
         }
@@ -410,7 +417,10 @@ pub(crate) fn commit_planned(
             // check gives the early, clear refusal; the commit below is strict (no retries, so
             // Lance writes exactly the version after the planned one or fails), which closes
             // the window between this check and the commit.
-            let latest = planned.latest_version_id().await.map_err(|e| HostError::from_lance(&what, e))?;
+            let latest = match &latest {
+                Some(l) => l.version().version, // read for this commit a moment ago
+                None => planned.latest_version_id().await.map_err(|e| HostError::from_lance(&what, e))?,
+            };
             if latest != planned_at {
                 return Err(overwrite_conflict(planned_at, latest));
             }

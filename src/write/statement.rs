@@ -15,6 +15,7 @@
 use lance::Dataset;
 use lance_io::object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::ObjectStoreExt;
 
 use super::STATEMENT_ID_KEY;
 use crate::error::{HostError, Result};
@@ -36,19 +37,19 @@ fn marker(base: &Path, id: &str) -> Path {
 /// The version statement `id` was first planned at: the marker's, or `planned_at` when it has
 /// none or a later one.
 pub(crate) async fn first_planned(store: &ObjectStore, base: &Path, id: &str, planned_at: u64) -> lance::Result<u64> {
-    match store.read_one_all(&marker(base, id)).await {
-        Ok(bytes) => {
-            let recorded = std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(|t| t.lines().next())
-                .and_then(|l| l.trim().parse::<u64>().ok());
-            // An unreadable marker (not written by this library) gives no bound: look at all.
-            Ok(recorded.map_or(0, |v| v.min(planned_at)))
-        }
-        Err(lance::Error::NotFound { .. }) => Ok(planned_at),
-        Err(e) if e.to_string().to_ascii_lowercase().contains("not found") => Ok(planned_at),
-        Err(e) => Err(e),
-    }
+    // One GET: the object store's own call (Lance's reader retries a missing object, which
+    // made an absent marker cost four requests).
+    let bytes = match store.inner.get(&marker(base, id)).await {
+        Ok(got) => got.bytes().await?,
+        Err(object_store::Error::NotFound { .. }) => return Ok(planned_at),
+        Err(e) => return Err(e.into()),
+    };
+    let recorded = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|t| t.lines().next())
+        .and_then(|l| l.trim().parse::<u64>().ok());
+    // An unreadable marker (not written by this library) gives no bound: look at all versions.
+    Ok(recorded.map_or(0, |v| v.min(planned_at)))
 }
 
 /// Record that statement `id` was first planned at `first`.
@@ -68,7 +69,7 @@ pub(crate) async fn find(
     while version > since {
         let txn = match latest.read_transaction_by_version(version).await {
             Ok(t) => t,
-            Err(lance::Error::NotFound { .. } | lance::Error::VersionNotFound { .. }) => {
+            Err(lance::Error::NotFound { .. } | lance::Error::VersionNotFound { .. } | lance::Error::DatasetNotFound { .. }) => {
                 return Err(HostError::precondition(format!(
                     "statement '{id}' was first planned at version {since}, and version {version} of the table is gone (cleaned up): \
                      whether the statement was committed there cannot be told, so it is not committed again"

@@ -250,7 +250,15 @@ pub(crate) async fn check(
             let txn = latest
                 .read_transaction_by_version(version)
                 .await
-                .map_err(|e| HostError::from_lance(&format!("cannot read the transaction of version {version}"), e))?;
+                .map_err(|e| match e {
+                    lance::Error::NotFound { .. } | lance::Error::VersionNotFound { .. } | lance::Error::DatasetNotFound { .. } => {
+                        HostError::precondition(format!(
+                            "version {version}, committed since the shares were planned at version {planned_at}, was cleaned up: \
+                             whether it holds their files cannot be told; plan the work again at the latest version"
+                        ))
+                    }
+                    e => HostError::from_lance(&format!("cannot read the transaction of version {version}"), e),
+                })?;
             if let Some(txn) = txn {
                 let (new, updated, _) = parts(&txn.operation);
                 for f in new.iter().chain(updated) {

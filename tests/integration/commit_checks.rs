@@ -635,3 +635,25 @@ fn forged_staged_deletes_are_refused() {
     // and is not committed again
     refused(&uri, &[good], delete, "already part of version 3", 3, &(0..20).filter(|i| i % 2 == 1).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_rebased_update_counts_only_its_own_files() {
+    // planned at version 1; another writer appends (version 2); the update is rebased over it
+    // (version 3) and must not count the append's file as its own
+    let (uri, v1) = table("rebased_counts", 0..100);
+    write(&uri, std::ptr::null(), vec![rows(100..150)], &params(APPEND)).unwrap();
+    let (c, e, w) = (cstrs(&["name"]), cstrs(&["'x'"]), cstr("id < 10"));
+    let (mut out, mut r) = (std::ptr::null_mut(), result());
+    assert_eq!(lance_dataset_update(v1.ptr(), c.ptrs.as_ptr(), e.ptrs.as_ptr(), 1, w.as_ptr(), std::ptr::null(), &mut out, &mut r), 0, "{}", last_message());
+    let _v3 = Ds(out);
+    assert_eq!(r.version, 3);
+    let files = |v: u64| -> Vec<String> {
+        let s = lance_host::snapshot::open(&uri, Default::default(), v).unwrap();
+        s.dataset.manifest.fragments.iter().flat_map(|f| f.files.iter().map(|x| x.path.clone())).collect()
+    };
+    let (v2_files, v3_files) = (files(2), files(3));
+    let own: Vec<&String> = v3_files.iter().filter(|f| !v2_files.contains(f)).collect();
+    assert_eq!(r.files_written, own.len() as u64, "{r:?}: the append's file is not the update's");
+    assert_eq!(r.rows_updated, 10);
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..150).collect::<Vec<_>>());
+}

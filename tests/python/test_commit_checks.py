@@ -143,3 +143,33 @@ def test_staged_nested_columns_commit_in_every_format_and_forged_columns_do_not(
     assert r.committed and ids(uri) == list(range(80))
     assert lance.dataset(uri).to_table().sort_by("id").equals(
         pa.concat_tables([nested(0, 50), nested(50, 80)]).cast(lance.dataset(uri).schema))
+
+
+def test_statement_markers_are_ignored_by_pylance_and_survive_its_cleanup(tmp_path):
+    """The exactly-once marker under `_lance_host/` is no Lance file: pylance opens, reads,
+    validates and cleans up the table as if it were not there."""
+    import os
+    import time
+
+    uri = str(tmp_path / "t.lance")
+    lh.write_table(uri, rows(0, 10))
+    s = lh.stage_write(uri, rows(10, 20), "append", at=lh.open(uri))
+    lh.commit(uri, [s], statement_id="marker-1")
+    marker_dir = os.path.join(uri, "_lance_host", "statements")
+    assert os.listdir(marker_dir), "the commit recorded its statement"
+    lh.write_table(uri, rows(20, 30), "append")
+    py = lance.dataset(uri)
+    py.validate()
+    assert ids(uri) == list(range(30))
+    time.sleep(0.01)
+    py.cleanup_old_versions(older_than=__import__("datetime").timedelta(0), delete_unverified=True)
+    assert ids(uri) == list(range(30)) and lance.dataset(uri).version == 3
+    # a retry of the statement still finds it (in the versions still there), or refuses
+    again = lh.stage_write(uri, rows(10, 20), "append", at=lh.open(uri))
+    try:
+        _, r = lh.commit(uri, [again], statement_id="marker-1")
+        assert r.committed is False
+    except lh.FailedPreconditionError as e:
+        assert "cleaned up" in str(e)
+        lh.abort_staged([again])
+    assert ids(uri) == list(range(30)), "the statement's rows once"
