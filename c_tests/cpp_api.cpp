@@ -34,6 +34,159 @@ static std::string fact(const std::string& warehouse, const std::string& key) {
   std::exit(1);
 }
 
+// ---- host batches handed to the writers (lance_host::stream_of) --------------------------------
+
+// An Arrow C Data array that owns its buffers and children (freed by its release callback), as
+// a host engine would export one of its batches.
+struct OwnedArray {
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<const void*> pointers;
+  std::vector<ArrowArray*> children;
+  std::vector<ArrowArray*> child_pointers;
+};
+static void release_owned(ArrowArray* a) {
+  auto* o = static_cast<OwnedArray*>(a->private_data);
+  for (ArrowArray* c : o->children) {
+    if (c->release) c->release(c);
+    delete c;
+  }
+  delete o;
+  a->release = nullptr;
+}
+static ArrowArray owned(int64_t length, std::vector<std::vector<uint8_t>> buffers, std::vector<ArrowArray> children) {
+  auto* o = new OwnedArray();
+  o->buffers = std::move(buffers);
+  for (auto& b : o->buffers) o->pointers.push_back(b.empty() ? nullptr : b.data());
+  for (auto& c : children) o->children.push_back(new ArrowArray(c));
+  ArrowArray a{};
+  a.length = length;
+  a.null_count = 0;
+  a.n_buffers = static_cast<int64_t>(o->pointers.size());
+  a.buffers = o->pointers.data();
+  a.n_children = static_cast<int64_t>(o->children.size());
+  a.children = o->children.empty() ? nullptr : o->children.data();
+  a.release = release_owned;
+  a.private_data = o;
+  return a;
+}
+template <class T>
+static std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+// Rows [start, start + n): id int64, name utf8 ("row <id>"), vec fixed_size_list<float, 4> (id, id+1, ...).
+static ArrowArray host_batch(int64_t start, int64_t n) {
+  std::vector<int64_t> ids;
+  std::vector<int32_t> offsets{0};
+  std::string text;
+  std::vector<float> vec;
+  for (int64_t i = start; i < start + n; i++) {
+    ids.push_back(i);
+    text += "row " + std::to_string(i);
+    offsets.push_back(static_cast<int32_t>(text.size()));
+    for (int k = 0; k < 4; k++) vec.push_back(static_cast<float>(i + k));
+  }
+  std::vector<uint8_t> text_bytes(text.begin(), text.end());
+  ArrowArray id = owned(n, {{}, bytes_of(ids)}, {});
+  ArrowArray name = owned(n, {{}, bytes_of(offsets), text_bytes}, {});
+  ArrowArray items = owned(n * 4, {{}, bytes_of(vec)}, {});
+  ArrowArray v = owned(n, {{}}, {items});
+  return owned(n, {{}}, {id, name, v});
+}
+struct OwnedSchema {
+  std::vector<ArrowSchema*> children;
+  std::string format, name;
+};
+static void release_owned_schema(ArrowSchema* s) {
+  auto* o = static_cast<OwnedSchema*>(s->private_data);
+  for (ArrowSchema* c : o->children) {
+    if (c->release) c->release(c);
+    delete c;
+  }
+  delete o;
+  s->release = nullptr;
+}
+static ArrowSchema owned_schema(const std::string& format, const std::string& name, std::vector<ArrowSchema> children,
+                                int64_t flags) {
+  auto* o = new OwnedSchema{{}, format, name};
+  for (auto& c : children) o->children.push_back(new ArrowSchema(c));
+  ArrowSchema s{};
+  s.format = o->format.c_str();
+  s.name = o->name.c_str();
+  s.flags = flags;
+  s.n_children = static_cast<int64_t>(o->children.size());
+  s.children = o->children.empty() ? nullptr : o->children.data();
+  s.release = release_owned_schema;
+  s.private_data = o;
+  return s;
+}
+static ArrowSchema host_schema() {
+  const int64_t nullable = ARROW_FLAG_NULLABLE;
+  return owned_schema("+s", "", {owned_schema("l", "id", {}, 0), owned_schema("u", "name", {}, nullable),
+                                 owned_schema("+w:4", "vec", {owned_schema("f", "item", {}, nullable)}, nullable)},
+                      0);
+}
+
+static void host_batches_are_written_and_read_back(const std::string& dir) {
+  namespace lh = lance_host;
+  const std::string uri = dir + "/host_batches.lance";
+  std::vector<ArrowArray> batches{host_batch(0, 100), host_batch(100, 50)};
+  auto [ds, r] = lh::write_table(uri, lh::stream_of(host_schema(), std::move(batches)));
+  EXPECT(r.rows_written == 150 && ds.count_rows() == 150);
+  // a worker's share from host batches, committed by the coordinator
+  lh::WriteRequest append;
+  append.mode = LANCE_WRITE_APPEND;
+  std::vector<ArrowArray> more{host_batch(150, 10)};
+  auto share = lh::stage_write(uri, lh::stream_of(host_schema(), std::move(more)), append, &ds);
+  auto [v2, r2] = lh::commit(uri, {share.bytes});
+  EXPECT(r2.committed == 1 && v2.count_rows() == 160);
+  // read back through Batch: text and fixed-size-list columns
+  int64_t seen = 0;
+  for (auto& b : v2.scan()) {
+    const int64_t* ids = b.values<int64_t>("id");
+    for (int64_t row = 0; row < b.num_rows(); row++) {
+      EXPECT(b.text("name", row) == "row " + std::to_string(ids[row]));
+      auto [v, n] = b.fixed_size_list<float>("vec", row);
+      EXPECT(n == 4 && v[0] == static_cast<float>(ids[row]) && v[3] == static_cast<float>(ids[row] + 3));
+      seen++;
+    }
+    try {
+      b.text("id", 0);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+    try {
+      b.fixed_size_list<double>("vec", 0);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+    }
+  }
+  EXPECT(seen == 160);
+  // a batch of another layout than the stream's schema: the host stream's failure, nothing written
+  std::vector<ArrowArray> bad{host_batch(500, 5), owned(3, {{}}, {owned(3, {{}, bytes_of(std::vector<int64_t>{1, 2, 3})}, {})})};
+  try {
+    lh::write_table(uri, lh::stream_of(host_schema(), std::move(bad)), append);
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_HOST_STREAM);
+  }
+  EXPECT(lh::Dataset::open(uri).count_rows() == 160);
+  // a worker that forgot the append mode is told so
+  try {
+    lh::stage_write(uri, lh::stream_of(host_schema(), {host_batch(0, 1)}), lh::WriteRequest{}, &v2);
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT && std::string(e.what()).find("append") != std::string::npos);
+  }
+  // cleanup reports the versions and bytes it removed
+  auto gone = lh::Dataset::open(uri).cleanup(0, true);
+  EXPECT(gone.versions_removed >= 1 && gone.bytes_removed > 0);
+  EXPECT(lh::Dataset::open(uri).count_rows() == 160);
+}
+
 int main(int argc, char** argv) {
   EXPECT(argc == 2);
   const std::string warehouse = argv[1];
@@ -496,6 +649,7 @@ int main(int argc, char** argv) {
     char dir_template[] = "/tmp/lance_host_cpp_write_XXXXXX";
     EXPECT(mkdtemp(dir_template) != nullptr);
     const std::string target = std::string(dir_template) + "/copy.lance";
+    host_batches_are_written_and_read_back(dir_template);
     lh::ScanRequest small;
     small.columns = {"id", "category"};
     small.filter = "id < 300";

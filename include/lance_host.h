@@ -1,5 +1,5 @@
 /*
- * lance-host: read Lance tables from C/C++ engines.
+ * lance-host: read, write and index Lance tables from C/C++ engines.
  *
  * Conventions (hold for every function below):
  *  - Fallible functions return an int32_t error code (LANCE_OK = 0) or a pointer (NULL on
@@ -2418,7 +2418,7 @@ int32_t lance_table_write(const char *uri, const LanceDataset *at, struct ArrowA
 // Ship them to the coordinator, which commits all shares of the statement with
 // `lance_table_commit` (or discards them with `lance_staged_write_abort`). Appends need `at`,
 // the coordinator's pinned version (e.g. opened on the worker with
-// `lance_dataset_open_snapshot`); a create has none; an overwrite has one when the table exists.
+// `lance_snapshot_open`); a create has none; an overwrite has one when the table exists.
 // `out_result` (may be NULL) gets the rows, files and bytes written (version 0, committed 0).
 // A failing `data` stream is LANCE_ERR_HOST_STREAM, as for `lance_table_write`.
 //

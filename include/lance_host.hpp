@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <utility>
@@ -198,6 +199,44 @@ class Batch {
   const T* values(const std::string& name) const {
     return values<T>(column_index(name));
   }
+  /// The text of row `row` of a utf8 ("u") or large utf8 ("U") column, a view into the batch
+  /// (valid while the batch lives). Checked: the column must exist and be text, the row in
+  /// range; otherwise Error(LANCE_ERR_INVALID_ARGUMENT). A null row's text is empty: ask `is_null`.
+  std::string_view text(int64_t column, int64_t row) const {
+    const ArrowArray* c = checked_row(column, row);
+    const std::string have = schema_->children[column]->format;
+    if ((have != "u" && have != "U") || c->n_buffers < 3) throw wrong_type(column, "text");
+    const int64_t i = c->offset + row;
+    const char* data = static_cast<const char*>(c->buffers[2]);
+    if (have == "u") {
+      const int32_t* off = static_cast<const int32_t*>(c->buffers[1]);
+      return std::string_view(data + off[i], static_cast<size_t>(off[i + 1] - off[i]));
+    }
+    const int64_t* off = static_cast<const int64_t*>(c->buffers[1]);
+    return std::string_view(data + off[i], static_cast<size_t>(off[i + 1] - off[i]));
+  }
+  /// `text` of the column named `name`.
+  std::string_view text(const std::string& name, int64_t row) const { return text(column_index(name), row); }
+  /// The items of row `row` of a fixed-size list column ("+w:N", e.g. a vector) whose items
+  /// have T's Arrow type, and their number N. Checked like `text`.
+  template <class T>
+  std::pair<const T*, int32_t> fixed_size_list(int64_t column, int64_t row) const {
+    const ArrowArray* c = checked_row(column, row);
+    const ArrowSchema* f = schema_->children[column];
+    const char* want = format_of<T>();
+    if (std::strncmp(f->format, "+w:", 3) != 0 || f->n_children != 1 || want == nullptr ||
+        std::string(f->children[0]->format) != want || c->n_children != 1)
+      throw wrong_type(column, "fixed-size list");
+    const int32_t n = static_cast<int32_t>(std::strtol(f->format + 3, nullptr, 10));
+    const ArrowArray* items = c->children[0];
+    const T* base = static_cast<const T*>(items->buffers[1]) + items->offset;
+    return {base + (c->offset + row) * n, n};
+  }
+  /// `fixed_size_list` of the column named `name`.
+  template <class T>
+  std::pair<const T*, int32_t> fixed_size_list(const std::string& name, int64_t row) const {
+    return fixed_size_list<T>(column_index(name), row);
+  }
   /// Whether row `row` of `column` is null (checked like `values`).
   bool is_null(int64_t column, int64_t row) const {
     const ArrowArray* c = child(column);
@@ -211,6 +250,17 @@ class Batch {
  private:
   void reset() noexcept {
     if (array_.release) array_.release(&array_);
+  }
+  const ArrowArray* checked_row(int64_t column, int64_t row) const {
+    const ArrowArray* c = child(column);
+    if (row < 0 || row >= c->length)
+      throw Error(LANCE_ERR_INVALID_ARGUMENT, "LANCE_ERR_INVALID_ARGUMENT: row " + std::to_string(row) + " is out of range");
+    return c;
+  }
+  Error wrong_type(int64_t column, const char* asked) const {
+    return Error(LANCE_ERR_INVALID_ARGUMENT, std::string("LANCE_ERR_INVALID_ARGUMENT: column '") +
+                                                 schema_->children[column]->name + "' has Arrow type '" +
+                                                 schema_->children[column]->format + "', not " + asked);
   }
   const ArrowArray* child(int64_t column) const {
     if (column < 0 || column >= array_.n_children)
@@ -503,6 +553,12 @@ struct WriteRequest {
   std::optional<std::string> statement_id;  ///< exactly-once key of a commit
   int32_t commit_retries = 0;               ///< 0 = Lance's default, negative = none
   uint64_t retry_timeout_ms = 0;
+};
+
+/// What `Dataset::cleanup` removed.
+struct CleanupResult {
+  uint64_t versions_removed = 0;
+  uint64_t bytes_removed = 0;
 };
 
 /// One worker's uncommitted share of a write: the staged-write bytes to ship to the
@@ -1253,12 +1309,12 @@ class Dataset {
     check(lance_dataset_drop_columns(p_.get(), c.data(), names.size(), &out));
     return Dataset(out);
   }
-  /// Remove versions older than `older_than_ms` (the latest and tagged ones stay); returns
-  /// the number of versions removed.
-  uint64_t cleanup(uint64_t older_than_ms, bool delete_unverified = false) const {
-    uint64_t versions = 0, bytes = 0;
-    check(lance_dataset_cleanup(p_.get(), older_than_ms, delete_unverified, &versions, &bytes));
-    return versions;
+  /// Remove versions older than `older_than_ms` (the latest and tagged ones stay) and the files
+  /// only they used; returns the versions and bytes removed.
+  CleanupResult cleanup(uint64_t older_than_ms, bool delete_unverified = false) const {
+    CleanupResult r;
+    check(lance_dataset_cleanup(p_.get(), older_than_ms, delete_unverified, &r.versions_removed, &r.bytes_removed));
+    return r;
   }
   /// Tag `version` (0 = this handle's) as `name`.
   void create_tag(const std::string& name, uint64_t version = 0) const {
@@ -1380,6 +1436,127 @@ inline Stream rrf_merge(Stream&& vector, Stream&& text, uint64_t k, double rrf_k
   ArrowArrayStream out;
   check(lance_rrf_merge(&v, &t, k, rrf_k, &out));
   return Stream(out);
+}
+
+namespace detail {
+/// A deep copy of an ArrowSchema that owns its memory (released by its own callback).
+struct SchemaCopy {
+  std::string format, name;
+  bool has_name = false;
+  std::vector<char> metadata;
+  std::vector<ArrowSchema*> children;
+  ArrowSchema* dictionary = nullptr;
+  ~SchemaCopy() {
+    for (ArrowSchema* c : children) {
+      if (c->release) c->release(c);
+      delete c;
+    }
+    if (dictionary) {
+      if (dictionary->release) dictionary->release(dictionary);
+      delete dictionary;
+    }
+  }
+};
+/// Bytes of Arrow's schema metadata encoding (int32 count, then int32-length-prefixed keys and
+/// values), or 0 for none.
+inline size_t metadata_bytes(const char* m) {
+  if (m == nullptr) return 0;
+  auto i32 = [m](size_t at) {
+    int32_t v;
+    std::memcpy(&v, m + at, sizeof v);
+    return static_cast<size_t>(v);
+  };
+  size_t at = 4;
+  for (size_t pair = 0, n = i32(0); pair < n; pair++) {
+    at += 4 + i32(at);
+    at += 4 + i32(at);
+  }
+  return at;
+}
+inline void release_schema_copy(ArrowSchema* s) {
+  delete static_cast<SchemaCopy*>(s->private_data);
+  s->release = nullptr;
+}
+inline void copy_schema(const ArrowSchema& src, ArrowSchema* dst) {
+  auto c = std::make_unique<SchemaCopy>();
+  c->format = src.format ? src.format : "";
+  c->has_name = src.name != nullptr;
+  c->name = src.name ? src.name : "";
+  c->metadata.assign(src.metadata, src.metadata + metadata_bytes(src.metadata));
+  for (int64_t i = 0; i < src.n_children; i++) {
+    c->children.push_back(new ArrowSchema());
+    c->children.back()->release = nullptr;
+    copy_schema(*src.children[i], c->children.back());
+  }
+  if (src.dictionary) {
+    c->dictionary = new ArrowSchema();
+    c->dictionary->release = nullptr;
+    copy_schema(*src.dictionary, c->dictionary);
+  }
+  dst->format = c->format.c_str();
+  dst->name = c->has_name ? c->name.c_str() : nullptr;
+  dst->metadata = c->metadata.empty() ? nullptr : c->metadata.data();
+  dst->flags = src.flags;
+  dst->n_children = src.n_children;
+  dst->children = c->children.empty() ? nullptr : c->children.data();
+  dst->dictionary = c->dictionary;
+  dst->release = release_schema_copy;
+  dst->private_data = c.release();
+}
+/// What a stream of host batches holds.
+struct HostBatches {
+  ArrowSchema schema;
+  std::vector<ArrowArray> batches;
+  size_t next = 0;
+  std::string error;
+  ~HostBatches() {
+    for (size_t i = next; i < batches.size(); i++)
+      if (batches[i].release) batches[i].release(&batches[i]);
+    if (schema.release) schema.release(&schema);
+  }
+};
+}  // namespace detail
+
+/// A stream over batches the host already holds — `batches` (Arrow C Data arrays, each a
+/// struct array of `schema`'s columns) — to hand to `write_table`, `stage_write` or
+/// `Dataset::merge_insert`. Takes ownership of `schema` and of every array in `batches`: they
+/// are released when the stream is (by the library once it has written them, also on failure).
+/// The library checks each batch against `schema`: one of another layout fails the write with
+/// LANCE_ERR_HOST_STREAM and commits nothing.
+inline Stream stream_of(ArrowSchema schema, std::vector<ArrowArray> batches) {
+  auto* held = new detail::HostBatches{schema, std::move(batches)};
+  ArrowArrayStream s{};
+  s.private_data = held;
+  s.get_schema = [](ArrowArrayStream* self, ArrowSchema* out) -> int {
+    auto* h = static_cast<detail::HostBatches*>(self->private_data);
+    try {
+      detail::copy_schema(h->schema, out);
+      return 0;
+    } catch (const std::exception& e) {
+      h->error = e.what();
+      return ENOMEM;
+    }
+  };
+  s.get_next = [](ArrowArrayStream* self, ArrowArray* out) -> int {
+    auto* h = static_cast<detail::HostBatches*>(self->private_data);
+    if (h->next == h->batches.size()) {
+      out->release = nullptr;  // the end
+      return 0;
+    }
+    *out = h->batches[h->next];
+    h->batches[h->next].release = nullptr;
+    h->next++;
+    return 0;
+  };
+  s.get_last_error = [](ArrowArrayStream* self) -> const char* {
+    auto* h = static_cast<detail::HostBatches*>(self->private_data);
+    return h->error.empty() ? nullptr : h->error.c_str();
+  };
+  s.release = [](ArrowArrayStream* self) {
+    delete static_cast<detail::HostBatches*>(self->private_data);
+    self->release = nullptr;
+  };
+  return Stream(s);
 }
 
 /// Write the batches of `data` (consumed) to the table at `uri` as ONE new version: create,

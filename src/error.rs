@@ -108,6 +108,12 @@ impl HostError {
     }
 }
 
+/// `word` with its indefinite article, for messages: "an append", "an IVF_FLAT", "a create".
+pub fn with_article(word: &str) -> String {
+    let vowel = word.chars().next().is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {word}", if vowel { "an" } else { "a" })
+}
+
 /// `text` with the paths of the local table `uri` that lost their leading '/' (the object-store
 /// form) written as the host knows them; `text` unchanged for other tables.
 pub fn local_paths(uri: &str, text: &str) -> String {

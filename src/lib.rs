@@ -1,4 +1,4 @@
-//! lance-host: read Lance tables from C and C++ database engines.
+//! lance-host: read, write and index Lance tables from C and C++ database engines.
 //!
 //! The safe Rust layer (`session`, `snapshot`, `scan`, ...) holds all logic; `ffi` is the C ABI
 //! on top of it. See `include/lance_host.h` for the C API.

@@ -282,7 +282,7 @@ pub extern "C" fn lance_table_write(
 /// Ship them to the coordinator, which commits all shares of the statement with
 /// `lance_table_commit` (or discards them with `lance_staged_write_abort`). Appends need `at`,
 /// the coordinator's pinned version (e.g. opened on the worker with
-/// `lance_dataset_open_snapshot`); a create has none; an overwrite has one when the table exists.
+/// `lance_snapshot_open`); a create has none; an overwrite has one when the table exists.
 /// `out_result` (may be NULL) gets the rows, files and bytes written (version 0, committed 0).
 /// A failing `data` stream is LANCE_ERR_HOST_STREAM, as for `lance_table_write`.
 ///

@@ -505,10 +505,10 @@ pub fn plan(at: &Snapshot, target: &Target, spec: &Spec, o: &PlanOptions) -> Res
     if let Some(old) = existing.iter().find(|i| i.name == name).filter(|_| o.unindexed_only && !target.replace) {
         if old.column != column || !old.index_type.eq_ignore_ascii_case(index_type) {
             return Err(HostError::invalid(format!(
-                "index '{name}' of table '{}' is a {} index on column '{}': {index_type} segments on column \
+                "index '{name}' of table '{}' is {} index on column '{}': {index_type} segments on column \
                  '{column}' cannot join it (choose another name, or build with replace to rebuild it)",
                 at.uri(),
-                old.index_type,
+                crate::error::with_article(&old.index_type),
                 old.column
             )));
         }

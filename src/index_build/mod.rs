@@ -178,7 +178,7 @@ fn build(at: &Snapshot, target: &Target, kind: IndexType, params: Box<dyn IndexP
 /// Check a vector index request against the column and the table: returns the message prefix
 /// of its errors, the vector dimension and the table's rows.
 fn check_vector(at: &Snapshot, column: &str, o: &VectorOptions) -> Result<(String, i32, u64)> {
-    let what = format!("cannot build a {} index on column '{column}' of table '{}'", o.kind.name(), at.uri());
+    let what = format!("cannot build {} index on column '{column}' of table '{}'", crate::error::with_article(o.kind.name()), at.uri());
     let dim = match column_type(at, column)? {
         DataType::FixedSizeList(item, dim) if item.data_type().is_floating() || item.data_type() == &DataType::UInt8 => dim,
         DataType::List(inner) | DataType::LargeList(inner) => match inner.data_type() {

@@ -192,7 +192,9 @@ pub(crate) fn check_destination(uri: &str, at: Option<&Snapshot>, mode: WriteMod
     if let Some(s) = at {
         if mode == WriteMode::Create {
             return Err(HostError::invalid(format!(
-                "a create writes a new table: pass no dataset handle (got one of '{}')",
+                "the write's mode is create (the default), which makes a new table and takes no dataset handle, \
+                 but it got one of '{}': to add rows to that table set the mode to append (LANCE_WRITE_APPEND), \
+                 to replace them overwrite",
                 s.uri()
             )));
         }

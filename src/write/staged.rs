@@ -193,9 +193,9 @@ impl StagedWrite {
         };
         if !fits {
             return Err(corrupt(&format!(
-                "a staged {} holds a {} transaction",
+                "a staged {} holds {} transaction",
                 kind.name(),
-                transaction.operation
+                crate::error::with_article(&transaction.operation.to_string())
             )));
         }
         Ok(StagedWrite {
@@ -230,7 +230,7 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         Some(s) => WriteDestination::Dataset(s.dataset.clone()),
         None => WriteDestination::Uri(uri),
     };
-    let what = format!("cannot stage a {} of table '{uri}'", options.mode.name());
+    let what = format!("cannot stage {} of table '{uri}'", crate::error::with_article(options.mode.name()));
     super::encoding::check(&data.schema()).map_err(|e| e.context(&what))?;
     let (data, failure) = super::source::watch(data);
     let source = super::source::into_write_source(data, &failure)?;
@@ -294,9 +294,9 @@ pub(crate) fn commit_planned(
         }
         if s.kind != kind {
             return Err(HostError::invalid(format!(
-                "staged write {i} is a {}, staged write 0 a {}: one commit takes one kind of write",
-                s.kind.name(),
-                kind.name()
+                "staged write {i} is {}, staged write 0 {}: one commit takes one kind of write",
+                crate::error::with_article(s.kind.name()),
+                crate::error::with_article(kind.name())
             )));
         }
         if s.kind == StagedKind::Create && s.planned_at != 0 {
