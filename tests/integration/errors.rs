@@ -156,6 +156,8 @@ fn last_error_is_per_thread_and_read_only() {
     assert_eq!(other, (LANCE_OK as i32, String::new()));
     let name = unsafe { std::ffi::CStr::from_ptr(lance_error_code_name(LANCE_ERR_NOT_FOUND as i32)) };
     assert_eq!(name.to_str().unwrap(), "LANCE_ERR_NOT_FOUND");
+    let stream = unsafe { std::ffi::CStr::from_ptr(lance_error_code_name(LANCE_ERR_HOST_STREAM as i32)) };
+    assert_eq!(stream.to_str().unwrap(), "LANCE_ERR_HOST_STREAM");
     let unknown = unsafe { std::ffi::CStr::from_ptr(lance_error_code_name(-7)) };
     assert_eq!(unknown.to_str().unwrap(), "LANCE_ERR_UNKNOWN");
     let v = unsafe { std::ffi::CStr::from_ptr(lance_host_version()) };

@@ -32,7 +32,8 @@ def table(tmp_path_factory):
 
 
 BUILTIN = {1: ValueError, 2: LookupError, 3: OSError, 4: NotImplementedError, 5: RuntimeError, 6: RuntimeError,
-           7: RuntimeError, 8: PermissionError, 9: PermissionError, 10: OSError, 11: TimeoutError, 12: OSError}
+           7: RuntimeError, 8: PermissionError, 9: PermissionError, 10: OSError, 11: TimeoutError, 12: OSError,
+           13: RuntimeError, 14: RuntimeError}
 
 
 def test_each_code_is_one_subclass_that_is_its_builtin_and_pickles():
