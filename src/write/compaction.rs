@@ -187,8 +187,9 @@ pub fn commit(at: &Snapshot, results: &[&[u8]], options: &CompactOptions) -> Res
             other.read_version
         )));
     }
-    let mut ds = (*at.dataset).clone();
     let uri = at.uri().to_string();
+    check_results(&uri, &rewritten, &at.storage_options)?;
+    let mut ds = (*at.dataset).clone();
     let what = format!("cannot commit {} compaction result(s) to table '{uri}'", rewritten.len());
     let (ds, metrics) = session::block_on(async move {
         let m = commit_compaction(&mut ds, rewritten, Arc::new(DatasetIndexRemapperOptions::default()), &o).await?;
@@ -203,4 +204,51 @@ pub fn commit(at: &Snapshot, results: &[&[u8]], options: &CompactOptions) -> Res
         },
         summary,
     ))
+}
+
+/// Compaction results are bytes a host shipped: before Lance commits them, their new files are
+/// checked as a commit checks staged writes (each present in this table's directory, agreeing
+/// with its footer, named once, part of no version yet), and each result must keep the rows of
+/// the fragments it replaces (the rows they hold less their deleted ones), so a forged or
+/// mixed-up result can neither point the table at missing files nor drop or repeat rows.
+fn check_results(uri: &str, rewritten: &[RewriteResult], storage_options: &std::collections::HashMap<String, String>) -> Result<()> {
+    use super::staged::{RowCounts, StagedKind, StagedWrite};
+    use lance::dataset::transaction::{Operation, TransactionBuilder};
+    for (i, r) in rewritten.iter().enumerate() {
+        let kept: Option<u64> = r
+            .original_fragments
+            .iter()
+            .map(|f| {
+                let deleted = match &f.deletion_file {
+                    None => Some(0),
+                    Some(d) => d.num_deleted_rows,
+                };
+                (f.physical_rows? as u64).checked_sub(deleted? as u64)
+            })
+            .sum();
+        let written: Option<u64> = r.new_fragments.iter().map(|f| f.physical_rows.map(|n| n as u64)).sum();
+        if let (Some(kept), Some(written)) = (kept, written) {
+            if kept != written {
+                return Err(HostError::invalid(format!(
+                    "compaction result {i} is refused: its new fragments hold {written} rows, the fragments it replaces {kept}; nothing was committed"
+                )));
+            }
+        } else {
+            return Err(HostError::invalid(format!(
+                "compaction result {i} is refused: a fragment's row count is unknown; nothing was committed"
+            )));
+        }
+    }
+    let shares: Vec<StagedWrite> = rewritten
+        .iter()
+        .map(|r| StagedWrite {
+            uri: uri.to_string(),
+            kind: StagedKind::Append,
+            planned_at: r.read_version,
+            counts: RowCounts::default(),
+            transaction: TransactionBuilder::new(r.read_version, Operation::Append { fragments: r.new_fragments.clone() }).build(),
+        })
+        .collect();
+    super::verify::check_shipped_fragments(uri, &shares, storage_options)
+        .map_err(|e| HostError::new(e.code, e.message.replacen("staged write", "compaction result", 1)))
 }

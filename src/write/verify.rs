@@ -400,3 +400,44 @@ async fn columns_of(meta: &lance_file::reader::CachedFileMetadata) -> lance::Res
     writer.abort().await;
     Ok(pairs)
 }
+
+/// Check fragments a host shipped outside the staged-write protocol (a distributed compaction's
+/// results), as new fragments of `shares` (appends planned at their read versions): every
+/// check above that applies to new files. Loads the table's latest version and the planned one.
+pub(crate) fn check_shipped_fragments(
+    uri: &str,
+    shares: &[StagedWrite],
+    storage_options: &std::collections::HashMap<String, String>,
+) -> Result<()> {
+    let planned_at = shares.iter().map(|s| s.planned_at).min().unwrap_or(0);
+    let what = format!("cannot check the shipped files of table '{uri}'");
+    let lance_session = crate::session::global()?.lance.clone();
+    let params = super::WriteOptions {
+        storage_options: storage_options.clone(),
+        ..Default::default()
+    }
+    .store_params();
+    crate::session::block_on(async {
+        let latest = lance::dataset::builder::DatasetBuilder::from_uri(uri)
+            .with_session(lance_session.clone())
+            .with_storage_options(storage_options.clone())
+            .load()
+            .await
+            .map_err(|e| HostError::from_lance(&what, e))?;
+        if planned_at > latest.version().version {
+            return Err(HostError::invalid(format!(
+                "planned at version {planned_at}, but the table's latest version is {}",
+                latest.version().version
+            )));
+        }
+        let planned = latest.checkout_version(planned_at).await.map_err(|e| HostError::from_lance(&what, e))?;
+        let (store, base) = ObjectStore::from_uri_and_params(lance_session.store_registry(), uri, &params)
+            .await
+            .map_err(|e| HostError::from_lance(&what, e))?;
+        let versions = Versions {
+            planned: Some(Arc::new(planned)),
+            latest: Some(Arc::new(latest)),
+        };
+        check(StagedKind::Append, shares, &versions, &store, &base).await
+    })?
+}

@@ -657,3 +657,57 @@ fn a_rebased_update_counts_only_its_own_files() {
     assert_eq!(r.rows_updated, 10);
     assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..150).collect::<Vec<_>>());
 }
+
+/// `bytes` (sealed as lance-host seals task and result bytes: magic, format, uri and JSON
+/// blobs, crc32) with its JSON changed by `change`, resealed.
+fn reseal_json(bytes: &[u8], change: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let body = &bytes[5..bytes.len() - 4];
+    let ulen = u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
+    let uri = &body[4..4 + ulen];
+    let jlen = u32::from_le_bytes(body[4 + ulen..8 + ulen].try_into().unwrap()) as usize;
+    let mut json: serde_json::Value = serde_json::from_slice(&body[8 + ulen..8 + ulen + jlen]).unwrap();
+    change(&mut json);
+    let json = serde_json::to_vec(&json).unwrap();
+    let mut out = bytes[..5].to_vec();
+    out.extend_from_slice(&(uri.len() as u32).to_le_bytes());
+    out.extend_from_slice(uri);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+#[test]
+fn forged_compaction_results_are_refused() {
+    use lance_host::write::compaction::{commit as commit_compaction, execute_task, plan, CompactOptions};
+    let uri = table_uri("forged_compaction");
+    write(&uri, std::ptr::null(), vec![rows(0..50)], &params(CREATE)).unwrap();
+    for i in 1..4 {
+        write(&uri, std::ptr::null(), vec![rows(i * 50..i * 50 + 50)], &params(APPEND)).unwrap();
+    }
+    let at = lance_host::snapshot::open(&uri, Default::default(), 0).unwrap();
+    let options = CompactOptions { target_rows_per_fragment: Some(1000), ..Default::default() };
+    let tasks = plan(&at, &options).unwrap();
+    assert_eq!(tasks.len(), 1, "one task merges the four fragments");
+    let result = execute_task(&at, &tasks[0]).unwrap();
+    let all: Vec<i64> = (0..200).collect();
+    let check_refused = |forged: Vec<u8>, needle: &str| {
+        let err = commit_compaction(&at, &[&forged], &options).err().unwrap_or_else(|| panic!("must be refused: {needle}"));
+        assert_eq!(err.code, LANCE_ERR_INVALID_ARGUMENT, "{}", err.message);
+        assert!(err.message.contains(needle) && err.message.starts_with("compaction result 0"), "expected '{needle}' in: {}", err.message);
+        assert_eq!(version_of(&uri), 4);
+        assert_eq!(ids_of(&Ds::open(&uri, 0)), all);
+    };
+    let committed_file = at.dataset.manifest.fragments[0].files[0].path.clone();
+    // the new fragment points at a file the table already holds (its rows would appear twice)
+    check_refused(reseal_json(&result, |j| j["new_fragments"][0]["files"][0]["path"] = committed_file.clone().into()), "already part of version");
+    // a file that does not exist
+    check_refused(reseal_json(&result, |j| j["new_fragments"][0]["files"][0]["path"] = "gone.lance".into()), "does not exist");
+    // rows that are not the replaced fragments' rows
+    check_refused(reseal_json(&result, |j| j["new_fragments"][0]["physical_rows"] = 150.into()), "hold 150 rows");
+    // the real result commits, every row once
+    let (done, _) = commit_compaction(&at, &[&result], &options).unwrap();
+    assert_eq!(done.dataset.manifest.fragments.len(), 1);
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), all);
+}
