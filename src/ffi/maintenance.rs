@@ -246,7 +246,10 @@ pub extern "C" fn lance_compaction_task_execute(
 /// table (indexes are remapped). Results of failed tasks may be left out: their fragments stay
 /// as they were. A commit since the plan that changed the same fragments is LANCE_ERR_CONFLICT;
 /// results of two plans or another table are LANCE_ERR_INVALID_ARGUMENT; damaged bytes
-/// LANCE_ERR_CORRUPT, naming the index. `params` (may be NULL) as given to the plan.
+/// LANCE_ERR_CORRUPT, naming the index. `params` (may be NULL) as given to the plan. Since 0.11
+/// the results' files are checked before the commit (present in this table, agreeing with their
+/// footers, named once, part of no version) and each result must keep the rows of the fragments
+/// it replaces: LANCE_ERR_INVALID_ARGUMENT naming the result otherwise.
 ///
 /// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
 /// (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an error code;
