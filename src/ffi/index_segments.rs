@@ -247,7 +247,11 @@ pub extern "C" fn lance_index_build_task_execute(
 /// Segments of failed tasks may be left out: their fragments stay unindexed (flat splits) until
 /// a build with `unindexed_only` or `lance_dataset_optimize_indexes`. Segments of two plans, a
 /// segment given twice or of another table are LANCE_ERR_INVALID_ARGUMENT; damaged bytes
-/// LANCE_ERR_CORRUPT, naming the index. Nothing is committed on any failure.
+/// LANCE_ERR_CORRUPT, naming the index. Since 0.11 each segment is checked before the commit
+/// (one listing of its directory): its files exist under the table's `_indices/` with the sizes
+/// it names, it covers only fragments of the handle's version, and the table does not hold it
+/// already — LANCE_ERR_INVALID_ARGUMENT naming the segment otherwise. Nothing is committed on
+/// any failure.
 ///
 /// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller. Borrows its
 /// arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.

@@ -699,6 +699,7 @@ pub fn commit(at: &Snapshot, segments: &[&[u8]], merge: bool) -> Result<Snapshot
     let metas: Vec<IndexMetadata> = decoded.into_iter().map(|s| s.meta).collect();
     let uri = at.uri().to_string();
     let what = format!("cannot commit {} segment(s) of index '{name}' to table '{uri}'", metas.len());
+    check_segment_files(at, &metas)?;
     let mut ds = (*at.dataset).clone();
     let ds = session::block_on(async move {
         let metas = if merge && metas.len() > 1 {
@@ -714,6 +715,70 @@ pub fn commit(at: &Snapshot, segments: &[&[u8]], merge: bool) -> Result<Snapshot
         dataset: Arc::new(ds),
         storage_options: at.storage_options.clone(),
     })
+}
+
+/// Segment bytes are what a host shipped: before Lance commits them, each segment must cover
+/// only fragments of the table at the handle's version, be stored in this table's `_indices/`
+/// (no other base), not be an index the table already has, and its directory must hold the
+/// files (with the sizes) the segment names — one listing per segment. A segment that fails is
+/// LANCE_ERR_INVALID_ARGUMENT naming its index, nothing committed.
+fn check_segment_files(at: &Snapshot, metas: &[IndexMetadata]) -> Result<()> {
+    use futures::TryStreamExt;
+    use object_store::ObjectStore as _;
+    let ds = at.dataset.clone();
+    let fragments: RoaringBitmap = ds.manifest.fragments.iter().filter_map(|f| u32::try_from(f.id).ok()).collect();
+    let metas = metas.to_vec();
+    let uri = at.uri().to_string();
+    session::block_on(async move {
+        let what = format!("cannot check the index segments of table '{uri}'");
+        let existing: HashSet<uuid::Uuid> = ds
+            .load_indices()
+            .await
+            .map_err(|e| HostError::from_lance(&what, e))?
+            .iter()
+            .map(|i| i.uuid)
+            .collect();
+        let store = ds.object_store(None).await.map_err(|e| HostError::from_lance(&what, e))?;
+        for (i, m) in metas.iter().enumerate() {
+            let refuse = |why: String| HostError::invalid(format!("segments[{i}] is refused: {why}; nothing was committed"));
+            if m.base_id.is_some() {
+                return Err(refuse(format!("segment {} is stored under another base path", m.uuid)));
+            }
+            if existing.contains(&m.uuid) {
+                return Err(refuse(format!("segment {} is already an index of the table", m.uuid)));
+            }
+            if let Some(covered) = &m.fragment_bitmap {
+                let unknown = covered - &fragments;
+                if let Some(id) = unknown.iter().next() {
+                    return Err(refuse(format!("it covers fragment {id}, which version {} of the table does not have", ds.version().version)));
+                }
+            }
+            let dir = ds.indices_dir().join(m.uuid.to_string());
+            let listed: Vec<object_store::ObjectMeta> = store
+                .inner
+                .list(Some(&dir))
+                .try_collect()
+                .await
+                .map_err(|e| HostError::from_lance(&what, e.into()))?;
+            if listed.is_empty() {
+                return Err(refuse(format!("segment {} has no files in the table's _indices/ directory", m.uuid)));
+            }
+            for f in m.files.iter().flatten() {
+                let path = f.path.split('/').fold(dir.clone(), |p, part| p.join(part));
+                match listed.iter().find(|o| o.location == path) {
+                    None => return Err(refuse(format!("its file '{}' of segment {} does not exist", f.path, m.uuid))),
+                    Some(o) if o.size != f.size_bytes => {
+                        return Err(refuse(format!(
+                            "its file '{}' of segment {} has {} bytes, the segment says {}",
+                            f.path, m.uuid, o.size, f.size_bytes
+                        )))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(())
+    })?
 }
 
 #[cfg(test)]

@@ -405,3 +405,34 @@ fn builds_on_object_storage_report_their_reads() {
     assert_eq!(lance_dataset_version(built.ptr()), lance_dataset_version(ds.ptr()) + 1);
     assert!(indexes(&built).iter().any(|(n, c, _)| n == "dist_flat" && c == "embedding"));
 }
+
+#[test]
+fn shipped_segments_are_checked_before_their_commit() {
+    // Segments are bytes a host hands to the coordinator: a segment whose files are gone (a
+    // worker's cleanup, an abort) or one the table already holds must not become (part of) an
+    // index the table points at.
+    let (uri, v1) = table();
+    let mut p = std::mem::MaybeUninit::<LanceScalarIndexParams>::uninit();
+    assert_eq!(lance_scalar_index_params_init_v2(p.as_mut_ptr(), std::mem::size_of::<LanceScalarIndexParams>()), 0);
+    let p = unsafe { p.assume_init() };
+    let col = cstr("id");
+    let mut out = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scalar_index_build(v1.ptr(), col.as_ptr(), std::ptr::null(), false, &p, &plan_params(2, false), &mut out), 0, "{}", last_message());
+    let segments = build_all(&uri, &list_vec(out));
+    assert_eq!(segments.len(), 2);
+    // one segment's directory removed before the commit
+    let dirs_before: Vec<_> = std::fs::read_dir(std::path::Path::new(&uri).join("_indices")).unwrap().map(|e| e.unwrap().path()).collect();
+    let victim = dirs_before.iter().max_by_key(|d| std::fs::metadata(d).unwrap().modified().unwrap()).unwrap().clone();
+    let saved = std::path::Path::new(&uri).join("saved-segment");
+    std::fs::rename(&victim, &saved).unwrap();
+    let err = commit(&v1, &segments, false).err().expect("a segment without its files is refused");
+    assert_eq!(err.0, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", err.1);
+    assert!(err.1.contains("is refused") && err.1.contains("no files"), "{}", err.1);
+    assert_eq!(latest_version(&uri), lance_dataset_version(v1.ptr()), "nothing committed");
+    std::fs::rename(&saved, &victim).unwrap();
+    // the segments commit; the same bytes again are refused: the table holds them already
+    let v2 = commit(&v1, &segments, false).unwrap();
+    let err = commit(&v2, &segments, false).err().expect("segments the table holds are refused");
+    assert!(err.0 == LANCE_ERR_INVALID_ARGUMENT as i32 && err.1.contains("already an index of the table"), "{err:?}");
+    assert_eq!(latest_version(&uri), lance_dataset_version(v2.ptr()));
+}
