@@ -19,7 +19,7 @@ def spark_example(spark, uri, vector_column, query, where, k=10):
 
     from lance_host.spark import merge_top_k, register
 
-    register(spark)  # "lance_host" and "lance_host_search"; turns on Python filter pushdown
+    register(spark)  # "lance_host" and "lance_host_search"; Spark applies where() itself
     df = spark.read.format("lance_host").option("uri", uri).load()
     matching = df.where(where).agg(F.count("*")).collect()[0][0]
     hits = (spark.read.format("lance_host_search").option("uri", uri).option("column", vector_column)

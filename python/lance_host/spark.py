@@ -31,14 +31,16 @@ Options of "lance_host":
   target_rows        rows per scan split (default: one split per fragment)
   stats_dir          a directory where each task writes a JSON line (process id, split index,
                      rows the library returned, I/O statistics) — for checking distribution
-  pushdown           "false": no filter pushdown (for sessions that keep
-                     spark.sql.python.filterPushdown.enabled off; Spark refuses a pushing reader
-                     there). register() turns that setting on.
+  pushdown           "false": push no Spark filter even where register(spark,
+                     filter_pushdown=True) enabled it ("true" without that registration is an error)
 
-Filters Spark pushes (spark.sql.python.filterPushdown.enabled=true, set by register()) are translated to Lance
-SQL when the translation is exact: =, <=>, <, <=, >, >=, IN, IS [NOT] NULL, NOT of those, on
-top-level columns, with integer, string, boolean and finite floating-point literals. Everything
-else stays in Spark (it is returned to Spark, which applies it after the scan).
+Spark's filters are not pushed by default: pyspark 4.1 to 4.3 reuse the reader a pushed filter
+created for every later query of the same DataFrame (a filtered count, then an unfiltered one,
+counts the filtered rows), so Spark applies them after the scan and the `filter` option is how
+Lance filters. register(spark, filter_pushdown=True) probes the session first and refuses
+(NotSupportedError) where Spark reuses the reader; elsewhere it pushes the filters whose Lance
+SQL is exact: =, <=>, <, <=, >, >=, IN, IS [NOT] NULL, NOT of those, on top-level columns, with
+integer, string, boolean and finite floating-point literals (the rest stays in Spark).
 
 Types Spark cannot hold are converted: unsigned integers widen (uint8 → short, uint16 → int,
 uint32 → long, uint64 → long, values above 2^63 - 1 are an error), fixed-size lists become
@@ -374,12 +376,32 @@ class LanceHostDataSource(DataSource):
         return _Writer(dict(self.options), schema, overwrite)
 
     def reader(self, schema):
-        """A reader whose partitions are the scan splits of one pinned snapshot (filters pushed
-        unless option pushdown=false)."""
+        """A reader whose partitions are the scan splits of one pinned snapshot. It pushes no
+        Spark filter (Spark applies them; the `filter` option is applied by Lance) unless the
+        source was registered with filter_pushdown=True on a Spark that passed the reuse probe
+        (see `register`)."""
+        import lance_host as lh
+
+        options = dict(self.options)
         pinned = getattr(self, "_snapshot", None)
-        if str(self.options.get("pushdown", "true")).lower() == "false":
-            return _ScanReader(dict(self.options), schema, pinned)
-        return _PushingScanReader(dict(self.options), schema, pinned)
+        asked = str(options.get("pushdown", "")).strip().lower()
+        if asked not in ("", "true", "false"):
+            raise lh._error(1, f"lance_host: option 'pushdown' must be 'true' or 'false', not {options['pushdown']!r}")
+        if asked == "true" and not self._pushes:
+            raise lh._error(1, "lance_host: option pushdown=true needs register(spark, filter_pushdown=True), which "
+                               "checks first that this Spark does not reuse a pushed reader for later queries")
+        if self._pushes and asked != "false":
+            return _PushingScanReader(options, schema, pinned)
+        return _ScanReader(options, schema, pinned)
+
+    _pushes = False
+
+
+class _PushingDataSource(LanceHostDataSource):
+    """"lance_host" with Spark filter pushdown: registered in its place by
+    register(spark, filter_pushdown=True) once the probe found this Spark safe."""
+
+    _pushes = True
 
 
 class _ScanReader(DataSourceReader):
@@ -506,15 +528,88 @@ def merge_top_k(df, k: int) -> pa.Table:
     return lh.merge_top_k([t], k).read_all()
 
 
-def register(spark, filter_pushdown: bool = True) -> None:
-    """Register the "lance_host" and "lance_host_search" formats with a SparkSession. With
-    `filter_pushdown` (the default) it also sets spark.sql.python.filterPushdown.enabled, which
-    Spark requires of a Python data source that pushes filters; a session that keeps it off
-    reads with the option pushdown=false."""
+def register(spark, filter_pushdown: bool = False) -> None:
+    """Register the "lance_host" and "lance_host_search" formats with a SparkSession.
+
+    Spark filters are not pushed to Lance by default: pyspark 4.1 to 4.3 keep the reader a
+    pushed filter created on the DataFrame and use it for every later query of that DataFrame
+    (`df.where("c = 'a'").count()` then `df.count()` counts only the filtered rows), so a
+    pushing source can answer wrong. Spark applies its filters after the scan instead; the
+    `filter` option is a Lance SQL filter that Lance applies. With `filter_pushdown=True` the
+    session is probed first (a small in-memory Python data source queried filtered, then not);
+    when the probe shows the reuse, NotSupportedError is raised and nothing is registered,
+    otherwise spark.sql.python.filterPushdown.enabled is set and the formats push filters."""
+    import lance_host as lh
+
     if filter_pushdown:
+        previous = spark.conf.get("spark.sql.python.filterPushdown.enabled", None)
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(LanceHostDataSource)
+        problem = pushdown_reuse_problem(spark)
+        if problem is not None:
+            if previous is None:
+                spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+            else:
+                spark.conf.set("spark.sql.python.filterPushdown.enabled", previous)
+            import pyspark
+
+            raise lh._error(4, f"lance_host: filter pushdown is not safe on pyspark {pyspark.__version__}: {problem}; "
+                                "register(spark) without filter_pushdown reads correctly (Spark applies its "
+                                "filters; the 'filter' option is applied by Lance)")
+        spark.dataSource.register(_PushingDataSource)
+    else:
+        spark.dataSource.register(LanceHostDataSource)
     spark.dataSource.register(LanceHostSearchDataSource)
+
+
+# ---- the pushdown probe -----------------------------------------------------------------------
+
+class _ProbeSource(DataSource):
+    """Four in-memory rows whose reader applies a pushed `x = value` itself."""
+
+    @classmethod
+    def name(cls):
+        return "lance_host_pushdown_probe"
+
+    def schema(self):
+        return "x int"
+
+    def reader(self, schema):
+        return _ProbeReader()
+
+
+class _ProbeReader(DataSourceReader):
+    def __init__(self):
+        self.wanted = None
+
+    def pushFilters(self, filters):
+        kept = []
+        for f in filters:
+            if type(f).__name__ == "EqualTo" and tuple(f.attribute) == ("x",) and isinstance(f.value, int):
+                self.wanted = f.value
+            else:
+                kept.append(f)
+        return kept
+
+    def read(self, partition):
+        for x in range(4):
+            if self.wanted is None or x == self.wanted:
+                yield (x,)
+
+
+def pushdown_reuse_problem(spark) -> str | None:
+    """What goes wrong when this session's Spark pushes filters into a Python data source, or
+    None: one DataFrame of a probe source is counted with `x = 1` (1 row), then without a
+    filter (4 rows). Spark filter pushdown must be enabled in the session."""
+    spark.dataSource.register(_ProbeSource)
+    df = spark.read.format(_ProbeSource.name()).load()
+    filtered = df.where("x = 1").count()
+    everything = df.count()
+    if filtered != 1:
+        return f"a pushed filter x = 1 counted {filtered} rows of 1"
+    if everything != 4:
+        return (f"the same DataFrame counted without a filter gave {everything} rows of 4 (Spark reused "
+                "the reader of the earlier filtered query)")
+    return None
 
 
 # ---- writes ------------------------------------------------------------------------------

@@ -97,38 +97,147 @@ def test_scan_equals_single_process_and_partitions_are_splits(spark, table, tmp_
     assert sum(first_pass[i][0]["rows"] for i in range(len(splits))) == pyds.count_rows()
 
 
-def test_filters_pushed_to_lance_or_kept_in_spark(spark, table, tmp_path):
+def test_spark_filters_are_applied_by_spark_and_the_filter_option_by_lance(spark, table, tmp_path):
+    """register() pushes no Spark filter (pyspark 4.1-4.3 reuse a pushed reader, see
+    test_a_filtered_query_never_changes_a_later_one): Spark's where() is right and the library
+    returned every row; the `filter` option is applied by Lance (fewer rows returned)."""
     uri, pyds = table
 
-    def run(where, sub):
+    def run(where, sub, **options):
         d = tmp_path / sub
         d.mkdir()
-        df = spark.read.format("lance_host").option("uri", uri).option("stats_dir", str(d)).load()
-        got = rows_of(df.where(where).select("id"), ["id"])
+        reader = spark.read.format("lance_host").option("uri", uri).option("stats_dir", str(d))
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        got = rows_of(reader.load().where(where).select("id"), ["id"])
         return [g[0] for g in got], sum(r["rows"] for r in tasks(str(d))), [r["filter"] for r in tasks(str(d))]
 
-    # Pushed: comparison, IN, equality on a string, IS NOT NULL, NOT — Lance returns only matches.
     want = sorted(pyds.to_table(columns=["id"], filter="id < 900 AND cat IN ('c1', 'c2') AND NOT flag")["id"].to_pylist())
-    ids, returned, filters = run("id < 900 AND cat IN ('c1', 'c2') AND NOT flag AND price IS NOT NULL", "pushed")
+    ids, returned, filters = run("id < 900 AND cat IN ('c1', 'c2') AND NOT flag AND price IS NOT NULL", "spark")
     assert ids == want
-    assert returned == len(want) < pyds.count_rows(), "the library returned rows the pushed filter excludes"
-    assert all(f and "`id` < 900" in f for f in filters)
-    # Not pushable (an arithmetic expression, a LIKE): Spark applies it; the answer is right and
-    # the library returned every row.
-    want = sorted(i for i in pyds.to_table(columns=["id"])["id"].to_pylist() if i % 7 == 3)
-    ids, returned, _ = run("id % 7 = 3", "arith")
-    assert ids == want and returned == pyds.count_rows()
+    assert returned == pyds.count_rows() and filters == [None] * len(filters)
     t = pyds.to_table(columns=["id", "cat"])
     want = sorted(i for i, c in zip(t["id"].to_pylist(), t["cat"].to_pylist()) if c.endswith("3"))
-    ids, returned, _ = run("cat LIKE '%3'", "like")
-    assert ids == want and returned == pyds.count_rows()
-    # The filter option (Lance SQL) and a pushed filter together.
-    d = tmp_path / "both"
-    d.mkdir()
-    df = (spark.read.format("lance_host").option("uri", uri).option("filter", "price >= 100")
-          .option("stats_dir", str(d)).load())
-    got = [r[0] for r in rows_of(df.where("id < 400").select("id"), ["id"])]
-    assert got == sorted(pyds.to_table(columns=["id"], filter="price >= 100 AND id < 400")["id"].to_pylist())
+    assert run("cat LIKE '%3'", "like")[0] == want
+    # The filter option (Lance SQL) and a Spark filter together.
+    ids, returned, filters = run("id < 400", "both", filter="price >= 100")
+    want = sorted(pyds.to_table(columns=["id"], filter="price >= 100 AND id < 400")["id"].to_pylist())
+    assert ids == want
+    assert returned == pyds.count_rows(filter="price >= 100") < pyds.count_rows()
+    assert all(f == "(price >= 100)" for f in filters)
+
+
+def spark_answer(df, query):
+    """Run one of the query shapes of the reuse repro on `df`: a sorted list of tuples."""
+    if query == "all":
+        return sorted(tuple(r) for r in df.select("id", "cat").collect())
+    if query == "count":
+        return [(df.count(),)]
+    if query == "groups":
+        return sorted(tuple(r) for r in df.groupBy("cat").count().collect())
+    if query == "narrow":
+        return sorted(tuple(r) for r in df.select("id").collect())
+    return sorted(tuple(r) for r in df.where(query).select("id", "cat").collect())
+
+
+def pylance_answer(pyds, query):
+    t = pyds.to_table(columns=["id", "cat"])
+    rows = list(zip(t["id"].to_pylist(), t["cat"].to_pylist()))
+    if query == "all":
+        return sorted(rows)
+    if query == "count":
+        return [(len(rows),)]
+    if query == "groups":
+        from collections import Counter
+        return sorted(Counter(c for _, c in rows).items())
+    if query == "narrow":
+        return sorted((i,) for i, _ in rows)
+    return sorted((x["id"], x["cat"]) for x in pyds.to_table(columns=["id", "cat"], filter=query).to_pylist())
+
+
+REUSE_SEQUENCES = [
+    ["cat = 'c1'", "count", "groups", "all"],                 # the issue's repro
+    ["narrow", "all", "cat = 'c2'", "narrow"],                # projection, then none
+    ["id < 300", "cat IN ('c0', 'c3')", "id >= 2500", "count"],  # different filters
+]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("sequence", REUSE_SEQUENCES)
+def test_a_filtered_query_never_changes_a_later_one(spark, table, sequence, cached):
+    """Queries of one DataFrame, each equal to pylance's answer whatever ran before it on the
+    same DataFrame (0.10.5: after where(cat = 'c1'), count() and groupBy counted the filtered
+    rows only)."""
+    uri, pyds = table
+    df = spark.read.format("lance_host").option("uri", uri).load()
+    if cached:
+        df = df.cache()
+    for query in sequence:
+        assert spark_answer(df, query) == pylance_answer(pyds, query), query
+
+
+def test_filter_pushdown_only_where_the_probe_finds_spark_safe(spark, table):
+    """register(spark, filter_pushdown=True) probes the session: on a Spark that reuses a
+    pushed reader (pyspark 4.1-4.3) it is NotSupportedError naming what the probe saw, and the
+    session is left as it was (setting unchanged, the formats reading correctly); on a Spark
+    that does not, the formats push filters and the reuse sequences still answer right."""
+    from lance_host.spark import pushdown_reuse_problem
+
+    uri, pyds = table
+    before = spark.conf.get("spark.sql.python.filterPushdown.enabled", None)
+    try:
+        register(spark, filter_pushdown=True)
+    except lh.NotSupportedError as e:
+        assert "reused the reader" in str(e) and pyspark.__version__ in str(e)
+        assert spark.conf.get("spark.sql.python.filterPushdown.enabled", None) == before
+        assert pushdown_reuse_problem(spark) is not None
+        with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT.*filter_pushdown=True"):
+            spark.read.format("lance_host").option("uri", uri).option("pushdown", "true").load().count()
+    else:
+        assert pushdown_reuse_problem(spark) is None
+        try:
+            df = spark.read.format("lance_host").option("uri", uri).load()
+            for query in REUSE_SEQUENCES[0] + REUSE_SEQUENCES[2]:
+                assert spark_answer(df, query) == pylance_answer(pyds, query), query
+        finally:
+            register(spark)
+    df = spark.read.format("lance_host").option("uri", uri).load()
+    for query in REUSE_SEQUENCES[0]:
+        assert spark_answer(df, query) == pylance_answer(pyds, query), query
+
+
+def test_pushed_filter_translation_is_exact():
+    """The Lance SQL of each translatable Spark filter selects, through pylance, the rows
+    Python's own evaluation of the filter selects; others are not translated."""
+    from pyspark.sql import datasource as d
+
+    from lance_host.spark import to_lance_sql
+
+    rows = [{"id": i, "cat": None if i % 5 == 0 else f"c{i % 3}", "x": float(i) / 4, "b": i % 2 == 0}
+            for i in range(40)]
+    t = pa.Table.from_pylist(rows)
+    import tempfile
+    uri = tempfile.mkdtemp() + "/f.lance"
+    lance.write_dataset(t, uri)
+    pyds = lance.dataset(uri)
+    cases = [
+        (d.EqualTo(("id",), 7), lambda r: r["id"] == 7),
+        (d.GreaterThan(("x",), 2.5), lambda r: r["x"] > 2.5),
+        (d.LessThanOrEqual(("id",), 3), lambda r: r["id"] <= 3),
+        (d.In(("cat",), ("c1", "c2")), lambda r: r["cat"] in ("c1", "c2")),
+        (d.IsNull(("cat",)), lambda r: r["cat"] is None),
+        (d.Not(d.EqualTo(("b",), True)), lambda r: r["b"] is not True),
+        (d.EqualNullSafe(("cat",), "c0"), lambda r: r["cat"] == "c0"),
+        (d.EqualTo(("cat",), "it's"), lambda r: r["cat"] == "it's"),
+    ]
+    for f, keep in cases:
+        sql = to_lance_sql(f)
+        assert sql is not None, f
+        got = sorted(pyds.to_table(columns=["id"], filter=sql)["id"].to_pylist())
+        assert got == sorted(r["id"] for r in rows if keep(r)), (f, sql)
+    assert to_lance_sql(d.GreaterThan(("x",), float("nan"))) is None
+    assert to_lance_sql(d.EqualTo(("s", "inner"), 1)) is None
+    assert to_lance_sql(d.StringContains(("cat",), "c")) is None
 
 
 def test_version_option_holds_while_a_writer_commits(spark, tmp_path):
@@ -253,18 +362,22 @@ def test_user_schema_projects_columns(spark, table, tmp_path):
 
 
 def test_sessions_without_python_filter_pushdown(spark, table):
-    """Spark refuses a Python reader that pushes filters while
-    spark.sql.python.filterPushdown.enabled is off: pushdown=false reads there (Spark filters),
-    and register() turns the setting on."""
+    """A session with spark.sql.python.filterPushdown.enabled off reads (the reader pushes
+    nothing); pushdown=false is accepted, pushdown=true without a probed registration and a
+    misspelled value are errors naming the option."""
     uri, pyds = table
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
     try:
-        df = spark.read.format("lance_host").option("uri", uri).option("pushdown", "false").load()
-        got = sorted(r["id"] for r in df.where("id < 50").select("id").collect())
-        assert got == sorted(pyds.to_table(columns=["id"], filter="id < 50")["id"].to_pylist())
+        for options in ({}, {"pushdown": "false"}):
+            reader = spark.read.format("lance_host").option("uri", uri)
+            for k, v in options.items():
+                reader = reader.option(k, v)
+            got = sorted(r["id"] for r in reader.load().where("id < 50").select("id").collect())
+            assert got == sorted(pyds.to_table(columns=["id"], filter="id < 50")["id"].to_pylist())
+        with pytest.raises(Exception, match="LANCE_ERR_INVALID_ARGUMENT.*'pushdown' must be"):
+            spark.read.format("lance_host").option("uri", uri).option("pushdown", "yes").load().count()
     finally:
-        register(spark)
-    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
 def test_the_spark_example_runs(spark, table):
