@@ -21,7 +21,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result as OSResult,
 };
 
-use crate::datacache::{DataCache, Observer};
+use crate::datacache::{Credential, DataCache, Observer};
 use crate::snapshot::Snapshot;
 
 /// A point-in-time copy of an operation's counters.
@@ -110,6 +110,7 @@ impl OpStats {
                 .and_then(|s| s.data_cache.clone())
                 .filter(|_| crate::datacache::table_uses_cache(&snapshot.storage_options).unwrap_or(true)),
             endpoint: store_identity(&snapshot.storage_options),
+            credential: Credential::of(&snapshot.storage_options),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
@@ -124,6 +125,7 @@ impl OpStats {
             counters: self.counters.clone(),
             cache: None,
             endpoint: store_identity(&snapshot.storage_options),
+            credential: Credential::of(&snapshot.storage_options),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
@@ -191,6 +193,9 @@ struct CountingWrapper {
     /// The storage options that tell which server the store's prefix (scheme and bucket)
     /// lives on: two S3-compatible servers may have buckets of the same name.
     endpoint: String,
+    /// The credential the store was opened with: a cached block is served to it only once
+    /// storage accepted it for that object (see `datacache::grants`).
+    credential: Credential,
 }
 
 /// The storage options that select the server (endpoints, account names), sorted, as one
@@ -216,6 +221,7 @@ impl WrappingObjectStore for CountingWrapper {
             counters: self.counters.clone(),
             cache: self.cache.clone(),
             root: format!("{prefix}|{}", self.endpoint),
+            credential: self.credential,
         })
     }
 
@@ -237,6 +243,7 @@ struct CountingStore {
     cache: Option<Arc<DataCache>>,
     /// The store's identity (scheme and bucket), part of the data cache's keys.
     root: String,
+    credential: Credential,
 }
 
 impl CountingStore {
@@ -267,20 +274,18 @@ impl ObjectStore for CountingStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> OSResult<GetResult> {
         if let Some(cache) = &self.cache {
-            return cache.get_opts(&self.inner, &self.root, location, options, &self.observer()).await;
+            return cache
+                .get_opts_as(&self.inner, &self.root, self.credential, location, options, &self.observer())
+                .await;
         }
         crate::datacache::passthrough(&self.inner, location, options, &self.observer()).await
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> OSResult<Vec<Bytes>> {
         if let Some(cache) = &self.cache {
-            let obs = self.observer();
-            let reads = ranges.iter().map(|r| {
-                let opts = GetOptions { range: Some(r.clone().into()), ..Default::default() };
-                let obs = obs.clone();
-                async move { cache.get_opts(&self.inner, &self.root, location, opts, &obs).await?.bytes().await }
-            });
-            return futures::future::try_join_all(reads).await;
+            return cache
+                .get_ranges_as(&self.inner, &self.root, self.credential, location, ranges, &self.observer())
+                .await;
         }
         let result = self.inner.get_ranges(location, ranges).await;
         if let Ok(r) = &result {

@@ -18,7 +18,11 @@
 //!   directory is locked by one process at a time: a second process configured with the same
 //!   directory runs with the memory tier only and says so in the log and in its session stats.
 //!
+//! - Credentials: a cached block is served only to a caller whose credentials storage accepted
+//!   for that object recently (`grants`); otherwise one HEAD with them comes first.
+//!
 //! Here: the cache and its read path; `config`: its settings and the figures it reports;
+//! `grants`: which credentials storage accepted for which objects;
 //! `tiers`: the memory and disk tiers; `block`: a block and its disk encoding; `counters`: the
 //! counters behind its figures; `tests`: its unit tests.
 
@@ -33,15 +37,17 @@ use foyer::HybridCache;
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
-use object_store::{Attributes, GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, ObjectStore};
+use object_store::{Attributes, GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, ObjectStore, ObjectStoreExt};
 
 
 mod block;
 mod config;
 mod counters;
+mod grants;
 mod tiers;
 
 use block::Block;
+pub use grants::{Credential, GRANT_TTL};
 use counters::Counters;
 pub use config::{
     table_uses_cache, DataCacheConfig, DataCacheStats, LANCE_DEFAULT_DATA_CACHE_BLOCK_BYTES,
@@ -60,6 +66,27 @@ pub trait Observer: Send + Sync {
     fn cache_hit(&self, blocks: u64, bytes: u64);
     /// Blocks that had to be read from storage.
     fn cache_miss(&self, blocks: u64);
+}
+
+/// An observer that notes whether a read reached storage, passing everything on.
+struct Watch {
+    inner: Arc<dyn Observer>,
+    reached_storage: std::sync::atomic::AtomicBool,
+}
+
+impl Observer for Watch {
+    fn storage_read(&self, path: &Path, bytes: u64) {
+        self.reached_storage.store(true, Ordering::Relaxed);
+        self.inner.storage_read(path, bytes);
+    }
+
+    fn cache_hit(&self, blocks: u64, bytes: u64) {
+        self.inner.cache_hit(blocks, bytes);
+    }
+
+    fn cache_miss(&self, blocks: u64) {
+        self.inner.cache_miss(blocks);
+    }
 }
 
 type Inflight = Shared<BoxFuture<'static, std::result::Result<Block, String>>>;
@@ -83,6 +110,8 @@ pub struct DataCache {
     /// `flush` had seen every entry on disk (issue 26). With the lock, numbers follow queue order.
     writes: Mutex<()>,
     disk_dir: Option<PathBuf>,
+    /// The credentials storage accepted for which objects (see `grants`).
+    grants: grants::Grants,
     /// Held for the life of the process: the disk tier's directory lock.
     _lock: Option<std::fs::File>,
 }
@@ -179,6 +208,78 @@ impl DataCache {
             self.insert(meta_key, Block::from_meta(&meta, Bytes::new()));
         }
         Ok(result_of(meta, got, bytes))
+    }
+
+    /// `get_opts` for a caller holding `credential`: a read that the cache served without
+    /// storage having accepted this credential for the object within `GRANT_TTL` first asks
+    /// storage for the object's metadata with it (one HEAD, counted as a read request) and fails
+    /// as storage fails it. A read that reached storage records the grant.
+    pub async fn get_opts_as(
+        self: &Arc<Self>,
+        inner: &Arc<dyn ObjectStore>,
+        root: &str,
+        credential: Credential,
+        location: &Path,
+        options: GetOptions,
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<GetResult> {
+        if !Self::cacheable(location) {
+            return self.get_opts(inner, root, location, options, obs).await;
+        }
+        let watch = Arc::new(Watch { inner: obs.clone(), reached_storage: Default::default() });
+        let watching: Arc<dyn Observer> = watch.clone();
+        let result = self.get_opts(inner, root, location, options, &watching).await?;
+        self.authorize(inner, root, credential, location, &watch, obs).await?;
+        Ok(result)
+    }
+
+    /// The ranges of one object for a caller holding `credential`, each through the cache, with
+    /// one grant check for them all (see `get_opts_as`).
+    pub async fn get_ranges_as(
+        self: &Arc<Self>,
+        inner: &Arc<dyn ObjectStore>,
+        root: &str,
+        credential: Credential,
+        location: &Path,
+        ranges: &[Range<u64>],
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<Vec<Bytes>> {
+        let watch = Arc::new(Watch { inner: obs.clone(), reached_storage: Default::default() });
+        let watching: Arc<dyn Observer> = watch.clone();
+        let reads = ranges.iter().map(|r| {
+            let opts = GetOptions { range: Some(r.clone().into()), ..Default::default() };
+            let obs = watching.clone();
+            async move { self.get_opts(inner, root, location, opts, &obs).await?.bytes().await }
+        });
+        let out = futures::future::try_join_all(reads).await?;
+        if Self::cacheable(location) {
+            self.authorize(inner, root, credential, location, &watch, obs).await?;
+        }
+        Ok(out)
+    }
+
+    /// The grant check of `get_opts_as`, once a read of `location` has been served.
+    async fn authorize(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        root: &str,
+        credential: Credential,
+        location: &Path,
+        watch: &Watch,
+        obs: &Arc<dyn Observer>,
+    ) -> object_store::Result<()> {
+        let at = location.as_ref();
+        if watch.reached_storage.load(Ordering::Relaxed) {
+            self.grants.record(credential, root, at);
+            return Ok(());
+        }
+        if self.grants.fresh(credential, root, at) {
+            return Ok(());
+        }
+        inner.head(location).await?;
+        obs.storage_read(location, 0);
+        self.grants.record(credential, root, at);
+        Ok(())
     }
 
     fn count_hit(&self, obs: &Arc<dyn Observer>, bytes: u64) {

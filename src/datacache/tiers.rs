@@ -103,6 +103,7 @@ impl DataCache {
             unflushed: Mutex::new(std::collections::VecDeque::new()),
             writes: Mutex::new(()),
             disk_dir,
+            grants: Default::default(),
             _lock: lock,
         })))
     }

@@ -820,6 +820,9 @@ pub struct Faults {
     pub truncate_next: u32,
     /// Every request whose path contains this gets 404, persistently.
     pub not_found: Option<String>,
+    /// When set, a request signed with another access key id (SigV4 `Credential=<key>/...`, or
+    /// unsigned) gets 403 AccessDenied: the server's authentication, which moto leaves off.
+    pub allowed_access_key: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -829,11 +832,14 @@ pub struct FaultCounts {
     pub resets: u64,
     pub truncations: u64,
     pub not_found: u64,
+    /// Requests refused for their credentials, and the HEAD requests among them.
+    pub denied: u64,
+    pub denied_heads: u64,
 }
 
 /// An HTTP proxy on 127.0.0.1 in front of an S3-compatible server that injects latency, status
 /// bursts (500/503), connection resets mid-body, truncated bodies and persistent 404s on
-/// chosen objects. It handles one request per upstream connection (it asks the server to close
+/// chosen objects, and refuses requests signed with an access key it does not allow. It handles one request per upstream connection (it asks the server to close
 /// after each), so every fault applies to exactly one request. Stops on drop.
 pub struct FaultProxy {
     pub port: u16,
@@ -917,13 +923,30 @@ fn serve(
         }
         let request: Vec<u8> = pending.drain(..head_end + body_len).collect();
         let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        let access_key = head.lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            if !name.trim().eq_ignore_ascii_case("authorization") {
+                return None;
+            }
+            let cred = value.split("Credential=").nth(1)?;
+            Some(cred.split('/').next().unwrap_or("").to_string())
+        });
         // Decide this request's fault.
         let (latency, status, reset, truncate, not_found) = {
             let mut g = faults.lock().unwrap();
             let (f, c) = &mut *g;
             c.requests += 1;
             let mut status = None;
-            if let Some((code, n)) = f.status_burst {
+            if let Some(allowed) = &f.allowed_access_key {
+                if access_key.as_deref() != Some(allowed.as_str()) {
+                    status = Some(403);
+                    c.denied += 1;
+                    if head.starts_with("HEAD ") {
+                        c.denied_heads += 1;
+                    }
+                }
+            }
+            if let (None, Some((code, n))) = (status, f.status_burst) {
                 if n > 0 {
                     status = Some(code);
                     f.status_burst = (n > 1).then_some((code, n - 1));
@@ -949,6 +972,7 @@ fn serve(
         std::thread::sleep(latency);
         if let Some(code) = status.or(not_found.then_some(404)) {
             let reason = match code {
+                403 => "Forbidden",
                 404 => "Not Found",
                 500 => "Internal Server Error",
                 503 => "Service Unavailable",
@@ -956,13 +980,21 @@ fn serve(
             };
             let body = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{}</Code><Message>injected by the fault proxy</Message><Key>{path}</Key></Error>",
-                if code == 404 { "NoSuchKey" } else { "ServiceUnavailable" }
+                match code {
+                    403 => "AccessDenied",
+                    404 => "NoSuchKey",
+                    _ => "ServiceUnavailable",
+                }
             );
             write!(
                 client,
-                "HTTP/1.1 {code} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n{body}",
+                "HTTP/1.1 {code} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n",
                 body.len()
             )?;
+            // A response to HEAD has no body (its length is the one GET would have).
+            if !head.starts_with("HEAD ") {
+                client.write_all(body.as_bytes())?;
+            }
             continue;
         }
         // Forward on a fresh upstream connection that closes after this one response.
