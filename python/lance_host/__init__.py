@@ -971,6 +971,16 @@ class Dataset:
         _check(LIB.lance_split_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(out)))
         return Stream(out)
 
+    def vector_search(self, column: str, vector, k: int = 10, *, metric: Optional[str] = None,
+                      use_index: bool = True, **query) -> pa.Table:
+        """The snapshot's vector top k in this process: every split of the vector plan searched
+        (`search_split`, query options as there: nprobes, refine_factor, ef, prefilter, columns)
+        and merged with the library's merge (`merge_top_k`). The result has the projected
+        columns, `_distance` (ascending, ties by `_rowid`) and `_rowid`."""
+        plan = self.plan_vector_search(column, metric, use_index)
+        query = dict(query, with_row_id=True, metric=metric)
+        return merge_top_k([self.search_split(s, column, vector, k, **query) for s in plan], k).read_all()
+
     def explain_search(self, split: Split, column: str, vector, k: int = 10, **query) -> str:
         """The plan `search_split` would run for this split and query, as text."""
         q, keep = _vector_query(column, vector, k, **query)

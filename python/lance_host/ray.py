@@ -30,6 +30,7 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
     raise ImportError("lance_host.ray needs Ray Data (pip install 'ray[data]')") from e
 
 import lance_host as lh
+from lance_host._vectors import conform
 
 
 def _metadata(rows: int) -> BlockMetadata:
@@ -154,11 +155,16 @@ class LanceHostDatasink(Datasink):
     `Dataset.cleanup(..., delete_unverified=True)` removes them when no write is in progress."""
 
     def __init__(self, uri: str, mode: str = "append", storage_options: Optional[dict] = None,
-                 max_rows_per_file: int = 0, commit_message: Optional[str] = None):
+                 max_rows_per_file: int = 0, commit_message: Optional[str] = None,
+                 vector_columns: Optional[dict] = None, new_schema: bool = False):
         import uuid
 
         if mode not in ("append", "overwrite"):
             raise lh._error(1, f"unknown write mode {mode!r}; valid: 'append', 'overwrite'")
+        self.dims = dict(vector_columns or {})
+        if any(not isinstance(n, int) or isinstance(n, bool) or n <= 0 for n in self.dims.values()):
+            raise lh._error(1, f"vector_columns must map column names to dimensions >= 1, not {vector_columns!r}")
+        self.new_schema = bool(new_schema)
         self.uri, self.storage = uri, storage_options
         self.max_rows_per_file, self.commit_message = max_rows_per_file, commit_message
         try:
@@ -182,7 +188,9 @@ class LanceHostDatasink(Datasink):
         if not tables:
             return b""
         at = lh.open_snapshot(self.token, storage_options=self.storage) if self.token else None
-        share = lh.stage_write(self.uri, pa.concat_tables(tables), mode=self.mode, at=at,
+        keep = at is not None and (self.mode == "append" or not self.new_schema)
+        table = conform(pa.concat_tables(tables), at.schema if keep else None, self.dims)
+        share = lh.stage_write(self.uri, table, mode=self.mode, at=at,
                                storage_options=self.storage, max_rows_per_file=self.max_rows_per_file)
         return bytes(share)
 
@@ -196,11 +204,17 @@ class LanceHostDatasink(Datasink):
 
 
 def write_lance_host(dataset, uri: str, mode: str = "append", *, storage_options: Optional[dict] = None,
-                     max_rows_per_file: int = 0, commit_message: Optional[str] = None) -> Optional[lh.WriteResult]:
+                     max_rows_per_file: int = 0, commit_message: Optional[str] = None,
+                     vector_columns: Optional[dict] = None, new_schema: bool = False) -> Optional[lh.WriteResult]:
     """Write a `ray.data.Dataset` to the table at `uri` ('append' creates a missing table;
     'overwrite'): every write task stages, one commit makes one new version. Returns the
-    commit's WriteResult (None when there was nothing to write)."""
-    sink = LanceHostDatasink(uri, mode, storage_options, max_rows_per_file, commit_message)
+    commit's WriteResult (None when there was nothing to write).
+
+    Vectors are written as `fixed_size_list<T, n>`: numpy/tensor columns of one dimension by
+    their shape, list columns named in `vector_columns` ({"vec": 16}), and on an append or an
+    overwrite every column the table holds as a fixed-size list (an overwrite keeps the table's
+    vector types unless `new_schema=True`). A row of another length is InvalidArgumentError."""
+    sink = LanceHostDatasink(uri, mode, storage_options, max_rows_per_file, commit_message, vector_columns, new_schema)
     dataset.write_datasink(sink)
     return sink.result
 

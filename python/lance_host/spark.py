@@ -63,6 +63,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from lance_host._vectors import DIM_KEY, conform, parse_dims
+
 try:
     from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
                                         WriterCommitMessage)
@@ -222,7 +224,10 @@ def _struct_of(schema: pa.Schema, columns) -> tuple[T.StructType, list[str], lis
         if st is None:
             skipped.append(f.name)
             continue
-        fields.append(T.StructField(f.name, st, True))
+        # A vector's dimension travels as field metadata: a write of the DataFrame back (or to a
+        # new table) makes the column fixed_size_list<T, n> again.
+        meta = {DIM_KEY: f.type.list_size} if pa.types.is_fixed_size_list(f.type) else {}
+        fields.append(T.StructField(f.name, st, True, meta))
         names.append(f.name)
     return T.StructType(fields), names, skipped
 
@@ -645,6 +650,13 @@ class _Writer(DataSourceArrowWriter):
             self.mode = "create"
         self.statement = str(uuid.uuid4())
         self.max_rows_per_file = _int_option(options, "max_rows_per_file", 0)
+        # Vector columns: the dimensions a lance_host read left on the columns, then the option's.
+        self.dims = {f.name: int(f.metadata[DIM_KEY]) for f in schema.fields if DIM_KEY in (f.metadata or {})}
+        self.dims.update(parse_dims(options.get("vector_columns"), "option 'vector_columns'"))
+        self.new_schema = str(options.get("new_schema", "false")).strip().lower()
+        if self.new_schema not in ("true", "false"):
+            raise lh._error(1, f"lance_host: option 'new_schema' must be 'true' or 'false', not {options['new_schema']!r}")
+        self.new_schema = self.new_schema == "true"
 
     def write(self, iterator):
         """Runs in a task: stages this partition's batches (nothing is committed here)."""
@@ -655,6 +667,8 @@ class _Writer(DataSourceArrowWriter):
             return _StagedShare(b"", 0)
         table = pa.Table.from_batches(batches)
         at = lh.open_snapshot(self.token, storage_options=self.storage) if self.token else None
+        keep = at is not None and (self.mode == "append" or not self.new_schema)
+        table = conform(table, at.schema if keep else None, self.dims)
         share = lh.stage_write(self.uri, table, mode=self.mode, at=at, storage_options=self.storage,
                                max_rows_per_file=self.max_rows_per_file)
         return _StagedShare(bytes(share), share.result.rows_written)

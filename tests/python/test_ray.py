@@ -204,3 +204,60 @@ def test_ray_builds_an_index_on_tasks_and_commits_once(cluster, tmp_path):
         assert "ScalarIndexQuery" in py.scanner(filter=f, columns=["id"]).explain_plan()
     with pytest.raises(lh.InvalidArgumentError, match="unknown index type"):
         build_index(uri, "id", "HASH")
+
+
+def test_vectors_round_trip_through_ray(cluster, tmp_path):
+    """Ray (numpy, pandas, Arrow) -> Lance -> Ray keeps fixed_size_list: numpy embeddings (Ray's
+    tensor type) create a vector column and append to a pylance-written one (0.10.5: "large_list"
+    refused); an overwrite keeps the vector type (0.10.5 silently made it large_list); a list
+    column becomes vectors by vector_columns; a row of another length is an error naming it; the
+    written table takes an IVF_PQ index; reading it back through Ray gives the same vectors."""
+    import pandas as pd
+
+    from lance_host.ray import write_lance_host
+
+    rng = np.random.default_rng(5)
+    vecs = rng.normal(size=(300, DIM)).astype(np.float32)
+    items = ray.data.from_items([{"id": i, "vec": vecs[i]} for i in range(300)], override_num_blocks=3)
+    made = str(tmp_path / "numpy.lance")
+    write_lance_host(items, made)
+    py = lance.dataset(made)
+    assert py.schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    got = py.to_table().sort_by("id")
+    assert np.array_equal(np.stack(got["vec"].to_numpy(zero_copy_only=False)), vecs)
+    py.create_index("vec", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2)
+    hits = lh.open(made).vector_search("vec", vecs[42].tolist(), k=1, nprobes=2, refine_factor=20, columns=["id"])
+    assert hits["id"].to_pylist() == [42]
+
+    # pandas with numpy cells, appended to a pylance-written vector table.
+    existing = str(tmp_path / "pylance.lance")
+    lance.write_dataset(batch(0, 100).select(["id", "vec"]), existing)
+    frame = pd.DataFrame({"id": np.arange(100, 150), "vec": list(vecs[:50].astype(np.float64))})
+    write_lance_host(ray.data.from_pandas(frame), existing)
+    pe = lance.dataset(existing)
+    assert pe.schema.field("vec").type == pa.list_(pa.float32(), DIM) and pe.count_rows() == 150
+    back = pe.to_table(filter="id >= 100").sort_by("id")
+    assert np.allclose(np.stack(back["vec"].to_numpy(zero_copy_only=False)), vecs[:50])
+
+    # An overwrite with Ray tensors keeps the table's vector type.
+    write_lance_host(items, existing, mode="overwrite")
+    pe = lance.dataset(existing)
+    assert pe.schema.field("vec").type == pa.list_(pa.float32(), DIM) and pe.count_rows() == 300
+
+    # Arrow list columns: declared vectors; a wrong length is an error naming the row.
+    lists = pa.table({"id": pa.array(range(20), pa.int64()),
+                      "vec": pa.array([list(map(float, vecs[i])) for i in range(20)], pa.list_(pa.float32()))})
+    declared = str(tmp_path / "declared.lance")
+    write_lance_host(ray.data.from_arrow(lists), declared, vector_columns={"vec": DIM})
+    assert lance.dataset(declared).schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    short = pa.table({"id": pa.array([20, 21], pa.int64()),
+                      "vec": pa.array([[1.0] * DIM, [1.0] * 3], pa.list_(pa.float32()))})
+    with pytest.raises(Exception, match=f"column 'vec': row 1 has 3 values, the vectors hold {DIM}"):
+        write_lance_host(ray.data.from_arrow(short), declared)
+    assert lance.dataset(declared).count_rows() == 20
+
+    # Ray reads the vectors back as fixed-size lists, equal to what was written.
+    read = lhr.read_lance_host(made).to_arrow_refs()
+    table = pa.concat_tables(ray.get(read)).sort_by("id")
+    assert pa.types.is_fixed_size_list(table.schema.field("vec").type)
+    assert np.array_equal(np.stack(table["vec"].to_numpy(zero_copy_only=False)), vecs)

@@ -491,3 +491,52 @@ def test_spark_builds_an_index_on_executors_and_commits_once(spark, tmp_path):
         assert np.allclose(a["_score"].to_numpy(), b["_score"].to_numpy(), atol=1e-5), q
     vec, _ = build_index(spark, uri, "vec", "IVF_FLAT", num_partitions=4, num_splits=4, merge=True)
     assert [s.kind for s in vec.plan_vector_search("vec").splits] == [lh.SPLIT_INDEX_SEGMENT]
+
+
+def test_vectors_round_trip_through_spark(spark, tmp_path):
+    """Spark -> Lance -> Spark keeps fixed_size_list: a read leaves the dimension on the field's
+    metadata; appending the DataFrame to its pylance-written table keeps every type (vectors,
+    uint32; 0.10.5 failed: "should have type fixed_size_list:float:8 but type was list"); a new
+    table made from it has vectors that take an IVF_PQ index; a plain array column becomes a
+    vector column by the vector_columns option, a row of another length is an error naming it;
+    an overwrite keeps the table's vector type. Checked with pylance."""
+    from pyspark.sql import types as ST
+
+    from lance_host._vectors import DIM_KEY
+
+    src = str(tmp_path / "src.lance")
+    lance.write_dataset(batch(0, 600), src, max_rows_per_file=200)
+    df = spark.read.format("lance_host").option("uri", src).load()
+    assert df.schema["vec"].metadata == {DIM_KEY: DIM}
+    df.where("id < 100").write.format("lance_host").option("uri", src).mode("append").save()
+    py = lance.dataset(src)
+    assert py.schema == lance.dataset(src, version=1).schema
+    assert py.count_rows() == 700
+    twice = sorted((r["id"], r["u32"], tuple(r["vec"]))
+                   for r in py.to_table(columns=["id", "u32", "vec"], filter="id < 100").to_pylist())
+    assert len(twice) == 200 and twice[::2] == twice[1::2]
+
+    made = str(tmp_path / "made.lance")
+    df.write.format("lance_host").option("uri", made).mode("append").save()
+    pm = lance.dataset(made)
+    assert pm.schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    pm.create_index("vec", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2)
+    q = batch(0, 600)["vec"][17].as_py()
+    hits = lh.open(made).vector_search("vec", q, k=1, nprobes=2, refine_factor=10, columns=["id"])
+    assert hits["id"].to_pylist() == [17]
+
+    rows = [(i, [float(i + j) for j in range(DIM)]) for i in range(50)]
+    plain = spark.createDataFrame(rows, ST.StructType([ST.StructField("id", ST.LongType()),
+                                                        ST.StructField("vec", ST.ArrayType(ST.FloatType()))]))
+    declared = str(tmp_path / "declared.lance")
+    plain.write.format("lance_host").option("uri", declared).option("vector_columns", f"vec={DIM}").mode("append").save()
+    assert lance.dataset(declared).schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    bad = spark.createDataFrame(rows + [(50, [1.0] * (DIM - 1))], plain.schema).coalesce(1)
+    with pytest.raises(Exception, match=f"column 'vec': row 50 has {DIM - 1} values, the vectors hold {DIM}"):
+        bad.write.format("lance_host").option("uri", declared).mode("append").save()
+    assert lance.dataset(declared).count_rows() == 50
+    with pytest.raises(Exception, match="option 'vector_columns' must look like"):
+        plain.write.format("lance_host").option("uri", str(tmp_path / "x.lance")).option("vector_columns", "vec").mode("append").save()
+    plain.write.format("lance_host").option("uri", declared).mode("overwrite").save()
+    assert lance.dataset(declared).schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    assert lance.dataset(declared).count_rows() == 50
