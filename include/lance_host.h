@@ -1960,7 +1960,12 @@ int32_t lance_index_build_task_execute(const LanceDataset *dataset, const uint8_
 int32_t lance_dataset_commit_index_build(const LanceDataset *dataset, const uint8_t *const *segments, const size_t *segment_lens, size_t num_segments, bool merge, LanceDataset **out_dataset);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
-// `target_rows` visible rows (0 = one fragment per split).
+// `target_rows` visible rows (0 = one fragment per split). A fragment of more than
+// `target_rows` visible rows is cut into row slices of about `target_rows` visible rows each
+// (0.11; `lance_split_row_slice`), so a host gets parallelism below a fragment; planning then
+// reads that fragment's deletion vector, if it has one, to count each slice's rows exactly.
+// Libraries before 0.11 refuse a split with a row slice (LANCE_ERR_CORRUPT) rather than scan
+// its whole fragment. A staged delete takes whole-fragment splits only.
 //
 // Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; `*out` is not written on failure.
@@ -2025,11 +2030,21 @@ uint64_t lance_split_version(const LanceSplit *split);
 // Returns NULL and sets the last error if `split` is NULL.
 const char *lance_split_uri(const LanceSplit *split);
 
-// Visible rows the split covers (a scheduling weight); 0 and the last error set if `split`
-// is NULL.
+// Visible rows the split covers (exact for a scan split, its row slice's included; a
+// scheduling weight for search splits); 0 and the last error set if `split` is NULL.
 //
 // Thread-safe.
 uint64_t lance_split_row_count(const LanceSplit *split);
+
+// The row slice of a scan split that covers part of one fragment (planned by
+// `lance_dataset_plan_scan` with a `target_rows` below the fragment's rows): physical rows
+// `*out_offset .. *out_offset + *out_count` of its single fragment (deleted rows inside keep
+// their slots; `lance_split_row_count` is the visible rows). Returns 1 and fills both for such a
+// split, 0 (both set to 0) for a split of whole fragments, -1 with the last error set when an
+// argument is NULL.
+//
+// Thread-safe; writes only through the given pointers.
+int32_t lance_split_row_slice(const LanceSplit *split, uint64_t *out_offset, uint64_t *out_count);
 
 // Fragment ids of a split: returns a pointer to `*out_len` ids (NULL when there are none).
 //

@@ -19,6 +19,23 @@ pub fn count_rows(
     filter: Option<&str>,
 ) -> Result<(u64, IoStats)> {
     crate::metrics::op(crate::metrics::Op::Count);
+    count_rows_sliced(snapshot, fragment_ids, None, filter)
+}
+
+/// The rows of a scan split that match `filter`: its fragments, or its row slice of one.
+pub fn count_split(snapshot: &Snapshot, split: &crate::plan::Split, filter: Option<&str>) -> Result<(u64, IoStats)> {
+    split.check_snapshot(snapshot)?;
+    let slice = split.rows.map(|r| (split.fragment_ids[0], r));
+    crate::metrics::op(crate::metrics::Op::Count);
+    count_rows_sliced(snapshot, Some(&split.fragment_ids), slice, filter)
+}
+
+fn count_rows_sliced(
+    snapshot: &Snapshot,
+    fragment_ids: Option<&[u64]>,
+    slice: Option<(u64, crate::plan::RowSlice)>,
+    filter: Option<&str>,
+) -> Result<(u64, IoStats)> {
     if let Some(f) = filter {
         if f.trim().is_empty() {
             return Err(HostError::invalid("filter_sql is empty"));
@@ -28,6 +45,11 @@ pub fn count_rows(
     let ds = stats.dataset(snapshot);
     let fragments = fragment_ids.map(|ids| scan::resolve_fragments(snapshot, ids)).transpose()?;
     let count = match (filter, fragments) {
+        (None, Some(_)) if slice.is_some() => {
+            let (fragment, rows) = slice.expect("checked");
+            scan::slice_rows(snapshot, fragment, rows)?;
+            crate::plan::visible_in_slice(snapshot, fragment, rows)?
+        }
         (None, None) => snapshot.count_rows_on(ds)?,
         (None, Some(frags)) => {
             // The manifest's per-fragment counts, exactly as the snapshot's fragment list has them.
@@ -48,6 +70,9 @@ pub fn count_rows(
             scanner.with_row_id();
             if let Some(frags) = frags {
                 scanner.with_fragments(frags);
+            }
+            if let Some((fragment, rows)) = slice {
+                scanner.with_physical_row_addr_prefilter(scan::slice_rows(snapshot, fragment, rows)?);
             }
             // Lance's count plan, run with the operation's callback so the index-cache lookups
             // of the filter (a BTREE or BITMAP answering it) are reported.

@@ -55,8 +55,18 @@ pub struct Split {
     pub index_name: String,
     /// Metric the plan chose (index metric, or the requested one for flat plans).
     pub metric: Option<Metric>,
-    /// Visible rows the split covers (a weight for scheduling).
+    /// Visible rows the split covers (exact for scan splits; a weight for scheduling).
     pub row_count: u64,
+    /// A scan split of part of one fragment: the physical rows it covers (deleted rows inside
+    /// keep their slots). None: its fragments whole.
+    pub rows: Option<RowSlice>,
+}
+
+/// Physical rows `offset .. offset + count` of a fragment (deletions do not shift offsets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSlice {
+    pub offset: u64,
+    pub count: u64,
 }
 
 /// A planned set of splits.
@@ -79,13 +89,15 @@ fn visible_fragments(snapshot: &Snapshot) -> Result<Vec<(u64, u64)>> {
 }
 
 /// Scan splits: fragments grouped in order until a split reaches `target_rows` (0 = one
-/// fragment per split).
+/// fragment per split); a fragment of more than `target_rows` visible rows is cut into slices of
+/// about `target_rows` visible rows each (by physical rows, the visible count of each exact:
+/// the fragment's deletion vector is read for that).
 pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
     crate::metrics::op(crate::metrics::Op::Plan);
     let mut splits = Vec::new();
     let mut current: Vec<u64> = Vec::new();
     let mut rows = 0u64;
-    let new_split = |frags: Vec<u64>, rows: u64| Split {
+    let new_split = |frags: Vec<u64>, rows: u64, slice: Option<RowSlice>| Split {
         uri: snapshot.uri().to_string(),
         version: snapshot.version(),
         kind: SplitKind::Scan,
@@ -95,17 +107,28 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
         index_name: String::new(),
         metric: None,
         row_count: rows,
+        rows: slice,
     };
-    for (id, logical) in visible_fragments(snapshot)? {
-        current.push(id);
-        rows += logical;
+    for f in snapshot.fragments()? {
+        if target_rows > 0 && f.logical_rows > target_rows {
+            if !current.is_empty() {
+                splits.push(new_split(std::mem::take(&mut current), rows, None));
+                rows = 0;
+            }
+            for (slice, visible) in slices_of(snapshot, &f, target_rows)? {
+                splits.push(new_split(vec![f.id], visible, Some(slice)));
+            }
+            continue;
+        }
+        current.push(f.id);
+        rows += f.logical_rows;
         if target_rows == 0 || rows >= target_rows {
-            splits.push(new_split(std::mem::take(&mut current), rows));
+            splits.push(new_split(std::mem::take(&mut current), rows, None));
             rows = 0;
         }
     }
     if !current.is_empty() {
-        splits.push(new_split(current, rows));
+        splits.push(new_split(current, rows, None));
     }
     Ok(SplitPlan {
         splits,
@@ -113,6 +136,54 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
         reason: format!("scan plan with target {target_rows} rows per split"),
         metric: None,
     })
+}
+
+/// A fragment cut into `ceil(visible / target)` slices of equal physical length, each with its
+/// exact visible row count.
+fn slices_of(snapshot: &Snapshot, f: &crate::snapshot::FragmentInfo, target: u64) -> Result<Vec<(RowSlice, u64)>> {
+    let pieces = f.logical_rows.div_ceil(target).max(1);
+    let step = f.physical_rows.div_ceil(pieces).max(1);
+    let deleted = if f.deleted_rows == 0 { Vec::new() } else { deleted_offsets(snapshot, f.id)? };
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    while offset < f.physical_rows {
+        let count = step.min(f.physical_rows - offset);
+        let slice = RowSlice { offset, count };
+        out.push((slice, visible_of(&deleted, slice)));
+        offset += count;
+    }
+    Ok(out)
+}
+
+/// The deleted physical offsets of a fragment, sorted (its deletion vector, read once).
+fn deleted_offsets(snapshot: &Snapshot, fragment: u64) -> Result<Vec<u32>> {
+    let frag = usize::try_from(fragment)
+        .ok()
+        .and_then(|id| snapshot.dataset.get_fragment(id))
+        .ok_or_else(|| HostError::not_found(format!("fragment id {fragment} is not in the snapshot")))?;
+    let dv = crate::session::block_on(async move { frag.get_deletion_vector().await })?
+        .map_err(|e| HostError::from_lance("cannot read a deletion vector", e))?;
+    let mut d: Vec<u32> = dv.map(|d| d.iter().collect()).unwrap_or_default();
+    d.sort_unstable();
+    Ok(d)
+}
+
+fn visible_of(deleted: &[u32], slice: RowSlice) -> u64 {
+    let lo = deleted.partition_point(|d| u64::from(*d) < slice.offset);
+    let hi = deleted.partition_point(|d| u64::from(*d) < slice.offset + slice.count);
+    slice.count - (hi - lo) as u64
+}
+
+/// The visible rows of physical rows `slice` of `fragment` (its deletion vector read when the
+/// fragment has deletions).
+pub fn visible_in_slice(snapshot: &Snapshot, fragment: u64, slice: RowSlice) -> Result<u64> {
+    let f = snapshot
+        .fragments()?
+        .into_iter()
+        .find(|f| f.id == fragment)
+        .ok_or_else(|| HostError::not_found(format!("fragment id {fragment} is not in the snapshot")))?;
+    let deleted = if f.deleted_rows == 0 { Vec::new() } else { deleted_offsets(snapshot, fragment)? };
+    Ok(visible_of(&deleted, slice))
 }
 
 /// Check that `column` is a vector column; return its dimension and element type. Reads the
@@ -268,6 +339,7 @@ pub(crate) fn segment_and_flat_splits(
         index_name,
         metric,
         row_count: rows,
+        rows: None,
     };
     let rows_of = |id: u64| fragments.iter().find(|f| f.0 == id).map(|f| f.1).unwrap_or(0);
     let mut splits = Vec::new();
@@ -340,6 +412,14 @@ pub fn combine(splits: &[Split]) -> Result<Split> {
         if s.metric != first.metric {
             return Err(differs("metric", &s.metric, &first.metric));
         }
+        if let Some(r) = s.rows {
+            return Err(HostError::invalid(format!(
+                "split {i} covers rows {}..{} of fragment {:?}, not whole fragments: scan it on its own",
+                r.offset,
+                r.offset + r.count,
+                s.fragment_ids
+            )));
+        }
         for f in &s.fragment_ids {
             if !fragments.insert(*f) {
                 return Err(HostError::invalid(format!(
@@ -410,7 +490,7 @@ impl Split {
         let mut w = Writer(Vec::with_capacity(64 + self.uri.len() + 8 * self.fragment_ids.len()));
         w.u8(self.kind as u8)
             .u8(metric_code(self.metric))
-            .u8(u8::from(!self.segments.is_empty()))
+            .u8(u8::from(!self.segments.is_empty()) | (u8::from(self.rows.is_some()) << 1))
             .u64(self.version)
             .u64(self.row_count)
             .blob(self.uri.as_bytes())
@@ -421,6 +501,9 @@ impl Split {
         }
         for u in &self.segments {
             w.0.extend_from_slice(u.as_bytes());
+        }
+        if let Some(r) = self.rows {
+            w.u64(r.offset).u64(r.count);
         }
         w.u32(self.fragment_ids.len() as u32);
         for f in &self.fragment_ids {
@@ -437,9 +520,8 @@ impl Split {
         let mut r = Reader::new(body, 0, MAX_LEN);
         let kind = r.u8().and_then(SplitKind::from_u8).ok_or_else(|| corrupt("unknown split kind"))?;
         let metric = r.u8().and_then(metric_from_code).ok_or_else(|| corrupt("unknown metric"))?;
-        let has_segments = match r.u8() {
-            Some(0) => false,
-            Some(1) => true,
+        let (has_segments, has_rows) = match r.u8() {
+            Some(flags @ 0..=3) => (flags & 1 == 1, flags & 2 == 2),
             _ => return Err(corrupt("bad flags")),
         };
         let version = r.u64().ok_or_else(|| corrupt("truncated version"))?;
@@ -466,6 +548,13 @@ impl Split {
             let raw = r.take(16).ok_or_else(|| corrupt("truncated segment uuid"))?;
             segments.push(Uuid::from_slice(raw).map_err(|_| corrupt("bad segment uuid"))?);
         }
+        let rows = if has_rows {
+            let offset = r.u64().ok_or_else(|| corrupt("truncated row slice"))?;
+            let count = r.u64().ok_or_else(|| corrupt("truncated row slice"))?;
+            Some(RowSlice { offset, count })
+        } else {
+            None
+        };
         let n = r.u32().ok_or_else(|| corrupt("truncated fragment list"))? as usize;
         if n > MAX_LEN || r.remaining() != n * 8 {
             return Err(corrupt("fragment list length does not match"));
@@ -481,6 +570,7 @@ impl Split {
             index_name,
             metric,
             row_count,
+            rows,
         };
         split.validate().map_err(|e| corrupt(&e.message))?;
         Ok(split)
@@ -507,6 +597,12 @@ impl Split {
             }
             SplitKind::Scan | SplitKind::Flat | SplitKind::TextFlat if !self.segments.is_empty() => {
                 Err(HostError::invalid("only index segment splits carry a segment"))
+            }
+            _ if self.rows.is_some() && (self.kind != SplitKind::Scan || self.fragment_ids.len() != 1) => {
+                Err(HostError::invalid("only a scan split of one fragment covers a row slice"))
+            }
+            _ if self.rows.is_some_and(|r| r.count == 0 || r.offset.checked_add(r.count).is_none_or(|e| e > 1 << 32)) => {
+                Err(HostError::invalid("a row slice must cover 1 to 2^32 physical rows of its fragment"))
             }
             _ => Ok(()),
         }
@@ -542,7 +638,38 @@ mod tests {
             index_name: "idx".into(),
             metric: Some(Metric::Cosine),
             row_count: 4242,
+            rows: None,
         }
+    }
+
+    #[test]
+    fn row_slices_round_trip_and_are_checked() {
+        let s = Split {
+            kind: SplitKind::Scan,
+            fragment_ids: vec![4],
+            segments: Vec::new(),
+            column: String::new(),
+            index_name: String::new(),
+            metric: None,
+            rows: Some(RowSlice { offset: 1000, count: 500 }),
+            ..sample()
+        };
+        let b = s.to_bytes();
+        assert_eq!(b[4], SPLIT_FORMAT);
+        assert_eq!(Split::from_bytes(&b).unwrap(), s);
+        let whole = Split { rows: None, ..s.clone() };
+        assert_eq!(Split::from_bytes(&whole.to_bytes()).unwrap(), whole);
+        for bad in [
+            Split { fragment_ids: vec![4, 5], ..s.clone() },
+            Split { rows: Some(RowSlice { offset: 0, count: 0 }), ..s.clone() },
+            Split { rows: Some(RowSlice { offset: u64::MAX, count: 2 }), ..s.clone() },
+            Split { kind: SplitKind::Flat, column: "v".into(), ..s.clone() },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+            assert!(Split::from_bytes(&bad.to_bytes()).is_err(), "{bad:?}");
+        }
+        let e = combine(&[s.clone(), whole]).unwrap_err();
+        assert!(e.message.contains("rows 1000..1500 of fragment [4]"), "{}", e.message);
     }
 
     /// `sample` with `n` segments over fragments `first..first + n`.

@@ -38,6 +38,8 @@ pub struct ScanOptions {
     pub with_row_addr: bool,
     /// Restrict the scan to these fragments, in this order; `None` = every fragment.
     pub fragment_ids: Option<Vec<u64>>,
+    /// Restrict the scan to physical rows of one fragment (a scan split's row slice).
+    pub row_slice: Option<(u64, crate::plan::RowSlice)>,
     pub scan_in_order: bool,
     pub batch_readahead: Option<u32>,
     pub fragment_readahead: Option<u32>,
@@ -116,6 +118,35 @@ pub fn resolve_fragments(snapshot: &Snapshot, ids: &[u64]) -> Result<Vec<Fragmen
         .collect()
 }
 
+/// The row addresses of physical rows `slice` of `fragment`, checked against the fragment's
+/// physical row count in the snapshot's manifest.
+pub fn slice_rows(
+    snapshot: &Snapshot,
+    fragment: u64,
+    slice: crate::plan::RowSlice,
+) -> Result<lance::dataset::scanner::RowAddrTreeMap> {
+    let frag = resolve_fragments(snapshot, &[fragment])?.remove(0);
+    let physical = frag.physical_rows.map(|n| n as u64);
+    let end = slice.offset.checked_add(slice.count);
+    match (physical, end) {
+        (Some(p), Some(e)) if slice.count > 0 && e <= p && u32::try_from(fragment).is_ok() => {
+            let base = fragment << 32;
+            let mut rows = lance::dataset::scanner::RowAddrTreeMap::new();
+            rows.insert_range(base + slice.offset..base + e);
+            Ok(rows)
+        }
+        (None, _) => Err(HostError::not_supported(format!(
+            "fragment {fragment} has no physical row count in the manifest; plan whole-fragment splits"
+        ))),
+        _ => Err(HostError::invalid(format!(
+            "rows {}..{} are not inside fragment {fragment} ({} physical rows)",
+            slice.offset,
+            slice.offset.saturating_add(slice.count),
+            physical.unwrap_or(0)
+        ))),
+    }
+}
+
 /// Reject bytes that are not a serialized Substrait `ExtendedExpression` with one expression
 /// before they reach the planner.
 fn validate_substrait(bytes: &[u8]) -> Result<()> {
@@ -187,6 +218,9 @@ pub fn configure_scanner(
     }
     if let Some(ids) = &opts.fragment_ids {
         scanner.with_fragments(resolve_fragments(snapshot, ids)?);
+    }
+    if let Some((fragment, slice)) = opts.row_slice {
+        scanner.with_physical_row_addr_prefilter(slice_rows(snapshot, fragment, slice)?);
     }
     scanner.scan_in_order(opts.scan_in_order);
     apply_memory_bounds(snapshot, scanner, opts)

@@ -130,6 +130,7 @@ pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Res
     }
     let mut opts = opts.clone();
     opts.fragment_ids = Some(split.fragment_ids.clone());
+    opts.row_slice = split.rows.map(|r| (split.fragment_ids[0], r));
     scan::scan(snapshot, &opts)
 }
 

@@ -467,8 +467,18 @@ class Split:
 
     @property
     def row_count(self) -> int:
-        """The rows the split covers, as planned (before any filter)."""
+        """The rows the split covers, as planned (before any filter; exact for scan splits)."""
         return LIB.lance_split_row_count(self._h)
+
+    @property
+    def row_slice(self) -> Optional[tuple[int, int]]:
+        """For a scan split of part of one fragment: (offset, count) of the physical rows it
+        covers (deleted rows keep their slots); None for a split of whole fragments."""
+        offset, count = ctypes.c_uint64(), ctypes.c_uint64()
+        rc = LIB.lance_split_row_slice(self._h, ctypes.byref(offset), ctypes.byref(count))
+        if rc < 0:
+            raise _last_error()
+        return (offset.value, count.value) if rc == 1 else None
 
     @property
     def fragment_ids(self) -> list[int]:
@@ -938,7 +948,9 @@ class Dataset:
     # planning
     def plan_scan(self, target_rows: int = 0) -> list[Split]:
         """Scan splits covering the pinned version (about `target_rows` rows each; 0 = one per
-        fragment). Splits pickle; scan them on any worker with `scan_split`."""
+        fragment): fragments are grouped, and a fragment of more than `target_rows` rows is cut
+        into row slices (`Split.row_slice`). Splits pickle; scan them on any worker with
+        `scan_split`."""
         h = ctypes.c_void_p()
         _check(LIB.lance_dataset_plan_scan(self._h, target_rows, ctypes.byref(h)))
         return _plan(h).splits

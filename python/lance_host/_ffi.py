@@ -292,6 +292,7 @@ SIGNATURES = {
     "lance_split_uri": (cstr, [P]),
     "lance_split_row_count": (u64, [P]),
     "lance_split_fragment_ids": (u64p, [P, szp]),
+    "lance_split_row_slice": (i32, [P, u64p, u64p]),
     "lance_split_segment_uuid": (i32, [P, ctypes.c_uint8 * 16]),
     "lance_split_segment_uuids": (u8p, [P, szp]),
     "lance_splits_combine": (i32, [ctypes.POINTER(P), sz, ctypes.POINTER(P)]),

@@ -28,7 +28,8 @@ Options of "lance_host":
   storage.<key>      storage options (e.g. storage.aws_endpoint), passed to every open
   columns            comma-separated projection (default: every column Spark can hold)
   filter             a Lance SQL filter applied by Lance, in addition to pushed filters
-  target_rows        rows per scan split (default: one split per fragment)
+  target_rows        rows per scan split (default: one split per fragment; a larger fragment
+                     is cut into row slices, so one fragment can feed several partitions)
   stats_dir          a directory where each task writes a JSON line (process id, split index,
                      rows the library returned, I/O statistics) — for checking distribution
   pushdown           "false": push no Spark filter even where register(spark,
@@ -75,6 +76,37 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
 
 # ---- options -----------------------------------------------------------------------------
 
+_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "columns", "filter", "stats_dir")
+_READ_OPTIONS = _COMMON + ("target_rows", "pushdown")
+_SEARCH_OPTIONS = _COMMON + ("column", "vector", "k", "nprobes", "refine", "metric", "use_index",
+                             "max_partitions")
+_WRITE_OPTIONS = ("uri", "path", "max_rows_per_file", "commit_message", "vector_columns", "new_schema")
+_PREFIXES = ("storage.", "catalog.")
+
+
+def _check_options(options, valid, what: str) -> None:
+    """InvalidArgumentError for an option `what` does not know (a typo would otherwise be
+    ignored: an unfiltered, latest-version or default answer), naming the closest valid one."""
+    import difflib
+
+    import lance_host as lh
+
+    prefixes = _PREFIXES if what != "the lance_host writer" else ("storage.",)
+    for key in options.keys():
+        k = key.lower()
+        if k in valid or any(k.startswith(p) and len(k) > len(p) for p in prefixes):
+            continue
+        close = difflib.get_close_matches(k, list(valid), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise lh._error(1, f"lance_host: unknown option {key!r} for {what}{hint}; valid options: "
+                           f"{', '.join(valid)}, {', '.join(p + '<key>' for p in prefixes)}")
+
+
+def _uri_option(options):
+    """The table's URI: option `uri`, or the path given to load(path) / save(path)."""
+    return options.get("uri") or options.get("path")
+
+
 def _storage_options(options) -> dict:
     return {k[len("storage."):]: v for k, v in options.items() if k.lower().startswith("storage.")}
 
@@ -91,8 +123,8 @@ def _open_planning_with_storage(options):
     storage = _storage_options(options) or None
     version = _int_option(options, "version", 0)
     ts = options.get("timestamp_ms")
-    if "uri" in options:
-        uri = options["uri"]
+    if _uri_option(options):
+        uri = _uri_option(options)
     elif "table" in options:
         props = {k[len("catalog."):]: v for k, v in options.items() if k.lower().startswith("catalog.")}
         if not props:
@@ -371,7 +403,8 @@ class LanceHostDataSource(DataSource):
 
     def schema(self):
         """The table's columns (or the `columns` option's) as a Spark schema; opens the table
-        once where Spark plans. Raises InvalidArgumentError for an unknown column."""
+        once where Spark plans. Raises InvalidArgumentError for an unknown column or option."""
+        _check_options(self.options, _READ_OPTIONS, 'format("lance_host")')
         ds = _pin(self)
         return _struct_of(ds.schema, _columns_option(self.options))[0]
 
@@ -388,6 +421,7 @@ class LanceHostDataSource(DataSource):
         import lance_host as lh
 
         options = dict(self.options)
+        _check_options(options, _READ_OPTIONS, 'format("lance_host")')
         pinned = getattr(self, "_snapshot", None)
         asked = str(options.get("pushdown", "")).strip().lower()
         if asked not in ("", "true", "false"):
@@ -465,6 +499,7 @@ class LanceHostSearchDataSource(DataSource):
         `_rowid`; raises InvalidArgumentError for a missing `column` option or unknown column."""
         import lance_host as lh
 
+        _check_options(self.options, _SEARCH_OPTIONS, 'format("lance_host_search")')
         ds = _pin(self)
         st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
         column = _required(self.options, "column", "the vector column to search")
@@ -474,6 +509,7 @@ class LanceHostSearchDataSource(DataSource):
 
     def reader(self, schema):
         """A reader whose partitions are the vector plan's splits, each returning its top k."""
+        _check_options(self.options, _SEARCH_OPTIONS, 'format("lance_host_search")')
         return _SearchReader(dict(self.options), schema, getattr(self, "_snapshot", None))
 
 
@@ -639,7 +675,10 @@ class _Writer(DataSourceArrowWriter):
         import lance_host as lh
 
         self.options = options
-        self.uri = _required(options, "uri", "the table to write")
+        _check_options(options, _WRITE_OPTIONS, "the lance_host writer")
+        if not _uri_option(options):
+            raise lh._error(1, "lance_host: option 'uri' (the table to write) is required; or save(path)")
+        self.uri = _uri_option(options)
         self.storage = _storage_options(options) or None
         try:
             planned = lh.open(self.uri, storage_options=self.storage)

@@ -69,7 +69,12 @@ pub(crate) fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
 }
 
 /// Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
-/// `target_rows` visible rows (0 = one fragment per split).
+/// `target_rows` visible rows (0 = one fragment per split). A fragment of more than
+/// `target_rows` visible rows is cut into row slices of about `target_rows` visible rows each
+/// (0.11; `lance_split_row_slice`), so a host gets parallelism below a fragment; planning then
+/// reads that fragment's deletion vector, if it has one, to count each slice's rows exactly.
+/// Libraries before 0.11 refuse a split with a row slice (LANCE_ERR_CORRUPT) rather than scan
+/// its whole fragment. A staged delete takes whole-fragment splits only.
 ///
 /// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
 /// Returns an error code; `*out` is not written on failure.
@@ -210,13 +215,33 @@ pub extern "C" fn lance_split_uri(split: *const LanceSplit) -> *const c_char {
     guard_value(std::ptr::null(), || Ok(handle_ref(split, "split")?.uri.as_ptr()))
 }
 
-/// Visible rows the split covers (a scheduling weight); 0 and the last error set if `split`
-/// is NULL.
+/// Visible rows the split covers (exact for a scan split, its row slice's included; a
+/// scheduling weight for search splits); 0 and the last error set if `split` is NULL.
 ///
 /// Thread-safe.
 #[no_mangle]
 pub extern "C" fn lance_split_row_count(split: *const LanceSplit) -> u64 {
     guard_value(0, || Ok(handle_ref(split, "split")?.split.row_count))
+}
+
+/// The row slice of a scan split that covers part of one fragment (planned by
+/// `lance_dataset_plan_scan` with a `target_rows` below the fragment's rows): physical rows
+/// `*out_offset .. *out_offset + *out_count` of its single fragment (deleted rows inside keep
+/// their slots; `lance_split_row_count` is the visible rows). Returns 1 and fills both for such a
+/// split, 0 (both set to 0) for a split of whole fragments, -1 with the last error set when an
+/// argument is NULL.
+///
+/// Thread-safe; writes only through the given pointers.
+#[no_mangle]
+pub extern "C" fn lance_split_row_slice(split: *const LanceSplit, out_offset: *mut u64, out_count: *mut u64) -> i32 {
+    guard_value(-1, || {
+        let s = handle_ref(split, "split")?;
+        let offset = out_arg(out_offset, "out_offset")?;
+        let count = out_arg(out_count, "out_count")?;
+        let r = s.split.rows.unwrap_or(crate::plan::RowSlice { offset: 0, count: 0 });
+        (*offset, *count) = (r.offset, r.count);
+        Ok(i32::from(s.split.rows.is_some()))
+    })
 }
 
 /// Fragment ids of a split: returns a pointer to `*out_len` ids (NULL when there are none).
@@ -425,8 +450,7 @@ pub(crate) fn split_count_rows(
         let filter = super::opt_str_arg(filter_sql, "filter_sql")?;
         let out = out_arg(out, "out")?;
         let io = super::sized::out_slot(io, layout, "io")?;
-        s.split.check_snapshot(&ds.snapshot)?;
-        let (n, stats) = crate::count::count_rows(&ds.snapshot, Some(&s.split.fragment_ids), filter)?;
+        let (n, stats) = crate::count::count_split(&ds.snapshot, &s.split, filter)?;
         *out = n;
         if let Some(io) = io {
             io.write(&stats.into());

@@ -120,6 +120,7 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
         batch_readahead: (o.batch_readahead > 0).then_some(o.batch_readahead),
         fragment_readahead: (o.fragment_readahead > 0).then_some(o.fragment_readahead),
         io_buffer_bytes: (o.io_buffer_bytes > 0).then_some(o.io_buffer_bytes),
+        row_slice: None,
     })
 }
 

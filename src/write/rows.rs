@@ -402,6 +402,15 @@ pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::plan::Split>, pre
                     "a staged delete takes a scan split (lance_dataset_plan_scan): it names the fragments of the worker's share",
                 ));
             }
+            if let Some(r) = split.rows {
+                return Err(HostError::invalid(format!(
+                    "a staged delete takes whole fragments, and this scan split covers rows {}..{} of fragment {}: \
+                     plan the delete's splits with target_rows 0 (one split per fragment)",
+                    r.offset,
+                    r.offset + r.count,
+                    split.fragment_ids[0]
+                )));
+            }
             stage_delete(at, Some(&split.fragment_ids), predicate)
         }
     }

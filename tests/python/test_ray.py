@@ -261,3 +261,19 @@ def test_vectors_round_trip_through_ray(cluster, tmp_path):
     table = pa.concat_tables(ray.get(read)).sort_by("id")
     assert pa.types.is_fixed_size_list(table.schema.field("vec").type)
     assert np.array_equal(np.stack(table["vec"].to_numpy(zero_copy_only=False)), vecs)
+
+
+def test_one_fragment_is_read_by_several_tasks(cluster, tmp_path):
+    """target_rows cuts a one-fragment table into row slices: one Ray read task per slice
+    (0.10.5: one), the rows equal pylance's."""
+    uri = str(tmp_path / "one.lance")
+    lance.write_dataset(batch(0, 3000), uri)
+    lance.dataset(uri).delete("id % 7 = 1")
+    py = lance.dataset(uri)
+    assert len(py.get_fragments()) == 1
+    source = lhr.LanceHostDatasource(uri, columns=["id"], target_rows=800)
+    assert source.splits == 4
+    got = lhr.read_lance_host(uri, columns=["id"], target_rows=800)
+    ids = sorted(r["id"] for r in got.take_all())
+    assert ids == sorted(py.to_table(columns=["id"])["id"].to_pylist())
+    assert got.count() == py.count_rows()

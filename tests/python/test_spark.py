@@ -540,3 +540,47 @@ def test_vectors_round_trip_through_spark(spark, tmp_path):
     plain.write.format("lance_host").option("uri", declared).mode("overwrite").save()
     assert lance.dataset(declared).schema.field("vec").type == pa.list_(pa.float32(), DIM)
     assert lance.dataset(declared).count_rows() == 50
+
+
+def test_one_fragment_is_read_by_several_partitions(spark, tmp_path):
+    """target_rows cuts a one-fragment table into row slices: Spark gets one partition per
+    slice (0.10.5: one), each read once, and counts and sums equal pylance's."""
+    from pyspark.sql import functions as F
+
+    uri = str(tmp_path / "one.lance")
+    lance.write_dataset(batch(0, 4000), uri)
+    lance.dataset(uri).delete("id % 9 = 4")
+    py = lance.dataset(uri)
+    assert len(py.get_fragments()) == 1
+    d = tmp_path / "stats"
+    d.mkdir()
+    df = (spark.read.format("lance_host").option("uri", uri).option("target_rows", "1000")
+          .option("stats_dir", str(d)).load())
+    assert df.rdd.getNumPartitions() == len(lh.open(uri).plan_scan(1000)) == 4
+    agg = df.agg(F.count("*").alias("n"), F.sum("id").alias("s")).collect()[0]
+    assert (agg["n"], agg["s"]) == (py.count_rows(), sum(py.to_table(columns=["id"])["id"].to_pylist()))
+    recs = tasks(str(d))
+    assert sorted(r["split"] for r in recs) == [0, 1, 2, 3] and sum(r["rows"] for r in recs) == py.count_rows()
+
+
+def test_unknown_options_are_errors_and_paths_work(spark, table, tmp_path):
+    """A misspelled option is an error naming the closest valid one (0.10.5 ignored it and
+    answered unfiltered, at the latest version or with default search settings); load(path)
+    and save(path) name the table."""
+    uri, pyds = table
+    for fmt, key, want in [("lance_host", "fitler", "filter"), ("lance_host", "verison", "version"),
+                           ("lance_host_search", "nprobe", "nprobes")]:
+        reader = spark.read.format(fmt).option("uri", uri).option(key, "1")
+        if fmt == "lance_host_search":
+            reader = reader.option("column", "vec").option("vector", json.dumps([0.0] * DIM))
+        with pytest.raises(Exception, match=f"unknown option '{key}'.*did you mean '{want}'"):
+            reader.load().collect()
+    out = str(tmp_path / "by_path.lance")
+    df = spark.read.format("lance_host").load(uri)
+    assert df.count() == pyds.count_rows()
+    df.select("id", "cat").write.format("lance_host").mode("append").save(out)
+    assert lance.dataset(out).count_rows() == pyds.count_rows()
+    with pytest.raises(Exception, match="unknown option 'max_rows_per_fle'.*did you mean 'max_rows_per_file'"):
+        df.select("id").write.format("lance_host").option("max_rows_per_fle", "10").mode("append").save(out)
+    with pytest.raises(Exception, match="option 'uri' \\(the table to write\\) is required"):
+        df.select("id").write.format("lance_host").mode("append").save()
