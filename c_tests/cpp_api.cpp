@@ -230,6 +230,24 @@ int main(int argc, char** argv) {
       for (auto& batch : ds.scan(shipped)) scanned += static_cast<uint64_t>(batch.num_rows());
     }
     EXPECT(scanned == rows);
+    for (size_t i = 0; i < plan.size(); i++) EXPECT(!plan.at(i).row_slice());
+    // Splits below a fragment: a target below the largest fragment's rows cuts it into row
+    // slices that cover it end to end; their rows add up to the table's.
+    uint64_t largest = 0;
+    for (size_t i = 0; i < plan.size(); i++) largest = std::max(largest, plan.at(i).row_count());
+    auto sliced = ds.plan_scan(largest / 3 + 1);
+    uint64_t sliced_rows = 0, counted = 0;
+    size_t slices = 0;
+    for (size_t i = 0; i < sliced.size(); i++) {
+      auto shipped = lh::Split::deserialize(sliced.at(i).serialize());
+      if (auto r = shipped.row_slice()) {
+        slices++;
+        EXPECT(r->second > 0 && shipped.fragment_ids().size() == 1);
+      }
+      for (auto& batch : ds.scan(shipped)) sliced_rows += static_cast<uint64_t>(batch.num_rows());
+      counted += shipped.row_count();
+    }
+    EXPECT(slices >= 3 && sliced_rows == rows && counted == rows);
     // A worker's split scan with options: only `id`, filtered; the filtered counts add up.
     lh::ScanRequest projected;
     projected.columns = {"id"};

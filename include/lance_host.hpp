@@ -494,6 +494,15 @@ class Split {
   /// Open the split's table at exactly its version (defined after Dataset).
   Dataset open_dataset(const std::map<std::string, std::string>& storage_options = {}) const;
   uint64_t row_count() const { return lance_split_row_count(p_.get()); }
+  /// For a scan split of part of one fragment (a plan_scan target below the fragment's rows):
+  /// {offset, count} of the physical rows it covers; nullopt for a split of whole fragments.
+  std::optional<std::pair<uint64_t, uint64_t>> row_slice() const {
+    uint64_t offset = 0, count = 0;
+    int32_t rc = lance_split_row_slice(p_.get(), &offset, &count);
+    if (rc < 0) throw Error::last();
+    if (rc == 0) return std::nullopt;
+    return std::make_pair(offset, count);
+  }
   uint64_t version() const { return lance_split_version(p_.get()); }
   std::vector<uint64_t> fragment_ids() const {
     size_t n = 0;

@@ -33,7 +33,7 @@ __all__ = [
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
-    "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index",
+    "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]
 
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
@@ -252,8 +252,39 @@ class IoStats:
 # ---- streams --------------------------------------------------------------------------------
 
 def _import_reader(stream: _ffi.ArrowArrayStream) -> pa.RecordBatchReader:
-    """Move a C stream into pyarrow (zero copy)."""
-    return pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+    """Move a C stream into pyarrow (zero copy). pyarrow turns a failed read into a plain
+    OSError carrying the stream's message; the reader returned re-raises it as the typed error
+    the message names (`PermissionDeniedError` for LANCE_ERR_PERMISSION_DENIED, ...), as
+    iterating a `Stream` does."""
+    inner = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+
+    def batches():
+        try:
+            yield from inner
+        except OSError as e:
+            if isinstance(e, LanceError):
+                raise
+            typed = _typed_stream_error(str(e))
+            if typed is None:
+                raise
+            raise typed from None
+        finally:
+            inner.close()
+
+    return pa.RecordBatchReader.from_batches(inner.schema, batches())
+
+
+def _typed_stream_error(message: str) -> Optional[LanceError]:
+    """The LanceError a stream's message names (`LANCE_ERR_<NAME>: ...`), or None."""
+    import re
+
+    m = re.search(r"LANCE_ERR_([A-Z_]+)", message)
+    if not m:
+        return None
+    for code in _ERROR_CLASSES:
+        if error_code_name(code) == "LANCE_ERR_" + m.group(1):
+            return _error(code, message[m.end():].lstrip(": ") or message)
+    return None
 
 
 class Stream:
@@ -2007,3 +2038,7 @@ def metrics() -> dict:
         _check(LIB.lance_metric(i, ctypes.byref(name), ctypes.byref(value)))
         out[name.value.decode()] = value.value
     return out
+
+
+#: The loaded library's version ("major.minor.patch"), as `version()` returns it.
+__version__ = version()

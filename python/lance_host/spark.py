@@ -690,7 +690,8 @@ class _Writer(DataSourceArrowWriter):
         self.statement = str(uuid.uuid4())
         self.max_rows_per_file = _int_option(options, "max_rows_per_file", 0)
         # Vector columns: the dimensions a lance_host read left on the columns, then the option's.
-        self.dims = {f.name: int(f.metadata[DIM_KEY]) for f in schema.fields if DIM_KEY in (f.metadata or {})}
+        fields = schema.fields if schema is not None else []
+        self.dims = {f.name: int(f.metadata[DIM_KEY]) for f in fields if DIM_KEY in (f.metadata or {})}
         self.dims.update(parse_dims(options.get("vector_columns"), "option 'vector_columns'"))
         self.new_schema = str(options.get("new_schema", "false")).strip().lower()
         if self.new_schema not in ("true", "false"):

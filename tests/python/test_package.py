@@ -495,3 +495,11 @@ def test_non_blocking_poll_thread_event_and_asyncio(table):
         s.poll()
     assert e.value.name == "LANCE_ERR_CANCELLED"
     s.close()
+
+
+def test_the_package_has_a_version():
+    """lance_host.__version__ is the loaded library's version, in the package's public names."""
+    import lance_host
+
+    assert lance_host.__version__ == lance_host.version()
+    assert lance_host.__version__.count(".") == 2 and "__version__" in lance_host.__all__

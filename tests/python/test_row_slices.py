@@ -69,3 +69,20 @@ def test_slices_are_not_combined_or_staged_deleted(table):
         lh.Split.combine(plan[:2])
     with pytest.raises(lh.InvalidArgumentError, match="staged delete takes whole fragments"):
         ds.stage_delete("id < 10", split=plan[0])
+
+
+def test_a_reader_raises_the_typed_error(tmp_path):
+    """scan_split(...).read_all() through pyarrow raises the library's typed error (0.10.5: a
+    plain OSError, the type lost inside pyarrow's reader), as iterating the Stream does."""
+    import glob
+    import os
+
+    uri = str(tmp_path / "gone.lance")
+    lance.write_dataset(pa.table({"id": list(range(1000))}), uri)
+    ds = lh.open(uri)
+    split = ds.plan_scan()[0]
+    for f in glob.glob(uri + "/data/*"):
+        os.remove(f)
+    with pytest.raises(lh.NotFoundError, match="^LANCE_ERR_NOT_FOUND: reading table") as e:
+        ds.scan_split(split).read_all()
+    assert "LANCE_ERR_NOT_FOUND" not in str(e.value)[len("LANCE_ERR_NOT_FOUND"):]
