@@ -101,6 +101,19 @@ impl HostError {
         self
     }
 
+    /// A failure reported by the query engine as text (DataFusion wraps Lance's errors): the
+    /// caller's input when Lance said so ("Invalid user input"), else storage; source locations
+    /// and debug dumps removed.
+    pub fn from_engine(context: &str, e: impl fmt::Display) -> HostError {
+        let text = e.to_string();
+        let code = if text.contains("Invalid user input:") {
+            LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT
+        } else {
+            LanceErrorCode::LANCE_ERR_IO
+        };
+        HostError::new(code, format!("{context}: {}", strip_location(&text)))
+    }
+
     /// Prefix the message with more context, keeping the code.
     pub fn context(mut self, context: &str) -> Self {
         self.message = readable(format!("{context}: {}", self.message));
@@ -192,6 +205,11 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
         | E::IncompatibleTransaction { .. }
         | E::RetryableCommitConflict { .. }
         | E::TooMuchWriteContention { .. } => LANCE_ERR_CONFLICT,
+        // DataFusion carries Lance's own InvalidInput through as text (a phrase query on an
+        // index built without positions): still the caller's input.
+        E::Wrapped { .. } | E::External { .. } if err.to_string().contains("Invalid user input:") => {
+            LANCE_ERR_INVALID_ARGUMENT
+        }
         E::Wrapped { .. } | E::External { .. } => io_error_code(err),
         E::Shared { source } => lance_error_code(source),
         // a second index under a name in use (Lance's default name included): the caller's choice
@@ -241,24 +259,73 @@ fn has_status(text: &str, code: &str) -> bool {
     })
 }
 
-/// Lance appends the Rust source location (`, lance/src/x.rs:12:5`) to its messages; it means
-/// nothing to a host, so drop it.
+/// Lance appends the Rust source location (`, lance/src/x.rs:12:5`) to its messages, also in
+/// the middle of a message wrapped by another; it means nothing to a host, so drop every one.
+/// Lance's debug dump of a schema (`Schema { fields: [...] }`) is cut to its field names.
 fn strip_location(message: &str) -> String {
-    let mut out = message.to_string();
-    while let Some(pos) = out.rfind(", ") {
-        let tail = &out[pos + 2..];
-        let looks_like_location = tail.contains(".rs:")
-            && tail
-                .rsplit(':')
-                .next()
-                .is_some_and(|c| c.chars().all(|ch| ch.is_ascii_digit()));
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(pos) = rest.find(", ") {
+        let tail = &rest[pos + 2..];
+        let end = tail.find(|c: char| c.is_whitespace() || c == ',').unwrap_or(tail.len());
+        let word = tail[..end].trim_end_matches([')', ']', '}']);
+        let looks_like_location = word.contains(".rs:")
+            && word.rsplit(':').take(2).all(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit()));
+        out.push_str(&rest[..pos]);
         if looks_like_location {
-            out.truncate(pos);
+            rest = &tail[word.len()..];
         } else {
-            break;
+            out.push_str(", ");
+            rest = tail;
         }
     }
-    out
+    out.push_str(rest);
+    schema_dump_names(&out)
+}
+
+/// `text` with each `Schema { fields: [Field { name: "a", ... }, ...] ... }` replaced by the
+/// field names, `[a, b]`.
+fn schema_dump_names(text: &str) -> String {
+    let Some(start) = text.find("Schema { fields: [") else { return text.to_string() };
+    let bytes = text.as_bytes();
+    let mut depth = 0i32;
+    let mut end = None;
+    for (i, b) in bytes.iter().enumerate().skip(start) {
+        match b {
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(end) = end else { return text.to_string() };
+    let dump = &text[start..end];
+    // Top-level fields only: names at the first nesting level of the field list.
+    let mut names = Vec::new();
+    let mut level = 0i32;
+    let mut i = 0;
+    let d = dump.as_bytes();
+    while i < d.len() {
+        match d[i] {
+            b'{' | b'[' | b'(' => level += 1,
+            b'}' | b']' | b')' => level -= 1,
+            _ => {}
+        }
+        if level == 3 && dump[i..].starts_with("name: \"") {
+            let from = i + "name: \"".len();
+            if let Some(len) = dump[from..].find('"') {
+                names.push(dump[from..from + len].to_string());
+                i = from + len;
+            }
+        }
+        i += 1;
+    }
+    format!("{}[{}]{}", &text[..start], names.join(", "), schema_dump_names(&text[end..]))
 }
 
 #[cfg(test)]
@@ -280,6 +347,16 @@ mod tests {
             "Not found: x"
         );
         assert_eq!(strip_location("plain, message"), "plain, message");
+        assert_eq!(
+            strip_location("External error: bad input, /x/lance-index/src/p.rs:12:9, then more"),
+            "External error: bad input, then more"
+        );
+    }
+
+    #[test]
+    fn schema_dumps_become_field_names() {
+        let dump = r#"Column 'nope' does not exist in dataset schema: Schema { fields: [Field { name: "id", id: 0, children: [] }, Field { name: "s", children: [Field { name: "inner", children: [] }] }], metadata: {} }"#;
+        assert_eq!(strip_location(dump), "Column 'nope' does not exist in dataset schema: [id, s]");
     }
 }
 

@@ -100,13 +100,28 @@ class LanceHostDatasource(Datasource):
         ]
 
 
+_RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
+
+
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
                     target_rows: int = 0, **read_args):
     """A `ray.data.Dataset` of the table at `version` (latest when None): one read task per scan
-    split, with the projection and the Lance SQL filter applied by Lance."""
+    split (`target_rows` cuts larger fragments into row slices), with the projection and the
+    Lance SQL filter applied by Lance. Other keywords go to `ray.data.read_datasource`
+    (ray_remote_args, concurrency, override_num_blocks); any other is InvalidArgumentError naming
+    the valid ones (Ray would hand it to the source, which would ignore it)."""
+    unknown = sorted(set(read_args) - _RAY_READ_ARGS)
+    if unknown:
+        import difflib
+
+        valid = ["columns", "filter", "version", "storage_options", "target_rows", *sorted(_RAY_READ_ARGS)]
+        close = difflib.get_close_matches(unknown[0], valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise lh._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
     source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows)
-    return ray.data.read_datasource(source, override_num_blocks=source.splits, **read_args)
+    read_args.setdefault("override_num_blocks", source.splits)
+    return ray.data.read_datasource(source, **read_args)
 
 
 @ray.remote

@@ -231,7 +231,7 @@ fn lance_err(context: &str) -> impl Fn(lance::Error) -> HostError + '_ {
 }
 
 fn df_err(context: &str, e: impl std::fmt::Display) -> HostError {
-    HostError::new(LanceErrorCode::LANCE_ERR_IO, format!("{context}: {e}"))
+    HostError::from_engine(context, e)
 }
 
 /// The column must be a string column of the snapshot.

@@ -253,3 +253,21 @@ def test_every_encoding_setting_in_field_metadata_writes_or_is_refused_never_a_p
     assert outcomes["refused"] >= 2 * len(columns) and outcomes["written"] > outcomes["refused"], outcomes
     assert {("packed", "true", "l"), ("lance-encoding:packed", "true", "l"), ("packed", "true", "m")} <= refused
     assert ("packed", "true", "st") not in refused  # a struct is packed as asked, and reads back
+
+
+def test_engine_errors_are_the_callers_and_readable(tmp_path):
+    """A phrase query on an INVERTED index built without positions is InvalidArgumentError
+    without a source path (0.10.5: LANCE_ERR_IO ending in a path of Lance's source); an update
+    of an unknown column names the table's columns instead of Lance's debug schema."""
+    import lance
+    import pyarrow as pa
+
+    uri = str(tmp_path / "phrase.lance")
+    lance.write_dataset(pa.table({"id": list(range(50)), "t": [f"hello world {i}" for i in range(50)]}), uri)
+    lance.dataset(uri).create_scalar_index("t", "INVERTED", with_position=False)
+    ds = lh.open(uri)
+    with pytest.raises(lh.InvalidArgumentError, match="required for phrase queries") as e:
+        ds.full_text_search("t", "hello world", k=3, match="phrase")
+    assert ".rs:" not in str(e.value) and "registry" not in str(e.value)
+    with pytest.raises(lh.InvalidArgumentError, match=r"does not exist in dataset schema: \[id, t\]$"):
+        ds.update({"nope": "1"})

@@ -277,3 +277,15 @@ def test_one_fragment_is_read_by_several_tasks(cluster, tmp_path):
     ids = sorted(r["id"] for r in got.take_all())
     assert ids == sorted(py.to_table(columns=["id"])["id"].to_pylist())
     assert got.count() == py.count_rows()
+
+
+def test_misspelled_keywords_are_errors(cluster, table):
+    """read_lance_host with a misspelled keyword is an error naming the closest valid one
+    (0.10.5: Ray handed it to the source, which ignored it and read unfiltered); keywords of the
+    library's functions are checked by Python (TypeError)."""
+    uri, py = table
+    with pytest.raises(lh.InvalidArgumentError, match="unknown keyword 'fitler'.*did you mean 'filter'"):
+        lhr.read_lance_host(uri, fitler="id < 10")
+    assert lhr.read_lance_host(uri, columns=["id"], override_num_blocks=2).count() == py.count_rows()
+    with pytest.raises(TypeError, match="nprobe"):
+        lhr.vector_search(uri, "vec", [0.0] * DIM, k=3, nprobe=4)
