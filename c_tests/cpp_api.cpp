@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   namespace lh = lance_host;
   EXPECT(lh::library_is_compatible());
   EXPECT(lh::library_version() == LANCE_HOST_VERSION);
+  EXPECT(lh::library_build_profile() == "debug" || lh::library_build_profile() == "release");
   try {
     // Session settings before first use: a smaller data cache with 32 KiB blocks; a bad block
     // size is an Error with the library's code.

@@ -1436,6 +1436,13 @@ const char *lance_error_code_name(int32_t code);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_version(void);
 
+// How the loaded library was compiled: "release" (optimized) or "debug" (Cargo's dev profile,
+// as the demo and the test command build it: index training and full scans are many times
+// slower). Hosts can log it at start-up or refuse a debug library in production.
+//
+// The library owns the string (static storage); do not free it. Thread-safe.
+const char *lance_host_build_profile(void);
+
 // Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.4.0 is 400), to
 // compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
 // serves the caller if it has the same major version and a number at least as large

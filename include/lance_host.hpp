@@ -83,6 +83,8 @@ class Error : public std::runtime_error {
 
 /// The loaded library's version ("major.minor.patch"; compare with LANCE_HOST_VERSION).
 inline std::string library_version() { return lance_host_version(); }
+/// How the loaded library was compiled: "release" or "debug" (many times slower).
+inline std::string library_build_profile() { return lance_host_build_profile(); }
 
 /// Whether the loaded library serves code built with this header: same major version and at
 /// least this header's version (see "ABI compatibility" in the README). Call once at start-up.

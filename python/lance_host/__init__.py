@@ -31,7 +31,7 @@ __all__ = [
     "error_class", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
     "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
-    "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
+    "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]
@@ -177,6 +177,13 @@ def _ptr(p):
 def version() -> str:
     """The loaded library's version (lance_host_version)."""
     return LIB.lance_host_version().decode()
+
+
+def build_profile() -> str:
+    """How the loaded library was compiled: "release", or "debug" (the demo's and the test
+    command's build, and a package installed from it: index training and full scans are many
+    times slower — build a release library for real work, see docs/building.md)."""
+    return LIB.lance_host_build_profile().decode()
 
 
 def version_number() -> int:

@@ -94,6 +94,20 @@ pub extern "C" fn lance_host_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
 }
 
+/// How the loaded library was compiled: "release" (optimized) or "debug" (Cargo's dev profile,
+/// as the demo and the test command build it: index training and full scans are many times
+/// slower). Hosts can log it at start-up or refuse a debug library in production.
+///
+/// The library owns the string (static storage); do not free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn lance_host_build_profile() -> *const c_char {
+    if cfg!(debug_assertions) {
+        c"debug".as_ptr()
+    } else {
+        c"release".as_ptr()
+    }
+}
+
 const fn parse_version_part(s: &str) -> u32 {
     let b = s.as_bytes();
     let mut i = 0;

@@ -503,3 +503,17 @@ def test_the_package_has_a_version():
 
     assert lance_host.__version__ == lance_host.version()
     assert lance_host.__version__.count(".") == 2 and "__version__" in lance_host.__all__
+
+
+def test_the_library_says_how_it_was_built():
+    """build_profile() tells a debug library (the test command's) from a release one, as the
+    library was compiled: the test command builds with Cargo's dev profile."""
+    import os
+
+    import lance_host
+
+    want = "debug" if "/debug/" in os.path.realpath(os.environ.get("LANCE_HOST_LIB", "")) or \
+        "build/prefix" in os.environ.get("LANCE_HOST_LIB", "") else None
+    assert lance_host.build_profile() in ("debug", "release")
+    if want:
+        assert lance_host.build_profile() == want
