@@ -88,7 +88,7 @@ def main():
             n += b.num_rows
             import pyarrow.compute as pc
             s += pc.sum(b["val"]).as_py() or 0.0
-        return ds.num_blocks(), n, s
+        return len(lh.open(uri).plan_scan(t)), n, s
 
     engines = {"Spark (local[2])": spark_read, "Ray (2 CPUs)": ray_read}
     times = {(e, p): [] for e in engines for p in plans}
