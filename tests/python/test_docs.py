@@ -266,3 +266,24 @@ def test_the_duckdb_snippet(warehouse):
     want = expected(ds)
     assert dict(con.execute(statements[1]).fetchall()) == {k: v for k, v in want["counts % 7"].items() if v}
     assert sorted(r[0] for r in con.execute(statements[2]).fetchall()) == want["phrase"]
+
+
+# ---- docs/python.md's snippets ----------------------------------------------------------------
+
+def python_md_snippets():
+    text = (ROOT / "docs" / "python.md").read_text()
+    return re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
+
+
+def test_docs_python_md_snippets_run(warehouse, tmp_path):
+    """Every Python block of docs/python.md runs as written against the warehouse this file
+    writes: reads and splits, the write API (one process, staged with a statement id and its
+    retry, row-level changes, index builds, maintenance), and Spark with Ray."""
+    root, ds = warehouse
+    blocks = python_md_snippets()
+    assert len(blocks) == 3, len(blocks)
+    run_python(localize(blocks[0], root), tmp_path)
+    writes = run_python(localize(blocks[1], root), tmp_path)
+    assert printed(writes, "notes") == [str(lance.dataset(str(root / "notes.lance")).count_rows())]
+    engines = run_python(localize(blocks[2], root), tmp_path, timeout=900)
+    assert "|category|count|" in engines.replace(" ", "")
