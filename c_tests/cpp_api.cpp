@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     // slices that cover it end to end; their rows add up to the table's.
     uint64_t largest = 0;
     for (size_t i = 0; i < plan.size(); i++) largest = std::max(largest, plan.at(i).row_count());
-    auto sliced = ds.plan_scan(largest / 3 + 1);
+    auto sliced = ds.plan_scan_slices(largest / 3 + 1);
+    for (size_t i = 0; i < ds.plan_scan(largest / 3 + 1).size(); i++) EXPECT(!ds.plan_scan(largest / 3 + 1).at(i).row_slice());
     uint64_t sliced_rows = 0, counted = 0;
     size_t slices = 0;
     for (size_t i = 0; i < sliced.size(); i++) {

@@ -60,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lance_host.h"
 
@@ -139,7 +140,7 @@ typedef struct {
 
 static int is_valid(const struct ArrowArray* a, int64_t i);
 
-static char* dup(const char* s) {
+static char* dup_str(const char* s) {
   size_t n = strlen(s) + 1;
   char* d = (char*)malloc(n);
   if (d) memcpy(d, s, n);
@@ -226,8 +227,8 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
   }
   if (b->is_search == KIND_BATCH) {
     Column* c = &b->cols[b->ncols++];
-    c->name = dup("query_index");
-    c->format = dup("i");
+    c->name = dup_str("query_index");
+    c->format = dup_str("i");
     c->supported = 1;
     duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
     duckdb_bind_add_result_column(info, "query_index", t);
@@ -236,8 +237,8 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
   for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS - 4; i++) {
     const struct ArrowSchema* f = schema.children[i];
     Column* c = &b->cols[b->ncols++];
-    c->name = dup(f->name);
-    c->format = dup(f->format);
+    c->name = dup_str(f->name);
+    c->format = dup_str(f->format);
     duckdb_logical_type t = duck_type(f, &c->list_size);
     c->supported = t != NULL;
     /* Columns DuckDB cannot receive stay visible (as VARCHAR) and fail only when used. */
@@ -256,8 +257,8 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
   }
   for (int i = 0; i < 3 && extra[i]; i++) {
     Column* c = &b->cols[b->ncols++];
-    c->name = dup(extra[i]);
-    c->format = dup("f");
+    c->name = dup_str(extra[i]);
+    c->format = dup_str("f");
     c->supported = 1;
     duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_FLOAT);
     duckdb_bind_add_result_column(info, extra[i], t);
@@ -274,7 +275,7 @@ static int is_computed(const char* name) {
 
 static char* varchar_param(duckdb_value v) {
   char* s = duckdb_get_varchar(v);
-  char* out = dup(s);
+  char* out = dup_str(s);
   duckdb_free(s);
   return out;
 }
@@ -572,7 +573,9 @@ static GlobalState* begin_init(duckdb_init_info info, const BindData* b) {
 
 /* lance_scan: plan one split per fragment; DuckDB runs up to one thread per split, each
    thread scanning the splits it takes in turn (lance_split_scan_v2), as a distributed
-   engine's workers do. */
+   engine's workers do. A table of fewer fragments than cores is planned again with a row
+   target of its rows per core, which cuts its large fragments into row slices: a
+   one-fragment table is scanned by every core. */
 static void scan_init(duckdb_init_info info) {
   BindData* b = (BindData*)duckdb_init_get_bind_data(info);
   GlobalState* g = begin_init(info, b);
@@ -580,6 +583,22 @@ static void scan_init(duckdb_init_info info) {
   if (lance_dataset_plan_scan(b->ds, 0, &g->plan) != LANCE_OK) {
     duckdb_init_set_error(info, lance_last_error_message());
     return;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t rows = 0;
+  if (cores > 1 && lance_split_plan_count(g->plan) < (size_t)cores &&
+      lance_dataset_count_rows(b->ds, &rows) == LANCE_OK && rows >= 2 * (uint64_t)cores) {
+    LanceSplitPlan* sliced = NULL;
+    if (lance_dataset_plan_scan_slices(b->ds, (rows + (uint64_t)cores - 1) / (uint64_t)cores, &sliced) != LANCE_OK) {
+      duckdb_init_set_error(info, lance_last_error_message());
+      return;
+    }
+    if (lance_split_plan_count(sliced) > lance_split_plan_count(g->plan)) {
+      lance_split_plan_free(g->plan);
+      g->plan = sliced;
+    } else {
+      lance_split_plan_free(sliced);
+    }
   }
   g->nsplits = lance_split_plan_count(g->plan);
   atomic_init(&g->next_split, 0);

@@ -1967,16 +1967,26 @@ int32_t lance_index_build_task_execute(const LanceDataset *dataset, const uint8_
 int32_t lance_dataset_commit_index_build(const LanceDataset *dataset, const uint8_t *const *segments, const size_t *segment_lens, size_t num_segments, bool merge, LanceDataset **out_dataset);
 
 // Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
-// `target_rows` visible rows (0 = one fragment per split). A fragment of more than
-// `target_rows` visible rows is cut into row slices of about `target_rows` visible rows each
-// (0.11; `lance_split_row_slice`), so a host gets parallelism below a fragment; planning then
-// reads that fragment's deletion vector, if it has one, to count each slice's rows exactly.
-// Libraries before 0.11 refuse a split with a row slice (LANCE_ERR_CORRUPT) rather than scan
-// its whole fragment. A staged delete takes whole-fragment splits only.
+// `target_rows` visible rows (0 = one fragment per split). Splits hold whole fragments; see
+// `lance_dataset_plan_scan_slices` for splits below a fragment.
 //
 // Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
 // Returns an error code; `*out` is not written on failure.
 int32_t lance_dataset_plan_scan(const LanceDataset *dataset, uint64_t target_rows, LanceSplitPlan **out);
+
+// `lance_dataset_plan_scan`, and a fragment of more than `target_rows` visible rows is cut
+// into **row slices** of about `target_rows` visible rows each, so a host gets as many splits as
+// it asks for even from a one-fragment table (0.11). A slice is physical rows of its one
+// fragment (`lance_split_row_slice`); `lance_split_row_count` is its exact visible count (the
+// planner reads the fragment's deletion vector, one read per cut fragment with deletions).
+// Scans and counts of a slice read only its rows. Slices cannot be combined, and a staged
+// delete takes whole-fragment splits (`lance_dataset_plan_scan`). A library before 0.11 refuses
+// the bytes of a slice (LANCE_ERR_CORRUPT) rather than scan its whole fragment.
+// `target_rows` 0 plans one split per fragment, as `lance_dataset_plan_scan` does.
+//
+// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure.
+int32_t lance_dataset_plan_scan_slices(const LanceDataset *dataset, uint64_t target_rows, LanceSplitPlan **out);
 
 // Plan vector-search splits for `column`: one LANCE_SPLIT_INDEX_SEGMENT split per physical
 // segment of the chosen index (with the visible fragments it covers) plus LANCE_SPLIT_FLAT
@@ -2044,7 +2054,7 @@ const char *lance_split_uri(const LanceSplit *split);
 uint64_t lance_split_row_count(const LanceSplit *split);
 
 // The row slice of a scan split that covers part of one fragment (planned by
-// `lance_dataset_plan_scan` with a `target_rows` below the fragment's rows): physical rows
+// `lance_dataset_plan_scan_slices` with a `target_rows` below the fragment's rows): physical rows
 // `*out_offset .. *out_offset + *out_count` of its single fragment (deleted rows inside keep
 // their slots; `lance_split_row_count` is the visible rows). Returns 1 and fills both for such a
 // split, 0 (both set to 0) for a split of whole fragments, -1 with the last error set when an

@@ -847,6 +847,13 @@ class Dataset {
     check(lance_dataset_plan_scan(p_.get(), target_rows, &p));
     return SplitPlan(p);
   }
+  /// plan_scan, and fragments of more than target_rows rows cut into row slices
+  /// (lance_dataset_plan_scan_slices; Split::row_slice).
+  SplitPlan plan_scan_slices(uint64_t target_rows) const {
+    LanceSplitPlan* p = nullptr;
+    check(lance_dataset_plan_scan_slices(p_.get(), target_rows, &p));
+    return SplitPlan(p);
+  }
   SplitPlan plan_vector_search(const std::string& column, LanceMetric metric = LANCE_METRIC_DEFAULT,
                                bool use_index = true, uint64_t flat_target_rows = 0) const {
     LanceSplitPlan* p = nullptr;

@@ -89,10 +89,10 @@ fn visible_fragments(snapshot: &Snapshot) -> Result<Vec<(u64, u64)>> {
 }
 
 /// Scan splits: fragments grouped in order until a split reaches `target_rows` (0 = one
-/// fragment per split); a fragment of more than `target_rows` visible rows is cut into slices of
-/// about `target_rows` visible rows each (by physical rows, the visible count of each exact:
-/// the fragment's deletion vector is read for that).
-pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
+/// fragment per split); with `slices`, a fragment of more than `target_rows` visible rows is cut
+/// into slices of about `target_rows` visible rows each (by physical rows, the visible count of
+/// each exact: the fragment's deletion vector is read for that).
+pub fn plan_scan(snapshot: &Snapshot, target_rows: u64, slices: bool) -> Result<SplitPlan> {
     crate::metrics::op(crate::metrics::Op::Plan);
     let mut splits = Vec::new();
     let mut current: Vec<u64> = Vec::new();
@@ -110,7 +110,7 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
         rows: slice,
     };
     for f in snapshot.fragments()? {
-        if target_rows > 0 && f.logical_rows > target_rows {
+        if slices && target_rows > 0 && f.logical_rows > target_rows {
             if !current.is_empty() {
                 splits.push(new_split(std::mem::take(&mut current), rows, None));
                 rows = 0;
@@ -133,7 +133,10 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64) -> Result<SplitPlan> {
     Ok(SplitPlan {
         splits,
         index_name: None,
-        reason: format!("scan plan with target {target_rows} rows per split"),
+        reason: format!(
+            "scan plan with target {target_rows} rows per split{}",
+            if slices { ", larger fragments cut into row slices" } else { "" }
+        ),
         metric: None,
     })
 }

@@ -984,13 +984,15 @@ class Dataset:
         return Blobs(h)
 
     # planning
-    def plan_scan(self, target_rows: int = 0) -> list[Split]:
-        """Scan splits covering the pinned version (about `target_rows` rows each; 0 = one per
+    def plan_scan(self, target_rows: int = 0, *, slices: bool = True) -> list[Split]:
+        """Scan splits covering the pinned version, about `target_rows` rows each (0 = one per
         fragment): fragments are grouped, and a fragment of more than `target_rows` rows is cut
-        into row slices (`Split.row_slice`). Splits pickle; scan them on any worker with
-        `scan_split`."""
+        into row slices (`Split.row_slice`; lance_dataset_plan_scan_slices). `slices=False`
+        keeps whole fragments (lance_dataset_plan_scan), as a staged delete needs. Splits pickle;
+        scan them on any worker with `scan_split`."""
         h = ctypes.c_void_p()
-        _check(LIB.lance_dataset_plan_scan(self._h, target_rows, ctypes.byref(h)))
+        plan = LIB.lance_dataset_plan_scan_slices if slices else LIB.lance_dataset_plan_scan
+        _check(plan(self._h, target_rows, ctypes.byref(h)))
         return _plan(h).splits
 
     def plan_vector_search(self, column: str, metric: Optional[str] = None, use_index: bool = True,

@@ -282,6 +282,7 @@ SIGNATURES = {
     "lance_dataset_prewarm_index_with_stats_v2": (i32, [P, cstr, ctypes.POINTER(IoStats)]),
     "lance_dataset_prewarm_index_segments_v2": (i32, [P, cstr, cstr, sz, ctypes.POINTER(IoStats)]),
     "lance_dataset_plan_scan": (i32, [P, u64, ctypes.POINTER(P)]),
+    "lance_dataset_plan_scan_slices": (i32, [P, u64, ctypes.POINTER(P)]),
     "lance_dataset_plan_vector_search": (i32, [P, cstr, i32, ctypes.c_bool, u64, ctypes.POINTER(P)]),
     "lance_split_plan_count": (sz, [P]),
     "lance_split_plan_get": (P, [P, sz]),

@@ -69,12 +69,8 @@ pub(crate) fn export_plan(plan: SplitPlan) -> *mut LanceSplitPlan {
 }
 
 /// Plan scan splits: the snapshot's fragments grouped in order until a split holds at least
-/// `target_rows` visible rows (0 = one fragment per split). A fragment of more than
-/// `target_rows` visible rows is cut into row slices of about `target_rows` visible rows each
-/// (0.11; `lance_split_row_slice`), so a host gets parallelism below a fragment; planning then
-/// reads that fragment's deletion vector, if it has one, to count each slice's rows exactly.
-/// Libraries before 0.11 refuse a split with a row slice (LANCE_ERR_CORRUPT) rather than scan
-/// its whole fragment. A staged delete takes whole-fragment splits only.
+/// `target_rows` visible rows (0 = one fragment per split). Splits hold whole fragments; see
+/// `lance_dataset_plan_scan_slices` for splits below a fragment.
 ///
 /// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
 /// Returns an error code; `*out` is not written on failure.
@@ -84,10 +80,35 @@ pub extern "C" fn lance_dataset_plan_scan(
     target_rows: u64,
     out: *mut *mut LanceSplitPlan,
 ) -> i32 {
+    plan_scan_ffi(dataset, target_rows, false, out)
+}
+
+/// `lance_dataset_plan_scan`, and a fragment of more than `target_rows` visible rows is cut
+/// into **row slices** of about `target_rows` visible rows each, so a host gets as many splits as
+/// it asks for even from a one-fragment table (0.11). A slice is physical rows of its one
+/// fragment (`lance_split_row_slice`); `lance_split_row_count` is its exact visible count (the
+/// planner reads the fragment's deletion vector, one read per cut fragment with deletions).
+/// Scans and counts of a slice read only its rows. Slices cannot be combined, and a staged
+/// delete takes whole-fragment splits (`lance_dataset_plan_scan`). A library before 0.11 refuses
+/// the bytes of a slice (LANCE_ERR_CORRUPT) rather than scan its whole fragment.
+/// `target_rows` 0 plans one split per fragment, as `lance_dataset_plan_scan` does.
+///
+/// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows `dataset`. Thread-safe.
+/// Returns an error code; `*out` is not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_plan_scan_slices(
+    dataset: *const LanceDataset,
+    target_rows: u64,
+    out: *mut *mut LanceSplitPlan,
+) -> i32 {
+    plan_scan_ffi(dataset, target_rows, true, out)
+}
+
+fn plan_scan_ffi(dataset: *const LanceDataset, target_rows: u64, slices: bool, out: *mut *mut LanceSplitPlan) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(plan::plan_scan(&ds.snapshot, target_rows)?);
+        *out = export_plan(plan::plan_scan(&ds.snapshot, target_rows, slices)?);
         Ok(())
     })
 }
@@ -225,7 +246,7 @@ pub extern "C" fn lance_split_row_count(split: *const LanceSplit) -> u64 {
 }
 
 /// The row slice of a scan split that covers part of one fragment (planned by
-/// `lance_dataset_plan_scan` with a `target_rows` below the fragment's rows): physical rows
+/// `lance_dataset_plan_scan_slices` with a `target_rows` below the fragment's rows): physical rows
 /// `*out_offset .. *out_offset + *out_count` of its single fragment (deleted rows inside keep
 /// their slots; `lance_split_row_count` is the visible rows). Returns 1 and fills both for such a
 /// split, 0 (both set to 0) for a split of whole fragments, -1 with the last error set when an

@@ -405,7 +405,7 @@ pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::plan::Split>, pre
             if let Some(r) = split.rows {
                 return Err(HostError::invalid(format!(
                     "a staged delete takes whole fragments, and this scan split covers rows {}..{} of fragment {}: \
-                     plan the delete's splits with target_rows 0 (one split per fragment)",
+                     plan the delete's splits with lance_dataset_plan_scan (whole fragments)",
                     r.offset,
                     r.offset + r.count,
                     split.fragment_ids[0]

@@ -501,3 +501,29 @@ def test_create_and_drop_indexes_from_sql(con, tmp_path):
         with pytest.raises(duckdb.Error, match=needle):
             con.execute(f"SELECT * FROM {sql}").fetchall()
     assert lance.dataset(uri).version == 6
+
+
+def test_a_one_fragment_table_is_scanned_by_every_core(con, metrics, tmp_path):
+    """A table of fewer fragments than cores is cut into row slices, one per core (0.10.5: one
+    split, one thread); the answer equals pylance's with deletions inside the slices."""
+    import math
+
+    import numpy as np
+    import pyarrow as pa
+
+    uri = str(tmp_path / "one.lance")
+    ids = np.arange(30_000)
+    lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64())}), uri)
+    lance.dataset(uri).delete("id % 13 = 4")
+    ds = lance.dataset(uri)
+    assert len(ds.get_fragments()) == 1
+    cores = os.cpu_count() or 1
+    rows = ds.count_rows()
+    want_splits = 1 if cores < 2 else len(__import__("lance_host").open(uri).plan_scan(math.ceil(rows / cores)))
+    assert cores < 2 or want_splits == cores
+    con.execute(f"SET threads = {max(cores, 1)}")
+    before = metrics("ops.scan")
+    got = con.execute(f"SELECT count(*), sum(id), count(DISTINCT id) FROM lance_scan('{uri}')").fetchone()
+    kept = ds.to_table(columns=["id"])["id"].to_pylist()
+    assert got == (len(kept), sum(kept), len(kept))
+    assert metrics("ops.scan") - before == want_splits

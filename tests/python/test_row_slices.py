@@ -69,6 +69,9 @@ def test_slices_are_not_combined_or_staged_deleted(table):
         lh.Split.combine(plan[:2])
     with pytest.raises(lh.InvalidArgumentError, match="staged delete takes whole fragments"):
         ds.stage_delete("id < 10", split=plan[0])
+    whole = ds.plan_scan(2_000, slices=False)
+    assert all(s.row_slice is None for s in whole) and len(whole) == 1
+    assert ds.stage_delete("id < 10", split=whole[0]).result.rows_deleted == lance.dataset(uri).count_rows("id < 10")
 
 
 def test_a_reader_raises_the_typed_error(tmp_path):
