@@ -2051,3 +2051,8 @@ def metrics() -> dict:
 
 #: The loaded library's version ("major.minor.patch"), as `version()` returns it.
 __version__ = version()
+
+
+def __dir__():
+    """The package's public names (`__all__`), not the modules and helpers it imports (PEP 562)."""
+    return sorted(set(__all__) | {"spark", "ray"})

@@ -517,3 +517,14 @@ def test_the_library_says_how_it_was_built():
     assert lance_host.build_profile() in ("debug", "release")
     if want:
         assert lance_host.build_profile() == want
+
+
+def test_the_namespace_shows_only_the_public_api():
+    """dir(lance_host) lists the public API, not what the package imports (ctypes, pa, LIB,
+    typing names), and every name it lists exists (spark and ray as submodules)."""
+    import lance_host
+
+    names = dir(lance_host)
+    assert not {"ctypes", "pa", "LIB", "Optional", "threading", "dataclass"} & set(names)
+    assert set(lance_host.__all__) <= set(names)
+    assert all(hasattr(lance_host, n) for n in names if n not in ("spark", "ray"))
