@@ -38,3 +38,16 @@ LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
 LANCE_HOST_WAREHOUSE="$PWD/build/c_tests/warehouse" \
 LANCE_HOST_DUCKDB_EXTENSION="$PWD/build/duckdb/lance_host.duckdb_extension" \
   python3 -m pytest -q tests/python
+
+# The Spark checks of issue 46 again on the newest pyspark tried (the tests above run the pinned
+# one): pushdown's reuse probe, queries of one DataFrame, vectors, row slices, option typos.
+NEWEST_PYSPARK=4.3.0
+newest="$HOME/.cache/lance-host/pyspark-$NEWEST_PYSPARK"
+echo "==> Spark checks on pyspark $NEWEST_PYSPARK"
+if [ ! -f "$newest/pyspark/__init__.py" ]; then
+  python3 -m pip install -q --disable-pip-version-check --target "$newest.tmp" --no-deps "pyspark==$NEWEST_PYSPARK"
+  rm -rf "$newest" && mv "$newest.tmp" "$newest"
+fi
+PYTHONPATH="$newest" LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
+  python3 -m pytest -q tests/python/test_spark.py \
+  -k "filtered_query or probe or translation or vectors_round or one_fragment or unknown_options"
