@@ -3,7 +3,7 @@ as a program. Run it on any Lance table with a vector column:
 
     python3 examples/spark_and_ray.py /path/to/table.lance <vector column> <filter column>
 
-It reads the table through Spark (scan split per partition, a filter pushed to Lance) and Ray
+It reads the table through Spark (scan split per partition, Spark applying the filter) and Ray
 (one read task per split), and runs the same vector search through both engines and in one
 process, printing the three top-10 id lists, which are equal. The tests call `spark_example`
 and `ray_example` with their own session and cluster.
