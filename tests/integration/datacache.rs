@@ -601,42 +601,33 @@ fn splits_through(ds: &Ds) -> Result<usize, String> {
     q.vector = query.as_ptr() as _;
     q.dimension = query.len();
     q.k = 10;
-    let mut result = Ok(());
-    for i in 0..lance_split_plan_count(plan) {
-        let split = lance_split_plan_get(plan, i);
-        let mut stream = FFI_ArrowArrayStream::empty();
-        let code = lance_split_scan_v2(ds.ptr(), split, &default_opts(), &mut stream);
-        lance_split_free(split);
-        if code != 0 {
-            result = Err(format!("code {code}: {}", last_message()));
-            break;
-        }
-        match read_stream(stream) {
-            Ok(b) => rows += total_rows(&b),
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    lance_split_plan_free(plan);
-    result?;
+    rows += drain_plan(plan, |split, stream| lance_split_scan_v2(ds.ptr(), split, &default_opts(), stream))?;
     let mut plan = std::ptr::null_mut();
     if lance_dataset_plan_vector_search(ds.ptr(), col.as_ptr(), LanceMetric::LANCE_METRIC_L2 as i32, true, 0, &mut plan) != 0 {
         return Err(last_message());
     }
-    let mut result = Ok(());
+    rows += drain_plan(plan, |split, stream| lance_split_search_v2(ds.ptr(), split, &q, stream))?;
+    Ok(rows)
+}
+
+/// Run `start` on every split of `plan` and drain each stream; frees the plan. The rows read,
+/// or the first error (the call's or the stream's).
+fn drain_plan(
+    plan: *mut LanceSplitPlan,
+    start: impl Fn(*const LanceSplit, &mut FFI_ArrowArrayStream) -> i32,
+) -> Result<usize, String> {
+    let mut result = Ok(0);
     for i in 0..lance_split_plan_count(plan) {
         let split = lance_split_plan_get(plan, i);
         let mut stream = FFI_ArrowArrayStream::empty();
-        let code = lance_split_search_v2(ds.ptr(), split, &q, &mut stream);
+        let code = start(split, &mut stream);
         lance_split_free(split);
         if code != 0 {
             result = Err(format!("code {code}: {}", last_message()));
             break;
         }
         match read_stream(stream) {
-            Ok(b) => rows += total_rows(&b),
+            Ok(b) => result = result.map(|n| n + total_rows(&b)),
             Err(e) => {
                 result = Err(e);
                 break;
@@ -644,7 +635,7 @@ fn splits_through(ds: &Ds) -> Result<usize, String> {
         }
     }
     lance_split_plan_free(plan);
-    result.map(|_| rows)
+    result
 }
 
 /// A server with authentication (the fault proxy refuses other access keys): after a read with
