@@ -37,11 +37,26 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         .delete_unverified(delete_unverified)
         .error_if_tagged_old_versions(false)
         .build();
-    let stats = session::block_on(async move { ds.cleanup_with_policy(policy).await })?
-        .map_err(|e| HostError::from_lance(&format!("cannot clean up table '{uri}'"), e).with_local_paths(&uri))?;
+    let what = format!("cannot clean up table '{uri}'");
+    let params = lance_io::object_store::ObjectStoreParams {
+        storage_options_accessor: Some(std::sync::Arc::new(
+            lance_io::object_store::StorageOptionsAccessor::with_static_options(at.storage_options.clone()),
+        )),
+        ..Default::default()
+    };
+    let registry = session::global()?.lance.store_registry();
+    let (stats, records_bytes) = session::block_on(async move {
+        let stats = ds.cleanup_with_policy(policy).await?;
+        // the statement records (src/write/statement.rs) whose versions the cleanup removed
+        let oldest_kept = ds.versions().await?.iter().map(|v| v.version).min().unwrap_or(0);
+        let (store, base) = lance_io::object_store::ObjectStore::from_uri_and_params(registry, &uri, &params).await?;
+        let (_, bytes) = super::statement::forget_before(&store, &base, cutoff, oldest_kept).await?;
+        Ok::<_, lance::Error>((stats, bytes))
+    })?
+    .map_err(|e| HostError::from_lance(&what, e).with_local_paths(at.uri()))?;
     Ok(CleanupSummary {
         versions_removed: stats.old_versions,
-        bytes_removed: stats.bytes_removed,
+        bytes_removed: stats.bytes_removed + records_bytes,
         data_files_removed: stats.data_files_removed,
     })
 }

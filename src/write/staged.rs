@@ -435,7 +435,28 @@ pub(crate) fn commit_planned(
         if let Some(t) = options.retry_timeout {
             builder = builder.with_retry_timeout(t);
         }
-        let committed = builder.execute(transaction).await.map_err(|e| {
+        // A second coordinator of the same statement landing a version while this one commits.
+        let mut guard = None;
+        if let (Some(id), Some(latest)) = (&statement_id, &latest) {
+            if !uri.starts_with("s3+ddb") {
+                let inner = lance_table::io::commit::commit_handler_from_url(uri, &Some(store_params.clone()))
+                    .await
+                    .map_err(|e| HostError::from_lance(&what, e))?;
+                let g = Arc::new(super::statement::Guard::new(inner, latest.clone(), id));
+                builder = builder.with_commit_handler(g.clone());
+                guard = Some(g);
+            }
+        }
+        let result = builder.execute(transaction).await;
+        if let (Err(_), Some(version), Some(latest)) = (&result, guard.as_ref().and_then(|g| g.found()), &latest) {
+            let txn = latest
+                .read_transaction_by_version(version)
+                .await
+                .map_err(|e| HostError::from_lance(&what, e))?
+                .ok_or_else(|| HostError::internal(format!("version {version} holds the statement but has no transaction")))?;
+            return Ok(Outcome::Found { latest: latest.clone(), version, txn });
+        }
+        let committed = result.map_err(|e| {
             let err = commit_error(&what, planned_at, e);
             if kind == StagedKind::Overwrite && err.code == crate::error::LanceErrorCode::LANCE_ERR_CONFLICT {
                 HostError::new(err.code, format!("{} (an overwrite commits only onto the version it was planned at)", err.message))

@@ -57,6 +57,47 @@ pub(crate) async fn record(store: &ObjectStore, base: &Path, id: &str, first: u6
     store.put(&marker(base, id), format!("{first}\n{id}\n").as_bytes()).await.map(|_| ())
 }
 
+/// Remove the records of statements that a cleanup has put out of reach: written before
+/// `cutoff` (the cleanup's age bound) and first planned before `oldest_kept`, the oldest version
+/// the cleanup left. A retry of such a statement could no longer be recognised anyway (the
+/// versions to look in are gone); the docs bound exactly once by the cleanup's age. Returns how
+/// many records were removed and their bytes.
+pub(crate) async fn forget_before(
+    store: &ObjectStore,
+    base: &Path,
+    cutoff: chrono::DateTime<chrono::Utc>,
+    oldest_kept: u64,
+) -> lance::Result<(u64, u64)> {
+    use futures::TryStreamExt;
+    let dir = base.clone().join(DIR).join("statements");
+    let listed: Vec<object_store::ObjectMeta> = store.inner.list(Some(&dir)).try_collect().await?;
+    let (mut count, mut bytes) = (0u64, 0u64);
+    for meta in listed {
+        if meta.last_modified >= cutoff {
+            continue;
+        }
+        let body = match store.inner.get(&meta.location).await {
+            Ok(got) => got.bytes().await?,
+            Err(object_store::Error::NotFound { .. }) => continue, // another cleanup took it
+            Err(e) => return Err(e.into()),
+        };
+        let first = std::str::from_utf8(&body).ok().and_then(|t| t.lines().next()).and_then(|l| l.trim().parse::<u64>().ok());
+        // a record this library did not write is left alone
+        let Some(first) = first else { continue };
+        if first >= oldest_kept {
+            continue;
+        }
+        match store.inner.delete(&meta.location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+                count += 1;
+                bytes += meta.size;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((count, bytes))
+}
+
 /// The version after `since` whose transaction carries statement `id`, if any, with that
 /// version's transaction.
 pub(crate) async fn find(
@@ -86,4 +127,200 @@ pub(crate) async fn find(
         version -= 1;
     }
     Ok(None)
+}
+
+/// The commit handler of a commit with a statement id: Lance's own handler for the table, with
+/// one check before every attempt to write a version. `find` looked for the statement up to the
+/// latest version when the commit began; another coordinator committing the same statement at
+/// the same instant lands a version after that, which Lance's commit would rebase over and
+/// commit the rows again. Lance picks each attempt's version as the latest it loaded plus one,
+/// so every version below the attempt's already exists: the guard reads the ones it has not
+/// read yet, and when one holds the statement it stops the commit and remembers that version
+/// (the commit then reports it, as when `find` found it). Two coordinators racing for one
+/// version are settled by the store's atomic write: the loser's next attempt reads the
+/// winner's version. Costs nothing when no version landed since `find` (the usual case).
+pub(crate) struct Guard {
+    inner: std::sync::Arc<dyn lance_table::io::commit::CommitHandler>,
+    latest: std::sync::Arc<Dataset>,
+    id: String,
+    /// Versions up to this one are known not to hold the statement (since its first plan).
+    checked: std::sync::Mutex<u64>,
+    found: std::sync::Mutex<Option<u64>>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("inner", &self.inner).field("id", &self.id).finish()
+    }
+}
+
+impl Guard {
+    pub(crate) fn new(
+        inner: std::sync::Arc<dyn lance_table::io::commit::CommitHandler>,
+        latest: std::sync::Arc<Dataset>,
+        id: &str,
+    ) -> Self {
+        let checked = latest.version().version;
+        Guard {
+            inner,
+            latest,
+            id: id.to_string(),
+            checked: std::sync::Mutex::new(checked),
+            found: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The version another commit of the statement landed in while this one was committing.
+    pub(crate) fn found(&self) -> Option<u64> {
+        *self.found.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first version in `(checked, before)` that holds the statement.
+    async fn look(&self, before: u64) -> lance::Result<Option<u64>> {
+        let from = *self.checked.lock().unwrap_or_else(|p| p.into_inner()) + 1;
+        for version in from..before {
+            let txn = self.latest.read_transaction_by_version(version).await?;
+            let props = txn.as_ref().and_then(|t| t.transaction_properties.as_deref());
+            if props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(self.id.as_str()) {
+                return Ok(Some(version));
+            }
+            *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = version;
+        }
+        Ok(None)
+    }
+}
+
+mod guard_impl {
+    use futures::stream::BoxStream;
+    use lance_io::object_store::ObjectStore;
+    use lance_table::format::{IndexMetadata, Manifest, Transaction};
+    use lance_table::io::commit::{
+        CommitError, CommitHandler, ManifestLocation, ManifestNamingScheme, ManifestWriter, PredecessorIdentity,
+    };
+    use object_store::path::Path;
+    use object_store::ObjectStore as OSObjectStore;
+
+    use super::Guard;
+
+    #[async_trait::async_trait]
+    impl CommitHandler for Guard {
+        fn is_version_not_found_definitive(&self) -> bool {
+            self.inner.is_version_not_found_definitive()
+        }
+        fn propagate_commit_error_after_success(&self) -> bool {
+            self.inner.propagate_commit_error_after_success()
+        }
+        async fn resolve_latest_location(&self, base: &Path, store: &ObjectStore) -> lance::Result<ManifestLocation> {
+            self.inner.resolve_latest_location(base, store).await
+        }
+        async fn resolve_version_location(
+            &self,
+            base: &Path,
+            version: u64,
+            store: &dyn OSObjectStore,
+        ) -> lance::Result<ManifestLocation> {
+            self.inner.resolve_version_location(base, version, store).await
+        }
+        async fn version_exists(
+            &self,
+            base: &Path,
+            version: u64,
+            store: &dyn OSObjectStore,
+            scheme: ManifestNamingScheme,
+        ) -> lance::Result<bool> {
+            self.inner.version_exists(base, version, store, scheme).await
+        }
+        fn list_detached_manifest_locations<'a>(
+            &self,
+            base: &Path,
+            store: &'a ObjectStore,
+        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+            self.inner.list_detached_manifest_locations(base, store)
+        }
+        fn list_manifest_locations<'a>(
+            &self,
+            base: &Path,
+            store: &'a ObjectStore,
+            sorted_descending: bool,
+        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+            self.inner.list_manifest_locations(base, store, sorted_descending)
+        }
+        fn list_manifest_locations_since<'a>(
+            &self,
+            base: &Path,
+            store: &'a ObjectStore,
+            since: u64,
+        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
+            self.inner.list_manifest_locations_since(base, store, since)
+        }
+        async fn commit(
+            &self,
+            manifest: &mut Manifest,
+            indices: Option<Vec<IndexMetadata>>,
+            base: &Path,
+            store: &ObjectStore,
+            writer: ManifestWriter,
+            scheme: ManifestNamingScheme,
+            transaction: Option<Transaction>,
+        ) -> Result<ManifestLocation, CommitError> {
+            self.stop_if_committed(manifest.version).await?;
+            self.inner.commit(manifest, indices, base, store, writer, scheme, transaction).await
+        }
+        fn supports_predecessor_condition(&self) -> bool {
+            self.inner.supports_predecessor_condition()
+        }
+        async fn resolve_latest_identity(
+            &self,
+            base: &Path,
+            store: &ObjectStore,
+        ) -> lance::Result<Option<PredecessorIdentity>> {
+            self.inner.resolve_latest_identity(base, store).await
+        }
+        async fn resolve_identity(
+            &self,
+            base: &Path,
+            store: &ObjectStore,
+            version: u64,
+        ) -> lance::Result<Option<PredecessorIdentity>> {
+            self.inner.resolve_identity(base, store, version).await
+        }
+        async fn commit_after(
+            &self,
+            manifest: &mut Manifest,
+            indices: Option<Vec<IndexMetadata>>,
+            base: &Path,
+            store: &ObjectStore,
+            writer: ManifestWriter,
+            scheme: ManifestNamingScheme,
+            transaction: Option<Transaction>,
+            predecessor: &PredecessorIdentity,
+        ) -> Result<ManifestLocation, CommitError> {
+            self.stop_if_committed(manifest.version).await?;
+            self.inner
+                .commit_after(manifest, indices, base, store, writer, scheme, transaction, predecessor)
+                .await
+        }
+        async fn forget_version(&self, base: &Path, version: u64, identity: &str) -> lance::Result<()> {
+            self.inner.forget_version(base, version, identity).await
+        }
+        async fn delete(&self, base: &Path) -> lance::Result<()> {
+            self.inner.delete(base).await
+        }
+    }
+
+    impl Guard {
+        async fn stop_if_committed(&self, target: u64) -> Result<(), CommitError> {
+            match self.look(target).await {
+                Ok(None) => Ok(()),
+                Ok(Some(version)) => {
+                    *self.found.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
+                    Err(CommitError::OtherError(lance::Error::invalid_input(format!(
+                        "statement '{}' was committed in version {version} by another commit while this one was committing",
+                        self.id
+                    ))))
+                }
+                Err(e) => Err(CommitError::OtherError(e)),
+            }
+        }
+    }
 }

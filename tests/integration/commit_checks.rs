@@ -200,6 +200,75 @@ fn a_statement_is_committed_once_across_re_planning() {
 }
 
 #[test]
+fn cleanup_removes_the_records_of_statements_whose_versions_it_removed() {
+    use lance_host::ffi::maintenance::{lance_dataset_cleanup, lance_dataset_create_tag};
+    let (uri, v1) = table("statement_cleanup", 0..10);
+    let records = std::path::Path::new(&uri).join("_lance_host").join("statements");
+    let commit_as = |id: &str, at: &Ds, ids: std::ops::Range<i64>| {
+        let id = cstr(id);
+        let mut p = params(APPEND);
+        p.statement_id = id.as_ptr();
+        let s = stage(&uri, at.ptr(), vec![rows(ids)], &params(APPEND)).unwrap();
+        commit(&uri, &[s], &p).map(|(_, r)| (r.version, r.committed)).unwrap()
+    };
+    assert_eq!(commit_as("old", &v1, 10..20), (2, 1));
+    write(&uri, std::ptr::null(), vec![rows(20..25)], &params(APPEND)).unwrap();
+    write(&uri, std::ptr::null(), vec![rows(25..30)], &params(APPEND)).unwrap();
+    let v4 = Ds::open(&uri, 0);
+    assert_eq!(commit_as("new", &v4, 30..40), (5, 1));
+    assert_eq!(std::fs::read_dir(&records).unwrap().count(), 2, "one record per statement");
+    // version 4 is kept by a tag: the statement first planned there keeps its record
+    let tag = cstr("keep");
+    assert_eq!(lance_dataset_create_tag(v4.ptr(), tag.as_ptr(), 4), 0, "{}", last_message());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (mut versions, mut bytes) = (0u64, 0u64);
+    assert_eq!(lance_dataset_cleanup(v4.ptr(), 0, false, &mut versions, &mut bytes), 0, "{}", last_message());
+    assert_eq!(versions, 3, "versions 1-3 removed");
+    let left: Vec<String> = std::fs::read_dir(&records).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let hex = |id: &str| id.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(left, vec![hex("new")], "the record of 'old' (first planned at version 1) is gone");
+    // the kept record still makes a re-planned retry of 'new' find its version
+    let v5 = Ds::open(&uri, 0);
+    assert_eq!(commit_as("new", &v5, 30..40), (5, 0));
+    assert_eq!(ids_of(&Ds::open(&uri, 0)), (0..40).collect::<Vec<_>>());
+}
+
+#[test]
+fn two_coordinators_committing_one_statement_at_once_commit_it_once() {
+    let (uri, _) = table("statement_race", 0..10);
+    let races: usize = std::env::var("LANCE_HOST_STATEMENT_RACES").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let mut want: Vec<i64> = (0..10).collect();
+    for round in 0..races {
+        // both coordinators planned the statement at the same version and staged it themselves
+        let at = Ds::open(&uri, 0);
+        let base = 1000 * (round as i64 + 1);
+        let a = stage(&uri, at.ptr(), vec![rows(base..base + 4)], &params(APPEND)).unwrap();
+        let b = stage(&uri, at.ptr(), vec![rows(base..base + 4)], &params(APPEND)).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let go = |bytes: Vec<u8>, barrier: Arc<Barrier>, uri: String| {
+            std::thread::spawn(move || {
+                let id = cstr(&format!("race-{round}"));
+                let mut p = params(APPEND);
+                p.statement_id = id.as_ptr();
+                barrier.wait();
+                commit(&uri, &[bytes], &p).map(|(_, r)| (r.version, r.committed)).map_err(|e| e.1)
+            })
+        };
+        let ta = go(a.clone(), barrier.clone(), uri.clone());
+        let tb = go(b.clone(), barrier, uri.clone());
+        let (ra, rb) = (ta.join().unwrap(), tb.join().unwrap());
+        let (ra, rb) = (ra.unwrap_or_else(|e| panic!("round {round}: {e}")), rb.unwrap_or_else(|e| panic!("round {round}: {e}")));
+        assert_eq!(ra.0, rb.0, "round {round}: both coordinators are told the one version that holds the statement");
+        assert_eq!(ra.1 + rb.1, 1, "round {round}: exactly one of them committed ({ra:?}, {rb:?})");
+        // the loser's share is aborted by its coordinator
+        abort(&[if ra.1 == 0 { a } else { b }]);
+        want.extend(base..base + 4);
+        want.sort();
+        assert_eq!(ids_of(&Ds::open(&uri, 0)), want, "round {round}: the statement's rows once");
+    }
+}
+
+#[test]
 fn an_overwrite_never_silently_drops_a_racing_append() {
     let (uri, _) = table("overwrite_race", 0..10);
     let races: usize = std::env::var("LANCE_HOST_OVERWRITE_RACES").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
