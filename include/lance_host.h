@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 11
+#define LANCE_HOST_VERSION_MINOR 12
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.11.0"
+#define LANCE_HOST_VERSION "0.12.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -82,6 +82,12 @@ struct ArrowArrayStream {
 
 #endif  /* ARROW_C_STREAM_INTERFACE */
 
+
+// Most aggregates one spec may hold (each is at most three state columns).
+#define MAX_AGGREGATES 1024
+
+// Most group-by columns one spec may hold.
+#define MAX_GROUP_BY 64
 
 // Memory tier budget unless configured: 256 MiB.
 #define LANCE_DEFAULT_DATA_CACHE_MEMORY_BYTES (256 << 20)
@@ -197,6 +203,9 @@ enum LanceErrorCode
   // stream's own error. Nothing of the write is committed. Since 0.11 (these were
   // LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
   LANCE_ERR_HOST_STREAM = 14,
+  // A result does not fit its type: an integer SUM beyond the range of int64 (uint64 for
+  // unsigned columns). The library never returns a wrapped value. Since 0.12.
+  LANCE_ERR_OUT_OF_RANGE = 15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -533,22 +542,29 @@ typedef struct LanceTableStats LanceTableStats;
 // The tags of a table. Opaque; read with `lance_tag_list_*`, free with `lance_tag_list_free`.
 typedef struct LanceTagList LanceTagList;
 
-// One row's blob (`lance_blobs_info`). Set `struct_size = sizeof(LanceBlobInfo)` first.
+// An aggregate query: group-by columns, aggregates, an optional filter. Initialize with
+// `lance_aggregate_init_v2(&spec, sizeof spec)` (no group-by, no aggregates, no filter), then
+// set the fields. Since 0.12.
 typedef struct {
-  // `sizeof(LanceBlobInfo)` as the caller compiled it (set by the caller).
+  // `sizeof(LanceAggregateSpec)` as the caller compiled it (set by the init function).
   size_t struct_size;
-  // The row id the blob was taken for.
-  uint64_t row_id;
-  // The blob's length in bytes (0 for a null value and for an empty blob).
-  uint64_t size;
-  // A `LanceBlobKind` value; LANCE_BLOB_NULL for a null value.
-  int32_t kind;
-  // Whether the value is null (then `kind` is LANCE_BLOB_NULL and nothing can be read).
-  bool is_null;
-  // The object of an external blob, else NULL. Owned by the set; valid until
-  // `lance_blobs_free`.
-  const char *uri;
-} LanceBlobInfo;
+  // Group-by columns (scalar columns: numbers, strings, binary, booleans, dates, times,
+  // timestamps, dictionaries); NULL keys form their own group. May be NULL when
+  // `num_group_by` is 0 (one result row).
+  const char *const *group_by;
+  size_t num_group_by;
+  // `num_aggregates` `LanceAggregateFunction` values.
+  const int32_t *functions;
+  // `num_aggregates` column names, the entry of COUNT(*) NULL. The array itself may be
+  // NULL when every aggregate is COUNT(*).
+  const char *const *columns;
+  // `num_aggregates` result column names; NULL (the array or an entry) gives the default
+  // name: `count(*)`, `sum(col)`, `min(col)`, ...
+  const char *const *aliases;
+  size_t num_aggregates;
+  // A Lance SQL filter on the table's columns (as scans take it); NULL = every row.
+  const char *filter_sql;
+} LanceAggregateSpec;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm). Set
 // `struct_size = sizeof(LanceIoStats)` before passing it to a function that fills it.
@@ -575,6 +591,23 @@ typedef struct {
   // Bytes of the operation's reads served from the data cache (since 0.3).
   uint64_t data_cache_hit_bytes;
 } LanceIoStats;
+
+// One row's blob (`lance_blobs_info`). Set `struct_size = sizeof(LanceBlobInfo)` first.
+typedef struct {
+  // `sizeof(LanceBlobInfo)` as the caller compiled it (set by the caller).
+  size_t struct_size;
+  // The row id the blob was taken for.
+  uint64_t row_id;
+  // The blob's length in bytes (0 for a null value and for an empty blob).
+  uint64_t size;
+  // A `LanceBlobKind` value; LANCE_BLOB_NULL for a null value.
+  int32_t kind;
+  // Whether the value is null (then `kind` is LANCE_BLOB_NULL and nothing can be read).
+  bool is_null;
+  // The object of an external blob, else NULL. Owned by the set; valid until
+  // `lance_blobs_free`.
+  const char *uri;
+} LanceBlobInfo;
 
 // Settings of a write, a staged write, a commit or a delete. Initialize with
 // `lance_write_params_init_v2(&p, sizeof p)`; 0 / NULL fields mean Lance's default. Since 0.6.
@@ -1061,6 +1094,59 @@ typedef struct {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the empty
+// spec (no group-by, no aggregates, no filter) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.12.
+int32_t lance_aggregate_init_v2(LanceAggregateSpec *out, size_t struct_size);
+
+// Compute the partial states of `spec` over a scan split (its fragments, or its row slice of
+// one) on `dataset`, which must be the split's table at the split's version (a shipped split
+// on another process works as on the planner). Deleted rows never count; the filter applies
+// first; only the aggregated, grouped and filtered columns are read.
+//
+// `*out` receives a stream of partial states: the group-by columns, then per aggregate `i`
+// its state columns `agg<i>_<state>` with the state in their field metadata
+// (`lance_host.state`: `count` int64, `sum` — decimal128(38, 0) for integers, float64 for
+// floats, decimal128(38, s) for decimals —, `min`/`max` in the column's type, `nans` int64).
+// A host merges the partials of all splits itself (sum counts, sums and nans; min of mins;
+// max of maxes; AVG = sum / count) or hands them to `lance_aggregate_merge`. The states carry
+// exact sums, so partials merge to the one-call answer. If `io` is not NULL it receives the
+// I/O the split caused.
+//
+// Borrows its arguments; `*out` is owned by the caller (release it). Thread-safe. Returns
+// LANCE_ERR_INVALID_ARGUMENT for NULL arguments, an unknown column, a bad function value, an
+// empty or unparsable filter, duplicate result names, more than 1024 aggregates or 64 group-by
+// columns, a split of another table or version or not a scan split; LANCE_ERR_NOT_SUPPORTED
+// for a function the column's type does not take (SUM of a string, MIN of a vector) or a
+// group-by on a list or vector column; or the I/O error. Outputs are not written on failure.
+// Since 0.12.
+int32_t lance_dataset_aggregate_split(const LanceDataset *dataset, const LanceSplit *split, const LanceAggregateSpec *spec, struct ArrowArrayStream *out, LanceIoStats *io);
+
+// The results of `spec` over the whole pinned `dataset`, in one call: a stream of the
+// group-by columns and one column per aggregate (named by its alias or `sum(col)`, ...; types
+// as `LanceAggregateFunction` says). Without group-by columns it has exactly one row (COUNT 0
+// and NULL for the others over no rows). Equal to merging the partial states of every scan
+// split of the dataset. If `io` is not NULL it receives the I/O the call caused.
+//
+// Borrows its arguments; `*out` is owned by the caller. Thread-safe. Errors as
+// `lance_dataset_aggregate_split`, and LANCE_ERR_OUT_OF_RANGE for an integer SUM beyond
+// int64 (uint64). Outputs are not written on failure. Since 0.12.
+int32_t lance_dataset_aggregate(const LanceDataset *dataset, const LanceAggregateSpec *spec, struct ArrowArrayStream *out, LanceIoStats *io);
+
+// Merge the partial states of `num_partials` streams (`partials` is an array of that many
+// `ArrowArrayStream` structs: those of `lance_dataset_aggregate_split` for the splits of one
+// plan, or streams of the same batches after a trip through Arrow IPC — the field metadata
+// must survive) into the results, as `lance_dataset_aggregate` returns them.
+//
+// Takes ownership of every stream in `partials` (each is released, also on failure; a NULL
+// `partials` with 0 streams is INVALID_ARGUMENT); `*out` is owned by the caller. Thread-safe.
+// Returns LANCE_ERR_INVALID_ARGUMENT for no streams, streams of different aggregates or
+// batches that are not partial states; LANCE_ERR_OUT_OF_RANGE for an integer SUM beyond
+// int64 (uint64); or the stream's own error. Outputs are not written on failure. Since 0.12.
+int32_t lance_aggregate_merge(struct ArrowArrayStream *partials, size_t num_partials, struct ArrowArrayStream *out);
 
 // Resolve the blobs of the blob column `column` (Blob v2, or a binary column with blob
 // encoding) for `num_row_ids` row ids (`_rowid` values of the handle's snapshot; request

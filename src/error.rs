@@ -49,6 +49,9 @@ pub enum LanceErrorCode {
     /// stream's own error. Nothing of the write is committed. Since 0.11 (these were
     /// LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
     LANCE_ERR_HOST_STREAM = 14,
+    /// A result does not fit its type: an integer SUM beyond the range of int64 (uint64 for
+    /// unsigned columns). The library never returns a wrapped value. Since 0.12.
+    LANCE_ERR_OUT_OF_RANGE = 15,
 }
 
 /// The error of the safe layer: a code and a message that says what was wrong with this call.

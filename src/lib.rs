@@ -3,6 +3,7 @@
 //! The safe Rust layer (`session`, `snapshot`, `scan`, ...) holds all logic; `ffi` is the C ABI
 //! on top of it. See `include/lance_host.h` for the C API.
 
+pub mod aggregate;
 pub mod blob;
 pub(crate) mod bytes;
 pub mod cancel;

@@ -21,9 +21,11 @@ pub enum Op {
     Write,
     /// A commit of staged writes, or a row-level change (delete).
     Commit,
+    /// Partial states of a split or a table, or their merge.
+    Aggregate,
 }
 
-const OPS: [(&str, Op); 12] = [
+const OPS: [(&str, Op); 13] = [
     ("ops.open", Op::Open),
     ("ops.plan", Op::Plan),
     ("ops.scan", Op::Scan),
@@ -36,9 +38,10 @@ const OPS: [(&str, Op); 12] = [
     ("ops.statistics", Op::Statistics),
     ("ops.write", Op::Write),
     ("ops.commit", Op::Commit),
+    ("ops.aggregate", Op::Aggregate),
 ];
 
-static OP_COUNTS: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
+static OP_COUNTS: [AtomicU64; 13] = [const { AtomicU64::new(0) }; 13];
 static ROWS: AtomicU64 = AtomicU64::new(0);
 static BATCHES: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);

@@ -32,7 +32,7 @@ __all__ = [
     "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
-    "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
+    "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]
 
@@ -116,6 +116,11 @@ class HostStreamError(LanceError, RuntimeError):
     batch had another schema than the stream's); nothing was committed. Since 0.11."""
 
 
+class OutOfRangeError(LanceError, ArithmeticError):
+    """LANCE_ERR_OUT_OF_RANGE: a result does not fit its type (an integer SUM beyond int64);
+    never a wrapped value. Since 0.12."""
+
+
 class CancelledError(LanceError, OSError):
     """LANCE_ERR_CANCELLED: the operation was cancelled (a stream's `cancel`, a call context)."""
 
@@ -124,7 +129,7 @@ _ERROR_CLASSES = {
     1: InvalidArgumentError, 2: NotFoundError, 3: LanceIOError, 4: NotSupportedError, 5: InternalError,
     6: InternalError, 7: FailedPreconditionError, 8: PermissionDeniedError, 9: PermissionDeniedError,
     10: CorruptError, 11: LanceTimeoutError, 12: CancelledError, 13: ConflictError,
-    14: HostStreamError,
+    14: HostStreamError, 15: OutOfRangeError,
 }
 
 # The errno values a failed stream's get_next returns (the C Stream interface; the list in the
@@ -915,6 +920,35 @@ class Dataset:
         _check(LIB.lance_split_count_rows_v2(self._h, split._h, filter.encode() if filter else None,
                                              ctypes.byref(out), ctypes.byref(io)))
         return out.value, IoStats._from(io)
+
+    # aggregates computed inside the splits
+    def aggregate(self, aggregates, group_by=None, filter: Optional[str] = None) -> pa.Table:
+        """COUNT/SUM/MIN/MAX/AVG of the pinned version, grouped by `group_by` (a column or
+        columns), over the rows matching the Lance SQL `filter` (lance_dataset_aggregate).
+        `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
+        style: functions `count`, `count_all` (column None or []: COUNT(*)), `sum`, `min`, `max`,
+        `avg` (or `mean`). Result columns: the group-by columns, then one per aggregate named by
+        its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
+        OutOfRangeError (never wrapped)."""
+        return self.aggregate_with_io(aggregates, group_by, filter)[0]
+
+    def aggregate_with_io(self, aggregates, group_by=None, filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
+        """`aggregate` and the I/O it made."""
+        spec, keep = _aggregate_spec(aggregates, group_by, filter)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate(self._h, ctypes.byref(spec), ctypes.byref(out), ctypes.byref(io)))
+        return Stream(out).read_all(), IoStats._from(io)
+
+    def aggregate_split(self, split: Split, aggregates, group_by=None,
+                        filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
+        """The partial states of one scan split (lance_dataset_aggregate_split) and the I/O made:
+        a small table (group keys, then `agg<i>_<state>` columns) to merge with the other
+        splits' partials by `merge_aggregates`. Works on a shipped split in another process."""
+        spec, keep = _aggregate_spec(aggregates, group_by, filter)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate_split(self._h, split._h, ctypes.byref(spec), ctypes.byref(out),
+                                                 ctypes.byref(io)))
+        return Stream(out).read_all(), IoStats._from(io)
 
     def statistics(self) -> TableStatistics:
         """Per-fragment rows and bytes and per-column bytes on disk, with the I/O made to get them."""
@@ -1753,6 +1787,60 @@ def _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source, 
     if by_source_condition is not None:
         m.by_source_condition = by_source_condition.encode()
     return m, arr
+
+
+AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6}
+
+
+def _aggregate_spec(aggregates, group_by, filter):
+    """A LanceAggregateSpec and the buffers it points into (keep both alive for the call)."""
+    if isinstance(aggregates, tuple) and aggregates and isinstance(aggregates[1] if len(aggregates) > 1 else None, str):
+        aggregates = [aggregates]
+    functions, columns, aliases = [], [], []
+    for i, a in enumerate(aggregates):
+        if not isinstance(a, (tuple, list)) or len(a) not in (2, 3):
+            raise InvalidArgumentError(1, f"aggregate {i} is {a!r}: give (column, function) or (column, function, alias)")
+        column, function = a[0], a[1]
+        if column in ([], (), None, "*"):
+            column = None
+        if not isinstance(function, str) or function.lower() not in AGGREGATE_FUNCTIONS:
+            raise InvalidArgumentError(1, f"aggregate {i}: unknown function {function!r}; one of "
+                                       + ", ".join(sorted(AGGREGATE_FUNCTIONS)))
+        code = AGGREGATE_FUNCTIONS[function.lower()]
+        if code == 2 and column is None:
+            code = 1
+        functions.append(code)
+        columns.append(None if column is None else str(column).encode())
+        aliases.append(a[2].encode() if len(a) == 3 and a[2] is not None else None)
+    keys = [group_by] if isinstance(group_by, str) else list(group_by or [])
+    spec = _ffi.AggregateSpec()
+    _check(LIB.lance_aggregate_init_v2(ctypes.byref(spec), ctypes.sizeof(spec)))
+    n = len(functions)
+    f_arr = (ctypes.c_int32 * n)(*functions) if n else None
+    c_arr = (ctypes.c_char_p * n)(*columns) if n else None
+    a_arr = (ctypes.c_char_p * n)(*aliases) if n else None
+    g_arr, g_n = _cstrings(keys)
+    spec.group_by, spec.num_group_by = g_arr, g_n
+    spec.functions = ctypes.cast(f_arr, ctypes.POINTER(ctypes.c_int32)) if n else None
+    spec.columns, spec.aliases, spec.num_aggregates = c_arr, a_arr, n
+    if filter is not None:
+        spec.filter_sql = filter.encode()
+    return spec, (f_arr, c_arr, a_arr, g_arr)
+
+
+def merge_aggregates(partials) -> pa.Table:
+    """The results from the partial states of splits (lance_aggregate_merge): `partials` are
+    the tables `Dataset.aggregate_split` returned (or `Stream`s / readers of them, e.g. after a
+    trip through Arrow IPC)."""
+    cs = _streams_in(partials)
+    if not cs:
+        raise InvalidArgumentError(1, "no partial states to merge")
+    arr = (_ffi.ArrowArrayStream * len(cs))()
+    for i, c in enumerate(cs):
+        ctypes.memmove(ctypes.byref(arr[i]), ctypes.byref(c), ctypes.sizeof(c))
+    out = _ffi.ArrowArrayStream()
+    _check(LIB.lance_aggregate_merge(arr, len(cs), ctypes.byref(out)))
+    return Stream(out).read_all()
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,12 @@ class MergeInsert(Sized):
                 ("by_source_condition", cstr)]
 
 
+class AggregateSpec(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("group_by", cstrp), ("num_group_by", ctypes.c_size_t),
+                ("functions", ctypes.POINTER(ctypes.c_int32)), ("columns", cstrp), ("aliases", cstrp),
+                ("num_aggregates", ctypes.c_size_t), ("filter_sql", cstr)]
+
+
 class CompactParams(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("target_rows_per_fragment", ctypes.c_uint64),
                 ("max_rows_per_group", ctypes.c_uint64), ("deletion_threshold", ctypes.c_float),
@@ -313,6 +319,12 @@ SIGNATURES = {
     "lance_dataset_update": (i32, [P, cstrp, cstrp, sz, cstr, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                    ctypes.POINTER(WriteResult)]),
     "lance_merge_insert_init_v2": (i32, [ctypes.POINTER(MergeInsert), sz]),
+    "lance_aggregate_init_v2": (i32, [ctypes.POINTER(AggregateSpec), sz]),
+    "lance_dataset_aggregate_split": (i32, [P, P, ctypes.POINTER(AggregateSpec), ctypes.POINTER(ArrowArrayStream),
+                                            ctypes.POINTER(IoStats)]),
+    "lance_dataset_aggregate": (i32, [P, ctypes.POINTER(AggregateSpec), ctypes.POINTER(ArrowArrayStream),
+                                      ctypes.POINTER(IoStats)]),
+    "lance_aggregate_merge": (i32, [ctypes.POINTER(ArrowArrayStream), sz, ctypes.POINTER(ArrowArrayStream)]),
     "lance_compact_params_init_v2": (i32, [ctypes.POINTER(CompactParams), sz]),
     "lance_dataset_compact": (i32, [P, ctypes.POINTER(CompactParams), ctypes.POINTER(P),
                                     ctypes.POINTER(CompactResult)]),

@@ -239,5 +239,7 @@ mod tests {
         check::<crate::ffi::index_build::LanceScalarIndexParams>(None);
         check::<crate::ffi::index_segments::LanceIndexBuildPlanParams>(None);
         check::<crate::ffi::index_build::LanceInvertedIndexParams>(None);
+        // 0.12: new struct, first revision.
+        check::<crate::ffi::aggregate::LanceAggregateSpec>(None);
     }
 }

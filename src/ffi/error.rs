@@ -79,6 +79,7 @@ pub extern "C" fn lance_error_code_name(code: i32) -> *const c_char {
         12 => b"LANCE_ERR_CANCELLED\0",
         13 => b"LANCE_ERR_CONFLICT\0",
         14 => b"LANCE_ERR_HOST_STREAM\0",
+        15 => b"LANCE_ERR_OUT_OF_RANGE\0",
         _ => b"LANCE_ERR_UNKNOWN\0",
     };
     name.as_ptr() as *const c_char

@@ -2,6 +2,7 @@
 //! strings, call the safe layer, write out-parameters, return a code. All raw-pointer handling
 //! of the library lives in this module tree.
 
+pub mod aggregate;
 pub mod blob;
 pub mod catalog;
 /// cbindgen:ignore
@@ -14,6 +15,7 @@ pub mod maintenance;
 pub mod index;
 pub mod index_build;
 pub mod index_segments;
+mod import;
 pub mod plan;
 pub mod scan;
 pub mod search;

@@ -300,8 +300,7 @@ pub(crate) fn import_stream(
     if stream.release.is_none() {
         return Err(HostError::invalid(format!("{what} stream is already released")));
     }
-    let reader = arrow::ffi_stream::ArrowArrayStreamReader::try_new(stream)
-        .map_err(|e| HostError::invalid(format!("{what}: {e}")))?;
+    let reader = super::import::HostStreamReader::try_new(stream).map_err(|e| HostError::invalid(format!("{what}: {e}")))?;
     Ok((Box::new(reader), stats))
 }
 

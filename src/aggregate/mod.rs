@@ -1,0 +1,436 @@
+//! Aggregates computed inside the splits (COUNT, SUM, MIN, MAX, AVG with GROUP BY and a
+//! filter): each split yields a few rows of *partial states* — group keys and, per aggregate,
+//! its state columns — and a merge combines the partials of every split into the results.
+//!
+//! Partial states are computed by Lance's own aggregate in its scanner (DataFusion's hash
+//! aggregate over the split's rows: deleted rows and the filter applied, only the aggregated
+//! columns read), with the aggregates rewritten so that partials merge exactly and the results
+//! equal SQL's and pyarrow's where those agree:
+//! - SUM of integers is summed as Decimal128(38, 0) (exact; DataFusion's int64 SUM wraps on
+//!   overflow) and the result must fit int64 (uint64 for unsigned columns), else
+//!   LANCE_ERR_OUT_OF_RANGE — never a wrapped value (pyarrow wraps).
+//! - AVG ships a sum and a count; decimals average in their own type rounded half away from
+//!   zero (as pyarrow), numbers to float64.
+//! - MIN/MAX of floats leave NaN out (as pyarrow: DataFusion would order NaN above every
+//!   number) and count the NaNs, so that a group of only NaNs is NaN.
+//! - NULLs are ignored; a group whose values are all NULL gives NULL (COUNT gives 0); NULL group
+//!   keys form their own group.
+//!
+//! The partial schema describes itself (field metadata), so a merge needs nothing but the
+//! partial batches.
+
+pub mod spec;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, Decimal128Array, Decimal128Builder, Float64Array, Int64Array, RecordBatch, UInt64Array,
+};
+use arrow::compute::cast;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use lance::deps::datafusion::functions_aggregate::expr_fn as agg;
+use lance::deps::datafusion::logical_expr::{Expr, ExprFunctionExt};
+use lance::deps::datafusion::prelude::{cast as df_cast, ident, lit, not};
+
+use crate::error::{HostError, LanceErrorCode, Result};
+use crate::scan;
+use crate::session;
+use crate::snapshot::Snapshot;
+use crate::stats::{IoStats, OpStats};
+pub use spec::{Aggregate, AggregateSpec, Function, Kind, Resolved, State};
+use spec::{META_AGGREGATE, META_FUNCTION, META_KIND, META_NAME, META_STATE};
+
+/// Schema metadata key of a partial-state batch: the number of group-by columns it starts with.
+pub const META_GROUP_BY: &str = "lance_host.aggregate_group_by";
+
+fn isnan(e: Expr) -> Expr {
+    lance::deps::datafusion::functions::math::expr_fn::isnan(df_cast(e, DataType::Float64))
+}
+
+/// The DataFusion aggregate that computes `state` of aggregate `r`.
+fn state_expr(r: &Resolved, state: State) -> Expr {
+    let column = || ident(r.aggregate.column.clone().unwrap_or_default());
+    match (state, &r.kind) {
+        (State::Count, Kind::None) => agg::count(lit(1i64)),
+        (State::Count, _) => agg::count(column()),
+        (State::Sum, Kind::Signed | Kind::Unsigned) => agg::sum(df_cast(column(), DataType::Decimal128(38, 0))),
+        (State::Sum, Kind::Float) => agg::sum(df_cast(column(), DataType::Float64)),
+        (State::Sum, _) => agg::sum(column()),
+        (State::Min, Kind::Float) => agg::min(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::min(column())),
+        (State::Max, Kind::Float) => agg::max(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::max(column())),
+        (State::Min, _) => agg::min(column()),
+        (State::Max, _) => agg::max(column()),
+        (State::NaNs, _) => agg::count(column()).filter(isnan(column())).build().unwrap_or_else(|_| agg::count(column())),
+    }
+}
+
+/// The schema of the partial states of `resolved` grouped by `group_fields`.
+fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
+    let mut fields: Vec<Field> = group_fields.iter().map(|f| f.clone().with_nullable(true)).collect();
+    for (i, r) in resolved.iter().enumerate() {
+        for s in &r.states {
+            let t = spec::state_type(*s, &r.kind, r.input.as_ref());
+            let function = if r.aggregate.function == Function::CountStar { "count_star" } else { r.aggregate.function.sql_name() };
+            let meta = HashMap::from([
+                (META_AGGREGATE.to_string(), i.to_string()),
+                (META_STATE.to_string(), s.suffix().to_string()),
+                (META_KIND.to_string(), r.kind.tag()),
+                (META_NAME.to_string(), r.aggregate.name()),
+                (META_FUNCTION.to_string(), function.to_string()),
+            ]);
+            fields.push(Field::new(spec::state_column(i, *s), t, !matches!(s, State::Count | State::NaNs)).with_metadata(meta));
+        }
+    }
+    let meta = HashMap::from([(META_GROUP_BY.to_string(), group_fields.len().to_string())]);
+    Arc::new(Schema::new_with_metadata(fields, meta))
+}
+
+/// Check `spec` against the snapshot: the resolved aggregates and the group-by fields.
+fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, Vec<Field>)> {
+    let schema = snapshot.arrow_schema();
+    let resolved = spec::resolve(spec, &schema)?;
+    let group_fields = spec
+        .group_by
+        .iter()
+        .map(|g| schema.field_with_name(g).cloned().map_err(|_| HostError::invalid(format!("group by: unknown column '{g}'"))))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(f) = &spec.filter {
+        scan::check_sql_filter(snapshot, f)?;
+    }
+    Ok((resolved, group_fields))
+}
+
+/// The partial states of the rows of `fragments` (None = all) — or of one fragment's row slice —
+/// that match the spec's filter.
+fn partial(
+    snapshot: &Snapshot,
+    spec: &AggregateSpec,
+    fragments: Option<&[u64]>,
+    slice: Option<(u64, crate::plan::RowSlice)>,
+) -> Result<(RecordBatch, IoStats)> {
+    crate::metrics::op(crate::metrics::Op::Aggregate);
+    let (resolved, group_fields) = prepare(snapshot, spec)?;
+    let schema = partial_schema(&group_fields, &resolved);
+    let stats = OpStats::default();
+    let ds = stats.dataset(snapshot);
+    let mut scanner = ds.scan();
+    let lance_err = |e| HostError::from_lance("cannot plan the aggregate", e);
+    if let Some(f) = &spec.filter {
+        scanner.filter(f).map_err(lance_err)?;
+    }
+    if let Some(ids) = fragments {
+        scanner.with_fragments(scan::resolve_fragments(snapshot, ids)?);
+    }
+    if let Some((fragment, rows)) = slice {
+        scanner.with_physical_row_addr_prefilter(scan::slice_rows(snapshot, fragment, rows)?);
+        // the prefilter needs row addresses to apply to
+        scanner.with_row_id();
+    }
+    scan::apply_memory_bounds(snapshot, &mut scanner, &scan::ScanOptions::default())?;
+    let group: Vec<Expr> = spec.group_by.iter().map(|g| ident(g.clone())).collect();
+    let mut aggregates = Vec::new();
+    for (i, r) in resolved.iter().enumerate() {
+        for s in &r.states {
+            aggregates.push(state_expr(r, *s).alias(spec::state_column(i, *s)));
+        }
+    }
+    scanner
+        .aggregate(lance::dataset::scanner::AggregateExpr::datafusion(group, aggregates))
+        .map_err(lance_err)?;
+    stats.attach(&mut scanner);
+    let callback = stats.callback();
+    let batches = session::run_on_worker(async move {
+        let plan = scanner.create_plan().await?;
+        let options = lance_datafusion::exec::LanceExecutionOptions {
+            execution_stats_callback: Some(callback),
+            ..Default::default()
+        };
+        let stream = lance_datafusion::exec::execute_plan(plan, options)?;
+        futures::TryStreamExt::try_collect::<Vec<_>>(stream).await.map_err(lance::Error::from)
+    })?
+    .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
+    let batch = conform(&schema, batches)?;
+    Ok((batch, stats.snapshot()))
+}
+
+/// Lance's output batches as one batch of `schema` (state types made exact: a decimal sum's
+/// precision widened to 38).
+fn conform(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch> {
+    let mut columns: Vec<Vec<ArrayRef>> = vec![Vec::new(); schema.fields().len()];
+    for b in &batches {
+        if b.num_columns() != schema.fields().len() {
+            return Err(HostError::internal(format!(
+                "the aggregate plan returned {} columns, {} expected",
+                b.num_columns(),
+                schema.fields().len()
+            )));
+        }
+        for (i, (c, f)) in b.columns().iter().zip(schema.fields()).enumerate() {
+            let c = if c.data_type() == f.data_type() {
+                c.clone()
+            } else {
+                cast(c, f.data_type()).map_err(|e| HostError::internal(format!("aggregate state '{}': {e}", f.name())))?
+            };
+            columns[i].push(c);
+        }
+    }
+    let arrays = columns
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(parts, f)| {
+            if parts.is_empty() {
+                Ok(arrow::array::new_empty_array(f.data_type()))
+            } else {
+                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                arrow::compute::concat(&refs).map_err(|e| HostError::internal(format!("aggregate state '{}': {e}", f.name())))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(schema.clone(), arrays).map_err(|e| HostError::internal(format!("aggregate states: {e}")))
+}
+
+/// The partial states of a scan split (its fragments, or its row slice of one).
+pub fn aggregate_split(snapshot: &Snapshot, split: &crate::plan::Split, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
+    split.check_snapshot(snapshot)?;
+    if split.kind != crate::plan::SplitKind::Scan {
+        return Err(HostError::invalid("an aggregate runs on scan splits (plan them with a scan plan)"));
+    }
+    let slice = split.rows.map(|r| (split.fragment_ids[0], r));
+    partial(snapshot, spec, Some(&split.fragment_ids), slice)
+}
+
+/// The partial states of the whole snapshot (one partial; merge it for the results).
+pub fn aggregate_partial(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
+    partial(snapshot, spec, None, None)
+}
+
+/// The results of `spec` over the whole snapshot, in one call.
+pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
+    let (partial, io) = aggregate_partial(snapshot, spec)?;
+    Ok((merge(vec![partial])?, io))
+}
+
+/// One partial-state column, as its schema describes it.
+#[derive(Debug, Clone)]
+struct StateField {
+    index: usize,
+    aggregate: usize,
+    state: State,
+    kind: Kind,
+    name: String,
+    function: String,
+}
+
+fn describe(schema: &Schema) -> Result<(usize, Vec<StateField>)> {
+    let bad = |why: &str| HostError::invalid(format!("not a partial-state batch of lance-host aggregates: {why}"));
+    let groups: usize = schema
+        .metadata()
+        .get(META_GROUP_BY)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| bad("its schema has no group-by count"))?;
+    if groups > schema.fields().len() {
+        return Err(bad("more group-by columns than columns"));
+    }
+    let mut out = Vec::new();
+    for (index, f) in schema.fields().iter().enumerate().skip(groups) {
+        let m = f.metadata();
+        let get = |k: &str| m.get(k).ok_or_else(|| bad(&format!("column '{}' lacks '{k}'", f.name())));
+        let aggregate: usize = get(META_AGGREGATE)?.parse().map_err(|_| bad("a bad aggregate index"))?;
+        let state = State::from_suffix(get(META_STATE)?).ok_or_else(|| bad("an unknown state"))?;
+        let kind = Kind::from_tag(get(META_KIND)?).ok_or_else(|| bad("an unknown kind"))?;
+        out.push(StateField {
+            index,
+            aggregate,
+            state,
+            kind,
+            name: get(META_NAME)?.clone(),
+            function: get(META_FUNCTION)?.clone(),
+        });
+    }
+    if out.is_empty() {
+        return Err(bad("no state columns"));
+    }
+    Ok((groups, out))
+}
+
+/// Combine partial-state batches (of one spec, from any splits of one snapshot) into the
+/// results: the group-by columns, then one column per aggregate.
+pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
+    let first = partials
+        .first()
+        .ok_or_else(|| HostError::invalid("no partial states to merge (give at least one split's partial states)"))?;
+    let schema = first.schema();
+    for (i, p) in partials.iter().enumerate() {
+        if p.schema() != schema {
+            return Err(HostError::invalid(format!(
+                "partial states {i} are of another aggregate than partial states 0 (their schemas differ)"
+            )));
+        }
+    }
+    let (groups, states) = describe(&schema)?;
+    let group: Vec<Expr> = schema.fields().iter().take(groups).map(|f| ident(f.name().clone())).collect();
+    let combine: Vec<Expr> = states
+        .iter()
+        .map(|s| {
+            let c = ident(schema.field(s.index).name().clone());
+            let e = match s.state {
+                State::Count | State::NaNs | State::Sum => agg::sum(c),
+                State::Min => agg::min(c),
+                State::Max => agg::max(c),
+            };
+            e.alias(schema.field(s.index).name().clone())
+        })
+        .collect();
+    let merged = session::block_on(async move {
+        let ctx = lance::deps::datafusion::prelude::SessionContext::new();
+        let df = ctx.read_batches(partials)?;
+        let df = df.aggregate(group, combine)?;
+        df.collect().await
+    })?
+    .map_err(|e| HostError::internal(format!("cannot merge the partial states: {e}")))?;
+    let merged = conform(&schema, merged)?;
+    finish(&merged, groups, &states)
+}
+
+fn out_of_range(name: &str, v: i128, to: &str) -> HostError {
+    HostError::new(
+        LanceErrorCode::LANCE_ERR_OUT_OF_RANGE,
+        format!("{name} is {v}, which does not fit {to} (the library does not wrap sums)"),
+    )
+}
+
+/// The results from merged states.
+fn finish(merged: &RecordBatch, groups: usize, states: &[StateField]) -> Result<RecordBatch> {
+    let schema = merged.schema();
+    let mut fields: Vec<Field> = schema.fields().iter().take(groups).map(|f| f.as_ref().clone().with_metadata(HashMap::new())).collect();
+    let mut columns: Vec<ArrayRef> = merged.columns().iter().take(groups).cloned().collect();
+    let rows = merged.num_rows();
+    let mut by_aggregate: Vec<Vec<&StateField>> = Vec::new();
+    for s in states {
+        if by_aggregate.len() <= s.aggregate {
+            by_aggregate.resize(s.aggregate + 1, Vec::new());
+        }
+        by_aggregate[s.aggregate].push(s);
+    }
+    for parts in by_aggregate.iter().filter(|p| !p.is_empty()) {
+        let find = |state: State| parts.iter().find(|s| s.state == state).map(|s| merged.column(s.index).clone());
+        let head = parts[0];
+        let name = head.name.clone();
+        let counts = |a: ArrayRef| -> Int64Array {
+            let a = a.as_any().downcast_ref::<Int64Array>().cloned().unwrap_or_else(|| Int64Array::from(vec![0; rows]));
+            a.iter().map(|v| Some(v.unwrap_or(0))).collect()
+        };
+        let column: ArrayRef = match (head.function.as_str(), &head.kind) {
+            ("count" | "count_star", _) => Arc::new(counts(find(State::Count).ok_or_else(|| missing(&name))?)),
+            ("sum", Kind::Signed | Kind::Unsigned) => {
+                let sum = find(State::Sum).ok_or_else(|| missing(&name))?;
+                let sum = sum.as_any().downcast_ref::<Decimal128Array>().ok_or_else(|| missing(&name))?;
+                if head.kind == Kind::Signed {
+                    let mut out = Vec::with_capacity(rows);
+                    for v in sum.iter() {
+                        out.push(v.map(|v| i64::try_from(v).map_err(|_| out_of_range(&name, v, "int64"))).transpose()?);
+                    }
+                    Arc::new(Int64Array::from(out))
+                } else {
+                    let mut out = Vec::with_capacity(rows);
+                    for v in sum.iter() {
+                        out.push(v.map(|v| u64::try_from(v).map_err(|_| out_of_range(&name, v, "uint64"))).transpose()?);
+                    }
+                    Arc::new(UInt64Array::from(out))
+                }
+            }
+            ("sum", _) => find(State::Sum).ok_or_else(|| missing(&name))?,
+            ("avg", kind) => {
+                let sum = find(State::Sum).ok_or_else(|| missing(&name))?;
+                let count = counts(find(State::Count).ok_or_else(|| missing(&name))?);
+                match kind {
+                    Kind::Decimal128 { precision, scale } => {
+                        let sum = sum.as_any().downcast_ref::<Decimal128Array>().ok_or_else(|| missing(&name))?;
+                        let mut b = Decimal128Builder::with_capacity(rows);
+                        for (s, n) in sum.iter().zip(count.iter()) {
+                            match (s, n.unwrap_or(0)) {
+                                (Some(s), n) if n > 0 => b.append_value(div_round_half_away(s, n as i128)),
+                                _ => b.append_null(),
+                            }
+                        }
+                        Arc::new(
+                            b.finish()
+                                .with_precision_and_scale(*precision, *scale)
+                                .map_err(|e| HostError::internal(format!("{name}: {e}")))?,
+                        )
+                    }
+                    _ => {
+                        let sum = cast(&sum, &DataType::Float64).map_err(|e| HostError::internal(format!("{name}: {e}")))?;
+                        let sum = sum.as_any().downcast_ref::<Float64Array>().ok_or_else(|| missing(&name))?;
+                        let out: Float64Array = sum
+                            .iter()
+                            .zip(count.iter())
+                            .map(|(s, n)| match (s, n.unwrap_or(0)) {
+                                (Some(s), n) if n > 0 => Some(s / n as f64),
+                                _ => None,
+                            })
+                            .collect();
+                        Arc::new(out)
+                    }
+                }
+            }
+            ("min" | "max", Kind::Float) => {
+                let value = find(if head.function == "min" { State::Min } else { State::Max }).ok_or_else(|| missing(&name))?;
+                let nans = counts(find(State::NaNs).ok_or_else(|| missing(&name))?);
+                let t = value.data_type().clone();
+                let v = cast(&value, &DataType::Float64).map_err(|e| HostError::internal(format!("{name}: {e}")))?;
+                let v = v.as_any().downcast_ref::<Float64Array>().ok_or_else(|| missing(&name))?;
+                let out: Float64Array = v
+                    .iter()
+                    .zip(nans.iter())
+                    .map(|(v, n)| match (v, n.unwrap_or(0)) {
+                        (None, n) if n > 0 => Some(f64::NAN),
+                        (v, _) => v,
+                    })
+                    .collect();
+                cast(&(Arc::new(out) as ArrayRef), &t).map_err(|e| HostError::internal(format!("{name}: {e}")))?
+            }
+            ("min", _) => find(State::Min).ok_or_else(|| missing(&name))?,
+            ("max", _) => find(State::Max).ok_or_else(|| missing(&name))?,
+            (other, _) => return Err(HostError::invalid(format!("partial states of an unknown function '{other}'"))),
+        };
+        fields.push(Field::new(name, column.data_type().clone(), true));
+        columns.push(column);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| HostError::internal(format!("aggregate results: {e}")))
+}
+
+fn missing(name: &str) -> HostError {
+    HostError::invalid(format!("the partial states of '{name}' are incomplete or of the wrong type"))
+}
+
+/// `n / d` rounded half away from zero (d > 0).
+fn div_round_half_away(n: i128, d: i128) -> i128 {
+    let q = n / d;
+    let r = n % d;
+    if r.unsigned_abs() * 2 >= d.unsigned_abs() {
+        if n < 0 {
+            q - 1
+        } else {
+            q + 1
+        }
+    } else {
+        q
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::div_round_half_away;
+
+    #[test]
+    fn rounding_is_half_away_from_zero() {
+        assert_eq!(div_round_half_away(375, 2), 188);
+        assert_eq!(div_round_half_away(-375, 2), -188);
+        assert_eq!(div_round_half_away(374, 2), 187);
+        assert_eq!(div_round_half_away(10, 3), 3);
+        assert_eq!(div_round_half_away(-10, 3), -3);
+        assert_eq!(div_round_half_away(20, 3), 7);
+    }
+}

@@ -1,0 +1,329 @@
+//! What an aggregate asks for, checked against a table's schema, and the partial states each
+//! aggregate ships between a split and the merge.
+
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::error::{HostError, Result};
+
+/// Most aggregates one spec may hold (each is at most three state columns).
+pub const MAX_AGGREGATES: usize = 1024;
+/// Most group-by columns one spec may hold.
+pub const MAX_GROUP_BY: usize = 64;
+
+/// An aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    /// COUNT(*): rows.
+    CountStar = 1,
+    /// COUNT(col): rows where the column is not NULL.
+    Count = 2,
+    Sum = 3,
+    Min = 4,
+    Max = 5,
+    /// AVG, shipped as a sum and a count so partial states merge exactly.
+    Avg = 6,
+}
+
+impl Function {
+    pub fn from_i32(v: i32) -> Option<Self> {
+        Some(match v {
+            1 => Function::CountStar,
+            2 => Function::Count,
+            3 => Function::Sum,
+            4 => Function::Min,
+            5 => Function::Max,
+            6 => Function::Avg,
+            _ => return None,
+        })
+    }
+
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Function::CountStar | Function::Count => "count",
+            Function::Sum => "sum",
+            Function::Min => "min",
+            Function::Max => "max",
+            Function::Avg => "avg",
+        }
+    }
+
+    /// Parse "count", "sum", ... (any case); "count" with no column is COUNT(*).
+    pub fn parse(name: &str, has_column: bool) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "count" | "count_all" | "count(*)" if !has_column => Function::CountStar,
+            "count" => Function::Count,
+            "sum" => Function::Sum,
+            "min" => Function::Min,
+            "max" => Function::Max,
+            "avg" | "mean" => Function::Avg,
+            _ => return None,
+        })
+    }
+}
+
+/// One aggregate of a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aggregate {
+    pub function: Function,
+    /// The column it aggregates (None for COUNT(*)).
+    pub column: Option<String>,
+    /// The result column's name (None = `count(*)`, `sum(col)`, ...).
+    pub alias: Option<String>,
+}
+
+impl Aggregate {
+    pub fn name(&self) -> String {
+        match (&self.alias, &self.column) {
+            (Some(a), _) => a.clone(),
+            (None, None) => "count(*)".to_string(),
+            (None, Some(c)) => format!("{}({c})", self.function.sql_name()),
+        }
+    }
+}
+
+/// An aggregate query over a table: group-by columns, aggregates, an optional Lance SQL filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AggregateSpec {
+    pub group_by: Vec<String>,
+    pub aggregates: Vec<Aggregate>,
+    pub filter: Option<String>,
+}
+
+/// How an aggregated column's values add up and compare; decides its states and result type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// No column (COUNT(*)).
+    None,
+    Signed,
+    Unsigned,
+    Float,
+    Decimal128 { precision: u8, scale: i8 },
+    /// Compared only (MIN/MAX/COUNT): strings, binary, booleans, dates, times, timestamps.
+    Ordered,
+    /// COUNT only: any other type.
+    Other,
+}
+
+impl Kind {
+    pub fn of(t: &DataType) -> Kind {
+        use DataType::*;
+        match t {
+            Int8 | Int16 | Int32 | Int64 => Kind::Signed,
+            UInt8 | UInt16 | UInt32 | UInt64 => Kind::Unsigned,
+            Float16 | Float32 | Float64 => Kind::Float,
+            Decimal128(p, s) => Kind::Decimal128 { precision: *p, scale: *s },
+            Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView | Boolean | Date32 | Date64 | Time32(_)
+            | Time64(_) | Timestamp(_, _) | Duration(_) => Kind::Ordered,
+            _ => Kind::Other,
+        }
+    }
+
+    /// The tag the partial schema carries for this kind (read back by the merge).
+    pub fn tag(&self) -> String {
+        match self {
+            Kind::None => "none".into(),
+            Kind::Signed => "signed".into(),
+            Kind::Unsigned => "unsigned".into(),
+            Kind::Float => "float".into(),
+            Kind::Decimal128 { precision, scale } => format!("decimal128:{precision}:{scale}"),
+            Kind::Ordered => "ordered".into(),
+            Kind::Other => "other".into(),
+        }
+    }
+
+    pub fn from_tag(tag: &str) -> Option<Kind> {
+        Some(match tag {
+            "none" => Kind::None,
+            "signed" => Kind::Signed,
+            "unsigned" => Kind::Unsigned,
+            "float" => Kind::Float,
+            "ordered" => Kind::Ordered,
+            "other" => Kind::Other,
+            t => {
+                let mut parts = t.strip_prefix("decimal128:")?.split(':');
+                let precision = parts.next()?.parse().ok()?;
+                let scale = parts.next()?.parse().ok()?;
+                Kind::Decimal128 { precision, scale }
+            }
+        })
+    }
+}
+
+/// What one partial-state column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Rows counted (Int64, never NULL).
+    Count,
+    /// The sum of the non-NULL values: Decimal128(38, 0) for integers (exact), Float64 for
+    /// floats, Decimal128(38, s) for decimals; NULL when there were none.
+    Sum,
+    /// The least / greatest non-NULL value (floats: NaN left out), in the column's type.
+    Min,
+    Max,
+    /// Float MIN/MAX only: how many values were NaN (Int64), so that an all-NaN group is NaN.
+    NaNs,
+}
+
+impl State {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            State::Count => "count",
+            State::Sum => "sum",
+            State::Min => "min",
+            State::Max => "max",
+            State::NaNs => "nans",
+        }
+    }
+
+    pub fn from_suffix(s: &str) -> Option<State> {
+        Some(match s {
+            "count" => State::Count,
+            "sum" => State::Sum,
+            "min" => State::Min,
+            "max" => State::Max,
+            "nans" => State::NaNs,
+            _ => return None,
+        })
+    }
+}
+
+/// The metadata keys of a partial-state field.
+pub const META_AGGREGATE: &str = "lance_host.aggregate";
+pub const META_STATE: &str = "lance_host.state";
+pub const META_KIND: &str = "lance_host.kind";
+pub const META_NAME: &str = "lance_host.name";
+pub const META_FUNCTION: &str = "lance_host.function";
+
+/// One aggregate resolved against the schema.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub aggregate: Aggregate,
+    pub kind: Kind,
+    /// The aggregated column's type (None for COUNT(*)).
+    pub input: Option<DataType>,
+    pub states: Vec<State>,
+}
+
+/// Check `spec` against `schema` and decide each aggregate's states. Every refusal names the
+/// aggregate (by position and text) and why.
+pub fn resolve(spec: &AggregateSpec, schema: &Schema) -> Result<Vec<Resolved>> {
+    if spec.aggregates.is_empty() {
+        return Err(HostError::invalid("an aggregate spec needs at least one aggregate"));
+    }
+    if spec.aggregates.len() > MAX_AGGREGATES {
+        return Err(HostError::invalid(format!(
+            "{} aggregates in one spec; at most {MAX_AGGREGATES}",
+            spec.aggregates.len()
+        )));
+    }
+    if spec.group_by.len() > MAX_GROUP_BY {
+        return Err(HostError::invalid(format!(
+            "{} group-by columns in one spec; at most {MAX_GROUP_BY}",
+            spec.group_by.len()
+        )));
+    }
+    if let Some(f) = &spec.filter {
+        if f.trim().is_empty() {
+            return Err(HostError::invalid("the aggregate's filter is empty"));
+        }
+    }
+    let field = |name: &str, what: &str| -> Result<&Field> {
+        schema
+            .field_with_name(name)
+            .map_err(|_| HostError::invalid(format!("{what}: unknown column '{name}'")))
+    };
+    let mut seen = std::collections::HashSet::new();
+    for g in &spec.group_by {
+        if !seen.insert(g.as_str()) {
+            return Err(HostError::invalid(format!("group-by column '{g}' is given more than once")));
+        }
+        let f = field(g, "group by")?;
+        if matches!(Kind::of(f.data_type()), Kind::Other) && !matches!(f.data_type(), DataType::Dictionary(_, _)) {
+            return Err(HostError::not_supported(format!(
+                "group by '{g}': grouping on {} columns is not supported (group on scalar columns)",
+                f.data_type()
+            )));
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for g in &spec.group_by {
+        names.insert(g.clone());
+    }
+    let mut out = Vec::with_capacity(spec.aggregates.len());
+    for (i, a) in spec.aggregates.iter().enumerate() {
+        let what = format!("aggregate {i} ({})", a.name());
+        let name = a.name();
+        if name.is_empty() {
+            return Err(HostError::invalid(format!("aggregate {i} has an empty alias")));
+        }
+        if !names.insert(name.clone()) {
+            return Err(HostError::invalid(format!(
+                "{what}: its result column '{name}' is already a group-by column or another aggregate's (give it an alias)"
+            )));
+        }
+        let (kind, input) = match (a.function, &a.column) {
+            (Function::CountStar, None) => (Kind::None, None),
+            (Function::CountStar, Some(c)) => {
+                return Err(HostError::invalid(format!("{what}: COUNT(*) takes no column (got '{c}'); use COUNT(col)")))
+            }
+            (_, None) => return Err(HostError::invalid(format!("{what}: {} needs a column", a.function.sql_name()))),
+            (_, Some(c)) => {
+                let f = field(c, &what)?;
+                (Kind::of(f.data_type()), Some(f.data_type().clone()))
+            }
+        };
+        let type_name = input.as_ref().map(|t| t.to_string()).unwrap_or_default();
+        let states = match (a.function, &kind) {
+            (Function::CountStar | Function::Count, _) => vec![State::Count],
+            (Function::Sum, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => vec![State::Sum],
+            (Function::Avg, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => {
+                vec![State::Sum, State::Count]
+            }
+            (Function::Min, Kind::Float) => vec![State::Min, State::NaNs],
+            (Function::Max, Kind::Float) => vec![State::Max, State::NaNs],
+            (Function::Min, Kind::Signed | Kind::Unsigned | Kind::Decimal128 { .. } | Kind::Ordered) => vec![State::Min],
+            (Function::Max, Kind::Signed | Kind::Unsigned | Kind::Decimal128 { .. } | Kind::Ordered) => vec![State::Max],
+            (f, _) => {
+                return Err(HostError::not_supported(format!(
+                    "{what}: {} of a {type_name} column is not supported (SUM and AVG take numbers; MIN and MAX numbers, \
+                     strings, binary, booleans, dates, times and timestamps; COUNT any column)",
+                    f.sql_name().to_uppercase()
+                )))
+            }
+        };
+        out.push(Resolved { aggregate: a.clone(), kind, input, states });
+    }
+    Ok(out)
+}
+
+/// The type of a state column for an aggregate of `kind` over `input`.
+pub fn state_type(state: State, kind: &Kind, input: Option<&DataType>) -> DataType {
+    match (state, kind) {
+        (State::Count | State::NaNs, _) => DataType::Int64,
+        (State::Sum, Kind::Signed | Kind::Unsigned) => DataType::Decimal128(38, 0),
+        (State::Sum, Kind::Float) => DataType::Float64,
+        (State::Sum, Kind::Decimal128 { scale, .. }) => DataType::Decimal128(38, *scale),
+        (State::Min | State::Max, _) => input.cloned().unwrap_or(DataType::Null),
+        (State::Sum, _) => DataType::Null, // refused by `resolve`
+    }
+}
+
+/// The name of aggregate `i`'s `state` column.
+pub fn state_column(i: usize, state: State) -> String {
+    format!("agg{i}_{}", state.suffix())
+}
+
+/// The result type of an aggregate.
+pub fn result_type(r: &Resolved) -> DataType {
+    match (r.aggregate.function, &r.kind) {
+        (Function::CountStar | Function::Count, _) => DataType::Int64,
+        (Function::Sum, Kind::Signed) => DataType::Int64,
+        (Function::Sum, Kind::Unsigned) => DataType::UInt64,
+        (Function::Sum, Kind::Float) => DataType::Float64,
+        (Function::Sum, Kind::Decimal128 { scale, .. }) => DataType::Decimal128(38, *scale),
+        (Function::Avg, Kind::Decimal128 { precision, scale }) => DataType::Decimal128(*precision, *scale),
+        (Function::Avg, _) => DataType::Float64,
+        (Function::Min | Function::Max, _) => r.input.clone().unwrap_or(DataType::Null),
+        (Function::Sum, _) => DataType::Null,
+    }
+}
