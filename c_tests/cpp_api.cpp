@@ -264,6 +264,44 @@ int main(int argc, char** argv) {
       }
     }
     EXPECT(matching == ds.count_rows(std::string("id % 5 = 0")) && matching > 0);
+    // Aggregates: the one-call answer equals the scan's own sums, and the partial states of
+    // every (sliced, shipped) split merge to it.
+    int64_t id_sum = 0, id_min = INT64_MAX, id_max = INT64_MIN;
+    for (auto& batch : ds.scan(projected)) {
+      const int64_t* ids = batch.values<int64_t>("id");
+      for (int64_t j = 0; j < batch.num_rows(); j++) {
+        id_sum += ids[j];
+        id_min = std::min(id_min, ids[j]);
+        id_max = std::max(id_max, ids[j]);
+      }
+    }
+    lh::AggregateQuery aq;
+    aq.count_star().add(LANCE_AGG_SUM, "id").add(LANCE_AGG_MIN, "id").add(LANCE_AGG_MAX, "id", "top");
+    aq.filter = "id % 5 = 0";
+    auto check_answer = [&](lh::Stream&& s) {
+      int64_t seen = 0;
+      for (auto& batch : s) {
+        EXPECT(batch.num_rows() == 1 && batch.column_index("top") == 3);
+        EXPECT(static_cast<uint64_t>(batch.values<int64_t>("count(*)")[0]) == matching);
+        EXPECT(batch.values<int64_t>("sum(id)")[0] == id_sum);
+        EXPECT(batch.values<int64_t>("min(id)")[0] == id_min && batch.values<int64_t>("top")[0] == id_max);
+        seen += batch.num_rows();
+      }
+      EXPECT(seen == 1);
+    };
+    check_answer(std::move(ds.aggregate(aq).first));
+    std::vector<lh::Stream> partials;
+    for (size_t i = 0; i < sliced.size(); i++)
+      partials.push_back(std::move(ds.aggregate_split(lh::Split::deserialize(sliced.at(i).serialize()), aq).first));
+    check_answer(lh::aggregate_merge(std::move(partials)));
+    try {
+      lh::AggregateQuery bad;
+      bad.add(LANCE_AGG_SUM, "no_such_column");
+      ds.aggregate(bad);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT && std::string(e.what()).find("no_such_column") != std::string::npos);
+    }
     lh::ScanRequest with_fragments;
     with_fragments.fragment_ids = {0};
     try {

@@ -491,6 +491,37 @@ typedef int32_t LanceScalarIndexType;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// An aggregate function of a `LanceAggregateSpec`.
+enum LanceAggregateFunction
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // COUNT(*): rows (its column is NULL). Int64.
+  LANCE_AGG_COUNT_STAR = 1,
+  // COUNT(col): rows where `col` is not NULL (any column type). Int64.
+  LANCE_AGG_COUNT = 2,
+  // SUM(col) of a number column: int64 for signed integers, uint64 for unsigned (a sum
+  // beyond their range is LANCE_ERR_OUT_OF_RANGE, never wrapped), float64 for floats,
+  // decimal128(38, s) for decimal128(p, s). NULL for a group of only NULLs.
+  LANCE_AGG_SUM = 3,
+  // MIN(col) of a number, string, binary, boolean, date, time or timestamp column, in the
+  // column's type. Float NaN is left out (a group of only NaN gives NaN).
+  LANCE_AGG_MIN = 4,
+  // MAX(col), as MIN.
+  LANCE_AGG_MAX = 5,
+  // AVG(col) of a number column: float64; for decimal128(p, s) the column's type, rounded
+  // half away from zero.
+  LANCE_AGG_AVG = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceAggregateFunction LanceAggregateFunction;
+#else
+typedef int32_t LanceAggregateFunction;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The blobs of some rows of one blob column (`lance_dataset_take_blobs`). Opaque; free with
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;

@@ -441,6 +441,53 @@ inline LanceSessionStats session_stats() {
 /// Wait until the data cache's disk tier holds every block read so far (before a shutdown).
 inline void flush_data_cache() { check(lance_session_flush_data_cache()); }
 
+/// An aggregate query (lance_dataset_aggregate, lance_dataset_aggregate_split): group-by
+/// columns, aggregates, an optional Lance SQL filter. Since 0.12.
+struct AggregateQuery {
+  struct Item {
+    LanceAggregateFunction function;
+    std::string column;  ///< empty for COUNT(*)
+    std::string alias;   ///< empty = the default name (`sum(col)`, `count(*)`, ...)
+  };
+  std::vector<std::string> group_by;
+  std::vector<Item> aggregates;
+  std::optional<std::string> filter;
+
+  AggregateQuery& count_star(std::string alias = {}) {
+    aggregates.push_back({LANCE_AGG_COUNT_STAR, {}, std::move(alias)});
+    return *this;
+  }
+  AggregateQuery& add(LanceAggregateFunction f, std::string column, std::string alias = {}) {
+    aggregates.push_back({f, std::move(column), std::move(alias)});
+    return *this;
+  }
+};
+
+namespace detail {
+/// A LanceAggregateSpec over an AggregateQuery's strings (valid while both live).
+struct AggregateSpec {
+  explicit AggregateSpec(const AggregateQuery& q) {
+    check(lance_aggregate_init_v2(&spec, sizeof spec));
+    for (const auto& g : q.group_by) group_by.push_back(g.c_str());
+    for (const auto& a : q.aggregates) {
+      functions.push_back(static_cast<int32_t>(a.function));
+      columns.push_back(a.column.empty() ? nullptr : a.column.c_str());
+      aliases.push_back(a.alias.empty() ? nullptr : a.alias.c_str());
+    }
+    spec.group_by = group_by.empty() ? nullptr : group_by.data();
+    spec.num_group_by = group_by.size();
+    spec.functions = functions.empty() ? nullptr : functions.data();
+    spec.columns = columns.empty() ? nullptr : columns.data();
+    spec.aliases = aliases.empty() ? nullptr : aliases.data();
+    spec.num_aggregates = functions.size();
+    spec.filter_sql = q.filter ? q.filter->c_str() : nullptr;
+  }
+  LanceAggregateSpec spec;
+  std::vector<const char*> group_by, columns, aliases;
+  std::vector<int32_t> functions;
+};
+}  // namespace detail
+
 class Dataset;
 
 /// One unit of distributed work.
@@ -1010,6 +1057,24 @@ class Dataset {
     check(lance_split_count_rows_v2(p_.get(), split.get(), filter ? filter->c_str() : nullptr, &n, &io));
     return {n, io};
   }
+  /// The results of `q` over the pinned version in one call (lance_dataset_aggregate): the
+  /// group-by columns, then one column per aggregate. Since 0.12.
+  std::pair<Stream, LanceIoStats> aggregate(const AggregateQuery& q) const {
+    detail::AggregateSpec spec(q);
+    ArrowArrayStream out;
+    LanceIoStats io = detail::io_stats();
+    check(lance_dataset_aggregate(p_.get(), &spec.spec, &out, &io));
+    return {Stream(out), io};
+  }
+  /// The partial states of `q` over one scan split (lance_dataset_aggregate_split); merge the
+  /// partials of all splits with `aggregate_merge`. Since 0.12.
+  std::pair<Stream, LanceIoStats> aggregate_split(const Split& split, const AggregateQuery& q) const {
+    detail::AggregateSpec spec(q);
+    ArrowArrayStream out;
+    LanceIoStats io = detail::io_stats();
+    check(lance_dataset_aggregate_split(p_.get(), split.get(), &spec.spec, &out, &io));
+    return {Stream(out), io};
+  }
   struct Statistics {
     std::vector<LanceFragmentStats> fragments;
     std::vector<std::pair<std::string, std::optional<uint64_t>>> columns;  ///< name, bytes on disk
@@ -1433,6 +1498,17 @@ inline Stream merge(std::vector<Stream>&& streams, uint64_t k, uint64_t offset =
   for (auto& s : streams) raw.push_back(s.release());
   ArrowArrayStream out;
   check(lance_topk_merge(raw.data(), raw.size(), k, offset, &out));
+  return Stream(out);
+}
+
+/// The results from the partial states of splits (lance_aggregate_merge; consumes them).
+/// Since 0.12.
+inline Stream aggregate_merge(std::vector<Stream>&& partials) {
+  std::vector<ArrowArrayStream> raw;
+  raw.reserve(partials.size());
+  for (auto& s : partials) raw.push_back(s.release());
+  ArrowArrayStream out;
+  check(lance_aggregate_merge(raw.empty() ? nullptr : raw.data(), raw.size(), &out));
   return Stream(out);
 }
 
