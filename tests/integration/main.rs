@@ -19,6 +19,7 @@ mod scan;
 mod session;
 mod vector;
 mod write;
+mod aggregate;
 mod commit_checks;
 mod write_s3;
 

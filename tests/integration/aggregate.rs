@@ -1,0 +1,133 @@
+//! Aggregates inside splits at the C boundary (issue 47): the spec's arguments are checked
+//! (NULLs, sizes, function values, counts), partial states of every split of a table with
+//! deletions merge to the one-call answer, which equals the sums of the rows the test wrote
+//! minus the ones it deleted, and merge refuses what is not a set of partial states. pyarrow
+//! checks every type and rule in tests/python/test_aggregate.py.
+
+use arrow::array::{Array, Int64Array, RecordBatch};
+use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use lance_host::ffi::aggregate::*;
+use lance_host::ffi::write::lance_dataset_delete;
+use lance_host::ffi::plan::*;
+use lance_host::ffi::write::LanceWriteMode;
+use lance_host::LanceErrorCode::*;
+
+use crate::common::*;
+use crate::write::{params, rows, stream_of, table_uri, write};
+
+fn spec() -> LanceAggregateSpec {
+    let mut s = std::mem::MaybeUninit::<LanceAggregateSpec>::uninit();
+    assert_eq!(lance_aggregate_init_v2(s.as_mut_ptr(), std::mem::size_of::<LanceAggregateSpec>()), 0);
+    unsafe { s.assume_init() }
+}
+
+fn read(stream: &mut FFI_ArrowArrayStream) -> Vec<RecordBatch> {
+    let s = std::mem::replace(stream, FFI_ArrowArrayStream::empty());
+    ArrowArrayStreamReader::try_new(s).unwrap().map(|b| b.unwrap()).collect()
+}
+
+fn int(batches: &[RecordBatch], name: &str) -> Vec<Option<i64>> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
+            let c = c.as_any().downcast_ref::<Int64Array>().unwrap().clone();
+            (0..c.len()).map(move |i| c.is_valid(i).then(|| c.value(i))).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
+    let uri = table_uri("aggregate");
+    let p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    write(&uri, std::ptr::null(), vec![rows(0..1000), rows(1000..2000), rows(2000..3000)], &p).unwrap();
+    let ds = Ds::open(&uri, 0);
+    let pred = cstr("id % 10 = 7");
+    assert_eq!(lance_dataset_delete(ds.ptr(), pred.as_ptr(), std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut()), 0, "{}", last_message());
+    let ds = Ds::open(&uri, 0);
+    let kept: Vec<i64> = (0..3000).filter(|i| i % 10 != 7).collect();
+
+    // COUNT(*), COUNT(name) (NULL for every fifth id), SUM(id), MAX(id) named "top"
+    let names = cstrs(&["", "name", "id", "id"]);
+    let mut columns = names.ptrs.clone();
+    columns[0] = std::ptr::null();
+    let top = cstr("top");
+    let aliases = [std::ptr::null(), std::ptr::null(), std::ptr::null(), top.as_ptr()];
+    let functions = [1, 2, 3, 5];
+    let mut s = spec();
+    s.functions = functions.as_ptr();
+    s.columns = columns.as_ptr();
+    s.aliases = aliases.as_ptr();
+    s.num_aggregates = 4;
+    let check = |b: &[RecordBatch]| {
+        assert_eq!(b.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+        assert_eq!(int(b, "count(*)"), vec![Some(kept.len() as i64)]);
+        assert_eq!(int(b, "count(name)"), vec![Some(kept.iter().filter(|i| *i % 5 != 0).count() as i64)]);
+        assert_eq!(int(b, "sum(id)"), vec![Some(kept.iter().sum::<i64>())]);
+        assert_eq!(int(b, "top"), vec![Some(2999)]);
+    };
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &s, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    check(&read(&mut out));
+
+    // partial states of every sliced split, shipped as bytes, merged
+    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan_slices(ds.ptr(), 400, &mut plan), 0, "{}", last_message());
+    let n = lance_split_plan_count(plan);
+    assert!(n >= 6, "{n} splits");
+    let mut partials = Vec::new();
+    for i in 0..n {
+        let split = lance_split_plan_get(plan, i);
+        let mut part = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_aggregate_split(ds.ptr(), split, &s, &mut part, std::ptr::null_mut()), 0, "{}", last_message());
+        partials.push(part);
+        lance_split_free(split);
+    }
+    lance_split_plan_free(plan);
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_aggregate_merge(partials.as_mut_ptr(), partials.len(), &mut merged), 0, "{}", last_message());
+    assert!(partials.iter().all(|p| p.release.is_none()), "the merge took every partial stream");
+    check(&read(&mut merged));
+
+    // bad specs: each refused with INVALID_ARGUMENT naming what is wrong
+    let refused = |s: &LanceAggregateSpec, needle: &str| {
+        let mut out = FFI_ArrowArrayStream::empty();
+        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
+        assert_eq!(rc, LANCE_ERR_INVALID_ARGUMENT as i32, "{needle}: {}", last_message());
+        assert!(last_message().contains(needle), "{needle}: {}", last_message());
+        assert!(out.release.is_none(), "no stream on failure");
+    };
+    refused(&spec(), "at least one aggregate");
+    let mut bad = s;
+    bad.functions = std::ptr::null();
+    refused(&bad, "spec->functions");
+    let wrong = [99, 2, 3, 5];
+    let mut bad = s;
+    bad.functions = wrong.as_ptr();
+    refused(&bad, "spec->functions[0] is 99");
+    let mut bad = s;
+    bad.num_aggregates = 10_000;
+    refused(&bad, "at most 1024");
+    let mut bad = s;
+    bad.struct_size = 8;
+    refused(&bad, "struct_size");
+    let empty = cstr("");
+    let mut bad = s;
+    bad.filter_sql = empty.as_ptr();
+    refused(&bad, "filter is empty");
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), std::ptr::null(), &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert_eq!(lance_dataset_aggregate(std::ptr::null(), &s, &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &s, std::ptr::null_mut(), std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert_eq!(lance_aggregate_init_v2(std::ptr::null_mut(), 64), LANCE_ERR_INVALID_ARGUMENT as i32);
+    // merges of nothing, of released streams, of batches that are not partial states
+    assert_eq!(lance_aggregate_merge(std::ptr::null_mut(), 0, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32);
+    let mut released = [FFI_ArrowArrayStream::empty()];
+    assert_eq!(lance_aggregate_merge(released.as_mut_ptr(), 1, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32);
+    let mut plain = [stream_of(vec![rows(0..3)])];
+    assert_eq!(lance_aggregate_merge(plain.as_mut_ptr(), 1, &mut out), LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(last_message().contains("not a partial-state batch"), "{}", last_message());
+    assert!(plain[0].release.is_none(), "released on failure too");
+    assert!(out.release.is_none());
+}
