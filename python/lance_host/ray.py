@@ -161,6 +161,33 @@ def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Option
     return (merged, [p for p, _ in parts]) if return_pids else merged
 
 
+@ray.remote
+def _aggregate_split(token, split: bytes, aggregates, group_by, filter, storage_options):
+    ds = lh.open_snapshot(token, storage_options=storage_options)
+    part, io = ds.aggregate_split(lh.Split.from_bytes(split), aggregates, group_by=group_by, filter=filter)
+    return os.getpid(), part, io.read_requests
+
+
+def aggregate(uri: str, aggregates, *, group_by=None, filter: Optional[str] = None, target_rows: int = 0,
+              version: Optional[int] = None, storage_options: Optional[dict] = None, return_pids: bool = False):
+    """Distributed aggregate: the driver pins the table and plans scan splits (row slices of
+    about `target_rows` visible rows; 0 = one per fragment), one Ray task per split computes the
+    split's partial states (a few rows per group; only the aggregated, grouped and filtered
+    columns are read), and the driver merges them (`lance_host.merge_aggregates`). `aggregates`,
+    `group_by` and `filter` as `Dataset.aggregate`. Returns a pyarrow Table equal to
+    `Dataset.aggregate` on the pinned version (with `return_pids`, also the worker pids)."""
+    ds = lh.open(uri, version=version, storage_options=storage_options)
+    token = ray.put(ds.export_snapshot())
+    plan = ds.plan_scan(target_rows, slices=True)
+    parts = ray.get([_aggregate_split.remote(token, bytes(s), aggregates, group_by, filter, storage_options)
+                     for s in plan])
+    if not parts:
+        merged = ds.aggregate(aggregates, group_by=group_by, filter=filter)
+    else:
+        merged = lh.merge_aggregates([t for _, t, _ in parts])
+    return (merged, [p for p, _, _ in parts]) if return_pids else merged
+
+
 class LanceHostDatasink(Datasink):
     """A Ray Data sink with the staged protocol: the driver pins the table's version (or plans a
     create when the table does not exist), each write task stages its blocks on it (nothing

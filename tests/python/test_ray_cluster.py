@@ -85,3 +85,25 @@ def test_a_misspelled_keyword_is_an_error(cluster, tmp_path):
     lance.write_dataset(pa.table({"id": [1, 2, 3]}), uri)
     with pytest.raises(lh.InvalidArgumentError, match="did you mean 'target_rows'"):
         lhr.read_lance_host(uri, target_row=10)
+
+
+def test_a_distributed_aggregate_runs_on_both_nodes_and_equals_pyarrow(cluster, tmp_path):
+    uri = str(tmp_path / "agg.lance")
+    ids = np.arange(12_000)
+    lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64()),
+                                  "g": pa.array([f"g{i % 4}" if i % 29 else None for i in ids]),
+                                  "x": pa.array((ids % 1000) / 7.0),
+                                  "n": pa.array((ids * 31) % 5000, pa.int32())}), uri)
+    lance.dataset(uri).delete("id % 11 = 4")
+    aggs = [([], "count_all"), ("x", "sum"), ("n", "max"), ("n", "mean"), ("id", "min")]
+    got, pids = lhr.aggregate(uri, aggs, group_by="g", filter="n > 100", target_rows=1_500, return_pids=True)
+    assert len(pids) == len(lh.open(uri).plan_scan(1_500)) >= 7 and len(set(pids)) >= 2
+    expected = lance.dataset(uri).to_table(filter="n > 100").group_by("g").aggregate(aggs)
+    key = lambda r: str(r["g"])  # noqa: E731
+    ours = sorted(got.to_pylist(), key=key)
+    want = sorted(expected.rename_columns(got.column_names).to_pylist(), key=key)
+    assert len(ours) == len(want) == 5
+    for a, b in zip(ours, want):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert a[k] == pytest.approx(b[k], rel=1e-12) if isinstance(a[k], float) else a[k] == b[k], (k, a, b)
