@@ -527,3 +527,46 @@ def test_a_one_fragment_table_is_scanned_by_every_core(con, metrics, tmp_path):
     kept = ds.to_table(columns=["id"])["id"].to_pylist()
     assert got == (len(kept), sum(kept), len(kept))
     assert metrics("ops.scan") - before == want_splits
+
+
+def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metrics, tmp_path):
+    """lance_aggregate runs the aggregate inside lance-host (partial states per split, merged)
+    and hands DuckDB the result rows; equal to DuckDB's own GROUP BY over lance_scan of the
+    table pylance wrote (with deletions), and to pyarrow's."""
+    import numpy as np
+    import pyarrow as pa
+
+    t = str(tmp_path / "agg.lance")
+    ids = np.arange(20_000)
+    lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64()),
+                                  "g": pa.array([None if i % 37 == 0 else f"g{i % 6}" for i in ids]),
+                                  "n": pa.array((ids * 7) % 1000, pa.int32()),
+                                  "x": pa.array(np.where(ids % 19 == 0, np.nan, (ids % 500) / 3.0))}),
+                        t, max_rows_per_file=5_000)
+    lance.dataset(t).delete("id % 13 = 1")
+    before = metrics("ops.aggregate")
+    ours = con.execute(
+        f"SELECT * FROM lance_aggregate('{t}', group_by := ['g'], "
+        "aggregates := ['count(*)', 'sum(n)', 'min(n)', 'max(id)', 'avg(n)', 'count(g)', 'sum(x)'], "
+        "filter := 'n > 10') ORDER BY g NULLS FIRST").fetchall()
+    assert metrics("ops.aggregate") > before, "the aggregate ran in lance-host"
+    duck = con.execute(
+        f"SELECT g, count(*), sum(n), min(n), max(id), avg(n), count(g), sum(x) FROM lance_scan('{t}') "
+        "WHERE n > 10 GROUP BY g ORDER BY g NULLS FIRST").fetchall()
+    assert len(ours) == len(duck) == 7
+    for a, b in zip(ours, duck):
+        assert a[:5] == b[:5] and a[6] == b[6], (a, b)
+        assert a[5] == pytest.approx(b[5], rel=1e-12)
+        assert (np.isnan(a[7]) and np.isnan(b[7])) or a[7] == pytest.approx(b[7], rel=1e-12), (a, b)
+    cols = [d[0] for d in con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").description]
+    assert cols == ["count(*)"]
+    assert con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").fetchall() == [
+        (lance.dataset(t).count_rows(),)]
+    # errors are SQL errors naming the problem
+    for call, needle in [(f"lance_aggregate('{t}', aggregates := ['median(n)'])", "median(n)"),
+                         (f"lance_aggregate('{t}', aggregates := ['sum(nope)'])", "nope"),
+                         (f"lance_aggregate('{t}', aggregates := ['sum(g)'])", "SUM of a Utf8"),
+                         (f"lance_aggregate('{t}')", "aggregates :="),
+                         (f"lance_aggregate('{t}', aggregates := ['count(*)'], filter := 'id = $1')", "placeholder")]:
+        with pytest.raises(duckdb.Error, match=needle.replace("(", r"\(").replace(")", r"\)").replace("$", r"\$")):
+            con.execute(f"SELECT * FROM {call}").fetchall()
