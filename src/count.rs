@@ -30,7 +30,7 @@ pub fn count_split(snapshot: &Snapshot, split: &crate::plan::Split, filter: Opti
     count_rows_sliced(snapshot, Some(&split.fragment_ids), slice, filter)
 }
 
-fn count_rows_sliced(
+pub(crate) fn count_rows_sliced(
     snapshot: &Snapshot,
     fragment_ids: Option<&[u64]>,
     slice: Option<(u64, crate::plan::RowSlice)>,

@@ -112,6 +112,9 @@ fn partial(
     crate::metrics::op(crate::metrics::Op::Aggregate);
     let (resolved, group_fields) = prepare(snapshot, spec)?;
     let schema = partial_schema(&group_fields, &resolved);
+    if let Some(answer) = from_manifest(snapshot, spec, &resolved, &schema, fragments, slice)? {
+        return Ok(answer);
+    }
     let stats = OpStats::default();
     let ds = stats.dataset(snapshot);
     let mut scanner = ds.scan();
@@ -152,6 +155,38 @@ fn partial(
     .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
     let batch = conform(&schema, batches)?;
     Ok((batch, stats.snapshot()))
+}
+
+/// The statistics shortcut: with no filter and no group-by, COUNT(*) — and COUNT(col) of a
+/// column the schema declares non-nullable — is the manifest's count of visible rows (rows per
+/// fragment minus deleted rows; a row slice's from its deletion vector): no data page is read.
+/// None when any aggregate needs the data. Lance 14's data files keep no per-column minimum or
+/// maximum in their footers, so MIN and MAX always read the column.
+fn from_manifest(
+    snapshot: &Snapshot,
+    spec: &AggregateSpec,
+    resolved: &[Resolved],
+    schema: &SchemaRef,
+    fragments: Option<&[u64]>,
+    slice: Option<(u64, crate::plan::RowSlice)>,
+) -> Result<Option<(RecordBatch, IoStats)>> {
+    if spec.filter.is_some() || !spec.group_by.is_empty() {
+        return Ok(None);
+    }
+    let table = snapshot.arrow_schema();
+    let counts_rows = |r: &Resolved| match (r.aggregate.function, &r.aggregate.column) {
+        (Function::CountStar, _) => true,
+        (Function::Count, Some(c)) => table.field_with_name(c).map(|f| !f.is_nullable()).unwrap_or(false),
+        _ => false,
+    };
+    if !resolved.iter().all(counts_rows) {
+        return Ok(None);
+    }
+    let (rows, io) = crate::count::count_rows_sliced(snapshot, fragments, slice, None)?;
+    let rows = i64::try_from(rows).map_err(|_| HostError::internal("row count beyond int64"))?;
+    let columns: Vec<ArrayRef> = schema.fields().iter().map(|_| Arc::new(Int64Array::from(vec![rows])) as ArrayRef).collect();
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| HostError::internal(format!("aggregate states: {e}")))?;
+    Ok(Some((batch, io)))
 }
 
 /// Lance's output batches as one batch of `schema` (state types made exact: a decimal sum's

@@ -671,6 +671,54 @@ fn counts_on_s3_read_no_data_without_a_filter() {
     assert!(n > 0);
 }
 
+#[test]
+fn aggregates_on_s3_count_from_the_manifest_and_read_only_their_columns() {
+    use lance_host::ffi::aggregate::*;
+    let s = shared();
+    let ds = open_s3(s.facts.get("vectors.uri"), &s.endpoint).unwrap();
+    let run = |function: i32, column: Option<&str>| -> (Vec<arrow::array::RecordBatch>, LanceIoStats) {
+        let col = column.map(cstr);
+        let columns = [col.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())];
+        let functions = [function];
+        let mut spec = std::mem::MaybeUninit::<LanceAggregateSpec>::uninit();
+        assert_eq!(lance_aggregate_init_v2(spec.as_mut_ptr(), std::mem::size_of::<LanceAggregateSpec>()), 0);
+        let mut spec = unsafe { spec.assume_init() };
+        spec.functions = functions.as_ptr();
+        spec.columns = columns.as_ptr();
+        spec.num_aggregates = 1;
+        let mut out = FFI_ArrowArrayStream::empty();
+        let mut io = LanceIoStats::default();
+        assert_eq!(lance_dataset_aggregate(ds.ptr(), &spec, &mut out, &mut io), 0, "{}", last_message());
+        let batches = arrow::ffi_stream::ArrowArrayStreamReader::try_new(out).unwrap().map(|b| b.unwrap()).collect();
+        (batches, io)
+    };
+    let value = |b: &[arrow::array::RecordBatch]| {
+        let c = b[0].column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().value(0);
+        c
+    };
+    // COUNT(*) without a filter: the manifest's counts, no request
+    let (count, io) = run(1, None);
+    assert_eq!(io.read_requests, 0, "COUNT(*) read storage: {io:?}");
+    let (rows, full) = scan_stats(&ds, &default_opts());
+    assert_eq!(value(&count) as usize, rows);
+    // SUM(id) reads the id column only: far fewer bytes than the scan of every column
+    let (sum, io) = run(3, Some("id"));
+    assert!(io.read_requests > 0 || io.data_cache_hits > 0, "{io:?}");
+    assert!(io.read_bytes + io.data_cache_hit_bytes < (full.read_bytes + full.data_cache_hit_bytes) / 4, "sum {io:?} vs scan {full:?}");
+    let mut o = default_opts();
+    let id = cstr("id");
+    let cols = [id.as_ptr()];
+    o.columns = cols.as_ptr();
+    o.num_columns = 1;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), 0, "{}", last_message());
+    let ids: i64 = arrow::ffi_stream::ArrowArrayStreamReader::try_new(stream)
+        .unwrap()
+        .map(|b| b.unwrap().column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().iter().flatten().sum::<i64>())
+        .sum();
+    assert_eq!(value(&sum), ids);
+}
+
 /// A deliberately slow store (a delaying proxy in front of the S3-compatible server): a scan
 /// cancelled while the host is blocked in `get_next` returns promptly with ECANCELED and its
 /// I/O stops; a call context's deadline ends a stream with ETIMEDOUT and a blocking prewarm
