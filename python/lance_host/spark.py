@@ -765,3 +765,39 @@ def build_index(spark, uri: str, column: str, index_type: str, *, name: str | No
                               unindexed_only=unindexed_only, merge=merge, model=model,
                               storage_options=storage_options, **params)
     return (ds, kept, pids) if return_pids else (ds, kept)
+
+
+def _aggregate_split(args):
+    import lance_host as lh
+
+    token, split, aggregates, group_by, filter, storage_options = args
+    ds = lh.open_snapshot(token, storage_options=storage_options)
+    part, _ = ds.aggregate_split(lh.Split.from_bytes(split), aggregates, group_by=group_by, filter=filter)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, part.schema) as w:
+        w.write_table(part)
+    return os.getpid(), sink.getvalue().to_pybytes()
+
+
+def aggregate(spark, uri: str, aggregates, *, group_by=None, filter: str | None = None, target_rows: int = 0,
+              version: int | None = None, storage_options: dict | None = None, return_pids: bool = False) -> pa.Table:
+    """A distributed aggregate with Spark: the driver pins the table and plans scan splits, one
+    Spark task per split computes its partial states on an executor (only the aggregated,
+    grouped and filtered columns are read; a few rows per group travel back as Arrow IPC), and
+    the driver merges them (lance_host.merge_aggregates). Arguments as
+    `lance_host.Dataset.aggregate`. pyspark's Python data source API has no aggregate pushdown,
+    so `df.groupBy().agg()` on a lance_host DataFrame aggregates in Spark; this function is the
+    Python route to aggregates inside the splits (the JVM connector's job for Spark SQL).
+    Returns a pyarrow Table equal to `Dataset.aggregate` on the pinned version."""
+    import lance_host as lh
+
+    ds = lh.open(uri, version=version, storage_options=storage_options)
+    plan = ds.plan_scan(target_rows, slices=True)
+    if not plan:
+        result = ds.aggregate(aggregates, group_by=group_by, filter=filter)
+        return (result, []) if return_pids else result
+    token = ds.export_snapshot()
+    jobs = [(token, bytes(s), aggregates, group_by, filter, storage_options) for s in plan]
+    out = spark.sparkContext.parallelize(jobs, len(jobs)).map(_aggregate_split).collect()
+    result = lh.merge_aggregates([pa.ipc.open_stream(b).read_all() for _, b in out])
+    return (result, [p for p, _ in out]) if return_pids else result

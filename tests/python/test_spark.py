@@ -584,3 +584,32 @@ def test_unknown_options_are_errors_and_paths_work(spark, table, tmp_path):
         df.select("id").write.format("lance_host").option("max_rows_per_fle", "10").mode("append").save(out)
     with pytest.raises(Exception, match="option 'uri' \\(the table to write\\) is required"):
         df.select("id").write.format("lance_host").mode("append").save()
+
+
+def test_a_distributed_aggregate_on_executors_equals_spark_and_pyarrow(spark, table):
+    """lance_host.spark.aggregate: one task per split computes partial states on an executor,
+    the driver merges; equal to Spark's own groupBy over the lance_host DataFrame and to pyarrow
+    over pylance's rows (a table with deletions and an appended, unindexed fragment)."""
+    from pyspark.sql import functions as F
+
+    from lance_host.spark import aggregate
+
+    uri, py = table
+    aggs = [([], "count_all"), ("price", "sum"), ("u32", "max"), ("id", "min"), ("price", "mean")]
+    got, pids = aggregate(spark, uri, aggs, group_by="cat", filter="flag = false", target_rows=300, return_pids=True)
+    assert len(pids) == len(lh.open(uri).plan_scan(300)) >= 8
+    ours = {r["cat"]: r for r in got.to_pylist()}
+    df = spark.read.format("lance_host").option("uri", uri).load()
+    by_spark = {r["cat"]: r for r in df.where("flag = false").groupBy("cat").agg(
+        F.count("*").alias("n"), F.sum("price").alias("s"), F.max("u32").alias("mx"), F.min("id").alias("mn"),
+        F.avg("price").alias("a")).collect()}
+    assert ours.keys() == by_spark.keys() and len(ours) == 4
+    for k, r in ours.items():
+        s = by_spark[k]
+        assert (r["count(*)"], r["max(u32)"], r["min(id)"]) == (s["n"], s["mx"], s["mn"])
+        assert r["sum(price)"] == pytest.approx(s["s"], rel=1e-12) and r["avg(price)"] == pytest.approx(s["a"], rel=1e-12)
+    expected = py.to_table(filter="flag = false").group_by("cat").aggregate(aggs)
+    for r in expected.rename_columns(got.column_names).to_pylist():
+        o = ours[r["cat"]]
+        assert o["count(*)"] == r["count(*)"] and o["max(u32)"] == r["max(u32)"] and o["min(id)"] == r["min(id)"]
+        assert o["sum(price)"] == pytest.approx(r["sum(price)"], rel=1e-12)
