@@ -281,9 +281,14 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     retry, row-level changes, index builds, maintenance), and Spark with Ray."""
     root, ds = warehouse
     blocks = python_md_snippets()
-    assert len(blocks) == 3, len(blocks)
+    assert len(blocks) == 4, len(blocks)
     run_python(localize(blocks[0], root), tmp_path)
     writes = run_python(localize(blocks[1], root), tmp_path)
-    assert printed(writes, "notes") == [str(lance.dataset(str(root / "notes.lance")).count_rows())]
-    engines = run_python(localize(blocks[2], root), tmp_path, timeout=900)
+    notes = lance.dataset(str(root / "notes.lance"))
+    assert printed(writes, "notes") == [str(notes.count_rows())]
+    aggregates = run_python(localize(blocks[2], root), tmp_path)
+    groups = notes.to_table(filter="id > 100").group_by("val").aggregate([([], "count_all")])
+    assert printed(aggregates, "groups") == [f"{groups.num_rows} {groups.num_rows}"]
+    assert printed(aggregates, "rows counted") == [str(notes.count_rows("id > 100"))]
+    engines = run_python(localize(blocks[3], root), tmp_path, timeout=900)
     assert "|category|count|" in engines.replace(" ", "")
