@@ -218,7 +218,14 @@ static duckdb_logical_type duck_type(const struct ArrowSchema* f, size_t* list_s
   else if (strcmp(fmt, "g") == 0) t = DUCKDB_TYPE_DOUBLE;
   else if (strcmp(fmt, "b") == 0) t = DUCKDB_TYPE_BOOLEAN;
   else if (strcmp(fmt, "u") == 0 || strcmp(fmt, "U") == 0) t = DUCKDB_TYPE_VARCHAR;
-  else if (strncmp(fmt, "+w:", 3) == 0 && f->n_children == 1 &&
+  else if (strcmp(fmt, "tdD") == 0) t = DUCKDB_TYPE_DATE;       /* int32 days: DuckDB's DATE */
+  else if (strcmp(fmt, "tsu:") == 0) t = DUCKDB_TYPE_TIMESTAMP; /* int64 microseconds, no zone */
+  else if (strncmp(fmt, "d:", 2) == 0) {
+    int p = 0, sc = 0, bits = 128;
+    /* decimal128 "d:p,s" (or "d:p,s,128"); negative scales are not DuckDB's */
+    if (sscanf(fmt + 2, "%d,%d,%d", &p, &sc, &bits) >= 2 && bits == 128 && p >= 1 && p <= 38 && sc >= 0 && sc <= p)
+      return duckdb_create_decimal_type((uint8_t)p, (uint8_t)sc);
+  } else if (strncmp(fmt, "+w:", 3) == 0 && f->n_children == 1 &&
            (strcmp(f->children[0]->format, "f") == 0 || strcmp(f->children[0]->format, "g") == 0)) {
     *list_size = (size_t)strtoull(fmt + 3, NULL, 10);
     duckdb_logical_type child =
@@ -871,7 +878,27 @@ static void copy_rows(const struct ArrowArray* a, const struct ArrowSchema* type
     validity = duckdb_vector_get_validity(v);
   }
   size_t w = width_of(fmt);
-  if (w > 0) {
+  if (strcmp(fmt, "tdD") == 0) w = 4;
+  if (strcmp(fmt, "tsu:") == 0) w = 8;
+  if (strncmp(fmt, "d:", 2) == 0) {
+    /* decimal128: 16-byte little-endian integers; DuckDB stores DECIMAL(p, s) in 2, 4, 8 or 16
+       bytes by p (the values fit by the precision both sides declare) */
+    int p = atoi(fmt + 2);
+    const int64_t* in = (const int64_t*)a->buffers[1] + 2 * (a->offset + from);
+    void* out = duckdb_vector_get_data(v);
+    for (idx_t i = 0; i < n; i++) {
+      int64_t lo = in[2 * i];
+      if (p <= 4) ((int16_t*)out)[i] = (int16_t)lo;
+      else if (p <= 9) ((int32_t*)out)[i] = (int32_t)lo;
+      else if (p <= 18) ((int64_t*)out)[i] = lo;
+      else {
+        duckdb_hugeint h;
+        h.lower = (uint64_t)lo;
+        h.upper = in[2 * i + 1];
+        ((duckdb_hugeint*)out)[i] = h;
+      }
+    }
+  } else if (w > 0) {
     memcpy(duckdb_vector_get_data(v), (const uint8_t*)a->buffers[1] + (size_t)(a->offset + from) * w, n * w);
   } else if (fmt[0] == 'b') {
     bool* out = (bool*)duckdb_vector_get_data(v);
@@ -1250,8 +1277,7 @@ static void aggregate_bind(duckdb_bind_info info) {
     if (!c->supported) {
       char msg[512];
       snprintf(msg, sizeof msg,
-               "lance_aggregate: result column %s has Arrow type '%s', which this extension cannot hand to DuckDB "
-               "(decimals, dates and timestamps: aggregate them with DuckDB over lance_scan)",
+               "lance_aggregate: result column %s has Arrow type '%s', which this extension cannot hand to DuckDB",
                f->name, f->format);
       if (t) duckdb_destroy_logical_type(&t);
       schema.release(&schema);

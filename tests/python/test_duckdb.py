@@ -541,7 +541,12 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
     lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64()),
                                   "g": pa.array([None if i % 37 == 0 else f"g{i % 6}" for i in ids]),
                                   "n": pa.array((ids * 7) % 1000, pa.int32()),
-                                  "x": pa.array(np.where(ids % 19 == 0, np.nan, (ids % 500) / 3.0))}),
+                                  "x": pa.array(np.where(ids % 19 == 0, np.nan, (ids % 500) / 3.0)),
+                                  "dec": pa.array(ids * 37 % 100_000 - 50_000, pa.int64()).cast(pa.decimal128(19, 0))
+                                  .cast(pa.decimal128(15, 2)),
+                                  "big": pa.array(ids, pa.int64()).cast(pa.decimal128(30, 3)),
+                                  "d": pa.array(ids % 3000, pa.int32()).cast(pa.date32()),
+                                  "ts": pa.array(ids * 1_000_003, pa.int64()).cast(pa.timestamp("us"))}),
                         t, max_rows_per_file=5_000)
     lance.dataset(t).delete("id % 13 = 1")
     before = metrics("ops.aggregate")
@@ -558,6 +563,20 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
         assert a[:5] == b[:5] and a[6] == b[6], (a, b)
         assert a[5] == pytest.approx(b[5], rel=1e-12)
         assert (np.isnan(a[7]) and np.isnan(b[7])) or a[7] == pytest.approx(b[7], rel=1e-12), (a, b)
+    # decimals, dates and timestamps: lance_scan hands them to DuckDB as DECIMAL, DATE, TIMESTAMP
+    # (equal to pylance's values), and lance_aggregate's results of those types equal DuckDB's
+    scanned = con.execute(f"SELECT id, dec, big, d, ts FROM lance_scan('{t}') ORDER BY id").fetchall()
+    py = lance.dataset(t).to_table(columns=["id", "dec", "big", "d", "ts"]).sort_by("id").to_pylist()
+    assert scanned == [tuple(r.values()) for r in py]
+    ours = con.execute(
+        f"SELECT * FROM lance_aggregate('{t}', group_by := ['g'], aggregates := ['sum(dec)', 'avg(dec)', "
+        "'min(d)', 'max(ts)', 'sum(big)']) ORDER BY g NULLS FIRST").fetchall()
+    duck = con.execute(
+        f"SELECT g, sum(dec), avg(dec), min(d), max(ts), sum(big) FROM lance_scan('{t}') GROUP BY g ORDER BY g NULLS FIRST").fetchall()
+    assert len(ours) == len(duck) == 7
+    for a, b in zip(ours, duck):
+        assert a[0] == b[0] and a[1] == b[1] and a[3:] == b[3:], (a, b)
+        assert abs(float(a[2]) - b[2]) <= 0.0051, (a, b)   # lance: rounded to the column scale; DuckDB: a double
     cols = [d[0] for d in con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").description]
     assert cols == ["count(*)"]
     assert con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").fetchall() == [
