@@ -271,9 +271,18 @@ fn describe(schema: &Schema) -> Result<(usize, Vec<StateField>)> {
     for (index, f) in schema.fields().iter().enumerate().skip(groups) {
         let m = f.metadata();
         let get = |k: &str| m.get(k).ok_or_else(|| bad(&format!("column '{}' lacks '{k}'", f.name())));
-        let aggregate: usize = get(META_AGGREGATE)?.parse().map_err(|_| bad("a bad aggregate index"))?;
+        let aggregate: usize = get(META_AGGREGATE)?
+            .parse()
+            .ok()
+            .filter(|i| *i < spec::MAX_AGGREGATES)
+            .ok_or_else(|| bad("a bad aggregate index"))?;
         let state = State::from_suffix(get(META_STATE)?).ok_or_else(|| bad("an unknown state"))?;
         let kind = Kind::from_tag(get(META_KIND)?).ok_or_else(|| bad("an unknown kind"))?;
+        // the state's type is the one its kind gives (MIN and MAX: the column's, any)
+        let want = spec::state_type(state, &kind, Some(f.data_type()));
+        if f.data_type() != &want {
+            return Err(bad(&format!("column '{}' is {}, its state needs {want}", f.name(), f.data_type())));
+        }
         out.push(StateField {
             index,
             aggregate,
@@ -323,7 +332,8 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
         let df = df.aggregate(group, combine)?;
         df.collect().await
     })?
-    .map_err(|e| HostError::internal(format!("cannot merge the partial states: {e}")))?;
+    // partial states of this library always merge; a failure is the input's (forged metadata)
+    .map_err(|e| HostError::invalid(format!("cannot merge the partial states: {e}")))?;
     let merged = conform(&schema, merged)?;
     finish(&merged, groups, &states)
 }

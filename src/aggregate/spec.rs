@@ -46,19 +46,6 @@ impl Function {
             Function::Avg => "avg",
         }
     }
-
-    /// Parse "count", "sum", ... (any case); "count" with no column is COUNT(*).
-    pub fn parse(name: &str, has_column: bool) -> Option<Self> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "count" | "count_all" | "count(*)" if !has_column => Function::CountStar,
-            "count" => Function::Count,
-            "sum" => Function::Sum,
-            "min" => Function::Min,
-            "max" => Function::Max,
-            "avg" | "mean" => Function::Avg,
-            _ => return None,
-        })
-    }
 }
 
 /// One aggregate of a spec.

@@ -244,5 +244,22 @@ def test_hostile_specs_are_clean_errors(table):
         lh.merge_aggregates([pa.table({"x": [1]})])
     with pytest.raises(lh.InvalidArgumentError, match="no partial states"):
         lh.merge_aggregates([])
+
+    # forged state metadata: refused by name, never a crash or a wrong merge
+    good = ds.aggregate_split(plan[0], [([], "count_all"), ("i64", "sum")], group_by="g")[0]
+
+    def forged(column, **meta):
+        i = good.schema.get_field_index(column)
+        f = good.schema.field(i)
+        m = {k.decode(): v.decode() for k, v in f.metadata.items()}
+        m.update(meta)
+        return good.cast(good.schema.set(i, f.with_metadata(m)))
+
+    for t, needle in [(forged("agg1_sum", **{"lance_host.kind": "float"}), "its state needs Float64"),
+                      (forged("agg0_count", **{"lance_host.state": "sum", "lance_host.kind": "signed"}), "state needs"),
+                      (forged("agg0_count", **{"lance_host.aggregate": str(10 ** 12)}), "bad aggregate index"),
+                      (forged("agg0_count", **{"lance_host.state": "median"}), "unknown state")]:
+        with pytest.raises(lh.InvalidArgumentError, match=needle):
+            lh.merge_aggregates([t])
     # the table is still fine
     assert ds.aggregate([([], "count_all")]).column(0)[0].as_py() == lance.dataset(table).count_rows()
