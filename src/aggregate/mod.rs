@@ -102,20 +102,32 @@ fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, 
 }
 
 /// The partial states of the rows of `fragments` (None = all) — or of one fragment's row slice —
-/// that match the spec's filter.
+/// that match the spec's filter, with the I/O they caused.
 fn partial(
     snapshot: &Snapshot,
     spec: &AggregateSpec,
     fragments: Option<&[u64]>,
     slice: Option<(u64, crate::plan::RowSlice)>,
 ) -> Result<(RecordBatch, IoStats)> {
+    let stats = OpStats::default();
+    let batch = partial_with(snapshot, spec, fragments, slice, &stats)?;
+    Ok((batch, stats.snapshot()))
+}
+
+/// `partial`, counting its I/O in `stats` (shared by the splits of one call).
+fn partial_with(
+    snapshot: &Snapshot,
+    spec: &AggregateSpec,
+    fragments: Option<&[u64]>,
+    slice: Option<(u64, crate::plan::RowSlice)>,
+    stats: &OpStats,
+) -> Result<RecordBatch> {
     crate::metrics::op(crate::metrics::Op::Aggregate);
     let (resolved, group_fields) = prepare(snapshot, spec)?;
     let schema = partial_schema(&group_fields, &resolved);
-    if let Some(answer) = from_manifest(snapshot, spec, &resolved, &schema, fragments, slice)? {
-        return Ok(answer);
+    if counts_from_manifest(snapshot, spec, &resolved) {
+        return from_manifest(snapshot, &schema, fragments, slice);
     }
-    let stats = OpStats::default();
     let ds = stats.dataset(snapshot);
     let mut scanner = ds.scan();
     let lance_err = |e| HostError::from_lance("cannot plan the aggregate", e);
@@ -153,40 +165,37 @@ fn partial(
         futures::TryStreamExt::try_collect::<Vec<_>>(stream).await.map_err(lance::Error::from)
     })?
     .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
-    let batch = conform(&schema, batches)?;
-    Ok((batch, stats.snapshot()))
+    conform(&schema, batches)
+}
+
+/// Whether the manifest answers `spec` (the statistics shortcut below).
+fn counts_from_manifest(snapshot: &Snapshot, spec: &AggregateSpec, resolved: &[Resolved]) -> bool {
+    if spec.filter.is_some() || !spec.group_by.is_empty() {
+        return false;
+    }
+    let table = snapshot.arrow_schema();
+    resolved.iter().all(|r| match (r.aggregate.function, &r.aggregate.column) {
+        (Function::CountStar, _) => true,
+        (Function::Count, Some(c)) => table.field_with_name(c).map(|f| !f.is_nullable()).unwrap_or(false),
+        _ => false,
+    })
 }
 
 /// The statistics shortcut: with no filter and no group-by, COUNT(*) — and COUNT(col) of a
 /// column the schema declares non-nullable — is the manifest's count of visible rows (rows per
 /// fragment minus deleted rows; a row slice's from its deletion vector): no data page is read.
-/// None when any aggregate needs the data. Lance 14's data files keep no per-column minimum or
-/// maximum in their footers, so MIN and MAX always read the column.
+/// Lance 14's data files keep no per-column minimum or maximum in their footers, so MIN and MAX
+/// always read the column.
 fn from_manifest(
     snapshot: &Snapshot,
-    spec: &AggregateSpec,
-    resolved: &[Resolved],
     schema: &SchemaRef,
     fragments: Option<&[u64]>,
     slice: Option<(u64, crate::plan::RowSlice)>,
-) -> Result<Option<(RecordBatch, IoStats)>> {
-    if spec.filter.is_some() || !spec.group_by.is_empty() {
-        return Ok(None);
-    }
-    let table = snapshot.arrow_schema();
-    let counts_rows = |r: &Resolved| match (r.aggregate.function, &r.aggregate.column) {
-        (Function::CountStar, _) => true,
-        (Function::Count, Some(c)) => table.field_with_name(c).map(|f| !f.is_nullable()).unwrap_or(false),
-        _ => false,
-    };
-    if !resolved.iter().all(counts_rows) {
-        return Ok(None);
-    }
-    let (rows, io) = crate::count::count_rows_sliced(snapshot, fragments, slice, None)?;
+) -> Result<RecordBatch> {
+    let (rows, _) = crate::count::count_rows_sliced(snapshot, fragments, slice, None)?;
     let rows = i64::try_from(rows).map_err(|_| HostError::internal("row count beyond int64"))?;
     let columns: Vec<ArrayRef> = schema.fields().iter().map(|_| Arc::new(Int64Array::from(vec![rows])) as ArrayRef).collect();
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| HostError::internal(format!("aggregate states: {e}")))?;
-    Ok(Some((batch, io)))
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| HostError::internal(format!("aggregate states: {e}")))
 }
 
 /// Lance's output batches as one batch of `schema` (state types made exact: a decimal sum's
@@ -240,10 +249,43 @@ pub fn aggregate_partial(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(R
     partial(snapshot, spec, None, None)
 }
 
-/// The results of `spec` over the whole snapshot, in one call.
+/// Tables with fewer visible rows are aggregated as one partial in one call.
+const PARALLEL_MIN_ROWS: u64 = 200_000;
+
+/// The results of `spec` over the whole snapshot, in one call. Lance runs one aggregate on one
+/// thread (its decoding is parallel, the hash aggregate is not), so a larger table is planned
+/// in scan splits of about rows / cores (row slices where fragments are larger), their partial
+/// states computed on one thread each, and merged: the plan a distributed host runs, in one
+/// process.
 pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
-    let (partial, io) = aggregate_partial(snapshot, spec)?;
-    Ok((merge(vec![partial])?, io))
+    let (resolved, _) = prepare(snapshot, spec)?;
+    let stats = OpStats::default();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(16) as u64;
+    let rows = snapshot.count_rows()?;
+    if cores < 2 || rows < PARALLEL_MIN_ROWS || counts_from_manifest(snapshot, spec, &resolved) {
+        let partial = partial_with(snapshot, spec, None, None, &stats)?;
+        return Ok((merge(vec![partial])?, stats.snapshot()));
+    }
+    let plan = crate::plan::plan_scan(snapshot, rows.div_ceil(cores), true)?;
+    let partials = std::thread::scope(|scope| {
+        let tasks: Vec<_> = plan
+            .splits
+            .iter()
+            .map(|split| {
+                let stats = &stats;
+                scope.spawn(move || {
+                    let slice = split.rows.map(|r| (split.fragment_ids[0], r));
+                    partial_with(snapshot, spec, Some(&split.fragment_ids), slice, stats)
+                })
+            })
+            .collect();
+        tasks
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(HostError::internal("an aggregate thread panicked"))))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let partials = if partials.is_empty() { vec![partial_with(snapshot, spec, None, None, &stats)?] } else { partials };
+    Ok((merge(partials)?, stats.snapshot()))
 }
 
 /// One partial-state column, as its schema describes it.

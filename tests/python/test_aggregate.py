@@ -263,3 +263,23 @@ def test_hostile_specs_are_clean_errors(table):
             lh.merge_aggregates([t])
     # the table is still fine
     assert ds.aggregate([([], "count_all")]).column(0)[0].as_py() == lance.dataset(table).count_rows()
+
+
+def test_a_large_table_is_aggregated_on_every_core_and_equals_pyarrow(tmp_path):
+    """Above 200,000 rows the one-call aggregate plans splits of rows / cores (row slices of a
+    one-fragment table) and merges their partials: the answer is pyarrow's."""
+    uri = str(tmp_path / "large.lance")
+    n = 300_000
+    ids = np.arange(n)
+    lance.write_dataset(pa.table({"id": pa.array(ids, pa.int64()),
+                                  "g": pa.array(np.array(["a", "b", "c", None], dtype=object)[ids % 4]),
+                                  "x": pa.array(np.where(ids % 101 == 0, np.nan, ids / 7.0)),
+                                  "dec": pa.array(ids % 10_000, pa.int64()).cast(pa.decimal128(19, 0))
+                                  .cast(pa.decimal128(12, 2))}), uri)
+    lance.dataset(uri).delete("id % 9 = 2 OR (id > 140000 AND id < 160000)")
+    ds = lh.open(uri)
+    assert len(lance.dataset(uri).get_fragments()) == 1
+    aggs = [([], "count_all"), ("id", "sum"), ("x", "max"), ("x", "mean"), ("dec", "mean"), ("dec", "sum"), ("id", "min")]
+    for keys, filter in (([], None), (["g"], None), (["g"], "id % 3 = 0")):
+        _assert_equal(ds.aggregate(aggs, group_by=keys, filter=filter).rename_columns(
+            _expected(uri, aggs, keys, filter).column_names), _expected(uri, aggs, keys, filter), keys)
