@@ -705,6 +705,10 @@ fn aggregates_on_s3_count_from_the_manifest_and_read_only_their_columns() {
     let (sum, io) = run(3, Some("id"));
     assert!(io.read_requests > 0 || io.data_cache_hits > 0, "{io:?}");
     assert!(io.read_bytes + io.data_cache_hit_bytes < (full.read_bytes + full.data_cache_hit_bytes) / 4, "sum {io:?} vs scan {full:?}");
+    // the session's data cache serves an aggregate as it serves a scan
+    let (again, io2) = run(3, Some("id"));
+    assert_eq!(value(&again), value(&sum));
+    assert!(io2.data_cache_hits > 0 && io2.read_requests <= io.read_requests && io2.data_cache_misses == 0, "{io2:?} after {io:?}");
     let mut o = default_opts();
     let id = cstr("id");
     let cols = [id.as_ptr()];
