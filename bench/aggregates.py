@@ -4,7 +4,7 @@ filtered SUM). Writes bench/AGGREGATES.md and bench/AGGREGATES.json.
 
     LANCE_HOST_LIB=<release liblance_host.so> \\
     LANCE_HOST_DUCKDB_EXTENSION=build/duckdb/lance_host.duckdb_extension \\
-      python3 bench/aggregates.py [--rows 6000000] [--runs 5]
+      python3 bench/aggregates.py [--rows 6000000] [--runs 5] [--s3-rows 1000000]
 
 Sides (each measured run is a fresh process: one untimed warm-up execution, then the timed one;
 the peak RSS it reports is the process's growth over its size after imports and opening):
@@ -17,6 +17,10 @@ the peak RSS it reports is the process's growth over its size after imports and 
 - DuckDB over a Parquet file of the same rows: DuckDB's own scan and aggregate.
 Every side's answer is compared with the one-process lance-host answer (group keys and counts
 exactly, sums and averages to 1e-9 relative).
+
+On s3:// (a local S3-compatible server, `--s3-rows` rows copied there): the lance-host sides and
+pylance + pyarrow, each run a cold process (open the table, one execution, timed together), and
+the requests each run sent (the server's log).
 """
 
 import argparse
@@ -43,6 +47,7 @@ Q6 = [("l_extendedprice", "sum")]
 QUERIES = {"Q1": (KEYS, Q1, Q1_FILTER), "Q6": ([], Q6, Q6_FILTER)}
 SIDES = ["lance-host (1 process)", "lance-host (2 workers)", "pylance + pyarrow", "DuckDB over lance_scan",
          "DuckDB lance_aggregate", "DuckDB over Parquet"]
+S3_SIDES = SIDES[:3]
 
 
 def generate(uri, parquet, n):
@@ -110,10 +115,12 @@ def child(args):
 
     side, query = args.child, args.query
     keys, aggs, flt = QUERIES[query]
+    storage = json.loads(args.storage) if args.storage else None
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
     run = None
     if side.startswith("lance-host (1"):
-        ds = lh.open(args.uri)
+        ds = lh.open(args.uri, storage_options=storage)
 
         def run():
             return ds.aggregate(aggs, group_by=keys, filter=flt).to_pylist()
@@ -121,8 +128,8 @@ def child(args):
         import multiprocessing
         import pyarrow as pa
 
-        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(args.uri,))
-        ds = lh.open(args.uri)
+        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(args.uri, storage))
+        ds = lh.open(args.uri, storage_options=storage)
 
         def run():
             plan = ds.plan_scan(ds.count_rows() // 2 + 1)
@@ -135,7 +142,7 @@ def child(args):
 
         def run():
             cols = sorted({c for c, _ in aggs if c} | set(keys))
-            t = lance.dataset(args.uri).to_table(columns=cols, filter=flt)
+            t = lance.dataset(args.uri, storage_options=storage).to_table(columns=cols, filter=flt)
             return t.group_by(keys, use_threads=True).aggregate(aggs).to_pylist() if keys else \
                 t.group_by([]).aggregate(aggs).to_pylist()
     else:
@@ -157,8 +164,9 @@ def child(args):
             cur = con.execute(q)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r)) for r in cur.fetchall()]
-    run()  # warm-up
-    start = time.perf_counter()
+    if not args.cold:
+        run()  # warm-up
+        start = time.perf_counter()
     rows = run()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -175,11 +183,11 @@ def child(args):
 _DS = None
 
 
-def _worker_init(uri):
+def _worker_init(uri, storage):
     global _DS
     import lance_host as lh
 
-    _DS = lh.open(uri)
+    _DS = lh.open(uri, storage_options=storage)
 
 
 def _worker_partial(job):
@@ -221,11 +229,15 @@ def main():
     ap.add_argument("--uri")
     ap.add_argument("--parquet")
     ap.add_argument("--extension", default=os.environ.get("LANCE_HOST_DUCKDB_EXTENSION"))
+    ap.add_argument("--storage", default="")
+    ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--s3-rows", type=int, default=1_000_000)
     args = ap.parse_args()
     if args.child:
         return child(args)
     sys.path.insert(0, str(ROOT))
     from report import publish, rotated, spread
+    from write import moto, requests_in
 
     work = Path(args.work or tempfile.mkdtemp(prefix="lh-agg-"))
     uri, parquet = str(work / "lineitem.lance"), str(work / "lineitem.parquet")
@@ -233,26 +245,51 @@ def main():
         t0 = time.perf_counter()
         generate(uri, parquet, args.rows)
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
-    results = {q: {s: [] for s in SIDES} for q in QUERIES}
-    answers = {}
-    for query in QUERIES:
-        for run in range(args.runs):
-            for side in rotated(SIDES, run):
-                out = subprocess.run([sys.executable, __file__, "--child", side, "--query", query, "--uri", uri,
-                                      "--parquet", parquet, "--extension", args.extension or ""],
-                                     capture_output=True, text=True, timeout=1800)
-                line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-                if out.returncode != 0 or not line:
-                    raise SystemExit(f"{query} {side} failed:\n{out.stderr[-3000:]}")
-                r = json.loads(line[0][7:])
-                rows = [tuple(x) for x in r.pop("rows")]
-                if side == SIDES[0] and query not in answers:
-                    answers[query] = rows
-                if not same(rows, answers.get(query, rows)):
-                    raise SystemExit(f"{query}: {side} answered differently:\n{rows[:3]}\nvs\n{answers[query][:3]}")
-                results[query][side].append(r)
-                print(query, side, f"{r['seconds']:.3f} s", f"{r['rss_growth_mib']:.0f} MiB", r["profile"], flush=True)
-    (ROOT / "AGGREGATES.json").write_text(json.dumps({"rows": args.rows, "runs": args.runs, "results": results}, indent=1))
+    def measure(sides, target, storage=None, log=None):
+        results = {q: {s: [] for s in sides} for q in QUERIES}
+        answers = {}
+        for query in QUERIES:
+            for run in range(args.runs):
+                for side in rotated(sides, run):
+                    cmd = [sys.executable, __file__, "--child", side, "--query", query, "--uri", target,
+                           "--parquet", parquet, "--extension", args.extension or ""]
+                    if storage:
+                        cmd += ["--storage", json.dumps(storage), "--cold"]
+                    mark = len(requests_in(log)) if log else 0
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+                    line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+                    if out.returncode != 0 or not line:
+                        raise SystemExit(f"{query} {side} failed:\n{out.stderr[-3000:]}")
+                    r = json.loads(line[0][7:])
+                    if log:
+                        r["requests"] = len(requests_in(log, mark))
+                    rows = [tuple(x) for x in r.pop("rows")]
+                    if side == sides[0] and query not in answers:
+                        answers[query] = rows
+                    if not same(rows, answers.get(query, rows)):
+                        raise SystemExit(f"{query}: {side} answered differently:\n{rows[:3]}\nvs\n{answers[query][:3]}")
+                    results[query][side].append(r)
+                    print(query, side, f"{r['seconds']:.3f} s", f"{r['rss_growth_mib']:.0f} MiB",
+                          r.get("requests", ""), r["profile"], flush=True)
+        return results
+
+    results = measure(SIDES, uri)
+    s3 = None
+    if args.s3_rows:
+        import lance
+
+        srv, log, opts = moto()
+        try:
+            s3_uri = "s3://bench/lineitem.lance"
+            src = lance.dataset(uri)
+            lance.write_dataset(src.scanner(limit=args.s3_rows).to_reader() if args.s3_rows < src.count_rows()
+                                else src.to_batches(), s3_uri, schema=src.schema, storage_options=opts,
+                                max_rows_per_file=1_000_000)
+            s3 = measure(S3_SIDES, s3_uri, opts, log)
+        finally:
+            srv.terminate()
+    (ROOT / "AGGREGATES.json").write_text(json.dumps({"rows": args.rows, "runs": args.runs, "results": results,
+                                                      "s3_rows": args.s3_rows, "s3": s3}, indent=1))
     profile = results["Q1"][SIDES[0]][0]["profile"]
     lines = [
         "# Aggregates inside the splits against pylance + pyarrow and DuckDB",
@@ -285,6 +322,23 @@ def main():
             lines.append(f"| {query} | {side} | {spread(secs, 3)} | {statistics.median(secs) / ref:.2f} | {rss:.0f} | "
                          f"{wrss:.0f} |" if wrss else
                          f"| {query} | {side} | {spread(secs, 3)} | {statistics.median(secs) / ref:.2f} | {rss:.0f} | |")
+    if s3:
+        lines += [
+            "",
+            f"On `s3://` (a local S3-compatible server; the first {args.s3_rows:,} rows of the table copied there). "
+            "Each run is a cold process: opening the table and one execution, timed together; requests are "
+            "the server's count for the run (lance-host's data cache starts empty in every process).",
+            "",
+            "| query | side | seconds | × lance-host (1 process) | requests |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for query in QUERIES:
+            ref = statistics.median(r["seconds"] for r in s3[query][S3_SIDES[0]])
+            for side in S3_SIDES:
+                rs = s3[query][side]
+                secs = [r["seconds"] for r in rs]
+                lines.append(f"| {query} | {side} | {spread(secs, 3)} | {statistics.median(secs) / ref:.2f} | "
+                             f"{spread([r['requests'] for r in rs])} |")
     lines += [
         "",
         "Where the sides do different work: lance-host and pylance read only the columns the query needs and "
