@@ -86,8 +86,8 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
     Arc::new(Schema::new_with_metadata(fields, meta))
 }
 
-/// Check `spec` against the snapshot: the resolved aggregates and the group-by fields.
-fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, Vec<Field>)> {
+/// Check `spec` against the snapshot: the resolved aggregates and the partial states' schema.
+fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, SchemaRef)> {
     let schema = snapshot.arrow_schema();
     let resolved = spec::resolve(spec, &schema)?;
     let group_fields = spec
@@ -98,7 +98,8 @@ fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, 
     if let Some(f) = &spec.filter {
         scan::check_sql_filter(snapshot, f)?;
     }
-    Ok((resolved, group_fields))
+    let schema = partial_schema(&group_fields, &resolved);
+    Ok((resolved, schema))
 }
 
 /// The partial states of the rows of `fragments` (None = all) — or of one fragment's row slice —
@@ -110,23 +111,24 @@ fn partial(
     slice: Option<(u64, crate::plan::RowSlice)>,
 ) -> Result<(RecordBatch, IoStats)> {
     let stats = OpStats::default();
-    let batch = partial_with(snapshot, spec, fragments, slice, &stats)?;
+    let prepared = prepare(snapshot, spec)?;
+    let batch = partial_with(snapshot, spec, &prepared, fragments, slice, &stats)?;
     Ok((batch, stats.snapshot()))
 }
 
-/// `partial`, counting its I/O in `stats` (shared by the splits of one call).
+/// `partial` of a spec checked once (`prepare`), counting its I/O in `stats` (shared by the
+/// splits of one call).
 fn partial_with(
     snapshot: &Snapshot,
     spec: &AggregateSpec,
+    (resolved, schema): &(Vec<Resolved>, SchemaRef),
     fragments: Option<&[u64]>,
     slice: Option<(u64, crate::plan::RowSlice)>,
     stats: &OpStats,
 ) -> Result<RecordBatch> {
     crate::metrics::op(crate::metrics::Op::Aggregate);
-    let (resolved, group_fields) = prepare(snapshot, spec)?;
-    let schema = partial_schema(&group_fields, &resolved);
-    if counts_from_manifest(snapshot, spec, &resolved) {
-        return from_manifest(snapshot, &schema, fragments, slice);
+    if counts_from_manifest(snapshot, spec, resolved) {
+        return from_manifest(snapshot, schema, fragments, slice);
     }
     let ds = stats.dataset(snapshot);
     let mut scanner = ds.scan();
@@ -165,7 +167,7 @@ fn partial_with(
         futures::TryStreamExt::try_collect::<Vec<_>>(stream).await.map_err(lance::Error::from)
     })?
     .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
-    conform(&schema, batches)
+    conform(schema, batches)
 }
 
 /// Whether the manifest answers `spec` (the statistics shortcut below).
@@ -258,12 +260,12 @@ const PARALLEL_MIN_ROWS: u64 = 200_000;
 /// states computed on one thread each, and merged: the plan a distributed host runs, in one
 /// process.
 pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
-    let (resolved, _) = prepare(snapshot, spec)?;
+    let prepared = prepare(snapshot, spec)?;
     let stats = OpStats::default();
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(16) as u64;
     let rows = snapshot.count_rows()?;
-    if cores < 2 || rows < PARALLEL_MIN_ROWS || counts_from_manifest(snapshot, spec, &resolved) {
-        let partial = partial_with(snapshot, spec, None, None, &stats)?;
+    if cores < 2 || rows < PARALLEL_MIN_ROWS || counts_from_manifest(snapshot, spec, &prepared.0) {
+        let partial = partial_with(snapshot, spec, &prepared, None, None, &stats)?;
         return Ok((merge(vec![partial])?, stats.snapshot()));
     }
     let plan = crate::plan::plan_scan(snapshot, rows.div_ceil(cores), true)?;
@@ -272,10 +274,10 @@ pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBat
             .splits
             .iter()
             .map(|split| {
-                let stats = &stats;
+                let (stats, prepared) = (&stats, &prepared);
                 scope.spawn(move || {
                     let slice = split.rows.map(|r| (split.fragment_ids[0], r));
-                    partial_with(snapshot, spec, Some(&split.fragment_ids), slice, stats)
+                    partial_with(snapshot, spec, prepared, Some(&split.fragment_ids), slice, stats)
                 })
             })
             .collect();
@@ -284,7 +286,7 @@ pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBat
             .map(|t| t.join().unwrap_or_else(|_| Err(HostError::internal("an aggregate thread panicked"))))
             .collect::<Result<Vec<_>>>()
     })?;
-    let partials = if partials.is_empty() { vec![partial_with(snapshot, spec, None, None, &stats)?] } else { partials };
+    let partials = if partials.is_empty() { vec![partial_with(snapshot, spec, &prepared, None, None, &stats)?] } else { partials };
     Ok((merge(partials)?, stats.snapshot()))
 }
 
@@ -378,6 +380,23 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
     .map_err(|e| HostError::invalid(format!("cannot merge the partial states: {e}")))?;
     let merged = conform(&schema, merged)?;
     finish(&merged, groups, &states)
+}
+
+/// `merge` of partial-state streams a host hands over (each read to its end; a stream of no
+/// batch counts as empty partial states of its schema).
+pub fn merge_readers(readers: Vec<Box<dyn arrow::array::RecordBatchReader + Send>>) -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    for (i, r) in readers.into_iter().enumerate() {
+        let schema = r.schema();
+        let before = batches.len();
+        for b in r {
+            batches.push(b.map_err(|e| HostError::invalid(format!("partials[{i}]: {e}")))?);
+        }
+        if batches.len() == before {
+            batches.push(RecordBatch::new_empty(schema));
+        }
+    }
+    merge(batches)
 }
 
 fn out_of_range(name: &str, v: i128, to: &str) -> HostError {

@@ -134,10 +134,12 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
     Ok(AggregateSpec { group_by, aggregates, filter })
 }
 
-fn write_io(io: *mut LanceIoStats, stats: crate::stats::IoStats) -> Result<()> {
+/// Hand a computed batch and its I/O to the caller's `out` and `io` (already checked).
+fn hand_out(batch: arrow::array::RecordBatch, stats: crate::stats::IoStats, out: &mut FFI_ArrowArrayStream, io: *mut LanceIoStats) -> Result<()> {
     if let Some(slot) = out_slot(io, Layout::Sized, "io")? {
         slot.write(&stats.into());
     }
+    export_stream(BatchReader::from_batch(batch), out);
     Ok(())
 }
 
@@ -187,9 +189,7 @@ pub extern "C" fn lance_dataset_aggregate_split(
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
         let (batch, stats) = aggregate::aggregate_split(&ds.snapshot, &s.split, &spec)?;
-        write_io(io, stats)?;
-        export_stream(BatchReader::from_batch(batch), out);
-        Ok(())
+        hand_out(batch, stats, out, io)
     })
 }
 
@@ -215,9 +215,7 @@ pub extern "C" fn lance_dataset_aggregate(
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
         let (batch, stats) = aggregate::aggregate(&ds.snapshot, &spec)?;
-        write_io(io, stats)?;
-        export_stream(BatchReader::from_batch(batch), out);
-        Ok(())
+        hand_out(batch, stats, out, io)
     })
 }
 
@@ -258,19 +256,7 @@ pub extern "C" fn lance_aggregate_merge(
             return Err(e);
         }
         let out = out_arg(out, "out")?;
-        let mut batches = Vec::new();
-        for (i, r) in readers.into_iter().enumerate() {
-            let schema = r.schema();
-            let mut any = false;
-            for b in r {
-                batches.push(b.map_err(|e| HostError::invalid(format!("partials[{i}]: {e}")))?);
-                any = true;
-            }
-            if !any {
-                batches.push(arrow::array::RecordBatch::new_empty(schema));
-            }
-        }
-        let merged = aggregate::merge(batches)?;
+        let merged = aggregate::merge_readers(readers)?;
         export_stream(BatchReader::from_batch(merged), out);
         Ok(())
     })

@@ -98,6 +98,12 @@ pub(crate) async fn forget_before(
     Ok((count, bytes))
 }
 
+/// Whether a version's transaction carries statement `id`.
+fn holds(txn: &lance::dataset::transaction::Transaction, id: &str) -> bool {
+    let props = txn.transaction_properties.as_deref();
+    props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(id)
+}
+
 /// The version after `since` whose transaction carries statement `id`, if any, with that
 /// version's transaction.
 pub(crate) async fn find(
@@ -118,11 +124,8 @@ pub(crate) async fn find(
             }
             Err(e) => return Err(HostError::from_lance(&format!("cannot look for statement '{id}' in version {version}"), e)),
         };
-        if let Some(txn) = txn {
-            let props = txn.transaction_properties.as_deref();
-            if props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(id) {
-                return Ok(Some((version, txn)));
-            }
+        if let Some(txn) = txn.filter(|t| holds(t, id)) {
+            return Ok(Some((version, txn)));
         }
         version -= 1;
     }
@@ -180,8 +183,7 @@ impl Guard {
         let from = *self.checked.lock().unwrap_or_else(|p| p.into_inner()) + 1;
         for version in from..before {
             let txn = self.latest.read_transaction_by_version(version).await?;
-            let props = txn.as_ref().and_then(|t| t.transaction_properties.as_deref());
-            if props.and_then(|p| p.get(STATEMENT_ID_KEY)).map(String::as_str) == Some(self.id.as_str()) {
+            if txn.is_some_and(|t| holds(&t, &self.id)) {
                 return Ok(Some(version));
             }
             *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = version;

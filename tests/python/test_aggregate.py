@@ -206,6 +206,12 @@ def test_an_integer_sum_beyond_int64_is_refused_not_wrapped(tmp_path):
     assert ds.aggregate([("v", "mean")], group_by="k", filter="k = 'a'").to_pylist() == [{"k": "a", "avg(v)": float(big)}]
 
 
+def _other_table(uri):
+    other = uri.replace("t.lance", "other.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), other, mode="overwrite")
+    return other
+
+
 def test_hostile_specs_are_clean_errors(table):
     ds = lh.open(table)
     with pytest.raises(lh.InvalidArgumentError, match="unknown column 'nope'"):
@@ -261,6 +267,13 @@ def test_hostile_specs_are_clean_errors(table):
                       (forged("agg0_count", **{"lance_host.state": "median"}), "unknown state")]:
         with pytest.raises(lh.InvalidArgumentError, match=needle):
             lh.merge_aggregates([t])
+    # splits that are not this table's scan splits
+    search = ds.plan_vector_search("vec")[0]
+    with pytest.raises(lh.InvalidArgumentError, match="scan splits"):
+        ds.aggregate_split(search, [([], "count_all")])
+    other = lh.open(_other_table(table))
+    with pytest.raises(lh.InvalidArgumentError):
+        ds.aggregate_split(other.plan_scan(0)[0], [([], "count_all")])
     # the table is still fine
     assert ds.aggregate([([], "count_all")]).column(0)[0].as_py() == lance.dataset(table).count_rows()
 
