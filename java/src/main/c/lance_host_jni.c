@@ -1,0 +1,922 @@
+/* JNI glue of the Java API (org.lancehost.Native) over lance_host.h.
+ *
+ * This file only maps arguments, errors and ownership: Java strings become NUL-terminated UTF-8
+ * (a string holding NUL is refused, it would be cut short), Java arrays become C arrays, a failed
+ * call becomes the Java exception of its error code, and every C object handed to Java is a
+ * pointer in a `long` that Java frees exactly once through the matching free function here.
+ * Arrow streams, schemas and arrays are malloc'd C structs owned by Java until released.
+ * Nothing here decides anything about tables: that is the library's job.
+ */
+#include <jni.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lance_host.h"
+
+static jclass g_exception;        /* org.lancehost.LanceException */
+static jmethodID g_exception_of;  /* static LanceException of(int, String) */
+static jclass g_string;           /* java.lang.String */
+static jmethodID g_string_bytes;  /* byte[] getBytes(Charset) */
+static jmethodID g_string_new;    /* String(byte[], Charset) */
+static jobject g_utf8;            /* StandardCharsets.UTF_8 */
+static jclass g_byte_array;       /* byte[] */
+static jclass g_object;           /* java.lang.Object */
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+  (void)reserved;
+  JNIEnv *env;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
+  jclass c = (*env)->FindClass(env, "org/lancehost/LanceException");
+  if (!c) return JNI_ERR;
+  g_exception = (*env)->NewGlobalRef(env, c);
+  g_exception_of = (*env)->GetStaticMethodID(env, c, "of", "(ILjava/lang/String;)Lorg/lancehost/LanceException;");
+  c = (*env)->FindClass(env, "java/lang/String");
+  if (!c) return JNI_ERR;
+  g_string = (*env)->NewGlobalRef(env, c);
+  g_string_bytes = (*env)->GetMethodID(env, c, "getBytes", "(Ljava/nio/charset/Charset;)[B");
+  g_string_new = (*env)->GetMethodID(env, c, "<init>", "([BLjava/nio/charset/Charset;)V");
+  jclass cs = (*env)->FindClass(env, "java/nio/charset/StandardCharsets");
+  if (!cs) return JNI_ERR;
+  jfieldID f = (*env)->GetStaticFieldID(env, cs, "UTF_8", "Ljava/nio/charset/Charset;");
+  g_utf8 = (*env)->NewGlobalRef(env, (*env)->GetStaticObjectField(env, cs, f));
+  c = (*env)->FindClass(env, "[B");
+  if (!c) return JNI_ERR;
+  g_byte_array = (*env)->NewGlobalRef(env, c);
+  c = (*env)->FindClass(env, "java/lang/Object");
+  if (!c) return JNI_ERR;
+  g_object = (*env)->NewGlobalRef(env, c);
+  if (!g_exception_of || !g_string_bytes || !g_string_new || !g_utf8) return JNI_ERR;
+  return JNI_VERSION_1_8;
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static jstring new_string(JNIEnv *env, const char *s);
+
+static void throw_code(JNIEnv *env, int32_t code, const char *message) {
+  if ((*env)->ExceptionCheck(env)) return;
+  jstring m = new_string(env, message ? message : "");
+  if (!m) return;
+  jobject ex = (*env)->CallStaticObjectMethod(env, g_exception, g_exception_of, (jint)code, m);
+  if (ex && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)ex);
+}
+
+/* The library's error of the call that just failed on this thread. */
+static void throw_last(JNIEnv *env) {
+  int32_t code = lance_last_error_code();
+  throw_code(env, code == LANCE_OK ? LANCE_ERR_INTERNAL : code, lance_last_error_message());
+}
+
+static int check(JNIEnv *env, int32_t rc) {
+  if (rc == LANCE_OK) return 1;
+  throw_last(env);
+  return 0;
+}
+
+/* A stream's errno, as docs/c-api.md lists them, back to the library's code. */
+static int32_t errno_code(int e) {
+  switch (e) {
+    case 2: return LANCE_ERR_NOT_FOUND;
+    case 22: return LANCE_ERR_INVALID_ARGUMENT;
+    case 13: return LANCE_ERR_PERMISSION_DENIED;
+    case 74: return LANCE_ERR_CORRUPT;
+    case 95: return LANCE_ERR_NOT_SUPPORTED;
+    case 110: return LANCE_ERR_TIMEOUT;
+    case 125: return LANCE_ERR_CANCELLED;
+    case 12: return LANCE_ERR_OUT_OF_RANGE;
+    default: return LANCE_ERR_IO;
+  }
+}
+
+/* ---- strings and arrays ------------------------------------------------------------------ */
+
+static jstring new_string(JNIEnv *env, const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s);
+  jbyteArray b = (*env)->NewByteArray(env, (jsize)n);
+  if (!b) return NULL;
+  (*env)->SetByteArrayRegion(env, b, 0, (jsize)n, (const jbyte *)s);
+  jstring out = (jstring)(*env)->NewObject(env, g_string, g_string_new, b, g_utf8);
+  (*env)->DeleteLocalRef(env, b);
+  return out;
+}
+
+/* NUL-terminated UTF-8 copy of a Java string (NULL for null); free with free(). Sets `*ok` to 0
+ * with an exception pending when the string cannot be passed on. */
+static char *utf8(JNIEnv *env, jstring s, const char *what, int *ok) {
+  if (!s) return NULL;
+  jbyteArray b = (jbyteArray)(*env)->CallObjectMethod(env, s, g_string_bytes, g_utf8);
+  if (!b) { *ok = 0; return NULL; }
+  jsize n = (*env)->GetArrayLength(env, b);
+  char *out = malloc((size_t)n + 1);
+  if (!out) {
+    (*env)->DeleteLocalRef(env, b);
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory copying a string");
+    *ok = 0;
+    return NULL;
+  }
+  (*env)->GetByteArrayRegion(env, b, 0, n, (jbyte *)out);
+  (*env)->DeleteLocalRef(env, b);
+  out[n] = 0;
+  if (memchr(out, 0, (size_t)n)) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s contains a NUL character, which cannot be passed on", what);
+    free(out);
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, msg);
+    *ok = 0;
+    return NULL;
+  }
+  return out;
+}
+
+/* A String[] as a C array of strings. With `terminated`, one NULL more at the end (storage
+ * options). NULL for a null array. `*len` gets the Java length. */
+typedef struct {
+  char **items;
+  size_t len;
+} StrArray;
+
+static void str_array_free(StrArray *a) {
+  if (!a->items) return;
+  for (size_t i = 0; i < a->len; i++) free(a->items[i]);
+  free(a->items);
+  a->items = NULL;
+}
+
+static int str_array(JNIEnv *env, jobjectArray arr, const char *what, int allow_null_items, StrArray *out) {
+  out->items = NULL;
+  out->len = 0;
+  if (!arr) return 1;
+  jsize n = (*env)->GetArrayLength(env, arr);
+  out->items = calloc((size_t)n + 1, sizeof(char *));
+  if (!out->items) {
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory copying strings");
+    return 0;
+  }
+  out->len = (size_t)n;
+  for (jsize i = 0; i < n; i++) {
+    jstring s = (jstring)(*env)->GetObjectArrayElement(env, arr, i);
+    if (!s && !allow_null_items) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "%s[%d] is null", what, (int)i);
+      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, msg);
+      str_array_free(out);
+      return 0;
+    }
+    int ok = 1;
+    out->items[i] = utf8(env, s, what, &ok);
+    (*env)->DeleteLocalRef(env, s);
+    if (!ok) {
+      str_array_free(out);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static jbyteArray bytes_out(JNIEnv *env, const uint8_t *data, size_t len) {
+  jbyteArray b = (*env)->NewByteArray(env, (jsize)len);
+  if (b && len) (*env)->SetByteArrayRegion(env, b, 0, (jsize)len, (const jbyte *)data);
+  return b;
+}
+
+/* Library-owned bytes (lance_bytes_free) into a Java byte[]; frees them. */
+static jbyteArray take_bytes(JNIEnv *env, uint8_t *data, size_t len) {
+  jbyteArray b = bytes_out(env, data, len);
+  lance_bytes_free(data, len);
+  return b;
+}
+
+static jstring take_string(JNIEnv *env, char *s) {
+  jstring out = new_string(env, s);
+  lance_string_free(s);
+  return out;
+}
+
+/* A split given as bytes, deserialized for one call. */
+static LanceSplit *split_in(JNIEnv *env, jbyteArray bytes) {
+  if (!bytes) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "split is null");
+    return NULL;
+  }
+  jsize n = (*env)->GetArrayLength(env, bytes);
+  jbyte *p = (*env)->GetByteArrayElements(env, bytes, NULL);
+  if (!p) return NULL;
+  LanceSplit *s = lance_split_deserialize((const uint8_t *)p, (size_t)n);
+  (*env)->ReleaseByteArrayElements(env, bytes, p, JNI_ABORT);
+  if (!s) throw_last(env);
+  return s;
+}
+
+static struct ArrowArrayStream *new_stream(JNIEnv *env) {
+  struct ArrowArrayStream *s = calloc(1, sizeof *s);
+  if (!s) throw_code(env, LANCE_ERR_INTERNAL, "out of memory allocating a stream");
+  return s;
+}
+
+/* The stream `s` filled by a call that returned `rc`: handed to Java, or freed with an error. */
+static jlong stream_out(JNIEnv *env, int32_t rc, struct ArrowArrayStream *s) {
+  if (!check(env, rc)) {
+    free(s);
+    return 0;
+  }
+  return (jlong)(intptr_t)s;
+}
+
+/* Java byte[][] as C pointer and length arrays pinned for one call. */
+typedef struct {
+  jbyteArray *arrays;
+  jbyte **ptrs;
+  size_t *lens;
+  size_t len;
+} BytesIn;
+
+static void bytes_in_free(JNIEnv *env, BytesIn *b) {
+  for (size_t i = 0; i < b->len; i++) {
+    if (b->ptrs && b->ptrs[i]) (*env)->ReleaseByteArrayElements(env, b->arrays[i], b->ptrs[i], JNI_ABORT);
+    if (b->arrays && b->arrays[i]) (*env)->DeleteLocalRef(env, b->arrays[i]);
+  }
+  free(b->arrays);
+  free(b->ptrs);
+  free(b->lens);
+  memset(b, 0, sizeof *b);
+}
+
+static int bytes_in(JNIEnv *env, jobjectArray arr, const char *what, BytesIn *out) {
+  memset(out, 0, sizeof *out);
+  if (!arr) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "%s is null", what);
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  size_t n = (size_t)(*env)->GetArrayLength(env, arr);
+  out->arrays = calloc(n + 1, sizeof(jbyteArray));
+  out->ptrs = calloc(n + 1, sizeof(jbyte *));
+  out->lens = calloc(n + 1, sizeof(size_t));
+  out->len = n;
+  if (!out->arrays || !out->ptrs || !out->lens) {
+    bytes_in_free(env, out);
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    out->arrays[i] = (jbyteArray)(*env)->GetObjectArrayElement(env, arr, (jsize)i);
+    if (!out->arrays[i]) {
+      char msg[120];
+      snprintf(msg, sizeof msg, "%s[%zu] is null", what, i);
+      bytes_in_free(env, out);
+      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, msg);
+      return 0;
+    }
+    out->lens[i] = (size_t)(*env)->GetArrayLength(env, out->arrays[i]);
+    out->ptrs[i] = (*env)->GetByteArrayElements(env, out->arrays[i], NULL);
+    if (!out->ptrs[i]) {
+      bytes_in_free(env, out);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+#define PTR(T, h) ((T *)(intptr_t)(h))
+#define JNI(name) JNICALL Java_org_lancehost_Native_##name
+
+/* ---- library ----------------------------------------------------------------------------- */
+
+JNIEXPORT jstring JNI(version)(JNIEnv *env, jclass c) {
+  (void)c;
+  return new_string(env, lance_host_version());
+}
+
+JNIEXPORT jstring JNI(buildProfile)(JNIEnv *env, jclass c) {
+  (void)c;
+  return new_string(env, lance_host_build_profile());
+}
+
+JNIEXPORT jstring JNI(errorCodeName)(JNIEnv *env, jclass c, jint code) {
+  (void)c;
+  return new_string(env, lance_error_code_name(code));
+}
+
+/* Metrics as alternating name/value strings. */
+JNIEXPORT jobjectArray JNI(metrics)(JNIEnv *env, jclass c) {
+  (void)c;
+  size_t n = lance_metric_count();
+  jobjectArray out = (*env)->NewObjectArray(env, (jsize)(2 * n), g_string, NULL);
+  for (size_t i = 0; out && i < n; i++) {
+    const char *name = NULL;
+    uint64_t value = 0;
+    if (lance_metric(i, &name, &value) != LANCE_OK) continue;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)value);
+    jstring k = new_string(env, name), v = new_string(env, buf);
+    if (!k || !v) return NULL;
+    (*env)->SetObjectArrayElement(env, out, (jsize)(2 * i), k);
+    (*env)->SetObjectArrayElement(env, out, (jsize)(2 * i + 1), v);
+    (*env)->DeleteLocalRef(env, k);
+    (*env)->DeleteLocalRef(env, v);
+  }
+  return out;
+}
+
+/* ---- datasets ---------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNI(datasetOpen)(JNIEnv *env, jclass c, jstring uri, jobjectArray options, jlong version,
+                                 jlong timestamp_ms, jboolean at_timestamp) {
+  (void)c;
+  int ok = 1;
+  char *u = utf8(env, uri, "uri", &ok);
+  if (!ok) return 0;
+  StrArray o;
+  if (!str_array(env, options, "storage options", 0, &o)) {
+    free(u);
+    return 0;
+  }
+  LanceDataset *d = at_timestamp
+      ? lance_dataset_open_at_timestamp(u, (const char *const *)o.items, (int64_t)timestamp_ms)
+      : lance_dataset_open(u, (const char *const *)o.items, (uint64_t)version);
+  if (!d) throw_last(env);
+  free(u);
+  str_array_free(&o);
+  return (jlong)(intptr_t)d;
+}
+
+JNIEXPORT jlong JNI(snapshotOpen)(JNIEnv *env, jclass c, jbyteArray token, jobjectArray options) {
+  (void)c;
+  StrArray o;
+  if (!str_array(env, options, "storage options", 0, &o)) return 0;
+  jsize n = (*env)->GetArrayLength(env, token);
+  jbyte *p = (*env)->GetByteArrayElements(env, token, NULL);
+  if (!p) {
+    str_array_free(&o);
+    return 0;
+  }
+  LanceDataset *d = lance_snapshot_open((const uint8_t *)p, (size_t)n, (const char *const *)o.items);
+  (*env)->ReleaseByteArrayElements(env, token, p, JNI_ABORT);
+  str_array_free(&o);
+  if (!d) throw_last(env);
+  return (jlong)(intptr_t)d;
+}
+
+JNIEXPORT jlong JNI(splitOpenDataset)(JNIEnv *env, jclass c, jbyteArray split, jobjectArray options) {
+  (void)c;
+  StrArray o;
+  if (!str_array(env, options, "storage options", 0, &o)) return 0;
+  LanceSplit *s = split_in(env, split);
+  LanceDataset *d = NULL;
+  if (s) {
+    d = lance_split_open_dataset(s, (const char *const *)o.items);
+    if (!d) throw_last(env);
+    lance_split_free(s);
+  }
+  str_array_free(&o);
+  return (jlong)(intptr_t)d;
+}
+
+JNIEXPORT void JNI(datasetFree)(JNIEnv *env, jclass c, jlong ds) {
+  (void)env;
+  (void)c;
+  lance_dataset_free(PTR(LanceDataset, ds));
+}
+
+JNIEXPORT jbyteArray JNI(datasetExportSnapshot)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  uint8_t *out = NULL;
+  size_t len = 0;
+  if (!check(env, lance_dataset_export_snapshot(PTR(LanceDataset, ds), &out, &len))) return NULL;
+  return take_bytes(env, out, len);
+}
+
+JNIEXPORT jlong JNI(datasetVersion)(JNIEnv *env, jclass c, jlong ds) {
+  (void)env;
+  (void)c;
+  return (jlong)lance_dataset_version(PTR(LanceDataset, ds));
+}
+
+JNIEXPORT jlong JNI(datasetLatestVersion)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  uint64_t v = 0;
+  check(env, lance_dataset_latest_version(PTR(LanceDataset, ds), &v));
+  return (jlong)v;
+}
+
+JNIEXPORT jstring JNI(datasetUri)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  return new_string(env, lance_dataset_uri(PTR(LanceDataset, ds)));
+}
+
+JNIEXPORT jlong JNI(datasetCountRows)(JNIEnv *env, jclass c, jlong ds, jstring filter) {
+  (void)c;
+  int ok = 1;
+  char *f = utf8(env, filter, "filter", &ok);
+  if (!ok) return 0;
+  uint64_t n = 0;
+  check(env, lance_dataset_count_rows_where_v2(PTR(LanceDataset, ds), f, &n, NULL));
+  free(f);
+  return (jlong)n;
+}
+
+JNIEXPORT jlong JNI(splitCountRows)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring filter) {
+  (void)c;
+  int ok = 1;
+  char *f = utf8(env, filter, "filter", &ok);
+  if (!ok) return 0;
+  LanceSplit *s = split_in(env, split);
+  uint64_t n = 0;
+  if (s) {
+    check(env, lance_split_count_rows_v2(PTR(LanceDataset, ds), s, f, &n, NULL));
+    lance_split_free(s);
+  }
+  free(f);
+  return (jlong)n;
+}
+
+/* The dataset's schema as a malloc'd ArrowSchema owned by Java (Native.schemaRelease). */
+JNIEXPORT jlong JNI(datasetSchema)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  struct ArrowSchema *s = calloc(1, sizeof *s);
+  if (!s) {
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+    return 0;
+  }
+  if (!check(env, lance_dataset_schema(PTR(LanceDataset, ds), s))) {
+    free(s);
+    return 0;
+  }
+  return (jlong)(intptr_t)s;
+}
+
+/* Versions as a long[] of (version, timestamp_ms) pairs. */
+JNIEXPORT jlongArray JNI(datasetVersions)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  LanceVersionInfo *list = NULL;
+  size_t n = 0;
+  if (!check(env, lance_dataset_versions(PTR(LanceDataset, ds), &list, &n))) return NULL;
+  jlongArray out = (*env)->NewLongArray(env, (jsize)(2 * n));
+  for (size_t i = 0; out && i < n; i++) {
+    jlong pair[2] = {(jlong)list[i].version, (jlong)list[i].timestamp_ms};
+    (*env)->SetLongArrayRegion(env, out, (jsize)(2 * i), 2, pair);
+  }
+  lance_version_info_list_free(list, n);
+  return out;
+}
+
+/* ---- splits ------------------------------------------------------------------------------ */
+
+/* A plan as Object[]{String indexName, String reason, byte[][] splits}. */
+static jobjectArray plan_out(JNIEnv *env, LanceSplitPlan *plan) {
+  size_t n = lance_split_plan_count(plan);
+  jobjectArray splits = (*env)->NewObjectArray(env, (jsize)n, g_byte_array, NULL);
+  for (size_t i = 0; splits && i < n; i++) {
+    LanceSplit *s = lance_split_plan_get(plan, i);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int32_t rc = s ? lance_split_serialize(s, &bytes, &len) : lance_last_error_code();
+    if (s) lance_split_free(s);
+    if (rc != LANCE_OK) {
+      throw_last(env);
+      splits = NULL;
+      break;
+    }
+    jbyteArray b = take_bytes(env, bytes, len);
+    if (!b) { splits = NULL; break; }
+    (*env)->SetObjectArrayElement(env, splits, (jsize)i, b);
+    (*env)->DeleteLocalRef(env, b);
+  }
+  jobjectArray out = NULL;
+  if (splits) {
+    jstring index = new_string(env, lance_split_plan_index_name(plan));
+    jstring reason = new_string(env, lance_split_plan_reason(plan));
+    out = (*env)->NewObjectArray(env, 3, g_object, NULL);
+    if (out) {
+      (*env)->SetObjectArrayElement(env, out, 0, index);
+      (*env)->SetObjectArrayElement(env, out, 1, reason);
+      (*env)->SetObjectArrayElement(env, out, 2, splits);
+    }
+  }
+  lance_split_plan_free(plan);
+  return out;
+}
+
+JNIEXPORT jobjectArray JNI(planScan)(JNIEnv *env, jclass c, jlong ds, jlong target_rows, jboolean slices) {
+  (void)c;
+  LanceSplitPlan *plan = NULL;
+  int32_t rc = slices ? lance_dataset_plan_scan_slices(PTR(LanceDataset, ds), (uint64_t)target_rows, &plan)
+                      : lance_dataset_plan_scan(PTR(LanceDataset, ds), (uint64_t)target_rows, &plan);
+  if (!check(env, rc)) return NULL;
+  return plan_out(env, plan);
+}
+
+JNIEXPORT jobjectArray JNI(planVectorSearch)(JNIEnv *env, jclass c, jlong ds, jstring column, jint metric,
+                                             jboolean use_index, jlong flat_target_rows) {
+  (void)c;
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  if (!ok) return NULL;
+  LanceSplitPlan *plan = NULL;
+  int32_t rc = lance_dataset_plan_vector_search(PTR(LanceDataset, ds), col, metric, use_index,
+                                                (uint64_t)flat_target_rows, &plan);
+  free(col);
+  if (!check(env, rc)) return NULL;
+  return plan_out(env, plan);
+}
+
+/* Split facts as long[]{kind, version, row_count, slice_offset, slice_count (-1 = none)}. */
+JNIEXPORT jlongArray JNI(splitInfo)(JNIEnv *env, jclass c, jbyteArray split) {
+  (void)c;
+  LanceSplit *s = split_in(env, split);
+  if (!s) return NULL;
+  uint64_t off = 0, cnt = 0;
+  int has_slice = lance_split_row_slice(s, &off, &cnt) == 1;
+  jlong v[5] = {lance_split_kind(s), (jlong)lance_split_version(s), (jlong)lance_split_row_count(s),
+                has_slice ? (jlong)off : -1, has_slice ? (jlong)cnt : -1};
+  lance_split_free(s);
+  jlongArray out = (*env)->NewLongArray(env, 5);
+  if (out) (*env)->SetLongArrayRegion(env, out, 0, 5, v);
+  return out;
+}
+
+/* ---- scans ------------------------------------------------------------------------------- */
+
+static int scan_options(JNIEnv *env, LanceScanOptions *o, StrArray *cols, char **filter, jobjectArray columns,
+                        jstring filter_sql, jlong limit, jlong offset, jlong batch_size, jboolean with_row_id) {
+  lance_scan_options_init_v2(o, sizeof *o);
+  int ok = 1;
+  *filter = utf8(env, filter_sql, "filter", &ok);
+  if (!ok) return 0;
+  if (!str_array(env, columns, "columns", 0, cols)) {
+    free(*filter);
+    return 0;
+  }
+  o->columns = (const char *const *)cols->items;
+  o->num_columns = cols->len;
+  o->filter_sql = *filter;
+  o->limit = limit;
+  o->offset = offset;
+  o->batch_size = (uint64_t)batch_size;
+  o->with_row_id = with_row_id;
+  return 1;
+}
+
+JNIEXPORT jlong JNI(scan)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray columns, jstring filter_sql,
+                          jlong limit, jlong offset, jlong batch_size, jboolean with_row_id) {
+  (void)c;
+  LanceScanOptions o;
+  StrArray cols;
+  char *filter = NULL;
+  if (!scan_options(env, &o, &cols, &filter, columns, filter_sql, limit, offset, batch_size, with_row_id)) return 0;
+  jlong out = 0;
+  LanceSplit *s = NULL;
+  if (!split || (s = split_in(env, split))) {
+    struct ArrowArrayStream *stream = new_stream(env);
+    if (stream) {
+      int32_t rc = s ? lance_split_scan_v2(PTR(LanceDataset, ds), s, &o, stream)
+                     : lance_dataset_scan_v2(PTR(LanceDataset, ds), &o, stream);
+      out = stream_out(env, rc, stream);
+    }
+  }
+  if (s) lance_split_free(s);
+  free(filter);
+  str_array_free(&cols);
+  return out;
+}
+
+JNIEXPORT jstring JNI(explainScan)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jstring filter_sql,
+                                   jlong limit, jlong offset) {
+  (void)c;
+  LanceScanOptions o;
+  StrArray cols;
+  char *filter = NULL;
+  if (!scan_options(env, &o, &cols, &filter, columns, filter_sql, limit, offset, 0, JNI_FALSE)) return NULL;
+  char *text = NULL;
+  jstring out = NULL;
+  if (check(env, lance_dataset_explain_scan_v2(PTR(LanceDataset, ds), &o, &text))) out = take_string(env, text);
+  free(filter);
+  str_array_free(&cols);
+  return out;
+}
+
+JNIEXPORT jlong JNI(takeRows)(JNIEnv *env, jclass c, jlong ds, jlongArray row_ids, jobjectArray columns) {
+  (void)c;
+  if (!row_ids) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "row ids are null");
+    return 0;
+  }
+  StrArray cols;
+  if (!str_array(env, columns, "columns", 0, &cols)) return 0;
+  jsize n = (*env)->GetArrayLength(env, row_ids);
+  jlong *ids = (*env)->GetLongArrayElements(env, row_ids, NULL);
+  jlong out = 0;
+  if (ids) {
+    struct ArrowArrayStream *stream = new_stream(env);
+    if (stream) {
+      int32_t rc = lance_dataset_take_rows(PTR(LanceDataset, ds), (const uint64_t *)ids, (size_t)n,
+                                           (const char *const *)cols.items, cols.len, stream);
+      out = stream_out(env, rc, stream);
+    }
+    (*env)->ReleaseLongArrayElements(env, row_ids, ids, JNI_ABORT);
+  }
+  str_array_free(&cols);
+  return out;
+}
+
+/* ---- vector search ----------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNI(splitSearch)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring column, jfloatArray vector,
+                                 jlong k, jint metric, jint nprobes, jint refine_factor, jstring prefilter,
+                                 jobjectArray columns, jboolean with_row_id) {
+  (void)c;
+  if (!vector) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "query vector is null");
+    return 0;
+  }
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  if (!ok) return 0;
+  char *pre = utf8(env, prefilter, "prefilter", &ok);
+  if (!ok) {
+    free(col);
+    return 0;
+  }
+  StrArray cols;
+  if (!str_array(env, columns, "columns", 0, &cols)) {
+    free(col);
+    free(pre);
+    return 0;
+  }
+  jlong out = 0;
+  LanceSplit *s = split_in(env, split);
+  jsize dim = (*env)->GetArrayLength(env, vector);
+  jfloat *v = s ? (*env)->GetFloatArrayElements(env, vector, NULL) : NULL;
+  if (v) {
+    LanceVectorQuery q;
+    lance_vector_query_init_v2(&q, sizeof q);
+    q.column = col;
+    q.vector = v;
+    q.dimension = (size_t)dim;
+    q.element_type = LANCE_ELEMENT_F32;
+    q.k = (uint64_t)k;
+    q.metric = metric;
+    q.nprobes = (uint32_t)nprobes;
+    q.refine_factor = (uint32_t)refine_factor;
+    q.prefilter_sql = pre;
+    q.columns = (const char *const *)cols.items;
+    q.num_columns = cols.len;
+    q.with_row_id = with_row_id;
+    struct ArrowArrayStream *stream = new_stream(env);
+    if (stream) out = stream_out(env, lance_split_search_v2(PTR(LanceDataset, ds), s, &q, stream), stream);
+    (*env)->ReleaseFloatArrayElements(env, vector, v, JNI_ABORT);
+  }
+  if (s) lance_split_free(s);
+  str_array_free(&cols);
+  free(col);
+  free(pre);
+  return out;
+}
+
+/* Streams given to a merge as long[]: each is consumed by the call (released, then freed here),
+ * whether it succeeds or not, as lance_topk_merge/lance_aggregate_merge consume them. */
+static struct ArrowArrayStream *streams_in(JNIEnv *env, jlongArray handles, jsize *n) {
+  *n = handles ? (*env)->GetArrayLength(env, handles) : 0;
+  struct ArrowArrayStream *arr = calloc((size_t)*n + 1, sizeof *arr);
+  if (!arr) {
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+    return NULL;
+  }
+  for (jsize i = 0; i < *n; i++) {
+    jlong h;
+    (*env)->GetLongArrayRegion(env, handles, i, 1, &h);
+    struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
+    if (s) {
+      arr[i] = *s; /* moved: the C struct now lives in `arr` */
+      memset(s, 0, sizeof *s);
+      free(s);
+    }
+  }
+  return arr;
+}
+
+static void streams_release(struct ArrowArrayStream *arr, jsize n) {
+  for (jsize i = 0; i < n; i++)
+    if (arr[i].release) arr[i].release(&arr[i]);
+  free(arr);
+}
+
+JNIEXPORT jlong JNI(topkMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong k, jlong offset) {
+  (void)c;
+  jsize n;
+  struct ArrowArrayStream *in = streams_in(env, streams, &n);
+  if (!in) return 0;
+  jlong out = 0;
+  struct ArrowArrayStream *stream = new_stream(env);
+  if (stream) out = stream_out(env, lance_topk_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream), stream);
+  streams_release(in, n);
+  return out;
+}
+
+/* ---- aggregates -------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by, jintArray functions,
+                               jobjectArray columns, jobjectArray aliases, jstring filter_sql) {
+  (void)c;
+  if (!functions) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions are null");
+    return 0;
+  }
+  StrArray g, cols, names;
+  if (!str_array(env, group_by, "group by", 0, &g)) return 0;
+  if (!str_array(env, columns, "aggregate columns", 1, &cols)) {
+    str_array_free(&g);
+    return 0;
+  }
+  if (!str_array(env, aliases, "aggregate names", 1, &names)) {
+    str_array_free(&g);
+    str_array_free(&cols);
+    return 0;
+  }
+  int ok = 1;
+  char *filter = utf8(env, filter_sql, "filter", &ok);
+  jlong out = 0;
+  jsize nf = (*env)->GetArrayLength(env, functions);
+  if (ok && ((columns && cols.len != (size_t)nf) || (aliases && names.len != (size_t)nf))) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions, columns and names differ in length");
+    ok = 0;
+  }
+  LanceSplit *s = NULL;
+  if (ok && split && !(s = split_in(env, split))) ok = 0;
+  jint *fns = ok ? (*env)->GetIntArrayElements(env, functions, NULL) : NULL;
+  if (fns) {
+    LanceAggregateSpec spec;
+    lance_aggregate_init_v2(&spec, sizeof spec);
+    spec.group_by = (const char *const *)g.items;
+    spec.num_group_by = g.len;
+    spec.functions = (const int32_t *)fns;
+    spec.columns = (const char *const *)cols.items;
+    spec.aliases = (const char *const *)names.items;
+    spec.num_aggregates = (size_t)nf;
+    spec.filter_sql = filter;
+    struct ArrowArrayStream *stream = new_stream(env);
+    if (stream) {
+      int32_t rc = s ? lance_dataset_aggregate_split(PTR(LanceDataset, ds), s, &spec, stream, NULL)
+                     : lance_dataset_aggregate(PTR(LanceDataset, ds), &spec, stream, NULL);
+      out = stream_out(env, rc, stream);
+    }
+    (*env)->ReleaseIntArrayElements(env, functions, fns, JNI_ABORT);
+  }
+  if (s) lance_split_free(s);
+  free(filter);
+  str_array_free(&g);
+  str_array_free(&cols);
+  str_array_free(&names);
+  return out;
+}
+
+JNIEXPORT jlong JNI(aggregateMerge)(JNIEnv *env, jclass c, jlongArray streams) {
+  (void)c;
+  jsize n;
+  struct ArrowArrayStream *in = streams_in(env, streams, &n);
+  if (!in) return 0;
+  jlong out = 0;
+  struct ArrowArrayStream *stream = new_stream(env);
+  if (stream) out = stream_out(env, lance_aggregate_merge(in, (size_t)n, stream), stream);
+  streams_release(in, n);
+  return out;
+}
+
+/* ---- writes ----------------------------------------------------------------------------- */
+
+/* Commits staged writes once: long[]{version, committed (1/0), rows_written}. */
+JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjectArray staged, jint mode,
+                                      jstring statement_id, jstring message, jobjectArray options) {
+  (void)c;
+  int ok = 1;
+  char *u = utf8(env, uri, "uri", &ok);
+  char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
+  char *msg = ok ? utf8(env, message, "commit message", &ok) : NULL;
+  StrArray o = {0};
+  BytesIn in = {0};
+  jlongArray out = NULL;
+  if (ok && str_array(env, options, "storage options", 0, &o) && bytes_in(env, staged, "staged writes", &in)) {
+    LanceWriteParams p;
+    lance_write_params_init_v2(&p, sizeof p);
+    p.mode = mode;
+    p.statement_id = sid;
+    p.commit_message = msg;
+    p.storage_options = (const char *const *)o.items;
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (check(env, lance_table_commit(u, (const uint8_t *const *)in.ptrs, in.lens, in.len, &p, NULL, &r))) {
+      jlong v[3] = {(jlong)r.version, r.committed, (jlong)r.rows_written};
+      out = (*env)->NewLongArray(env, 3);
+      if (out) (*env)->SetLongArrayRegion(env, out, 0, 3, v);
+    }
+  }
+  bytes_in_free(env, &in);
+  str_array_free(&o);
+  free(u);
+  free(sid);
+  free(msg);
+  return out;
+}
+
+/* Deletes the files of staged writes that will not be committed; returns the files deleted. */
+JNIEXPORT jlong JNI(stagedAbort)(JNIEnv *env, jclass c, jobjectArray staged, jobjectArray options) {
+  (void)c;
+  StrArray o = {0};
+  BytesIn in = {0};
+  uint64_t deleted = 0;
+  if (str_array(env, options, "storage options", 0, &o) && bytes_in(env, staged, "staged writes", &in)) {
+    check(env, lance_staged_write_abort((const uint8_t *const *)in.ptrs, in.lens, in.len,
+                                        (const char *const *)o.items, &deleted));
+  }
+  bytes_in_free(env, &in);
+  str_array_free(&o);
+  return (jlong)deleted;
+}
+
+/* ---- Arrow streams, schemas, arrays ------------------------------------------------------ */
+
+JNIEXPORT jlong JNI(streamSchema)(JNIEnv *env, jclass c, jlong h) {
+  (void)c;
+  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
+  if (!s->release) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the stream was already released");
+    return 0;
+  }
+  struct ArrowSchema *schema = calloc(1, sizeof *schema);
+  if (!schema) {
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+    return 0;
+  }
+  int rc = s->get_schema(s, schema);
+  if (rc != 0) {
+    const char *m = s->get_last_error(s);
+    throw_code(env, errno_code(rc), m ? m : "cannot read the stream's schema");
+    free(schema);
+    return 0;
+  }
+  return (jlong)(intptr_t)schema;
+}
+
+/* The next batch as a malloc'd ArrowArray owned by Java, or 0 at the end of the stream. */
+JNIEXPORT jlong JNI(streamNext)(JNIEnv *env, jclass c, jlong h) {
+  (void)c;
+  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
+  if (!s->release) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the stream was already released");
+    return 0;
+  }
+  struct ArrowArray *a = calloc(1, sizeof *a);
+  if (!a) {
+    throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+    return 0;
+  }
+  int rc = s->get_next(s, a);
+  if (rc != 0) {
+    const char *m = s->get_last_error(s);
+    throw_code(env, errno_code(rc), m ? m : "the stream failed");
+    free(a);
+    return 0;
+  }
+  if (!a->release) {
+    free(a);
+    return 0;
+  }
+  return (jlong)(intptr_t)a;
+}
+
+JNIEXPORT void JNI(streamCancel)(JNIEnv *env, jclass c, jlong h) {
+  (void)c;
+  check(env, lance_stream_cancel(PTR(struct ArrowArrayStream, h)));
+}
+
+JNIEXPORT void JNI(streamRelease)(JNIEnv *env, jclass c, jlong h) {
+  (void)env;
+  (void)c;
+  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
+  if (!s) return;
+  if (s->release) s->release(s);
+  free(s);
+}
+
+JNIEXPORT void JNI(schemaRelease)(JNIEnv *env, jclass c, jlong h) {
+  (void)env;
+  (void)c;
+  struct ArrowSchema *s = PTR(struct ArrowSchema, h);
+  if (!s) return;
+  if (s->release) s->release(s);
+  free(s);
+}
+
+JNIEXPORT void JNI(arrayRelease)(JNIEnv *env, jclass c, jlong h) {
+  (void)env;
+  (void)c;
+  struct ArrowArray *a = PTR(struct ArrowArray, h);
+  if (!a) return;
+  if (a->release) a->release(a);
+  free(a);
+}

@@ -1,0 +1,223 @@
+package org.lancehost;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * A Lance table pinned at one version. Everything read through it sees that version; splits
+ * planned on it carry the version, so workers read the same snapshot. Thread-safe: any number of
+ * threads may call it at once; {@link #close()} waits for calls in flight, and calls after it
+ * throw {@link LanceException.InvalidArgument}. Streams it returned stay valid after close.
+ */
+public final class Dataset implements AutoCloseable {
+  private final Handle handle;
+
+  private Dataset(long ptr) {
+    this.handle = new Handle(ptr, "dataset", Native::datasetFree);
+  }
+
+  static Dataset wrap(long ptr) {
+    return new Dataset(ptr);
+  }
+
+  static String[] options(Map<String, String> storageOptions) {
+    if (storageOptions == null || storageOptions.isEmpty()) return null;
+    String[] out = new String[2 * storageOptions.size()];
+    int i = 0;
+    for (Map.Entry<String, String> e : storageOptions.entrySet()) {
+      if (e.getKey() == null || e.getValue() == null) {
+        throw new LanceException.InvalidArgument("storage option keys and values must not be null");
+      }
+      out[i++] = e.getKey();
+      out[i++] = e.getValue();
+    }
+    return out;
+  }
+
+  /** The latest version of the table at `uri` (a path or s3://, gs://, az:// URI). */
+  public static Dataset open(String uri) {
+    return open(uri, null, 0);
+  }
+
+  /** Version `version` (0 = latest) of the table at `uri`, with storage options (credentials, endpoint). */
+  public static Dataset open(String uri, Map<String, String> storageOptions, long version) {
+    return new Dataset(Native.datasetOpen(uri, options(storageOptions), version, 0, false));
+  }
+
+  /** The version that was latest at `at` (the newest committed at or before it). */
+  public static Dataset openAt(String uri, Map<String, String> storageOptions, Instant at) {
+    if (at == null) throw new LanceException.InvalidArgument("timestamp is null");
+    return new Dataset(Native.datasetOpen(uri, options(storageOptions), 0, at.toEpochMilli(), true));
+  }
+
+  /** The snapshot a planner exported with {@link #snapshot()}, with this worker's credentials. */
+  public static Dataset fromSnapshot(byte[] token, Map<String, String> storageOptions) {
+    if (token == null) throw new LanceException.InvalidArgument("snapshot token is null");
+    return new Dataset(Native.snapshotOpen(token, options(storageOptions)));
+  }
+
+  /** The snapshot a split was planned on. */
+  public static Dataset forSplit(byte[] split, Map<String, String> storageOptions) {
+    return new Dataset(Native.splitOpenDataset(split, options(storageOptions)));
+  }
+
+  /** This snapshot as bytes to ship to workers ({@link #fromSnapshot}). */
+  public byte[] snapshot() {
+    return handle.with(Native::datasetExportSnapshot);
+  }
+
+  public long version() {
+    return handle.withLong(Native::datasetVersion);
+  }
+
+  /** The newest version committed now (reads storage). */
+  public long latestVersion() {
+    return handle.withLong(Native::datasetLatestVersion);
+  }
+
+  public String uri() {
+    return handle.with(Native::datasetUri);
+  }
+
+  public Schema schema() {
+    return CData.importSchema(handle.withLong(Native::datasetSchema));
+  }
+
+  /** Every version: (version, commit time). */
+  public List<Version> versions() {
+    long[] raw = handle.with(Native::datasetVersions);
+    List<Version> out = new ArrayList<>();
+    for (int i = 0; i + 1 < raw.length; i += 2) out.add(new Version(raw[i], Instant.ofEpochMilli(raw[i + 1])));
+    return Collections.unmodifiableList(out);
+  }
+
+  /** One version of the table. */
+  public static final class Version {
+    public final long version;
+    public final Instant timestamp;
+
+    Version(long version, Instant timestamp) {
+      this.version = version;
+      this.timestamp = timestamp;
+    }
+  }
+
+  /** Rows of the snapshot (from the manifest, no data read). */
+  public long countRows() {
+    return countRows(null);
+  }
+
+  /** Rows matching a Lance SQL filter (null = all). */
+  public long countRows(String filter) {
+    return handle.withLong(p -> Native.datasetCountRows(p, filter));
+  }
+
+  /** Rows of one split matching `filter` (null = all). */
+  public long countRows(byte[] split, String filter) {
+    return handle.withLong(p -> Native.splitCountRows(p, split, filter));
+  }
+
+  /** Scan splits of about `targetRows` rows each (0 = one per fragment). */
+  public SplitPlan planScan(long targetRows) {
+    return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, false)));
+  }
+
+  /** Scan splits that may cut large fragments into row slices of about `targetRows`. */
+  public SplitPlan planScanSlices(long targetRows) {
+    return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, true)));
+  }
+
+  /**
+   * Vector search splits: one per index segment plus flat splits over unindexed fragments
+   * (about `flatTargetRows` rows each, 0 = the default); `metric` 0 = the index's.
+   */
+  public SplitPlan planVectorSearch(String column, int metric, boolean useIndex, long flatTargetRows) {
+    return new SplitPlan(handle.with(p -> Native.planVectorSearch(p, column, metric, useIndex, flatTargetRows)));
+  }
+
+  /** The whole snapshot. */
+  public ArrowStream scan(ScanOptions o, BufferAllocator allocator) {
+    return scan(null, o, allocator);
+  }
+
+  /** One split of this snapshot (null = the whole snapshot). */
+  public ArrowStream scan(byte[] split, ScanOptions o, BufferAllocator allocator) {
+    ScanOptions s = o == null ? ScanOptions.all() : o;
+    long h = handle.withLong(p -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId));
+    return new ArrowStream(h, allocator);
+  }
+
+  /** The plan Lance runs for a scan with these options. */
+  public String explainScan(ScanOptions o) {
+    ScanOptions s = o == null ? ScanOptions.all() : o;
+    return handle.with(p -> Native.explainScan(p, s.columns, s.filter, s.limit, s.offset));
+  }
+
+  /** Rows by row id ({@code _rowid}), in the order given; `columns` empty = all. */
+  public ArrowStream take(long[] rowIds, List<String> columns, BufferAllocator allocator) {
+    String[] cols = columns == null ? null : columns.toArray(new String[0]);
+    return new ArrowStream(handle.withLong(p -> Native.takeRows(p, rowIds, cols)), allocator);
+  }
+
+  /** The k nearest rows of one vector search split ({@code _distance}, {@code _rowid}, columns). */
+  public ArrowStream search(byte[] split, VectorQuery q, BufferAllocator allocator) {
+    if (q == null) throw new LanceException.InvalidArgument("query is null");
+    long h = handle.withLong(p -> Native.splitSearch(p, split, q.column, q.vector, q.k, q.metric, q.nprobes,
+        q.refineFactor, q.prefilter, q.columns, q.withRowId));
+    return new ArrowStream(h, allocator);
+  }
+
+  /** The final aggregates of the snapshot (parallel over its splits inside the library). */
+  public ArrowStream aggregate(AggregateSpec spec, BufferAllocator allocator) {
+    return aggregate(null, spec, allocator);
+  }
+
+  /**
+   * With a split: the partial aggregate states of that split, to be merged with
+   * {@link #mergeAggregates}; without (null): the final aggregates.
+   */
+  public ArrowStream aggregate(byte[] split, AggregateSpec spec, BufferAllocator allocator) {
+    if (spec == null) throw new LanceException.InvalidArgument("aggregate spec is null");
+    String[] g = spec.groupBy.toArray(new String[0]);
+    String[] c = spec.columns.toArray(new String[0]);
+    String[] a = spec.aliases.toArray(new String[0]);
+    long h = handle.withLong(p -> Native.aggregate(p, split, g, spec.functionArray(), c, a, spec.filter));
+    return new ArrowStream(h, allocator);
+  }
+
+  /** Merges the per-split results of a search into the global top k (consumes the streams). */
+  public static ArrowStream mergeTopK(List<ArrowStream> parts, long k, long offset, BufferAllocator allocator) {
+    return new ArrowStream(Native.topkMerge(detachAll(parts), k, offset), allocator);
+  }
+
+  /** Merges partial aggregate states into final aggregates (consumes the streams). */
+  public static ArrowStream mergeAggregates(List<ArrowStream> parts, BufferAllocator allocator) {
+    return new ArrowStream(Native.aggregateMerge(detachAll(parts)), allocator);
+  }
+
+  private static long[] detachAll(List<ArrowStream> parts) {
+    if (parts == null) throw new LanceException.InvalidArgument("streams are null");
+    long[] out = new long[parts.size()];
+    try {
+      for (int i = 0; i < out.length; i++) {
+        if (parts.get(i) == null) throw new LanceException.InvalidArgument("stream " + i + " is null");
+        out[i] = parts.get(i).detach();
+      }
+    } catch (RuntimeException e) {
+      for (long h : out) if (h != 0) Native.streamRelease(h);
+      for (ArrowStream s : parts) if (s != null) s.close();
+      throw e;
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    handle.close();
+  }
+}

@@ -1,0 +1,41 @@
+package org.lancehost;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** The library as a whole: its version, build profile and process-wide counters. */
+public final class LanceHost {
+  private LanceHost() {}
+
+  /** The library's version, e.g. "0.12.0". */
+  public static String version() {
+    return Native.version();
+  }
+
+  /** "release" or "debug": how the loaded library was built. */
+  public static String buildProfile() {
+    return Native.buildProfile();
+  }
+
+  /**
+   * The library's process-wide counters (operations, open handles, native memory held by
+   * streams, ...), by name, as lance_metric reports them. Flat counters across a long job show
+   * that nothing leaks.
+   */
+  /**
+   * Batches imported from the library into Arrow Java whose C memory is still held: 0 when every
+   * {@code VectorSchemaRoot} handed out has been closed.
+   */
+  public static long liveBatches() {
+    return CData.liveBatches();
+  }
+
+  public static Map<String, Long> metrics() {
+    String[] kv = Native.metrics();
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < kv.length; i += 2) {
+      if (kv[i] != null) out.put(kv[i], Long.parseUnsignedLong(kv[i + 1]));
+    }
+    return out;
+  }
+}

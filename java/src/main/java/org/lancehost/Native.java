@@ -1,0 +1,84 @@
+package org.lancehost;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+
+/**
+ * The JNI entry points over lance_host.h (java/src/main/c/lance_host_jni.c). Package-private:
+ * the public classes check handles and own what these return. Every {@code long} is a C pointer;
+ * 0 means none. A failing call throws the {@link LanceException} of its error code.
+ */
+final class Native {
+  private Native() {}
+
+  static {
+    load();
+  }
+
+  /**
+   * Loads liblance_host_jni: the path in the system property {@code lancehost.jni.library} or
+   * the environment variable {@code LANCE_HOST_JNI_LIBRARY}, else {@code lance_host_jni} from
+   * {@code java.library.path}.
+   */
+  private static void load() {
+    String path = System.getProperty("lancehost.jni.library");
+    if (path == null || path.isEmpty()) path = System.getenv("LANCE_HOST_JNI_LIBRARY");
+    if (path != null && !path.isEmpty()) {
+      Path p = Paths.get(path).toAbsolutePath();
+      if (!Files.isRegularFile(p)) {
+        throw new UnsatisfiedLinkError("lance-host JNI library not found at " + p
+            + " (set by lancehost.jni.library or LANCE_HOST_JNI_LIBRARY)");
+      }
+      System.load(p.toString());
+    } else {
+      System.loadLibrary("lance_host_jni");
+    }
+  }
+
+  static native String version();
+  static native String buildProfile();
+  static native String errorCodeName(int code);
+  static native String[] metrics();
+
+  static native long datasetOpen(String uri, String[] options, long version, long timestampMs, boolean atTimestamp);
+  static native long snapshotOpen(byte[] token, String[] options);
+  static native long splitOpenDataset(byte[] split, String[] options);
+  static native void datasetFree(long ds);
+  static native byte[] datasetExportSnapshot(long ds);
+  static native long datasetVersion(long ds);
+  static native long datasetLatestVersion(long ds);
+  static native String datasetUri(long ds);
+  static native long datasetCountRows(long ds, String filter);
+  static native long splitCountRows(long ds, byte[] split, String filter);
+  static native long datasetSchema(long ds);
+  static native long[] datasetVersions(long ds);
+
+  static native Object[] planScan(long ds, long targetRows, boolean slices);
+  static native Object[] planVectorSearch(long ds, String column, int metric, boolean useIndex, long flatTargetRows);
+  static native long[] splitInfo(byte[] split);
+
+  static native long scan(long ds, byte[] split, String[] columns, String filter, long limit, long offset,
+      long batchSize, boolean withRowId);
+  static native String explainScan(long ds, String[] columns, String filter, long limit, long offset);
+  static native long takeRows(long ds, long[] rowIds, String[] columns);
+
+  static native long splitSearch(long ds, byte[] split, String column, float[] vector, long k, int metric,
+      int nprobes, int refineFactor, String prefilter, String[] columns, boolean withRowId);
+  static native long topkMerge(long[] streams, long k, long offset);
+
+  static native long aggregate(long ds, byte[] split, String[] groupBy, int[] functions, String[] columns,
+      String[] aliases, String filter);
+  static native long aggregateMerge(long[] streams);
+
+  static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
+      String[] options);
+  static native long stagedAbort(byte[][] staged, String[] options);
+
+  static native long streamSchema(long stream);
+  static native long streamNext(long stream);
+  static native void streamCancel(long stream);
+  static native void streamRelease(long stream);
+  static native void schemaRelease(long schema);
+  static native void arrayRelease(long array);
+}

@@ -1,0 +1,388 @@
+package org.lancehost.api;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.FixedSizeListVector;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.lancehost.AggregateSpec;
+import org.lancehost.ArrowStream;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+import org.lancehost.LanceHost;
+import org.lancehost.ScanOptions;
+import org.lancehost.Split;
+import org.lancehost.SplitPlan;
+import org.lancehost.VectorQuery;
+
+/** Every group of the Java API against tables pylance wrote; answers compared with pylance's. */
+class ApiTest {
+  static BufferAllocator allocator;
+  static JsonNode basic;
+  static JsonNode indexed;
+
+  @BeforeAll
+  static void setUp() {
+    allocator = new RootAllocator();
+    basic = Fixtures.expected().get("basic");
+    indexed = Fixtures.expected().get("indexed");
+  }
+
+  @AfterAll
+  static void tearDown() {
+    assertEquals(0, LanceHost.liveBatches(), "every imported batch was released");
+    allocator.close(); // fails if any buffer is still held
+  }
+
+  /** Every row of a stream as column-name -> Java value maps (closes the stream and batches). */
+  static List<Map<String, Object>> rows(ArrowStream stream) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    try (stream) {
+      while (true) {
+        VectorSchemaRoot b = stream.next();
+        if (b == null) break;
+        try (b) {
+          for (int r = 0; r < b.getRowCount(); r++) {
+            Map<String, Object> row = new HashMap<>();
+            for (FieldVector v : b.getFieldVectors()) row.put(v.getName(), v.getObject(r));
+            out.add(row);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  static long asLong(Object o) {
+    return ((Number) o).longValue();
+  }
+
+  @Test
+  void versionAndProfile() {
+    assertTrue(LanceHost.version().matches("\\d+\\.\\d+\\.\\d+.*"), LanceHost.version());
+    assertTrue(List.of("debug", "release").contains(LanceHost.buildProfile()));
+    assertTrue(LanceHost.metrics().containsKey("ops.open"));
+  }
+
+  @Test
+  void openVersionsAndCounts() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      assertEquals(basic.get("version").asLong(), ds.version());
+      assertEquals(basic.get("version").asLong(), ds.latestVersion());
+      assertEquals(basic.get("count").asLong(), ds.countRows());
+      assertEquals(basic.get("count_filter").asLong(), ds.countRows(basic.get("filter").asText()));
+      List<Long> versions = new ArrayList<>();
+      for (Dataset.Version v : ds.versions()) versions.add(v.version);
+      List<Long> expected = new ArrayList<>();
+      basic.get("versions").forEach(n -> expected.add(n.asLong()));
+      assertEquals(expected, versions);
+      assertTrue(ds.uri().endsWith("basic"), ds.uri());
+      Schema s = ds.schema();
+      assertEquals(List.of("id", "value", "qty", "name", "category", "flag", "day", "ts", "vec"),
+          s.getFields().stream().map(f -> f.getName()).toList());
+      assertEquals(new ArrowType.FixedSizeList(basic.get("query").size()), s.findField("vec").getType());
+    }
+    try (Dataset v1 = Dataset.open(basic.get("uri").asText(), null, 1)) {
+      assertEquals(1, v1.version());
+      assertEquals(basic.get("count_v1").asLong(), v1.countRows());
+      List<Long> ids = new ArrayList<>();
+      for (Map<String, Object> r : rows(v1.scan(ScanOptions.all().columns("id"), allocator))) ids.add(asLong(r.get("id")));
+      List<Long> expected = new ArrayList<>();
+      basic.get("ids_v1").forEach(n -> expected.add(n.asLong()));
+      assertEquals(expected, ids);
+    }
+    // Time travel by commit time: the instant version 2 was committed opens version 2.
+    long t2 = basic.get("version_times_ms").get(1).asLong();
+    try (Dataset at = Dataset.openAt(basic.get("uri").asText(), null, Instant.ofEpochMilli(t2))) {
+      assertEquals(2, at.version());
+    }
+  }
+
+  @Test
+  void filteredProjectionEqualsPylance() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      ScanOptions o = ScanOptions.all().columns("id", "value", "name").filter(basic.get("filter").asText());
+      TreeMap<Long, Map<String, Object>> got = new TreeMap<>();
+      for (Map<String, Object> r : rows(ds.scan(o, allocator))) got.put(asLong(r.get("id")), r);
+      JsonNode want = basic.get("filtered");
+      assertEquals(want.size(), got.size());
+      int i = 0;
+      for (Map<String, Object> r : got.values()) {
+        JsonNode w = want.get(i++);
+        assertEquals(w.get("id").asLong(), asLong(r.get("id")));
+        assertEquals(w.get("value").asDouble(), (Double) r.get("value"), 0.0);
+        assertEquals(w.get("name").isNull() ? null : w.get("name").asText(), r.get("name") == null ? null : r.get("name").toString());
+      }
+      assertTrue(ds.explainScan(o).contains("value"), "explain names the filter column");
+    }
+  }
+
+  @Test
+  void everyTypeOfTheHeadRowsEqualsPylance() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      List<Map<String, Object>> got = rows(ds.scan(ScanOptions.all().limit(50), allocator));
+      got.sort((a, b) -> Long.compare(asLong(a.get("id")), asLong(b.get("id"))));
+      JsonNode want = basic.get("head");
+      assertEquals(want.size(), got.size());
+      for (int i = 0; i < got.size(); i++) {
+        Map<String, Object> r = got.get(i);
+        JsonNode w = want.get(i);
+        assertEquals(w.get("id").asLong(), asLong(r.get("id")));
+        if (w.get("value").isNull()) assertNull(r.get("value"));
+        else assertEquals(w.get("value").asDouble(), (Double) r.get("value"), 0.0);
+        assertEquals(w.get("qty").asInt(), ((Integer) r.get("qty")).intValue());
+        if (w.get("name").isNull()) assertNull(r.get("name"));
+        else assertEquals(w.get("name").asText(), r.get("name").toString());
+        assertEquals(w.get("category").asText(), r.get("category").toString());
+        assertEquals(w.get("flag").asBoolean(), r.get("flag"));
+        assertEquals(LocalDate.parse(w.get("day").asText()), LocalDate.ofEpochDay(((Integer) r.get("day")).longValue()));
+        assertEquals(LocalDateTime.parse(w.get("ts").asText()), r.get("ts"));
+      }
+    }
+  }
+
+  @Test
+  void vectorsComeAsFixedSizeListsWithoutCopies() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText());
+        ArrowStream s = ds.scan(ScanOptions.all().columns("id", "vec").limit(5), allocator)) {
+      Map<Long, float[]> got = new HashMap<>();
+      while (true) {
+        VectorSchemaRoot b = s.next();
+        if (b == null) break;
+        try (b) {
+          FixedSizeListVector vec = (FixedSizeListVector) b.getVector("vec");
+          Float4Vector values = (Float4Vector) vec.getDataVector();
+          BigIntVector ids = (BigIntVector) b.getVector("id");
+          for (int r = 0; r < b.getRowCount(); r++) {
+            float[] v = new float[vec.getListSize()];
+            for (int j = 0; j < v.length; j++) v[j] = values.get(r * v.length + j);
+            got.put(ids.get(r), v);
+          }
+        }
+      }
+      JsonNode ids = basic.get("head_vec_ids");
+      for (int i = 0; i < ids.size(); i++) {
+        float[] v = got.get(ids.get(i).asLong());
+        assertNotNull(v);
+        JsonNode w = basic.get("head_vec").get(i);
+        for (int j = 0; j < v.length; j++) assertEquals((float) w.get(j).asDouble(), v[j], 0.0f);
+      }
+    }
+  }
+
+  @Test
+  void splitsPlannedOnceScannedInParallelCoverTheSnapshot() throws Exception {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      SplitPlan plan = ds.planScan(0);
+      assertTrue(plan.splits().size() >= 6, "one split per fragment: " + plan.splits().size());
+      long rowsBySplitInfo = 0;
+      for (byte[] s : plan.splits()) {
+        Split info = Split.info(s);
+        assertEquals(Split.SCAN, info.kind());
+        assertEquals(ds.version(), info.version());
+        rowsBySplitInfo += info.rowCount();
+      }
+      assertEquals(basic.get("count").asLong(), rowsBySplitInfo);
+      byte[] token = ds.snapshot();
+      ExecutorService pool = Executors.newFixedThreadPool(3);
+      try {
+        List<Future<List<Long>>> parts = new ArrayList<>();
+        for (byte[] split : plan.splits()) {
+          // A worker: its own dataset from the shipped token, one split.
+          parts.add(pool.submit(() -> {
+            List<Long> ids = new ArrayList<>();
+            try (Dataset w = Dataset.fromSnapshot(token, null)) {
+              assertEquals(ds.version(), w.version());
+              for (Map<String, Object> r : rows(w.scan(split, ScanOptions.all().columns("id"), allocator))) {
+                ids.add(asLong(r.get("id")));
+              }
+              assertEquals(ids.size(), w.countRows(split, null));
+            }
+            return ids;
+          }));
+        }
+        Set<Long> all = new HashSet<>();
+        long n = 0;
+        for (Future<List<Long>> f : parts) {
+          List<Long> ids = f.get();
+          n += ids.size();
+          all.addAll(ids);
+        }
+        assertEquals(basic.get("count").asLong(), n);
+        assertEquals(n, all.size(), "no row twice");
+        for (long id : all) assertNotEquals(7, id % 10, "deleted rows stay deleted");
+      } finally {
+        pool.shutdown();
+      }
+      // Row-slice splits cover the same rows.
+      SplitPlan slices = ds.planScanSlices(700);
+      long n = 0;
+      for (byte[] s : slices.splits()) n += ds.countRows(s, null);
+      assertEquals(basic.get("count").asLong(), n);
+      assertTrue(slices.splits().size() > plan.splits().size());
+    }
+  }
+
+  @Test
+  void aggregatesEqualPylance() {
+    AggregateSpec spec = AggregateSpec.create().groupBy("category").countStar("n")
+        .add(AggregateSpec.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
+        .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value");
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      List<Map<String, Object>> one = rows(ds.aggregate(spec, allocator));
+      // The distributed shape: partial states per split, merged once.
+      List<ArrowStream> partials = new ArrayList<>();
+      for (byte[] s : ds.planScan(0).splits()) partials.add(ds.aggregate(s, spec, allocator));
+      List<Map<String, Object>> merged = rows(Dataset.mergeAggregates(partials, allocator));
+      for (List<Map<String, Object>> got : List.of(one, merged)) {
+        JsonNode groups = basic.get("groups");
+        assertEquals(groups.size(), got.size());
+        for (Map<String, Object> r : got) {
+          JsonNode g = groups.get(r.get("category").toString());
+          assertEquals(g.get("count").asLong(), asLong(r.get("n")));
+          assertEquals(g.get("sum_qty").asLong(), asLong(r.get("sum_qty")));
+          assertEquals(g.get("min_value").asDouble(), (Double) r.get("min_value"), 0.0);
+          assertEquals(g.get("max_value").asDouble(), (Double) r.get("max_value"), 0.0);
+          double avg = g.get("sum_value").asDouble() / g.get("n_value").asDouble();
+          assertEquals(avg, (Double) r.get("avg_value"), Math.abs(avg) * 1e-12);
+        }
+      }
+    }
+  }
+
+  static float[] vector(JsonNode q) {
+    float[] v = new float[q.size()];
+    for (int i = 0; i < v.length; i++) v[i] = (float) q.get(i).asDouble();
+    return v;
+  }
+
+  /** Plans a search, runs every split, merges: the ids and distances pylance's exact search gave. */
+  static void searchEqualsPylance(JsonNode t, int nprobes) {
+    try (Dataset ds = Dataset.open(t.get("uri").asText())) {
+      SplitPlan plan = ds.planVectorSearch("vec", VectorQuery.METRIC_DEFAULT, true, 0);
+      VectorQuery q = VectorQuery.of("vec", vector(t.get("query")), 10).nprobes(nprobes).columns(List.of("id"));
+      List<ArrowStream> parts = new ArrayList<>();
+      for (byte[] s : plan.splits()) parts.add(ds.search(s, q, allocator));
+      List<Map<String, Object>> got = rows(Dataset.mergeTopK(parts, 10, 0, allocator));
+      assertEquals(t.get("nn_ids").size(), got.size());
+      for (int i = 0; i < got.size(); i++) {
+        assertEquals(t.get("nn_ids").get(i).asLong(), asLong(got.get(i).get("id")), "rank " + i);
+        double want = t.get("nn_distances").get(i).asDouble();
+        assertEquals(want, ((Number) got.get(i).get("_distance")).doubleValue(), 1e-4 * Math.max(1, want));
+      }
+      if (t.has("index_names")) {
+        assertEquals(t.get("index_names").get(0).asText(), plan.indexName());
+        boolean segment = false, flat = false;
+        for (byte[] s : plan.splits()) {
+          segment |= Split.info(s).kind() == Split.INDEX_SEGMENT;
+          flat |= Split.info(s).kind() == Split.FLAT;
+        }
+        assertTrue(segment && flat, "an index segment split and a flat split for the unindexed rows");
+      }
+    }
+  }
+
+  @Test
+  void flatVectorSearchEqualsPylance() {
+    searchEqualsPylance(basic, 0);
+  }
+
+  @Test
+  void indexedVectorSearchEqualsPylanceExact() {
+    searchEqualsPylance(indexed, 4); // every IVF partition probed: exact
+  }
+
+  @Test
+  void takeReturnsRowsById() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      List<Map<String, Object>> some = rows(ds.scan(ScanOptions.all().columns("id").withRowId(true).limit(20), allocator));
+      long[] rowIds = some.stream().mapToLong(r -> asLong(r.get("_rowid"))).toArray();
+      List<Map<String, Object>> taken = rows(ds.take(rowIds, List.of("id"), allocator));
+      assertEquals(some.size(), taken.size());
+      for (int i = 0; i < some.size(); i++) assertEquals(some.get(i).get("id"), taken.get(i).get("id"));
+    }
+  }
+
+  @Test
+  void badInputsAreExceptionsNotCrashes() {
+    String uri = basic.get("uri").asText();
+    LanceException e = assertThrows(LanceException.class, () -> Dataset.open(Fixtures.root().resolve("no-such-table").toString()));
+    assertTrue(e.code() == 2 || e.code() == 3, e.codeName() + ": " + e.getMessage());
+    assertThrows(LanceException.NotFound.class, () -> Dataset.open(uri, null, 999));
+    Dataset ds = Dataset.open(uri);
+    assertThrows(LanceException.InvalidArgument.class, () -> ds.countRows("id >>> 3"));
+    assertThrows(LanceException.InvalidArgument.class, () -> ds.scan(ScanOptions.all().columns("nope"), allocator));
+    assertThrows(LanceException.InvalidArgument.class, () -> ds.countRows("name = 'a\0b'"));
+    LanceException bad = assertThrows(LanceException.class, () -> ds.scan(new byte[] {1, 2, 3}, null, allocator));
+    assertTrue(bad instanceof LanceException.Corrupt || bad instanceof LanceException.InvalidArgument, bad.codeName());
+    assertThrows(LanceException.InvalidArgument.class, () -> Split.info(null));
+    // A wrong-type aggregate column: the library does not sum strings.
+    assertThrows(LanceException.NotSupported.class,
+        () -> rows(ds.aggregate(AggregateSpec.create().add(AggregateSpec.SUM, "name", null), allocator)));
+    // A query vector of the wrong dimension.
+    byte[] split = ds.planVectorSearch("vec", 0, true, 0).splits().get(0);
+    assertThrows(LanceException.InvalidArgument.class,
+        () -> ds.search(split, VectorQuery.of("vec", new float[] {1, 2}, 3), allocator));
+    ArrowStream s = ds.scan(ScanOptions.all().columns("id"), allocator);
+    s.close();
+    assertThrows(LanceException.InvalidArgument.class, s::next, "a closed stream");
+    s.close(); // twice is harmless
+    ds.close();
+    assertThrows(LanceException.InvalidArgument.class, ds::countRows, "a closed dataset");
+    assertThrows(LanceException.InvalidArgument.class, ds::snapshot);
+    ds.close();
+  }
+
+  @Test
+  void aStreamStaysValidAfterItsDatasetIsClosedAndCancelStopsIt() {
+    Dataset ds = Dataset.open(basic.get("uri").asText());
+    ArrowStream s = ds.scan(ScanOptions.all().columns("id").batchSize(100), allocator);
+    ds.close();
+    VectorSchemaRoot first = s.next();
+    assertNotNull(first);
+    first.close();
+    s.cancel();
+    LanceException e = assertThrows(LanceException.class, () -> {
+      for (VectorSchemaRoot b = s.next(); b != null; b = s.next()) b.close();
+    });
+    assertEquals(12, e.code(), e.getMessage());
+    s.close();
+  }
+
+  @Test
+  void repeatedScansHoldNoMemory() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      for (int i = 0; i < 30; i++) {
+        try (ArrowStream s = ds.scan(ScanOptions.all(), allocator)) {
+          VectorSchemaRoot b = s.next(); // read one batch, drop the rest with the stream
+          b.close();
+        }
+      }
+      assertEquals(0, LanceHost.liveBatches());
+      assertEquals(0, allocator.getAllocatedMemory());
+    }
+  }
+}

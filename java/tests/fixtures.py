@@ -1,0 +1,126 @@
+"""Tables for the Java tests, written by pylance, and pylance's own answers about them.
+
+    python3 java/tests/fixtures.py <dir>
+
+Writes <dir>/tables/<name> (Lance tables) and <dir>/expected.json: what pylance reads from those
+tables (counts, filtered rows, aggregates, nearest neighbours, old versions). The Java tests
+compare lance-host's answers with these; nothing in them is typed in by hand.
+"""
+import datetime as dt
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DIM = 16
+
+
+def batch(start: int, n: int, rng) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    value = rng.normal(100.0, 25.0, n)
+    value_mask = ids % 17 == 3
+    names = [None if i % 23 == 5 else f"name-{i:06d}" for i in ids]
+    vec = rng.standard_normal((n, DIM)).astype(np.float32)
+    return pa.table({
+        "id": ids,
+        "value": pa.array(value, mask=value_mask),
+        "qty": pa.array((ids * 7919 % 1000).astype(np.int32)),
+        "name": pa.array(names, pa.string()),
+        "category": pa.array([f"c{i % 5}" for i in ids]),
+        "flag": pa.array(ids % 3 == 0),
+        "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=int(i % 365)) for i in ids], pa.date32()),
+        "ts": pa.array((1_700_000_000_000_000 + ids * 1_000_003).astype("datetime64[us]"), pa.timestamp("us")),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+    })
+
+
+def rows(table: pa.Table, columns):
+    out = []
+    for r in table.select(columns).to_pylist():
+        out.append({k: (v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v) for k, v in r.items()})
+    return out
+
+
+def main(root: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    tables = root / "tables"
+    tables.mkdir(parents=True)
+    rng = np.random.default_rng(42)
+    expected = {"dim": DIM}
+
+    # basic: three appends (versions 1-3, several fragments each), then a delete (version 4).
+    uri = str(tables / "basic")
+    lance.write_dataset(batch(0, 6000, rng), uri, max_rows_per_file=2000)
+    lance.write_dataset(batch(6000, 3000, rng), uri, mode="append", max_rows_per_file=2000)
+    lance.write_dataset(batch(9000, 3000, rng), uri, mode="append", max_rows_per_file=2000)
+    ds = lance.dataset(uri)
+    ds.delete("id % 10 = 7")
+    ds = lance.dataset(uri)
+    v1 = lance.dataset(uri, version=1)
+    filt = "value > 120 AND category = 'c2'"
+    t = ds.to_table(filter=filt, columns=["id", "value", "name"])
+    agg = ds.to_table(columns=["category", "value", "qty"])
+    groups = {}
+    for r in agg.to_pylist():
+        g = groups.setdefault(r["category"], {"count": 0, "sum_qty": 0, "min_value": None, "max_value": None,
+                                              "sum_value": 0.0, "n_value": 0})
+        g["count"] += 1
+        g["sum_qty"] += r["qty"]
+        if r["value"] is not None:
+            g["n_value"] += 1
+            g["sum_value"] += r["value"]
+            g["min_value"] = r["value"] if g["min_value"] is None else min(g["min_value"], r["value"])
+            g["max_value"] = r["value"] if g["max_value"] is None else max(g["max_value"], r["value"])
+    query = rng.standard_normal(DIM).astype(np.float32)
+    nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False},
+                     columns=["id"], with_row_id=True)
+    expected["basic"] = {
+        "uri": uri,
+        "version": ds.version,
+        "versions": [v["version"] for v in ds.versions()],
+        "count": ds.count_rows(),
+        "count_v1": v1.count_rows(),
+        "ids_v1": v1.to_table(columns=["id"])["id"].to_pylist(),
+        "filter": filt,
+        "count_filter": ds.count_rows(filt),
+        "filtered": rows(t.sort_by("id"), ["id", "value", "name"]),
+        "head": rows(ds.to_table(limit=50).sort_by("id"), ["id", "value", "qty", "name", "category", "flag", "day", "ts"]),
+        "head_vec": [[float(x) for x in v] for v in ds.to_table(limit=5)["vec"].to_pylist()],
+        "head_vec_ids": ds.to_table(limit=5)["id"].to_pylist(),
+        "groups": groups,
+        "sum_qty": int(pc.sum(agg["qty"]).as_py()),
+        "query": [float(x) for x in query],
+        "nn_ids": nn["id"].to_pylist(),
+        "nn_distances": [float(x) for x in nn["_distance"].to_pylist()],
+        "version_times_ms": [int(v["timestamp"].timestamp() * 1000) for v in ds.versions()],
+    }
+
+    # indexed: the same kind of rows with an IVF_FLAT index on vec (exact within probed partitions).
+    uri = str(tables / "indexed")
+    lance.write_dataset(batch(0, 4000, rng), uri, max_rows_per_file=1000)
+    ds = lance.dataset(uri)
+    ds.create_index("vec", index_type="IVF_FLAT", num_partitions=4)
+    lance.write_dataset(batch(4000, 500, rng), uri, mode="append")  # not indexed: a flat split
+    ds = lance.dataset(uri)
+    query = rng.standard_normal(DIM).astype(np.float32)
+    nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False}, columns=["id"])
+    expected["indexed"] = {
+        "uri": uri,
+        "count": ds.count_rows(),
+        "query": [float(x) for x in query],
+        "nn_ids": nn["id"].to_pylist(),
+        "nn_distances": [float(x) for x in nn["_distance"].to_pylist()],
+        "index_names": [i["name"] for i in ds.list_indices()],
+    }
+
+    (root / "expected.json").write_text(json.dumps(expected))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]).resolve())
