@@ -32,6 +32,12 @@ cmake --build build/duckdb >/dev/null
 
 scripts/install-python-package.sh
 
+echo "==> Java API and Spark connector (javac/jar against pyspark's jars, JUnit 5)"
+SPARK_JARS_DIR="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+cmake -S java -B build/java -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DSPARK_JARS_DIR="$SPARK_JARS_DIR" >/dev/null
+cmake --build build/java > build/java-build.log 2>&1 || { cat build/java-build.log; exit 1; }
+(cd build/java && ctest --output-on-failure)
+
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \

@@ -80,7 +80,10 @@ def main(root: Path) -> None:
     query = rng.standard_normal(DIM).astype(np.float32)
     nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False},
                      columns=["id"], with_row_id=True)
+    days = ds.to_table(columns=["id", "day"]).to_pylist()
+    count_day = sum(1 for r in days if r["day"] == dt.date(2024, 1, 5) and r["id"] < 3000)
     expected["basic"] = {
+        "count_day": count_day,
         "uri": uri,
         "version": ds.version,
         "versions": [v["version"] for v in ds.versions()],

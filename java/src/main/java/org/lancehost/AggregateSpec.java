@@ -8,7 +8,8 @@ import java.util.List;
  * (COUNT(*), COUNT, SUM, MIN, MAX, AVG) with optional result names, and a Lance SQL filter.
  * Immutable; each method returns a copy.
  */
-public final class AggregateSpec {
+public final class AggregateSpec implements java.io.Serializable {
+  private static final long serialVersionUID = 1L;
   /** LANCE_AGG_* values. */
   public static final int COUNT_STAR = 1, COUNT = 2, SUM = 3, MIN = 4, MAX = 5, AVG = 6;
 

@@ -1,0 +1,94 @@
+package org.lancehost.spark;
+
+import java.util.List;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.lancehost.ArrowStream;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+import org.lancehost.ScanOptions;
+
+/**
+ * Reads one partition as columnar batches over the library's Arrow buffers. A batch stays valid
+ * until the next call to {@link #next()} or {@link #close()}, as Spark requires.
+ */
+final class ColumnarReader implements PartitionReader<ColumnarBatch> {
+  private final Dataset dataset;
+  private final ArrowStream stream;
+  private final StructType schema;
+  private VectorSchemaRoot current;
+  private ColumnarBatch batch;
+
+  ColumnarReader(LanceScan.Partition p) {
+    Dataset ds = p.aggregate != null ? Dataset.fromSnapshot(p.snapshot, p.storage) : Dataset.forSplit(p.split, p.storage);
+    try {
+      if (p.aggregate != null) {
+        schema = p.aggregate.schema;
+        stream = ds.aggregate(p.aggregate.spec, SparkTypes.allocator());
+      } else {
+        schema = null;
+        // No column asked (a count Spark computes itself): read only the row ids.
+        String[] cols = p.columns.length == 0 ? new String[] {"_rowid"} : p.columns;
+        ScanOptions o = ScanOptions.all().columns(cols).filter(p.filter).limit(p.limit).batchSize(p.batchSize);
+        stream = ds.scan(p.split, o, SparkTypes.allocator());
+      }
+    } catch (RuntimeException e) {
+      ds.close();
+      throw e;
+    }
+    dataset = ds;
+  }
+
+  @Override
+  public boolean next() {
+    release();
+    VectorSchemaRoot root = stream.next();
+    if (root == null) return false;
+    current = root;
+    List<FieldVector> vectors = root.getFieldVectors();
+    ColumnVector[] cols = new ColumnVector[vectors.size()];
+    for (int i = 0; i < cols.length; i++) {
+      FieldVector v = vectors.get(i);
+      if (schema != null) checkType(v, schema.fields()[i]);
+      cols[i] = SparkTypes.column(v, schema != null ? schema.fields()[i].dataType() : SparkTypes.of(v.getField()));
+    }
+    batch = new ColumnarBatch(cols, root.getRowCount());
+    return true;
+  }
+
+  /** A pushed aggregate's column must have the type Spark planned for it: never a silent cast. */
+  private static void checkType(FieldVector v, StructField f) {
+    if (!f.dataType().equals(SparkTypes.of(v.getField()))) {
+      throw new LanceException.Internal("aggregate column " + f.name() + " came as " + v.getField().getType()
+          + ", Spark planned " + f.dataType().simpleString());
+    }
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  private void release() {
+    if (batch != null) {
+      batch.close(); // closes the column vectors, which close the Arrow vectors
+      batch = null;
+    }
+    if (current != null) {
+      current.close();
+      current = null;
+    }
+  }
+
+  @Override
+  public void close() {
+    release();
+    stream.close();
+    dataset.close();
+  }
+}

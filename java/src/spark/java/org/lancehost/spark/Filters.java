@@ -1,0 +1,110 @@
+package org.lancehost.spark;
+
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Spark predicates to Lance SQL, exactly where the translation keeps Spark's meaning:
+ * comparisons (=, <>, <, <=, >, >=, <=>), IN, IS [NOT] NULL, AND, OR and NOT over top-level
+ * columns of integer, floating-point, string and boolean type, with literals of those types
+ * (floating-point ones finite). Anything else returns null and stays in Spark.
+ */
+final class Filters {
+  private Filters() {}
+
+  private static final Set<String> COMPARISONS = Set.of("=", "<>", "<", "<=", ">", ">=");
+
+  static String toSql(Predicate p, StructType schema) {
+    String name = p.name();
+    Expression[] c = p.children();
+    switch (name) {
+      case "AND":
+      case "OR": {
+        String l = toSql((Predicate) c[0], schema), r = toSql((Predicate) c[1], schema);
+        return l == null || r == null ? null : "(" + l + ") " + name + " (" + r + ")";
+      }
+      case "NOT": {
+        String inner = toSql((Predicate) c[0], schema);
+        return inner == null ? null : "NOT (" + inner + ")";
+      }
+      case "IS_NULL":
+      case "IS_NOT_NULL": {
+        String col = column(c[0], schema);
+        return col == null ? null : col + (name.equals("IS_NULL") ? " IS NULL" : " IS NOT NULL");
+      }
+      case "IN": {
+        String col = column(c[0], schema);
+        if (col == null || c.length < 2) return null;
+        List<String> lits = new ArrayList<>();
+        for (int i = 1; i < c.length; i++) {
+          String l = literal(c[i]);
+          if (l == null) return null;
+          lits.add(l);
+        }
+        return col + " IN (" + String.join(", ", lits) + ")";
+      }
+      case "<=>": {
+        String col = column(c[0], schema), lit = literal(c[1]);
+        if (col == null || lit == null) return null; // a NULL literal is refused by literal()
+        return "(" + col + " IS NOT NULL AND " + col + " = " + lit + ")";
+      }
+      default:
+        if (!COMPARISONS.contains(name) || c.length != 2) return null;
+        String col = column(c[0], schema), lit = literal(c[1]);
+        if (col != null && lit != null) return col + " " + name + " " + lit;
+        col = column(c[1], schema);
+        lit = literal(c[0]);
+        if (col != null && lit != null) return lit + " " + name + " " + col;
+        return null;
+    }
+  }
+
+  private static boolean supported(DataType t) {
+    return t.equals(DataTypes.ByteType) || t.equals(DataTypes.ShortType) || t.equals(DataTypes.IntegerType)
+        || t.equals(DataTypes.LongType) || t.equals(DataTypes.FloatType) || t.equals(DataTypes.DoubleType)
+        || t.equals(DataTypes.StringType) || t.equals(DataTypes.BooleanType);
+  }
+
+  private static String column(Expression e, StructType schema) {
+    if (!(e instanceof NamedReference)) return null;
+    String[] parts = ((NamedReference) e).fieldNames();
+    if (parts.length != 1) return null; // nested fields stay in Spark
+    int i;
+    try {
+      i = schema.fieldIndex(parts[0]);
+    } catch (IllegalArgumentException notThere) {
+      return null;
+    }
+    if (!supported(schema.fields()[i].dataType())) return null;
+    return "`" + parts[0].replace("`", "``") + "`";
+  }
+
+  private static String literal(Expression e) {
+    if (!(e instanceof Literal)) return null;
+    Object v = ((Literal<?>) e).value();
+    DataType t = ((Literal<?>) e).dataType();
+    if (v == null || !supported(t)) return null;
+    if (v instanceof Boolean) return ((Boolean) v) ? "true" : "false";
+    if (v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long) return v.toString();
+    if (v instanceof Float || v instanceof Double) {
+      double d = ((Number) v).doubleValue();
+      if (Double.isNaN(d) || Double.isInfinite(d)) return null;
+      // The shortest text that reads back as the same double (a float literal widened first, as
+      // Spark compares), in plain notation with a decimal point so it parses as a float.
+      String plain = new BigDecimal(Double.toString(d)).toPlainString();
+      return plain.contains(".") ? plain : plain + ".0";
+    }
+    if (v instanceof UTF8String || v instanceof String) return "'" + v.toString().replace("'", "''") + "'";
+    return null;
+  }
+}

@@ -1,0 +1,141 @@
+package org.lancehost.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.lancehost.Dataset;
+import org.lancehost.Split;
+import org.lancehost.SplitPlan;
+
+/**
+ * A planned read: one input partition per split of the pinned snapshot (the split's bytes are
+ * the partition), or a single partition computing a pushed aggregate completely.
+ */
+final class LanceScan implements Scan, Batch {
+  private final Table table;
+  private final StructType readSchema;
+  private final List<String> pushedSql;
+  private final long limit;
+  private final ScanBuilder.AggregatePlan aggregate;
+
+  LanceScan(Table table, StructType required, List<String> pushedSql, long limit, ScanBuilder.AggregatePlan aggregate) {
+    this.table = table;
+    this.readSchema = aggregate != null ? aggregate.schema : required;
+    this.pushedSql = new ArrayList<>(pushedSql);
+    this.limit = limit;
+    this.aggregate = aggregate;
+  }
+
+  @Override
+  public StructType readSchema() {
+    return readSchema;
+  }
+
+  String filter() {
+    List<String> parts = new ArrayList<>();
+    if (table.options.filter != null) parts.add(table.options.filter);
+    parts.addAll(pushedSql);
+    if (parts.isEmpty()) return null;
+    if (parts.size() == 1) return parts.get(0);
+    StringBuilder b = new StringBuilder();
+    for (String p : parts) b.append(b.length() == 0 ? "" : " AND ").append('(').append(p).append(')');
+    return b.toString();
+  }
+
+  @Override
+  public String description() {
+    StringBuilder b = new StringBuilder("LanceHostScan ").append(table.name());
+    b.append(" version=").append(table.pinnedVersion());
+    b.append(" ReadSchema: ").append(readSchema.catalogString());
+    b.append(" PushedFilters: [").append(String.join(", ", pushedSql)).append(']');
+    if (limit >= 0) b.append(" PushedLimit: ").append(limit);
+    if (aggregate != null) b.append(" PushedAggregation: ").append(aggregate.description);
+    return b.toString();
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    String[] columns = readSchema.fieldNames();
+    if (aggregate != null) {
+      return new InputPartition[] {new Partition(null, table.snapshot(), null, null, -1, 0, aggregate, table.options.storage)};
+    }
+    String filter = filter();
+    Dataset ds = table.dataset();
+    SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
+    List<InputPartition> out = new ArrayList<>();
+    long rows = 0;
+    for (byte[] split : plan.splits()) {
+      out.add(new Partition(split, null, columns, filter, limit, table.options.batchSize, null, table.options.storage));
+      rows += Split.info(split).rowCount();
+      // Without a filter every split returns all its rows: once `limit` are covered, the rest
+      // of the splits cannot change the answer Spark's global limit keeps.
+      if (limit >= 0 && filter == null && rows >= limit) break;
+    }
+    return out.toArray(new InputPartition[0]);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new ReaderFactory();
+  }
+
+  /** One split (or the aggregate) with what its task reads. */
+  static final class Partition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+    final byte[] split;
+    final byte[] snapshot;
+    final String[] columns;
+    final String filter;
+    final long limit;
+    final long batchSize;
+    final ScanBuilder.AggregatePlan aggregate;
+    final java.util.HashMap<String, String> storage;
+
+    Partition(byte[] split, byte[] snapshot, String[] columns, String filter, long limit, long batchSize,
+        ScanBuilder.AggregatePlan aggregate, java.util.HashMap<String, String> storage) {
+      this.split = split;
+      this.snapshot = snapshot;
+      this.columns = columns;
+      this.filter = filter;
+      this.limit = limit;
+      this.batchSize = batchSize;
+      this.aggregate = aggregate;
+      this.storage = storage;
+    }
+  }
+
+  static final class ReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public PartitionReader<org.apache.spark.sql.catalyst.InternalRow> createReader(InputPartition p) {
+      throw new UnsupportedOperationException("lance_host reads columnar batches");
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition p) {
+      return true;
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
+      return new ColumnarReader((Partition) p);
+    }
+  }
+
+  static StructType schemaOf(StructField[] f) {
+    return new StructType(f);
+  }
+}

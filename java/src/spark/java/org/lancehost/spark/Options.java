@@ -1,0 +1,123 @@
+package org.lancehost.spark;
+
+import java.io.Serializable;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+
+/**
+ * The options of {@code format("lance_host")}: {@code uri} (or the path given to load/save),
+ * {@code version} or {@code timestamp_ms} (the snapshot; default the latest), {@code filter} (a
+ * Lance SQL filter applied by Lance besides the pushed ones), {@code target_rows} (rows per
+ * split; default one split per fragment, larger fragments cut into row slices),
+ * {@code batch_size}, and {@code storage.<key>} storage options. An unknown option is an error
+ * naming the closest valid one: a typo must not silently read another snapshot or other rows.
+ */
+final class Options implements Serializable {
+  private static final long serialVersionUID = 1L;
+  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "filter", "target_rows", "batch_size");
+  static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file");
+
+  final String uri;
+  final long version;
+  final Long timestampMs;
+  final String filter;
+  final long targetRows;
+  final long batchSize;
+  final HashMap<String, String> storage;
+  final HashMap<String, String> all;
+
+  Options(Map<String, String> options, List<String> valid, String what) {
+    all = new HashMap<>();
+    storage = new HashMap<>();
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      String k = e.getKey().toLowerCase(Locale.ROOT);
+      all.put(k, e.getValue());
+      if (k.startsWith("storage.")) {
+        storage.put(e.getKey().substring("storage.".length()), e.getValue());
+      } else if (!valid.contains(k)) {
+        throw new LanceException.InvalidArgument("unknown option '" + e.getKey() + "' for " + what
+            + closest(k, valid) + "; valid options: " + String.join(", ", valid) + ", storage.<key>");
+      }
+    }
+    String u = all.get("uri");
+    if (u == null || u.isEmpty()) u = all.get("path");
+    uri = u;
+    version = longOption("version", 0);
+    timestampMs = all.containsKey("timestamp_ms") ? longOption("timestamp_ms", 0) : null;
+    if (version != 0 && timestampMs != null) {
+      throw new LanceException.InvalidArgument("options version and timestamp_ms pin two snapshots: give one");
+    }
+    filter = emptyToNull(all.get("filter"));
+    targetRows = longOption("target_rows", 0);
+    batchSize = longOption("batch_size", 0);
+  }
+
+  String requireUri() {
+    if (uri == null || uri.isEmpty()) {
+      throw new LanceException.InvalidArgument("the table is not given: set option uri or pass a path to load()/save()");
+    }
+    return uri;
+  }
+
+  Dataset open() {
+    String u = requireUri();
+    if (timestampMs != null) return Dataset.openAt(u, storage, Instant.ofEpochMilli(timestampMs));
+    return Dataset.open(u, storage, version);
+  }
+
+  private long longOption(String key, long dflt) {
+    String v = all.get(key);
+    if (v == null || v.isEmpty()) return dflt;
+    try {
+      long n = Long.parseLong(v.trim());
+      if (n < 0) throw new NumberFormatException();
+      return n;
+    } catch (NumberFormatException e) {
+      throw new LanceException.InvalidArgument("option " + key + " must be a non-negative integer, not '" + v + "'");
+    }
+  }
+
+  private static String emptyToNull(String s) {
+    return s == null || s.trim().isEmpty() ? null : s;
+  }
+
+  private static String closest(String k, List<String> valid) {
+    String best = null;
+    int bestD = Integer.MAX_VALUE;
+    for (String v : valid) {
+      int d = distance(k, v);
+      if (d < bestD) {
+        bestD = d;
+        best = v;
+      }
+    }
+    return best != null && bestD <= Math.max(2, k.length() / 3) ? " (did you mean '" + best + "'?)" : "";
+  }
+
+  private static int distance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) prev[j] = j;
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int c = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + c);
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
+  }
+
+  static List<String> list(String[] a) {
+    return a == null ? new ArrayList<>() : new ArrayList<>(List.of(a));
+  }
+}

@@ -1,0 +1,222 @@
+package org.lancehost.spark;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Avg;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.aggregate.Max;
+import org.apache.spark.sql.connector.expressions.aggregate.Min;
+import org.apache.spark.sql.connector.expressions.aggregate.Sum;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
+import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.lancehost.AggregateSpec;
+
+/**
+ * Pushdowns of one query: the columns it reads, the predicates Lance evaluates exactly, a limit,
+ * and aggregates Lance computes completely (COUNT(*), COUNT, SUM, MIN, MAX, AVG with GROUP BY
+ * over plain columns, where Lance's result is Spark's). One builder per query: nothing pushed
+ * here outlives it.
+ */
+final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuilder, SupportsPushDownRequiredColumns,
+    SupportsPushDownV2Filters, SupportsPushDownLimit, SupportsPushDownAggregates {
+  private final Table table;
+  private StructType required;
+  private final List<Predicate> pushed = new ArrayList<>();
+  private final List<String> pushedSql = new ArrayList<>();
+  private long limit = -1;
+  private AggregatePlan aggregate;
+
+  ScanBuilder(Table table) {
+    this.table = table;
+    this.required = table.schema();
+  }
+
+  @Override
+  public void pruneColumns(StructType requiredSchema) {
+    required = requiredSchema;
+  }
+
+  @Override
+  public Predicate[] pushPredicates(Predicate[] predicates) {
+    List<Predicate> rest = new ArrayList<>();
+    for (Predicate p : predicates) {
+      String sql = Filters.toSql(p, table.schema());
+      if (sql == null) {
+        rest.add(p);
+      } else {
+        pushed.add(p);
+        pushedSql.add(sql);
+      }
+    }
+    return rest.toArray(new Predicate[0]);
+  }
+
+  @Override
+  public Predicate[] pushedPredicates() {
+    return pushed.toArray(new Predicate[0]);
+  }
+
+  @Override
+  public boolean pushLimit(int n) {
+    limit = n;
+    return true;
+  }
+
+  @Override
+  public boolean isPartiallyPushed() {
+    return true; // each split stops at the limit; Spark keeps the global one
+  }
+
+  @Override
+  public boolean supportCompletePushDown(Aggregation agg) {
+    return plan(agg) != null;
+  }
+
+  @Override
+  public boolean pushAggregation(Aggregation agg) {
+    aggregate = plan(agg);
+    return aggregate != null;
+  }
+
+  /** The aggregate Lance computes with Spark's result types, or null when it is not exactly Spark's. */
+  private AggregatePlan plan(Aggregation agg) {
+    StructType schema = table.schema();
+    List<StructField> out = new ArrayList<>();
+    AggregateSpec spec = AggregateSpec.create();
+    List<String> groups = new ArrayList<>();
+    for (Expression g : agg.groupByExpressions()) {
+      String col = plainColumn(g);
+      if (col == null) return null;
+      DataType t = schema.fields()[schema.fieldIndex(col)].dataType();
+      if (!groupable(t)) return null;
+      groups.add(col);
+      out.add(new StructField(col, t, true, Metadata.empty()));
+    }
+    spec = spec.groupBy(groups.toArray(new String[0]));
+    int i = 0;
+    for (AggregateFunc f : agg.aggregateExpressions()) {
+      String alias = "agg_" + i++;
+      if (f instanceof CountStar) {
+        spec = spec.countStar(alias);
+        out.add(new StructField(alias, DataTypes.LongType, false, Metadata.empty()));
+        continue;
+      }
+      Expression arg;
+      int fn;
+      boolean distinct = false;
+      if (f instanceof Count) {
+        arg = ((Count) f).column();
+        distinct = ((Count) f).isDistinct();
+        fn = AggregateSpec.COUNT;
+      } else if (f instanceof Sum) {
+        arg = ((Sum) f).column();
+        distinct = ((Sum) f).isDistinct();
+        fn = AggregateSpec.SUM;
+      } else if (f instanceof Avg) {
+        arg = ((Avg) f).column();
+        distinct = ((Avg) f).isDistinct();
+        fn = AggregateSpec.AVG;
+      } else if (f instanceof Min) {
+        arg = ((Min) f).column();
+        fn = AggregateSpec.MIN;
+      } else if (f instanceof Max) {
+        arg = ((Max) f).column();
+        fn = AggregateSpec.MAX;
+      } else {
+        return null;
+      }
+      String col = plainColumn(arg);
+      if (distinct || col == null) return null;
+      DataType t = schema.fields()[schema.fieldIndex(col)].dataType();
+      DataType result = resultType(fn, t);
+      if (result == null) return null;
+      spec = spec.add(fn, col, alias);
+      out.add(new StructField(alias, result, fn != AggregateSpec.COUNT, Metadata.empty()));
+    }
+    return new AggregatePlan(spec, new StructType(out.toArray(new StructField[0])), describe(agg));
+  }
+
+  private static String describe(Aggregation agg) {
+    List<String> f = new ArrayList<>();
+    for (AggregateFunc a : agg.aggregateExpressions()) f.add(a.toString());
+    List<String> g = new ArrayList<>();
+    for (Expression e : agg.groupByExpressions()) g.add(e.toString());
+    return "[" + String.join(", ", f) + "] GroupBy: [" + String.join(", ", g) + "]";
+  }
+
+  private static boolean integral(DataType t) {
+    return t.equals(DataTypes.ByteType) || t.equals(DataTypes.ShortType) || t.equals(DataTypes.IntegerType)
+        || t.equals(DataTypes.LongType);
+  }
+
+  private static boolean groupable(DataType t) {
+    return integral(t) || t.equals(DataTypes.StringType) || t.equals(DataTypes.BooleanType)
+        || t.equals(DataTypes.DateType) || t.equals(DataTypes.BinaryType);
+  }
+
+  /**
+   * Spark's result type where Lance's result equals Spark's, else null. Left to Spark: float and
+   * double MAX (Spark orders NaN above every number, Lance's MAX skips NaN), decimal SUM/AVG
+   * (Spark widens the precision), timestamps, and any other type.
+   */
+  private static DataType resultType(int fn, DataType t) {
+    boolean floating = t.equals(DataTypes.FloatType) || t.equals(DataTypes.DoubleType);
+    switch (fn) {
+      case AggregateSpec.COUNT:
+        return DataTypes.LongType;
+      case AggregateSpec.SUM:
+        return integral(t) ? DataTypes.LongType : floating ? DataTypes.DoubleType : null;
+      case AggregateSpec.AVG:
+        return integral(t) || floating ? DataTypes.DoubleType : null;
+      case AggregateSpec.MIN:
+        return integral(t) || floating || t.equals(DataTypes.StringType) || t.equals(DataTypes.DateType)
+            || t.equals(DataTypes.BooleanType) ? t : null;
+      case AggregateSpec.MAX:
+        return integral(t) || t.equals(DataTypes.StringType) || t.equals(DataTypes.DateType)
+            || t.equals(DataTypes.BooleanType) ? t : null;
+      default:
+        return null;
+    }
+  }
+
+  private String plainColumn(Expression e) {
+    if (!(e instanceof NamedReference)) return null;
+    String[] parts = ((NamedReference) e).fieldNames();
+    if (parts.length != 1 || !Arrays.asList(table.schema().fieldNames()).contains(parts[0])) return null;
+    return parts[0];
+  }
+
+  @Override
+  public Scan build() {
+    return new LanceScan(table, required, pushedSql, limit, aggregate);
+  }
+
+  /** An aggregate pushed completely: Lance's spec and the rows' Spark schema. */
+  static final class AggregatePlan implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final AggregateSpec spec;
+    final StructType schema;
+    final String description;
+
+    AggregatePlan(AggregateSpec spec, StructType schema, String description) {
+      this.spec = spec;
+      this.schema = schema;
+      this.description = description;
+    }
+  }
+}

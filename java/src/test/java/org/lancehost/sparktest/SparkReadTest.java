@@ -1,0 +1,155 @@
+package org.lancehost.sparktest;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.lancehost.api.Fixtures;
+
+/** The Spark DataSource V2 connector on local[2], against tables pylance wrote. */
+class SparkReadTest {
+  static SparkSession spark;
+  static JsonNode basic;
+
+  @BeforeAll
+  static void start() {
+    spark = SparkSession.builder().master("local[2]").appName("lance-host-java-tests")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        .getOrCreate();
+    basic = Fixtures.expected().get("basic");
+  }
+
+  @AfterAll
+  static void stop() {
+    spark.stop();
+  }
+
+  static Dataset<Row> table() {
+    return spark.read().format("lance_host").load(basic.get("uri").asText());
+  }
+
+  static String plan(Dataset<Row> df) {
+    return df.queryExecution().executedPlan().toString();
+  }
+
+  @Test
+  void countIsPushedAsAnAggregate() {
+    Dataset<Row> df = table().groupBy().count();
+    assertTrue(plan(df).contains("PushedAggregation"), plan(df));
+    assertEquals(basic.get("count").asLong(), df.collectAsList().get(0).getLong(0));
+    assertEquals(basic.get("count").asLong(), table().count());
+  }
+
+  @Test
+  void filtersAndColumnsArePushedAndTheRowsArePylances() {
+    Dataset<Row> df = table().filter("value > 120 AND category = 'c2'").select("id", "value", "name").orderBy("id");
+    String p = plan(df);
+    assertTrue(p.contains("PushedFilters: [") && p.contains("`value` > 120") && p.contains("`category` = 'c2'"), p);
+    assertTrue(p.contains("ReadSchema: struct<id:bigint,value:double,name:string,category:string>")
+        || p.contains("ReadSchema: struct<id:bigint,value:double,name:string>"), p);
+    List<Row> got = df.collectAsList();
+    JsonNode want = basic.get("filtered");
+    assertEquals(want.size(), got.size());
+    for (int i = 0; i < got.size(); i++) {
+      assertEquals(want.get(i).get("id").asLong(), got.get(i).getLong(0));
+      assertEquals(want.get(i).get("value").asDouble(), got.get(i).getDouble(1), 0.0);
+      assertEquals(want.get(i).get("name").isNull() ? null : want.get(i).get("name").asText(), got.get(i).getString(2));
+    }
+  }
+
+  @Test
+  void filtersSparkCannotHandOverStayInSpark() {
+    // A date comparison is not translated: Spark filters, and the answer is still right.
+    Dataset<Row> df = table().filter("day = DATE'2024-01-05' AND id < 3000");
+    String p = plan(df);
+    assertTrue(p.contains("`id` < 3000") && !p.contains("day ="), p);
+    assertEquals(basic.get("count_day").asLong(), df.count());
+    assertTrue(basic.get("count_day").asLong() > 0);
+  }
+
+  @Test
+  void limitIsPushed() {
+    Dataset<Row> df = table().select("id").limit(7);
+    assertTrue(plan(df).contains("PushedLimit: 7"), plan(df));
+    assertEquals(7, df.collectAsList().size());
+  }
+
+  @Test
+  void groupedAggregatesArePushedAndEqualPylance() {
+    Dataset<Row> df = table().groupBy("category").agg(
+        org.apache.spark.sql.functions.count("*").as("n"), org.apache.spark.sql.functions.sum("qty").as("s"),
+        org.apache.spark.sql.functions.min("value").as("mn"), org.apache.spark.sql.functions.avg("value").as("av"));
+    String p = plan(df);
+    assertTrue(p.contains("PushedAggregation"), p);
+    List<Row> got = df.collectAsList();
+    JsonNode groups = basic.get("groups");
+    assertEquals(groups.size(), got.size());
+    for (Row r : got) {
+      JsonNode g = groups.get(r.getString(0));
+      assertEquals(g.get("count").asLong(), r.getLong(1));
+      assertEquals(g.get("sum_qty").asLong(), r.getLong(2));
+      assertEquals(g.get("min_value").asDouble(), r.getDouble(3), 0.0);
+      double avg = g.get("sum_value").asDouble() / g.get("n_value").asDouble();
+      assertEquals(avg, r.getDouble(4), Math.abs(avg) * 1e-12);
+    }
+    // MAX of a double is Spark's own (NaN orders above numbers in Spark, not in Lance).
+    Dataset<Row> mx = table().groupBy("category").agg(org.apache.spark.sql.functions.max("value"));
+    assertFalse(plan(mx).contains("PushedAggregation"), plan(mx));
+    for (Row r : mx.collectAsList()) {
+      assertEquals(groups.get(r.getString(0)).get("max_value").asDouble(), r.getDouble(1), 0.0);
+    }
+  }
+
+  @Test
+  void vectorsRoundTripAsArrays() {
+    JsonNode ids = basic.get("head_vec_ids");
+    StringBuilder in = new StringBuilder();
+    for (JsonNode i : ids) in.append(in.length() == 0 ? "" : ",").append(i.asLong());
+    Map<Long, List<Float>> got = new HashMap<>();
+    for (Row r : table().filter("id IN (" + in + ")").select("id", "vec").collectAsList()) {
+      got.put(r.getLong(0), r.getList(1));
+    }
+    assertEquals(ids.size(), got.size());
+    for (int i = 0; i < ids.size(); i++) {
+      List<Float> v = got.get(ids.get(i).asLong());
+      JsonNode w = basic.get("head_vec").get(i);
+      assertEquals(w.size(), v.size());
+      for (int j = 0; j < v.size(); j++) assertEquals((float) w.get(j).asDouble(), v.get(j), 0.0f);
+    }
+  }
+
+  @Test
+  void timeTravelByVersionOption() {
+    Dataset<Row> v1 = spark.read().format("lance_host").option("version", "1").load(basic.get("uri").asText());
+    assertEquals(basic.get("count_v1").asLong(), v1.count());
+    List<Long> ids = new ArrayList<>();
+    for (Row r : v1.select("id").orderBy("id").collectAsList()) ids.add(r.getLong(0));
+    List<Long> want = new ArrayList<>();
+    basic.get("ids_v1").forEach(n -> want.add(n.asLong()));
+    assertEquals(want, ids);
+  }
+
+  @Test
+  void anUnknownOptionIsAnErrorNamingTheClosest() {
+    Exception e = assertThrows(Exception.class,
+        () -> spark.read().format("lance_host").option("verison", "1").load(basic.get("uri").asText()).count());
+    assertTrue(e.getMessage().contains("did you mean 'version'"), e.getMessage());
+  }
+
+  @Test
+  void aMissingTableIsAnError() {
+    Exception e = assertThrows(Exception.class,
+        () -> spark.read().format("lance_host").load(Fixtures.root().resolve("missing").toString()).count());
+    assertTrue(e.getClass().getName().contains("LanceException"), e.toString());
+  }
+}
