@@ -1,0 +1,65 @@
+package org.lancehost.sparktest;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.List;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.lancehost.api.Fixtures;
+
+/**
+ * The connector on local-cluster: two executor JVMs of their own, which load the JNI library and
+ * open the snapshot from the split bytes they are sent.
+ */
+class SparkClusterTest {
+  static SparkSession spark;
+  static JsonNode basic;
+
+  @BeforeAll
+  static void start() {
+    String jni = System.getProperty("lancehost.jni.library");
+    spark = SparkSession.builder().master("local-cluster[2,1,1024]").appName("lance-host-java-cluster")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        .config("spark.executor.extraClassPath", System.getProperty("lancehost.test.jars"))
+        .config("spark.executor.extraJavaOptions", "-Dlancehost.jni.library=" + jni)
+        .getOrCreate();
+    basic = Fixtures.expected().get("basic");
+    // Executors register a while after the context starts (longer on a loaded machine).
+    long deadline = System.nanoTime() + 240_000_000_000L;
+    while (spark.sparkContext().getExecutorMemoryStatus().size() < 3 && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(200);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+  }
+
+  @AfterAll
+  static void stop() {
+    spark.stop();
+  }
+
+  @Test
+  void executorsReadSplitsAndAnswerAsPylance() {
+    assertEquals(3, spark.sparkContext().getExecutorMemoryStatus().size(), "a driver and two executors");
+    Dataset<Row> t = spark.read().format("lance_host").load(basic.get("uri").asText());
+    assertTrue(t.rdd().getNumPartitions() >= 6, "one partition per split");
+    assertEquals(basic.get("count").asLong(), t.filter("id >= 0").count());
+    List<Row> f = t.filter("value > 120 AND category = 'c2'").select("id").orderBy("id").collectAsList();
+    JsonNode want = basic.get("filtered");
+    assertEquals(want.size(), f.size());
+    for (int i = 0; i < f.size(); i++) assertEquals(want.get(i).get("id").asLong(), f.get(i).getLong(0));
+    for (Row r : t.groupBy("category").agg(functions.sum("qty")).collectAsList()) {
+      assertEquals(basic.get("groups").get(r.getString(0)).get("sum_qty").asLong(), r.getLong(1));
+    }
+  }
+}
