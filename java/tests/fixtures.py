@@ -55,7 +55,7 @@ def main(root: Path) -> None:
     expected = {"dim": DIM}
 
     # basic: three appends (versions 1-3, several fragments each), then a delete (version 4).
-    uri = str(tables / "basic")
+    uri = str(tables / "basic.lance")
     lance.write_dataset(batch(0, 6000, rng), uri, max_rows_per_file=2000)
     lance.write_dataset(batch(6000, 3000, rng), uri, mode="append", max_rows_per_file=2000)
     lance.write_dataset(batch(9000, 3000, rng), uri, mode="append", max_rows_per_file=2000)
@@ -89,6 +89,7 @@ def main(root: Path) -> None:
         "versions": [v["version"] for v in ds.versions()],
         "count": ds.count_rows(),
         "count_v1": v1.count_rows(),
+        "count_v2": lance.dataset(uri, version=2).count_rows(),
         "ids_v1": v1.to_table(columns=["id"])["id"].to_pylist(),
         "filter": filt,
         "count_filter": ds.count_rows(filt),
@@ -105,7 +106,7 @@ def main(root: Path) -> None:
     }
 
     # indexed: the same kind of rows with an IVF_FLAT index on vec (exact within probed partitions).
-    uri = str(tables / "indexed")
+    uri = str(tables / "indexed.lance")
     lance.write_dataset(batch(0, 4000, rng), uri, max_rows_per_file=1000)
     ds = lance.dataset(uri)
     ds.create_index("vec", index_type="IVF_FLAT", num_partitions=4)
@@ -122,6 +123,7 @@ def main(root: Path) -> None:
         "index_names": [i["name"] for i in ds.list_indices()],
     }
 
+    expected["tables"] = sorted(p.name[: -len(".lance")] for p in tables.iterdir())
     (root / "expected.json").write_text(json.dumps(expected))
 
 

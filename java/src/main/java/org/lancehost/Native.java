@@ -71,6 +71,16 @@ final class Native {
       String[] aliases, String filter);
   static native long aggregateMerge(long[] streams);
 
+  static native long catalogOpen(String[] properties);
+  static native void catalogFree(long catalog);
+  static native String[][] catalogListNamespaces(long catalog, String[] namespace, boolean recursive);
+  static native String[] catalogListTables(long catalog, String[] namespace);
+  static native Object[] catalogDescribeTable(long catalog, String[] namespace, String table);
+  static native long catalogOpenTable(long catalog, String[] namespace, String table, long version);
+  static native void catalogCreateNamespace(long catalog, String[] namespace, boolean existOk, String[] properties);
+  static native void catalogDropNamespace(long catalog, String[] namespace, boolean cascade, boolean missingOk);
+  static native void catalogDropTable(long catalog, String[] namespace, String table, boolean missingOk);
+
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options);
   static native long stagedAbort(byte[][] staged, String[] options);

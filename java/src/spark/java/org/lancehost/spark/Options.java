@@ -58,6 +58,16 @@ final class Options implements Serializable {
     batchSize = longOption("batch_size", 0);
   }
 
+  /** A catalog table's options: its location and the storage options the catalog vends. */
+  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampMs) {
+    Map<String, String> m = new HashMap<>();
+    m.put("uri", location);
+    if (version != 0) m.put("version", Long.toString(version));
+    if (timestampMs != null) m.put("timestamp_ms", Long.toString(timestampMs));
+    for (Map.Entry<String, String> e : storageOptions.entrySet()) m.put("storage." + e.getKey(), e.getValue());
+    return new Options(m, READ, "a catalog table");
+  }
+
   String requireUri() {
     if (uri == null || uri.isEmpty()) {
       throw new LanceException.InvalidArgument("the table is not given: set option uri or pass a path to load()/save()");

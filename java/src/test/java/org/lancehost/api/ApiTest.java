@@ -99,7 +99,7 @@ class ApiTest {
       List<Long> expected = new ArrayList<>();
       basic.get("versions").forEach(n -> expected.add(n.asLong()));
       assertEquals(expected, versions);
-      assertTrue(ds.uri().endsWith("basic"), ds.uri());
+      assertTrue(ds.uri().endsWith("basic.lance"), ds.uri());
       Schema s = ds.schema();
       assertEquals(List.of("id", "value", "qty", "name", "category", "flag", "day", "ts", "vec"),
           s.getFields().stream().map(f -> f.getName()).toList());

@@ -25,6 +25,8 @@ class SparkReadTest {
     spark = SparkSession.builder().master("local[2]").appName("lance-host-java-tests")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.catalog.lh", "org.lancehost.spark.LanceHostCatalog")
+        .config("spark.sql.catalog.lh.root", Fixtures.root().resolve("tables").toString())
         .getOrCreate();
     basic = Fixtures.expected().get("basic");
   }
@@ -151,5 +153,41 @@ class SparkReadTest {
     Exception e = assertThrows(Exception.class,
         () -> spark.read().format("lance_host").load(Fixtures.root().resolve("missing").toString()).count());
     assertTrue(e.getClass().getName().contains("LanceException"), e.toString());
+  }
+
+  @Test
+  void theCatalogListsReadsAndTimeTravels() {
+    List<String> tables = new ArrayList<>();
+    for (Row r : spark.sql("SHOW TABLES IN lh").collectAsList()) tables.add(r.getString(1));
+    List<String> want = new ArrayList<>();
+    Fixtures.expected().get("tables").forEach(n -> want.add(n.asText()));
+    assertEquals(want, tables);
+    assertEquals(basic.get("count").asLong(), spark.sql("SELECT count(*) FROM lh.basic").collectAsList().get(0).getLong(0));
+    assertEquals(basic.get("count_v1").asLong(),
+        spark.sql("SELECT count(*) FROM lh.basic VERSION AS OF 1").collectAsList().get(0).getLong(0));
+    long t2 = basic.get("version_times_ms").get(1).asLong();
+    String ts = java.time.Instant.ofEpochMilli(t2).toString();
+    assertEquals(basic.get("count_v2").asLong(), spark.sql("SELECT count(*) FROM lh.basic TIMESTAMP AS OF '" + ts + "'")
+        .collectAsList().get(0).getLong(0));
+    Dataset<Row> agg = spark.sql("SELECT category, sum(qty) FROM lh.basic WHERE id < 5000 GROUP BY category");
+    assertTrue(plan(agg).contains("PushedAggregation") && plan(agg).contains("`id` < 5000"), plan(agg));
+    Exception e = assertThrows(Exception.class, () -> spark.sql("SELECT * FROM lh.basic VERSION AS OF 99").collect());
+    assertTrue(e.toString().contains("NotFound"), e.toString());
+    assertThrows(Exception.class, () -> spark.sql("SELECT * FROM lh.nope").collect());
+  }
+
+  @Test
+  void catalogNamespacesAreCreatedListedAndDropped() {
+    spark.sql("CREATE NAMESPACE lh.sales");
+    spark.sql("CREATE NAMESPACE lh.sales.eu");
+    List<String> top = new ArrayList<>();
+    for (Row r : spark.sql("SHOW NAMESPACES IN lh").collectAsList()) top.add(r.getString(0));
+    assertTrue(top.contains("sales"), top.toString());
+    assertEquals(1, spark.sql("SHOW NAMESPACES IN lh.sales").count());
+    assertThrows(Exception.class, () -> spark.sql("DROP NAMESPACE lh.sales"), "not empty without CASCADE");
+    spark.sql("DROP NAMESPACE lh.sales CASCADE");
+    top.clear();
+    for (Row r : spark.sql("SHOW NAMESPACES IN lh").collectAsList()) top.add(r.getString(0));
+    assertFalse(top.contains("sales"), top.toString());
   }
 }

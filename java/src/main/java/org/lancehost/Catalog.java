@@ -1,0 +1,97 @@
+package org.lancehost;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A catalog of Lance tables: a directory warehouse ({@code root}) or a REST namespace service
+ * ({@code type=rest}, {@code uri}), with the properties {@code lance_catalog_open} documents.
+ * Namespaces are lists of name parts; the empty list is the catalog's top. Thread-safe; closing
+ * waits for calls in flight, and datasets opened through the catalog stay valid after it closes.
+ */
+public final class Catalog implements AutoCloseable {
+  private final Handle handle;
+
+  private Catalog(long ptr) {
+    handle = new Handle(ptr, "catalog", Native::catalogFree);
+  }
+
+  /** Connects with `properties` (e.g. {@code root=/data/warehouse}); an unknown key is an error. */
+  public static Catalog open(Map<String, String> properties) {
+    return new Catalog(Native.catalogOpen(Dataset.options(properties)));
+  }
+
+  private static String[] ns(List<String> namespace) {
+    return namespace == null ? new String[0] : namespace.toArray(new String[0]);
+  }
+
+  /** The child namespaces of `namespace` (all descendants with `recursive`), as full paths. */
+  public List<List<String>> listNamespaces(List<String> namespace, boolean recursive) {
+    String[][] raw = handle.with(p -> Native.catalogListNamespaces(p, ns(namespace), recursive));
+    List<List<String>> out = new ArrayList<>();
+    for (String[] path : raw) out.add(List.of(path));
+    return Collections.unmodifiableList(out);
+  }
+
+  /** The tables of `namespace`, sorted. */
+  public List<String> listTables(List<String> namespace) {
+    return List.of(handle.with(p -> Native.catalogListTables(p, ns(namespace))));
+  }
+
+  /** Where a table lives, how to open it, and its latest version. */
+  public TableInfo describeTable(List<String> namespace, String table) {
+    Object[] raw = handle.with(p -> Native.catalogDescribeTable(p, ns(namespace), table));
+    String[] kv = (String[]) raw[1];
+    Map<String, String> options = new HashMap<>();
+    for (int i = 0; i + 1 < kv.length; i += 2) options.put(kv[i], kv[i + 1]);
+    return new TableInfo((String) raw[0], Collections.unmodifiableMap(options), (Long) raw[2]);
+  }
+
+  /** A table pinned at `version` (0 = the latest now). */
+  public Dataset openTable(List<String> namespace, String table, long version) {
+    return Dataset.wrap(handle.withLong(p -> Native.catalogOpenTable(p, ns(namespace), table, version)));
+  }
+
+  public void createNamespace(List<String> namespace, boolean existOk, Map<String, String> properties) {
+    handle.with(p -> {
+      Native.catalogCreateNamespace(p, ns(namespace), existOk, Dataset.options(properties));
+      return null;
+    });
+  }
+
+  /** Drops a namespace; with `cascade` its tables and namespaces too (else it must be empty). */
+  public void dropNamespace(List<String> namespace, boolean cascade, boolean missingOk) {
+    handle.with(p -> {
+      Native.catalogDropNamespace(p, ns(namespace), cascade, missingOk);
+      return null;
+    });
+  }
+
+  public void dropTable(List<String> namespace, String table, boolean missingOk) {
+    handle.with(p -> {
+      Native.catalogDropTable(p, ns(namespace), table, missingOk);
+      return null;
+    });
+  }
+
+  @Override
+  public void close() {
+    handle.close();
+  }
+
+  /** A table's location, the storage options to open it with, and its latest version. */
+  public static final class TableInfo {
+    public final String location;
+    public final Map<String, String> storageOptions;
+    public final long latestVersion;
+
+    TableInfo(String location, Map<String, String> storageOptions, long latestVersion) {
+      this.location = location;
+      this.storageOptions = storageOptions;
+      this.latestVersion = latestVersion;
+    }
+  }
+}

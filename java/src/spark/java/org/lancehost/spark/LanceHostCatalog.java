@@ -1,0 +1,199 @@
+package org.lancehost.spark;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.lancehost.Catalog;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+
+/**
+ * lance-host's catalogs as a Spark catalog:
+ * {@code spark.sql.catalog.lh=org.lancehost.spark.LanceHostCatalog} with
+ * {@code spark.sql.catalog.lh.root=/data/warehouse} (a directory warehouse) or
+ * {@code .type=rest} and {@code .uri=http://...} (a REST namespace service); every
+ * {@code spark.sql.catalog.lh.<key>} is a catalog property as {@code lance_catalog_open} takes
+ * it. Namespaces and tables are the catalog's; {@code VERSION AS OF n} and
+ * {@code TIMESTAMP AS OF t} pin a snapshot. SHOW, DESCRIBE, CREATE/DROP NAMESPACE and DROP TABLE
+ * work; CREATE TABLE, ALTER TABLE and RENAME are refused.
+ */
+public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces {
+  private String name;
+  private Catalog catalog;
+
+  @Override
+  public void initialize(String name, CaseInsensitiveStringMap options) {
+    this.name = name;
+    Map<String, String> props = new HashMap<>();
+    for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) props.put(e.getKey(), e.getValue());
+    this.catalog = Catalog.open(props);
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  private static List<String> ns(String[] namespace) {
+    return Arrays.asList(namespace);
+  }
+
+  @Override
+  public Identifier[] listTables(String[] namespace) throws NoSuchNamespaceException {
+    try {
+      List<Identifier> out = new ArrayList<>();
+      for (String t : catalog.listTables(ns(namespace))) out.add(Identifier.of(namespace, t));
+      return out.toArray(new Identifier[0]);
+    } catch (LanceException.NotFound e) {
+      throw new NoSuchNamespaceException(namespace);
+    }
+  }
+
+  private org.apache.spark.sql.connector.catalog.Table load(Identifier ident, long version, Long timestampMs)
+      throws NoSuchTableException {
+    Catalog.TableInfo info;
+    try {
+      info = catalog.describeTable(ns(ident.namespace()), ident.name());
+    } catch (LanceException.NotFound e) {
+      throw new NoSuchTableException(ident);
+    }
+    Options o = Options.forTable(info.location, info.storageOptions, version, timestampMs);
+    Dataset ds = o.open();
+    try {
+      Table t = new Table(o, ds, name + "." + ident);
+      Cleaner.register(t, ds);
+      return t;
+    } catch (RuntimeException e) {
+      ds.close();
+      throw e;
+    }
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table loadTable(Identifier ident) throws NoSuchTableException {
+    return load(ident, 0, null);
+  }
+
+  /** {@code VERSION AS OF n}: the table's version n. */
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+    long v;
+    try {
+      v = Long.parseLong(version.trim());
+    } catch (NumberFormatException e) {
+      throw new LanceException.InvalidArgument("VERSION AS OF takes a Lance version number, not '" + version + "'");
+    }
+    if (v <= 0) throw new LanceException.InvalidArgument("VERSION AS OF takes a version number of 1 or more, not " + v);
+    return load(ident, v, null);
+  }
+
+  /** {@code TIMESTAMP AS OF t}: the version that was latest at t (microseconds since the epoch). */
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table loadTable(Identifier ident, long timestampMicros)
+      throws NoSuchTableException {
+    return load(ident, 0, Math.floorDiv(timestampMicros, 1000L));
+  }
+
+  @Override
+  public boolean tableExists(Identifier ident) {
+    try {
+      catalog.describeTable(ns(ident.namespace()), ident.name());
+      return true;
+    } catch (LanceException.NotFound e) {
+      return false;
+    }
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table createTable(Identifier ident,
+      org.apache.spark.sql.connector.catalog.TableInfo info) {
+    throw new UnsupportedOperationException("CREATE TABLE through the lance_host catalog is not supported yet: "
+        + "write the table with format(\"lance_host\") or lance-host's writers");
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table alterTable(Identifier ident, TableChange... changes) {
+    throw new UnsupportedOperationException("ALTER TABLE is not supported by the lance_host catalog");
+  }
+
+  @Override
+  public boolean dropTable(Identifier ident) {
+    if (!tableExists(ident)) return false;
+    catalog.dropTable(ns(ident.namespace()), ident.name(), false);
+    return true;
+  }
+
+  @Override
+  public void renameTable(Identifier from, Identifier to) {
+    throw new UnsupportedOperationException("RENAME TABLE is not supported by the lance_host catalog");
+  }
+
+  @Override
+  public String[][] listNamespaces() {
+    return paths(catalog.listNamespaces(List.of(), false));
+  }
+
+  @Override
+  public String[][] listNamespaces(String[] namespace) throws NoSuchNamespaceException {
+    try {
+      return paths(catalog.listNamespaces(ns(namespace), false));
+    } catch (LanceException.NotFound e) {
+      throw new NoSuchNamespaceException(namespace);
+    }
+  }
+
+  private static String[][] paths(List<List<String>> list) {
+    String[][] out = new String[list.size()][];
+    for (int i = 0; i < out.length; i++) out[i] = list.get(i).toArray(new String[0]);
+    return out;
+  }
+
+  @Override
+  public boolean namespaceExists(String[] namespace) {
+    if (namespace.length == 0) return true;
+    try {
+      catalog.listTables(ns(namespace));
+      return true;
+    } catch (LanceException.NotFound e) {
+      return false;
+    }
+  }
+
+  @Override
+  public Map<String, String> loadNamespaceMetadata(String[] namespace) throws NoSuchNamespaceException {
+    if (!namespaceExists(namespace)) throw new NoSuchNamespaceException(namespace);
+    return Collections.emptyMap();
+  }
+
+  @Override
+  public void createNamespace(String[] namespace, Map<String, String> metadata) throws NamespaceAlreadyExistsException {
+    if (namespaceExists(namespace)) throw new NamespaceAlreadyExistsException(namespace);
+    Map<String, String> props = new HashMap<>(metadata);
+    props.keySet().removeIf(k -> k.equals("owner") || k.equals("location") || k.equals("comment"));
+    catalog.createNamespace(ns(namespace), false, props);
+  }
+
+  @Override
+  public void alterNamespace(String[] namespace, NamespaceChange... changes) {
+    throw new UnsupportedOperationException("ALTER NAMESPACE is not supported by the lance_host catalog");
+  }
+
+  @Override
+  public boolean dropNamespace(String[] namespace, boolean cascade) throws NoSuchNamespaceException {
+    if (!namespaceExists(namespace)) throw new NoSuchNamespaceException(namespace);
+    catalog.dropNamespace(ns(namespace), cascade, false);
+    return true;
+  }
+}
