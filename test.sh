@@ -43,6 +43,7 @@ LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
 LANCE_HOST_WAREHOUSE="$PWD/build/c_tests/warehouse" \
 LANCE_HOST_DUCKDB_EXTENSION="$PWD/build/duckdb/lance_host.duckdb_extension" \
+LANCE_HOST_JAVA_BUILD="$PWD/build/java" \
   python3 -m pytest -q tests/python
 
 # The Spark checks of issue 46 again on the newest pyspark tried (the tests above run the pinned

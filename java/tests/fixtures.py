@@ -77,6 +77,11 @@ def main(root: Path) -> None:
             g["sum_value"] += r["value"]
             g["min_value"] = r["value"] if g["min_value"] is None else min(g["min_value"], r["value"])
             g["max_value"] = r["value"] if g["max_value"] is None else max(g["max_value"], r["value"])
+    groups_5000 = {}
+    for r in ds.to_table(columns=["category", "qty"], filter="id < 5000").to_pylist():
+        g = groups_5000.setdefault(r["category"], {"count": 0, "sum_qty": 0})
+        g["count"] += 1
+        g["sum_qty"] += r["qty"]
     query = rng.standard_normal(DIM).astype(np.float32)
     nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False},
                      columns=["id"], with_row_id=True)
@@ -98,6 +103,7 @@ def main(root: Path) -> None:
         "head_vec": [[float(x) for x in v] for v in ds.to_table(limit=5)["vec"].to_pylist()],
         "head_vec_ids": ds.to_table(limit=5)["id"].to_pylist(),
         "groups": groups,
+        "groups_id_lt_5000": groups_5000,
         "sum_qty": int(pc.sum(agg["qty"]).as_py()),
         "query": [float(x) for x in query],
         "nn_ids": nn["id"].to_pylist(),

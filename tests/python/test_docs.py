@@ -112,8 +112,9 @@ def test_every_readme_block_is_run_by_this_file():
     languages = [lang for lang, _ in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
     # sh: the two commands (CI runs them); cmake: the find_package lines (the C tests' own
     # CMakeLists.txt does the same). Every other block is run below.
-    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql"}, languages
+    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql", "java"}, languages
     assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
+    assert len(snippets("java")) == 2
     assert len(snippets("python")) == 4
 
 
@@ -250,6 +251,54 @@ def test_the_ray_snippet(warehouse, tmp_path):
     want = expected(ds)
     assert printed(out, "ray rows") == [str(want["id % 7"])], out
     assert printed(out, "ray exact top 10") == [str(want["exact"])], out
+
+
+def java_build():
+    build = os.environ.get("LANCE_HOST_JAVA_BUILD")
+    if not build:
+        pytest.skip("LANCE_HOST_JAVA_BUILD is not set (./test.sh builds java/ and sets it)")
+    return Path(build)
+
+
+def run_java(code, tmp_path, spark):
+    """Runs a README Java block as a single-file program against the built jars."""
+    import pyspark
+    build = java_build()
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    if not spark:
+        # What docs/java.md lists for the Java API alone: Arrow Java and what it needs.
+        jars = [j for j in jars if j.name.startswith(("arrow-", "jackson-annotations", "jackson-core", "jackson-databind",
+                                                      "flatbuffers-", "slf4j-api", "netty-buffer", "netty-common"))]
+    cp = [build / "lance-host.jar", build / "lance-host-spark.jar", *jars]
+    name = re.search(r"public class (\w+)", code).group(1)
+    src = tmp_path / f"{name}.java"
+    src.write_text(code)
+    opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+             "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
+             "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED"]
+    out = subprocess.run(["java", *opens, f"-Dlancehost.jni.library={build / 'liblance_host_jni.so'}",
+                          "-cp", ":".join(str(p) for p in cp), str(src)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out.stdout
+
+
+def test_the_java_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    out = run_java(localize(snippets("java")[0], root), tmp_path, spark=False)
+    want = expected(ds)
+    assert printed(out, "java rows with id > 10") == [str(want["id > 10"])], out
+    assert printed(out, "java exact top 10") == [str(want["exact"]).replace("'", "")], out
+
+
+def test_the_spark_sql_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    out = run_java(localize(snippets("java")[1], root), tmp_path, spark=True)
+    want = expected(ds)
+    counts = {line.split()[0]: int(line.split()[1]) for line in printed(out, "spark sql count")}
+    assert counts == {k: v for k, v in want["counts < 900"].items() if v}, out
+    v1 = lance.dataset(str(root / "vectors.lance"), version=1).count_rows()
+    assert printed(out, "spark sql rows at version 1") == [str(v1)], out
 
 
 def test_the_duckdb_snippet(warehouse):

@@ -68,10 +68,13 @@ final class LanceScan implements Scan, Batch {
   @Override
   public InputPartition[] planInputPartitions() {
     String[] columns = readSchema.fieldNames();
-    if (aggregate != null) {
-      return new InputPartition[] {new Partition(null, table.snapshot(), null, null, -1, 0, aggregate, table.options.storage)};
-    }
     String filter = filter();
+    if (aggregate != null) {
+      // The pushed predicates (and the filter option) restrict the rows the aggregate sees.
+      ScanBuilder.AggregatePlan a = new ScanBuilder.AggregatePlan(aggregate.spec.filter(filter), aggregate.schema,
+          aggregate.description);
+      return new InputPartition[] {new Partition(null, table.snapshot(), null, null, -1, 0, a, table.options.storage)};
+    }
     Dataset ds = table.dataset();
     SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
     List<InputPartition> out = new ArrayList<>();

@@ -95,6 +95,9 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   /** The aggregate Lance computes with Spark's result types, or null when it is not exactly Spark's. */
   private AggregatePlan plan(Aggregation agg) {
+    // Grouping alone (what SELECT DISTINCT or a count over groups asks) is left to Spark: the
+    // library's aggregates need at least one function.
+    if (agg.aggregateExpressions().length == 0) return null;
     StructType schema = table.schema();
     List<StructField> out = new ArrayList<>();
     AggregateSpec spec = AggregateSpec.create();

@@ -10,6 +10,7 @@ import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -113,6 +114,22 @@ class SparkReadTest {
   }
 
   @Test
+  void aFilteredAggregateCountsOnlyTheFilteredRows() {
+    Dataset<Row> df = table().filter("id < 5000").groupBy("category").agg(functions.count("*"), functions.sum("qty"));
+    assertTrue(plan(df).contains("PushedAggregation") && plan(df).contains("`id` < 5000"), plan(df));
+    JsonNode g = basic.get("groups_id_lt_5000");
+    List<Row> rows = df.collectAsList();
+    assertEquals(g.size(), rows.size());
+    for (Row r : rows) {
+      assertEquals(g.get(r.getString(0)).get("count").asLong(), r.getLong(1));
+      assertEquals(g.get(r.getString(0)).get("sum_qty").asLong(), r.getLong(2));
+    }
+    Dataset<Row> total = table().filter("id < 5000 AND category = 'c1'").groupBy().count();
+    assertTrue(plan(total).contains("PushedAggregation"), plan(total));
+    assertEquals(g.get("c1").get("count").asLong(), total.collectAsList().get(0).getLong(0));
+  }
+
+  @Test
   void vectorsRoundTripAsArrays() {
     JsonNode ids = basic.get("head_vec_ids");
     StringBuilder in = new StringBuilder();
@@ -169,8 +186,14 @@ class SparkReadTest {
     String ts = java.time.Instant.ofEpochMilli(t2).toString();
     assertEquals(basic.get("count_v2").asLong(), spark.sql("SELECT count(*) FROM lh.basic TIMESTAMP AS OF '" + ts + "'")
         .collectAsList().get(0).getLong(0));
-    Dataset<Row> agg = spark.sql("SELECT category, sum(qty) FROM lh.basic WHERE id < 5000 GROUP BY category");
+    Dataset<Row> agg = spark.sql("SELECT category, count(*), sum(qty) FROM lh.basic WHERE id < 5000 GROUP BY category");
     assertTrue(plan(agg).contains("PushedAggregation") && plan(agg).contains("`id` < 5000"), plan(agg));
+    JsonNode g5000 = basic.get("groups_id_lt_5000");
+    assertEquals(g5000.size(), agg.count());
+    for (Row r : agg.collectAsList()) {
+      assertEquals(g5000.get(r.getString(0)).get("count").asLong(), r.getLong(1), "filtered count of " + r.getString(0));
+      assertEquals(g5000.get(r.getString(0)).get("sum_qty").asLong(), r.getLong(2));
+    }
     Exception e = assertThrows(Exception.class, () -> spark.sql("SELECT * FROM lh.basic VERSION AS OF 99").collect());
     assertTrue(e.toString().contains("NotFound"), e.toString());
     assertThrows(Exception.class, () -> spark.sql("SELECT * FROM lh.nope").collect());
