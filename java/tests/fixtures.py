@@ -36,6 +36,7 @@ def batch(start: int, n: int, rng) -> pa.Table:
         "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=int(i % 365)) for i in ids], pa.date32()),
         "ts": pa.array((1_700_000_000_000_000 + ids * 1_000_003).astype("datetime64[us]"), pa.timestamp("us")),
         "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+        "meta": pa.StructArray.from_arrays([pa.array(ids * 3), pa.array([f"m{i % 7}" for i in ids])], names=["k", "tag"]),
     })
 
 

@@ -48,7 +48,12 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public void pruneColumns(StructType requiredSchema) {
-    required = requiredSchema;
+    // Whole top-level columns: Spark may pass a struct with only some of its fields, but the
+    // scan returns the column as stored, so the read schema is the table's type of each column.
+    List<StructField> fs = new ArrayList<>();
+    StructType full = table.schema();
+    for (String name : requiredSchema.fieldNames()) fs.add(full.fields()[full.fieldIndex(name)]);
+    required = new StructType(fs.toArray(new StructField[0]));
   }
 
   @Override

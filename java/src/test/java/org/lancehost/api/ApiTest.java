@@ -101,7 +101,7 @@ class ApiTest {
       assertEquals(expected, versions);
       assertTrue(ds.uri().endsWith("basic.lance"), ds.uri());
       Schema s = ds.schema();
-      assertEquals(List.of("id", "value", "qty", "name", "category", "flag", "day", "ts", "vec"),
+      assertEquals(List.of("id", "value", "qty", "name", "category", "flag", "day", "ts", "vec", "meta"),
           s.getFields().stream().map(f -> f.getName()).toList());
       assertEquals(new ArrowType.FixedSizeList(basic.get("query").size()), s.findField("vec").getType());
     }
