@@ -216,6 +216,11 @@ public final class Dataset implements AutoCloseable {
     return out;
   }
 
+  /** Runs `f` with the C handle held open (for calls that take a pinned snapshot). */
+  <T> T withHandle(java.util.function.LongFunction<T> f) {
+    return handle.with(f);
+  }
+
   @Override
   public void close() {
     handle.close();

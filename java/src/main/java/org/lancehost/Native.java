@@ -84,6 +84,9 @@ final class Native {
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options);
   static native long stagedAbort(byte[][] staged, String[] options);
+  static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
+      String[] options, long maxRowsPerFile);
+  static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 
   static native long streamSchema(long stream);
   static native long streamNext(long stream);

@@ -1,0 +1,120 @@
+package org.lancehost;
+
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Writes: one process ({@link #write}), or staged on workers ({@link #stage}) and committed once
+ * by a coordinator ({@link #commit}, exactly once per statement id) or discarded ({@link #abort}).
+ * Batches cross to the library without copies; each {@link VectorSchemaRoot} the iterator returns
+ * belongs to the write from then on (closed when the library is done with it). A failed write
+ * leaves the table as it was.
+ */
+public final class Write {
+  private Write() {}
+
+  /** LANCE_WRITE_* modes. */
+  public static final int CREATE = 0, APPEND = 1, OVERWRITE = 2;
+
+  /** What a write or commit did. */
+  public static final class Result {
+    /** The version committed, or (with committed false) the version that already holds the statement. */
+    public final long version;
+    /** False when the statement id was already committed: nothing was written. */
+    public final boolean committed;
+    public final long rowsWritten;
+    public final long fragmentsWritten;
+    public final long filesWritten;
+
+    Result(long[] v) {
+      version = v[0];
+      committed = v[1] != 0;
+      rowsWritten = v[2];
+      fragmentsWritten = v[3];
+      filesWritten = v[4];
+    }
+  }
+
+  /** A worker's share: the staged bytes to ship to the coordinator, and what was written. */
+  public static final class Staged {
+    public final byte[] bytes;
+    public final Result result;
+
+    Staged(Object[] raw) {
+      bytes = (byte[]) raw[0];
+      result = new Result((long[]) raw[1]);
+    }
+  }
+
+  /** Options of a write. Immutable; setters return copies. */
+  public static final class Options {
+    final int mode;
+    final String statementId;
+    final String message;
+    final Map<String, String> storage;
+    final long maxRowsPerFile;
+
+    private Options(int mode, String statementId, String message, Map<String, String> storage, long maxRowsPerFile) {
+      this.mode = mode;
+      this.statementId = statementId;
+      this.message = message;
+      this.storage = storage;
+      this.maxRowsPerFile = maxRowsPerFile;
+    }
+
+    public static Options mode(int mode) {
+      return new Options(mode, null, null, null, 0);
+    }
+
+    /** The exactly-once key of a commit (e.g. the engine's query id). */
+    public Options statementId(String id) {
+      return new Options(mode, id, message, storage, maxRowsPerFile);
+    }
+
+    public Options commitMessage(String m) {
+      return new Options(mode, statementId, m, storage, maxRowsPerFile);
+    }
+
+    public Options storageOptions(Map<String, String> s) {
+      return new Options(mode, statementId, message, s, maxRowsPerFile);
+    }
+
+    /** Rows per data file (0 = Lance's default). */
+    public Options maxRowsPerFile(long n) {
+      return new Options(mode, statementId, message, storage, n);
+    }
+  }
+
+  /** Writes the batches and commits one version (create, append or overwrite at `at`). */
+  public static Result write(String uri, Dataset at, Schema schema, Iterator<VectorSchemaRoot> batches, Options o) {
+    HostStream s = new HostStream(schema, batches);
+    if (at == null) {
+      return new Result(Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage), o.maxRowsPerFile));
+    }
+    return at.withHandle(h -> new Result(Native.tableWrite(uri, h, s, o.mode, o.statementId, o.message,
+        Dataset.options(o.storage), o.maxRowsPerFile)));
+  }
+
+  /** Writes a worker's share without committing (appends and overwrites need `at`, the pinned snapshot). */
+  public static Staged stage(String uri, Dataset at, Schema schema, Iterator<VectorSchemaRoot> batches, Options o) {
+    HostStream s = new HostStream(schema, batches);
+    if (at == null) return new Staged(Native.stageWrite(uri, 0, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile));
+    return at.withHandle(h -> new Staged(Native.stageWrite(uri, h, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile)));
+  }
+
+  /** Commits every share of a statement once (a retry with the same statement id commits nothing more). */
+  public static Result commit(String uri, List<byte[]> staged, Options o) {
+    if (staged == null) throw new LanceException.InvalidArgument("staged writes are null");
+    return new Result(Native.tableCommit(uri, staged.toArray(new byte[0][]), o.mode, o.statementId, o.message,
+        Dataset.options(o.storage)));
+  }
+
+  /** Deletes the files of shares that will not be committed; returns the files deleted. */
+  public static long abort(List<byte[]> staged, Map<String, String> storageOptions) {
+    if (staged == null) throw new LanceException.InvalidArgument("staged writes are null");
+    return Native.stagedAbort(staged.toArray(new byte[0][]), Dataset.options(storageOptions));
+  }
+}
