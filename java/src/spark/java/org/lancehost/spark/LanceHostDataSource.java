@@ -8,6 +8,7 @@ import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.lancehost.Dataset;
+import org.lancehost.LanceException;
 
 /**
  * {@code spark.read.format("lance_host").load(uri)}: Lance tables through lance-host, read as
@@ -22,7 +23,7 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    Options o = new Options(options, Options.READ, "format(\"lance_host\")");
+    Options o = new Options(options, Options.ALL, "format(\"lance_host\")");
     try (Dataset ds = o.open()) {
       return SparkTypes.schema(ds.schema());
     }
@@ -30,11 +31,21 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    Options o = new Options(properties, Options.READ, "format(\"lance_host\")");
-    Dataset ds = o.open();
+    Options o = new Options(properties, Options.ALL, "format(\"lance_host\")");
+    Dataset ds;
+    try {
+      ds = o.open();
+    } catch (LanceException.NotFound missing) {
+      if (schema == null || o.version != 0 || o.timestampMs != null) throw missing;
+      return new org.lancehost.spark.Table(o, schema, o.requireUri()); // a write creates it
+    }
     try {
       org.lancehost.spark.Table t = new org.lancehost.spark.Table(o, ds, o.requireUri());
       Cleaner.register(t, ds);
+      if (schema != null && !sameColumns(schema, t.schema())) {
+        throw new LanceException.InvalidArgument("the schema given, " + schema.simpleString()
+            + ", is not the table's: " + t.schema().simpleString());
+      }
       return t;
     } catch (RuntimeException e) {
       ds.close();
@@ -44,6 +55,21 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
 
   @Override
   public boolean supportsExternalMetadata() {
-    return false;
+    return true; // a write's DataFrame schema creates a new table
+  }
+
+  /** A write's data may order columns differently; a read's given schema must be the table's. */
+  private static boolean sameColumns(StructType given, StructType table) {
+    if (given.fields().length != table.fields().length) return false;
+    for (org.apache.spark.sql.types.StructField f : given.fields()) {
+      int i;
+      try {
+        i = table.fieldIndex(f.name());
+      } catch (IllegalArgumentException e) {
+        return false;
+      }
+      if (!table.fields()[i].dataType().sameType(f.dataType())) return false;
+    }
+    return true;
   }
 }

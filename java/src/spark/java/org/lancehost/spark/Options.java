@@ -21,7 +21,15 @@ import org.lancehost.LanceException;
 final class Options implements Serializable {
   private static final long serialVersionUID = 1L;
   static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "filter", "target_rows", "batch_size");
-  static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file");
+  static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file", "vector_columns");
+  /** A TableProvider gets read and write options in one map (Spark does not say which). */
+  static final List<String> ALL;
+
+  static {
+    List<String> all = new ArrayList<>(READ);
+    for (String w : WRITE) if (!all.contains(w)) all.add(w);
+    ALL = List.copyOf(all);
+  }
 
   final String uri;
   final long version;
@@ -29,6 +37,7 @@ final class Options implements Serializable {
   final String filter;
   final long targetRows;
   final long batchSize;
+  final long maxRowsPerFile;
   final HashMap<String, String> storage;
   final HashMap<String, String> all;
 
@@ -56,6 +65,29 @@ final class Options implements Serializable {
     filter = emptyToNull(all.get("filter"));
     targetRows = longOption("target_rows", 0);
     batchSize = longOption("batch_size", 0);
+    maxRowsPerFile = longOption("max_rows_per_file", 0);
+  }
+
+  /**
+   * Option vector_columns, "name:dim,name:dim": array columns a new table stores as fixed-size
+   * lists (vectors Lance can index); others become variable-length lists.
+   */
+  Map<String, Integer> vectorColumns() {
+    Map<String, Integer> out = new HashMap<>();
+    String v = all.get("vector_columns");
+    if (v == null || v.trim().isEmpty()) return out;
+    for (String part : v.split(",")) {
+      String[] kv = part.trim().split(":");
+      try {
+        if (kv.length != 2) throw new NumberFormatException();
+        int dim = Integer.parseInt(kv[1].trim());
+        if (dim <= 0) throw new NumberFormatException();
+        out.put(kv[0].trim(), dim);
+      } catch (NumberFormatException e) {
+        throw new LanceException.InvalidArgument("option vector_columns takes name:dimension pairs, not '" + part.trim() + "'");
+      }
+    }
+    return out;
   }
 
   /** A catalog table's options: its location and the storage options the catalog vends. */

@@ -3,6 +3,13 @@ package org.lancehost.spark;
 import java.util.EnumSet;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.SupportsTruncate;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.lancehost.LanceException;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
@@ -13,12 +20,13 @@ import org.lancehost.Dataset;
  * A Lance table as Spark sees it, pinned at the snapshot it was opened at: every scan built from
  * it plans on that snapshot, so a query's partitions and its schema agree.
  */
-final class Table implements SupportsRead {
+final class Table implements SupportsRead, SupportsWrite {
   final Options options;
   private final Dataset dataset;
   private final StructType schema;
   private final String name;
 
+  /** An existing table pinned at `dataset`'s version. */
   Table(Options options, Dataset dataset, String name) {
     this.options = options;
     this.dataset = dataset;
@@ -26,16 +34,29 @@ final class Table implements SupportsRead {
     this.name = name;
   }
 
+  /** A table that does not exist yet: only writable (the first write creates it). */
+  Table(Options options, StructType schema, String name) {
+    this.options = options;
+    this.dataset = null;
+    this.schema = schema;
+    this.name = name;
+  }
+
+  boolean exists() {
+    return dataset != null;
+  }
+
   Dataset dataset() {
+    if (dataset == null) throw new LanceException.NotFound("table " + name + " does not exist");
     return dataset;
   }
 
   long pinnedVersion() {
-    return dataset.version();
+    return dataset().version();
   }
 
   byte[] snapshot() {
-    return dataset.snapshot();
+    return dataset().snapshot();
   }
 
   @Override
@@ -51,7 +72,67 @@ final class Table implements SupportsRead {
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ);
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    return new Builder(info);
+  }
+
+  /** Append, or overwrite after truncate(); the query id is the commit's statement id. */
+  private final class Builder implements WriteBuilder, SupportsTruncate {
+    private final LogicalWriteInfo info;
+    private boolean overwrite;
+
+    Builder(LogicalWriteInfo info) {
+      this.info = info;
+    }
+
+    @Override
+    public WriteBuilder truncate() {
+      overwrite = true;
+      return this;
+    }
+
+    @Override
+    public Write build() {
+      return new Write() {
+        @Override
+        public BatchWrite toBatch() {
+          StructType data = info.schema();
+          int mode;
+          org.apache.arrow.vector.types.pojo.Schema target;
+          byte[] token = null;
+          if (dataset != null) {
+            mode = overwrite ? org.lancehost.Write.OVERWRITE : org.lancehost.Write.APPEND;
+            target = dataset.schema();
+            if (overwrite && !fits(data, target)) target = RowsToArrow.arrowSchema(data, options.vectorColumns());
+            token = dataset.snapshot();
+          } else {
+            mode = org.lancehost.Write.CREATE;
+            target = RowsToArrow.arrowSchema(data, options.vectorColumns());
+          }
+          return new BatchWriter(options.requireUri(), mode, token, target, data, options.storage, info.queryId(),
+              options.all.get("commit_message"), options.maxRowsPerFile);
+        }
+
+        @Override
+        public String description() {
+          return "lance_host write to " + name;
+        }
+      };
+    }
+  }
+
+  /** Whether rows of `data` write into `target` as they are (an overwrite then keeps the table's types). */
+  private static boolean fits(StructType data, org.apache.arrow.vector.types.pojo.Schema target) {
+    try {
+      new RowsToArrow(data, target).close();
+      return true;
+    } catch (LanceException e) {
+      return false;
+    }
   }
 
   @Override

@@ -100,21 +100,8 @@ class WriteTest {
     };
   }
 
-  /** What pylance reads: version, rows, sum(id), nulls in name, sum of vec[1]. */
   static JsonNode pylance(Path uri) throws Exception {
-    String code = "import json, sys, lance\n"
-        + "ds = lance.dataset(sys.argv[1])\n"
-        + "t = ds.to_table()\n"
-        + "ids = t['id'].to_pylist()\n"
-        + "print(json.dumps({'version': ds.version, 'rows': t.num_rows, 'sum_id': sum(ids), 'distinct': len(set(ids)),"
-        + " 'null_names': t['name'].null_count, 'names_ok': all(n == ('n%d' % i) for i, n in zip(ids, t['name'].to_pylist()) if n is not None),"
-        + " 'sum_vec1': sum(v[1] for v in t['vec'].to_pylist()), 'type': str(t.schema.field('vec').type)}))\n";
-    Process p = new ProcessBuilder("python3", "-c", code, uri.toString()).redirectErrorStream(false).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(120, TimeUnit.SECONDS));
-    assertEquals(0, p.exitValue(), err);
-    return new ObjectMapper().readTree(out);
+    return WriteTestSupport.pylance(uri);
   }
 
   static long dataFiles(Path uri) throws Exception {
