@@ -24,6 +24,13 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   private VectorSchemaRoot current;
   private ColumnarBatch batch;
 
+  /** A reader over a stream already opened on `ds` (both closed with the reader). */
+  ColumnarReader(Dataset ds, ArrowStream stream) {
+    this.dataset = ds;
+    this.stream = stream;
+    this.schema = null;
+  }
+
   ColumnarReader(LanceScan.Partition p) {
     Dataset ds = p.aggregate != null ? Dataset.fromSnapshot(p.snapshot, p.storage) : Dataset.forSplit(p.split, p.storage);
     try {

@@ -85,7 +85,7 @@ final class Filters {
     } catch (IllegalArgumentException notThere) {
       return null;
     }
-    if (!supported(schema.fields()[i].dataType())) return null;
+    if (!supported(schema.fields()[i].dataType()) || SparkTypes.unsigned(schema.fields()[i])) return null;
     return "`" + parts[0].replace("`", "``") + "`";
   }
 

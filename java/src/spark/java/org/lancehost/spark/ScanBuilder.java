@@ -206,6 +206,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     if (!(e instanceof NamedReference)) return null;
     String[] parts = ((NamedReference) e).fieldNames();
     if (parts.length != 1 || !Arrays.asList(table.schema().fieldNames()).contains(parts[0])) return null;
+    if (SparkTypes.unsigned(table.schema().fields()[table.schema().fieldIndex(parts[0])])) return null;
     return parts[0];
   }
 

@@ -22,9 +22,9 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 /**
  * How Lance's Arrow columns appear in Spark. Columns are handed over without copies: Spark's own
  * {@link ArrowColumnVector} for the types it reads, {@link FixedSizeListColumnVector} for vectors
- * (fixed-size lists become arrays). A column of a type Spark cannot hold this way (unsigned
- * integers, half floats, non-microsecond timestamps, fixed-size binary, large lists) is left out of
- * the table's Spark schema.
+ * (fixed-size lists become arrays) and {@link UnsignedColumnVector} for unsigned integers (widened).
+ * A column of a type Spark cannot hold this way (half floats, non-microsecond timestamps,
+ * fixed-size binary, large lists) is left out of the table's Spark schema.
  */
 final class SparkTypes {
   private SparkTypes() {}
@@ -42,7 +42,13 @@ final class SparkTypes {
     ArrowType t = f.getType();
     if (t instanceof ArrowType.Int) {
       ArrowType.Int i = (ArrowType.Int) t;
-      if (!i.getIsSigned()) return null;
+      if (!i.getIsSigned()) {
+        switch (i.getBitWidth()) {
+          case 8: return DataTypes.ShortType;
+          case 16: return DataTypes.IntegerType;
+          default: return DataTypes.LongType; // uint64 above 2^63 - 1: an error when read
+        }
+      }
       switch (i.getBitWidth()) {
         case 8: return DataTypes.ByteType;
         case 16: return DataTypes.ShortType;
@@ -86,12 +92,21 @@ final class SparkTypes {
     return null;
   }
 
+  /** Field metadata marking a column widened from an unsigned integer (never pushed down). */
+  static final String UNSIGNED = "lance_host.unsigned";
+
+  static boolean unsigned(StructField f) {
+    return f.metadata().contains(UNSIGNED);
+  }
+
   /** The Spark schema of the columns Spark can hold. */
   static StructType schema(Schema arrow) {
     List<StructField> fs = new ArrayList<>();
     for (Field f : arrow.getFields()) {
       DataType t = of(f);
-      if (t != null) fs.add(new StructField(f.getName(), t, f.isNullable(), Metadata.empty()));
+      boolean u = f.getType() instanceof ArrowType.Int && !((ArrowType.Int) f.getType()).getIsSigned();
+      Metadata m = u ? new org.apache.spark.sql.types.MetadataBuilder().putBoolean(UNSIGNED, true).build() : Metadata.empty();
+      if (t != null) fs.add(new StructField(f.getName(), t, f.isNullable(), m));
     }
     return new StructType(fs.toArray(new StructField[0]));
   }
@@ -99,6 +114,10 @@ final class SparkTypes {
   /** A Spark column over an Arrow vector (no copy); closing it closes the vector. */
   static ColumnVector column(FieldVector v, DataType expected) {
     if (v instanceof FixedSizeListVector) return new FixedSizeListColumnVector((FixedSizeListVector) v, expected);
+    if (v instanceof org.apache.arrow.vector.UInt1Vector || v instanceof org.apache.arrow.vector.UInt2Vector
+        || v instanceof org.apache.arrow.vector.UInt4Vector || v instanceof org.apache.arrow.vector.UInt8Vector) {
+      return new UnsignedColumnVector(v);
+    }
     return new ArrowColumnVector(v);
   }
 }

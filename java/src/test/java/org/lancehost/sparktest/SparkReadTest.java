@@ -226,4 +226,38 @@ class SparkReadTest {
     for (Row r : spark.sql("SHOW NAMESPACES IN lh").collectAsList()) top.add(r.getString(0));
     assertFalse(top.contains("sales"), top.toString());
   }
+
+  static String json(JsonNode q) {
+    return q.toString();
+  }
+
+  static void searchEqualsPylance(JsonNode t, String useIndex, String nprobes) {
+    Dataset<Row> hits = spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", json(t.get("query"))).option("k", "10").option("use_index", useIndex)
+        .option("nprobes", nprobes).option("columns", "id").load(t.get("uri").asText());
+    List<Row> top = hits.orderBy("_distance").limit(10).select("id", "_distance", "_rowid").collectAsList();
+    assertEquals(t.get("nn_ids").size(), top.size());
+    for (int i = 0; i < top.size(); i++) {
+      assertEquals(t.get("nn_ids").get(i).asLong(), top.get(i).getLong(0), "rank " + i);
+      double want = t.get("nn_distances").get(i).asDouble();
+      assertEquals(want, top.get(i).getFloat(1), 1e-4 * Math.max(1, want));
+      assertTrue(top.get(i).getLong(2) >= 0);
+    }
+  }
+
+  @Test
+  void vectorSearchThroughSparkEqualsPylance() {
+    searchEqualsPylance(basic, "false", "0"); // exact
+    JsonNode indexed = Fixtures.expected().get("indexed");
+    searchEqualsPylance(indexed, "true", "4"); // index segments (every partition probed) + a flat split
+    Dataset<Row> hits = spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", json(indexed.get("query"))).option("k", "10").option("nprobes", "4").load(indexed.get("uri").asText());
+    assertTrue(hits.rdd().getNumPartitions() >= 2, "a partition per index segment and one for unindexed rows");
+    Exception e = assertThrows(Exception.class, () -> spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", "[1, 2]").load(indexed.get("uri").asText()).count());
+    assertTrue(e.toString().contains("dimension") || e.toString().contains("InvalidArgument"), e.toString());
+    Exception bad = assertThrows(Exception.class, () -> spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", "not json").load(indexed.get("uri").asText()));
+    assertTrue(bad.getMessage().contains("JSON list of numbers"), bad.getMessage());
+  }
 }

@@ -1,0 +1,263 @@
+package org.lancehost.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.lancehost.ArrowStream;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+import org.lancehost.SplitPlan;
+import org.lancehost.VectorQuery;
+
+/**
+ * {@code format("lance_host_search")}: a nearest-neighbour search as a DataFrame. The plan is
+ * the library's (one partition per index segment, flat partitions over unindexed fragments);
+ * each partition returns its top k with {@code _distance} and {@code _rowid}, so
+ * {@code ORDER BY _distance LIMIT k} over the DataFrame is the global top k. Options:
+ * {@code uri}, {@code column}, {@code vector} (a JSON list of numbers), {@code k},
+ * {@code nprobes}, {@code refine} (re-rank factor), {@code metric} (l2, cosine, dot, hamming),
+ * {@code use_index} (false = exact), {@code filter} (a prefilter), {@code columns}
+ * (comma-separated; default all), {@code version}/{@code timestamp_ms}, {@code storage.<key>}.
+ */
+public final class LanceHostSearchSource implements TableProvider, DataSourceRegister {
+  static final List<String> OPTIONS = List.of("uri", "path", "version", "timestamp_ms", "filter", "column", "vector", "k",
+      "nprobes", "refine", "metric", "use_index", "columns");
+
+  @Override
+  public String shortName() {
+    return "lance_host_search";
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    Query q = new Query(options);
+    try (Dataset ds = q.options.open(); ArrowStream s = q.first(ds)) {
+      return SparkTypes.schema(s.schema());
+    }
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table getTable(StructType schema, Transform[] partitioning,
+      Map<String, String> properties) {
+    Query q = new Query(properties);
+    Dataset ds = q.options.open();
+    SearchTable t = new SearchTable(q, ds, schema);
+    Cleaner.register(t, ds);
+    return t;
+  }
+
+  /** The search the options describe. */
+  static final class Query implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final Options options;
+    final String column;
+    final float[] vector;
+    final long k;
+    final int nprobes;
+    final int refine;
+    final int metric;
+    final boolean useIndex;
+    final String[] columns;
+
+    Query(Map<String, String> raw) {
+      options = new Options(raw, OPTIONS, "format(\"lance_host_search\")");
+      column = required("column");
+      String v = required("vector");
+      try {
+        JsonNode n = new ObjectMapper().readTree(v);
+        if (!n.isArray() || n.size() == 0) throw new IllegalArgumentException();
+        vector = new float[n.size()];
+        for (int i = 0; i < vector.length; i++) {
+          if (!n.get(i).isNumber()) throw new IllegalArgumentException();
+          vector[i] = (float) n.get(i).asDouble();
+        }
+      } catch (Exception e) {
+        throw new LanceException.InvalidArgument("option vector must be a JSON list of numbers, not '" + v + "'");
+      }
+      k = intOption("k", 10, 1);
+      nprobes = (int) intOption("nprobes", 0, 0);
+      refine = (int) intOption("refine", 0, 0);
+      String m = options.all.getOrDefault("metric", "").trim().toLowerCase(java.util.Locale.ROOT);
+      Map<String, Integer> metrics = Map.of("", VectorQuery.METRIC_DEFAULT, "l2", VectorQuery.L2, "cosine", VectorQuery.COSINE,
+          "dot", VectorQuery.DOT, "hamming", VectorQuery.HAMMING);
+      if (!metrics.containsKey(m)) throw new LanceException.InvalidArgument("option metric must be l2, cosine, dot or hamming, not '" + m + "'");
+      metric = metrics.get(m);
+      String u = options.all.getOrDefault("use_index", "true").trim().toLowerCase(java.util.Locale.ROOT);
+      if (!u.equals("true") && !u.equals("false")) throw new LanceException.InvalidArgument("option use_index must be true or false");
+      useIndex = u.equals("true");
+      String c = options.all.get("columns");
+      List<String> cols = new ArrayList<>();
+      if (c != null) for (String x : c.split(",")) if (!x.trim().isEmpty()) cols.add(x.trim());
+      columns = cols.isEmpty() ? null : cols.toArray(new String[0]);
+    }
+
+    private String required(String key) {
+      String v = options.all.get(key);
+      if (v == null || v.trim().isEmpty()) throw new LanceException.InvalidArgument("option " + key + " is required");
+      return v;
+    }
+
+    private long intOption(String key, long dflt, long min) {
+      String v = options.all.get(key);
+      if (v == null || v.trim().isEmpty()) return dflt;
+      try {
+        long n = Long.parseLong(v.trim());
+        if (n < min || n > Integer.MAX_VALUE) throw new NumberFormatException();
+        return n;
+      } catch (NumberFormatException e) {
+        throw new LanceException.InvalidArgument("option " + key + " must be an integer of at least " + min + ", not '" + v + "'");
+      }
+    }
+
+    VectorQuery query() {
+      VectorQuery q = VectorQuery.of(column, vector, k).metric(metric).nprobes(nprobes).refineFactor(refine)
+          .prefilter(options.filter);
+      return columns == null ? q : q.columns(List.of(columns));
+    }
+
+    SplitPlan plan(Dataset ds) {
+      return ds.planVectorSearch(column, metric, useIndex, 0);
+    }
+
+    /** The first split's stream (its schema is every split's). */
+    ArrowStream first(Dataset ds) {
+      return ds.search(plan(ds).splits().get(0), query(), SparkTypes.allocator());
+    }
+  }
+
+  static final class SearchTable implements SupportsRead {
+    private final Query q;
+    private final Dataset ds;
+    private final StructType schema;
+
+    SearchTable(Query q, Dataset ds, StructType schema) {
+      this.q = q;
+      this.ds = ds;
+      if (schema != null) {
+        this.schema = schema;
+      } else {
+        try (ArrowStream s = q.first(ds)) {
+          this.schema = SparkTypes.schema(s.schema());
+        }
+      }
+    }
+
+    @Override
+    public String name() {
+      return "lance_host_search " + q.options.requireUri();
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StructType schema() {
+      return schema;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      return () -> new SearchScan(q, ds, schema);
+    }
+  }
+
+  static final class SearchScan implements Scan, Batch {
+    private final Query q;
+    private final Dataset ds;
+    private final StructType schema;
+
+    SearchScan(Query q, Dataset ds, StructType schema) {
+      this.q = q;
+      this.ds = ds;
+      this.schema = schema;
+    }
+
+    @Override
+    public StructType readSchema() {
+      return schema;
+    }
+
+    @Override
+    public String description() {
+      return "LanceHostSearch column=" + q.column + " k=" + q.k + " use_index=" + q.useIndex + " version=" + ds.version();
+    }
+
+    @Override
+    public Batch toBatch() {
+      return this;
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+      List<InputPartition> out = new ArrayList<>();
+      for (byte[] split : q.plan(ds).splits()) out.add(new SearchPartition(split, q, new HashMap<>(q.options.storage)));
+      return out.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+      return new SearchReaderFactory();
+    }
+  }
+
+  static final class SearchReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public PartitionReader<org.apache.spark.sql.catalyst.InternalRow> createReader(InputPartition p) {
+      throw new UnsupportedOperationException("lance_host_search reads columnar batches");
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition p) {
+      return true;
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
+      SearchPartition sp = (SearchPartition) p;
+      Dataset d = Dataset.forSplit(sp.split, sp.storage);
+      try {
+        return new ColumnarReader(d, d.search(sp.split, sp.q.query(), SparkTypes.allocator()));
+      } catch (RuntimeException e) {
+        d.close();
+        throw e;
+      }
+    }
+  }
+
+  static final class SearchPartition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+    final byte[] split;
+    final Query q;
+    final HashMap<String, String> storage;
+
+    SearchPartition(byte[] split, Query q, HashMap<String, String> storage) {
+      this.split = split;
+      this.q = q;
+      this.storage = storage;
+    }
+  }
+}
