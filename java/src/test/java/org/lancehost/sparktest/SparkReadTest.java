@@ -260,4 +260,15 @@ class SparkReadTest {
         .option("vector", "not json").load(indexed.get("uri").asText()));
     assertTrue(bad.getMessage().contains("JSON list of numbers"), bad.getMessage());
   }
+
+  @Test
+  void repeatedQueriesHoldNoNativeMemory() {
+    // A long job's shape: many queries; every batch the library handed over is released after each.
+    for (int i = 0; i < 15; i++) {
+      assertEquals(basic.get("count").asLong(), table().filter("id >= 0").count());
+      table().filter("value > 120").select("id", "name", "vec").collectAsList();
+      table().select("id").limit(3).collectAsList(); // a partition stops early, its stream is closed
+      assertEquals(0, org.lancehost.LanceHost.liveBatches(), "after round " + i);
+    }
+  }
 }
