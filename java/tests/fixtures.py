@@ -40,6 +40,16 @@ def batch(start: int, n: int, rng) -> pa.Table:
     })
 
 
+WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "ember"]
+
+
+def with_docs(t: pa.Table) -> pa.Table:
+    """A text column: four common words per row, and the rare word "zebra" in every 97th row."""
+    ids = t["id"].to_pylist()
+    docs = [" ".join(WORDS[(i * k + 3) % 8] for k in range(1, 5)) + (" zebra" if i % 97 == 0 else "") for i in ids]
+    return t.append_column("doc", pa.array(docs))
+
+
 def rows(table: pa.Table, columns):
     out = []
     for r in table.select(columns).to_pylist():
@@ -114,10 +124,11 @@ def main(root: Path) -> None:
 
     # indexed: the same kind of rows with an IVF_FLAT index on vec (exact within probed partitions).
     uri = str(tables / "indexed.lance")
-    lance.write_dataset(batch(0, 4000, rng), uri, max_rows_per_file=1000)
+    lance.write_dataset(with_docs(batch(0, 4000, rng)), uri, max_rows_per_file=1000)
     ds = lance.dataset(uri)
     ds.create_index("vec", index_type="IVF_FLAT", num_partitions=4)
-    lance.write_dataset(batch(4000, 500, rng), uri, mode="append")  # not indexed: a flat split
+    ds.create_scalar_index("doc", "INVERTED", with_position=True)
+    lance.write_dataset(with_docs(batch(4000, 500, rng)), uri, mode="append")  # not indexed: flat splits
     ds = lance.dataset(uri)
     query = rng.standard_normal(DIM).astype(np.float32)
     nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False}, columns=["id"])
@@ -127,7 +138,9 @@ def main(root: Path) -> None:
         "query": [float(x) for x in query],
         "nn_ids": nn["id"].to_pylist(),
         "nn_distances": [float(x) for x in nn["_distance"].to_pylist()],
-        "index_names": [i["name"] for i in ds.list_indices()],
+        "index_names": [i["name"] for i in ds.list_indices() if i["fields"] == ["vec"]],
+        "zebra_ids": sorted(r["id"] for r in ds.to_table(columns=["id", "doc"]).to_pylist() if "zebra" in r["doc"].split()),
+        "zebra_pylance_ids": sorted(ds.to_table(full_text_query="zebra", columns=["id"], limit=1000)["id"].to_pylist()),
     }
 
     expected["tables"] = sorted(p.name[: -len(".lance")] for p in tables.iterdir())

@@ -1377,6 +1377,31 @@ JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjec
   return out;
 }
 
+/* Deletes the rows matching `predicate` as one new version: long[]{version, rows_deleted}. */
+JNIEXPORT jlongArray JNI(datasetDelete)(JNIEnv *env, jclass c, jlong ds, jstring predicate, jstring statement_id) {
+  (void)c;
+  int ok = 1;
+  char *p = utf8(env, predicate, "predicate", &ok);
+  char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
+  jlongArray out = NULL;
+  if (ok) {
+    LanceWriteParams params;
+    lance_write_params_init_v2(&params, sizeof params);
+    params.statement_id = sid;
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (check(env, lance_dataset_delete(PTR(LanceDataset, ds), p, &params, NULL, &r))) {
+      jlong v[2] = {(jlong)r.version, (jlong)r.rows_deleted};
+      out = (*env)->NewLongArray(env, 2);
+      if (out) (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+    }
+  }
+  free(p);
+  free(sid);
+  return out;
+}
+
 /* Deletes the files of staged writes that will not be committed; returns the files deleted. */
 JNIEXPORT jlong JNI(stagedAbort)(JNIEnv *env, jclass c, jobjectArray staged, jobjectArray options) {
   (void)c;
@@ -1390,6 +1415,252 @@ JNIEXPORT jlong JNI(stagedAbort)(JNIEnv *env, jclass c, jobjectArray staged, job
   bytes_in_free(env, &in);
   str_array_free(&o);
   return (jlong)deleted;
+}
+
+
+/* ---- session ----------------------------------------------------------------------------- */
+
+/* Defaults as long[]{index_cache_bytes, metadata_cache_bytes, worker_threads,
+ * scan_batch_readahead, scan_fragment_readahead, scan_io_buffer_bytes, data_cache_memory_bytes,
+ * data_cache_disk_bytes, data_cache_block_bytes, data_cache_disabled}. */
+JNIEXPORT jlongArray JNI(sessionDefaults)(JNIEnv *env, jclass c) {
+  (void)c;
+  LanceSessionOptions o;
+  if (!check(env, lance_session_options_default_v2(&o, sizeof o))) return NULL;
+  jlong v[10] = {(jlong)o.index_cache_bytes, (jlong)o.metadata_cache_bytes, o.worker_threads, o.scan_batch_readahead,
+                 o.scan_fragment_readahead, (jlong)o.scan_io_buffer_bytes, (jlong)o.data_cache_memory_bytes,
+                 (jlong)o.data_cache_disk_bytes, (jlong)o.data_cache_block_bytes, o.data_cache_disabled};
+  jlongArray out = (*env)->NewLongArray(env, 10);
+  if (out) (*env)->SetLongArrayRegion(env, out, 0, 10, v);
+  return out;
+}
+
+JNIEXPORT void JNI(sessionConfigure)(JNIEnv *env, jclass c, jlongArray values, jstring disk_dir) {
+  (void)c;
+  if (!values || (*env)->GetArrayLength(env, values) != 10) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "session options: 10 values expected");
+    return;
+  }
+  int ok = 1;
+  char *dir = utf8(env, disk_dir, "data cache directory", &ok);
+  if (!ok) return;
+  jlong v[10];
+  (*env)->GetLongArrayRegion(env, values, 0, 10, v);
+  LanceSessionOptions o;
+  lance_session_options_default_v2(&o, sizeof o);
+  o.index_cache_bytes = (uint64_t)v[0];
+  o.metadata_cache_bytes = (uint64_t)v[1];
+  o.worker_threads = (uint32_t)v[2];
+  o.scan_batch_readahead = (uint32_t)v[3];
+  o.scan_fragment_readahead = (uint32_t)v[4];
+  o.scan_io_buffer_bytes = (uint64_t)v[5];
+  o.data_cache_memory_bytes = (uint64_t)v[6];
+  o.data_cache_disk_bytes = (uint64_t)v[7];
+  o.data_cache_block_bytes = (uint64_t)v[8];
+  o.data_cache_disabled = (uint32_t)v[9];
+  o.data_cache_disk_dir = dir;
+  check(env, lance_session_configure_v2(&o));
+  free(dir);
+}
+
+/* Session statistics as long[] in LanceSessionStats' field order (23 values). */
+JNIEXPORT jlongArray JNI(sessionStats)(JNIEnv *env, jclass c) {
+  (void)c;
+  LanceSessionStats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  if (!check(env, lance_session_stats_v2(&st))) return NULL;
+  jlong v[23] = {(jlong)st.index_hits, (jlong)st.index_misses, (jlong)st.index_entries, (jlong)st.index_bytes,
+                 (jlong)st.metadata_hits, (jlong)st.metadata_misses, (jlong)st.metadata_entries, (jlong)st.metadata_bytes,
+                 (jlong)st.data_cache_hits, (jlong)st.data_cache_misses, (jlong)st.data_cache_hit_bytes,
+                 (jlong)st.data_cache_storage_requests, (jlong)st.data_cache_storage_bytes, (jlong)st.data_cache_evictions,
+                 (jlong)st.data_cache_errors, (jlong)st.data_cache_memory_bytes, (jlong)st.data_cache_disk_bytes,
+                 (jlong)st.data_cache_memory_capacity, (jlong)st.data_cache_disk_capacity, (jlong)st.data_cache_disk_enabled,
+                 (jlong)st.data_cache_disk_write_drops, (jlong)st.text_tail_hits, (jlong)st.text_tail_misses};
+  jlongArray out = (*env)->NewLongArray(env, 23);
+  if (out) (*env)->SetLongArrayRegion(env, out, 0, 23, v);
+  return out;
+}
+
+/* ---- indexes ----------------------------------------------------------------------------- */
+
+/* Indexes as String[] of (name, column, type, metric or null) quadruples. */
+JNIEXPORT jobjectArray JNI(datasetIndexes)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  LanceIndexList *list = NULL;
+  if (!check(env, lance_dataset_indexes(PTR(LanceDataset, ds), &list))) return NULL;
+  size_t n = lance_index_list_count(list);
+  jobjectArray out = (*env)->NewObjectArray(env, (jsize)(4 * n), g_string, NULL);
+  for (size_t i = 0; out && i < n; i++) {
+    const char *parts[4] = {lance_index_list_name(list, i), lance_index_list_column(list, i),
+                            lance_index_list_type(list, i), lance_index_list_metric(list, i)};
+    for (int j = 0; j < 4; j++) {
+      if (!parts[j]) continue;
+      jstring s = new_string(env, parts[j]);
+      if (!s) { out = NULL; break; }
+      (*env)->SetObjectArrayElement(env, out, (jsize)(4 * i + (size_t)j), s);
+      (*env)->DeleteLocalRef(env, s);
+    }
+  }
+  lance_index_list_free(list);
+  return out;
+}
+
+/* kind 0 = vector (params: index_type, metric, num_partitions, num_sub_vectors), 1 = scalar
+ * (params: index_type), 2 = inverted (params: with_position). Returns the new version. */
+JNIEXPORT jlong JNI(createIndex)(JNIEnv *env, jclass c, jlong ds, jint kind, jstring column, jstring name,
+                                 jboolean replace, jintArray params) {
+  (void)c;
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  char *nm = ok ? utf8(env, name, "index name", &ok) : NULL;
+  jint p[4] = {0, 0, 0, 0};
+  if (ok && params) {
+    jsize n = (*env)->GetArrayLength(env, params);
+    (*env)->GetIntArrayRegion(env, params, 0, n < 4 ? n : 4, p);
+  }
+  LanceDataset *out = NULL;
+  if (ok) {
+    int32_t rc;
+    if (kind == 0) {
+      LanceVectorIndexParams v;
+      lance_vector_index_params_init_v2(&v, sizeof v);
+      v.index_type = p[0];
+      v.metric = p[1];
+      v.num_partitions = (uint32_t)p[2];
+      v.num_sub_vectors = (uint32_t)p[3];
+      rc = lance_dataset_create_vector_index(PTR(LanceDataset, ds), col, nm, replace, &v, &out);
+    } else if (kind == 1) {
+      LanceScalarIndexParams sc;
+      lance_scalar_index_params_init_v2(&sc, sizeof sc);
+      sc.index_type = p[0];
+      rc = lance_dataset_create_scalar_index(PTR(LanceDataset, ds), col, nm, replace, &sc, &out);
+    } else if (kind == 2) {
+      LanceInvertedIndexParams iv;
+      lance_inverted_index_params_init_v2(&iv, sizeof iv);
+      iv.with_position = p[0] != 0;
+      rc = lance_dataset_create_inverted_index(PTR(LanceDataset, ds), col, nm, replace, &iv, &out);
+    } else {
+      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "unknown index kind");
+      rc = LANCE_OK;
+    }
+    check(env, rc);
+  }
+  jlong version = out ? (jlong)lance_dataset_version(out) : 0;
+  lance_dataset_free(out);
+  free(col);
+  free(nm);
+  return version;
+}
+
+JNIEXPORT void JNI(prewarmIndex)(JNIEnv *env, jclass c, jlong ds, jstring name) {
+  (void)c;
+  int ok = 1;
+  char *nm = utf8(env, name, "index name", &ok);
+  if (!ok) return;
+  check(env, lance_dataset_prewarm_index(PTR(LanceDataset, ds), nm));
+  free(nm);
+}
+
+/* ---- full-text search -------------------------------------------------------------------- */
+
+JNIEXPORT jobjectArray JNI(planFts)(JNIEnv *env, jclass c, jlong ds, jstring column, jlong flat_target_rows) {
+  (void)c;
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  if (!ok) return NULL;
+  LanceSplitPlan *plan = NULL;
+  int32_t rc = lance_dataset_plan_fts(PTR(LanceDataset, ds), col, (uint64_t)flat_target_rows, &plan);
+  free(col);
+  if (!check(env, rc)) return NULL;
+  return plan_out(env, plan);
+}
+
+typedef struct {
+  LanceTextQuery q;
+  char *column, *text, *prefilter;
+  StrArray cols;
+} TextIn;
+
+static int text_in(JNIEnv *env, TextIn *t, jstring column, jstring text, jint match, jint slop, jlong k,
+                   jstring prefilter, jobjectArray columns) {
+  memset(t, 0, sizeof *t);
+  lance_text_query_init(&t->q, sizeof t->q);
+  int ok = 1;
+  t->column = utf8(env, column, "column", &ok);
+  if (ok) t->text = utf8(env, text, "query text", &ok);
+  if (ok) t->prefilter = utf8(env, prefilter, "prefilter", &ok);
+  if (ok) ok = str_array(env, columns, "columns", 0, &t->cols);
+  t->q.column = t->column;
+  t->q.text = t->text;
+  t->q.match_kind = match;
+  t->q.slop = (uint32_t)slop;
+  t->q.k = (uint64_t)k;
+  t->q.prefilter_sql = t->prefilter;
+  t->q.columns = (const char *const *)t->cols.items;
+  t->q.num_columns = t->cols.len;
+  t->q.with_row_id = true;
+  return ok;
+}
+
+static void text_in_free(TextIn *t) {
+  free(t->column);
+  free(t->text);
+  free(t->prefilter);
+  str_array_free(&t->cols);
+}
+
+/* The corpus statistics of a query (BM25), as bytes to ship to every split. */
+JNIEXPORT jbyteArray JNI(ftsStats)(JNIEnv *env, jclass c, jlong ds, jstring column, jstring text, jint match, jint slop,
+                                   jlong k, jstring prefilter) {
+  (void)c;
+  TextIn t;
+  jbyteArray out = NULL;
+  if (text_in(env, &t, column, text, match, slop, k, prefilter, NULL)) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (check(env, lance_dataset_fts_stats(PTR(LanceDataset, ds), &t.q, &bytes, &len, NULL))) out = take_bytes(env, bytes, len);
+  }
+  text_in_free(&t);
+  return out;
+}
+
+JNIEXPORT jlong JNI(splitFts)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring column, jstring text, jint match,
+                              jint slop, jlong k, jstring prefilter, jobjectArray columns, jbyteArray stats) {
+  (void)c;
+  if (!stats) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "full-text statistics are null");
+    return 0;
+  }
+  TextIn t;
+  jlong out = 0;
+  LanceSplit *s = NULL;
+  if (text_in(env, &t, column, text, match, slop, k, prefilter, columns) && (s = split_in(env, split))) {
+    jsize n = (*env)->GetArrayLength(env, stats);
+    jbyte *p = (*env)->GetByteArrayElements(env, stats, NULL);
+    if (p) {
+      struct ArrowArrayStream *stream = new_stream(env);
+      if (stream)
+        out = stream_out(env, lance_split_fts_search(PTR(LanceDataset, ds), s, &t.q, (const uint8_t *)p, (size_t)n, stream),
+                         stream);
+      (*env)->ReleaseByteArrayElements(env, stats, p, JNI_ABORT);
+    }
+  }
+  if (s) lance_split_free(s);
+  text_in_free(&t);
+  return out;
+}
+
+JNIEXPORT jlong JNI(ftsMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong k, jlong offset) {
+  (void)c;
+  jsize n;
+  struct ArrowArrayStream *in = streams_in(env, streams, &n);
+  if (!in) return 0;
+  jlong out = 0;
+  struct ArrowArrayStream *stream = new_stream(env);
+  if (stream) out = stream_out(env, lance_fts_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream), stream);
+  streams_release(in, n);
+  return out;
 }
 
 /* ---- Arrow streams, schemas, arrays ------------------------------------------------------ */

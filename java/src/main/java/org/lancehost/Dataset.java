@@ -216,6 +216,95 @@ public final class Dataset implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Deletes the rows matching a Lance SQL predicate as one new version planned at this snapshot
+   * (this handle keeps its version). Returns {version, rows deleted}. A predicate matching
+   * nothing still commits a version, as in Lance.
+   */
+  public long[] delete(String predicate) {
+    if (predicate == null) throw new LanceException.InvalidArgument("predicate is null");
+    return handle.with(p -> Native.datasetDelete(p, predicate, null));
+  }
+
+  /** An index of the table: name, column, type (e.g. IVF_PQ, BTREE, INVERTED), metric (vector indexes). */
+  public static final class Index {
+    public final String name;
+    public final String column;
+    public final String type;
+    public final String metric;
+
+    Index(String name, String column, String type, String metric) {
+      this.name = name;
+      this.column = column;
+      this.type = type;
+      this.metric = metric;
+    }
+  }
+
+  /** The indexes of this snapshot. */
+  public List<Index> indexes() {
+    String[] raw = handle.with(Native::datasetIndexes);
+    List<Index> out = new ArrayList<>();
+    for (int i = 0; i + 3 < raw.length; i += 4) out.add(new Index(raw[i], raw[i + 1], raw[i + 2], raw[i + 3]));
+    return Collections.unmodifiableList(out);
+  }
+
+  /** LANCE_VECTOR_INDEX_* and LANCE_SCALAR_INDEX_* values. */
+  public static final int IVF_PQ = 0, IVF_FLAT = 1, IVF_SQ = 2, IVF_HNSW_FLAT = 3, IVF_HNSW_PQ = 4, IVF_HNSW_SQ = 5;
+  public static final int BTREE = 0, BITMAP = 1, LABEL_LIST = 2;
+
+  /**
+   * Builds a vector index (one process) and commits it; returns the new version (this handle
+   * keeps its version). `numPartitions`/`numSubVectors` 0 = Lance's defaults; `metric` 0 = L2.
+   */
+  public long createVectorIndex(String column, String name, boolean replace, int type, int metric, int numPartitions,
+      int numSubVectors) {
+    int[] p = {type, metric, numPartitions, numSubVectors};
+    return handle.withLong(h -> Native.createIndex(h, 0, column, name, replace, p));
+  }
+
+  /** Builds a scalar index (BTREE, BITMAP, LABEL_LIST); returns the new version. */
+  public long createScalarIndex(String column, String name, boolean replace, int type) {
+    return handle.withLong(h -> Native.createIndex(h, 1, column, name, replace, new int[] {type}));
+  }
+
+  /** Builds a full-text (INVERTED) index, with positions for phrase queries; returns the new version. */
+  public long createInvertedIndex(String column, String name, boolean replace, boolean withPositions) {
+    return handle.withLong(h -> Native.createIndex(h, 2, column, name, replace, new int[] {withPositions ? 1 : 0}));
+  }
+
+  /** Loads an index into the session's index cache (the prewarm document's rules). */
+  public void prewarmIndex(String name) {
+    handle.with(h -> {
+      Native.prewarmIndex(h, name);
+      return null;
+    });
+  }
+
+  /** Full-text search splits: one per INVERTED index segment, flat splits over unindexed fragments. */
+  public SplitPlan planTextSearch(String column, long flatTargetRows) {
+    return new SplitPlan(handle.with(h -> Native.planFts(h, column, flatTargetRows)));
+  }
+
+  /** The corpus statistics (BM25) of a query: computed once on the planner, shipped to every split. */
+  public byte[] textStatistics(TextQuery q) {
+    if (q == null) throw new LanceException.InvalidArgument("query is null");
+    return handle.with(h -> Native.ftsStats(h, q.column, q.text, q.match, q.slop, q.k, q.prefilter));
+  }
+
+  /** The k best rows of one full-text split ({@code _score}, {@code _rowid}, columns). */
+  public ArrowStream searchText(byte[] split, TextQuery q, byte[] statistics, BufferAllocator allocator) {
+    if (q == null) throw new LanceException.InvalidArgument("query is null");
+    long s = handle.withLong(h -> Native.splitFts(h, split, q.column, q.text, q.match, q.slop, q.k, q.prefilter,
+        q.columns, statistics));
+    return new ArrowStream(s, allocator);
+  }
+
+  /** Merges the per-split results of a full-text search into the global top k (consumes the streams). */
+  public static ArrowStream mergeText(List<ArrowStream> parts, long k, long offset, BufferAllocator allocator) {
+    return new ArrowStream(Native.ftsMerge(detachAll(parts), k, offset), allocator);
+  }
+
   /** Runs `f` with the C handle held open (for calls that take a pinned snapshot). */
   <T> T withHandle(java.util.function.LongFunction<T> f) {
     return handle.with(f);

@@ -83,10 +83,25 @@ final class Native {
 
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options);
+  static native long[] datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
   static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
       String[] options, long maxRowsPerFile);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
+
+  static native long[] sessionDefaults();
+  static native void sessionConfigure(long[] values, String dataCacheDiskDir);
+  static native long[] sessionStats();
+
+  static native String[] datasetIndexes(long ds);
+  static native long createIndex(long ds, int kind, String column, String name, boolean replace, int[] params);
+  static native void prewarmIndex(long ds, String name);
+
+  static native Object[] planFts(long ds, String column, long flatTargetRows);
+  static native byte[] ftsStats(long ds, String column, String text, int match, int slop, long k, String prefilter);
+  static native long splitFts(long ds, byte[] split, String column, String text, int match, int slop, long k,
+      String prefilter, String[] columns, byte[] stats);
+  static native long ftsMerge(long[] streams, long k, long offset);
 
   static native long streamSchema(long stream);
   static native long streamNext(long stream);

@@ -28,6 +28,10 @@ final class Filters {
     String name = p.name();
     Expression[] c = p.children();
     switch (name) {
+      case "ALWAYS_TRUE":
+        return "true";
+      case "ALWAYS_FALSE":
+        return "false";
       case "AND":
       case "OR": {
         String l = toSql((Predicate) c[0], schema), r = toSql((Predicate) c[1], schema);

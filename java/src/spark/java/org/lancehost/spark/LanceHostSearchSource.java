@@ -140,7 +140,11 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
 
     /** The first split's stream (its schema is every split's). */
     ArrowStream first(Dataset ds) {
-      return ds.search(plan(ds).splits().get(0), query(), SparkTypes.allocator());
+      List<byte[]> splits = plan(ds).splits();
+      if (splits.isEmpty()) {
+        throw new LanceException.NotFound("table " + options.requireUri() + " has no rows to search (no split was planned)");
+      }
+      return ds.search(splits.get(0), query(), SparkTypes.allocator());
     }
   }
 

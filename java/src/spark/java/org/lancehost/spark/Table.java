@@ -2,7 +2,9 @@ package org.lancehost.spark;
 
 import java.util.EnumSet;
 import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -20,7 +22,7 @@ import org.lancehost.Dataset;
  * A Lance table as Spark sees it, pinned at the snapshot it was opened at: every scan built from
  * it plans on that snapshot, so a query's partitions and its schema agree.
  */
-final class Table implements SupportsRead, SupportsWrite {
+final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2 {
   final Options options;
   private final Dataset dataset;
   private final StructType schema;
@@ -133,6 +135,31 @@ final class Table implements SupportsRead, SupportsWrite {
     } catch (LanceException e) {
       return false;
     }
+  }
+
+  /** DELETE FROM ... WHERE: Lance deletes when every predicate translates exactly. */
+  @Override
+  public boolean canDeleteWhere(Predicate[] predicates) {
+    return deleteSql(predicates) != null;
+  }
+
+  /** One new version planned at the pinned snapshot (a concurrent change Lance cannot rebase over is a conflict). */
+  @Override
+  public void deleteWhere(Predicate[] predicates) {
+    String sql = deleteSql(predicates);
+    if (sql == null) throw new LanceException.NotSupported("the DELETE condition does not translate to Lance SQL exactly");
+    dataset().delete(sql);
+  }
+
+  private String deleteSql(Predicate[] predicates) {
+    if (dataset == null) return null;
+    StringBuilder b = new StringBuilder();
+    for (Predicate p : predicates) {
+      String s = Filters.toSql(p, schema);
+      if (s == null) return null;
+      b.append(b.length() == 0 ? "" : " AND ").append('(').append(s).append(')');
+    }
+    return b.length() == 0 ? "true" : b.toString();
   }
 
   @Override

@@ -3,7 +3,6 @@ package org.lancehost.api;
 import static org.junit.jupiter.api.Assertions.*;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -54,8 +52,8 @@ class WriteTest {
   }
 
   /** Rows start..end: id, name "n<id>" (null every 5th), vec (id, id/2, -id, 1). */
-  static VectorSchemaRoot batch(long start, long end) {
-    VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator);
+  static VectorSchemaRoot batch(BufferAllocator a, long start, long end) {
+    VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, a);
     int n = (int) (end - start);
     BigIntVector id = (BigIntVector) root.getVector("id");
     VarCharVector name = (VarCharVector) root.getVector("name");
@@ -81,6 +79,10 @@ class WriteTest {
 
   /** Batches of `size` rows over [start, end), built lazily as the library asks for them. */
   static Iterator<VectorSchemaRoot> batches(long start, long end, long size) {
+    return batches(allocator, start, end, size);
+  }
+
+  static Iterator<VectorSchemaRoot> batches(BufferAllocator a, long start, long end, long size) {
     return new Iterator<>() {
       long next = start;
 
@@ -93,7 +95,7 @@ class WriteTest {
       public VectorSchemaRoot next() {
         if (!hasNext()) throw new NoSuchElementException();
         long e = Math.min(end, next + size);
-        VectorSchemaRoot b = batch(next, e);
+        VectorSchemaRoot b = batch(a, next, e);
         next = e;
         return b;
       }

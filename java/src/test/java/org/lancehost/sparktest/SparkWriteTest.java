@@ -26,6 +26,8 @@ class SparkWriteTest {
     spark = SparkSession.builder().master("local[2]").appName("lance-host-java-write-tests")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.catalog.lw", "org.lancehost.spark.LanceHostCatalog")
+        .config("spark.sql.catalog.lw.root", Fixtures.root().resolve("spark-written").toString())
         .getOrCreate();
     spark.udf().register("fail_at", (UDF1<Long, Long>) id -> {
       if (id == 2500L) throw new IllegalStateException("a task fails at row 2500");
@@ -124,5 +126,23 @@ class SparkWriteTest {
     Exception t = assertThrows(Exception.class,
         () -> typo.write().format("lance_host").option("vector_colums", "vec:4").mode("append").save(fresh("typo.lance").toString()));
     assertTrue(t.getMessage().contains("did you mean 'vector_columns'"), t.getMessage());
+  }
+
+  @Test
+  void deleteFromIsOneVersionAsPylanceSees() throws Exception {
+    Path uri = fresh("del.lance");
+    rows(0, 2000).write().format("lance_host").option("vector_columns", "vec:4").mode("append").save(uri.toString());
+    spark.sql("DELETE FROM lw.del WHERE id >= 1500 OR name IS NULL");
+    JsonNode py = WriteTestSupport.pylance(uri);
+    assertEquals(2, py.get("version").asLong());
+    // ids 0..1499 stay, except the multiples of 5 (their name is NULL)
+    assertEquals(1500 - 300, py.get("rows").asLong());
+    assertEquals(0, py.get("null_names").asLong());
+    long sum = 0;
+    for (long i = 0; i < 1500; i++) if (i % 5 != 0) sum += i;
+    assertEquals(sum, py.get("sum_id").asLong());
+    // A condition that does not translate (a function) is refused, nothing deleted.
+    assertThrows(Exception.class, () -> spark.sql("DELETE FROM lw.del WHERE length(name) > 3"));
+    assertEquals(2, WriteTestSupport.pylance(uri).get("version").asLong());
   }
 }

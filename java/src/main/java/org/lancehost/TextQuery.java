@@ -1,0 +1,52 @@
+package org.lancehost;
+
+import java.util.List;
+
+/**
+ * A full-text query for {@link Dataset#searchText}: the column (with an INVERTED index for
+ * segment splits), the text, how terms match (any, all, phrase with slop), k per split, a
+ * prefilter and the columns to return ({@code _score} and {@code _rowid} come with them).
+ */
+public final class TextQuery {
+  /** LANCE_TEXT_MATCH_* values. */
+  public static final int ANY = 0, ALL = 1, PHRASE = 2;
+
+  final String column;
+  final String text;
+  final int match;
+  final int slop;
+  final long k;
+  final String prefilter;
+  final String[] columns;
+
+  private TextQuery(String column, String text, int match, int slop, long k, String prefilter, String[] columns) {
+    this.column = column;
+    this.text = text;
+    this.match = match;
+    this.slop = slop;
+    this.k = k;
+    this.prefilter = prefilter;
+    this.columns = columns;
+  }
+
+  public static TextQuery of(String column, String text, long k) {
+    return new TextQuery(column, text, ANY, 0, k, null, null);
+  }
+
+  public TextQuery match(int kind) {
+    return new TextQuery(column, text, kind, slop, k, prefilter, columns);
+  }
+
+  /** Words allowed between phrase terms. */
+  public TextQuery slop(int n) {
+    return new TextQuery(column, text, match, n, k, prefilter, columns);
+  }
+
+  public TextQuery prefilter(String sql) {
+    return new TextQuery(column, text, match, slop, k, sql, columns);
+  }
+
+  public TextQuery columns(List<String> cols) {
+    return new TextQuery(column, text, match, slop, k, prefilter, cols == null ? null : cols.toArray(new String[0]));
+  }
+}
