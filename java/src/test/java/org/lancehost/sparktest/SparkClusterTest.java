@@ -62,4 +62,20 @@ class SparkClusterTest {
       assertEquals(basic.get("groups").get(r.getString(0)).get("sum_qty").asLong(), r.getLong(1));
     }
   }
+
+  @Test
+  void executorsStageAndTheDriverCommitsOnce() throws Exception {
+    java.nio.file.Path dir = Fixtures.root().resolve("cluster-written");
+    java.nio.file.Files.createDirectories(dir);
+    String uri = dir.resolve("t.lance").toString();
+    Dataset<Row> rows = spark.range(0, 6000, 1, 4).selectExpr("id", "concat('n', id) AS name",
+        "array(CAST(id AS FLOAT), CAST(id / 2 AS FLOAT), CAST(-id AS FLOAT), CAST(1 AS FLOAT)) AS vec");
+    rows.write().format("lance_host").option("vector_columns", "vec:4").mode("append").save(uri);
+    rows.selectExpr("id + 6000 AS id", "name", "vec").write().format("lance_host").mode("append").save(uri);
+    JsonNode py = org.lancehost.api.WriteTestSupport.pylance(java.nio.file.Path.of(uri));
+    assertEquals(2, py.get("version").asLong(), "one version per write");
+    assertEquals(12000, py.get("rows").asLong());
+    assertEquals(12000, py.get("distinct").asLong());
+    assertEquals(11999L * 12000 / 2, py.get("sum_id").asLong());
+  }
 }

@@ -271,4 +271,21 @@ class SparkReadTest {
       assertEquals(0, org.lancehost.LanceHost.liveBatches(), "after round " + i);
     }
   }
+
+  @Test
+  void fullTextSearchThroughSparkEqualsPylance() {
+    JsonNode t = Fixtures.expected().get("indexed");
+    Dataset<Row> hits = spark.read().format("lance_host_text").option("column", "doc").option("text", "zebra")
+        .option("k", "1000").option("columns", "id").load(t.get("uri").asText());
+    assertTrue(hits.rdd().getNumPartitions() >= 2, "a partition per index segment and one for unindexed rows");
+    List<Long> ids = new ArrayList<>();
+    for (Row r : hits.orderBy(functions.col("_score").desc()).limit(1000).select("id").collectAsList()) ids.add(r.getLong(0));
+    ids.sort(null);
+    List<Long> want = new ArrayList<>();
+    t.get("zebra_pylance_ids").forEach(n -> want.add(n.asLong()));
+    assertEquals(want, ids);
+    Exception e = assertThrows(Exception.class, () -> spark.read().format("lance_host_text").option("column", "doc")
+        .option("text", "zebra").option("match", "fuzzy").load(t.get("uri").asText()));
+    assertTrue(e.getMessage().contains("any, all or phrase"), e.getMessage());
+  }
 }

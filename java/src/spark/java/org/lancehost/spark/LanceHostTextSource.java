@@ -1,0 +1,243 @@
+package org.lancehost.spark;
+
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.lancehost.ArrowStream;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+import org.lancehost.SplitPlan;
+import org.lancehost.TextQuery;
+
+/**
+ * {@code format("lance_host_text")}: a full-text search as a DataFrame. The driver plans the
+ * library's splits (one per INVERTED index segment, flat splits over unindexed fragments) and
+ * computes the query's corpus statistics once; every partition scores its split with them, so
+ * scores compare across partitions and {@code ORDER BY _score DESC LIMIT k} is the global top k.
+ * Options: {@code uri}, {@code column}, {@code text}, {@code k}, {@code match} (any, all,
+ * phrase), {@code slop}, {@code filter} (a prefilter), {@code columns}, {@code version} /
+ * {@code timestamp_ms}, {@code storage.<key>}.
+ */
+public final class LanceHostTextSource implements TableProvider, DataSourceRegister {
+  static final List<String> OPTIONS = List.of("uri", "path", "version", "timestamp_ms", "filter", "column", "text", "k",
+      "match", "slop", "columns");
+
+  @Override
+  public String shortName() {
+    return "lance_host_text";
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    Query q = new Query(options);
+    try (Dataset ds = q.options.open()) {
+      return q.schema(ds);
+    }
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table getTable(StructType schema, Transform[] partitioning,
+      Map<String, String> properties) {
+    Query q = new Query(properties);
+    Dataset ds = q.options.open();
+    try {
+      TextTable t = new TextTable(q, ds, schema != null ? schema : q.schema(ds));
+      Cleaner.register(t, ds);
+      return t;
+    } catch (RuntimeException e) {
+      ds.close();
+      throw e;
+    }
+  }
+
+  static final class Query implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final Options options;
+    final String column;
+    final String text;
+    final long k;
+    final int match;
+    final int slop;
+    final String[] columns;
+
+    Query(Map<String, String> raw) {
+      options = new Options(raw, OPTIONS, "format(\"lance_host_text\")");
+      column = required("column");
+      text = required("text");
+      k = number("k", 10, 1);
+      slop = (int) number("slop", 0, 0);
+      String m = options.all.getOrDefault("match", "any").trim().toLowerCase(Locale.ROOT);
+      Map<String, Integer> kinds = Map.of("any", TextQuery.ANY, "all", TextQuery.ALL, "phrase", TextQuery.PHRASE);
+      if (!kinds.containsKey(m)) throw new LanceException.InvalidArgument("option match must be any, all or phrase, not '" + m + "'");
+      match = kinds.get(m);
+      String c = options.all.get("columns");
+      List<String> cols = new ArrayList<>();
+      if (c != null) for (String x : c.split(",")) if (!x.trim().isEmpty()) cols.add(x.trim());
+      columns = cols.isEmpty() ? null : cols.toArray(new String[0]);
+    }
+
+    private String required(String key) {
+      String v = options.all.get(key);
+      if (v == null || v.trim().isEmpty()) throw new LanceException.InvalidArgument("option " + key + " is required");
+      return v;
+    }
+
+    private long number(String key, long dflt, long min) {
+      String v = options.all.get(key);
+      if (v == null || v.trim().isEmpty()) return dflt;
+      try {
+        long n = Long.parseLong(v.trim());
+        if (n < min || n > Integer.MAX_VALUE) throw new NumberFormatException();
+        return n;
+      } catch (NumberFormatException e) {
+        throw new LanceException.InvalidArgument("option " + key + " must be an integer of at least " + min + ", not '" + v + "'");
+      }
+    }
+
+    TextQuery query() {
+      TextQuery q = TextQuery.of(column, text, k).match(match).slop(slop).prefilter(options.filter);
+      return columns == null ? q : q.columns(List.of(columns));
+    }
+
+    StructType schema(Dataset ds) {
+      List<byte[]> splits = ds.planTextSearch(column, 0).splits();
+      if (splits.isEmpty()) throw new LanceException.NotFound("table " + options.requireUri() + " has no rows to search");
+      try (ArrowStream s = ds.searchText(splits.get(0), query(), ds.textStatistics(query()), SparkTypes.allocator())) {
+        return SparkTypes.schema(s.schema());
+      }
+    }
+  }
+
+  static final class TextTable implements SupportsRead {
+    private final Query q;
+    private final Dataset ds;
+    private final StructType schema;
+
+    TextTable(Query q, Dataset ds, StructType schema) {
+      this.q = q;
+      this.ds = ds;
+      this.schema = schema;
+    }
+
+    @Override
+    public String name() {
+      return "lance_host_text " + q.options.requireUri();
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StructType schema() {
+      return schema;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      return () -> new TextScan(q, ds, schema);
+    }
+  }
+
+  static final class TextScan implements Scan, Batch {
+    private final Query q;
+    private final Dataset ds;
+    private final StructType schema;
+
+    TextScan(Query q, Dataset ds, StructType schema) {
+      this.q = q;
+      this.ds = ds;
+      this.schema = schema;
+    }
+
+    @Override
+    public StructType readSchema() {
+      return schema;
+    }
+
+    @Override
+    public String description() {
+      return "LanceHostTextSearch column=" + q.column + " k=" + q.k + " version=" + ds.version();
+    }
+
+    @Override
+    public Batch toBatch() {
+      return this;
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+      SplitPlan plan = ds.planTextSearch(q.column, 0);
+      byte[] stats = ds.textStatistics(q.query()); // once, for every partition
+      List<InputPartition> out = new ArrayList<>();
+      for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, new HashMap<>(q.options.storage)));
+      return out.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+      return new TextReaderFactory();
+    }
+  }
+
+  static final class TextReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public PartitionReader<org.apache.spark.sql.catalyst.InternalRow> createReader(InputPartition p) {
+      throw new UnsupportedOperationException("lance_host_text reads columnar batches");
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition p) {
+      return true;
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
+      TextPartition tp = (TextPartition) p;
+      Dataset d = Dataset.forSplit(tp.split, tp.storage);
+      try {
+        return new ColumnarReader(d, d.searchText(tp.split, tp.q.query(), tp.stats, SparkTypes.allocator()));
+      } catch (RuntimeException e) {
+        d.close();
+        throw e;
+      }
+    }
+  }
+
+  static final class TextPartition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+    final byte[] split;
+    final byte[] stats;
+    final Query q;
+    final HashMap<String, String> storage;
+
+    TextPartition(byte[] split, byte[] stats, Query q, HashMap<String, String> storage) {
+      this.split = split;
+      this.stats = stats;
+      this.q = q;
+      this.storage = storage;
+    }
+  }
+}
