@@ -143,6 +143,25 @@ def main(root: Path) -> None:
         "zebra_pylance_ids": sorted(ds.to_table(full_text_query="zebra", columns=["id"], limit=1000)["id"].to_pylist()),
     }
 
+    # fragments of basic as pylance reports them: (id, physical rows, deleted rows)
+    ds = lance.dataset(str(tables / "basic.lance"))
+    expected["basic"]["fragments"] = [[f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions]
+                                      for f in ds.get_fragments()]
+
+    # blobs: a blob-encoded column; pylance's bytes per row id, hashed
+    import hashlib
+    uri = str(tables / "blobs.lance")
+    payloads = [bytes((i * 31 + j) % 251 for j in range(1000 + 997 * i)) for i in range(12)]
+    field = pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    lance.write_dataset(pa.table({"id": pa.array(range(12), pa.int64()), "blob": pa.array(payloads, pa.large_binary())},
+                                 schema=pa.schema([pa.field("id", pa.int64()), field])), uri)
+    ds = lance.dataset(uri)
+    row_ids = ds.to_table(columns=["id"], with_row_id=True)["_rowid"].to_pylist()
+    files = ds.take_blobs("blob", ids=row_ids)
+    expected["blobs"] = {"uri": uri, "row_ids": row_ids,
+                         "sha256": [hashlib.sha256(f.readall()).hexdigest() for f in files],
+                         "sizes": [len(p) for p in payloads]}
+
     expected["tables"] = sorted(p.name[: -len(".lance")] for p in tables.iterdir())
     (root / "expected.json").write_text(json.dumps(expected))
 

@@ -305,6 +305,36 @@ public final class Dataset implements AutoCloseable {
     return new ArrowStream(Native.ftsMerge(detachAll(parts), k, offset), allocator);
   }
 
+  /** Per-fragment and per-column sizes of the snapshot (from metadata; no data read). */
+  public static final class Statistics {
+    /** Per fragment: id, physical rows, deleted rows, bytes on disk (-1 = unknown). */
+    public final List<long[]> fragments;
+    /** Per column: name -> bytes on disk (-1 = unknown). */
+    public final Map<String, Long> columnBytes;
+
+    Statistics(List<long[]> fragments, Map<String, Long> columnBytes) {
+      this.fragments = fragments;
+      this.columnBytes = columnBytes;
+    }
+  }
+
+  public Statistics statistics() {
+    Object[] raw = handle.with(Native::datasetStatistics);
+    long[] f = (long[]) raw[0];
+    List<long[]> frags = new ArrayList<>();
+    for (int i = 0; i + 3 < f.length; i += 4) frags.add(new long[] {f[i], f[i + 1], f[i + 2], f[i + 3]});
+    String[] names = (String[]) raw[1];
+    long[] bytes = (long[]) raw[2];
+    Map<String, Long> cols = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < names.length; i++) cols.put(names[i], bytes[i]);
+    return new Statistics(Collections.unmodifiableList(frags), Collections.unmodifiableMap(cols));
+  }
+
+  /** The blobs of a blob column for `rowIds` ({@code _rowid} values of this snapshot). */
+  public Blobs takeBlobs(String column, long[] rowIds) {
+    return new Blobs(handle.withLong(h -> Native.blobsTake(h, column, rowIds)));
+  }
+
   /** Runs `f` with the C handle held open (for calls that take a pinned snapshot). */
   <T> T withHandle(java.util.function.LongFunction<T> f) {
     return handle.with(f);

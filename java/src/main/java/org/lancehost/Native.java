@@ -103,6 +103,13 @@ final class Native {
       String prefilter, String[] columns, byte[] stats);
   static native long ftsMerge(long[] streams, long k, long offset);
 
+  static native Object[] datasetStatistics(long ds);
+  static native long blobsTake(long ds, String column, long[] rowIds);
+  static native void blobsFree(long blobs);
+  static native long blobsCount(long blobs);
+  static native Object[] blobsInfo(long blobs, long index);
+  static native byte[] blobsRead(long blobs, long index, long offset, long length);
+
   static native long streamSchema(long stream);
   static native long streamNext(long stream);
   static native void streamCancel(long stream);
