@@ -725,16 +725,29 @@ static void streams_release(struct ArrowArrayStream *arr, jsize n) {
   free(arr);
 }
 
-JNIEXPORT jlong JNI(topkMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong k, jlong offset) {
-  (void)c;
+/* The three merges share their ownership rules: the input streams are consumed, the output is a
+ * new stream handed to Java. */
+enum MergeKind { MERGE_TOPK, MERGE_TEXT, MERGE_AGGREGATE };
+
+static jlong merge(JNIEnv *env, jlongArray streams, enum MergeKind kind, jlong k, jlong offset) {
   jsize n;
   struct ArrowArrayStream *in = streams_in(env, streams, &n);
   if (!in) return 0;
   jlong out = 0;
   struct ArrowArrayStream *stream = new_stream(env);
-  if (stream) out = stream_out(env, lance_topk_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream), stream);
+  if (stream) {
+    int32_t rc = kind == MERGE_TOPK   ? lance_topk_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream)
+                 : kind == MERGE_TEXT ? lance_fts_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream)
+                                      : lance_aggregate_merge(in, (size_t)n, stream);
+    out = stream_out(env, rc, stream);
+  }
   streams_release(in, n);
   return out;
+}
+
+JNIEXPORT jlong JNI(topkMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong k, jlong offset) {
+  (void)c;
+  return merge(env, streams, MERGE_TOPK, k, offset);
 }
 
 /* ---- aggregates -------------------------------------------------------------------------- */
@@ -796,14 +809,7 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
 
 JNIEXPORT jlong JNI(aggregateMerge)(JNIEnv *env, jclass c, jlongArray streams) {
   (void)c;
-  jsize n;
-  struct ArrowArrayStream *in = streams_in(env, streams, &n);
-  if (!in) return 0;
-  jlong out = 0;
-  struct ArrowArrayStream *stream = new_stream(env);
-  if (stream) out = stream_out(env, lance_aggregate_merge(in, (size_t)n, stream), stream);
-  streams_release(in, n);
-  return out;
+  return merge(env, streams, MERGE_AGGREGATE, 0, 0);
 }
 
 /* ---- catalogs --------------------------------------------------------------------------- */
@@ -1653,14 +1659,7 @@ JNIEXPORT jlong JNI(splitFts)(JNIEnv *env, jclass c, jlong ds, jbyteArray split,
 
 JNIEXPORT jlong JNI(ftsMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong k, jlong offset) {
   (void)c;
-  jsize n;
-  struct ArrowArrayStream *in = streams_in(env, streams, &n);
-  if (!in) return 0;
-  jlong out = 0;
-  struct ArrowArrayStream *stream = new_stream(env);
-  if (stream) out = stream_out(env, lance_fts_merge(in, (size_t)n, (uint64_t)k, (uint64_t)offset, stream), stream);
-  streams_release(in, n);
-  return out;
+  return merge(env, streams, MERGE_TEXT, k, offset);
 }
 
 
@@ -1779,13 +1778,26 @@ JNIEXPORT jbyteArray JNI(blobsRead)(JNIEnv *env, jclass c, jlong h, jlong index,
 
 /* ---- Arrow streams, schemas, arrays ------------------------------------------------------ */
 
+/* The stream behind a Java handle, or NULL with an exception when it was already released. */
+static struct ArrowArrayStream *live_stream(JNIEnv *env, jlong h) {
+  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
+  if (!s || !s->release) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the stream was already released");
+    return NULL;
+  }
+  return s;
+}
+
+/* A failed get_schema/get_next as the exception of its errno, with the stream's message. */
+static void throw_stream(JNIEnv *env, struct ArrowArrayStream *s, int rc, const char *fallback) {
+  const char *m = s->get_last_error(s);
+  throw_code(env, errno_code(rc), m ? m : fallback);
+}
+
 JNIEXPORT jlong JNI(streamSchema)(JNIEnv *env, jclass c, jlong h) {
   (void)c;
-  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
-  if (!s->release) {
-    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the stream was already released");
-    return 0;
-  }
+  struct ArrowArrayStream *s = live_stream(env, h);
+  if (!s) return 0;
   struct ArrowSchema *schema = calloc(1, sizeof *schema);
   if (!schema) {
     throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
@@ -1793,8 +1805,7 @@ JNIEXPORT jlong JNI(streamSchema)(JNIEnv *env, jclass c, jlong h) {
   }
   int rc = s->get_schema(s, schema);
   if (rc != 0) {
-    const char *m = s->get_last_error(s);
-    throw_code(env, errno_code(rc), m ? m : "cannot read the stream's schema");
+    throw_stream(env, s, rc, "cannot read the stream's schema");
     free(schema);
     return 0;
   }
@@ -1804,11 +1815,8 @@ JNIEXPORT jlong JNI(streamSchema)(JNIEnv *env, jclass c, jlong h) {
 /* The next batch as a malloc'd ArrowArray owned by Java, or 0 at the end of the stream. */
 JNIEXPORT jlong JNI(streamNext)(JNIEnv *env, jclass c, jlong h) {
   (void)c;
-  struct ArrowArrayStream *s = PTR(struct ArrowArrayStream, h);
-  if (!s->release) {
-    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the stream was already released");
-    return 0;
-  }
+  struct ArrowArrayStream *s = live_stream(env, h);
+  if (!s) return 0;
   struct ArrowArray *a = calloc(1, sizeof *a);
   if (!a) {
     throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
@@ -1816,8 +1824,7 @@ JNIEXPORT jlong JNI(streamNext)(JNIEnv *env, jclass c, jlong h) {
   }
   int rc = s->get_next(s, a);
   if (rc != 0) {
-    const char *m = s->get_last_error(s);
-    throw_code(env, errno_code(rc), m ? m : "the stream failed");
+    throw_stream(env, s, rc, "the stream failed");
     free(a);
     return 0;
   }

@@ -16,7 +16,6 @@ import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.lancehost.Catalog;
-import org.lancehost.Dataset;
 import org.lancehost.LanceException;
 
 /**
@@ -70,15 +69,7 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
       throw new NoSuchTableException(ident);
     }
     Options o = Options.forTable(info.location, info.storageOptions, version, timestampMs);
-    Dataset ds = o.open();
-    try {
-      Table t = new Table(o, ds, name + "." + ident);
-      Cleaner.register(t, ds);
-      return t;
-    } catch (RuntimeException e) {
-      ds.close();
-      throw e;
-    }
+    return SplitSource.pinned(o, ds -> new Table(o, ds, name + "." + ident));
   }
 
   @Override

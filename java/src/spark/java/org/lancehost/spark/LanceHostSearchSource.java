@@ -3,25 +3,15 @@ package org.lancehost.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
-import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.LanceException;
@@ -59,10 +49,27 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
   public org.apache.spark.sql.connector.catalog.Table getTable(StructType schema, Transform[] partitioning,
       Map<String, String> properties) {
     Query q = new Query(properties);
-    Dataset ds = q.options.open();
-    SearchTable t = new SearchTable(q, ds, schema);
-    Cleaner.register(t, ds);
-    return t;
+    return SplitSource.pinned(q.options, ds -> {
+      StructType s = schema;
+      if (s == null) {
+        try (ArrowStream first = q.first(ds)) {
+          s = SparkTypes.schema(first.schema());
+        }
+      }
+      return new SplitSource.QueryTable("lance_host_search " + q.options.requireUri(), ds, s, new SplitSource.Planner() {
+        @Override
+        public String describe(Dataset d) {
+          return "LanceHostSearch column=" + q.column + " k=" + q.k + " use_index=" + q.useIndex + " version=" + d.version();
+        }
+
+        @Override
+        public List<InputPartition> partitions(Dataset d) {
+          List<InputPartition> out = new ArrayList<>();
+          for (byte[] split : q.plan(d).splits()) out.add(new SearchPartition(split, q, new HashMap<>(q.options.storage)));
+          return out;
+        }
+      });
+    });
   }
 
   /** The search the options describe. */
@@ -148,111 +155,7 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
     }
   }
 
-  static final class SearchTable implements SupportsRead {
-    private final Query q;
-    private final Dataset ds;
-    private final StructType schema;
-
-    SearchTable(Query q, Dataset ds, StructType schema) {
-      this.q = q;
-      this.ds = ds;
-      if (schema != null) {
-        this.schema = schema;
-      } else {
-        try (ArrowStream s = q.first(ds)) {
-          this.schema = SparkTypes.schema(s.schema());
-        }
-      }
-    }
-
-    @Override
-    public String name() {
-      return "lance_host_search " + q.options.requireUri();
-    }
-
-    @Override
-    @SuppressWarnings("deprecation")
-    public StructType schema() {
-      return schema;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return () -> new SearchScan(q, ds, schema);
-    }
-  }
-
-  static final class SearchScan implements Scan, Batch {
-    private final Query q;
-    private final Dataset ds;
-    private final StructType schema;
-
-    SearchScan(Query q, Dataset ds, StructType schema) {
-      this.q = q;
-      this.ds = ds;
-      this.schema = schema;
-    }
-
-    @Override
-    public StructType readSchema() {
-      return schema;
-    }
-
-    @Override
-    public String description() {
-      return "LanceHostSearch column=" + q.column + " k=" + q.k + " use_index=" + q.useIndex + " version=" + ds.version();
-    }
-
-    @Override
-    public Batch toBatch() {
-      return this;
-    }
-
-    @Override
-    public InputPartition[] planInputPartitions() {
-      List<InputPartition> out = new ArrayList<>();
-      for (byte[] split : q.plan(ds).splits()) out.add(new SearchPartition(split, q, new HashMap<>(q.options.storage)));
-      return out.toArray(new InputPartition[0]);
-    }
-
-    @Override
-    public PartitionReaderFactory createReaderFactory() {
-      return new SearchReaderFactory();
-    }
-  }
-
-  static final class SearchReaderFactory implements PartitionReaderFactory {
-    private static final long serialVersionUID = 1L;
-
-    @Override
-    public PartitionReader<org.apache.spark.sql.catalyst.InternalRow> createReader(InputPartition p) {
-      throw new UnsupportedOperationException("lance_host_search reads columnar batches");
-    }
-
-    @Override
-    public boolean supportColumnarReads(InputPartition p) {
-      return true;
-    }
-
-    @Override
-    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
-      SearchPartition sp = (SearchPartition) p;
-      Dataset d = Dataset.forSplit(sp.split, sp.storage);
-      try {
-        return new ColumnarReader(d, d.search(sp.split, sp.q.query(), SparkTypes.allocator()));
-      } catch (RuntimeException e) {
-        d.close();
-        throw e;
-      }
-    }
-  }
-
-  static final class SearchPartition implements InputPartition {
+  static final class SearchPartition implements SplitSource.Work {
     private static final long serialVersionUID = 1L;
     final byte[] split;
     final Query q;
@@ -262,6 +165,21 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
       this.split = split;
       this.q = q;
       this.storage = storage;
+    }
+
+    @Override
+    public byte[] split() {
+      return split;
+    }
+
+    @Override
+    public HashMap<String, String> storage() {
+      return storage;
+    }
+
+    @Override
+    public ArrowStream run(Dataset ds) {
+      return ds.search(split, q.query(), SparkTypes.allocator());
     }
   }
 }

@@ -1,26 +1,16 @@
 package org.lancehost.spark;
 
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
-import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.LanceException;
@@ -57,15 +47,22 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
   public org.apache.spark.sql.connector.catalog.Table getTable(StructType schema, Transform[] partitioning,
       Map<String, String> properties) {
     Query q = new Query(properties);
-    Dataset ds = q.options.open();
-    try {
-      TextTable t = new TextTable(q, ds, schema != null ? schema : q.schema(ds));
-      Cleaner.register(t, ds);
-      return t;
-    } catch (RuntimeException e) {
-      ds.close();
-      throw e;
-    }
+    return SplitSource.pinned(q.options, ds -> new SplitSource.QueryTable("lance_host_text " + q.options.requireUri(), ds,
+        schema != null ? schema : q.schema(ds), new SplitSource.Planner() {
+          @Override
+          public String describe(Dataset d) {
+            return "LanceHostTextSearch column=" + q.column + " k=" + q.k + " version=" + d.version();
+          }
+
+          @Override
+          public List<InputPartition> partitions(Dataset d) {
+            SplitPlan plan = d.planTextSearch(q.column, 0);
+            byte[] stats = d.textStatistics(q.query()); // once, for every partition
+            List<InputPartition> out = new ArrayList<>();
+            for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, new HashMap<>(q.options.storage)));
+            return out;
+          }
+        }));
   }
 
   static final class Query implements java.io.Serializable {
@@ -126,107 +123,7 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
     }
   }
 
-  static final class TextTable implements SupportsRead {
-    private final Query q;
-    private final Dataset ds;
-    private final StructType schema;
-
-    TextTable(Query q, Dataset ds, StructType schema) {
-      this.q = q;
-      this.ds = ds;
-      this.schema = schema;
-    }
-
-    @Override
-    public String name() {
-      return "lance_host_text " + q.options.requireUri();
-    }
-
-    @Override
-    @SuppressWarnings("deprecation")
-    public StructType schema() {
-      return schema;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return () -> new TextScan(q, ds, schema);
-    }
-  }
-
-  static final class TextScan implements Scan, Batch {
-    private final Query q;
-    private final Dataset ds;
-    private final StructType schema;
-
-    TextScan(Query q, Dataset ds, StructType schema) {
-      this.q = q;
-      this.ds = ds;
-      this.schema = schema;
-    }
-
-    @Override
-    public StructType readSchema() {
-      return schema;
-    }
-
-    @Override
-    public String description() {
-      return "LanceHostTextSearch column=" + q.column + " k=" + q.k + " version=" + ds.version();
-    }
-
-    @Override
-    public Batch toBatch() {
-      return this;
-    }
-
-    @Override
-    public InputPartition[] planInputPartitions() {
-      SplitPlan plan = ds.planTextSearch(q.column, 0);
-      byte[] stats = ds.textStatistics(q.query()); // once, for every partition
-      List<InputPartition> out = new ArrayList<>();
-      for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, new HashMap<>(q.options.storage)));
-      return out.toArray(new InputPartition[0]);
-    }
-
-    @Override
-    public PartitionReaderFactory createReaderFactory() {
-      return new TextReaderFactory();
-    }
-  }
-
-  static final class TextReaderFactory implements PartitionReaderFactory {
-    private static final long serialVersionUID = 1L;
-
-    @Override
-    public PartitionReader<org.apache.spark.sql.catalyst.InternalRow> createReader(InputPartition p) {
-      throw new UnsupportedOperationException("lance_host_text reads columnar batches");
-    }
-
-    @Override
-    public boolean supportColumnarReads(InputPartition p) {
-      return true;
-    }
-
-    @Override
-    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
-      TextPartition tp = (TextPartition) p;
-      Dataset d = Dataset.forSplit(tp.split, tp.storage);
-      try {
-        return new ColumnarReader(d, d.searchText(tp.split, tp.q.query(), tp.stats, SparkTypes.allocator()));
-      } catch (RuntimeException e) {
-        d.close();
-        throw e;
-      }
-    }
-  }
-
-  static final class TextPartition implements InputPartition {
+  static final class TextPartition implements SplitSource.Work {
     private static final long serialVersionUID = 1L;
     final byte[] split;
     final byte[] stats;
@@ -238,6 +135,21 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
       this.stats = stats;
       this.q = q;
       this.storage = storage;
+    }
+
+    @Override
+    public byte[] split() {
+      return split;
+    }
+
+    @Override
+    public HashMap<String, String> storage() {
+      return storage;
+    }
+
+    @Override
+    public ArrowStream run(Dataset ds) {
+      return ds.searchText(split, q.query(), stats, SparkTypes.allocator());
     }
   }
 }

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
-import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
@@ -107,11 +106,7 @@ class WriteTest {
   }
 
   static long dataFiles(Path uri) throws Exception {
-    Path data = uri.resolve("data");
-    if (!Files.isDirectory(data)) return 0;
-    try (Stream<Path> s = Files.list(data)) {
-      return s.count();
-    }
+    return WriteTestSupport.dataFiles(uri);
   }
 
   static Path fresh(String name) throws Exception {

@@ -29,4 +29,13 @@ public final class WriteTestSupport {
     return new ObjectMapper().readTree(out);
   }
 
+
+  /** Files in a table's data directory (staged and committed alike). */
+  public static long dataFiles(Path uri) throws Exception {
+    Path data = uri.resolve("data");
+    if (!java.nio.file.Files.isDirectory(data)) return 0;
+    try (java.util.stream.Stream<Path> s = java.nio.file.Files.list(data)) {
+      return s.count();
+    }
+  }
 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.*;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.stream.Stream;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -48,11 +47,7 @@ class SparkWriteTest {
   }
 
   static long dataFiles(Path uri) throws Exception {
-    Path data = uri.resolve("data");
-    if (!Files.isDirectory(data)) return 0;
-    try (Stream<Path> s = Files.list(data)) {
-      return s.count();
-    }
+    return org.lancehost.api.WriteTestSupport.dataFiles(uri);
   }
 
   static Path fresh(String name) throws Exception {
