@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 12
+#define LANCE_HOST_VERSION_MINOR 13
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.12.0"
+#define LANCE_HOST_VERSION "0.13.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -152,7 +152,7 @@ struct ArrowArrayStream {
 // Current snapshot token format.
 #define SNAPSHOT_FORMAT 3
 
-// Current staged-write format.
+// Current staged-write format (of every kind but row deletes).
 #define FORMAT 2
 
 // Error codes returned by every fallible C function.
@@ -2635,6 +2635,28 @@ int32_t lance_staged_write_abort(const uint8_t *const *staged, const size_t *sta
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 // Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
 int32_t lance_dataset_stage_delete(const LanceDataset *dataset, const LanceSplit *split, const char *predicate, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
+
+// Stage one worker's share of a row-level change (an engine's UPDATE, DELETE or MERGE that read
+// the rows it changes with `_rowaddr`): the rows at `row_addresses` (`num_addresses` values of
+// `_rowaddr` read from `dataset`'s pinned version) are deleted when the coordinator commits.
+// Nothing is written now: the returned staged-write bytes (`*out`, `*out_len`) carry the
+// addresses. The rows the worker writes instead (an update's new values, a merge's inserts) are
+// an ordinary staged append planned on the same version (`lance_table_stage_write` with
+// `dataset`). The coordinator commits every share of the statement — row deletes and appends
+// together — with `lance_table_commit` as ONE version: the addresses are merged into one
+// deletion file per fragment, and Lance is told exactly which rows changed, so a concurrent
+// commit that changed other rows is rebased over while one that changed any of the same rows
+// makes the commit LANCE_ERR_CONFLICT (two updates of one row never both land). The commit
+// refuses (LANCE_ERR_INVALID_ARGUMENT, nothing committed) an address two shares delete and a
+// row already deleted at the planned version. `(NULL, 0)` is a share that deletes nothing.
+// An address given twice or outside the pinned version's fragments is
+// LANCE_ERR_INVALID_ARGUMENT. `out_result` (may be NULL) gets `rows_deleted` (version 0,
+// committed 0). Aborting the share (`lance_staged_write_abort`) deletes nothing (it has no
+// files); abort the statement's appends with it.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.13.
+int32_t lance_dataset_stage_row_deletes(const LanceDataset *dataset, const uint64_t *row_addresses, size_t num_addresses, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
 
 // Stage a merge-insert (as `lance_dataset_merge_insert`) WITHOUT committing: the rows it
 // inserts and rewrites go to new files, and the staged-write bytes (`*out`, `*out_len`) name

@@ -1241,6 +1241,26 @@ class Dataset:
                                               ctypes.byref(out), ctypes.byref(n), ctypes.byref(r)))
         return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
 
+    def stage_row_deletes(self, row_addresses: Sequence[int]) -> "StagedWrite":
+        """One worker's share of a row-level change without the commit
+        (lance_dataset_stage_row_deletes): the rows at `row_addresses` (`_rowaddr` values read
+        from this handle's version) are deleted when the coordinator commits. Nothing is written
+        now. The rows written instead (new values, inserts) are a `stage_write(uri, rows,
+        "append", at=this handle)`; `commit(uri, row_deletes + appends)` lands them all as ONE
+        version, or fails with LANCE_ERR_CONFLICT when a concurrent commit changed one of the
+        same rows."""
+        try:
+            addrs = [int(a) for a in row_addresses]
+        except (TypeError, ValueError):
+            raise _error(1, "row_addresses must be integers (_rowaddr values)") from None
+        if any(a < 0 or a >= 2 ** 64 for a in addrs):
+            raise _error(1, "a row address must be an unsigned 64-bit integer")
+        arr = (ctypes.c_uint64 * len(addrs))(*addrs)
+        out, n, r = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_stage_row_deletes(self._h, arr, len(addrs), ctypes.byref(out), ctypes.byref(n),
+                                                   ctypes.byref(r)))
+        return StagedWrite(_take_bytes(out, n), WriteResult._from(r))
+
     # index builds
     def create_vector_index(self, column: str, index_type: str = "IVF_PQ", *, name: Optional[str] = None,
                             replace: bool = False, metric: Optional[str] = None, num_partitions: int = 0,

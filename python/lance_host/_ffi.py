@@ -344,6 +344,8 @@ SIGNATURES = {
                                                ctypes.POINTER(sz), ctypes.POINTER(WriteResult)]),
     "lance_dataset_stage_delete": (i32, [P, P, cstr, ctypes.POINTER(u8p), ctypes.POINTER(sz),
                                          ctypes.POINTER(WriteResult)]),
+    "lance_dataset_stage_row_deletes": (i32, [P, ctypes.POINTER(ctypes.c_uint64), sz, ctypes.POINTER(u8p),
+                                              ctypes.POINTER(sz), ctypes.POINTER(WriteResult)]),
     "lance_dataset_plan_compaction": (i32, [P, ctypes.POINTER(CompactParams), ctypes.POINTER(P)]),
     "lance_bytes_list_count": (sz, [P]),
     "lance_bytes_list_get": (ctypes.c_void_p, [P, sz, szp]),

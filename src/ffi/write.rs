@@ -7,6 +7,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::write::staged::{self, StagedWrite};
+use crate::write::row_changes;
 use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
 use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
 
@@ -14,8 +15,8 @@ use super::handles::{LanceDataset, LanceSplit};
 use super::scan::import_stream;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
-    byte_list_arg, dataset_out, guard_code, handle_ref, into_array, kv_arg, opt_str_arg, out_arg, str_arg,
-    str_list_arg,
+    byte_list_arg, dataset_out, guard_code, handle_ref, into_array, kv_arg, opt_str_arg, out_arg, slice_arg,
+    str_arg, str_list_arg,
 };
 
 /// What a write does (`LanceWriteParams.mode`).
@@ -416,6 +417,46 @@ pub extern "C" fn lance_dataset_stage_delete(
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let staged = rows::stage_delete_split(&ds.snapshot, split, predicate)?;
+        staged_out(&staged, out, out_len, out_result)
+    })
+}
+
+/// Stage one worker's share of a row-level change (an engine's UPDATE, DELETE or MERGE that read
+/// the rows it changes with `_rowaddr`): the rows at `row_addresses` (`num_addresses` values of
+/// `_rowaddr` read from `dataset`'s pinned version) are deleted when the coordinator commits.
+/// Nothing is written now: the returned staged-write bytes (`*out`, `*out_len`) carry the
+/// addresses. The rows the worker writes instead (an update's new values, a merge's inserts) are
+/// an ordinary staged append planned on the same version (`lance_table_stage_write` with
+/// `dataset`). The coordinator commits every share of the statement — row deletes and appends
+/// together — with `lance_table_commit` as ONE version: the addresses are merged into one
+/// deletion file per fragment, and Lance is told exactly which rows changed, so a concurrent
+/// commit that changed other rows is rebased over while one that changed any of the same rows
+/// makes the commit LANCE_ERR_CONFLICT (two updates of one row never both land). The commit
+/// refuses (LANCE_ERR_INVALID_ARGUMENT, nothing committed) an address two shares delete and a
+/// row already deleted at the planned version. `(NULL, 0)` is a share that deletes nothing.
+/// An address given twice or outside the pinned version's fragments is
+/// LANCE_ERR_INVALID_ARGUMENT. `out_result` (may be NULL) gets `rows_deleted` (version 0,
+/// committed 0). Aborting the share (`lance_staged_write_abort`) deletes nothing (it has no
+/// files); abort the statement's appends with it.
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+/// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.13.
+#[no_mangle]
+pub extern "C" fn lance_dataset_stage_row_deletes(
+    dataset: *const LanceDataset,
+    row_addresses: *const u64,
+    num_addresses: usize,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let addresses = slice_arg(row_addresses, num_addresses, "row_addresses")?;
+        out_arg(out, "out")?;
+        out_arg(out_len, "out_len")?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let staged = row_changes::stage_row_deletes(&ds.snapshot, addresses)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }

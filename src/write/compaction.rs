@@ -247,6 +247,7 @@ fn check_results(uri: &str, rewritten: &[RewriteResult], storage_options: &std::
             planned_at: r.read_version,
             counts: RowCounts::default(),
             transaction: TransactionBuilder::new(r.read_version, Operation::Append { fragments: r.new_fragments.clone() }).build(),
+            row_addresses: Vec::new(),
         })
         .collect();
     super::verify::check_shipped_fragments(uri, &shares, storage_options)

@@ -9,6 +9,7 @@ mod encoding;
 pub mod maintenance;
 mod pages;
 pub mod source;
+pub mod row_changes;
 pub mod rows;
 pub mod schema;
 pub mod staged;

@@ -304,6 +304,7 @@ pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, opti
             inserted: staged.stats.num_inserted_rows,
         },
         transaction: staged.transaction,
+        row_addresses: Vec::new(),
     })
 }
 
@@ -388,6 +389,7 @@ pub fn stage_delete(at: &Snapshot, fragment_ids: Option<&[u64]>, predicate: &str
             ..Default::default()
         },
         transaction: TransactionBuilder::new(at.version(), operation).build(),
+        row_addresses: Vec::new(),
     })
 }
 

@@ -4,10 +4,12 @@
 //! *aborts* them (deleting their files).
 //!
 //! Staged-write bytes ([`crate::bytes`] envelope, magic "LHSW"), format 2, little endian:
-//! kind u8 (0 create, 1 append, 2 overwrite, 3 delete, 4 merge-insert) | planned-at version u64
-//! | rows deleted u64 | rows updated u64 | rows inserted u64 | uri: u32 len + bytes |
-//! transaction: u32 len + protobuf bytes (Lance's own `Transaction` message: the fragments,
-//! data and deletion files written, no row data). Format 1 (0.6: kinds 0–2, no counts) is
+//! kind u8 (0 create, 1 append, 2 overwrite, 3 delete, 4 merge-insert, 5 row deletes) |
+//! planned-at version u64 | rows deleted u64 | rows updated u64 | rows inserted u64 | uri: u32
+//! len + bytes | transaction: u32 len + protobuf bytes (Lance's own `Transaction` message: the
+//! fragments, data and deletion files written, no row data). Format 3 (since 0.13, written for
+//! row deletes only, so older libraries keep reading every other share) appends the row
+//! addresses: u32 byte length + u64 each, ascending. Format 1 (0.6: kinds 0–2, no counts) is
 //! still read. Storage options (credentials) are never part of it.
 
 use std::collections::{HashMap, HashSet};
@@ -27,10 +29,12 @@ use crate::session;
 use crate::snapshot::Snapshot;
 
 const MAGIC: &[u8; 4] = b"LHSW";
-/// Current staged-write format.
+/// Current staged-write format (of every kind but row deletes).
 pub const FORMAT: u8 = 2;
+/// The format of row deletes (format 2 and the row addresses).
+const FORMAT_ROW_DELETES: u8 = 3;
 /// Formats this library reads.
-const READS: &[u8] = &[1, 2];
+const READS: &[u8] = &[1, 2, 3];
 
 /// What a staged write does when committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +49,8 @@ pub enum StagedKind {
     Delete,
     /// A whole merge-insert (Lance computes one over the whole table; it is not split).
     MergeInsert,
+    /// Rows deleted by address (`row_changes`); committed with the statement's appended shares.
+    RowDeletes,
 }
 
 impl StagedKind {
@@ -63,6 +69,7 @@ impl StagedKind {
             StagedKind::Overwrite => "overwrite",
             StagedKind::Delete => "delete",
             StagedKind::MergeInsert => "merge-insert",
+            StagedKind::RowDeletes => "row delete",
         }
     }
 
@@ -73,6 +80,7 @@ impl StagedKind {
             StagedKind::Overwrite => 2,
             StagedKind::Delete => 3,
             StagedKind::MergeInsert => 4,
+            StagedKind::RowDeletes => 5,
         }
     }
 
@@ -83,6 +91,7 @@ impl StagedKind {
             2 => StagedKind::Overwrite,
             3 => StagedKind::Delete,
             4 => StagedKind::MergeInsert,
+            5 => StagedKind::RowDeletes,
             _ => return None,
         })
     }
@@ -105,6 +114,8 @@ pub struct StagedWrite {
     pub planned_at: u64,
     pub counts: RowCounts,
     pub transaction: Transaction,
+    /// The rows a row-deletes share deletes (`_rowaddr`, ascending); empty for other kinds.
+    pub row_addresses: Vec<u64>,
 }
 
 /// Fragments a transaction adds (new data files).
@@ -147,6 +158,11 @@ impl StagedWrite {
             .u64(self.counts.inserted)
             .blob(self.uri.as_bytes())
             .blob(&txn);
+        if self.kind == StagedKind::RowDeletes {
+            let addresses: Vec<u8> = self.row_addresses.iter().flat_map(|a| a.to_le_bytes()).collect();
+            w.blob(&addresses);
+            return Ok(bytes::seal(MAGIC, FORMAT_ROW_DELETES, &w.0));
+        }
         Ok(bytes::seal(MAGIC, FORMAT, &w.0))
     }
 
@@ -180,6 +196,25 @@ impl StagedWrite {
         let uri = r.blob().ok_or_else(|| corrupt("truncated"))?;
         let uri = std::str::from_utf8(uri).map_err(|_| corrupt("table uri is not UTF-8"))?.to_string();
         let txn = r.blob().ok_or_else(|| corrupt("truncated"))?;
+        let mut row_addresses = Vec::new();
+        if kind == StagedKind::RowDeletes {
+            if format < FORMAT_ROW_DELETES {
+                return Err(corrupt("row deletes without row addresses"));
+            }
+            let raw = r.blob().ok_or_else(|| corrupt("truncated"))?;
+            if raw.len() % 8 != 0 {
+                return Err(corrupt("row addresses are not whole u64 values"));
+            }
+            row_addresses = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+            if row_addresses.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(corrupt("row addresses are not ascending"));
+            }
+            if row_addresses.len() as u64 != counts.deleted {
+                return Err(corrupt("the number of row addresses is not the rows deleted"));
+            }
+        } else if format >= FORMAT_ROW_DELETES {
+            return Err(corrupt(&format!("a staged {} in the row-deletes format", kind.name())));
+        }
         if r.remaining() != 0 {
             return Err(corrupt("trailing bytes"));
         }
@@ -190,6 +225,10 @@ impl StagedWrite {
             StagedKind::Append => matches!(transaction.operation, Operation::Append { .. }),
             StagedKind::Delete => matches!(transaction.operation, Operation::Delete { .. }),
             StagedKind::MergeInsert => matches!(transaction.operation, Operation::Update { .. }),
+            StagedKind::RowDeletes => matches!(
+                &transaction.operation,
+                Operation::Delete { updated_fragments, deleted_fragment_ids, .. } if updated_fragments.is_empty() && deleted_fragment_ids.is_empty()
+            ),
         };
         if !fits {
             return Err(corrupt(&format!(
@@ -204,6 +243,7 @@ impl StagedWrite {
             planned_at,
             counts,
             transaction,
+            row_addresses,
         })
     }
 }
@@ -244,6 +284,7 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
         planned_at: at.map(Snapshot::version).unwrap_or(0),
         counts: RowCounts::default(),
         transaction,
+        row_addresses: Vec::new(),
     })
 }
 
@@ -284,7 +325,10 @@ pub(crate) fn commit_planned(
     options.validate()?;
     crate::snapshot::validate_uri(uri)?;
     let first = staged.first().ok_or_else(|| HostError::invalid("no staged writes to commit"))?;
-    let kind = first.kind;
+    // Row deletes commit with the statement's appended rows (an update's new values, a
+    // merge's inserts): a commit holding any row deletes is a row-level change.
+    let row_change = staged.iter().any(|s| s.kind == StagedKind::RowDeletes);
+    let kind = if row_change { StagedKind::RowDeletes } else { first.kind };
     for (i, s) in staged.iter().enumerate() {
         if s.uri.trim_end_matches('/') != uri.trim_end_matches('/') {
             return Err(HostError::invalid(format!(
@@ -292,7 +336,16 @@ pub(crate) fn commit_planned(
                 s.uri
             )));
         }
+        if row_change && s.kind == StagedKind::Append {
+            continue;
+        }
         if s.kind != kind {
+            if row_change {
+                return Err(HostError::invalid(format!(
+                    "staged write {i} is {}: a commit of row deletes takes row deletes and appends planned at the same version",
+                    crate::error::with_article(s.kind.name())
+                )));
+            }
             return Err(HostError::invalid(format!(
                 "staged write {i} is {}, staged write 0 {}: one commit takes one kind of write",
                 crate::error::with_article(s.kind.name()),
@@ -404,7 +457,28 @@ pub(crate) fn commit_planned(
                 .await
                 .map_err(|e| HostError::from_lance(&format!("cannot record statement '{id}'"), e))?;
         }
-        let transaction = TransactionBuilder::new(planned_at, operation.clone())
+        // Row deletes become deletion files now (after every check, before the commit); they
+        // are deleted again when the commit does not land.
+        let mut written = Vec::new();
+        let mut affected = None;
+        let operation = if kind == StagedKind::RowDeletes {
+            let planned = planned_ds
+                .as_ref()
+                .ok_or_else(|| HostError::invalid("row deletes must be planned at a version of the table"))?;
+            match super::row_changes::resolve(planned, &staged, new_fragments(&operation).to_vec(), &mut written).await {
+                Ok(r) => {
+                    affected = Some(r.affected);
+                    r.operation
+                }
+                Err(e) => {
+                    forget(root.as_ref(), &written).await;
+                    return Err(e);
+                }
+            }
+        } else {
+            operation.clone()
+        };
+        let transaction = TransactionBuilder::new(planned_at, operation)
             .transaction_properties(options.transaction_properties())
             .build();
         let dest = match &planned_ds {
@@ -435,6 +509,10 @@ pub(crate) fn commit_planned(
         if let Some(t) = options.retry_timeout {
             builder = builder.with_retry_timeout(t);
         }
+        if let Some(rows) = affected {
+            // Lance rebases over concurrent changes of other rows and refuses changes of these
+            builder = builder.with_affected_rows(rows);
+        }
         // A second coordinator of the same statement landing a version while this one commits.
         let mut guard = None;
         if let (Some(id), Some(latest)) = (&statement_id, &latest) {
@@ -448,6 +526,9 @@ pub(crate) fn commit_planned(
             }
         }
         let result = builder.execute(transaction).await;
+        if result.is_err() {
+            forget(root.as_ref(), &written).await;
+        }
         if let (Err(_), Some(version), Some(latest)) = (&result, guard.as_ref().and_then(|g| g.found()), &latest) {
             let txn = latest
                 .read_transaction_by_version(version)
@@ -478,6 +559,9 @@ pub(crate) fn commit_planned(
             if kind == StagedKind::MergeInsert {
                 summary.rows_written = summary.rows_inserted + summary.rows_updated;
             }
+            if kind == StagedKind::RowDeletes {
+                summary.rows_inserted = summary.rows_written;
+            }
             summary.version = dataset.version().version;
             summary.committed = true;
             Ok((
@@ -502,6 +586,15 @@ pub(crate) fn commit_planned(
                 summary,
             ))
         }
+    }
+}
+
+/// Delete files a failed commit wrote (best effort: a file left behind is in no version, and
+/// cleanup removes it).
+async fn forget(root: Option<&(Arc<ObjectStore>, object_store::path::Path)>, files: &[String]) {
+    let Some((store, base)) = root else { return };
+    for file in files {
+        let _ = store.delete(&file.split('/').fold(base.clone(), |p, part| p.join(part))).await;
     }
 }
 
@@ -589,6 +682,8 @@ fn combine(kind: StagedKind, staged: &[StagedWrite]) -> Result<Operation> {
                 predicate: predicate.unwrap_or_default(),
             }
         }
+        // the appended rows; `row_changes::resolve` adds the deletions
+        StagedKind::RowDeletes => Operation::Append { fragments: all_new() },
         StagedKind::MergeInsert => {
             if staged.len() != 1 {
                 return Err(HostError::invalid(format!(
