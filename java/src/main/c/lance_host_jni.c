@@ -1284,11 +1284,24 @@ static void write_in_free(WriteIn *w) {
   str_array_free(&w->opts);
 }
 
+/* long[]{version, committed, rows written, fragments, files, rows deleted, updated, inserted}. */
 static jlongArray result_out(JNIEnv *env, const LanceWriteResult *r) {
-  jlong v[5] = {(jlong)r->version, r->committed, (jlong)r->rows_written, (jlong)r->fragments_written,
-                (jlong)r->files_written};
-  jlongArray out = (*env)->NewLongArray(env, 5);
-  if (out) (*env)->SetLongArrayRegion(env, out, 0, 5, v);
+  jlong v[8] = {(jlong)r->version, r->committed, (jlong)r->rows_written, (jlong)r->fragments_written,
+                (jlong)r->files_written, (jlong)r->rows_deleted, (jlong)r->rows_updated, (jlong)r->rows_inserted};
+  jlongArray out = (*env)->NewLongArray(env, 8);
+  if (out) (*env)->SetLongArrayRegion(env, out, 0, 8, v);
+  return out;
+}
+
+/* Object[]{byte[] staged, long[] result} of a staged write the library returned (takes `bytes`). */
+static jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r) {
+  jbyteArray b = take_bytes(env, bytes, len);
+  jlongArray res = b ? result_out(env, r) : NULL;
+  jobjectArray out = b && res ? (*env)->NewObjectArray(env, 2, g_object, NULL) : NULL;
+  if (out) {
+    (*env)->SetObjectArrayElement(env, out, 0, b);
+    (*env)->SetObjectArrayElement(env, out, 1, res);
+  }
   return out;
 }
 
@@ -1333,15 +1346,8 @@ JNIEXPORT jobjectArray JNI(stageWrite)(JNIEnv *env, jclass c, jstring uri, jlong
     r.struct_size = sizeof r;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    if (check(env, lance_table_stage_write(u, PTR(LanceDataset, at), &data, &w.p, &bytes, &len, &r))) {
-      jbyteArray b = take_bytes(env, bytes, len);
-      jlongArray res = result_out(env, &r);
-      out = b && res ? (*env)->NewObjectArray(env, 2, g_object, NULL) : NULL;
-      if (out) {
-        (*env)->SetObjectArrayElement(env, out, 0, b);
-        (*env)->SetObjectArrayElement(env, out, 1, res);
-      }
-    }
+    if (check(env, lance_table_stage_write(u, PTR(LanceDataset, at), &data, &w.p, &bytes, &len, &r)))
+      out = staged_out(env, bytes, len, &r);
   }
   write_in_free(&w);
   if (data.release) data.release(&data);
@@ -1404,6 +1410,133 @@ JNIEXPORT jlongArray JNI(datasetDelete)(JNIEnv *env, jclass c, jlong ds, jstring
     }
   }
   free(p);
+  free(sid);
+  return out;
+}
+
+/* Stages the deletion of rows by address (no I/O): Object[]{byte[] staged, long[] result}. */
+JNIEXPORT jobjectArray JNI(stageRowDeletes)(JNIEnv *env, jclass c, jlong ds, jlongArray addresses) {
+  (void)c;
+  if (!addresses) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "row addresses are null");
+    return NULL;
+  }
+  jsize n = (*env)->GetArrayLength(env, addresses);
+  jlong *a = (*env)->GetLongArrayElements(env, addresses, NULL);
+  if (!a) return NULL;
+  LanceWriteResult r;
+  memset(&r, 0, sizeof r);
+  r.struct_size = sizeof r;
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  jobjectArray out = NULL;
+  if (check(env, lance_dataset_stage_row_deletes(PTR(LanceDataset, ds), (const uint64_t *)a, (size_t)n, &bytes, &len, &r)))
+    out = staged_out(env, bytes, len, &r);
+  (*env)->ReleaseLongArrayElements(env, addresses, a, JNI_ABORT);
+  return out;
+}
+
+/* Stages one worker's share of a delete (a scan split's fragments; null = all). */
+JNIEXPORT jobjectArray JNI(stageDelete)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring predicate) {
+  (void)c;
+  int ok = 1;
+  char *p = utf8(env, predicate, "predicate", &ok);
+  LanceSplit *s = NULL;
+  jobjectArray out = NULL;
+  if (ok && (!split || (s = split_in(env, split)))) {
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (check(env, lance_dataset_stage_delete(PTR(LanceDataset, ds), s, p, &bytes, &len, &r)))
+      out = staged_out(env, bytes, len, &r);
+  }
+  if (s) lance_split_free(s);
+  free(p);
+  return out;
+}
+
+/* Updates the rows matching `predicate` (null = all): columns[i] = expressions[i], one version. */
+JNIEXPORT jlongArray JNI(datasetUpdate)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jobjectArray expressions,
+                                        jstring predicate, jstring statement_id) {
+  (void)c;
+  int ok = 1;
+  char *p = utf8(env, predicate, "predicate", &ok);
+  char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
+  StrArray cols = {0}, exprs = {0};
+  jlongArray out = NULL;
+  if (ok && str_array(env, columns, "columns", 0, &cols) && str_array(env, expressions, "expressions", 0, &exprs)) {
+    LanceWriteParams params;
+    lance_write_params_init_v2(&params, sizeof params);
+    params.statement_id = sid;
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (cols.len != exprs.len) {
+      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "columns and expressions differ in length");
+    } else if (check(env, lance_dataset_update(PTR(LanceDataset, ds), (const char *const *)cols.items,
+                                                (const char *const *)exprs.items, cols.len, p, &params, NULL, &r))) {
+      out = result_out(env, &r);
+    }
+  }
+  str_array_free(&cols);
+  str_array_free(&exprs);
+  free(p);
+  free(sid);
+  return out;
+}
+
+/* A merge-insert of a Java stream: committed (long[] result) or staged (Object[]{bytes, result}).
+ * `modes` = {when_matched, when_not_matched, when_not_matched_by_source}. The stream is consumed. */
+JNIEXPORT jobject JNI(mergeInsert)(JNIEnv *env, jclass c, jlong ds, jobject source, jobjectArray on, jintArray modes,
+                                   jstring matched_condition, jstring by_source_condition, jstring statement_id,
+                                   jboolean staged) {
+  (void)c;
+  struct ArrowArrayStream data;
+  if (!host_stream(env, source, &data)) return NULL;
+  int ok = 1;
+  char *mc = utf8(env, matched_condition, "when-matched condition", &ok);
+  char *bc = ok ? utf8(env, by_source_condition, "by-source condition", &ok) : NULL;
+  char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
+  StrArray keys = {0};
+  jobject out = NULL;
+  jint m[3] = {0, 0, 0};
+  if (ok && (!modes || (*env)->GetArrayLength(env, modes) != 3)) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "merge modes must be {when_matched, when_not_matched, by_source}");
+    ok = 0;
+  }
+  if (ok) (*env)->GetIntArrayRegion(env, modes, 0, 3, m);
+  if (ok && str_array(env, on, "key columns", 0, &keys)) {
+    LanceMergeInsert spec;
+    lance_merge_insert_init_v2(&spec, sizeof spec);
+    spec.on = (const char *const *)keys.items;
+    spec.num_on = keys.len;
+    spec.when_matched = m[0];
+    spec.when_not_matched = m[1];
+    spec.when_not_matched_by_source = m[2];
+    spec.when_matched_condition = mc;
+    spec.by_source_condition = bc;
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (staged) {
+      uint8_t *bytes = NULL;
+      size_t len = 0;
+      if (check(env, lance_dataset_stage_merge_insert(PTR(LanceDataset, ds), &data, &spec, &bytes, &len, &r)))
+        out = staged_out(env, bytes, len, &r);
+    } else {
+      LanceWriteParams params;
+      lance_write_params_init_v2(&params, sizeof params);
+      params.statement_id = sid;
+      if (check(env, lance_dataset_merge_insert(PTR(LanceDataset, ds), &data, &spec, &params, NULL, &r)))
+        out = result_out(env, &r);
+    }
+  }
+  str_array_free(&keys);
+  if (data.release) data.release(&data);
+  free(mc);
+  free(bc);
   free(sid);
   return out;
 }

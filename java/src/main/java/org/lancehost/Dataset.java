@@ -3,9 +3,11 @@ package org.lancehost;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
@@ -224,6 +226,97 @@ public final class Dataset implements AutoCloseable {
   public long[] delete(String predicate) {
     if (predicate == null) throw new LanceException.InvalidArgument("predicate is null");
     return handle.with(p -> Native.datasetDelete(p, predicate, null));
+  }
+
+  /**
+   * Sets columns with Lance SQL expressions over the row ({@code UPDATE t SET k = v WHERE
+   * predicate}; predicate null = every row) as one new version planned at this snapshot, once per
+   * statement id (null = none). Returns what it did ({@code rowsUpdated}).
+   */
+  public Write.Result update(Map<String, String> set, String predicate, String statementId) {
+    if (set == null || set.isEmpty()) throw new LanceException.InvalidArgument("no columns to set");
+    String[] cols = set.keySet().toArray(new String[0]);
+    String[] exprs = new String[cols.length];
+    for (int i = 0; i < cols.length; i++) exprs[i] = set.get(cols[i]);
+    return handle.with(p -> new Write.Result(Native.datasetUpdate(p, cols, exprs, predicate, statementId)));
+  }
+
+  /** What a merge-insert does with each row (the LANCE_WHEN_* values). */
+  public static final class Merge {
+    public static final int MATCHED_DO_NOTHING = 0, MATCHED_UPDATE_ALL = 1, MATCHED_UPDATE_IF = 2, MATCHED_DELETE = 3,
+        MATCHED_FAIL = 4;
+    public static final int NOT_MATCHED_INSERT = 0, NOT_MATCHED_DO_NOTHING = 1;
+    public static final int BY_SOURCE_KEEP = 0, BY_SOURCE_DELETE = 1, BY_SOURCE_DELETE_IF = 2;
+    final List<String> on;
+    int whenMatched = MATCHED_DO_NOTHING, whenNotMatched = NOT_MATCHED_INSERT, bySource = BY_SOURCE_KEEP;
+    String matchedCondition, bySourceCondition;
+
+    /** A merge on the key columns {@code on}: keep matched rows, insert the others (find-or-create). */
+    public Merge(List<String> on) {
+      if (on == null || on.isEmpty()) throw new LanceException.InvalidArgument("a merge-insert needs key columns");
+      this.on = List.copyOf(on);
+    }
+
+    /** Matched rows: one of MATCHED_*; {@code condition} for MATCHED_UPDATE_IF (e.g. "source.v > target.v"). */
+    public Merge whenMatched(int rule, String condition) {
+      whenMatched = rule;
+      matchedCondition = condition;
+      return this;
+    }
+
+    /** Source rows without a match: NOT_MATCHED_INSERT or NOT_MATCHED_DO_NOTHING. */
+    public Merge whenNotMatched(int rule) {
+      whenNotMatched = rule;
+      return this;
+    }
+
+    /** Target rows without a match: one of BY_SOURCE_*; {@code condition} for BY_SOURCE_DELETE_IF. */
+    public Merge whenNotMatchedBySource(int rule, String condition) {
+      bySource = rule;
+      bySourceCondition = condition;
+      return this;
+    }
+
+    int[] modes() {
+      return new int[] {whenMatched, whenNotMatched, bySource};
+    }
+  }
+
+  /**
+   * Merges the source batches into the table by the merge's key columns as one new version
+   * planned at this snapshot (MERGE INTO / upsert), once per statement id. The batches belong to
+   * the call (as in {@link Write#write}); nothing is committed on any failure.
+   */
+  public Write.Result mergeInsert(Schema schema, Iterator<VectorSchemaRoot> source, Merge m, String statementId) {
+    HostStream s = new HostStream(schema, source);
+    return handle.with(p -> new Write.Result((long[]) Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
+        m.matchedCondition, m.bySourceCondition, statementId, false)));
+  }
+
+  /** {@link #mergeInsert} without the commit: one share, committed alone by {@link Write#commit}. */
+  public Write.Staged stageMergeInsert(Schema schema, Iterator<VectorSchemaRoot> source, Merge m) {
+    HostStream s = new HostStream(schema, source);
+    return handle.with(p -> new Write.Staged((Object[]) Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
+        m.matchedCondition, m.bySourceCondition, null, true)));
+  }
+
+  /**
+   * One worker's share of a delete: the rows of {@code split}'s fragments (a scan split of this
+   * snapshot; null = every fragment) matching the predicate, in new deletion files, not committed.
+   */
+  public Write.Staged stageDelete(byte[] split, String predicate) {
+    return handle.with(p -> new Write.Staged(Native.stageDelete(p, split, predicate)));
+  }
+
+  /**
+   * One worker's share of a row-level change: the rows at {@code rowAddresses} ({@code _rowaddr}
+   * values read from this snapshot) are deleted when the coordinator commits; nothing is written
+   * now. The rows written instead are a {@link Write#stage} append at this snapshot; commit all
+   * shares together with {@link Write#commit} (one version; a concurrent change of one of the
+   * same rows is a {@link LanceException.Conflict}).
+   */
+  public Write.Staged stageRowDeletes(long[] rowAddresses) {
+    return handle.with(p -> new Write.Staged(Native.stageRowDeletes(p, rowAddresses)));
   }
 
   /** An index of the table: name, column, type (e.g. IVF_PQ, BTREE, INVERTED), metric (vector indexes). */

@@ -85,6 +85,11 @@ final class Native {
       String[] options);
   static native long[] datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
+  static native Object[] stageRowDeletes(long ds, long[] addresses);
+  static native Object[] stageDelete(long ds, byte[] split, String predicate);
+  static native long[] datasetUpdate(long ds, String[] columns, String[] expressions, String predicate, String statementId);
+  static native Object mergeInsert(long ds, HostStream source, String[] on, int[] modes, String matchedCondition,
+      String bySourceCondition, String statementId, boolean staged);
   static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
       String[] options, long maxRowsPerFile);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);

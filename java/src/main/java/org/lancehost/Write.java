@@ -28,6 +28,8 @@ public final class Write {
     public final long rowsWritten;
     public final long fragmentsWritten;
     public final long filesWritten;
+    /** Rows a delete, update, merge or row-level change deleted, updated and inserted. */
+    public final long rowsDeleted, rowsUpdated, rowsInserted;
 
     Result(long[] v) {
       version = v[0];
@@ -35,6 +37,9 @@ public final class Write {
       rowsWritten = v[2];
       fragmentsWritten = v[3];
       filesWritten = v[4];
+      rowsDeleted = v[5];
+      rowsUpdated = v[6];
+      rowsInserted = v[7];
     }
   }
 

@@ -30,6 +30,20 @@ public final class WriteTestSupport {
   }
 
 
+  /** What pylance reads: {"version": v, "rows": [[id, name], ...]} ordered by id. */
+  public static JsonNode pylanceRows(Path uri) throws Exception {
+    String code = "import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1])\n"
+        + "t = ds.to_table(columns=['id', 'name']).sort_by('id')\n"
+        + "print(json.dumps({'version': ds.version, 'rows': [list(r) for r in zip(t['id'].to_pylist(), t['name'].to_pylist())]}))\n";
+    Process p = new ProcessBuilder("python3", "-c", code, uri.toString()).redirectErrorStream(false).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+    assertEquals(0, p.exitValue(), err);
+    return new ObjectMapper().readTree(out);
+  }
+
   /** Files in a table's data directory (staged and committed alike). */
   public static long dataFiles(Path uri) throws Exception {
     Path data = uri.resolve("data");
