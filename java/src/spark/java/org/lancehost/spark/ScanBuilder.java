@@ -52,7 +52,13 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     // scan returns the column as stored, so the read schema is the table's type of each column.
     List<StructField> fs = new ArrayList<>();
     StructType full = table.schema();
-    for (String name : requiredSchema.fieldNames()) fs.add(full.fields()[full.fieldIndex(name)]);
+    for (String name : requiredSchema.fieldNames()) {
+      if (name.equals(RowLevel.ROW_ADDR) && !java.util.Arrays.asList(full.fieldNames()).contains(name)) {
+        fs.add(new StructField(name, DataTypes.LongType, false, Metadata.empty())); // the metadata column
+      } else {
+        fs.add(full.fields()[full.fieldIndex(name)]);
+      }
+    }
     required = new StructType(fs.toArray(new StructField[0]));
   }
 

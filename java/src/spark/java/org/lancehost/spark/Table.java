@@ -2,7 +2,14 @@ package org.lancehost.spark;
 
 import java.util.EnumSet;
 import java.util.Set;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
@@ -22,7 +29,8 @@ import org.lancehost.Dataset;
  * A Lance table as Spark sees it, pinned at the snapshot it was opened at: every scan built from
  * it plans on that snapshot, so a query's partitions and its schema agree.
  */
-final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2 {
+final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2, SupportsRowLevelOperations,
+    SupportsMetadataColumns {
   final Options options;
   private final Dataset dataset;
   private final StructType schema;
@@ -160,6 +168,42 @@ final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2 {
       b.append(b.length() == 0 ? "" : " AND ").append('(').append(s).append(')');
     }
     return b.length() == 0 ? "true" : b.toString();
+  }
+
+  /**
+   * UPDATE, MERGE INTO, and DELETE whose condition does not translate: rows read with their
+   * {@code _rowaddr} at the pinned snapshot, changed as one new version ({@link RowLevel}).
+   */
+  @Override
+  public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+    dataset(); // a table that does not exist has no rows to change
+    return () -> new RowLevel(this, info.command());
+  }
+
+  /** {@code _rowaddr}: where a row is stored in the pinned version (fragment id << 32 | row offset). */
+  @Override
+  public MetadataColumn[] metadataColumns() {
+    return new MetadataColumn[] {new MetadataColumn() {
+      @Override
+      public String name() {
+        return RowLevel.ROW_ADDR;
+      }
+
+      @Override
+      public DataType dataType() {
+        return DataTypes.LongType;
+      }
+
+      @Override
+      public boolean isNullable() {
+        return false;
+      }
+
+      @Override
+      public String comment() {
+        return "the row's address in the pinned version: fragment id << 32 | row offset";
+      }
+    }};
   }
 
   @Override

@@ -44,6 +44,19 @@ public final class WriteTestSupport {
     return new ObjectMapper().readTree(out);
   }
 
+  /** The _rowaddr pylance reads for the row with this id. */
+  public static JsonNode pylanceRowAddress(Path uri, long id) throws Exception {
+    String code = "import json, sys, lance\n"
+        + "t = lance.dataset(sys.argv[1]).to_table(columns=['id'], filter='id = ' + sys.argv[2], with_row_address=True)\n"
+        + "print(json.dumps(t['_rowaddr'][0].as_py()))\n";
+    Process p = new ProcessBuilder("python3", "-c", code, uri.toString(), Long.toString(id)).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS));
+    assertEquals(0, p.exitValue(), err);
+    return new ObjectMapper().readTree(out);
+  }
+
   /** Files in a table's data directory (staged and committed alike). */
   public static long dataFiles(Path uri) throws Exception {
     Path data = uri.resolve("data");

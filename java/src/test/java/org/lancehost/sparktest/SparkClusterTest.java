@@ -29,6 +29,8 @@ class SparkClusterTest {
         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
         .config("spark.executor.extraClassPath", System.getProperty("lancehost.test.jars"))
         .config("spark.executor.extraJavaOptions", "-Dlancehost.jni.library=" + jni)
+        .config("spark.sql.catalog.lc", "org.lancehost.spark.LanceHostCatalog")
+        .config("spark.sql.catalog.lc.root", Fixtures.root().resolve("cluster-written").toString())
         .getOrCreate();
     basic = Fixtures.expected().get("basic");
     // Executors register a while after the context starts (longer on a loaded machine).
@@ -77,5 +79,40 @@ class SparkClusterTest {
     assertEquals(12000, py.get("rows").asLong());
     assertEquals(12000, py.get("distinct").asLong());
     assertEquals(11999L * 12000 / 2, py.get("sum_id").asLong());
+  }
+
+  @Test
+  void executorsRunAMergeAsOneVersionAndHoldNoBatchAfterwards() throws Exception {
+    java.nio.file.Path dir = Fixtures.root().resolve("cluster-written");
+    java.nio.file.Files.createDirectories(dir);
+    String uri = dir.resolve("merged.lance").toString();
+    spark.range(0, 4000, 1, 4).selectExpr("id", "concat('n', id) AS name").write().format("lance_host")
+        .mode("append").save(uri);
+    spark.range(3000, 5000, 1, 4).selectExpr("id", "concat('m', id) AS name").createOrReplaceTempView("cluster_src");
+    spark.sql("MERGE INTO lc.merged t USING cluster_src s ON t.id = s.id "
+        + "WHEN MATCHED THEN UPDATE SET t.name = s.name WHEN NOT MATCHED THEN INSERT *");
+    JsonNode py = org.lancehost.api.WriteTestSupport.pylanceRows(java.nio.file.Path.of(uri));
+    assertEquals(2, py.get("version").asLong(), "one version for the merge");
+    assertEquals(5000, py.get("rows").size());
+    long i = 0;
+    for (JsonNode r : py.get("rows")) {
+      assertEquals(i, r.get(0).asLong());
+      assertEquals((i >= 3000 ? "m" : "n") + i, r.get(1).asText());
+      i++;
+    }
+    // A long job's executors stay flat: after more queries, no executor holds an imported batch.
+    for (int q = 0; q < 10; q++) {
+      assertEquals(5000, spark.read().format("lance_host").load(uri).filter("id >= " + q).count() + q);
+    }
+    List<String> held = spark.range(0, 32, 1, 32).mapPartitions(
+        (org.apache.spark.api.java.function.MapPartitionsFunction<Long, String>) rows -> List.of(
+            org.apache.spark.SparkEnv.get().executorId() + "=" + org.lancehost.LanceHost.liveBatches()).iterator(),
+        org.apache.spark.sql.Encoders.STRING()).distinct().collectAsList();
+    java.util.Set<String> executors = new java.util.HashSet<>();
+    for (String h : held) {
+      executors.add(h.split("=")[0]);
+      assertTrue(h.endsWith("=0"), "an executor holds batches: " + held);
+    }
+    assertEquals(2, executors.size(), "both executors checked: " + held);
   }
 }

@@ -136,8 +136,71 @@ class SparkWriteTest {
     long sum = 0;
     for (long i = 0; i < 1500; i++) if (i % 5 != 0) sum += i;
     assertEquals(sum, py.get("sum_id").asLong());
-    // A condition that does not translate (a function) is refused, nothing deleted.
-    assertThrows(Exception.class, () -> spark.sql("DELETE FROM lw.del WHERE length(name) > 3"));
-    assertEquals(2, WriteTestSupport.pylance(uri).get("version").asLong());
+    // A condition that does not translate (a function) runs as a row-level delete: Spark reads
+    // the matching rows with their _rowaddr, the library deletes exactly those, one version.
+    spark.sql("DELETE FROM lw.del WHERE length(name) > 3");
+    py = WriteTestSupport.pylance(uri);
+    assertEquals(3, py.get("version").asLong());
+    assertEquals(80, py.get("rows").asLong()); // ids below 100 (names of 2 to 3 characters), no multiple of 5
+    sum = 0;
+    for (long i = 0; i < 100; i++) if (i % 5 != 0) sum += i;
+    assertEquals(sum, py.get("sum_id").asLong());
+  }
+
+  /** id -> name as pylance reads the table, and its version in out[0]. */
+  static java.util.Map<Long, String> pylanceRows(Path uri, long[] version) throws Exception {
+    JsonNode py = WriteTestSupport.pylanceRows(uri);
+    version[0] = py.get("version").asLong();
+    java.util.Map<Long, String> out = new java.util.HashMap<>();
+    for (JsonNode r : py.get("rows")) {
+      assertFalse(out.containsKey(r.get(0).asLong()), "a row twice: " + r);
+      out.put(r.get(0).asLong(), r.get(1).isNull() ? null : r.get(1).asText());
+    }
+    return out;
+  }
+
+  @Test
+  void updateAndMergeAreOneVersionEachAsPylanceSees() throws Exception {
+    Path uri = fresh("upd.lance");
+    rows(0, 3000).write().format("lance_host").option("vector_columns", "vec:4").mode("append").save(uri.toString());
+    spark.sql("UPDATE lw.upd SET name = concat('u', id) WHERE id % 7 = 3");
+    long[] v = new long[1];
+    java.util.Map<Long, String> got = pylanceRows(uri, v);
+    assertEquals(2, v[0]);
+    assertEquals(3000, got.size());
+    for (long i = 0; i < 3000; i++) {
+      String want = i % 7 == 3 ? "u" + i : i % 5 == 0 ? null : "n" + i;
+      assertEquals(want, got.get(i), "row " + i);
+    }
+    JsonNode py = WriteTestSupport.pylance(uri);
+    assertEquals(2999.0 * 3000 / 4, py.get("sum_vec1").asDouble(), 1.0); // vectors kept by the update
+
+    spark.range(2900, 3100, 1, 2).selectExpr("id", "concat('m', id) AS name",
+        "array(CAST(id AS FLOAT), CAST(id / 2 AS FLOAT), CAST(-id AS FLOAT), CAST(1 AS FLOAT)) AS vec")
+        .createOrReplaceTempView("src");
+    spark.sql("MERGE INTO lw.upd t USING src s ON t.id = s.id "
+        + "WHEN MATCHED AND s.id % 2 = 0 THEN DELETE "
+        + "WHEN MATCHED THEN UPDATE SET t.name = s.name "
+        + "WHEN NOT MATCHED THEN INSERT *");
+    got = pylanceRows(uri, v);
+    assertEquals(3, v[0]);
+    for (long i = 0; i < 3100; i++) {
+      String want;
+      if (i >= 2900 && i < 3000 && i % 2 == 0) want = null; // deleted
+      else if (i >= 2900) want = "m" + i;
+      else want = i % 7 == 3 ? "u" + i : i % 5 == 0 ? null : "n" + i;
+      if (i >= 2900 && i < 3000 && i % 2 == 0) assertFalse(got.containsKey(i), "row " + i + " deleted");
+      else assertEquals(want, got.get(i), "row " + i);
+    }
+    assertEquals(3000 - 50 + 100, got.size());
+
+    // A command that changes nothing commits nothing.
+    spark.sql("UPDATE lw.upd SET name = 'x' WHERE id < 0");
+    assertEquals(3, WriteTestSupport.pylance(uri).get("version").asLong());
+
+    // The metadata column the commands read: _rowaddr of a row, as pylance gives it.
+    long addr = spark.sql("SELECT _rowaddr FROM lw.upd WHERE id = 5").first().getLong(0);
+    JsonNode a = WriteTestSupport.pylanceRowAddress(uri, 5);
+    assertEquals(a.asLong(), addr);
   }
 }
