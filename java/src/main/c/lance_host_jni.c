@@ -1305,6 +1305,34 @@ static jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const La
   return out;
 }
 
+/* CREATE TABLE AS a Java stream (may hold no batch): long[] write result. The stream is consumed. */
+JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table,
+                                             jobject source, jobjectArray options) {
+  (void)c;
+  struct ArrowArrayStream data;
+  if (!host_stream(env, source, &data)) return NULL;
+  int ok = 1;
+  char *t = utf8(env, table, "table", &ok);
+  StrArray n = {0}, o = {0};
+  jlongArray out = NULL;
+  if (ok && str_array(env, ns, "namespace", 0, &n) && str_array(env, options, "storage options", 0, &o)) {
+    LanceWriteParams p;
+    lance_write_params_init_v2(&p, sizeof p);
+    p.storage_options = (const char *const *)o.items;
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (check(env, lance_catalog_create_table(PTR(LanceCatalog, h), (const char *const *)n.items, n.len, t, &data, &p,
+                                              NULL, &r)))
+      out = result_out(env, &r);
+  }
+  str_array_free(&n);
+  str_array_free(&o);
+  if (data.release) data.release(&data);
+  free(t);
+  return out;
+}
+
 /* Writes a Java stream and commits (create, append, overwrite): long[]{version, committed,
  * rows, fragments, files}. The stream is consumed (closed) in every case. */
 JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,

@@ -2,9 +2,12 @@ package org.lancehost;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
  * A catalog of Lance tables: a directory warehouse ({@code root}) or a REST namespace service
@@ -53,6 +56,18 @@ public final class Catalog implements AutoCloseable {
   /** A table pinned at `version` (0 = the latest now). */
   public Dataset openTable(List<String> namespace, String table, long version) {
     return Dataset.wrap(handle.withLong(p -> Native.catalogOpenTable(p, ns(namespace), table, version)));
+  }
+
+  /**
+   * CREATE TABLE in {@code namespace} AS the batches (none: an empty table of {@code schema}):
+   * the catalog declares the table and the rows are written there as version 1; a failed write
+   * withdraws the declaration. A table that exists is {@link LanceException.InvalidArgument}.
+   */
+  public Write.Result createTable(List<String> namespace, String table, Schema schema, Iterator<VectorSchemaRoot> batches,
+      Map<String, String> storageOptions) {
+    HostStream s = new HostStream(schema, batches == null ? Collections.emptyIterator() : batches);
+    return handle.with(p -> new Write.Result(Native.catalogCreateTable(p, ns(namespace), table, s,
+        Dataset.options(storageOptions))));
   }
 
   public void createNamespace(List<String> namespace, boolean existOk, Map<String, String> properties) {

@@ -80,6 +80,8 @@ final class Native {
   static native void catalogCreateNamespace(long catalog, String[] namespace, boolean existOk, String[] properties);
   static native void catalogDropNamespace(long catalog, String[] namespace, boolean cascade, boolean missingOk);
   static native void catalogDropTable(long catalog, String[] namespace, String table, boolean missingOk);
+  static native long[] catalogCreateTable(long catalog, String[] namespace, String table, HostStream source,
+      String[] options);
 
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options);

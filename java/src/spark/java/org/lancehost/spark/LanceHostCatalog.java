@@ -6,6 +6,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -107,11 +108,44 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     }
   }
 
+  /** Table properties Spark sets itself (kept by no Lance table; a comment or owner is not stored). */
+  private static final java.util.Set<String> RESERVED = java.util.Set.of(TableCatalog.PROP_LOCATION,
+      TableCatalog.PROP_IS_MANAGED_LOCATION, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_TABLE_TYPE,
+      TableCatalog.PROP_COMMENT, TableCatalog.PROP_COLLATION, TableCatalog.PROP_PROVIDER, TableCatalog.PROP_OWNER);
+
   @Override
   public org.apache.spark.sql.connector.catalog.Table createTable(Identifier ident,
       org.apache.spark.sql.connector.catalog.TableInfo info) {
-    throw new UnsupportedOperationException("CREATE TABLE through the lance_host catalog is not supported yet: "
-        + "write the table with format(\"lance_host\") or lance-host's writers");
+    if (info.partitions().length > 0) {
+      throw new LanceException.NotSupported("a Lance table has no partitioning: CREATE TABLE without PARTITIONED BY");
+    }
+    Map<String, String> props = info.properties();
+    if (props.get(TableCatalog.PROP_LOCATION) != null) {
+      throw new LanceException.NotSupported("the lance_host catalog places its tables: CREATE TABLE without LOCATION");
+    }
+    String provider = props.get(TableCatalog.PROP_PROVIDER);
+    if (provider != null && !provider.equalsIgnoreCase("lance_host") && !provider.equalsIgnoreCase("lance")) {
+      throw new LanceException.NotSupported("the lance_host catalog creates Lance tables, not USING " + provider);
+    }
+    String vectors = null;
+    for (Map.Entry<String, String> e : props.entrySet()) {
+      String k = e.getKey();
+      if (k.equals("vector_columns") || k.equals(TableCatalog.OPTION_PREFIX + "vector_columns")) {
+        vectors = e.getValue();
+      } else if (!RESERVED.contains(k)) {
+        throw new LanceException.InvalidArgument("table property or option '" + k + "' is not one the lance_host "
+            + "catalog takes (it takes vector_columns)");
+      }
+    }
+    org.apache.spark.sql.types.StructType schema =
+        org.apache.spark.sql.connector.catalog.CatalogV2Util.v2ColumnsToStructType(info.columns());
+    Schema arrow = RowsToArrow.arrowSchema(schema, Options.vectorColumns(vectors));
+    catalog.createTable(ns(ident.namespace()), ident.name(), arrow, null, null);
+    try {
+      return loadTable(ident);
+    } catch (NoSuchTableException e) {
+      throw new LanceException.Internal("table " + ident + " was created but cannot be loaded: " + e.getMessage());
+    }
   }
 
   @Override

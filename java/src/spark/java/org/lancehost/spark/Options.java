@@ -73,8 +73,12 @@ final class Options implements Serializable {
    * lists (vectors Lance can index); others become variable-length lists.
    */
   Map<String, Integer> vectorColumns() {
+    return vectorColumns(all.get("vector_columns"));
+  }
+
+  /** A vector_columns value ("name:dim,name:dim", null = none) as name -> dimension. */
+  static Map<String, Integer> vectorColumns(String v) {
     Map<String, Integer> out = new HashMap<>();
-    String v = all.get("vector_columns");
     if (v == null || v.trim().isEmpty()) return out;
     for (String part : v.split(",")) {
       String[] kv = part.trim().split(":");

@@ -147,6 +147,39 @@ class SparkWriteTest {
     assertEquals(sum, py.get("sum_id").asLong());
   }
 
+  @Test
+  void createTableAndCreateTableAsSelectThroughTheCatalog() throws Exception {
+    Path uri = fresh("made.lance");
+    spark.sql("CREATE TABLE lw.made (id BIGINT, name STRING, vec ARRAY<FLOAT>) TBLPROPERTIES ('vector_columns' = 'vec:4')");
+    JsonNode py = WriteTestSupport.pylance(uri);
+    assertEquals(1, py.get("version").asLong());
+    assertEquals(0, py.get("rows").asLong());
+    assertTrue(py.get("type").asText().startsWith("fixed_size_list<item: float>[4]"), py.get("type").asText());
+    rows(0, 100).writeTo("lw.made").append();
+    py = WriteTestSupport.pylance(uri);
+    assertEquals(2, py.get("version").asLong());
+    assertEquals(100, py.get("rows").asLong());
+    assertEquals(99L * 100 / 2, py.get("sum_id").asLong());
+
+    // CREATE TABLE AS SELECT: the catalog creates the table, the rows are appended (two versions)
+    spark.sql("CREATE TABLE lw.ctas AS SELECT id, name FROM lw.made WHERE id < 50");
+    long[] v = new long[1];
+    java.util.Map<Long, String> got = pylanceRows(fresh("ctas.lance"), v);
+    assertEquals(50, got.size());
+    for (long i = 0; i < 50; i++) assertEquals(i % 5 == 0 ? null : "n" + i, got.get(i));
+
+    // refused, and no table left behind: an existing table, partitioning, a property Lance does not keep
+    assertThrows(Exception.class, () -> spark.sql("CREATE TABLE lw.made (id BIGINT)"));
+    assertEquals(2, WriteTestSupport.pylance(uri).get("version").asLong());
+    Exception e = assertThrows(Exception.class,
+        () -> spark.sql("CREATE TABLE lw.parts (id BIGINT, d STRING) PARTITIONED BY (d)"));
+    assertTrue(e.getMessage().contains("no partitioning"), e.getMessage());
+    e = assertThrows(Exception.class, () -> spark.sql("CREATE TABLE lw.props (id BIGINT) TBLPROPERTIES ('foo' = '1')"));
+    assertTrue(e.getMessage().contains("'foo'"), e.getMessage());
+    assertFalse(Files.exists(fresh("parts.lance")));
+    assertFalse(Files.exists(fresh("props.lance")));
+  }
+
   /** id -> name as pylance reads the table, and its version in out[0]. */
   static java.util.Map<Long, String> pylanceRows(Path uri, long[] version) throws Exception {
     JsonNode py = WriteTestSupport.pylanceRows(uri);
