@@ -1675,48 +1675,164 @@ JNIEXPORT jobjectArray JNI(datasetIndexes)(JNIEnv *env, jclass c, jlong ds) {
 
 /* kind 0 = vector (params: index_type, metric, num_partitions, num_sub_vectors), 1 = scalar
  * (params: index_type), 2 = inverted (params: with_position). Returns the new version. */
+/* The parameters of an index build of `kind` (0 vector, 1 scalar, 2 inverted) from `params`:
+ * vector {type, metric, partitions, sub-vectors}, scalar {type}, inverted {with positions}. */
+typedef struct {
+  LanceVectorIndexParams v;
+  LanceScalarIndexParams sc;
+  LanceInvertedIndexParams iv;
+} IndexParams;
+
+static int index_params(JNIEnv *env, jint kind, jintArray params, IndexParams *out) {
+  jint p[4] = {0, 0, 0, 0};
+  if (params) {
+    jsize n = (*env)->GetArrayLength(env, params);
+    (*env)->GetIntArrayRegion(env, params, 0, n < 4 ? n : 4, p);
+  }
+  lance_vector_index_params_init_v2(&out->v, sizeof out->v);
+  out->v.index_type = p[0];
+  out->v.metric = p[1];
+  out->v.num_partitions = (uint32_t)p[2];
+  out->v.num_sub_vectors = (uint32_t)p[3];
+  lance_scalar_index_params_init_v2(&out->sc, sizeof out->sc);
+  out->sc.index_type = p[0];
+  lance_inverted_index_params_init_v2(&out->iv, sizeof out->iv);
+  out->iv.with_position = p[0] != 0;
+  if (kind < 0 || kind > 2) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "unknown index kind");
+    return 0;
+  }
+  return 1;
+}
+
 JNIEXPORT jlong JNI(createIndex)(JNIEnv *env, jclass c, jlong ds, jint kind, jstring column, jstring name,
                                  jboolean replace, jintArray params) {
   (void)c;
   int ok = 1;
   char *col = utf8(env, column, "column", &ok);
   char *nm = ok ? utf8(env, name, "index name", &ok) : NULL;
-  jint p[4] = {0, 0, 0, 0};
-  if (ok && params) {
-    jsize n = (*env)->GetArrayLength(env, params);
-    (*env)->GetIntArrayRegion(env, params, 0, n < 4 ? n : 4, p);
-  }
+  IndexParams ip;
   LanceDataset *out = NULL;
-  if (ok) {
-    int32_t rc;
-    if (kind == 0) {
-      LanceVectorIndexParams v;
-      lance_vector_index_params_init_v2(&v, sizeof v);
-      v.index_type = p[0];
-      v.metric = p[1];
-      v.num_partitions = (uint32_t)p[2];
-      v.num_sub_vectors = (uint32_t)p[3];
-      rc = lance_dataset_create_vector_index(PTR(LanceDataset, ds), col, nm, replace, &v, &out);
-    } else if (kind == 1) {
-      LanceScalarIndexParams sc;
-      lance_scalar_index_params_init_v2(&sc, sizeof sc);
-      sc.index_type = p[0];
-      rc = lance_dataset_create_scalar_index(PTR(LanceDataset, ds), col, nm, replace, &sc, &out);
-    } else if (kind == 2) {
-      LanceInvertedIndexParams iv;
-      lance_inverted_index_params_init_v2(&iv, sizeof iv);
-      iv.with_position = p[0] != 0;
-      rc = lance_dataset_create_inverted_index(PTR(LanceDataset, ds), col, nm, replace, &iv, &out);
-    } else {
-      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "unknown index kind");
-      rc = LANCE_OK;
-    }
+  if (ok && index_params(env, kind, params, &ip)) {
+    LanceDataset *d = PTR(LanceDataset, ds);
+    int32_t rc = kind == 0   ? lance_dataset_create_vector_index(d, col, nm, replace, &ip.v, &out)
+                 : kind == 1 ? lance_dataset_create_scalar_index(d, col, nm, replace, &ip.sc, &out)
+                             : lance_dataset_create_inverted_index(d, col, nm, replace, &ip.iv, &out);
     check(env, rc);
   }
   jlong version = out ? (jlong)lance_dataset_version(out) : 0;
   lance_dataset_free(out);
   free(col);
   free(nm);
+  return version;
+}
+
+/* Trains a vector index's model (IVF centroids, PQ codebook) on the coordinator: the model bytes. */
+JNIEXPORT jbyteArray JNI(trainVectorIndex)(JNIEnv *env, jclass c, jlong ds, jstring column, jintArray params) {
+  (void)c;
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  IndexParams ip;
+  jbyteArray out = NULL;
+  if (ok && index_params(env, 0, params, &ip)) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (check(env, lance_dataset_train_vector_index(PTR(LanceDataset, ds), col, &ip.v, &bytes, &len, NULL)))
+      out = take_bytes(env, bytes, len);
+  }
+  free(col);
+  return out;
+}
+
+/* Plans a distributed index build: one task (bytes for a worker) per build split. */
+JNIEXPORT jobjectArray JNI(planIndexBuild)(JNIEnv *env, jclass c, jlong ds, jint kind, jstring column, jstring name,
+                                           jboolean replace, jintArray params, jbyteArray model, jint num_splits,
+                                           jboolean unindexed_only) {
+  (void)c;
+  int ok = 1;
+  char *col = utf8(env, column, "column", &ok);
+  char *nm = ok ? utf8(env, name, "index name", &ok) : NULL;
+  IndexParams ip;
+  jobjectArray out = NULL;
+  if (ok && index_params(env, kind, params, &ip)) {
+    LanceIndexBuildPlanParams plan;
+    lance_index_build_plan_params_init_v2(&plan, sizeof plan);
+    plan.num_splits = (uint32_t)num_splits;
+    plan.unindexed_only = unindexed_only ? 1 : 0;
+    LanceBytesList *list = NULL;
+    LanceDataset *d = PTR(LanceDataset, ds);
+    int32_t rc;
+    if (kind == 0) {
+      jsize n = model ? (*env)->GetArrayLength(env, model) : 0;
+      jbyte *m = model ? (*env)->GetByteArrayElements(env, model, NULL) : NULL;
+      if (model && !m) {
+        free(col);
+        free(nm);
+        return NULL;
+      }
+      rc = lance_dataset_plan_vector_index_build(d, col, nm, replace, (const uint8_t *)m, (size_t)n, &plan, &list);
+      if (m) (*env)->ReleaseByteArrayElements(env, model, m, JNI_ABORT);
+    } else if (kind == 1) {
+      rc = lance_dataset_plan_scalar_index_build(d, col, nm, replace, &ip.sc, &plan, &list);
+    } else {
+      rc = lance_dataset_plan_inverted_index_build(d, col, nm, replace, &ip.iv, &plan, &list);
+    }
+    if (check(env, rc)) {
+      size_t count = lance_bytes_list_count(list);
+      jclass bytes_class = (*env)->FindClass(env, "[B");
+      out = bytes_class ? (*env)->NewObjectArray(env, (jsize)count, bytes_class, NULL) : NULL;
+      for (size_t i = 0; out && i < count; i++) {
+        size_t len = 0;
+        const uint8_t *b = lance_bytes_list_get(list, i, &len);
+        jbyteArray one = (*env)->NewByteArray(env, (jsize)len);
+        if (!one) {
+          out = NULL;
+          break;
+        }
+        (*env)->SetByteArrayRegion(env, one, 0, (jsize)len, (const jbyte *)b);
+        (*env)->SetObjectArrayElement(env, out, (jsize)i, one);
+        (*env)->DeleteLocalRef(env, one);
+      }
+      lance_bytes_list_free(list);
+    }
+  }
+  free(col);
+  free(nm);
+  return out;
+}
+
+/* Builds one task's index segment on a worker: the segment bytes (nothing committed). */
+JNIEXPORT jbyteArray JNI(indexBuildTask)(JNIEnv *env, jclass c, jlong ds, jbyteArray task) {
+  (void)c;
+  if (!task) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the build task is null");
+    return NULL;
+  }
+  jsize n = (*env)->GetArrayLength(env, task);
+  jbyte *t = (*env)->GetByteArrayElements(env, task, NULL);
+  if (!t) return NULL;
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  jbyteArray out = NULL;
+  if (check(env, lance_index_build_task_execute(PTR(LanceDataset, ds), (const uint8_t *)t, (size_t)n, &bytes, &len, NULL)))
+    out = take_bytes(env, bytes, len);
+  (*env)->ReleaseByteArrayElements(env, task, t, JNI_ABORT);
+  return out;
+}
+
+/* Commits the segments of one build plan as one index in one new version: that version. */
+JNIEXPORT jlong JNI(commitIndexBuild)(JNIEnv *env, jclass c, jlong ds, jobjectArray segments, jboolean merge) {
+  (void)c;
+  BytesIn in = {0};
+  jlong version = 0;
+  if (bytes_in(env, segments, "index segments", &in)) {
+    LanceDataset *out = NULL;
+    if (check(env, lance_dataset_commit_index_build(PTR(LanceDataset, ds), (const uint8_t *const *)in.ptrs, in.lens,
+                                                    in.len, merge, &out)))
+      version = (jlong)lance_dataset_version(out);
+    lance_dataset_free(out);
+  }
+  bytes_in_free(env, &in);
   return version;
 }
 

@@ -366,6 +366,100 @@ public final class Dataset implements AutoCloseable {
     return handle.withLong(h -> Native.createIndex(h, 2, column, name, replace, new int[] {withPositions ? 1 : 0}));
   }
 
+  /**
+   * A distributed index build, step 1 of a vector index (on the coordinator): trains the global
+   * model (IVF centroids, PQ codebook) once; ship nothing but the tasks planned with it.
+   */
+  public byte[] trainVectorIndex(String column, int type, int metric, int numPartitions, int numSubVectors) {
+    int[] p = {type, metric, numPartitions, numSubVectors};
+    return handle.with(h -> Native.trainVectorIndex(h, column, p));
+  }
+
+  /** A planned distributed index build: one task per build split, each bytes for a worker. */
+  public static final class IndexBuild {
+    /** What to build: a vector index with its trained model, or a scalar or full-text index. */
+    final int kind;
+    final int[] params;
+    final byte[] model;
+    String name;
+    boolean replace;
+    int numSplits;
+    boolean unindexedOnly;
+
+    private IndexBuild(int kind, int[] params, byte[] model) {
+      this.kind = kind;
+      this.params = params;
+      this.model = model;
+    }
+
+    /** A vector index with the model of {@link #trainVectorIndex} (its type and metric again). */
+    public static IndexBuild vector(byte[] model, int type, int metric) {
+      if (model == null) throw new LanceException.InvalidArgument("a vector index build needs the trained model");
+      return new IndexBuild(0, new int[] {type, metric, 0, 0}, model);
+    }
+
+    /** A scalar index: BTREE, BITMAP or LABEL_LIST. */
+    public static IndexBuild scalar(int type) {
+      return new IndexBuild(1, new int[] {type}, null);
+    }
+
+    /** A full-text (INVERTED) index. */
+    public static IndexBuild inverted(boolean withPositions) {
+      return new IndexBuild(2, new int[] {withPositions ? 1 : 0}, null);
+    }
+
+    public IndexBuild name(String n) {
+      name = n;
+      return this;
+    }
+
+    public IndexBuild replace(boolean r) {
+      replace = r;
+      return this;
+    }
+
+    /** Tasks to plan (0 = one per fragment). */
+    public IndexBuild splits(int n) {
+      numSplits = n;
+      return this;
+    }
+
+    /** Extend an existing index of that name with the fragments it does not cover. */
+    public IndexBuild unindexedOnly(boolean u) {
+      unindexedOnly = u;
+      return this;
+    }
+  }
+
+  /**
+   * Step 2 (coordinator): the build's tasks, one per build split, as bytes to ship. An empty
+   * list means there is nothing to index.
+   */
+  public List<byte[]> planIndexBuild(String column, IndexBuild b) {
+    if (b == null) throw new LanceException.InvalidArgument("the index build is null");
+    return List.of(handle.with(h -> Native.planIndexBuild(h, b.kind, column, b.name, b.replace, b.params, b.model,
+        b.numSplits, b.unindexedOnly)));
+  }
+
+  /**
+   * Step 3 (a worker, on the table opened there at the planned version or later): builds one
+   * task's segment and returns its bytes for the coordinator; nothing is committed.
+   */
+  public byte[] buildIndexTask(byte[] task) {
+    return handle.with(h -> Native.indexBuildTask(h, task));
+  }
+
+  /**
+   * Step 4 (coordinator): commits the segments of one plan as ONE index in ONE new version
+   * ({@code merge}: merged into one segment first); segments of failed tasks may be left out.
+   * Returns the new version.
+   */
+  public long commitIndexBuild(List<byte[]> segments, boolean merge) {
+    if (segments == null) throw new LanceException.InvalidArgument("the index segments are null");
+    byte[][] s = segments.toArray(new byte[0][]);
+    return handle.withLong(h -> Native.commitIndexBuild(h, s, merge));
+  }
+
   /** Loads an index into the session's index cache (the prewarm document's rules). */
   public void prewarmIndex(String name) {
     handle.with(h -> {

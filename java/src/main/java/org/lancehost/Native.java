@@ -103,6 +103,11 @@ final class Native {
   static native String[] datasetIndexes(long ds);
   static native long createIndex(long ds, int kind, String column, String name, boolean replace, int[] params);
   static native void prewarmIndex(long ds, String name);
+  static native byte[] trainVectorIndex(long ds, String column, int[] params);
+  static native byte[][] planIndexBuild(long ds, int kind, String column, String name, boolean replace, int[] params,
+      byte[] model, int numSplits, boolean unindexedOnly);
+  static native byte[] indexBuildTask(long ds, byte[] task);
+  static native long commitIndexBuild(long ds, byte[][] segments, boolean merge);
 
   static native Object[] planFts(long ds, String column, long flatTargetRows);
   static native byte[] ftsStats(long ds, String column, String text, int match, int slop, long k, String prefilter);

@@ -114,6 +114,73 @@ class IndexTest {
   }
 
   @Test
+  void distributedBuildsTrainOnceBuildOnWorkersAndCommitOnce() throws Exception {
+    Path dir = Fixtures.root().resolve("written");
+    Files.createDirectories(dir);
+    Path uri = dir.resolve("distributed-index.lance");
+    Write.write(uri.toString(), null, WriteTest.SCHEMA, WriteTest.batches(allocator, 0, 4000, 1000),
+        Write.Options.mode(Write.CREATE).maxRowsPerFile(1000));
+    byte[] token;
+    List<byte[]> vectorTasks, scalarTasks, textTasks;
+    try (Dataset fe = Dataset.open(uri.toString())) { // the coordinator
+      token = fe.snapshot();
+      byte[] model = fe.trainVectorIndex("vec", Dataset.IVF_FLAT, 0, 2, 0);
+      vectorTasks = fe.planIndexBuild("vec", Dataset.IndexBuild.vector(model, Dataset.IVF_FLAT, 0).name("vec_idx"));
+      scalarTasks = fe.planIndexBuild("id", Dataset.IndexBuild.scalar(Dataset.BTREE).name("id_idx"));
+      textTasks = fe.planIndexBuild("name", Dataset.IndexBuild.inverted(true).name("name_idx").splits(2));
+    }
+    assertEquals(4, vectorTasks.size(), "one task per fragment");
+    assertEquals(4, scalarTasks.size());
+    assertEquals(2, textTasks.size());
+    // Workers: each opens the shipped snapshot and builds its tasks, two at a time.
+    List<List<byte[]>> segments = new ArrayList<>();
+    for (List<byte[]> tasks : List.of(vectorTasks, scalarTasks, textTasks)) {
+      List<byte[]> out = java.util.Collections.synchronizedList(new ArrayList<>());
+      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      for (byte[] task : tasks) {
+        done.add(pool.submit(() -> {
+          try (Dataset be = Dataset.fromSnapshot(token, null)) {
+            out.add(be.buildIndexTask(task));
+          }
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) f.get();
+      pool.shutdown();
+      segments.add(out);
+    }
+    try (Dataset fe = Dataset.fromSnapshot(token, null)) {
+      assertThrows(LanceException.InvalidArgument.class,
+          () -> fe.commitIndexBuild(List.of(segments.get(1).get(0), segments.get(1).get(0)), false), "a segment twice");
+      assertThrows(LanceException.class, () -> fe.buildIndexTask(new byte[] {1, 2, 3}), "garbage task bytes");
+      assertEquals(2, fe.commitIndexBuild(segments.get(0), false));
+    }
+    try (Dataset fe = Dataset.open(uri.toString())) {
+      assertEquals(3, fe.commitIndexBuild(segments.get(1), true));
+    }
+    try (Dataset fe = Dataset.open(uri.toString())) {
+      assertEquals(4, fe.commitIndexBuild(segments.get(2), false));
+    }
+    try (Dataset ds = Dataset.open(uri.toString())) {
+      SplitPlan plan = ds.planVectorSearch("vec", 0, true, 0);
+      assertEquals("vec_idx", plan.indexName());
+      long segmentSplits = plan.splits().stream().filter(b -> Split.info(b).kind() == Split.INDEX_SEGMENT).count();
+      assertEquals(4, segmentSplits, "one segment per worker's task, searched as one split each");
+      assertEquals(1000, ds.countRows("id >= 3000"));
+    }
+    // pylance lists the three indexes and answers a full-text query through the one built on workers.
+    String code = "import lance, sys\nds = lance.dataset(sys.argv[1])\n"
+        + "print(sorted(i['name'] for i in ds.list_indices()), ds.version,"
+        + " ds.to_table(full_text_query='n1234', columns=['id'])['id'].to_pylist())";
+    Process p = new ProcessBuilder("python3", "-c", code, uri.toString()).start();
+    String out = new String(p.getInputStream().readAllBytes()).trim();
+    String err = new String(p.getErrorStream().readAllBytes()).trim();
+    assertEquals(0, p.waitFor(), err);
+    // one entry per segment: the merged BTREE is one, the text index two, the vector index four
+    assertEquals("['id_idx', 'name_idx', 'name_idx', 'vec_idx', 'vec_idx', 'vec_idx', 'vec_idx'] 4 [1234]", out);
+  }
+
+  @Test
   void theSessionReportsItsCachesAndRefusesLateConfiguration() {
     Session.Options d = Session.defaults();
     assertTrue(d.indexCacheBytes() > 0 && d.workerThreads() >= 0);
