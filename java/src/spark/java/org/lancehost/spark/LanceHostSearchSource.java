@@ -100,9 +100,9 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
       } catch (Exception e) {
         throw new LanceException.InvalidArgument("option vector must be a JSON list of numbers, not '" + v + "'");
       }
-      k = intOption("k", 10, 1);
-      nprobes = (int) intOption("nprobes", 0, 0);
-      refine = (int) intOption("refine", 0, 0);
+      k = options.intOption("k", 10, 1);
+      nprobes = options.intOption("nprobes", 0, 0);
+      refine = options.intOption("refine", 0, 0);
       String m = options.all.getOrDefault("metric", "").trim().toLowerCase(java.util.Locale.ROOT);
       Map<String, Integer> metrics = Map.of("", VectorQuery.METRIC_DEFAULT, "l2", VectorQuery.L2, "cosine", VectorQuery.COSINE,
           "dot", VectorQuery.DOT, "hamming", VectorQuery.HAMMING);
@@ -121,18 +121,6 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
       String v = options.all.get(key);
       if (v == null || v.trim().isEmpty()) throw new LanceException.InvalidArgument("option " + key + " is required");
       return v;
-    }
-
-    private long intOption(String key, long dflt, long min) {
-      String v = options.all.get(key);
-      if (v == null || v.trim().isEmpty()) return dflt;
-      try {
-        long n = Long.parseLong(v.trim());
-        if (n < min || n > Integer.MAX_VALUE) throw new NumberFormatException();
-        return n;
-      } catch (NumberFormatException e) {
-        throw new LanceException.InvalidArgument("option " + key + " must be an integer of at least " + min + ", not '" + v + "'");
-      }
     }
 
     VectorQuery query() {

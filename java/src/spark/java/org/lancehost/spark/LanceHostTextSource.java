@@ -79,8 +79,8 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
       options = new Options(raw, OPTIONS, "format(\"lance_host_text\")");
       column = required("column");
       text = required("text");
-      k = number("k", 10, 1);
-      slop = (int) number("slop", 0, 0);
+      k = options.intOption("k", 10, 1);
+      slop = options.intOption("slop", 0, 0);
       String m = options.all.getOrDefault("match", "any").trim().toLowerCase(Locale.ROOT);
       Map<String, Integer> kinds = Map.of("any", TextQuery.ANY, "all", TextQuery.ALL, "phrase", TextQuery.PHRASE);
       if (!kinds.containsKey(m)) throw new LanceException.InvalidArgument("option match must be any, all or phrase, not '" + m + "'");
@@ -95,18 +95,6 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
       String v = options.all.get(key);
       if (v == null || v.trim().isEmpty()) throw new LanceException.InvalidArgument("option " + key + " is required");
       return v;
-    }
-
-    private long number(String key, long dflt, long min) {
-      String v = options.all.get(key);
-      if (v == null || v.trim().isEmpty()) return dflt;
-      try {
-        long n = Long.parseLong(v.trim());
-        if (n < min || n > Integer.MAX_VALUE) throw new NumberFormatException();
-        return n;
-      } catch (NumberFormatException e) {
-        throw new LanceException.InvalidArgument("option " + key + " must be an integer of at least " + min + ", not '" + v + "'");
-      }
     }
 
     TextQuery query() {

@@ -129,6 +129,19 @@ final class Options implements Serializable {
     }
   }
 
+  /** An integer option of at least {@code min} that fits Java's int ({@code dflt} when absent). */
+  int intOption(String key, int dflt, int min) {
+    String v = all.get(key);
+    if (v == null || v.trim().isEmpty()) return dflt;
+    try {
+      long n = Long.parseLong(v.trim());
+      if (n < min || n > Integer.MAX_VALUE) throw new NumberFormatException();
+      return (int) n;
+    } catch (NumberFormatException e) {
+      throw new LanceException.InvalidArgument("option " + key + " must be an integer of at least " + min + ", not '" + v + "'");
+    }
+  }
+
   private static String emptyToNull(String s) {
     return s == null || s.trim().isEmpty() ? null : s;
   }

@@ -259,6 +259,15 @@ class SparkReadTest {
     Exception bad = assertThrows(Exception.class, () -> spark.read().format("lance_host_search").option("column", "vec")
         .option("vector", "not json").load(indexed.get("uri").asText()));
     assertTrue(bad.getMessage().contains("JSON list of numbers"), bad.getMessage());
+    // numeric options out of range or not numbers: refused when the query is planned, naming the option
+    String q = json(indexed.get("query"));
+    String[][] wrong = {{"k", "0"}, {"k", "-3"}, {"k", "ten"}, {"k", "3000000000"}, {"nprobes", "-1"},
+        {"nprobes", "1.5"}, {"refine", "x"}};
+    for (String[] kv : wrong) {
+      Exception w = assertThrows(Exception.class, () -> spark.read().format("lance_host_search").option("column", "vec")
+          .option("vector", q).option(kv[0], kv[1]).load(indexed.get("uri").asText()).count());
+      assertTrue(w.getMessage().contains("option " + kv[0] + " must be an integer"), kv[0] + "=" + kv[1] + ": " + w);
+    }
   }
 
   @Test
@@ -287,5 +296,10 @@ class SparkReadTest {
     Exception e = assertThrows(Exception.class, () -> spark.read().format("lance_host_text").option("column", "doc")
         .option("text", "zebra").option("match", "fuzzy").load(t.get("uri").asText()));
     assertTrue(e.getMessage().contains("any, all or phrase"), e.getMessage());
+    for (String[] kv : new String[][] {{"k", "0"}, {"k", "many"}, {"slop", "-1"}, {"slop", "99999999999"}}) {
+      Exception w = assertThrows(Exception.class, () -> spark.read().format("lance_host_text").option("column", "doc")
+          .option("text", "zebra").option(kv[0], kv[1]).load(t.get("uri").asText()).count());
+      assertTrue(w.getMessage().contains("option " + kv[0] + " must be an integer"), kv[0] + "=" + kv[1] + ": " + w);
+    }
   }
 }
