@@ -18,7 +18,7 @@ import org.lancehost.ScanOptions;
  * until the next call to {@link #next()} or {@link #close()}, as Spark requires.
  */
 final class ColumnarReader implements PartitionReader<ColumnarBatch> {
-  private final Dataset dataset;
+  private final AutoCloseable owner; // the dataset (or the lease on it) the stream was opened on
   private final ArrowStream stream;
   private final StructType schema;
   private VectorSchemaRoot current;
@@ -26,13 +26,14 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
 
   /** A reader over a stream already opened on `ds` (both closed with the reader). */
   ColumnarReader(Dataset ds, ArrowStream stream) {
-    this.dataset = ds;
+    this.owner = ds;
     this.stream = stream;
     this.schema = null;
   }
 
   ColumnarReader(LanceScan.Partition p) {
-    Dataset ds = p.aggregate != null ? Dataset.fromSnapshot(p.snapshot, p.storage) : Dataset.forSplit(p.split, p.storage);
+    Snapshots.Lease lease = Snapshots.open(p.snapshot);
+    Dataset ds = lease.dataset();
     try {
       if (p.aggregate != null) {
         schema = p.aggregate.schema;
@@ -45,10 +46,10 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         stream = ds.scan(p.split, o, SparkTypes.allocator());
       }
     } catch (RuntimeException e) {
-      ds.close();
+      lease.close();
       throw e;
     }
-    dataset = ds;
+    owner = lease;
   }
 
   @Override
@@ -96,6 +97,10 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   public void close() {
     release();
     stream.close();
-    dataset.close();
+    try {
+      owner.close();
+    } catch (Exception e) {
+      throw new LanceException.Internal("cannot release the snapshot: " + e);
+    }
   }
 }

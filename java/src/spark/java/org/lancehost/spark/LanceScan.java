@@ -73,14 +73,17 @@ final class LanceScan implements Scan, Batch {
       // The pushed predicates (and the filter option) restrict the rows the aggregate sees.
       ScanBuilder.AggregatePlan a = new ScanBuilder.AggregatePlan(aggregate.spec.filter(filter), aggregate.schema,
           aggregate.description);
-      return new InputPartition[] {new Partition(null, table.snapshot(), null, null, -1, 0, a, table.options.storage)};
+      return new InputPartition[] {new Partition(null, Snapshots.ship(table.dataset(), table.options.storage), null,
+          null, -1, 0, a)};
     }
     Dataset ds = table.dataset();
     SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
     List<InputPartition> out = new ArrayList<>();
     long rows = 0;
+    Snapshots.Ref snapshot = null;
     for (byte[] split : plan.splits()) {
-      out.add(new Partition(split, null, columns, filter, limit, table.options.batchSize, null, table.options.storage));
+      if (snapshot == null) snapshot = Snapshots.ship(ds, table.options.storage); // once, when there is a split
+      out.add(new Partition(split, snapshot, columns, filter, limit, table.options.batchSize, null));
       rows += Split.info(split).rowCount();
       // Without a filter every split returns all its rows: once `limit` are covered, the rest
       // of the splits cannot change the answer Spark's global limit keeps.
@@ -94,20 +97,19 @@ final class LanceScan implements Scan, Batch {
     return new ReaderFactory();
   }
 
-  /** One split (or the aggregate) with what its task reads. */
+  /** One split (or the aggregate) with what its task reads, and the query's shipped snapshot. */
   static final class Partition implements InputPartition {
     private static final long serialVersionUID = 1L;
     final byte[] split;
-    final byte[] snapshot;
+    final Snapshots.Ref snapshot;
     final String[] columns;
     final String filter;
     final long limit;
     final long batchSize;
     final ScanBuilder.AggregatePlan aggregate;
-    final java.util.HashMap<String, String> storage;
 
-    Partition(byte[] split, byte[] snapshot, String[] columns, String filter, long limit, long batchSize,
-        ScanBuilder.AggregatePlan aggregate, java.util.HashMap<String, String> storage) {
+    Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, long batchSize,
+        ScanBuilder.AggregatePlan aggregate) {
       this.split = split;
       this.snapshot = snapshot;
       this.columns = columns;
@@ -115,7 +117,6 @@ final class LanceScan implements Scan, Batch {
       this.limit = limit;
       this.batchSize = batchSize;
       this.aggregate = aggregate;
-      this.storage = storage;
     }
   }
 

@@ -271,6 +271,19 @@ class SparkReadTest {
   }
 
   @Test
+  void tasksShareTheShippedSnapshotInsteadOfOpeningTheTable() {
+    Dataset<Row> t = table();
+    int partitions = t.rdd().getNumPartitions();
+    assertTrue(partitions >= 6, "one partition per split: " + partitions);
+    long before = org.lancehost.LanceHost.metrics().get("ops.open");
+    // rows read by every task (not an aggregate Lance answers from one partition)
+    assertEquals(basic.get("count").asLong(), t.filter("id >= 0").select("id").collectAsList().size());
+    long opens = org.lancehost.LanceHost.metrics().get("ops.open") - before;
+    // the driver pins the table for the query; the executor opens the broadcast token once for all tasks
+    assertTrue(opens <= 3, opens + " opens for " + partitions + " tasks");
+  }
+
+  @Test
   void repeatedQueriesHoldNoNativeMemory() {
     // A long job's shape: many queries; every batch the library handed over is released after each.
     for (int i = 0; i < 15; i++) {
