@@ -101,12 +101,15 @@ def pylance_source():
 
             if "vector" in self.options:  # pylance searches a dataset, not a fragment: one task
                 return [InputPartition(-1)]
-            return [InputPartition(f.fragment_id) for f in lance.dataset(self.options["uri"]).get_fragments()]
+            return [InputPartition(f.fragment_id) for f in self.dataset().get_fragments()]
 
-        def read(self, partition):
+        def dataset(self):  # option storage_json: the storage options (s3://), as JSON
             import lance
 
-            ds = lance.dataset(self.options["uri"])
+            return lance.dataset(self.options["uri"], storage_options=json.loads(self.options.get("storage_json", "{}")) or None)
+
+        def read(self, partition):
+            ds = self.dataset()
             if "vector" in self.options:  # pylance's exact top k of the table, with _distance
                 q = json.loads(self.options["vector"])
                 t = ds.to_table(columns=["id"], nearest={"column": "vec", "q": q, "k": int(self.options["k"]),
