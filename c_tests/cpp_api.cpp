@@ -1,6 +1,8 @@
 // The C++17 API (lance_host.hpp) as an engine would use it: catalog -> pinned dataset ->
 // scan plan -> split scans -> vector plan -> split searches -> merge -> take, with RAII and
 // exceptions; compiled with -Wall -Wextra -Werror.
+#include <algorithm>
+#include <functional>
 #include <cmath>
 #include <atomic>
 #include <cerrno>
@@ -264,6 +266,29 @@ int main(int argc, char** argv) {
       }
     }
     EXPECT(matching == ds.count_rows(std::string("id % 5 = 0")) && matching > 0);
+
+    // An ordered scan with a limit is a top-n: the largest ids first, in order.
+    {
+      lh::ScanRequest top;
+      top.columns = {"id"};
+      top.order_by = std::string("id DESC");
+      top.limit = 3;
+      std::vector<int64_t> got;
+      for (auto& batch : ds.scan(top)) {
+        const int64_t* ids = batch.values<int64_t>("id");
+        got.insert(got.end(), ids, ids + batch.num_rows());
+      }
+      std::vector<int64_t> all;  // every id, sorted here: the top 3 must be its last 3
+      lh::ScanRequest every;
+      every.columns = {"id"};
+      for (auto& batch : ds.scan(every)) {
+        const int64_t* ids = batch.values<int64_t>("id");
+        all.insert(all.end(), ids, ids + batch.num_rows());
+      }
+      std::sort(all.begin(), all.end(), std::greater<int64_t>());
+      EXPECT(got.size() == 3 && all.size() >= 3);
+      EXPECT(std::equal(got.begin(), got.end(), all.begin()));
+    }
     // Aggregates: the one-call answer equals the scan's own sums, and the partial states of
     // every (sliced, shipped) split merge to it.
     int64_t id_sum = 0, id_min = INT64_MAX, id_max = INT64_MIN;
@@ -790,14 +815,41 @@ int main(int argc, char** argv) {
     auto merge_share = after_delete.stage_merge_insert(ds.scan(small), upsert2);
     auto [merged2, mr2] = lh::commit(target, {merge_share.bytes});
     EXPECT(mr2.rows_inserted == merge_share.result.rows_inserted && mr2.rows_updated == merge_share.result.rows_updated);
+    // row-level delete by address: the rows read with _rowaddr, staged in two shares, one commit
+    {
+      lh::ScanRequest addr_scan;
+      addr_scan.columns = {"_rowaddr"};
+      addr_scan.filter = "id % 5 = 1";
+      std::vector<uint64_t> addrs;
+      for (auto& batch : merged2.scan(addr_scan)) {
+        const uint64_t* a = batch.values<uint64_t>("_rowaddr");
+        addrs.insert(addrs.end(), a, a + batch.num_rows());
+      }
+      EXPECT(!addrs.empty());
+      size_t half = addrs.size() / 2;
+      auto s1 = merged2.stage_row_deletes(std::vector<uint64_t>(addrs.begin(), addrs.begin() + half));
+      auto s2 = merged2.stage_row_deletes(std::vector<uint64_t>(addrs.begin() + half, addrs.end()));
+      EXPECT(s1.result.rows_deleted + s2.result.rows_deleted == addrs.size());
+      uint64_t rows_before = merged2.count_rows();
+      auto [rowdel, rr] = lh::commit(target, {s1.bytes, s2.bytes});
+      EXPECT(rr.rows_deleted == addrs.size() && rowdel.count_rows() == rows_before - addrs.size());
+      EXPECT(rowdel.count_rows(std::string("id % 5 = 1")) == 0);
+      try {  // an address given twice
+        merged2.stage_row_deletes({addrs[0], addrs[0]});
+        EXPECT(false);
+      } catch (const lh::Error& e) {
+        EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT);
+      }
+    }
     lh::CompactRequest whole;
     whole.target_rows_per_fragment = 1000000;
-    auto tasks = merged2.plan_compaction(whole);
+    auto merged3 = lh::Dataset::open(target);
+    auto tasks = merged3.plan_compaction(whole);
     std::vector<std::vector<uint8_t>> compact_results;
-    for (const auto& t : tasks) compact_results.push_back(lh::Dataset::open(target, {}, merged2.version()).execute_compaction_task(t));
+    for (const auto& t : tasks) compact_results.push_back(lh::Dataset::open(target, {}, merged3.version()).execute_compaction_task(t));
     if (!tasks.empty()) {
-      auto [dc, dcr] = merged2.commit_compaction(compact_results, whole);
-      EXPECT(dcr.version > merged2.version() && dc.count_rows() == merged2.count_rows());
+      auto [dc, dcr] = merged3.commit_compaction(compact_results, whole);
+      EXPECT(dcr.version > merged3.version() && dc.count_rows() == merged3.count_rows());
     }
     auto latest_now = lh::Dataset::open(target);
     auto with_col = latest_now.add_columns({{"id_plus_1", "id + 1"}});

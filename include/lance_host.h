@@ -922,6 +922,15 @@ typedef struct {
   // Bytes of reads the scan may queue ahead of decoding (bounds its I/O memory together
   // with the two read-ahead settings); 0 = the session's default (`scan_io_buffer_bytes`).
   uint64_t io_buffer_bytes;
+  // Return the rows sorted: comma-separated sort keys `column [ASC | DESC] [NULLS FIRST |
+  // NULLS LAST]` over top-level columns of primitive types (numbers, strings, binary, booleans,
+  // dates, timestamps, decimals); default ASC, NULLS FIRST for ASC and NULLS LAST for DESC (as
+  // in Spark); a name may be quoted with double quotes or backticks. The sort is over the rows
+  // of the call (for a split scan, of its split), before `offset` and `limit`: with a limit it
+  // is a top-n. NULL or empty = storage order. A malformed list, an unknown column, a column
+  // of a nested type or one the scan does not return (when `columns` names any) is
+  // LANCE_ERR_INVALID_ARGUMENT. Since 0.13.
+  const char *order_by;
 } LanceScanOptions;
 
 // Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make

@@ -595,6 +595,9 @@ struct ScanRequest {
   uint64_t batch_size = 0;
   bool with_row_id = false;
   std::vector<uint64_t> fragment_ids;
+  /// Sort keys ("price DESC, id"): the rows (of the scan or of each split) sorted before offset
+  /// and limit; unset = storage order. Since 0.13.
+  std::optional<std::string> order_by;
 };
 
 /// Settings of a write, a staged write, a commit or a delete (LanceWriteParams); unset =
@@ -1227,6 +1230,19 @@ class Dataset {
     out.bytes = detail::take_bytes(bytes, n);
     return out;
   }
+  /// One worker's share of a row-level change without its commit: the rows at `row_addresses`
+  /// (`_rowaddr` values read from this version) are deleted when the coordinator commits this
+  /// share with the statement's staged appends (lance_host::commit, one version). Nothing is
+  /// written now. Since 0.13.
+  StagedWrite stage_row_deletes(const std::vector<uint64_t>& row_addresses) const {
+    uint8_t* bytes = nullptr;
+    size_t n = 0;
+    StagedWrite out{{}, detail::write_result()};
+    check(lance_dataset_stage_row_deletes(p_.get(), row_addresses.data(), row_addresses.size(), &bytes, &n,
+                                          &out.result));
+    out.bytes = detail::take_bytes(bytes, n);
+    return out;
+  }
   /// Compact the table (small fragments, many deletions) as one new version planned at this
   /// handle's version; 0 fields = Lance's defaults.
   std::pair<Dataset, LanceCompactResult> compact(const CompactRequest& r = {}) const {
@@ -1454,6 +1470,7 @@ class Dataset {
     o.with_row_id = r.with_row_id;
     o.fragment_ids = r.fragment_ids.data();
     o.num_fragment_ids = r.fragment_ids.size();
+    o.order_by = r.order_by ? r.order_by->c_str() : nullptr;
     return o;
   }
   static LanceVectorQuery vector_query(const SearchRequest& r, const std::vector<const char*>& cols) {

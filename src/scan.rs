@@ -45,6 +45,111 @@ pub struct ScanOptions {
     pub fragment_readahead: Option<u32>,
     /// Bytes of reads the scan may queue ahead of decoding; None = the session's default.
     pub io_buffer_bytes: Option<u64>,
+    /// Sort the rows by these keys (before offset and limit); empty = storage order.
+    pub order_by: Vec<SortKey>,
+}
+
+/// One key of an ordered scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    pub column: String,
+    pub ascending: bool,
+    pub nulls_first: bool,
+}
+
+/// Parse `column [ASC|DESC] [NULLS FIRST|NULLS LAST], ...` (names optionally quoted with `"` or
+/// a backtick; keywords in any case). Defaults: ASC; NULLS FIRST for ASC, NULLS LAST for DESC.
+/// Empty or blank text is no ordering.
+pub fn parse_order_by(text: &str) -> Result<Vec<SortKey>> {
+    let bad = |why: String| HostError::invalid(format!("order_by '{}': {why}", text.escape_debug()));
+    let mut keys = Vec::new();
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Ok(keys);
+    }
+    loop {
+        // the column: quoted, or up to white space or a comma
+        let (column, after) = match rest.chars().next() {
+            Some(q @ ('"' | '`')) => {
+                let end = rest[1..].find(q).ok_or_else(|| bad(format!("the quoted name starting at {q} is not closed")))?;
+                (rest[1..1 + end].to_string(), &rest[2 + end..])
+            }
+            _ => {
+                let end = rest.find(|c: char| c.is_whitespace() || c == ',').unwrap_or(rest.len());
+                (rest[..end].to_string(), &rest[end..])
+            }
+        };
+        if column.is_empty() {
+            return Err(bad("a sort key has no column".to_string()));
+        }
+        let (item, next) = match after.find(',') {
+            Some(i) => (&after[..i], Some(&after[i + 1..])),
+            None => (after, None),
+        };
+        let words: Vec<String> = item.split_whitespace().map(str::to_ascii_uppercase).collect();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let (ascending, nulls) = match words.as_slice() {
+            [] => (true, None),
+            ["ASC"] => (true, None),
+            ["DESC"] => (false, None),
+            ["NULLS", n] => (true, Some(*n)),
+            ["ASC", "NULLS", n] => (true, Some(*n)),
+            ["DESC", "NULLS", n] => (false, Some(*n)),
+            _ => return Err(bad(format!("cannot read '{}' after column '{column}' (ASC, DESC, NULLS FIRST, NULLS LAST)", item.trim()))),
+        };
+        let nulls_first = match nulls {
+            None => ascending,
+            Some("FIRST") => true,
+            Some("LAST") => false,
+            Some(other) => return Err(bad(format!("NULLS {other}: FIRST or LAST"))),
+        };
+        keys.push(SortKey { column, ascending, nulls_first });
+        match next {
+            Some(n) => {
+                rest = n.trim();
+                if rest.is_empty() {
+                    return Err(bad("a sort key is missing after the last comma".to_string()));
+                }
+            }
+            None => return Ok(keys),
+        }
+    }
+}
+
+/// The orderings Lance sorts by, checked against the snapshot's schema: top-level columns of
+/// primitive types only (what a sort compares the same way everywhere), among the scan's
+/// `columns` when it names any (Lance cannot plan a sort by a column it does not return).
+fn orderings(
+    snapshot: &Snapshot,
+    keys: &[SortKey],
+    columns: &[String],
+) -> Result<Vec<lance::dataset::scanner::ColumnOrdering>> {
+    let schema = arrow_schema::Schema::from(snapshot.dataset.schema());
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        let field = schema
+            .field_with_name(&k.column)
+            .map_err(|_| HostError::invalid(format!("order_by names column '{}', which the table does not have", k.column)))?;
+        if !columns.is_empty() && !columns.iter().any(|c| c == &k.column) {
+            return Err(HostError::invalid(format!(
+                "order_by column '{}' is not one of the scan's columns: sort by columns the scan returns",
+                k.column
+            )));
+        }
+        if field.data_type().is_nested() || matches!(field.data_type(), arrow_schema::DataType::Dictionary(..)) {
+            return Err(HostError::invalid(format!(
+                "order_by column '{}' is of type {}: sort by columns of primitive types",
+                k.column,
+                field.data_type()
+            )));
+        }
+        out.push(lance::dataset::scanner::ColumnOrdering {
+            ascending: k.ascending,
+            nulls_first: k.nulls_first,
+            column_name: k.column.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// Check projected column names against the snapshot's schema, naming the first unknown one.
@@ -223,6 +328,9 @@ pub fn configure_scanner(
         scanner.with_physical_row_addr_prefilter(slice_rows(snapshot, fragment, slice)?);
     }
     scanner.scan_in_order(opts.scan_in_order);
+    if !opts.order_by.is_empty() {
+        scanner.order_by(Some(orderings(snapshot, &opts.order_by, &opts.columns)?)).map_err(lance_err)?;
+    }
     apply_memory_bounds(snapshot, scanner, opts)
 }
 

@@ -98,7 +98,19 @@ def main(root: Path) -> None:
                      columns=["id"], with_row_id=True)
     days = ds.to_table(columns=["id", "day"]).to_pylist()
     count_day = sum(1 for r in days if r["day"] == dt.date(2024, 1, 5) and r["id"] < 3000)
+    # top n as Spark orders: nulls first for ASC, last for DESC; ties by id
+    tops = ds.to_table(columns=["id", "value", "name", "qty"]).to_pylist()
+
+    def top(column, descending, n):
+        present = sorted((r for r in tops if r[column] is not None), key=lambda r: r["id"])
+        present.sort(key=lambda r: r[column], reverse=descending)
+        missing = sorted((r for r in tops if r[column] is None), key=lambda r: r["id"])
+        return [r["id"] for r in (present + missing if descending else missing + present)][:n]
+
     expected["basic"] = {
+        "top_value_desc_12": top("value", True, 12),
+        "top_name_asc_9": top("name", False, 9),
+        "top_qty_desc_10": top("qty", True, 10),
         "count_day": count_day,
         "uri": uri,
         "version": ds.version,

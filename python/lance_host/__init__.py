@@ -634,7 +634,7 @@ def _plan(handle) -> SplitPlan:
 
 def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=None, batch_size=None,
                   with_row_id=False, with_row_addr=False, fragment_ids=None, scan_in_order=True,
-                  batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None):
+                  batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None, order_by=None):
     o = _ffi.ScanOptions()
     _check(LIB.lance_scan_options_init_v2(ctypes.byref(o), ctypes.sizeof(o)))
     keep = []
@@ -659,6 +659,10 @@ def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=
     o.batch_readahead = batch_readahead or 0
     o.fragment_readahead = fragment_readahead or 0
     o.io_buffer_bytes = io_buffer_bytes or 0
+    if order_by is not None:
+        if not isinstance(order_by, str):
+            raise _error(1, f"order_by must be a string like 'price DESC, id', not {order_by!r}")
+        o.order_by = order_by.encode()
     return o, keep
 
 
@@ -973,7 +977,8 @@ class Dataset:
     def scan(self, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> pa.RecordBatchReader:
         """Scan as a `pyarrow.RecordBatchReader` (zero copy). Options: substrait, limit, offset,
         batch_size, with_row_id, with_row_addr, fragment_ids, scan_in_order, batch_readahead,
-        fragment_readahead, io_buffer_bytes (see LanceScanOptions)."""
+        fragment_readahead, io_buffer_bytes, order_by ('price DESC, id': sorted before offset
+        and limit, a top-n with a limit) (see LanceScanOptions)."""
         return self.scan_stream(columns, filter, **options).reader()
 
     def scan_stream(self, columns=None, filter=None, **options) -> Stream:

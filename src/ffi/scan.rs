@@ -58,6 +58,15 @@ pub struct LanceScanOptions {
     /// Bytes of reads the scan may queue ahead of decoding (bounds its I/O memory together
     /// with the two read-ahead settings); 0 = the session's default (`scan_io_buffer_bytes`).
     pub io_buffer_bytes: u64,
+    /// Return the rows sorted: comma-separated sort keys `column [ASC | DESC] [NULLS FIRST |
+    /// NULLS LAST]` over top-level columns of primitive types (numbers, strings, binary, booleans,
+    /// dates, timestamps, decimals); default ASC, NULLS FIRST for ASC and NULLS LAST for DESC (as
+    /// in Spark); a name may be quoted with double quotes or backticks. The sort is over the rows
+    /// of the call (for a split scan, of its split), before `offset` and `limit`: with a limit it
+    /// is a top-n. NULL or empty = storage order. A malformed list, an unknown column, a column
+    /// of a nested type or one the scan does not return (when `columns` names any) is
+    /// LANCE_ERR_INVALID_ARGUMENT. Since 0.13.
+    pub order_by: *const c_char,
 }
 
 impl Default for LanceScanOptions {
@@ -80,6 +89,7 @@ impl Default for LanceScanOptions {
             batch_readahead: 0,
             fragment_readahead: 0,
             io_buffer_bytes: 0,
+            order_by: std::ptr::null(),
         }
     }
 }
@@ -121,6 +131,10 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
         fragment_readahead: (o.fragment_readahead > 0).then_some(o.fragment_readahead),
         io_buffer_bytes: (o.io_buffer_bytes > 0).then_some(o.io_buffer_bytes),
         row_slice: None,
+        order_by: match opt_str_arg(o.order_by, "order_by")? {
+            Some(text) => scan::parse_order_by(text)?,
+            None => Vec::new(),
+        },
     })
 }
 

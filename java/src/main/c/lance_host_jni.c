@@ -561,19 +561,34 @@ JNIEXPORT jlongArray JNI(splitInfo)(JNIEnv *env, jclass c, jbyteArray split) {
 
 /* ---- scans ------------------------------------------------------------------------------- */
 
-static int scan_options(JNIEnv *env, LanceScanOptions *o, StrArray *cols, char **filter, jobjectArray columns,
-                        jstring filter_sql, jlong limit, jlong offset, jlong batch_size, jboolean with_row_id) {
+/* The strings a scan's options point at (freed with scan_strings_free). */
+typedef struct {
+  StrArray cols;
+  char *filter, *order_by;
+} ScanStrings;
+
+static void scan_strings_free(ScanStrings *t) {
+  free(t->filter);
+  free(t->order_by);
+  str_array_free(&t->cols);
+}
+
+static int scan_options(JNIEnv *env, LanceScanOptions *o, ScanStrings *t, jobjectArray columns, jstring filter_sql,
+                        jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by) {
   lance_scan_options_init_v2(o, sizeof *o);
+  memset(t, 0, sizeof *t);
   int ok = 1;
-  *filter = utf8(env, filter_sql, "filter", &ok);
-  if (!ok) return 0;
-  if (!str_array(env, columns, "columns", 0, cols)) {
-    free(*filter);
+  t->filter = utf8(env, filter_sql, "filter", &ok);
+  if (ok) t->order_by = utf8(env, order_by, "order by", &ok);
+  if (!ok || !str_array(env, columns, "columns", 0, &t->cols)) {
+    free(t->filter);
+    free(t->order_by);
     return 0;
   }
-  o->columns = (const char *const *)cols->items;
-  o->num_columns = cols->len;
-  o->filter_sql = *filter;
+  o->order_by = t->order_by;
+  o->columns = (const char *const *)t->cols.items;
+  o->num_columns = t->cols.len;
+  o->filter_sql = t->filter;
   o->limit = limit;
   o->offset = offset;
   o->batch_size = (uint64_t)batch_size;
@@ -582,12 +597,11 @@ static int scan_options(JNIEnv *env, LanceScanOptions *o, StrArray *cols, char *
 }
 
 JNIEXPORT jlong JNI(scan)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray columns, jstring filter_sql,
-                          jlong limit, jlong offset, jlong batch_size, jboolean with_row_id) {
+                          jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by) {
   (void)c;
   LanceScanOptions o;
-  StrArray cols;
-  char *filter = NULL;
-  if (!scan_options(env, &o, &cols, &filter, columns, filter_sql, limit, offset, batch_size, with_row_id)) return 0;
+  ScanStrings t;
+  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, batch_size, with_row_id, order_by)) return 0;
   jlong out = 0;
   LanceSplit *s = NULL;
   if (!split || (s = split_in(env, split))) {
@@ -599,23 +613,20 @@ JNIEXPORT jlong JNI(scan)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, job
     }
   }
   if (s) lance_split_free(s);
-  free(filter);
-  str_array_free(&cols);
+  scan_strings_free(&t);
   return out;
 }
 
 JNIEXPORT jstring JNI(explainScan)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jstring filter_sql,
-                                   jlong limit, jlong offset) {
+                                   jlong limit, jlong offset, jstring order_by) {
   (void)c;
   LanceScanOptions o;
-  StrArray cols;
-  char *filter = NULL;
-  if (!scan_options(env, &o, &cols, &filter, columns, filter_sql, limit, offset, 0, JNI_FALSE)) return NULL;
+  ScanStrings t;
+  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, 0, JNI_FALSE, order_by)) return NULL;
   char *text = NULL;
   jstring out = NULL;
   if (check(env, lance_dataset_explain_scan_v2(PTR(LanceDataset, ds), &o, &text))) out = take_string(env, text);
-  free(filter);
-  str_array_free(&cols);
+  scan_strings_free(&t);
   return out;
 }
 

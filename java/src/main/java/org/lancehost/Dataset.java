@@ -150,14 +150,15 @@ public final class Dataset implements AutoCloseable {
   /** One split of this snapshot (null = the whole snapshot). */
   public ArrowStream scan(byte[] split, ScanOptions o, BufferAllocator allocator) {
     ScanOptions s = o == null ? ScanOptions.all() : o;
-    long h = handle.withLong(p -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId));
+    long h = handle.withLong(p -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId,
+        s.orderBy));
     return new ArrowStream(h, allocator);
   }
 
   /** The plan Lance runs for a scan with these options. */
   public String explainScan(ScanOptions o) {
     ScanOptions s = o == null ? ScanOptions.all() : o;
-    return handle.with(p -> Native.explainScan(p, s.columns, s.filter, s.limit, s.offset));
+    return handle.with(p -> Native.explainScan(p, s.columns, s.filter, s.limit, s.offset, s.orderBy));
   }
 
   /** Rows by row id ({@code _rowid}), in the order given; `columns` empty = all. */

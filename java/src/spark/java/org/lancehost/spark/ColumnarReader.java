@@ -42,7 +42,8 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         schema = null;
         // No column asked (a count Spark computes itself): read only the row ids.
         String[] cols = p.columns.length == 0 ? new String[] {"_rowid"} : p.columns;
-        ScanOptions o = ScanOptions.all().columns(cols).filter(p.filter).limit(p.limit).batchSize(p.batchSize);
+        ScanOptions o = ScanOptions.all().columns(cols).filter(p.filter).limit(p.limit).batchSize(p.batchSize)
+            .orderBy(p.orderBy);
         stream = ds.scan(p.split, o, SparkTypes.allocator());
       }
     } catch (RuntimeException e) {

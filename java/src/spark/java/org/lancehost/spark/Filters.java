@@ -79,7 +79,8 @@ final class Filters {
         || t.equals(DataTypes.StringType) || t.equals(DataTypes.BooleanType);
   }
 
-  private static String column(Expression e, StructType schema) {
+  /** A top-level column of a type Lance compares as Spark does (not unsigned), quoted; else null. */
+  static String column(Expression e, StructType schema) {
     if (!(e instanceof NamedReference)) return null;
     String[] parts = ((NamedReference) e).fieldNames();
     if (parts.length != 1) return null; // nested fields stay in Spark

@@ -23,13 +23,18 @@ final class LanceScan implements Scan, Batch {
   private final StructType readSchema;
   private final List<String> pushedSql;
   private final long limit;
+  private final String orderBy; // a pushed top n: the library's sort keys (null: storage order)
+  private final String orderText;
   private final ScanBuilder.AggregatePlan aggregate;
 
-  LanceScan(Table table, StructType required, List<String> pushedSql, long limit, ScanBuilder.AggregatePlan aggregate) {
+  LanceScan(Table table, StructType required, List<String> pushedSql, long limit, String orderBy, String orderText,
+      ScanBuilder.AggregatePlan aggregate) {
     this.table = table;
     this.readSchema = aggregate != null ? aggregate.schema : required;
     this.pushedSql = new ArrayList<>(pushedSql);
     this.limit = limit;
+    this.orderBy = orderBy;
+    this.orderText = orderText;
     this.aggregate = aggregate;
   }
 
@@ -55,7 +60,8 @@ final class LanceScan implements Scan, Batch {
     b.append(" version=").append(table.pinnedVersion());
     b.append(" ReadSchema: ").append(readSchema.catalogString());
     b.append(" PushedFilters: [").append(String.join(", ", pushedSql)).append(']');
-    if (limit >= 0) b.append(" PushedLimit: ").append(limit);
+    if (orderBy != null) b.append(" PushedTopN: ORDER BY ").append(orderText).append(" LIMIT ").append(limit);
+    else if (limit >= 0) b.append(" PushedLimit: ").append(limit);
     if (aggregate != null) b.append(" PushedAggregation: ").append(aggregate.description);
     return b.toString();
   }
@@ -74,7 +80,7 @@ final class LanceScan implements Scan, Batch {
       ScanBuilder.AggregatePlan a = new ScanBuilder.AggregatePlan(aggregate.spec.filter(filter), aggregate.schema,
           aggregate.description);
       return new InputPartition[] {new Partition(null, Snapshots.ship(table.dataset(), table.options.storage), null,
-          null, -1, 0, a)};
+          null, -1, null, 0, a)};
     }
     Dataset ds = table.dataset();
     SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
@@ -83,11 +89,12 @@ final class LanceScan implements Scan, Batch {
     Snapshots.Ref snapshot = null;
     for (byte[] split : plan.splits()) {
       if (snapshot == null) snapshot = Snapshots.ship(ds, table.options.storage); // once, when there is a split
-      out.add(new Partition(split, snapshot, columns, filter, limit, table.options.batchSize, null));
+      out.add(new Partition(split, snapshot, columns, filter, limit, orderBy, table.options.batchSize, null));
       rows += Split.info(split).rowCount();
       // Without a filter every split returns all its rows: once `limit` are covered, the rest
       // of the splits cannot change the answer Spark's global limit keeps.
-      if (limit >= 0 && filter == null && rows >= limit) break;
+      // With an order every split holds candidates: all are read.
+      if (limit >= 0 && filter == null && orderBy == null && rows >= limit) break;
     }
     return out.toArray(new InputPartition[0]);
   }
@@ -105,16 +112,18 @@ final class LanceScan implements Scan, Batch {
     final String[] columns;
     final String filter;
     final long limit;
+    final String orderBy;
     final long batchSize;
     final ScanBuilder.AggregatePlan aggregate;
 
-    Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, long batchSize,
-        ScanBuilder.AggregatePlan aggregate) {
+    Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, String orderBy,
+        long batchSize, ScanBuilder.AggregatePlan aggregate) {
       this.split = split;
       this.snapshot = snapshot;
       this.columns = columns;
       this.filter = filter;
       this.limit = limit;
+      this.orderBy = orderBy;
       this.batchSize = batchSize;
       this.aggregate = aggregate;
     }

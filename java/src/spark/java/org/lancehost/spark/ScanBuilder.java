@@ -5,6 +5,9 @@ import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.NullOrdering;
+import org.apache.spark.sql.connector.expressions.SortDirection;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
 import org.apache.spark.sql.connector.expressions.aggregate.Avg;
@@ -18,6 +21,7 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownTopN;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -33,12 +37,15 @@ import org.lancehost.AggregateSpec;
  * here outlives it.
  */
 final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuilder, SupportsPushDownRequiredColumns,
-    SupportsPushDownV2Filters, SupportsPushDownLimit, SupportsPushDownAggregates {
+    SupportsPushDownV2Filters, SupportsPushDownLimit, SupportsPushDownTopN, SupportsPushDownAggregates {
   private final Table table;
   private StructType required;
   private final List<Predicate> pushed = new ArrayList<>();
   private final List<String> pushedSql = new ArrayList<>();
   private long limit = -1;
+  private String orderBy;
+  private String orderText;
+  private boolean allPushed = true;
   private AggregatePlan aggregate;
 
   ScanBuilder(Table table) {
@@ -69,6 +76,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       String sql = Filters.toSql(p, table.schema());
       if (sql == null) {
         rest.add(p);
+        allPushed = false;
       } else {
         pushed.add(p);
         pushedSql.add(sql);
@@ -90,7 +98,32 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public boolean isPartiallyPushed() {
-    return true; // each split stops at the limit; Spark keeps the global one
+    return true; // each split stops at the limit (its top n); Spark keeps the global one
+  }
+
+  /**
+   * ORDER BY ... LIMIT n: each split returns its own top n, sorted by Lance; Spark sorts the
+   * splits' rows and keeps the global top n. Pushed only over plain columns Lance orders as Spark
+   * does (integers, floating point with NaN above every number, strings and booleans), and only
+   * when every predicate was pushed (a split's top n must be of the rows Spark keeps).
+   */
+  @Override
+  public boolean pushTopN(SortOrder[] orders, int n) {
+    if (!allPushed || aggregate != null || orders.length == 0) return false;
+    List<String> keys = new ArrayList<>();
+    List<String> text = new ArrayList<>();
+    for (SortOrder o : orders) {
+      String col = Filters.column(o.expression(), table.schema());
+      if (col == null || col.substring(1, col.length() - 1).contains("`")) return false;
+      String dir = o.direction() == SortDirection.ASCENDING ? "ASC" : "DESC";
+      String nulls = o.nullOrdering() == NullOrdering.NULLS_FIRST ? "NULLS FIRST" : "NULLS LAST";
+      keys.add(col + " " + dir + " " + nulls);
+      text.add(col.substring(1, col.length() - 1) + " " + dir + " " + nulls);
+    }
+    orderBy = String.join(", ", keys);
+    orderText = String.join(", ", text);
+    limit = n;
+    return true;
   }
 
   @Override
@@ -218,7 +251,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public Scan build() {
-    return new LanceScan(table, required, pushedSql, limit, aggregate);
+    return new LanceScan(table, required, pushedSql, limit, orderBy, orderText, aggregate);
   }
 
   /** An aggregate pushed completely: Lance's spec and the rows' Spark schema. */

@@ -270,6 +270,42 @@ class SparkReadTest {
     }
   }
 
+  static List<Long> ids(Dataset<Row> df) {
+    List<Long> out = new ArrayList<>();
+    for (Row r : df.collectAsList()) out.add(r.getLong(0));
+    return out;
+  }
+
+  static List<Long> expectedIds(String key) {
+    List<Long> out = new ArrayList<>();
+    basic.get(key).forEach(n -> out.add(n.asLong()));
+    return out;
+  }
+
+  @Test
+  void topNIsPushedToEverySplitAndEqualsPylance() {
+    Dataset<Row> byValue = table().select("id", "value")
+        .orderBy(functions.col("value").desc(), functions.col("id")).limit(12).select("id");
+    assertTrue(plan(byValue).contains("PushedTopN: ORDER BY value DESC NULLS LAST, id ASC NULLS FIRST LIMIT 12"),
+        plan(byValue));
+    assertEquals(expectedIds("top_value_desc_12"), ids(byValue));
+    Dataset<Row> byName = table().select("id", "name").orderBy("name", "id").limit(9).select("id");
+    assertTrue(plan(byName).contains("PushedTopN: ORDER BY name ASC NULLS FIRST"), plan(byName));
+    assertEquals(expectedIds("top_name_asc_9"), ids(byName)); // the rows without a name come first
+    Dataset<Row> byQty = table().select("id", "qty")
+        .orderBy(functions.col("qty").desc(), functions.col("id")).limit(10).select("id");
+    assertEquals(expectedIds("top_qty_desc_10"), ids(byQty));
+    // not pushed: an expression, or a filter Lance cannot evaluate (a split's top n would be of
+    // rows Spark drops); the answers are still right
+    Dataset<Row> expr = table().select("id", "value")
+        .orderBy(functions.expr("-value").asc_nulls_last(), functions.col("id")).limit(12).select("id");
+    assertFalse(plan(expr).contains("PushedTopN"), plan(expr));
+    assertEquals(expectedIds("top_value_desc_12"), ids(expr));
+    Dataset<Row> filtered = table().where("length(name) >= 0").select("id", "value")
+        .orderBy(functions.col("value").desc(), functions.col("id")).limit(12).select("id");
+    assertFalse(plan(filtered).contains("PushedTopN"), plan(filtered));
+  }
+
   @Test
   void tasksShareTheShippedSnapshotInsteadOfOpeningTheTable() {
     Dataset<Row> t = table();
