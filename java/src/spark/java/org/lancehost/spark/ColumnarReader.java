@@ -24,9 +24,9 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   private VectorSchemaRoot current;
   private ColumnarBatch batch;
 
-  /** A reader over a stream already opened on `ds` (both closed with the reader). */
-  ColumnarReader(Dataset ds, ArrowStream stream) {
-    this.owner = ds;
+  /** A reader over a stream already opened on a dataset `owner` holds (both closed with the reader). */
+  ColumnarReader(AutoCloseable owner, ArrowStream stream) {
+    this.owner = owner;
     this.stream = stream;
     this.schema = null;
   }

@@ -65,7 +65,8 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
         @Override
         public List<InputPartition> partitions(Dataset d) {
           List<InputPartition> out = new ArrayList<>();
-          for (byte[] split : q.plan(d).splits()) out.add(new SearchPartition(split, q, new HashMap<>(q.options.storage)));
+          Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
+          for (byte[] split : q.plan(d).splits()) out.add(new SearchPartition(split, q, snapshot));
           return out;
         }
       });
@@ -147,22 +148,17 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
     private static final long serialVersionUID = 1L;
     final byte[] split;
     final Query q;
-    final HashMap<String, String> storage;
+    final Snapshots.Ref snapshot;
 
-    SearchPartition(byte[] split, Query q, HashMap<String, String> storage) {
+    SearchPartition(byte[] split, Query q, Snapshots.Ref snapshot) {
       this.split = split;
       this.q = q;
-      this.storage = storage;
+      this.snapshot = snapshot;
     }
 
     @Override
-    public byte[] split() {
-      return split;
-    }
-
-    @Override
-    public HashMap<String, String> storage() {
-      return storage;
+    public Snapshots.Ref snapshot() {
+      return snapshot;
     }
 
     @Override

@@ -59,7 +59,8 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
             SplitPlan plan = d.planTextSearch(q.column, 0);
             byte[] stats = d.textStatistics(q.query()); // once, for every partition
             List<InputPartition> out = new ArrayList<>();
-            for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, new HashMap<>(q.options.storage)));
+            Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
+            for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, snapshot));
             return out;
           }
         }));
@@ -116,23 +117,18 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
     final byte[] split;
     final byte[] stats;
     final Query q;
-    final HashMap<String, String> storage;
+    final Snapshots.Ref snapshot;
 
-    TextPartition(byte[] split, byte[] stats, Query q, HashMap<String, String> storage) {
+    TextPartition(byte[] split, byte[] stats, Query q, Snapshots.Ref snapshot) {
       this.split = split;
       this.stats = stats;
       this.q = q;
-      this.storage = storage;
+      this.snapshot = snapshot;
     }
 
     @Override
-    public byte[] split() {
-      return split;
-    }
-
-    @Override
-    public HashMap<String, String> storage() {
-      return storage;
+    public Snapshots.Ref snapshot() {
+      return snapshot;
     }
 
     @Override

@@ -1,7 +1,6 @@
 package org.lancehost.spark;
 
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Function;
@@ -27,11 +26,9 @@ import org.lancehost.Dataset;
 final class SplitSource {
   private SplitSource() {}
 
-  /** The work of one partition: a split, the storage options to open it with, and what to run. */
+  /** The work of one partition: the query's shipped snapshot, and what to run on it. */
   interface Work extends InputPartition {
-    byte[] split();
-
-    HashMap<String, String> storage();
+    Snapshots.Ref snapshot();
 
     ArrowStream run(Dataset ds);
   }
@@ -144,11 +141,11 @@ final class SplitSource {
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
       Work w = (Work) p;
-      Dataset d = Dataset.forSplit(w.split(), w.storage());
+      Snapshots.Lease lease = Snapshots.open(w.snapshot());
       try {
-        return new ColumnarReader(d, w.run(d));
+        return new ColumnarReader(lease, w.run(lease.dataset()));
       } catch (RuntimeException e) {
-        d.close();
+        lease.close();
         throw e;
       }
     }

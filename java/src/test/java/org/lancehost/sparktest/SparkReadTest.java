@@ -317,6 +317,16 @@ class SparkReadTest {
     long opens = org.lancehost.LanceHost.metrics().get("ops.open") - before;
     // the driver pins the table for the query; the executor opens the broadcast token once for all tasks
     assertTrue(opens <= 3, opens + " opens for " + partitions + " tasks");
+    // the search sources' tasks too
+    JsonNode indexed = Fixtures.expected().get("indexed");
+    Dataset<Row> hits = spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", json(indexed.get("query"))).option("k", "10").option("nprobes", "4")
+        .load(indexed.get("uri").asText());
+    int searchPartitions = hits.rdd().getNumPartitions();
+    before = org.lancehost.LanceHost.metrics().get("ops.open");
+    assertEquals(10L * searchPartitions, hits.count());
+    opens = org.lancehost.LanceHost.metrics().get("ops.open") - before;
+    assertTrue(searchPartitions >= 2 && opens <= 3, opens + " opens for " + searchPartitions + " search tasks");
   }
 
   @Test
