@@ -30,17 +30,32 @@ fn split_address(addr: u64) -> (u64, u32) {
     (addr >> 32, (addr & 0xFFFF_FFFF) as u32)
 }
 
-/// The fragment of `ds` an address points into, checked: the fragment is in the version and the
-/// row offset is below its physical row count.
-fn check_address(ds: &Dataset, addr: u64) -> std::result::Result<(), String> {
+/// The physical row counts of a version's fragments, by fragment id.
+struct Fragments {
+    version: u64,
+    rows: HashMap<u64, Option<usize>>,
+}
+
+impl Fragments {
+    fn of(ds: &Dataset) -> Self {
+        Fragments {
+            version: ds.version().version,
+            rows: ds.manifest.fragments.iter().map(|f| (f.id, f.physical_rows)).collect(),
+        }
+    }
+}
+
+/// An address checked against a version: its fragment is in the version and the row offset is
+/// below the fragment's physical row count.
+fn check_address(fragments: &Fragments, addr: u64) -> std::result::Result<(), String> {
     let (fragment, offset) = split_address(addr);
-    let Some(f) = ds.manifest.fragments.iter().find(|f| f.id == fragment) else {
+    let Some(rows) = fragments.rows.get(&fragment) else {
         return Err(format!(
             "row address {addr} points into fragment {fragment}, which version {} of the table does not have",
-            ds.version().version
+            fragments.version
         ));
     };
-    match f.physical_rows {
+    match *rows {
         Some(n) if (offset as usize) < n => Ok(()),
         Some(n) => Err(format!("row address {addr} is row {offset} of fragment {fragment}, which has {n} rows")),
         None => Err(format!("fragment {fragment} has no row count (a table written by a very old Lance)")),
@@ -65,8 +80,9 @@ pub fn stage_row_deletes(at: &Snapshot, addresses: &[u64]) -> Result<StagedWrite
     for &addr in &sorted {
         largest.insert(split_address(addr).0, addr);
     }
+    let fragments = Fragments::of(&at.dataset);
     for &addr in largest.values() {
-        check_address(&at.dataset, addr).map_err(|why| HostError::invalid(format!("cannot stage row deletes of table '{uri}': {why}")))?;
+        check_address(&fragments, addr).map_err(|why| HostError::invalid(format!("cannot stage row deletes of table '{uri}': {why}")))?;
     }
     let operation = Operation::Delete {
         updated_fragments: Vec::new(),
@@ -109,6 +125,7 @@ pub(crate) async fn resolve(
     written: &mut Vec<String>,
 ) -> Result<Resolved> {
     let refuse = |share: usize, why: String| HostError::invalid(format!("staged write {share} is refused: {why}; nothing was committed"));
+    let fragments = Fragments::of(planned);
     let mut by_fragment: HashMap<u64, Vec<u32>> = HashMap::new();
     let mut owner: HashMap<u64, usize> = HashMap::new();
     for (share, s) in staged.iter().enumerate() {
@@ -123,7 +140,7 @@ pub(crate) async fn resolve(
                     },
                 ));
             }
-            check_address(planned, addr).map_err(|why| refuse(share, why))?;
+            check_address(&fragments, addr).map_err(|why| refuse(share, why))?;
             let (fragment, offset) = split_address(addr);
             by_fragment.entry(fragment).or_default().push(offset);
         }
