@@ -334,8 +334,22 @@ fn sized_structs_of_older_and_newer_callers() {
         &format!("sets byte {} of its {}-byte LanceScanOptions", size + 8, size + 32),
     );
 
-    // A struct_size the caller forgot (0) or below the first sized revision -> INVALID.
-    for bad in [0, 8, size - 8] {
+    // An older caller (the 0.12 header's 120 bytes, before order_by): the fields it does not
+    // have are not read, so whatever follows its struct in memory is ignored.
+    let mut older = default_opts();
+    let nonsense = std::ffi::CString::new("not ( a sort key").unwrap();
+    older.order_by = nonsense.as_ptr();
+    older.struct_size = 120;
+    older.limit = 5;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_scan_v2(ds.ptr(), &older, &mut stream), 0);
+    assert_eq!(total_rows(&read_stream(stream).unwrap()), 5);
+    older.struct_size = size; // the same keys from a current caller are read, and refused
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &older, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "order_by");
+
+    // A struct_size the caller forgot (0) or below the first sized revision (120) -> INVALID.
+    for bad in [0, 8, 112] {
         let mut o = default_opts();
         o.struct_size = bad;
         let mut stream = FFI_ArrowArrayStream::empty();
