@@ -180,8 +180,10 @@ def pylance_source():
 
 # ---- one measurement (run in its own process) ------------------------------------------------
 
-def run_side(side, work, table, append_to):
-    from pyspark.sql import SparkSession, functions as F
+def spark_session(side):
+    """A local[2] session for `side`, with its source registered (the JVM side: the two jars and
+    the JNI library of LANCE_HOST_JAVA_BUILD)."""
+    from pyspark.sql import SparkSession
 
     b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.driver.memory", "4g").config("spark.sql.shuffle.partitions", "2")
@@ -194,13 +196,20 @@ def run_side(side, work, table, append_to):
         jni = f"-Dlancehost.jni.library={build / 'liblance_host_jni.so'}"
         b = b.config("spark.jars", jars).config("spark.driver.extraJavaOptions", jni)
     spark = b.getOrCreate()
-    q = query_vector()
     if side == "python":
         from lance_host.spark import register
 
         register(spark)
     elif side == "pylance":
         spark.dataSource.register(pylance_source())
+    return spark
+
+
+def run_side(side, work, table, append_to):
+    from pyspark.sql import functions as F
+
+    spark = spark_session(side)
+    q = query_vector()
     fmt = {"jvm": "lance_host", "python": "lance_host", "pylance": "pylance_bench"}[side]
 
     def table_df():

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import publish  # noqa: E402
 from run import start_moto, upload  # noqa: E402
-from spark_jvm import CACHE, make_table, pylance_source, same  # noqa: E402
+from spark_jvm import CACHE, make_table, same, spark_session  # noqa: E402
 from write import requests_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
@@ -40,25 +40,10 @@ def storage(ep):
 
 
 def child(side, work, uri, ep, log):
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import functions as F
 
-    b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.driver.memory", "4g").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1"))
-    if side == "pylance":
-        b = b.config("spark.sql.python.filterPushdown.enabled", "true")
-    if side == "jvm":
-        build = Path(os.environ["LANCE_HOST_JAVA_BUILD"]).resolve()
-        b = (b.config("spark.jars", f"{build / 'lance-host.jar'},{build / 'lance-host-spark.jar'}")
-             .config("spark.driver.extraJavaOptions", f"-Dlancehost.jni.library={build / 'liblance_host_jni.so'}"))
-    spark = b.getOrCreate()
+    spark = spark_session(side)
     opts = storage(ep)
-    if side == "python":
-        from lance_host.spark import register
-
-        register(spark)
-    elif side == "pylance":
-        spark.dataSource.register(pylance_source())
 
     def table_df():
         if side == "pylance":

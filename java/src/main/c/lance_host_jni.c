@@ -1790,17 +1790,15 @@ JNIEXPORT jobjectArray JNI(planIndexBuild)(JNIEnv *env, jclass c, jlong ds, jint
     }
     if (check(env, rc)) {
       size_t count = lance_bytes_list_count(list);
-      jclass bytes_class = (*env)->FindClass(env, "[B");
-      out = bytes_class ? (*env)->NewObjectArray(env, (jsize)count, bytes_class, NULL) : NULL;
+      out = (*env)->NewObjectArray(env, (jsize)count, g_byte_array, NULL);
       for (size_t i = 0; out && i < count; i++) {
         size_t len = 0;
         const uint8_t *b = lance_bytes_list_get(list, i, &len);
-        jbyteArray one = (*env)->NewByteArray(env, (jsize)len);
+        jbyteArray one = bytes_out(env, b, len);
         if (!one) {
           out = NULL;
           break;
         }
-        (*env)->SetByteArrayRegion(env, one, 0, (jsize)len, (const jbyte *)b);
         (*env)->SetObjectArrayElement(env, out, (jsize)i, one);
         (*env)->DeleteLocalRef(env, one);
       }
