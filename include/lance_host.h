@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #define LANCE_HOST_VERSION_MAJOR 0
-#define LANCE_HOST_VERSION_MINOR 13
+#define LANCE_HOST_VERSION_MINOR 14
 #define LANCE_HOST_VERSION_PATCH 0
-#define LANCE_HOST_VERSION "0.13.0"
+#define LANCE_HOST_VERSION "0.14.0"
 /* major * 10000 + minor * 100 + patch; compare with lance_host_version_number(). */
 #define LANCE_HOST_VERSION_NUMBER (LANCE_HOST_VERSION_MAJOR * 10000 + LANCE_HOST_VERSION_MINOR * 100 + LANCE_HOST_VERSION_PATCH)
 
@@ -110,6 +110,15 @@ struct ArrowArrayStream {
 // Default page size requested from the namespace.
 #define DEFAULT_PAGE_SIZE 1000
 
+// Rows inserted since the begin version.
+#define INSERTED 1
+
+// Rows updated since the begin version (created at or before it).
+#define UPDATED 2
+
+// Rows deleted since the begin version.
+#define DELETED 4
+
 // Longest message kept whole; longer ones (e.g. echoing a 1 MB filter) keep their start and
 // end and say how much was cut.
 #define MAX_MESSAGE_BYTES 2048
@@ -125,6 +134,10 @@ struct ArrowArrayStream {
 
 // Split format of a split with several segments.
 #define SPLIT_FORMAT_SEGMENTS 2
+
+// A CHANGES split: format 1's body, then the version the changes are since (u64) and the
+// change types (u8). Written only for that kind: earlier libraries refuse it.
+#define SPLIT_FORMAT_CHANGES 3
 
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
@@ -254,6 +267,9 @@ enum LanceSplitKind
   // Full-text search fragments no INVERTED segment covers by tokenizing them
   // (`lance_split_fts_search`).
   LANCE_SPLIT_FTS_FLAT = 5,
+  // Read the rows changed since a version (`lance_dataset_plan_changes`,
+  // `lance_split_scan_v2`). Since 0.14.
+  LANCE_SPLIT_CHANGES = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -671,6 +687,18 @@ typedef struct {
   const char *statement_id;
   // Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
   uint64_t retry_timeout_ms;
+  // Since 0.14. The commit lands only as version `expected_version + 1`: the table must
+  // still be at `expected_version` when the new version is written (checked atomically with
+  // the write, nothing rebased), else LANCE_ERR_CONFLICT and nothing is committed. 0 = no
+  // such requirement. Honoured by `lance_table_write`, `lance_table_commit`,
+  // `lance_dataset_delete`, `lance_dataset_update`, `lance_dataset_merge_insert` and
+  // `lance_dataset_update_config`; a staged write or a create refuses it.
+  uint64_t expected_version;
+  // Since 0.14. NULL-terminated key/value pairs the table's config (`lance_dataset_config`,
+  // pylance's `config()`) must hold at the version the commit lands on, e.g. a fencing token
+  // of the job allowed to commit; else LANCE_ERR_FAILED_PRECONDITION and nothing is
+  // committed. Checked atomically with the write, like `expected_version`. NULL = none.
+  const char *const *required_config;
 } LanceWriteParams;
 
 // What a write did (`lance_table_write` and the others fill it when given). Set
@@ -698,6 +726,22 @@ typedef struct {
   // statement id was already committed (`version` is then the version that holds it).
   uint8_t committed;
 } LanceWriteResult;
+
+// What `lance_dataset_plan_changes` plans. Initialize with
+// `lance_changes_params_init_v2(&p, sizeof p)`. Since 0.14.
+typedef struct {
+  // `sizeof(LanceChangesParams)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // The changes after this version (0 = since the table was created).
+  uint64_t since_version;
+  // Instead of `since_version` (which must then be 0): the changes after the last version
+  // committed before this time, in milliseconds since the Unix epoch (UTC). 0 = unset.
+  int64_t since_timestamp_ms;
+  // `LanceChangeType` bits; 0 = all three.
+  uint32_t change_types;
+  // Visible rows per split of inserted and updated rows (0 = one fragment per split).
+  uint64_t target_rows;
+} LanceChangesParams;
 
 // One fragment of a snapshot.
 typedef struct {
@@ -1390,6 +1434,37 @@ const char *lance_namespace_list_part(const LanceNamespaceList *list, size_t ind
 // the list and of pointers obtained from it; not concurrently with other calls on it.
 void lance_namespace_list_free(LanceNamespaceList *list);
 
+// Fill `out` (a caller's struct of `struct_size` bytes; pass `sizeof *out`) with the default
+// settings (every change since the table was created, one fragment per split) and set
+// `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure. Since 0.14.
+int32_t lance_changes_params_init_v2(LanceChangesParams *out, size_t struct_size);
+
+// Plan the changes between a version and `dataset`'s pinned version as splits of kind
+// LANCE_SPLIT_CHANGES, read on any process with `lance_split_scan_v2` (on the pinned version,
+// e.g. opened from its snapshot token) like scan splits. Inserted and updated rows: one split
+// per group of fragments, returning the requested columns (else all), then `_rowid` (stable
+// across versions), `_row_created_at_version`, `_row_last_updated_at_version` and
+// `_change_type` ("insert" or "update"); the scan's SQL filter, limit, offset and order apply
+// within the split. Deleted rows: one split without fragments, returning the same columns
+// with the values the rows had at the begin version and `_change_type` "delete"; it takes no
+// filter, limit, offset or order. The rows equal pylance's `delta` between the two versions
+// (also after compaction, which keeps row versions).
+//
+// A table without stable row ids keeps no row versions: LANCE_ERR_NOT_SUPPORTED (pylance
+// answers it with no rows). A begin version after the pinned one, or both a version and a
+// time, is LANCE_ERR_INVALID_ARGUMENT; deleted rows since a cleaned-up version are
+// LANCE_ERR_NOT_FOUND. The same version plans no split. Splits of one plan combine with
+// `lance_splits_combine` (not the deleted rows' split); `lance_split_count_rows_v2` refuses
+// them (count by reading). Libraries before 0.14 refuse the split bytes (LANCE_ERR_CORRUPT).
+//
+// Caller owns `*out`; free it with `lance_split_plan_free`. Borrows its arguments; `params`
+// may be NULL (the defaults). Thread-safe. Returns an error code; `*out` is not written on
+// failure. Since 0.14.
+int32_t lance_dataset_plan_changes(const LanceDataset *dataset, const LanceChangesParams *params, LanceSplitPlan **out);
+
 // Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
 // handle never moves afterwards). `storage_options` is NULL or a NULL-terminated array of
 // alternating keys and values (`{"aws_region", "us-east-1", NULL}`).
@@ -1834,6 +1909,29 @@ int32_t lance_dataset_add_null_columns(const LanceDataset *dataset, const struct
 // arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on failure.
 // Since 0.7.
 int32_t lance_dataset_drop_columns(const LanceDataset *dataset, const char *const *names, size_t num_columns, LanceDataset **out_dataset);
+
+// Set and remove keys of the table's config (Lance's table config, pylance's `config()` and
+// `update_config`) as one new version planned at `dataset`'s version: `set` is a
+// NULL-terminated array of key/value pairs (NULL = none), `remove` an array of `num_remove`
+// keys. A key both set and removed, an empty key or nothing to do is
+// LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_message`,
+// `transaction_properties`, `commit_retries`, `retry_timeout_ms`, `storage_options`, and the
+// preconditions `expected_version` and `required_config` (a fencing token moved atomically:
+// require the old value, set the new one); a `statement_id` is refused. Nothing is committed
+// on any failure.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) gets its version. Borrows its arguments. Thread-safe. Returns an error code;
+// outputs are not written on failure. Since 0.14.
+int32_t lance_dataset_update_config(const LanceDataset *dataset, const char *const *set, const char *const *remove, size_t num_remove, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// The table's config at `dataset`'s version (what `lance_dataset_update_config` and pylance's
+// `update_config` set) as a list of alternating keys and values, sorted by key: entry `2i` is
+// a key, `2i + 1` its value.
+//
+// Caller owns `*out`; free it with `lance_string_list_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure. Since 0.14.
+int32_t lance_dataset_config(const LanceDataset *dataset, LanceStringList **out);
 
 // List the logical indexes of the snapshot, sorted by name.
 //

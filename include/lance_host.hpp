@@ -614,6 +614,11 @@ struct WriteRequest {
   std::optional<std::string> statement_id;  ///< exactly-once key of a commit
   int32_t commit_retries = 0;               ///< 0 = Lance's default, negative = none
   uint64_t retry_timeout_ms = 0;
+  /// The commit lands only on this version (0 = any): else LANCE_ERR_CONFLICT. Since 0.14.
+  uint64_t expected_version = 0;
+  /// Config values the version the commit lands on must hold (a fencing token): else
+  /// LANCE_ERR_FAILED_PRECONDITION. Since 0.14.
+  std::map<std::string, std::string> required_config;
 };
 
 /// What `Dataset::cleanup` removed.
@@ -761,7 +766,8 @@ inline LanceCompactResult compact_result() {
 /// LanceWriteParams of a WriteRequest, with the key/value arrays they point into.
 class WriteParams {
  public:
-  explicit WriteParams(const WriteRequest& r) : storage_(r.storage_options), props_(r.transaction_properties) {
+  explicit WriteParams(const WriteRequest& r)
+      : storage_(r.storage_options), props_(r.transaction_properties), required_(r.required_config) {
     check(lance_write_params_init_v2(&p_, sizeof p_));
     p_.mode = r.mode;
     p_.commit_retries = r.commit_retries;
@@ -774,11 +780,13 @@ class WriteParams {
     p_.transaction_properties = props_.get();
     p_.statement_id = r.statement_id ? r.statement_id->c_str() : nullptr;
     p_.retry_timeout_ms = r.retry_timeout_ms;
+    p_.expected_version = r.expected_version;
+    p_.required_config = required_.get();
   }
   const LanceWriteParams* get() const { return &p_; }
 
  private:
-  KeyValues storage_, props_;
+  KeyValues storage_, props_, required_;
   LanceWriteParams p_;
 };
 
@@ -895,6 +903,19 @@ class Dataset {
   SplitPlan plan_scan(uint64_t target_rows = 0) const {
     LanceSplitPlan* p = nullptr;
     check(lance_dataset_plan_scan(p_.get(), target_rows, &p));
+    return SplitPlan(p);
+  }
+  /// Splits of the rows changed after `since_version` up to this version
+  /// (lance_dataset_plan_changes); `change_types` are LanceChangeType bits (0 = all). Read each
+  /// with `scan_split`. Since 0.14.
+  SplitPlan plan_changes(uint64_t since_version, uint32_t change_types = 0, uint64_t target_rows = 0) const {
+    LanceChangesParams params;
+    check(lance_changes_params_init_v2(&params, sizeof params));
+    params.since_version = since_version;
+    params.change_types = change_types;
+    params.target_rows = target_rows;
+    LanceSplitPlan* p = nullptr;
+    check(lance_dataset_plan_changes(p_.get(), &params, &p));
     return SplitPlan(p);
   }
   /// plan_scan, and fragments of more than target_rows rows cut into row slices
@@ -1434,6 +1455,29 @@ class Dataset {
                           const std::map<std::string, std::string>& storage_options = {}) {
     detail::KeyValues kv(storage_options);
     return Dataset(lance_dataset_open_tag(uri.c_str(), kv.get(), tag.c_str()));
+  }
+  /// The table's config at this handle's version (pylance's `config()`).
+  std::map<std::string, std::string> config() const {
+    LanceStringList* l = nullptr;
+    check(lance_dataset_config(p_.get(), &l));
+    std::unique_ptr<LanceStringList, detail::Deleter<LanceStringList, lance_string_list_free>> guard(l);
+    std::map<std::string, std::string> out;
+    for (size_t i = 0; i + 1 < lance_string_list_count(l); i += 2)
+      out[lance_string_list_get(l, i)] = lance_string_list_get(l, i + 1);
+    return out;
+  }
+  /// Set and remove config keys as one new version; `r` carries the commit's settings and
+  /// preconditions (`expected_version`, `required_config`). Since 0.14.
+  std::pair<Dataset, LanceWriteResult> update_config(const std::map<std::string, std::string>& set,
+                                                     const std::vector<std::string>& remove = {},
+                                                     const WriteRequest& r = {}) const {
+    detail::KeyValues kv(set);
+    auto keys = detail::c_strings(remove);
+    detail::WriteParams p(r);
+    LanceDataset* out = nullptr;
+    auto res = detail::write_result();
+    check(lance_dataset_update_config(p_.get(), kv.get(), keys.data(), remove.size(), p.get(), &out, &res));
+    return {Dataset(out), res};
   }
   /// Make this handle's version the latest again, as a new version.
   Dataset restore() const {

@@ -25,6 +25,11 @@ pub fn count_rows(
 /// The rows of a scan split that match `filter`: its fragments, or its row slice of one.
 pub fn count_split(snapshot: &Snapshot, split: &crate::plan::Split, filter: Option<&str>) -> Result<(u64, IoStats)> {
     split.check_snapshot(snapshot)?;
+    if split.kind == crate::plan::SplitKind::Changes {
+        return Err(crate::error::HostError::not_supported(
+            "a changes split's rows are counted by reading it (its fragments hold unchanged rows too)",
+        ));
+    }
     let slice = split.rows.map(|r| (split.fragment_ids[0], r));
     crate::metrics::op(crate::metrics::Op::Count);
     count_rows_sliced(snapshot, Some(&split.fragment_ids), slice, filter)

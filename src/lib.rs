@@ -10,6 +10,7 @@ pub mod cancel;
 pub mod columns;
 pub mod datacache;
 pub mod catalog;
+pub mod changes;
 pub mod count;
 pub mod error;
 pub mod fts;

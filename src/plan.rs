@@ -24,6 +24,9 @@ pub enum SplitKind {
     TextSegment = 4,
     /// Full-text search (tokenize and score) fragments no INVERTED segment covers.
     TextFlat = 5,
+    /// Read the rows its fragments changed since a version (`crate::changes`), or, without
+    /// fragments, the rows deleted since then.
+    Changes = 6,
 }
 
 impl SplitKind {
@@ -34,6 +37,7 @@ impl SplitKind {
             3 => Some(SplitKind::Flat),
             4 => Some(SplitKind::TextSegment),
             5 => Some(SplitKind::TextFlat),
+            6 => Some(SplitKind::Changes),
             _ => None,
         }
     }
@@ -60,6 +64,8 @@ pub struct Split {
     /// A scan split of part of one fragment: the physical rows it covers (deleted rows inside
     /// keep their slots). None: its fragments whole.
     pub rows: Option<RowSlice>,
+    /// The changes a CHANGES split reads (None for the other kinds).
+    pub changes: Option<crate::changes::Changes>,
 }
 
 /// Physical rows `offset .. offset + count` of a fragment (deletions do not shift offsets).
@@ -108,6 +114,7 @@ pub fn plan_scan(snapshot: &Snapshot, target_rows: u64, slices: bool) -> Result<
         metric: None,
         row_count: rows,
         rows: slice,
+        changes: None,
     };
     for f in snapshot.fragments()? {
         if slices && target_rows > 0 && f.logical_rows > target_rows {
@@ -343,6 +350,7 @@ pub(crate) fn segment_and_flat_splits(
         metric,
         row_count: rows,
         rows: None,
+        changes: None,
     };
     let rows_of = |id: u64| fragments.iter().find(|f| f.0 == id).map(|f| f.1).unwrap_or(0);
     let mut splits = Vec::new();
@@ -415,6 +423,14 @@ pub fn combine(splits: &[Split]) -> Result<Split> {
         if s.metric != first.metric {
             return Err(differs("metric", &s.metric, &first.metric));
         }
+        if s.changes != first.changes {
+            return Err(differs("changes", &s.changes, &first.changes));
+        }
+        if s.kind == SplitKind::Changes && s.fragment_ids.is_empty() {
+            return Err(HostError::invalid(format!(
+                "split {i} reads the deleted rows of the whole table: it is one unit, not combined"
+            )));
+        }
         if let Some(r) = s.rows {
             return Err(HostError::invalid(format!(
                 "split {i} covers rows {}..{} of fragment {:?}, not whole fragments: scan it on its own",
@@ -463,6 +479,9 @@ const MAGIC: &[u8; 4] = b"LHSP";
 pub const SPLIT_FORMAT: u8 = 1;
 /// Split format of a split with several segments.
 pub const SPLIT_FORMAT_SEGMENTS: u8 = 2;
+/// A CHANGES split: format 1's body, then the version the changes are since (u64) and the
+/// change types (u8). Written only for that kind: earlier libraries refuse it.
+pub const SPLIT_FORMAT_CHANGES: u8 = 3;
 /// Upper bound on decoded string and list sizes (defends against corrupt lengths).
 const MAX_LEN: usize = 1 << 20;
 
@@ -513,13 +532,17 @@ impl Split {
             w.u64(*f);
         }
         let format = if several { SPLIT_FORMAT_SEGMENTS } else { SPLIT_FORMAT };
+        if let Some(c) = self.changes {
+            w.u64(c.since).u8(c.types);
+            return crate::bytes::seal(MAGIC, SPLIT_FORMAT_CHANGES, &w.0);
+        }
         crate::bytes::seal(MAGIC, format, &w.0)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Split> {
         let corrupt = |what: &str| crate::bytes::corrupt("split", what);
         let (format, body) =
-            crate::bytes::open(bytes, MAGIC, &[SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS], "split")?;
+            crate::bytes::open(bytes, MAGIC, &[SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS, SPLIT_FORMAT_CHANGES], "split")?;
         let mut r = Reader::new(body, 0, MAX_LEN);
         let kind = r.u8().and_then(SplitKind::from_u8).ok_or_else(|| corrupt("unknown split kind"))?;
         let metric = r.u8().and_then(metric_from_code).ok_or_else(|| corrupt("unknown metric"))?;
@@ -559,10 +582,21 @@ impl Split {
             None
         };
         let n = r.u32().ok_or_else(|| corrupt("truncated fragment list"))? as usize;
-        if n > MAX_LEN || r.remaining() != n * 8 {
+        let tail = if format == SPLIT_FORMAT_CHANGES { 9 } else { 0 };
+        if n > MAX_LEN || r.remaining() != n * 8 + tail {
             return Err(corrupt("fragment list length does not match"));
         }
         let fragment_ids = (0..n).map(|_| r.u64().expect("length checked")).collect();
+        let changes = if format == SPLIT_FORMAT_CHANGES {
+            let since = r.u64().expect("length checked");
+            let types = r.u8().expect("length checked");
+            Some(crate::changes::Changes { since, types })
+        } else {
+            None
+        };
+        if (kind == SplitKind::Changes) != changes.is_some() {
+            return Err(corrupt("changes without a changes split, or the reverse"));
+        }
         let split = Split {
             uri,
             version,
@@ -574,6 +608,7 @@ impl Split {
             metric,
             row_count,
             rows,
+            changes,
         };
         split.validate().map_err(|e| corrupt(&e.message))?;
         Ok(split)
@@ -601,6 +636,15 @@ impl Split {
             SplitKind::Scan | SplitKind::Flat | SplitKind::TextFlat if !self.segments.is_empty() => {
                 Err(HostError::invalid("only index segment splits carry a segment"))
             }
+            SplitKind::Changes => match self.changes {
+                None => Err(HostError::invalid("a changes split must say which changes it reads")),
+                Some(c) if !self.segments.is_empty() || self.rows.is_some() || !self.column.is_empty() => {
+                    let _ = c;
+                    Err(HostError::invalid("a changes split reads whole fragments, without index or column"))
+                }
+                Some(c) => c.validate(self.version, self.fragment_ids.is_empty()),
+            },
+            _ if self.changes.is_some() => Err(HostError::invalid("only a changes split says which changes it reads")),
             _ if self.rows.is_some() && (self.kind != SplitKind::Scan || self.fragment_ids.len() != 1) => {
                 Err(HostError::invalid("only a scan split of one fragment covers a row slice"))
             }
@@ -642,6 +686,7 @@ mod tests {
             metric: Some(Metric::Cosine),
             row_count: 4242,
             rows: None,
+            changes: None,
         }
     }
 

@@ -117,6 +117,9 @@ impl VectorQuery {
 /// Execute a scan split (its fragments, with the given scan options) on the split's snapshot.
 pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Result<BatchReader> {
     split.check_snapshot(snapshot)?;
+    if split.kind == SplitKind::Changes {
+        return crate::changes::scan_changes(snapshot, split, opts);
+    }
     if split.kind != SplitKind::Scan {
         return Err(HostError::invalid(format!(
             "split kind {:?} cannot be scanned; use the vector search of splits",
@@ -236,6 +239,11 @@ fn prepared_search(
                 "a full-text split cannot run a vector search; use the full-text search of splits",
             ))
         }
+        SplitKind::Changes => {
+            return Err(HostError::invalid(
+                "a changes split cannot run a vector search; read it with the scan of splits",
+            ))
+        }
         SplitKind::IndexSegment | SplitKind::Flat => {}
     }
     if q.column != split.column {
@@ -325,7 +333,7 @@ fn prepared_search(
             scanner.nearest(&q.column, query.as_ref(), candidates).map_err(lance_err)?;
             scanner.with_index_segments(split.segments.clone()).map_err(lance_err)?;
         }
-        SplitKind::Scan | SplitKind::TextSegment | SplitKind::TextFlat => unreachable!(),
+        SplitKind::Scan | SplitKind::TextSegment | SplitKind::TextFlat | SplitKind::Changes => unreachable!(),
     }
     scanner.distance_metric(metric.to_lance());
     // The range applies to exact distances: index segments that defer their re-rank return

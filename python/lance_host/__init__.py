@@ -1034,6 +1034,34 @@ class Dataset:
         _check(plan(self._h, target_rows, ctypes.byref(h)))
         return _plan(h).splits
 
+    def plan_changes(self, since_version: int = 0, *, since_timestamp_ms: Optional[int] = None,
+                     types: Sequence[str] = ("insert", "update", "delete"), target_rows: int = 0) -> list[Split]:
+        """Splits of the rows changed after `since_version` (or after the last version committed
+        before `since_timestamp_ms`) up to this handle's version (lance_dataset_plan_changes):
+        `types` among 'insert', 'update', 'delete'. Read each with `scan_split` on this version
+        (any worker): the columns asked for, then `_rowid`, `_row_created_at_version`,
+        `_row_last_updated_at_version` and `_change_type`. Needs a table with stable row ids."""
+        bits = {"insert": 1, "update": 2, "delete": 4}
+        if isinstance(types, str) or not types or any(t not in bits for t in types):
+            raise _error(1, f"types must be a non-empty sequence of 'insert', 'update', 'delete', not {types!r}")
+        p = _ffi.ChangesParams()
+        _check(LIB.lance_changes_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
+        p.since_version = since_version
+        p.since_timestamp_ms = since_timestamp_ms or 0
+        p.change_types = sum({bits[t] for t in types})
+        p.target_rows = target_rows
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_plan_changes(self._h, ctypes.byref(p), ctypes.byref(h)))
+        return _plan(h).splits
+
+    def changes(self, since_version: int = 0, columns=None, **kw) -> pa.Table:
+        """Every row changed after `since_version` up to this version, read here: the splits of
+        `plan_changes` (same keywords) scanned one after another."""
+        parts = [self.scan_split(s, columns).read_all() for s in self.plan_changes(since_version, **kw)]
+        if not parts:
+            raise _error(1, f"no changes after version {since_version}: this handle is at that version")
+        return pa.concat_tables(parts)
+
     def plan_vector_search(self, column: str, metric: Optional[str] = None, use_index: bool = True,
                            flat_target_rows: int = 0) -> SplitPlan:
         """Vector-search splits for `column`: one per index segment plus flat splits for unindexed
@@ -1510,6 +1538,33 @@ class Dataset:
         finally:
             LIB.lance_tag_list_free(h)
 
+    def config(self) -> dict:
+        """The table's config at this handle's version, as pylance's `config()` shows it
+        (lance_dataset_config)."""
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_config(self._h, ctypes.byref(h)))
+        try:
+            items = [LIB.lance_string_list_get(h, i).decode() for i in range(LIB.lance_string_list_count(h))]
+            return dict(zip(items[0::2], items[1::2]))
+        finally:
+            LIB.lance_string_list_free(h)
+
+    def update_config(self, set: Optional[Mapping[str, str]] = None, remove: Sequence[str] = (),
+                      **params) -> tuple["Dataset", "WriteResult"]:
+        """Set and remove keys of the table's config as one new version planned at this handle's
+        version (lance_dataset_update_config). Params as for `write_table`, among them the
+        preconditions `expected_version` and `required_config` (move a fencing token with a
+        compare-and-set: require the old value, set the new one)."""
+        if isinstance(remove, str) or not all(isinstance(k, str) for k in remove):
+            raise _error(1, "remove must be a sequence of config keys")
+        keys, n = _cstrings(list(remove))
+        kv = _kv(set)
+        p, keep = _write_params(None, **params)
+        out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
+        _check(LIB.lance_dataset_update_config(self._h, ctypes.cast(kv, _ffi.cstrp) if kv is not None else None,
+                                               keys, n, ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
+        return Dataset(out.value), WriteResult._from(r)
+
     def restore(self) -> "Dataset":
         """Make this handle's version the table's latest again, as a new version
         (lance_dataset_restore); returns it pinned."""
@@ -1884,14 +1939,16 @@ def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_
                   max_bytes_per_file: int = 0, storage_version: Optional[str] = None,
                   storage_options: Optional[Mapping[str, str]] = None, commit_message: Optional[str] = None,
                   transaction_properties: Optional[Mapping[str, str]] = None, statement_id: Optional[str] = None,
-                  commit_retries: Optional[int] = None, retry_timeout_ms: int = 0):
+                  commit_retries: Optional[int] = None, retry_timeout_ms: int = 0, expected_version: int = 0,
+                  required_config: Optional[Mapping[str, str]] = None):
     p = _ffi.WriteParams()
     _check(LIB.lance_write_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
     keep = []
     if mode is not None:
         p.mode = _choice("write mode", mode, WRITE_MODES)
     for name, value in [("max_rows_per_file", max_rows_per_file), ("max_rows_per_group", max_rows_per_group),
-                        ("max_bytes_per_file", max_bytes_per_file), ("retry_timeout_ms", retry_timeout_ms)]:
+                        ("max_bytes_per_file", max_bytes_per_file), ("retry_timeout_ms", retry_timeout_ms),
+                        ("expected_version", expected_version)]:
         if not isinstance(value, int) or value < 0:
             raise _error(1, f"{name} must be a non-negative integer, not {value!r}")
         setattr(p, name, value)
@@ -1903,7 +1960,8 @@ def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_
                         ("statement_id", statement_id)]:
         if value is not None:
             setattr(p, name, str(value).encode())
-    for name, value in [("storage_options", storage_options), ("transaction_properties", transaction_properties)]:
+    for name, value in [("storage_options", storage_options), ("transaction_properties", transaction_properties),
+                        ("required_config", required_config)]:
         kv = _kv(value)
         keep.append(kv)
         setattr(p, name, ctypes.cast(kv, _ffi.cstrp) if kv is not None else None)

@@ -103,7 +103,8 @@ class WriteParams(Sized):
                 ("max_rows_per_file", ctypes.c_uint64), ("max_rows_per_group", ctypes.c_uint64),
                 ("max_bytes_per_file", ctypes.c_uint64), ("storage_version", cstr), ("storage_options", cstrp),
                 ("commit_message", cstr), ("transaction_properties", cstrp), ("statement_id", cstr),
-                ("retry_timeout_ms", ctypes.c_uint64)]
+                ("retry_timeout_ms", ctypes.c_uint64), ("expected_version", ctypes.c_uint64),
+                ("required_config", cstrp)]
 
 
 class WriteResult(Sized):
@@ -146,6 +147,12 @@ class InvertedIndexParams(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("base_tokenizer", cstr), ("language", cstr),
                 ("max_token_length", ctypes.c_uint32)] + [
         (n, ctypes.c_uint8) for n in ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_folding")]
+
+
+class ChangesParams(Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("since_version", ctypes.c_uint64),
+                ("since_timestamp_ms", ctypes.c_int64), ("change_types", ctypes.c_uint32),
+                ("target_rows", ctypes.c_uint64)]
 
 
 class IndexBuildPlanParams(Sized):
@@ -288,6 +295,8 @@ SIGNATURES = {
     "lance_dataset_prewarm_index_with_stats_v2": (i32, [P, cstr, ctypes.POINTER(IoStats)]),
     "lance_dataset_prewarm_index_segments_v2": (i32, [P, cstr, cstr, sz, ctypes.POINTER(IoStats)]),
     "lance_dataset_plan_scan": (i32, [P, u64, ctypes.POINTER(P)]),
+    "lance_changes_params_init_v2": (i32, [ctypes.POINTER(ChangesParams), sz]),
+    "lance_dataset_plan_changes": (i32, [P, ctypes.POINTER(ChangesParams), ctypes.POINTER(P)]),
     "lance_dataset_plan_scan_slices": (i32, [P, u64, ctypes.POINTER(P)]),
     "lance_dataset_plan_vector_search": (i32, [P, cstr, i32, ctypes.c_bool, u64, ctypes.POINTER(P)]),
     "lance_split_plan_count": (sz, [P]),
@@ -338,6 +347,9 @@ SIGNATURES = {
     "lance_tag_list_free": (None, [P]),
     "lance_dataset_open_tag": (P, [cstr, cstrp, cstr]),
     "lance_dataset_restore": (i32, [P, ctypes.POINTER(P)]),
+    "lance_dataset_update_config": (i32, [P, cstrp, cstrp, sz, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
+                                          ctypes.POINTER(WriteResult)]),
+    "lance_dataset_config": (i32, [P, ctypes.POINTER(P)]),
     "lance_dataset_merge_insert": (i32, [P, StreamP, ctypes.POINTER(MergeInsert), ctypes.POINTER(WriteParams),
                                          ctypes.POINTER(P), ctypes.POINTER(WriteResult)]),
     "lance_dataset_stage_merge_insert": (i32, [P, StreamP, ctypes.POINTER(MergeInsert), ctypes.POINTER(u8p),

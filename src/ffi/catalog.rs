@@ -3,6 +3,7 @@
 use std::ffi::{c_char, CString};
 
 use crate::catalog::{Catalog, TableInfo};
+use crate::error::HostError;
 
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 
@@ -25,6 +26,15 @@ pub struct LanceCatalog {
 /// `lance_string_list_get`, free with `lance_string_list_free`.
 pub struct LanceStringList {
     items: Vec<CString>,
+}
+
+impl LanceStringList {
+    /// A list of `items` (a NUL inside one is replaced, as everywhere strings go out).
+    pub(crate) fn of<'a>(items: impl IntoIterator<Item = &'a str>) -> Self {
+        LanceStringList {
+            items: items.into_iter().map(owned_cstring).collect(),
+        }
+    }
 }
 
 /// A list of namespace paths, each an array of name parts. Opaque; read with
@@ -272,6 +282,11 @@ pub extern "C" fn lance_catalog_create_table(
         let ns = namespace_arg(namespace, namespace_len)?;
         let table = str_arg(table, "table")?;
         let options = params_arg(params)?;
+        if !options.preconditions.is_empty() {
+            return Err(HostError::invalid(
+                "a create has no version to require: params->expected_version and params->required_config apply to commits on an existing table",
+            ));
+        }
         out_slot(out_result, Layout::Sized, "out_result")?;
         let (snapshot, summary) = cat.catalog.create_table(&ns, table, reader, &options)?;
         write_result(out_result, summary)?;

@@ -231,7 +231,11 @@ mod tests {
         // 0.6: the IVF partition count.
         check::<LanceIndexSegmentInfo>(Some((offset_of!(LanceIndexSegmentInfo, num_partitions), 56)));
         // 0.6: new structs, first revision.
-        check::<crate::ffi::write::LanceWriteParams>(None);
+        // 0.14: the commit preconditions (88 -> 104 bytes).
+        check::<crate::ffi::write::LanceWriteParams>(Some((
+            offset_of!(crate::ffi::write::LanceWriteParams, expected_version),
+            104,
+        )));
         check::<crate::ffi::write::LanceWriteResult>(None);
         check::<crate::ffi::write::LanceMergeInsert>(None);
         check::<crate::ffi::maintenance::LanceCompactParams>(None);
@@ -242,5 +246,7 @@ mod tests {
         check::<crate::ffi::index_build::LanceInvertedIndexParams>(None);
         // 0.12: new struct, first revision.
         check::<crate::ffi::aggregate::LanceAggregateSpec>(None);
+        // 0.14: new struct, first revision.
+        check::<crate::ffi::changes::LanceChangesParams>(None);
     }
 }

@@ -8,7 +8,9 @@ use crate::error::HostError;
 use crate::write::{maintenance, schema};
 use arrow::ffi::FFI_ArrowSchema;
 
+use super::catalog::LanceStringList;
 use super::handles::LanceDataset;
+use super::write::{params_arg, write_result, LanceWriteParams, LanceWriteResult};
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
     byte_list_arg, dataset_out, free_handle, guard_code, guard_free, guard_ptr, guard_value, handle_ref, into_array, into_handle,
@@ -498,3 +500,63 @@ pub extern "C" fn lance_dataset_drop_columns(
     })
 }
 
+
+/// Set and remove keys of the table's config (Lance's table config, pylance's `config()` and
+/// `update_config`) as one new version planned at `dataset`'s version: `set` is a
+/// NULL-terminated array of key/value pairs (NULL = none), `remove` an array of `num_remove`
+/// keys. A key both set and removed, an empty key or nothing to do is
+/// LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_message`,
+/// `transaction_properties`, `commit_retries`, `retry_timeout_ms`, `storage_options`, and the
+/// preconditions `expected_version` and `required_config` (a fencing token moved atomically:
+/// require the old value, set the new one); a `statement_id` is refused. Nothing is committed
+/// on any failure.
+///
+/// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+/// (may be NULL) gets its version. Borrows its arguments. Thread-safe. Returns an error code;
+/// outputs are not written on failure. Since 0.14.
+#[no_mangle]
+pub extern "C" fn lance_dataset_update_config(
+    dataset: *const LanceDataset,
+    set: *const *const c_char,
+    remove: *const *const c_char,
+    num_remove: usize,
+    params: *const LanceWriteParams,
+    out_dataset: *mut *mut LanceDataset,
+    out_result: *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let set = kv_arg(set, "set")?;
+        let remove = str_list_arg(remove, num_remove, "remove")?;
+        let options = params_arg(params)?;
+        out_slot(out_result, Layout::Sized, "out_result")?;
+        let mut updates: Vec<(String, Option<String>)> = set.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        updates.sort();
+        for key in remove {
+            if updates.iter().any(|(k, _)| *k == key) {
+                return Err(HostError::invalid(format!("config key '{key}' is both set and removed")));
+            }
+            updates.push((key, None));
+        }
+        let (snapshot, summary) = maintenance::update_config(&ds.snapshot, &updates, &options)?;
+        write_result(out_result, summary)?;
+        dataset_out(snapshot, out_dataset)
+    })
+}
+
+/// The table's config at `dataset`'s version (what `lance_dataset_update_config` and pylance's
+/// `update_config` set) as a list of alternating keys and values, sorted by key: entry `2i` is
+/// a key, `2i + 1` its value.
+///
+/// Caller owns `*out`; free it with `lance_string_list_free`. Borrows `dataset`. Thread-safe.
+/// Returns an error code; `*out` is not written on failure. Since 0.14.
+#[no_mangle]
+pub extern "C" fn lance_dataset_config(dataset: *const LanceDataset, out: *mut *mut LanceStringList) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let out = out_arg(out, "out")?;
+        let pairs = maintenance::config(&ds.snapshot);
+        *out = into_handle(LanceStringList::of(pairs.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])));
+        Ok(())
+    })
+}

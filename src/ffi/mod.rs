@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod blob;
 pub mod catalog;
+pub mod changes;
 /// cbindgen:ignore
 mod compat;
 pub mod dataset;

@@ -44,6 +44,9 @@ pub enum LanceSplitKind {
     /// Full-text search fragments no INVERTED segment covers by tokenizing them
     /// (`lance_split_fts_search`).
     LANCE_SPLIT_FTS_FLAT = 5,
+    /// Read the rows changed since a version (`lance_dataset_plan_changes`,
+    /// `lance_split_scan_v2`). Since 0.14.
+    LANCE_SPLIT_CHANGES = 6,
 }
 
 /// Convert a C metric value (one of `LanceMetric`).
@@ -215,6 +218,7 @@ pub extern "C" fn lance_split_kind(split: *const LanceSplit) -> i32 {
             SplitKind::Flat => LanceSplitKind::LANCE_SPLIT_FLAT as i32,
             SplitKind::TextSegment => LanceSplitKind::LANCE_SPLIT_FTS_SEGMENT as i32,
             SplitKind::TextFlat => LanceSplitKind::LANCE_SPLIT_FTS_FLAT as i32,
+            SplitKind::Changes => LanceSplitKind::LANCE_SPLIT_CHANGES as i32,
         })
     })
 }

@@ -9,6 +9,7 @@ use crate::error::{HostError, Result};
 use crate::write::staged::{self, StagedWrite};
 use crate::write::row_changes;
 use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
+use crate::write::preconditions::Preconditions;
 use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
 
 use super::handles::{LanceDataset, LanceSplit};
@@ -65,6 +66,18 @@ pub struct LanceWriteParams {
     pub statement_id: *const c_char,
     /// Time budget of the commit's retries in milliseconds (0 = Lance's default, 30 s).
     pub retry_timeout_ms: u64,
+    /// Since 0.14. The commit lands only as version `expected_version + 1`: the table must
+    /// still be at `expected_version` when the new version is written (checked atomically with
+    /// the write, nothing rebased), else LANCE_ERR_CONFLICT and nothing is committed. 0 = no
+    /// such requirement. Honoured by `lance_table_write`, `lance_table_commit`,
+    /// `lance_dataset_delete`, `lance_dataset_update`, `lance_dataset_merge_insert` and
+    /// `lance_dataset_update_config`; a staged write or a create refuses it.
+    pub expected_version: u64,
+    /// Since 0.14. NULL-terminated key/value pairs the table's config (`lance_dataset_config`,
+    /// pylance's `config()`) must hold at the version the commit lands on, e.g. a fencing token
+    /// of the job allowed to commit; else LANCE_ERR_FAILED_PRECONDITION and nothing is
+    /// committed. Checked atomically with the write, like `expected_version`. NULL = none.
+    pub required_config: *const *const c_char,
 }
 
 impl Default for LanceWriteParams {
@@ -82,6 +95,8 @@ impl Default for LanceWriteParams {
             transaction_properties: std::ptr::null(),
             statement_id: std::ptr::null(),
             retry_timeout_ms: 0,
+            expected_version: 0,
+            required_config: std::ptr::null(),
         }
     }
 }
@@ -198,7 +213,22 @@ pub(super) fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
             n => Some(n as u32),
         },
         retry_timeout: positive(p.retry_timeout_ms).map(Duration::from_millis),
+        preconditions: Preconditions {
+            expected_version: positive(p.expected_version),
+            required_config: kv_arg(p.required_config, "params->required_config")?.into_iter().collect(),
+        },
     })
+}
+
+/// Refuse preconditions where the call commits nothing (they would be silently ignored).
+fn no_preconditions(options: &WriteOptions, call: &str) -> Result<()> {
+    if options.preconditions.is_empty() {
+        Ok(())
+    } else {
+        Err(HostError::invalid(format!(
+            "{call} commits nothing: params->expected_version and params->required_config apply to the commit"
+        )))
+    }
 }
 
 pub(super) fn write_result(out: *mut LanceWriteResult, summary: WriteSummary) -> Result<()> {
@@ -305,6 +335,7 @@ pub extern "C" fn lance_table_stage_write(
         let uri = str_arg(uri, "uri")?;
         let at = optional_dataset(at)?;
         let options = params_arg(params)?;
+        no_preconditions(&options, "a staged write")?;
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;

@@ -137,3 +137,96 @@ pub fn restore(at: &Snapshot) -> Result<Snapshot> {
         storage_options: at.storage_options.clone(),
     })
 }
+
+/// Set (`Some` value) and remove (`None`) keys of the table's config (Lance's `config`,
+/// pylance's `config()` and `update_config`) as one new version planned at `at`: concurrent
+/// commits Lance can rebase over are fine, unless `options.preconditions` require otherwise (a
+/// fencing token moved with a compare-and-set: require the old value, set the new one).
+/// Keys must be non-empty and not repeated.
+pub fn update_config(
+    at: &Snapshot,
+    updates: &[(String, Option<String>)],
+    options: &super::WriteOptions,
+) -> Result<(Snapshot, super::WriteSummary)> {
+    use lance::dataset::transaction::{Operation, TransactionBuilder, UpdateMap, UpdateMapEntry};
+    crate::metrics::op(crate::metrics::Op::Commit);
+    options.validate()?;
+    if updates.is_empty() {
+        return Err(HostError::invalid("a config update needs at least one key to set or remove"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (key, _) in updates {
+        if key.is_empty() {
+            return Err(HostError::invalid("a config key must not be empty"));
+        }
+        if !seen.insert(key.as_str()) {
+            return Err(HostError::invalid(format!("config key '{key}' is given twice")));
+        }
+    }
+    if options.statement_id.is_some() {
+        return Err(HostError::invalid(
+            "a config update takes no statement_id (setting the same values again is harmless)",
+        ));
+    }
+    let uri = at.uri().to_string();
+    let planned_at = at.version();
+    let what = format!("cannot update the config of table '{uri}'");
+    let operation = Operation::UpdateConfig {
+        config_updates: Some(UpdateMap {
+            update_entries: updates
+                .iter()
+                .map(|(key, value)| UpdateMapEntry { key: key.clone(), value: value.clone() })
+                .collect(),
+            replace: false,
+        }),
+        table_metadata_updates: None,
+        schema_metadata_updates: None,
+        field_metadata_updates: Default::default(),
+    };
+    let transaction = TransactionBuilder::new(planned_at, operation)
+        .transaction_properties(options.transaction_properties())
+        .build();
+    let lance_session = session::global()?.lance.clone();
+    let store_params = options.store_params();
+    let dataset = at.dataset.clone();
+    let result = session::block_on(async {
+        let mut builder = lance::dataset::CommitBuilder::new(dataset)
+            .with_session(lance_session)
+            .with_store_params(store_params.clone());
+        if let Some(n) = options.max_retries {
+            builder = builder.with_max_retries(n);
+        }
+        if let Some(t) = options.retry_timeout {
+            builder = builder.with_retry_timeout(t);
+        }
+        let mut checked = None;
+        if !options.preconditions.is_empty() {
+            let c = super::preconditions::handler(&uri, &store_params, None, &options.preconditions).await?;
+            builder = builder.with_commit_handler(c.clone());
+            checked = Some(c);
+        }
+        builder.execute(transaction).await.map_err(|e| {
+            let err = super::commit_error(&what, planned_at, e).with_local_paths(&uri);
+            checked.and_then(|c| c.refusal()).unwrap_or(err)
+        })
+    })??;
+    let summary = super::WriteSummary {
+        version: result.version().version,
+        committed: true,
+        ..Default::default()
+    };
+    Ok((
+        Snapshot {
+            dataset: Arc::new(result),
+            storage_options: at.storage_options.clone(),
+        },
+        summary,
+    ))
+}
+
+/// The table's config at the snapshot's version, sorted by key.
+pub fn config(at: &Snapshot) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = at.dataset.config().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    pairs.sort();
+    pairs
+}

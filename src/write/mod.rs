@@ -8,6 +8,7 @@ pub mod compaction;
 mod encoding;
 pub mod maintenance;
 mod pages;
+pub mod preconditions;
 pub mod source;
 pub mod row_changes;
 pub mod rows;
@@ -89,6 +90,8 @@ pub struct WriteOptions {
     pub max_retries: Option<u32>,
     /// Time budget for those retries (None = Lance's 30 s).
     pub retry_timeout: Option<Duration>,
+    /// What the version a commit lands on must be (`preconditions`).
+    pub preconditions: preconditions::Preconditions,
 }
 
 impl WriteOptions {
@@ -126,6 +129,7 @@ impl WriteOptions {
                 return Err(HostError::invalid("statement_id must not be empty"));
             }
         }
+        self.preconditions.validate()?;
         crate::datacache::table_uses_cache(&self.storage_options)?;
         Ok(())
     }

@@ -33,7 +33,8 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
     crate::sql_text::check_expression("the delete predicate", predicate)?;
     let planned_at = at.version();
     let uri = at.uri().to_string();
-    let ds = at.dataset.clone();
+    let checked = super::preconditions::checked_snapshot(at, options)?;
+    let ds = checked.as_ref().map_or(at, |(s, _)| s).dataset.clone();
     let what = format!("cannot delete from table '{uri}' where {predicate}");
     let result = session::block_on(async move {
         let mut builder = DeleteBuilder::new(ds, predicate);
@@ -45,7 +46,7 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
         }
         builder.execute().await
     })?
-    .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+    .map_err(|e| super::preconditions::refusal_or(&checked, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
     let summary = WriteSummary {
         version: result.new_dataset.version().version,
         rows_deleted: result.num_deleted_rows,
@@ -77,7 +78,8 @@ pub fn update(
     for (column, expr) in assignments {
         crate::sql_text::check_expression(&format!("the update expression for column '{column}'"), expr)?;
     }
-    let mut builder = UpdateBuilder::new(at.dataset.clone());
+    let checked = super::preconditions::checked_snapshot(at, options)?;
+    let mut builder = UpdateBuilder::new(checked.as_ref().map_or(at, |(s, _)| s).dataset.clone());
     if let Some(p) = predicate {
         builder = builder
             .update_where(p)
@@ -96,7 +98,7 @@ pub fn update(
     }
     let job = builder.build().map_err(|e| HostError::from_lance(&what, e))?;
     let result = session::block_on(job.execute())?
-        .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
+        .map_err(|e| super::preconditions::refusal_or(&checked, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
     let committed = result.new_dataset.version().version != planned_at;
     let written = if committed { WriteSummary::written_by_commit(&result.new_dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {
@@ -259,13 +261,17 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
     let planned_at = at.version();
     let uri = at.uri().to_string();
     let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
-    let job = merge_job(at, spec, options, &what)?;
+    let checked = super::preconditions::checked_snapshot(at, options)?;
+    let job = merge_job(checked.as_ref().map_or(at, |(s, _)| s), spec, options, &what)?;
     let (source, failure) = merge_source(data, &what)?;
     let (dataset, stats) = match source {
         MergeSource::Held(batches) => session::block_on(job.execute_batches(batches))?,
         MergeSource::Stream(source) => session::block_on(job.execute(source))?,
     }
-    .map_err(|e| merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
+    .map_err(|e| {
+        let err = merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri));
+        super::preconditions::refusal_or(&checked, err)
+    })?;
     let committed = dataset.version().version != planned_at;
     let written = if committed { WriteSummary::written_by_commit(&dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {

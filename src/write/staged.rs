@@ -264,6 +264,7 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
     plain.statement_id = None; // the commit carries the statement, not the workers' shares
     plain.commit_message = None;
     plain.properties.clear();
+    plain.preconditions = Default::default(); // they apply to the commit
     let params = plain.lance_params()?;
     let secrets = crate::redact::Secrets::from_storage_options(&options.storage_options);
     let dest = match at {
@@ -360,6 +361,11 @@ pub(crate) fn commit_planned(
         }
     }
     let planned_at = staged.iter().map(|s| s.planned_at).min().unwrap_or(0);
+    if kind == StagedKind::Create && !options.preconditions.is_empty() {
+        return Err(HostError::invalid(
+            "a create has no version to require (expected_version, required_config apply to commits on an existing table)",
+        ));
+    }
     if kind != StagedKind::Append {
         if let Some(other) = staged.iter().find(|s| s.planned_at != planned_at) {
             return Err(HostError::invalid(format!(
@@ -485,6 +491,10 @@ pub(crate) fn commit_planned(
             Some(ds) => WriteDestination::Dataset(ds.clone()),
             None => WriteDestination::Uri(uri),
         };
+        if let Some(refusal) = latest.as_ref().and_then(|l| options.preconditions.version_refusal(l.version().version)) {
+            // the early, clear refusal; the commit handler below makes the check atomic
+            return Err(refusal);
+        }
         if let (StagedKind::Overwrite, Some(planned)) = (kind, &planned_ds) {
             // Lance lets an overwrite replace whatever was committed since it was planned;
             // an engine's INSERT OVERWRITE must not silently drop a concurrent commit. This
@@ -513,23 +523,42 @@ pub(crate) fn commit_planned(
             // Lance rebases over concurrent changes of other rows and refuses changes of these
             builder = builder.with_affected_rows(rows);
         }
-        // A second coordinator of the same statement landing a version while this one commits.
+        // The preconditions, checked on the version each attempt would land on; outside them,
+        // a second coordinator of the same statement landing a version while this one commits
+        // (a statement found committed wins over a precondition).
+        let mut handler: Option<Arc<dyn lance_table::io::commit::CommitHandler>> = None;
+        let mut checked = None;
+        if !options.preconditions.is_empty() {
+            let c = super::preconditions::handler(uri, &store_params, None, &options.preconditions).await?;
+            handler = Some(c.clone());
+            checked = Some(c);
+        }
         let mut guard = None;
         if let (Some(id), Some(latest)) = (&statement_id, &latest) {
             if !uri.starts_with("s3+ddb") {
-                let inner = lance_table::io::commit::commit_handler_from_url(uri, &Some(store_params.clone()))
-                    .await
-                    .map_err(|e| HostError::from_lance(&what, e))?;
+                let inner = match handler.take() {
+                    Some(h) => h,
+                    None => lance_table::io::commit::commit_handler_from_url(uri, &Some(store_params.clone()))
+                        .await
+                        .map_err(|e| HostError::from_lance(&what, e))?,
+                };
                 let g = Arc::new(super::statement::Guard::new(inner, latest.clone(), id));
-                builder = builder.with_commit_handler(g.clone());
+                handler = Some(g.clone());
                 guard = Some(g);
             }
+        }
+        if let Some(h) = handler {
+            builder = builder.with_commit_handler(h);
         }
         let result = builder.execute(transaction).await;
         if result.is_err() {
             forget(root.as_ref(), &written).await;
         }
-        if let (Err(_), Some(version), Some(latest)) = (&result, guard.as_ref().and_then(|g| g.found()), &latest) {
+        let found = guard.as_ref().and_then(|g| g.found());
+        if let (Err(_), None, Some(refusal)) = (&result, found, checked.as_ref().and_then(|c| c.refusal())) {
+            return Err(refusal);
+        }
+        if let (Err(_), Some(version), Some(latest)) = (&result, found, &latest) {
             let txn = latest
                 .read_transaction_by_version(version)
                 .await

@@ -853,3 +853,51 @@ fn a_merge_insert_whose_source_fails_commits_nothing() {
     assert_eq!(lance_dataset_version(latest.ptr()), 1, "nothing committed");
     assert_eq!(ids_of(&latest), (0..5).collect::<Vec<_>>());
 }
+
+/// Commit preconditions through the C ABI: a commit lands only on the version it names and
+/// only while the table config holds the fencing token; a caller built with the 0.13 header
+/// (88-byte LanceWriteParams) commits without them, whatever follows its struct in memory.
+#[test]
+fn commits_with_preconditions_and_older_callers_without_them() {
+    let uri = table_uri("pre");
+    let (v1, _) = write(&uri, std::ptr::null(), vec![rows(0..10)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
+    let files = data_files(&uri);
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    p.expected_version = 2; // the table is at version 1
+    let err = write(&uri, v1.ptr(), vec![rows(10..20)], &p).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_CONFLICT as i32, "{}", err.1);
+    assert!(err.1.contains("at version 2, and it is at version 1"), "{}", err.1);
+    assert_eq!(data_files(&uri), files, "a refused write leaves no file");
+    p.expected_version = 1;
+    let (v2, r) = write(&uri, v1.ptr(), vec![rows(10..20)], &p).unwrap();
+    assert_eq!((r.version, r.committed), (2, 1));
+    // a fencing token the table does not hold
+    let token = [cstr("fence"), cstr("job-1")];
+    let kv = [token[0].as_ptr(), token[1].as_ptr(), std::ptr::null()];
+    let mut p = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    p.required_config = kv.as_ptr();
+    let err = write(&uri, v2.ptr(), vec![rows(20..30)], &p).unwrap_err();
+    assert_eq!(err.0, LANCE_ERR_FAILED_PRECONDITION as i32, "{}", err.1);
+    assert!(err.1.contains("'fence' = 'job-1'") && err.1.contains("is not set"), "{}", err.1);
+    // set it, then the commit lands
+    let mut out: *mut LanceDataset = std::ptr::null_mut();
+    let mut res = result();
+    assert_eq!(
+        lance_host::ffi::maintenance::lance_dataset_update_config(v2.ptr(), kv.as_ptr(), std::ptr::null(), 0, std::ptr::null(), &mut out, &mut res),
+        0,
+        "{}",
+        last_message()
+    );
+    let v3 = Ds(out);
+    assert_eq!((res.version, res.committed), (3, 1));
+    let (_, r) = write(&uri, v3.ptr(), vec![rows(20..30)], &p).unwrap();
+    assert_eq!(r.version, 4);
+    // an older caller: its struct ends before the preconditions, so they are not read
+    let mut older = params(LanceWriteMode::LANCE_WRITE_APPEND);
+    older.struct_size = 88;
+    older.expected_version = 1; // stale, and not the caller's: ignored
+    older.required_config = std::ptr::NonNull::<*const c_char>::dangling().as_ptr(); // garbage past its end
+    let (latest, r) = write(&uri, std::ptr::null(), vec![rows(30..40)], &older).unwrap();
+    assert_eq!(r.version, 5);
+    assert_eq!(ids_of(&latest), (0..40).collect::<Vec<_>>());
+}

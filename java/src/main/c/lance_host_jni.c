@@ -1270,7 +1270,7 @@ static int host_stream(JNIEnv *env, jobject source, struct ArrowArrayStream *out
 typedef struct {
   LanceWriteParams p;
   char *sid, *msg;
-  StrArray opts;
+  StrArray opts, required;
 } WriteIn;
 
 static int write_in(JNIEnv *env, WriteIn *w, jint mode, jstring statement_id, jstring message, jobjectArray options,
@@ -1289,10 +1289,20 @@ static int write_in(JNIEnv *env, WriteIn *w, jint mode, jstring statement_id, js
   return ok;
 }
 
+/* The commit preconditions: the version the commit must land on (0 = any) and the config
+ * key/value pairs the table must hold. */
+static int preconditions_in(JNIEnv *env, WriteIn *w, jlong expected_version, jobjectArray required_config) {
+  if (!str_array(env, required_config, "required config", 0, &w->required)) return 0;
+  w->p.expected_version = (uint64_t)expected_version;
+  w->p.required_config = (const char *const *)w->required.items;
+  return 1;
+}
+
 static void write_in_free(WriteIn *w) {
   free(w->sid);
   free(w->msg);
   str_array_free(&w->opts);
+  str_array_free(&w->required);
 }
 
 /* long[]{version, committed, rows written, fragments, files, rows deleted, updated, inserted}. */
@@ -1347,7 +1357,8 @@ JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, job
 /* Writes a Java stream and commits (create, append, overwrite): long[]{version, committed,
  * rows, fragments, files}. The stream is consumed (closed) in every case. */
 JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
-                                     jstring statement_id, jstring message, jobjectArray options, jlong max_rows_per_file) {
+                                     jstring statement_id, jstring message, jobjectArray options, jlong max_rows_per_file,
+                                     jlong expected_version, jobjectArray required_config) {
   (void)c;
   struct ArrowArrayStream data;
   if (!host_stream(env, source, &data)) return NULL;
@@ -1356,7 +1367,8 @@ JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong a
   WriteIn w;
   memset(&w, 0, sizeof w);
   jlongArray out = NULL;
-  if (ok && write_in(env, &w, mode, statement_id, message, options, max_rows_per_file)) {
+  if (ok && write_in(env, &w, mode, statement_id, message, options, max_rows_per_file) &&
+      preconditions_in(env, &w, expected_version, required_config)) {
     LanceWriteResult r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
@@ -1398,34 +1410,75 @@ JNIEXPORT jobjectArray JNI(stageWrite)(JNIEnv *env, jclass c, jstring uri, jlong
 
 /* Commits staged writes once: long[]{version, committed (1/0), rows, fragments, files}. */
 JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjectArray staged, jint mode,
-                                      jstring statement_id, jstring message, jobjectArray options) {
+                                      jstring statement_id, jstring message, jobjectArray options,
+                                      jlong expected_version, jobjectArray required_config) {
   (void)c;
   int ok = 1;
   char *u = utf8(env, uri, "uri", &ok);
-  char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
-  char *msg = ok ? utf8(env, message, "commit message", &ok) : NULL;
-  StrArray o = {0};
+  WriteIn w;
+  memset(&w, 0, sizeof w);
   BytesIn in = {0};
   jlongArray out = NULL;
-  if (ok && str_array(env, options, "storage options", 0, &o) && bytes_in(env, staged, "staged writes", &in)) {
-    LanceWriteParams p;
-    lance_write_params_init_v2(&p, sizeof p);
-    p.mode = mode;
-    p.statement_id = sid;
-    p.commit_message = msg;
-    p.storage_options = (const char *const *)o.items;
+  if (ok && write_in(env, &w, mode, statement_id, message, options, 0) &&
+      preconditions_in(env, &w, expected_version, required_config) && bytes_in(env, staged, "staged writes", &in)) {
     LanceWriteResult r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
-    if (check(env, lance_table_commit(u, (const uint8_t *const *)in.ptrs, in.lens, in.len, &p, NULL, &r)))
+    if (check(env, lance_table_commit(u, (const uint8_t *const *)in.ptrs, in.lens, in.len, &w.p, NULL, &r)))
       out = result_out(env, &r);
   }
   bytes_in_free(env, &in);
-  str_array_free(&o);
+  write_in_free(&w);
   free(u);
-  free(sid);
-  free(msg);
   return out;
+}
+
+/* The table config as String[]{key, value, ...} sorted by key. */
+JNIEXPORT jobjectArray JNI(datasetConfig)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  LanceStringList *list = NULL;
+  if (!check(env, lance_dataset_config(PTR(LanceDataset, ds), &list))) return NULL;
+  jobjectArray out = strings_out(env, lance_string_list_count(list), string_list_get, list);
+  lance_string_list_free(list);
+  return out;
+}
+
+/* Sets and removes config keys as one new version: long[] write result. */
+JNIEXPORT jlongArray JNI(datasetUpdateConfig)(JNIEnv *env, jclass c, jlong ds, jobjectArray set, jobjectArray remove,
+                                              jlong expected_version, jobjectArray required_config) {
+  (void)c;
+  WriteIn w;
+  memset(&w, 0, sizeof w);
+  StrArray kv = {0}, keys = {0};
+  jlongArray out = NULL;
+  if (write_in(env, &w, 0, NULL, NULL, NULL, 0) && preconditions_in(env, &w, expected_version, required_config) &&
+      str_array(env, set, "config values", 0, &kv) && str_array(env, remove, "config keys", 0, &keys)) {
+    LanceWriteResult r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    if (check(env, lance_dataset_update_config(PTR(LanceDataset, ds), (const char *const *)kv.items,
+                                               (const char *const *)keys.items, keys.len, &w.p, NULL, &r)))
+      out = result_out(env, &r);
+  }
+  str_array_free(&kv);
+  str_array_free(&keys);
+  write_in_free(&w);
+  return out;
+}
+
+/* Change splits after a version (or a time, ms since the epoch; 0 = unset): a split plan. */
+JNIEXPORT jobjectArray JNI(planChanges)(JNIEnv *env, jclass c, jlong ds, jlong since_version, jlong since_ms,
+                                        jint types, jlong target_rows) {
+  (void)c;
+  LanceChangesParams p;
+  lance_changes_params_init_v2(&p, sizeof p);
+  p.since_version = (uint64_t)since_version;
+  p.since_timestamp_ms = (int64_t)since_ms;
+  p.change_types = (uint32_t)types;
+  p.target_rows = (uint64_t)target_rows;
+  LanceSplitPlan *plan = NULL;
+  if (!check(env, lance_dataset_plan_changes(PTR(LanceDataset, ds), &p, &plan))) return NULL;
+  return plan_out(env, plan);
 }
 
 /* Deletes the rows matching `predicate` as one new version: long[]{version, rows_deleted}. */

@@ -129,6 +129,42 @@ public final class Dataset implements AutoCloseable {
     return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, false)));
   }
 
+  /** Kinds of change (bits of {@link #planChanges}'s `types`). */
+  public static final int CHANGE_INSERTED = 1, CHANGE_UPDATED = 2, CHANGE_DELETED = 4;
+
+  /**
+   * Splits of the rows changed after `sinceVersion` up to this version (`types`: CHANGE_* bits,
+   * 0 = all): scan each with {@link #scan(byte[], ScanOptions, BufferAllocator)} on this version;
+   * its rows carry `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version` and
+   * `_change_type`. Needs a table with stable row ids.
+   */
+  public SplitPlan planChanges(long sinceVersion, int types, long targetRows) {
+    return new SplitPlan(handle.with(p -> Native.planChanges(p, sinceVersion, 0, types, targetRows)));
+  }
+
+  /** {@link #planChanges} after the last version committed before `since`. */
+  public SplitPlan planChangesSince(Instant since, int types, long targetRows) {
+    return new SplitPlan(handle.with(p -> Native.planChanges(p, 0, since.toEpochMilli(), types, targetRows)));
+  }
+
+  /** The table's config at this version (what pylance's `config()` shows; fencing tokens live here). */
+  public Map<String, String> config() {
+    String[] kv = handle.with(Native::datasetConfig);
+    Map<String, String> out = new java.util.TreeMap<>();
+    for (int i = 0; i + 1 < kv.length; i += 2) out.put(kv[i], kv[i + 1]);
+    return out;
+  }
+
+  /**
+   * Sets and removes config keys as one new version planned at this version; `o` may carry the
+   * preconditions ({@link Write.Options#expectedVersion}, {@link Write.Options#requiredConfig}).
+   */
+  public Write.Result updateConfig(Map<String, String> set, List<String> remove, Write.Options o) {
+    String[] keys = remove == null ? null : remove.toArray(new String[0]);
+    return new Write.Result(handle.with(p -> Native.datasetUpdateConfig(p, options(set), keys,
+        o == null ? 0 : o.expectedVersion, o == null ? null : options(o.requiredConfig))));
+  }
+
   /** Scan splits that may cut large fragments into row slices of about `targetRows`. */
   public SplitPlan planScanSlices(long targetRows) {
     return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, true)));

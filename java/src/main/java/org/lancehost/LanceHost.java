@@ -7,7 +7,7 @@ import java.util.Map;
 public final class LanceHost {
   private LanceHost() {}
 
-  /** The library's version, e.g. "0.13.0". */
+  /** The library's version, e.g. "0.14.0". */
   public static String version() {
     return Native.version();
   }

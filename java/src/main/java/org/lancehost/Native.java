@@ -84,7 +84,11 @@ final class Native {
       String[] options);
 
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
-      String[] options);
+      String[] options, long expectedVersion, String[] requiredConfig);
+  static native String[] datasetConfig(long ds);
+  static native long[] datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
+      String[] requiredConfig);
+  static native Object[] planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);
   static native long[] datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
   static native Object[] stageRowDeletes(long ds, long[] addresses);
@@ -93,7 +97,7 @@ final class Native {
   static native Object mergeInsert(long ds, HostStream source, String[] on, int[] modes, String matchedCondition,
       String bySourceCondition, String statementId, boolean staged);
   static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
-      String[] options, long maxRowsPerFile);
+      String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 
   static native long[] sessionDefaults();

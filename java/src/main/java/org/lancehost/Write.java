@@ -61,35 +61,56 @@ public final class Write {
     final String message;
     final Map<String, String> storage;
     final long maxRowsPerFile;
+    final long expectedVersion;
+    final Map<String, String> requiredConfig;
 
-    private Options(int mode, String statementId, String message, Map<String, String> storage, long maxRowsPerFile) {
+    private Options(int mode, String statementId, String message, Map<String, String> storage, long maxRowsPerFile,
+        long expectedVersion, Map<String, String> requiredConfig) {
       this.mode = mode;
       this.statementId = statementId;
       this.message = message;
       this.storage = storage;
       this.maxRowsPerFile = maxRowsPerFile;
+      this.expectedVersion = expectedVersion;
+      this.requiredConfig = requiredConfig;
     }
 
     public static Options mode(int mode) {
-      return new Options(mode, null, null, null, 0);
+      return new Options(mode, null, null, null, 0, 0, null);
     }
 
     /** The exactly-once key of a commit (e.g. the engine's query id). */
     public Options statementId(String id) {
-      return new Options(mode, id, message, storage, maxRowsPerFile);
+      return new Options(mode, id, message, storage, maxRowsPerFile, expectedVersion, requiredConfig);
     }
 
     public Options commitMessage(String m) {
-      return new Options(mode, statementId, m, storage, maxRowsPerFile);
+      return new Options(mode, statementId, m, storage, maxRowsPerFile, expectedVersion, requiredConfig);
     }
 
     public Options storageOptions(Map<String, String> s) {
-      return new Options(mode, statementId, message, s, maxRowsPerFile);
+      return new Options(mode, statementId, message, s, maxRowsPerFile, expectedVersion, requiredConfig);
     }
 
     /** Rows per data file (0 = Lance's default). */
     public Options maxRowsPerFile(long n) {
-      return new Options(mode, statementId, message, storage, n);
+      return new Options(mode, statementId, message, storage, n, expectedVersion, requiredConfig);
+    }
+
+    /**
+     * The commit lands only as version {@code v + 1} (0 = any): if the table has moved past
+     * {@code v}, {@link LanceException.Conflict} and nothing is committed.
+     */
+    public Options expectedVersion(long v) {
+      return new Options(mode, statementId, message, storage, maxRowsPerFile, v, requiredConfig);
+    }
+
+    /**
+     * Table config values (a fencing token) the version the commit lands on must hold, else
+     * {@link LanceException.FailedPrecondition} and nothing is committed.
+     */
+    public Options requiredConfig(Map<String, String> c) {
+      return new Options(mode, statementId, message, storage, maxRowsPerFile, expectedVersion, c);
     }
   }
 
@@ -97,10 +118,11 @@ public final class Write {
   public static Result write(String uri, Dataset at, Schema schema, Iterator<VectorSchemaRoot> batches, Options o) {
     HostStream s = new HostStream(schema, batches);
     if (at == null) {
-      return new Result(Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage), o.maxRowsPerFile));
+      return new Result(Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage),
+          o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig)));
     }
     return at.withHandle(h -> new Result(Native.tableWrite(uri, h, s, o.mode, o.statementId, o.message,
-        Dataset.options(o.storage), o.maxRowsPerFile)));
+        Dataset.options(o.storage), o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig))));
   }
 
   /** Writes a worker's share without committing (appends and overwrites need `at`, the pinned snapshot). */
@@ -114,7 +136,7 @@ public final class Write {
   public static Result commit(String uri, List<byte[]> staged, Options o) {
     if (staged == null) throw new LanceException.InvalidArgument("staged writes are null");
     return new Result(Native.tableCommit(uri, staged.toArray(new byte[0][]), o.mode, o.statementId, o.message,
-        Dataset.options(o.storage)));
+        Dataset.options(o.storage), o.expectedVersion, Dataset.options(o.requiredConfig)));
   }
 
   /** Deletes the files of shares that will not be committed; returns the files deleted. */

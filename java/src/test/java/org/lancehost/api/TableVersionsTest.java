@@ -1,0 +1,158 @@
+package org.lancehost.api;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.lancehost.ArrowStream;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+import org.lancehost.LanceHost;
+import org.lancehost.ScanOptions;
+import org.lancehost.Write;
+
+/** Commit preconditions, the table config and change data from Java, with pylance as the other side. */
+class TableVersionsTest {
+  static BufferAllocator allocator;
+
+  @BeforeAll
+  static void setUp() {
+    allocator = new RootAllocator();
+  }
+
+  @AfterAll
+  static void tearDown() {
+    assertEquals(0, LanceHost.liveBatches());
+    allocator.close();
+  }
+
+  /** One batch: ids start..end, name = prefix + id. */
+  static VectorSchemaRoot rows(long start, long end, String prefix) {
+    VectorSchemaRoot root = VectorSchemaRoot.create(RowChangeTest.SCHEMA, allocator);
+    BigIntVector id = (BigIntVector) root.getVector("id");
+    VarCharVector name = (VarCharVector) root.getVector("name");
+    id.allocateNew((int) (end - start));
+    name.allocateNew((int) (end - start));
+    for (long i = start; i < end; i++) {
+      id.set((int) (i - start), i);
+      name.setSafe((int) (i - start), (prefix + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+    root.setRowCount((int) (end - start));
+    return root;
+  }
+
+  static Path table(String name, long n) throws Exception {
+    Path uri = WriteTest.fresh(name);
+    Write.write(uri.toString(), null, RowChangeTest.SCHEMA, List.of(rows(0, n, "n")).iterator(),
+        Write.Options.mode(Write.CREATE));
+    return uri;
+  }
+  @Test
+  void commitsLandOnlyOnTheExpectedVersionAndWhileTheFenceHolds() throws Exception {
+    Path uri = table("preconditions.lance", 100);
+    String u = uri.toString();
+    // a stale expected version: refused, nothing written
+    long files = WriteTestSupport.dataFiles(uri);
+    assertThrows(LanceException.Conflict.class, () -> Write.write(u, null, RowChangeTest.SCHEMA,
+        List.of(rows(100, 110, "x")).iterator(),
+        Write.Options.mode(Write.APPEND).expectedVersion(7)));
+    assertEquals(files, WriteTestSupport.dataFiles(uri));
+    Write.Result r = Write.write(u, null, RowChangeTest.SCHEMA,
+        List.of(rows(100, 110, "x")).iterator(),
+        Write.Options.mode(Write.APPEND).expectedVersion(1));
+    assertEquals(2, r.version);
+    // the fence: set here, read by pylance; moved by pylance, honoured here
+    try (Dataset at = Dataset.open(u)) {
+      Write.Result c = at.updateConfig(Map.of("fence", "job-1"), null, null);
+      assertEquals(3, c.version);
+    }
+    JsonNode py = WriteTestSupport.python("import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1])\n"
+        + "before = ds.config()\n"
+        + "ds.update_config({'fence': 'job-2'})\n"
+        + "print(json.dumps({'before': before, 'version': lance.dataset(sys.argv[1]).version}))\n", u);
+    assertEquals("job-1", py.get("before").get("fence").asText());
+    assertEquals(4, py.get("version").asLong());
+    try (Dataset at = Dataset.open(u)) {
+      assertEquals(Map.of("fence", "job-2"), at.config());
+      List<byte[]> shares = List.of(Write.stage(u, at, RowChangeTest.SCHEMA,
+          List.of(rows(200, 210, "s")).iterator(),
+          Write.Options.mode(Write.APPEND)).bytes);
+      LanceException.FailedPrecondition e = assertThrows(LanceException.FailedPrecondition.class,
+          () -> Write.commit(u, shares, Write.Options.mode(Write.APPEND).requiredConfig(Map.of("fence", "job-1"))));
+      assertTrue(e.getMessage().contains("'job-2'"), e.getMessage());
+      assertEquals(5, Write.commit(u, shares,
+          Write.Options.mode(Write.APPEND).requiredConfig(Map.of("fence", "job-2")).expectedVersion(4)).version);
+      // a compare-and-set of the token with a stale value is refused
+      assertThrows(LanceException.FailedPrecondition.class, () -> at.updateConfig(Map.of("fence", "job-3"), null,
+          Write.Options.mode(Write.APPEND).requiredConfig(Map.of("fence", "job-1"))));
+    }
+    long[] v = new long[1];
+    Map<Long, String> rows = RowChangeTest.pylanceRows(uri, v);
+    assertEquals(5, v[0]);
+    assertEquals(120, rows.size());
+  }
+
+  @Test
+  void changeSplitsEqualPylancesDelta() throws Exception {
+    Path uri = WriteTest.fresh("changes.lance");
+    String u = uri.toString();
+    // pylance writes a history with stable row ids and prints its delta since version 1
+    JsonNode py = WriteTestSupport.python("import json, sys, lance, pyarrow as pa\n"
+        + "u = sys.argv[1]\n"
+        + "rows = lambda a, b, t: pa.table({'id': pa.array(range(a, b), pa.int64()), 'name': [t + str(i) for i in range(a, b)]})\n"
+        + "lance.write_dataset(rows(0, 100, 'a'), u, max_rows_per_file=40, enable_stable_row_ids=True)\n"
+        + "lance.write_dataset(rows(100, 130, 'b'), u, mode='append')\n"
+        + "lance.dataset(u).update({'name': \"'u'\"}, where='id < 5')\n"
+        + "lance.dataset(u).delete('id >= 50 AND id < 53')\n"
+        + "d = lance.dataset(u).delta(1)\n"
+        + "ins = d.get_inserted_rows().read_all()['id'].to_pylist()\n"
+        + "upd = d.get_updated_rows().read_all()['id'].to_pylist()\n"
+        + "dele = d.get_deleted_row_ids().read_all()['_rowid'].to_pylist()\n"
+        + "print(json.dumps({'insert': sorted(ins), 'update': sorted(upd), 'delete': sorted(dele)}))\n", u);
+    Map<String, List<Long>> got = new TreeMap<>();
+    try (Dataset ds = Dataset.open(u)) {
+      for (byte[] split : ds.planChanges(1, 0, 0).splits()) {
+        try (Dataset worker = Dataset.forSplit(split, null);
+            ArrowStream s = worker.scan(split, ScanOptions.all().columns("id"), allocator)) {
+          for (VectorSchemaRoot next = s.next(); next != null; next = s.next()) {
+            try (VectorSchemaRoot b = next) {
+              BigIntVector id = (BigIntVector) b.getVector("id");
+              VarCharVector kind = (VarCharVector) b.getVector("_change_type");
+              org.apache.arrow.vector.UInt8Vector rowid = (org.apache.arrow.vector.UInt8Vector) b.getVector("_rowid");
+              for (int i = 0; i < b.getRowCount(); i++) {
+                String k = new String(kind.get(i), java.nio.charset.StandardCharsets.UTF_8);
+                got.computeIfAbsent(k, x -> new ArrayList<>()).add(k.equals("delete") ? rowid.get(i) : id.get(i));
+              }
+            }
+          }
+        }
+      }
+      // a table without stable row ids is refused, not answered empty
+      Path plain = table("changes-plain.lance", 10);
+      try (Dataset p = Dataset.open(plain.toString())) {
+        assertThrows(LanceException.NotSupported.class, () -> p.planChanges(0, 0, 0));
+      }
+    }
+    for (String k : List.of("insert", "update", "delete")) {
+      List<Long> want = new ArrayList<>();
+      py.get(k).forEach(n -> want.add(n.asLong()));
+      List<Long> have = new ArrayList<>(got.getOrDefault(k, List.of()));
+      have.sort(null);
+      assertEquals(want, have, k);
+      assertFalse(want.isEmpty(), k);
+    }
+  }
+}
