@@ -189,6 +189,74 @@ static void host_batches_are_written_and_read_back(const std::string& dir) {
   EXPECT(lh::Dataset::open(uri).count_rows() == 160);
 }
 
+// Table versions from C++: preconditions and the config fence, change splits, branches and a
+// shallow clone, each read back through the library (pylance checks the same in Python tests).
+static void table_versions(const std::string& dir) {
+  namespace lh = lance_host;
+  const std::string uri = dir + "/versions.lance";
+  auto [v1, r1] = lh::write_table(uri, lh::stream_of(host_schema(), {host_batch(0, 100)}));
+  lh::WriteRequest append;
+  append.mode = LANCE_WRITE_APPEND;
+  append.expected_version = 7;  // the table is at version 1
+  try {
+    lh::write_table(uri, lh::stream_of(host_schema(), {host_batch(100, 10)}), append, &v1);
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_CONFLICT);
+  }
+  auto [v2, r2] = v1.update_config({{"fence", "job-1"}});
+  EXPECT(r2.version == 2 && v2.config().at("fence") == "job-1");
+  append.expected_version = 0;
+  append.required_config = {{"fence", "job-0"}};
+  try {
+    lh::write_table(uri, lh::stream_of(host_schema(), {host_batch(100, 10)}), append, &v2);
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_FAILED_PRECONDITION);
+  }
+  append.required_config = {{"fence", "job-1"}};
+  append.expected_version = 2;
+  auto [v3, r3] = lh::write_table(uri, lh::stream_of(host_schema(), {host_batch(100, 10)}), append, &v2);
+  EXPECT(r3.version == 3 && v3.count_rows() == 110);
+  // a branch from version 3, written on, read back by name; main is untouched
+  auto dev = v3.create_branch("dev");
+  EXPECT(dev.branch() == "dev" && v3.branch() == "main");
+  lh::WriteRequest on_branch;
+  on_branch.mode = LANCE_WRITE_APPEND;
+  auto [dev2, rd] = lh::write_table(dev.uri(), lh::stream_of(host_schema(), {host_batch(500, 5)}), on_branch, &dev);
+  EXPECT(lh::Dataset::open_branch(uri, "dev").count_rows() == 115 && lh::Dataset::open(uri).count_rows() == 110);
+  EXPECT(v3.branches().at("dev").first == "main" && v3.branches().at("dev").second == 3);
+  // the tables here have no stable row ids: change data is refused, not answered empty
+  try {
+    v3.plan_changes(1);
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_NOT_SUPPORTED);
+  }
+  // a table created with stable row ids keeps row versions: its appended rows are inserts
+  lh::WriteRequest stable;
+  stable.stable_row_ids = true;
+  auto [s1, rs] = lh::write_table(dir + "/stable.lance", lh::stream_of(host_schema(), {host_batch(0, 50)}), stable);
+  auto [s2, rs2] = lh::write_table(dir + "/stable.lance", lh::stream_of(host_schema(), {host_batch(50, 7)}), on_branch, &s1);
+  auto changes = s2.plan_changes(1, LANCE_CHANGE_INSERTED | LANCE_CHANGE_UPDATED);
+  int64_t inserted = 0;
+  for (size_t i = 0; i < changes.size(); i++) {
+    EXPECT(lance_split_kind(changes.at(i).get()) == LANCE_SPLIT_CHANGES);
+    for (auto& b : s2.scan(changes.at(i))) {
+      for (int64_t row = 0; row < b.num_rows(); row++) {
+        EXPECT(b.text("_change_type", row) == "insert");
+        EXPECT(b.values<int64_t>("id")[row] >= 50);
+        inserted++;
+      }
+    }
+  }
+  EXPECT(inserted == 7);
+  auto clone = v3.shallow_clone(dir + "/versions-clone.lance");
+  EXPECT(clone.count_rows() == 110 && clone.version() == v3.version());  // numbered as its source
+  v3.delete_branch("dev");
+  EXPECT(v3.branches().empty());
+}
+
 int main(int argc, char** argv) {
   EXPECT(argc == 2);
   const std::string warehouse = argv[1];
@@ -733,6 +801,7 @@ int main(int argc, char** argv) {
     EXPECT(mkdtemp(dir_template) != nullptr);
     const std::string target = std::string(dir_template) + "/copy.lance";
     host_batches_are_written_and_read_back(dir_template);
+    table_versions(dir_template);
     lh::ScanRequest small;
     small.columns = {"id", "category"};
     small.filter = "id < 300";

@@ -1,8 +1,9 @@
 /* lance-host as a DuckDB extension, written against DuckDB's C extension API (stable API v1.5.6,
  * so any DuckDB from 1.5.6 on loads it). Table functions:
  *
- *   lance_scan(uri [, filter := 'sql'] [, version := n])
- *       the table at `version` (default: latest, pinned at bind), read in parallel: lance-host
+ *   lance_scan(uri [, filter := 'sql'] [, version := n] [, branch := 'name'])
+ *       the table at `version` (default: latest, pinned at bind) of `branch` (default: main;
+ *       every search function takes `branch` too), read in parallel: lance-host
  *       plans one scan split per fragment and DuckDB's threads take splits in turn. DuckDB
  *       pushes its projection down (only the columns the query uses are read); `filter` is
  *       pushed into Lance's scan (scalar indexes apply). DuckDB's C API has no filter pushdown
@@ -36,6 +37,13 @@
  *                       [, nprobes := n] [, rrf_k := 60] [, version := n])
  *       the k best rows of a vector search and a full-text search fused by reciprocal rank, with
  *       `_relevance_score`, `_distance` and `_score` (NULL where a row is absent from a list).
+ *
+ *   lance_changes(uri, since_version, version [, branch := 'name'])
+ *       the rows changed after `since_version` up to `version` (0 = latest): the table's
+ *       columns, then `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version` and
+ *       `_change_type` ('insert', 'update', 'delete'; deleted rows with their values at
+ *       `since_version`), read in parallel from lance-host's change splits. Needs a table with
+ *       stable row ids (an error names the table otherwise).
  *
  *   lance_host_data_cache([memory_bytes := n] [, block_bytes := n] [, disk_dir := 'path']
  *                         [, disk_bytes := n] [, disabled := true])
@@ -82,6 +90,8 @@ typedef struct {
   Column cols[MAX_COLUMNS];
   size_t ncols;
   char* filter;
+  char* branch;           /* `branch :=` (NULL: the default branch) */
+  uint64_t since_version; /* lance_changes: the changes after this version */
   /* 0 lance_scan, 1 lance_vector_search, 2 lance_fts, 3 lance_hybrid_search */
   int is_search;
   char* vector_column;
@@ -114,6 +124,7 @@ typedef struct {
 #define KIND_HYBRID 3
 #define KIND_BATCH 4
 #define KIND_AGGREGATE 5
+#define KIND_CHANGES 6
 
 /* A stream being turned into DuckDB chunks. */
 typedef struct {
@@ -165,6 +176,7 @@ static void free_bind(void* p) {
     free(b->cols[i].format);
   }
   free(b->filter);
+  free(b->branch);
   free(b->vector_column);
   free(b->vector);
   free(b->text_column);
@@ -325,6 +337,11 @@ static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
     }
     *version = (uint64_t)n;
   }
+  v = duckdb_bind_get_named_parameter(info, "branch");
+  if (v) {
+    b->branch = varchar_param(v);
+    duckdb_destroy_value(&v);
+  }
   v = duckdb_bind_get_named_parameter(info, "nprobes");
   if (v) {
     b->nprobes = (uint32_t)duckdb_get_int64(v);
@@ -387,7 +404,7 @@ static int bind_named(duckdb_bind_info info, BindData* b, uint64_t* version) {
 }
 
 static void bind_open(duckdb_bind_info info, BindData* b, const char* uri, uint64_t version) {
-  b->ds = lance_dataset_open(uri, NULL, version);
+  b->ds = b->branch ? lance_dataset_open_branch(uri, NULL, b->branch, version) : lance_dataset_open(uri, NULL, version);
   if (!b->ds) {
     char msg[4096];
     snprintf(msg, sizeof msg, "lance: cannot open %s: %s", uri, lance_last_error_message());
@@ -564,6 +581,16 @@ static const char* reader_start(Reader* r, const GlobalState* g) {
   return NULL;
 }
 
+/* The columns every change split returns after the table's (lance_dataset_plan_changes). */
+static const char* const change_meta[4] = {"_rowid", "_row_created_at_version", "_row_last_updated_at_version",
+                                           "_change_type"};
+
+static int is_change_meta(const char* name) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(name, change_meta[i]) == 0) return 1;
+  return 0;
+}
+
 /* DuckDB's row-id pseudo column (asked for when a query needs no column, e.g. count(*)). */
 static const Column rowid_column = {(char*)"_rowid", (char*)"L", 0, 1};
 
@@ -584,10 +611,12 @@ static GlobalState* begin_init(duckdb_init_info info, const BindData* b) {
       duckdb_init_set_error(info, msg);
       return NULL;
     }
-    if (!is_computed(col->name)) g->names[g->nnames++] = col->name;
+    if (!is_computed(col->name) && !(b->is_search == KIND_CHANGES && is_change_meta(col->name)))
+      g->names[g->nnames++] = col->name;
   }
-  /* Nothing to read but rows (e.g. count(*)): read the narrowest thing there is, the row ids. */
-  if (g->nnames == 0) g->names[g->nnames++] = rowid_column.name;
+  /* Nothing to read but rows (e.g. count(*)): read the narrowest thing there is, the row ids
+     (a change split returns its row ids whatever it is asked for). */
+  if (g->nnames == 0 && b->is_search != KIND_CHANGES) g->names[g->nnames++] = rowid_column.name;
   return g;
 }
 
@@ -935,7 +964,8 @@ static void copy_rows(const struct ArrowArray* a, const struct ArrowSchema* type
 static void scan_function(duckdb_function_info info, duckdb_data_chunk output) {
   BindData* b = (BindData*)duckdb_function_get_bind_data(info);
   GlobalState* g = (GlobalState*)duckdb_function_get_init_data(info);
-  LocalState* l = b->is_search ? NULL : (LocalState*)duckdb_function_get_local_init_data(info);
+  /* lance_scan and lance_changes read splits per thread; the searches read one merged stream */
+  LocalState* l = b->is_search && b->is_search != KIND_CHANGES ? NULL : (LocalState*)duckdb_function_get_local_init_data(info);
   Reader* r = l ? &l->reader : &g->single;
   for (;;) {
     if (r->active && r->batch.release && r->row < r->batch.length) break;
@@ -1097,6 +1127,79 @@ static int register_cache_function(duckdb_connection con) {
   return st == DuckDBSuccess;
 }
 
+/* lance_changes(uri, since_version, version [, branch := 'name']): the rows changed after
+   `since_version` up to `version` (0 = latest), one change split per fragment group plus the
+   deleted rows, read in parallel like lance_scan. */
+static void changes_bind(duckdb_bind_info info) {
+  BindData* b = (BindData*)calloc(1, sizeof(BindData));
+  duckdb_bind_set_bind_data(info, b, free_bind);
+  b->is_search = KIND_CHANGES;
+  char* uri = varchar_arg(info, 0);
+  duckdb_value v = duckdb_bind_get_parameter(info, 1);
+  int64_t since = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  v = duckdb_bind_get_parameter(info, 2);
+  int64_t version = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  uint64_t ignored = 0;
+  if (since < 0 || version < 0) {
+    duckdb_bind_set_error(info, "lance_changes: versions must not be negative");
+  } else if (bind_named(info, b, &ignored)) {
+    b->since_version = (uint64_t)since;
+    bind_open(info, b, uri, (uint64_t)version);
+    if (b->ds && bind_columns(info, b)) {
+      const char* formats[4] = {"L", "L", "L", "u"};
+      for (int i = 0; i < 4 && b->ncols < MAX_COLUMNS; i++) {
+        Column* c = &b->cols[b->ncols++];
+        c->name = dup_str(change_meta[i]);
+        c->format = dup_str(formats[i]);
+        c->supported = 1;
+        duckdb_logical_type t = duckdb_create_logical_type(i < 3 ? DUCKDB_TYPE_UBIGINT : DUCKDB_TYPE_VARCHAR);
+        duckdb_bind_add_result_column(info, change_meta[i], t);
+        duckdb_destroy_logical_type(&t);
+      }
+    }
+  }
+  free(uri);
+}
+
+static void changes_init(duckdb_init_info info) {
+  BindData* b = (BindData*)duckdb_init_get_bind_data(info);
+  GlobalState* g = begin_init(info, b);
+  if (!g) return;
+  LanceChangesParams p;
+  lance_changes_params_init_v2(&p, sizeof p);
+  p.since_version = b->since_version;
+  if (lance_dataset_plan_changes(b->ds, &p, &g->plan) != LANCE_OK) {
+    duckdb_init_set_error(info, lance_last_error_message());
+    return;
+  }
+  g->nsplits = lance_split_plan_count(g->plan);
+  atomic_init(&g->next_split, 0);
+  duckdb_init_set_max_threads(info, g->nsplits ? g->nsplits : 1);
+}
+
+static int register_changes_function(duckdb_connection con) {
+  duckdb_table_function f = duckdb_create_table_function();
+  duckdb_table_function_set_name(f, "lance_changes");
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_table_function_add_parameter(f, varchar); /* uri */
+  duckdb_table_function_add_parameter(f, bigint);  /* since version */
+  duckdb_table_function_add_parameter(f, bigint);  /* version (0 = latest) */
+  duckdb_table_function_add_named_parameter(f, "branch", varchar);
+  duckdb_table_function_set_bind(f, changes_bind);
+  duckdb_table_function_set_init(f, changes_init);
+  duckdb_table_function_set_local_init(f, scan_local_init);
+  duckdb_table_function_set_function(f, scan_function);
+  duckdb_table_function_supports_projection_pushdown(f, true);
+  duckdb_state st = duckdb_register_table_function(con, f);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_table_function(&f);
+  return st == DuckDBSuccess;
+}
+
 static int register_function(duckdb_connection con, const char* name, duckdb_table_function_bind_t bind,
                              duckdb_table_function_init_t init, int kind) {
   duckdb_table_function f = duckdb_create_table_function();
@@ -1125,6 +1228,7 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   if (kind != 0) duckdb_table_function_add_parameter(f, bigint); /* k */
   duckdb_table_function_add_named_parameter(f, "filter", varchar);
   duckdb_table_function_add_named_parameter(f, "version", bigint);
+  duckdb_table_function_add_named_parameter(f, "branch", varchar);
   duckdb_table_function_set_bind(f, bind);
   duckdb_table_function_set_init(f, init);
   if (kind == 0) duckdb_table_function_set_local_init(f, scan_local_init);
@@ -1536,7 +1640,7 @@ DUCKDB_EXTENSION_ENTRYPOINT(duckdb_connection connection, duckdb_extension_info 
       !register_function(connection, "lance_fts", fts_bind, fts_init, KIND_FTS) ||
       !register_function(connection, "lance_hybrid_search", hybrid_bind, hybrid_init, KIND_HYBRID) ||
       !register_aggregate_function(connection) || !register_blob_function(connection) ||
-      !register_cache_function(connection) ||
+      !register_cache_function(connection) || !register_changes_function(connection) ||
       !lance_duckdb_register_writes(connection)) {
     access->set_error(info, "lance_host: registering the table functions failed");
     return false;

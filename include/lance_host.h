@@ -279,6 +279,27 @@ typedef int32_t LanceSplitKind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Kinds of change (bits of `LanceChangesParams.change_types`). Since 0.14.
+enum LanceChangeType
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Rows created after the begin version (`_change_type` "insert").
+  LANCE_CHANGE_INSERTED = 1,
+  // Rows created at or before the begin version and updated after it ("update").
+  LANCE_CHANGE_UPDATED = 2,
+  // Rows live at the begin version and not at the pinned one ("delete").
+  LANCE_CHANGE_DELETED = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum LanceChangeType LanceChangeType;
+#else
+typedef uint32_t LanceChangeType;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // Element types of a query vector.
 enum LanceElementType
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -542,6 +563,10 @@ typedef int32_t LanceAggregateFunction;
 // `lance_blobs_free`.
 typedef struct LanceBlobs LanceBlobs;
 
+// The branches of a table. Opaque; read with `lance_branch_list_*`, free with
+// `lance_branch_list_free`. Since 0.14.
+typedef struct LanceBranchList LanceBranchList;
+
 // A list of byte strings (compaction tasks, index build tasks). Opaque; free with
 // `lance_bytes_list_free`.
 typedef struct LanceBytesList LanceBytesList;
@@ -699,6 +724,11 @@ typedef struct {
   // of the job allowed to commit; else LANCE_ERR_FAILED_PRECONDITION and nothing is
   // committed. Checked atomically with the write, like `expected_version`. NULL = none.
   const char *const *required_config;
+  // Since 0.14. 1: a new table (a create, or an overwrite that creates) keeps stable row ids,
+  // and with them the row versions change data needs (`lance_dataset_plan_changes`; pylance's
+  // `enable_stable_row_ids=True`). 0 = Lance's default (off); an existing table keeps its
+  // setting. Other values are LANCE_ERR_INVALID_ARGUMENT.
+  uint32_t stable_row_ids;
 } LanceWriteParams;
 
 // What a write did (`lance_table_write` and the others fill it when given). Set
@@ -1286,6 +1316,84 @@ int32_t lance_blobs_io_stats(const LanceBlobs *blobs, LanceIoStats *out);
 // Free a blob set and the strings it owns. NULL is ignored. Call once, after the last use of
 // the set and of `uri` pointers obtained from it; not concurrently with other calls on it.
 void lance_blobs_free(LanceBlobs *blobs);
+
+// Open the table at `uri` on branch `branch` ("main" = the default branch) at `version` of
+// that branch (0 = its latest), with the NULL-terminated key/value `storage_options` (may be
+// NULL). The handle is the branch's own location (`<uri>/tree/<branch>`, its
+// `lance_dataset_uri`) pinned at one of the branch's versions: its snapshot token and splits
+// carry that location, so workers open exactly that version of the branch, and writes and
+// commits planned on it (`lance_table_write` / `lance_table_commit` with the handle's URI,
+// staged shares, deletes, updates, merges) land on the branch, never on main.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
+// Thread-safe. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
+// missing branch or version, LANCE_ERR_INVALID_ARGUMENT for a malformed name). Since 0.14.
+LanceDataset *lance_dataset_open_branch(const char *uri, const char *const *storage_options, const char *branch, uint64_t version);
+
+// The branch `dataset` is on: "main" for the default branch.
+//
+// The handle owns the string; valid until `lance_dataset_free` is called. Thread-safe.
+// Returns NULL and sets the last error if `dataset` is NULL. Since 0.14.
+const char *lance_dataset_branch(const LanceDataset *dataset);
+
+// Create branch `name` of `dataset`'s table from `version` of the handle's branch (0 = the
+// handle's version). The branch shares that version's files and has its own versions from
+// then on; pylance sees it (`branches`, `checkout_version((name, v))`). Names: letters,
+// digits, '-', '_', '.', '/' between names; "main" and existing names are refused
+// (LANCE_ERR_INVALID_ARGUMENT or the code Lance gives). `*out_dataset` (if not NULL) gets the
+// new branch at its first version (numbered as the version it was created from), owned by the
+// caller.
+//
+// Borrows its arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on
+// failure. Since 0.14.
+int32_t lance_dataset_create_branch(const LanceDataset *dataset, const char *name, uint64_t version, LanceDataset **out_dataset);
+
+// Delete branch `name` of `dataset`'s table (not the handle's own branch, not "main").
+// Readers pinned to it in other processes fail on their next read.
+//
+// Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for a
+// missing branch). Since 0.14.
+int32_t lance_dataset_delete_branch(const LanceDataset *dataset, const char *name);
+
+// List the branches of `dataset`'s table (not "main"), sorted by name.
+//
+// Caller owns `*out`; free it with `lance_branch_list_free`. Borrows `dataset`. Thread-safe.
+// Returns an error code; `*out` is not written on failure. Since 0.14.
+int32_t lance_dataset_branches(const LanceDataset *dataset, LanceBranchList **out);
+
+// Number of branches in `list`. Borrows `list`. Thread-safe. Returns 0 and sets the last
+// error if `list` is NULL. Since 0.14.
+size_t lance_branch_list_count(const LanceBranchList *list);
+
+// Name of branch `index`. The list owns the string; valid until `lance_branch_list_free`.
+// Thread-safe. Returns NULL and sets the last error if `list` is NULL or `index` is out of
+// range. Since 0.14.
+const char *lance_branch_list_name(const LanceBranchList *list, size_t index);
+
+// The branch branch `index` was created from ("main" for the default branch). The list owns
+// the string; valid until `lance_branch_list_free`. Thread-safe. Returns NULL and sets the
+// last error if `list` is NULL or `index` is out of range. Since 0.14.
+const char *lance_branch_list_parent(const LanceBranchList *list, size_t index);
+
+// The version of its parent branch `index` was created from. Borrows `list`. Thread-safe.
+// Returns 0 and sets the last error if `list` is NULL or `index` is out of range. Since 0.14.
+uint64_t lance_branch_list_parent_version(const LanceBranchList *list, size_t index);
+
+// Free a branch list (the caller owns it). NULL is ignored. Call once, after the last use of
+// the list and of strings obtained from it; not concurrently with other calls on it. Returns
+// nothing; never fails. Since 0.14.
+void lance_branch_list_free(LanceBranchList *list);
+
+// Clone `dataset`'s pinned version into a new table at `target_uri` (with the NULL-terminated
+// key/value `storage_options`, may be NULL) that references the source's files instead of
+// copying them: the source's files must outlive the clone (keep the version tagged or exempt
+// from cleanup). The clone has its own versions from then on; pylance opens it like any table.
+// An existing table at `target_uri` is refused. `*out_dataset` (if not NULL) gets the clone at
+// its first version (numbered as the source version), owned by the caller.
+//
+// Borrows its arguments. Thread-safe. Returns an error code; `*out_dataset` is not written on
+// failure. Since 0.14.
+int32_t lance_dataset_shallow_clone(const LanceDataset *dataset, const char *target_uri, const char *const *storage_options, LanceDataset **out_dataset);
 
 // Connect to a catalog described by a NULL-terminated key/value array:
 // - `type`: `dir` (default) or `rest`.

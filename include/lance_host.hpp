@@ -619,6 +619,8 @@ struct WriteRequest {
   /// Config values the version the commit lands on must hold (a fencing token): else
   /// LANCE_ERR_FAILED_PRECONDITION. Since 0.14.
   std::map<std::string, std::string> required_config;
+  /// A new table keeps stable row ids (and the row versions change data needs). Since 0.14.
+  bool stable_row_ids = false;
 };
 
 /// What `Dataset::cleanup` removed.
@@ -782,6 +784,7 @@ class WriteParams {
     p_.retry_timeout_ms = r.retry_timeout_ms;
     p_.expected_version = r.expected_version;
     p_.required_config = required_.get();
+    p_.stable_row_ids = r.stable_row_ids ? 1 : 0;
   }
   const LanceWriteParams* get() const { return &p_; }
 
@@ -1455,6 +1458,41 @@ class Dataset {
                           const std::map<std::string, std::string>& storage_options = {}) {
     detail::KeyValues kv(storage_options);
     return Dataset(lance_dataset_open_tag(uri.c_str(), kv.get(), tag.c_str()));
+  }
+  /// The table on `branch` ("main" = the default one) at `version` of that branch (0 = its
+  /// latest). Since 0.14.
+  static Dataset open_branch(const std::string& uri, const std::string& branch, uint64_t version = 0,
+                             const std::map<std::string, std::string>& storage_options = {}) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_dataset_open_branch(uri.c_str(), kv.get(), branch.c_str(), version));
+  }
+  /// The branch this handle is on ("main" for the default one). Since 0.14.
+  std::string branch() const { return lance_dataset_branch(p_.get()); }
+  /// Create branch `name` from `version` of this handle's branch (0 = this version); returns
+  /// the branch at its first version. Since 0.14.
+  Dataset create_branch(const std::string& name, uint64_t version = 0) const {
+    LanceDataset* out = nullptr;
+    check(lance_dataset_create_branch(p_.get(), name.c_str(), version, &out));
+    return Dataset(out);
+  }
+  void delete_branch(const std::string& name) const { check(lance_dataset_delete_branch(p_.get(), name.c_str())); }
+  /// The table's branches: name -> (parent branch, parent version). Since 0.14.
+  std::map<std::string, std::pair<std::string, uint64_t>> branches() const {
+    LanceBranchList* l = nullptr;
+    check(lance_dataset_branches(p_.get(), &l));
+    std::unique_ptr<LanceBranchList, detail::Deleter<LanceBranchList, lance_branch_list_free>> guard(l);
+    std::map<std::string, std::pair<std::string, uint64_t>> out;
+    for (size_t i = 0; i < lance_branch_list_count(l); i++)
+      out[lance_branch_list_name(l, i)] = {lance_branch_list_parent(l, i), lance_branch_list_parent_version(l, i)};
+    return out;
+  }
+  /// This version cloned into a new table at `target_uri` that references this table's files.
+  /// Since 0.14.
+  Dataset shallow_clone(const std::string& target_uri, const std::map<std::string, std::string>& storage_options = {}) const {
+    detail::KeyValues kv(storage_options);
+    LanceDataset* out = nullptr;
+    check(lance_dataset_shallow_clone(p_.get(), target_uri.c_str(), kv.get(), &out));
+    return Dataset(out);
   }
   /// The table's config at this handle's version (pylance's `config()`).
   std::map<std::string, std::string> config() const {

@@ -9,6 +9,7 @@ pub(crate) mod bytes;
 pub mod cancel;
 pub mod columns;
 pub mod datacache;
+pub mod branch;
 pub mod catalog;
 pub mod changes;
 pub mod count;

@@ -1538,6 +1538,40 @@ class Dataset:
         finally:
             LIB.lance_tag_list_free(h)
 
+    @property
+    def branch(self) -> str:
+        """The branch this handle is on ('main' for the default branch; lance_dataset_branch)."""
+        return LIB.lance_dataset_branch(self._h).decode()
+
+    def create_branch(self, name: str, version: int = 0) -> "Dataset":
+        """Create branch `name` from `version` of this handle's branch (0 = this handle's
+        version) (lance_dataset_create_branch); returns the branch at its first version."""
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_create_branch(self._h, name.encode(), version, ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def delete_branch(self, name: str) -> None:
+        """Delete branch `name` of the table (lance_dataset_delete_branch)."""
+        _check(LIB.lance_dataset_delete_branch(self._h, name.encode()))
+
+    def branches(self) -> dict:
+        """The table's branches: name -> (parent branch, parent version) (lance_dataset_branches)."""
+        h = ctypes.c_void_p()
+        _check(LIB.lance_dataset_branches(self._h, ctypes.byref(h)))
+        try:
+            return {LIB.lance_branch_list_name(h, i).decode(): (LIB.lance_branch_list_parent(h, i).decode(),
+                                                               LIB.lance_branch_list_parent_version(h, i))
+                    for i in range(LIB.lance_branch_list_count(h))}
+        finally:
+            LIB.lance_branch_list_free(h)
+
+    def shallow_clone(self, target_uri: str, storage_options: Optional[Mapping[str, str]] = None) -> "Dataset":
+        """Clone this version into a new table at `target_uri` that references this table's
+        files (lance_dataset_shallow_clone); returns the clone."""
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dataset_shallow_clone(self._h, target_uri.encode(), _kv(storage_options), ctypes.byref(out)))
+        return Dataset(out.value)
+
     def config(self) -> dict:
         """The table's config at this handle's version, as pylance's `config()` shows it
         (lance_dataset_config)."""
@@ -1596,8 +1630,12 @@ class Dataset:
         return f"lance_host.Dataset({self.uri!r}, version={self.version})"
 
 
-def open(uri: str, version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None) -> Dataset:
-    """Open `uri` pinned at `version` (latest when None) (lance_dataset_open)."""
+def open(uri: str, version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None,
+         branch: Optional[str] = None) -> Dataset:
+    """Open `uri` pinned at `version` (latest when None) (lance_dataset_open); with `branch`,
+    at `version` of that branch ('main' = the default one; lance_dataset_open_branch)."""
+    if branch is not None:
+        return Dataset(LIB.lance_dataset_open_branch(uri.encode(), _kv(storage_options), branch.encode(), version or 0))
     return Dataset(LIB.lance_dataset_open(uri.encode(), _kv(storage_options), version or 0))
 
 
@@ -1940,7 +1978,7 @@ def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_
                   storage_options: Optional[Mapping[str, str]] = None, commit_message: Optional[str] = None,
                   transaction_properties: Optional[Mapping[str, str]] = None, statement_id: Optional[str] = None,
                   commit_retries: Optional[int] = None, retry_timeout_ms: int = 0, expected_version: int = 0,
-                  required_config: Optional[Mapping[str, str]] = None):
+                  required_config: Optional[Mapping[str, str]] = None, stable_row_ids: bool = False):
     p = _ffi.WriteParams()
     _check(LIB.lance_write_params_init_v2(ctypes.byref(p), ctypes.sizeof(p)))
     keep = []
@@ -1952,6 +1990,9 @@ def _write_params(mode: Optional[str], max_rows_per_file: int = 0, max_rows_per_
         if not isinstance(value, int) or value < 0:
             raise _error(1, f"{name} must be a non-negative integer, not {value!r}")
         setattr(p, name, value)
+    if not isinstance(stable_row_ids, bool):
+        raise _error(1, f"stable_row_ids must be True or False, not {stable_row_ids!r}")
+    p.stable_row_ids = int(stable_row_ids)
     if commit_retries is not None:
         if not isinstance(commit_retries, int) or commit_retries < 0:
             raise _error(1, f"commit_retries must be a non-negative integer, not {commit_retries!r}")

@@ -104,7 +104,7 @@ class WriteParams(Sized):
                 ("max_bytes_per_file", ctypes.c_uint64), ("storage_version", cstr), ("storage_options", cstrp),
                 ("commit_message", cstr), ("transaction_properties", cstrp), ("statement_id", cstr),
                 ("retry_timeout_ms", ctypes.c_uint64), ("expected_version", ctypes.c_uint64),
-                ("required_config", cstrp)]
+                ("required_config", cstrp), ("stable_row_ids", ctypes.c_uint32)]
 
 
 class WriteResult(Sized):
@@ -346,6 +346,17 @@ SIGNATURES = {
     "lance_tag_list_version": (ctypes.c_uint64, [P, sz]),
     "lance_tag_list_free": (None, [P]),
     "lance_dataset_open_tag": (P, [cstr, cstrp, cstr]),
+    "lance_dataset_open_branch": (P, [cstr, cstrp, cstr, u64]),
+    "lance_dataset_branch": (cstr, [P]),
+    "lance_dataset_create_branch": (i32, [P, cstr, u64, ctypes.POINTER(P)]),
+    "lance_dataset_delete_branch": (i32, [P, cstr]),
+    "lance_dataset_branches": (i32, [P, ctypes.POINTER(P)]),
+    "lance_branch_list_count": (sz, [P]),
+    "lance_branch_list_name": (cstr, [P, sz]),
+    "lance_branch_list_parent": (cstr, [P, sz]),
+    "lance_branch_list_parent_version": (u64, [P, sz]),
+    "lance_branch_list_free": (None, [P]),
+    "lance_dataset_shallow_clone": (i32, [P, cstr, cstrp, ctypes.POINTER(P)]),
     "lance_dataset_restore": (i32, [P, ctypes.POINTER(P)]),
     "lance_dataset_update_config": (i32, [P, cstrp, cstrp, sz, ctypes.POINTER(WriteParams), ctypes.POINTER(P),
                                           ctypes.POINTER(WriteResult)]),

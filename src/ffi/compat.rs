@@ -231,10 +231,10 @@ mod tests {
         // 0.6: the IVF partition count.
         check::<LanceIndexSegmentInfo>(Some((offset_of!(LanceIndexSegmentInfo, num_partitions), 56)));
         // 0.6: new structs, first revision.
-        // 0.14: the commit preconditions (88 -> 104 bytes).
+        // 0.14: the commit preconditions and stable row ids (88 -> 112 bytes).
         check::<crate::ffi::write::LanceWriteParams>(Some((
             offset_of!(crate::ffi::write::LanceWriteParams, expected_version),
-            104,
+            112,
         )));
         check::<crate::ffi::write::LanceWriteResult>(None);
         check::<crate::ffi::write::LanceMergeInsert>(None);

@@ -17,16 +17,20 @@ pub struct LanceDataset {
     pub(crate) snapshot: Snapshot,
     pub(crate) uri: CString,
     pub(crate) storage_format: CString,
+    /// The branch the handle is on ("main" for the default branch).
+    pub(crate) branch: CString,
 }
 
 impl LanceDataset {
     pub(crate) fn new(snapshot: Snapshot) -> Self {
         let uri = owned_cstring(snapshot.uri());
         let storage_format = owned_cstring(&snapshot.storage_format());
+        let branch = owned_cstring(crate::branch::branch_of(&snapshot).as_deref().unwrap_or(crate::branch::MAIN));
         Self {
             snapshot,
             uri,
             storage_format,
+            branch,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod blob;
+pub mod branch;
 pub mod catalog;
 pub mod changes;
 /// cbindgen:ignore

@@ -78,6 +78,11 @@ pub struct LanceWriteParams {
     /// of the job allowed to commit; else LANCE_ERR_FAILED_PRECONDITION and nothing is
     /// committed. Checked atomically with the write, like `expected_version`. NULL = none.
     pub required_config: *const *const c_char,
+    /// Since 0.14. 1: a new table (a create, or an overwrite that creates) keeps stable row ids,
+    /// and with them the row versions change data needs (`lance_dataset_plan_changes`; pylance's
+    /// `enable_stable_row_ids=True`). 0 = Lance's default (off); an existing table keeps its
+    /// setting. Other values are LANCE_ERR_INVALID_ARGUMENT.
+    pub stable_row_ids: u32,
 }
 
 impl Default for LanceWriteParams {
@@ -97,6 +102,7 @@ impl Default for LanceWriteParams {
             retry_timeout_ms: 0,
             expected_version: 0,
             required_config: std::ptr::null(),
+            stable_row_ids: 0,
         }
     }
 }
@@ -213,6 +219,11 @@ pub(super) fn params_arg(p: *const LanceWriteParams) -> Result<WriteOptions> {
             n => Some(n as u32),
         },
         retry_timeout: positive(p.retry_timeout_ms).map(Duration::from_millis),
+        stable_row_ids: match p.stable_row_ids {
+            0 => false,
+            1 => true,
+            v => return Err(HostError::invalid(format!("params->stable_row_ids is {v}: use 0 or 1"))),
+        },
         preconditions: Preconditions {
             expected_version: positive(p.expected_version),
             required_config: kv_arg(p.required_config, "params->required_config")?.into_iter().collect(),

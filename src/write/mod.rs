@@ -92,6 +92,8 @@ pub struct WriteOptions {
     pub retry_timeout: Option<Duration>,
     /// What the version a commit lands on must be (`preconditions`).
     pub preconditions: preconditions::Preconditions,
+    /// A new table keeps stable row ids (and row versions).
+    pub stable_row_ids: bool,
 }
 
 impl WriteOptions {
@@ -151,6 +153,7 @@ impl WriteOptions {
             store_params: Some(self.store_params()),
             session: Some(session::global()?.lance.clone()),
             transaction_properties: self.transaction_properties(),
+            enable_stable_row_ids: self.stable_row_ids,
             ..Default::default()
         };
         if let Some(n) = self.max_rows_per_file {

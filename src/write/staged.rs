@@ -519,6 +519,10 @@ pub(crate) fn commit_planned(
         if let Some(t) = options.retry_timeout {
             builder = builder.with_retry_timeout(t);
         }
+        if options.stable_row_ids {
+            // a new table's setting (an existing table keeps its own)
+            builder = builder.use_stable_row_ids(true);
+        }
         if let Some(rows) = affected {
             // Lance rebases over concurrent changes of other rows and refuses changes of these
             builder = builder.with_affected_rows(rows);

@@ -152,3 +152,22 @@ def test_changes_since_a_time(tmp_path):
     _, want = ours(uri, 3)
     assert as_rows(got) == as_rows(want)
     assert end > 3
+
+
+def test_a_table_lance_host_creates_with_stable_row_ids_has_changes(tmp_path):
+    uri = str(tmp_path / "t")
+    ds, _ = lh.write_table(uri, rows(0, 100, "a"), "create", stable_row_ids=True, max_rows_per_file=40)
+    share = lh.stage_write(uri, rows(100, 120, "b"), "append", at=ds)
+    v2, _ = lh.commit(uri, [share])
+    v3, _ = v2.update({"val": "'u'"}, where="id < 7")
+    v4, _ = v3.delete("id >= 50 AND id < 55")
+    assert lance.dataset(uri).has_stable_row_ids
+    for since in (1, 2, 3):
+        ins, upd, deleted = pylance_delta(uri, since, v4.version)
+        _, got = ours(uri, since)
+        assert as_rows(by_type(got, "insert")) == as_rows(ins)
+        assert as_rows(by_type(got, "update")) == as_rows(upd)
+        assert sorted(by_type(got, "delete")["_rowid"].to_pylist()) == sorted(deleted["_rowid"].to_pylist())
+    assert by_type(ours(uri, 1)[1], "insert").num_rows == 20
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.write_table(str(tmp_path / "u"), rows(0, 1, "a"), "create", stable_row_ids=1)

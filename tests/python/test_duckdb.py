@@ -589,3 +589,40 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
                          (f"lance_aggregate('{t}', aggregates := ['count(*)'], filter := 'id = $1')", "placeholder")]:
         with pytest.raises(duckdb.Error, match=needle.replace("(", r"\(").replace(")", r"\)").replace("$", r"\$")):
             con.execute(f"SELECT * FROM {call}").fetchall()
+
+
+def test_branch_parameter_and_lance_changes_equal_pylance(con, tmp_path):
+    import pyarrow as pa
+    uri = str(tmp_path / "versions")
+    rows = lambda a, b, tag: pa.table({"id": pa.array(range(a, b), pa.int64()), "tag": [f"{tag}{i}" for i in range(a, b)]})
+    lance.write_dataset(rows(0, 200, "a"), uri, max_rows_per_file=70, enable_stable_row_ids=True)
+    lance.write_dataset(rows(200, 230, "b"), uri, mode="append")
+    lance.dataset(uri).update({"tag": "'u'"}, where="id < 9")
+    lance.dataset(uri).delete("id >= 100 AND id < 104")
+    end = lance.dataset(uri).version
+    # lance_changes: what pylance's delta says changed after version 1, typed per row
+    d = lance.dataset(uri).delta(begin_version=1, end_version=end)
+    want = sorted([(i, "insert") for i in d.get_inserted_rows().read_all()["id"].to_pylist()]
+                  + [(i, "update") for i in d.get_updated_rows().read_all()["id"].to_pylist()])
+    got = con.execute(f"SELECT id, _change_type FROM lance_changes('{uri}', 1, 0) "
+                      "WHERE _change_type <> 'delete' ORDER BY id").fetchall()
+    assert got == want
+    deleted = d.get_deleted_row_ids().read_all()["_rowid"].to_pylist()
+    got = con.execute(f"SELECT _rowid, id FROM lance_changes('{uri}', 1, 0) WHERE _change_type = 'delete' "
+                      "ORDER BY _rowid").fetchall()
+    assert [r for r, _ in got] == sorted(deleted) and sorted(i for _, i in got) == list(range(100, 104))
+    assert con.execute(f"SELECT count(*) FROM lance_changes('{uri}', 1, 2)").fetchone() == (30,)
+    # a branch, written by pylance, read by name (and main is not it)
+    b = lance.dataset(uri).create_branch("dev")
+    b.insert(rows(1000, 1005, "dev"))
+    assert con.execute(f"SELECT count(*), max(id) FROM lance_scan('{uri}', branch := 'dev')").fetchone() == (
+        lance.dataset(uri).count_rows() + 5, 1004)
+    assert con.execute(f"SELECT max(id) FROM lance_scan('{uri}')").fetchone() == (229,)
+    assert con.execute(f"SELECT id FROM lance_changes('{uri}', {end}, 0, branch := 'dev') ORDER BY id").fetchall() == [
+        (i,) for i in range(1000, 1005)]
+    with pytest.raises(duckdb.Error, match="stable row ids"):
+        plain = str(tmp_path / "plain")
+        lance.write_dataset(rows(0, 3, "p"), plain)
+        con.execute(f"SELECT * FROM lance_changes('{plain}', 0, 0)").fetchall()
+    with pytest.raises(duckdb.Error):
+        con.execute(f"SELECT * FROM lance_scan('{uri}', branch := 'nope')").fetchall()
