@@ -67,13 +67,21 @@ class LanceHostDatasource(Datasource):
     """A Ray Data source whose read tasks are lance-host's scan splits."""
 
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
-                 version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0):
-        ds = lh.open(uri, version=version, storage_options=storage_options)
+                 version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0,
+                 branch: Optional[str] = None, changes_since: Optional[int] = None):
+        ds = lh.open(uri, version=version, storage_options=storage_options, branch=branch)
         lh._check_columns(ds.schema, columns)
         self.version = ds.version
         self._token = ds.export_snapshot()
-        splits = ds.plan_scan(target_rows)
-        self._splits = [(bytes(s), s.row_count) for s in splits]
+        if changes_since is not None:
+            if filter is not None:
+                raise lh._error(1, "read_lance_host: filter cannot be combined with changes_since (deleted rows are "
+                                   "read as they were); filter the Ray dataset instead")
+            splits = ds.plan_changes(changes_since, target_rows=target_rows)
+        else:
+            splits = ds.plan_scan(target_rows)
+        # a change split's row count is a weight (its fragments hold unchanged rows too)
+        self._splits = [(bytes(s), None if changes_since is not None else s.row_count) for s in splits]
         self._columns = list(columns) if columns else None
         self._filter = filter
         self._storage = storage_options
@@ -95,7 +103,7 @@ class LanceHostDatasource(Datasource):
         # it); with a filter the number is unknown until the task runs.
         return [
             ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage),
-                     _metadata(None if self._filter else rows))
+                     _metadata(None if self._filter or rows is None else rows))
             for i, (split, rows) in enumerate(self._splits)
         ]
 
@@ -105,22 +113,27 @@ _RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
 
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
-                    target_rows: int = 0, **read_args):
-    """A `ray.data.Dataset` of the table at `version` (latest when None): one read task per scan
-    split (`target_rows` cuts larger fragments into row slices), with the projection and the
-    Lance SQL filter applied by Lance. Other keywords go to `ray.data.read_datasource`
+                    target_rows: int = 0, branch: Optional[str] = None, changes_since: Optional[int] = None,
+                    **read_args):
+    """A `ray.data.Dataset` of the table at `version` (latest when None) of `branch` (main when
+    None): one read task per scan split (`target_rows` cuts larger fragments into row slices),
+    with the projection and the Lance SQL filter applied by Lance. With `changes_since`, the rows
+    changed after that version instead, one task per change split, each row with `_rowid`,
+    `_row_created_at_version`, `_row_last_updated_at_version` and `_change_type` (needs stable
+    row ids; no `filter`). Other keywords go to `ray.data.read_datasource`
     (ray_remote_args, concurrency, override_num_blocks); any other is InvalidArgumentError naming
     the valid ones (Ray would hand it to the source, which would ignore it)."""
     unknown = sorted(set(read_args) - _RAY_READ_ARGS)
     if unknown:
         import difflib
 
-        valid = ["columns", "filter", "version", "storage_options", "target_rows", *sorted(_RAY_READ_ARGS)]
+        valid = ["columns", "filter", "version", "storage_options", "target_rows", "branch", "changes_since",
+                 *sorted(_RAY_READ_ARGS)]
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise lh._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
-    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows)
-    read_args.setdefault("override_num_blocks", source.splits)
+    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since)
+    read_args.setdefault("override_num_blocks", max(source.splits, 1))
     return ray.data.read_datasource(source, **read_args)
 
 

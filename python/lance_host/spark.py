@@ -25,6 +25,11 @@ Options of "lance_host":
   uri                the table; or `table` ("ns1.ns2.name") with the catalog's properties as
                      catalog.<key> options (catalog.root=..., or catalog.impl=rest + catalog.uri=...)
   version / timestamp_ms   the snapshot to pin (default: the latest at planning)
+  branch             the branch to read ("main" = the default; `version` is then the branch's)
+  changes_since      read the rows changed after this version up to the pinned one instead of
+                     the table (change splits; needs stable row ids): the columns, then
+                     `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version` and
+                     `_change_type` ('insert', 'update', 'delete'); no `filter` option or pushdown
   storage.<key>      storage options (e.g. storage.aws_endpoint), passed to every open
   columns            comma-separated projection (default: every column Spark can hold)
   filter             a Lance SQL filter applied by Lance, in addition to pushed filters
@@ -76,8 +81,8 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
 
 # ---- options -----------------------------------------------------------------------------
 
-_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "columns", "filter", "stats_dir")
-_READ_OPTIONS = _COMMON + ("target_rows", "pushdown")
+_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "branch", "columns", "filter", "stats_dir")
+_READ_OPTIONS = _COMMON + ("target_rows", "pushdown", "changes_since")
 _SEARCH_OPTIONS = _COMMON + ("column", "vector", "k", "nprobes", "refine", "metric", "use_index",
                              "max_partitions")
 _WRITE_OPTIONS = ("uri", "path", "max_rows_per_file", "commit_message", "vector_columns", "new_schema")
@@ -134,9 +139,34 @@ def _open_planning_with_storage(options):
         uri, storage = info.location, {**info.storage_options, **(storage or {})} or None
     else:
         raise lh._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
+    branch = options.get("branch")
     if ts is not None:
+        if branch is not None:
+            raise lh._error(1, "lance_host: options 'timestamp_ms' and 'branch' cannot be combined; pin a version")
         return lh.open_at_timestamp(uri, _int_option(options, "timestamp_ms", 0), storage_options=storage), storage
-    return lh.open(uri, version=version or None, storage_options=storage), storage
+    return lh.open(uri, version=version or None, storage_options=storage, branch=branch), storage
+
+
+# The columns a change split returns after the table's, as Spark sees them.
+_CHANGE_FIELDS = [T.StructField("_rowid", T.LongType(), False),
+                  T.StructField("_row_created_at_version", T.LongType(), True),
+                  T.StructField("_row_last_updated_at_version", T.LongType(), True),
+                  T.StructField("_change_type", T.StringType(), False)]
+
+
+def _changes_since(options):
+    """The `changes_since` option (None when absent), refusing what a change read cannot do."""
+    import lance_host as lh
+
+    if options.get("changes_since") is None or str(options.get("changes_since")).strip() == "":
+        return None
+    since = _int_option(options, "changes_since", 0)
+    if since < 0:
+        raise lh._error(1, "lance_host: option 'changes_since' must be a version (>= 0)")
+    if options.get("filter"):
+        raise lh._error(1, "lance_host: option 'filter' cannot be combined with 'changes_since' (the deleted rows "
+                           "are read as they were); filter the DataFrame instead")
+    return since
 
 
 def _pin(source):
@@ -406,7 +436,10 @@ class LanceHostDataSource(DataSource):
         once where Spark plans. Raises InvalidArgumentError for an unknown column or option."""
         _check_options(self.options, _READ_OPTIONS, 'format("lance_host")')
         ds = _pin(self)
-        return _struct_of(ds.schema, _columns_option(self.options))[0]
+        struct = _struct_of(ds.schema, _columns_option(self.options))[0]
+        if _changes_since(self.options) is not None:
+            struct = T.StructType(list(struct.fields) + [f for f in _CHANGE_FIELDS if f.name not in struct.names])
+        return struct
 
     def writer(self, schema, overwrite: bool):
         """A writer whose tasks stage their rows and whose driver commits them as one version
@@ -429,6 +462,8 @@ class LanceHostDataSource(DataSource):
         if asked == "true" and not self._pushes:
             raise lh._error(1, "lance_host: option pushdown=true needs register(spark, filter_pushdown=True), which "
                                "checks first that this Spark does not reuse a pushed reader for later queries")
+        if _changes_since(options) is not None:
+            return _ScanReader(options, schema, pinned)  # Spark applies every filter
         if self._pushes and asked != "false":
             return _PushingScanReader(options, schema, pinned)
         return _ScanReader(options, schema, pinned)
@@ -449,7 +484,10 @@ class _ScanReader(DataSourceReader):
 
     def __init__(self, options, schema, pinned=None):
         self.options = options
-        self.columns = [f.name for f in schema.fields]
+        self.since = _changes_since(options)
+        change_names = {f.name for f in _CHANGE_FIELDS}
+        # a change split returns its own columns after the table's: ask for the table's only
+        self.columns = [f.name for f in schema.fields if self.since is None or f.name not in change_names]
         self.pushed: list[str] = []
         self.pinned = pinned
 
@@ -457,7 +495,11 @@ class _ScanReader(DataSourceReader):
         ds = _planning_snapshot(self.options, self.pinned)
         token = ds.export_snapshot()
         target = _int_option(self.options, "target_rows", 0)
-        return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(ds.plan_scan(target))]
+        if self.since is not None:
+            splits = ds.plan_changes(self.since, target_rows=target)
+        else:
+            splits = ds.plan_scan(target)
+        return [_SplitPartition(i, bytes(s), token) for i, s in enumerate(splits)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
         import lance_host as lh

@@ -289,3 +289,26 @@ def test_misspelled_keywords_are_errors(cluster, table):
     assert lhr.read_lance_host(uri, columns=["id"], override_num_blocks=2).count() == py.count_rows()
     with pytest.raises(TypeError, match="nprobe"):
         lhr.vector_search(uri, "vec", [0.0] * DIM, k=3, nprobe=4)
+
+
+def test_branch_and_change_data_equal_pylance(cluster, tmp_path):
+    uri = str(tmp_path / "versions.lance")
+    t = lambda a, b: pa.table({"id": pa.array(range(a, b), pa.int64()), "tag": [f"t{i}" for i in range(a, b)]})
+    lance.write_dataset(t(0, 200), uri, max_rows_per_file=70, enable_stable_row_ids=True)
+    lance.write_dataset(t(200, 230), uri, mode="append")
+    lance.dataset(uri).update({"tag": "'u'"}, where="id < 5")
+    lance.dataset(uri).delete("id >= 100 AND id < 103")
+    end = lance.dataset(uri).version
+    d = lance.dataset(uri).delta(begin_version=1, end_version=end)
+    want = sorted([(i, "insert") for i in d.get_inserted_rows().read_all()["id"].to_pylist()]
+                  + [(i, "update") for i in d.get_updated_rows().read_all()["id"].to_pylist()]
+                  + [(i, "delete") for i in range(100, 103)])
+    rows = lhr.read_lance_host(uri, changes_since=1, columns=["id"]).take_all()
+    assert sorted((r["id"], r["_change_type"]) for r in rows) == want
+    with pytest.raises(lh.InvalidArgumentError, match="changes_since"):
+        lhr.read_lance_host(uri, changes_since=1, filter="id > 1")
+    b = lance.dataset(uri).create_branch("dev")
+    b.insert(t(900, 905))
+    assert lhr.read_lance_host(uri, branch="dev").count() == lance.dataset(uri).count_rows() + 5
+    got = lhr.read_lance_host(uri, branch="dev", changes_since=end, columns=["id"]).take_all()
+    assert sorted(r["id"] for r in got) == list(range(900, 905))

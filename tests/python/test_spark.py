@@ -613,3 +613,34 @@ def test_a_distributed_aggregate_on_executors_equals_spark_and_pyarrow(spark, ta
         o = ours[r["cat"]]
         assert o["count(*)"] == r["count(*)"] and o["max(u32)"] == r["max(u32)"] and o["min(id)"] == r["min(id)"]
         assert o["sum(price)"] == pytest.approx(r["sum(price)"], rel=1e-12)
+
+
+def test_branch_and_change_data_options_equal_pylance(spark, tmp_path):
+    uri = str(tmp_path / "versions.lance")
+    lance.write_dataset(batch(0, 300), uri, max_rows_per_file=100, enable_stable_row_ids=True)
+    lance.write_dataset(batch(300, 340), uri, mode="append")
+    lance.dataset(uri).update({"cat": "'changed'"}, where="id < 12")
+    lance.dataset(uri).delete("id >= 200 AND id < 207")
+    end = lance.dataset(uri).version
+    d = lance.dataset(uri).delta(begin_version=1, end_version=end)
+    want = sorted([(i, "insert") for i in d.get_inserted_rows().read_all()["id"].to_pylist()]
+                  + [(i, "update") for i in d.get_updated_rows().read_all()["id"].to_pylist()]
+                  + [(i, "delete") for i in range(200, 207)])
+    df = (spark.read.format("lance_host").option("uri", uri).option("changes_since", "1")
+          .option("columns", "id,cat").load())
+    assert df.columns == ["id", "cat", "_rowid", "_row_created_at_version", "_row_last_updated_at_version",
+                          "_change_type"]
+    assert sorted((r["id"], r["_change_type"]) for r in df.collect()) == want
+    assert df.filter("_change_type = 'update'").count() == 12
+    with pytest.raises(Exception, match="changes_since"):
+        (spark.read.format("lance_host").option("uri", uri).option("changes_since", "1")
+         .option("filter", "id > 3").load().collect())
+    # a branch pylance wrote on, read by name; main is not it
+    b = lance.dataset(uri).create_branch("dev")
+    b.insert(batch(5000, 5010))
+    dev = spark.read.format("lance_host").option("uri", uri).option("branch", "dev").load()
+    assert dev.count() == lance.dataset(uri).count_rows() + 10
+    assert spark.read.format("lance_host").option("uri", uri).load().count() == lance.dataset(uri).count_rows()
+    got = (spark.read.format("lance_host").option("uri", uri).option("branch", "dev")
+           .option("changes_since", str(end)).load())
+    assert sorted(r["id"] for r in got.collect()) == list(range(5000, 5010))
