@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lance::dataset::builder::DatasetBuilder;
 
 use crate::error::{HostError, Result};
 use crate::session;
@@ -67,7 +66,7 @@ pub fn open_branch(uri: &str, storage_options: HashMap<String, String>, branch: 
         v => format!("cannot open branch '{branch}' of table '{uri}' at version {v}"),
     };
     let dataset = session::block_on(async move {
-        DatasetBuilder::from_uri(uri)
+        crate::catalog::managed::builder(uri)?
             .with_session(lance_session)
             .with_storage_options(opts)
             .with_branch(branch, (version != 0).then_some(version))

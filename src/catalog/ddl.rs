@@ -152,6 +152,10 @@ impl Catalog {
             Some(path) if path.starts_with('/') => path.to_string(),
             _ => location,
         };
+        if declared.managed_versioning == Some(true) {
+            // the first version is registered through the namespace like every later one
+            super::managed::register(&location, self.namespace.clone(), id.clone());
+        }
         let mut write_options = options.clone();
         write_options.mode = WriteMode::Create;
         let mut storage = self.storage_options.clone();
@@ -185,7 +189,13 @@ impl Catalog {
         });
         match dropped {
             Err(e) if missing_ok && e.code == LanceErrorCode::LANCE_ERR_NOT_FOUND => Ok(()),
-            other => other.map(|_| ()),
+            Ok(resp) => {
+                if let Some(location) = resp.location.as_deref() {
+                    super::managed::forget(location);
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::snapshot::{self, Snapshot};
 
 mod ddl;
 mod dir;
+pub mod managed;
 mod rest;
 
 /// What a backend makes of the catalog's properties: the properties Lance's namespace
@@ -285,6 +286,7 @@ impl Catalog {
         let what = format!("cannot describe table '{}'", self.display(&id));
         let namespace = self.namespace.clone();
         let ns_name = self.display(&id[..id.len() - 1]);
+        let table_id = id.clone();
         let resp = run_bounded(self.timeout, &self.secrets, &what, async move {
             let mut req = DescribeTableRequest::new();
             req.id = Some(id);
@@ -311,6 +313,11 @@ impl Catalog {
         let mut options = self.storage_options.clone();
         options.extend(resp.storage_options.unwrap_or_default());
         let version = resp.version.and_then(|v| u64::try_from(v).ok()).filter(|v| *v > 0);
+        if resp.managed_versioning == Some(true) {
+            // from now on every open and commit of this location in the process goes through
+            // the namespace (`managed`)
+            managed::register(&location, self.namespace.clone(), table_id);
+        }
         Ok((location, options, version))
     }
 

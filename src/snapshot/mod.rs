@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lance::dataset::builder::DatasetBuilder;
 use lance::Dataset;
 
 use crate::error::{HostError, Result};
@@ -48,7 +47,7 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
     let dataset = session::block_on(async {
-        let mut builder = DatasetBuilder::from_uri(uri)
+        let mut builder = crate::catalog::managed::builder(uri)?
             .with_session(lance_session)
             .with_storage_options(storage_options.clone());
         if version != 0 {

@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
-use lance::dataset::builder::DatasetBuilder;
 use lance::Dataset;
 use lance_io::object_store::ObjectStore;
 use lance_table::format::{IndexMetadata, Manifest, Transaction};
@@ -169,7 +168,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     let opts = storage_options.clone();
     let what = format!("cannot open table '{uri}' at version {version} from its snapshot token");
     let dataset = session::block_on(async move {
-        let mut builder = DatasetBuilder::from_uri(&uri)
+        let mut builder = crate::catalog::managed::builder(&uri)?
             .with_session(lance_session)
             .with_storage_options(opts)
             .with_version(version)
@@ -215,7 +214,7 @@ impl KnownLocation {
         if uri.starts_with("s3+ddb:") {
             return Ok(None);
         }
-        let inner = lance_table::io::commit::commit_handler_from_url(uri, &None).await?;
+        let inner = crate::catalog::managed::commit_handler(uri, &Default::default()).await?;
         Ok(Some(Arc::new(Self {
             inner,
             version,

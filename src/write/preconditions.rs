@@ -277,7 +277,7 @@ pub(crate) async fn handler(
     }
     let inner = match inner {
         Some(h) => h,
-        None => lance_table::io::commit::commit_handler_from_url(uri, &Some(store_params.clone()))
+        None => crate::catalog::managed::commit_handler(uri, store_params)
             .await
             .map_err(|e| HostError::from_lance(&format!("cannot commit to table '{uri}'"), e))?,
     };
@@ -305,7 +305,8 @@ pub(crate) fn checked_snapshot(
     let what = format!("cannot open table '{uri}' at version {version} to commit with preconditions");
     let (dataset, checked) = crate::session::block_on(async move {
         let checked = handler(&uri, &store_params, None, &pre).await?;
-        let dataset = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+        let dataset = crate::catalog::managed::builder(&uri)
+            .map_err(|e| HostError::from_lance(&what, e))?
             .with_session(lance_session)
             .with_storage_options(storage)
             .with_version(version)

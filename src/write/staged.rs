@@ -391,13 +391,16 @@ pub(crate) fn commit_planned(
         // The table as it is now (a shipped commit, or one with a statement id, needs its latest
         // version) and as the work was planned.
         let open = |version: Option<u64>| {
-            let mut b = lance::dataset::builder::DatasetBuilder::from_uri(uri)
-                .with_session(lance_session.clone())
-                .with_storage_options(options.storage_options.clone());
-            if let Some(v) = version {
-                b = b.with_version(v);
+            let session = lance_session.clone();
+            let opts = options.storage_options.clone();
+            async move {
+                // a table a namespace manages resolves its versions through the namespace
+                let mut b = crate::catalog::managed::builder(uri)?.with_session(session).with_storage_options(opts);
+                if let Some(v) = version {
+                    b = b.with_version(v);
+                }
+                b.load().await
             }
-            b.load()
         };
         let need_latest = shipped || statement_id.is_some();
         let latest = if need_latest {
@@ -542,7 +545,7 @@ pub(crate) fn commit_planned(
             if !uri.starts_with("s3+ddb") {
                 let inner = match handler.take() {
                     Some(h) => h,
-                    None => lance_table::io::commit::commit_handler_from_url(uri, &Some(store_params.clone()))
+                    None => crate::catalog::managed::commit_handler(uri, &store_params)
                         .await
                         .map_err(|e| HostError::from_lance(&what, e))?,
                 };
@@ -550,6 +553,10 @@ pub(crate) fn commit_planned(
                 handler = Some(g.clone());
                 guard = Some(g);
             }
+        }
+        if handler.is_none() {
+            // a managed table commits through its namespace whatever handle the work was planned on
+            handler = crate::catalog::managed::handler(uri)?;
         }
         if let Some(h) = handler {
             builder = builder.with_commit_handler(h);
@@ -784,7 +791,7 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
             }
             let mut in_use = HashSet::new();
             for version in versions {
-                let mut b = lance::dataset::builder::DatasetBuilder::from_uri(&uri)
+                let mut b = crate::catalog::managed::builder(&uri)?
                     .with_session(lance_session.clone())
                     .with_storage_options(opts.clone());
                 if let Some(v) = version {
