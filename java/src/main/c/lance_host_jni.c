@@ -423,6 +423,88 @@ JNIEXPORT jlong JNI(datasetLatestVersion)(JNIEnv *env, jclass c, jlong ds) {
   return (jlong)v;
 }
 
+/* The table on a branch ("main" = the default one) at a version of it (0 = its latest). */
+JNIEXPORT jlong JNI(datasetOpenBranch)(JNIEnv *env, jclass c, jstring uri, jobjectArray options, jstring branch,
+                                       jlong version) {
+  (void)c;
+  int ok = 1;
+  char *u = utf8(env, uri, "uri", &ok);
+  char *b = ok ? utf8(env, branch, "branch", &ok) : NULL;
+  StrArray o = {0};
+  LanceDataset *d = NULL;
+  if (ok && str_array(env, options, "storage options", 0, &o)) {
+    d = lance_dataset_open_branch(u, (const char *const *)o.items, b, (uint64_t)version);
+    if (!d) throw_last(env);
+  }
+  str_array_free(&o);
+  free(u);
+  free(b);
+  return (jlong)(intptr_t)d;
+}
+
+JNIEXPORT jstring JNI(datasetBranch)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  return new_string(env, lance_dataset_branch(PTR(LanceDataset, ds)));
+}
+
+/* A new branch from `version` of the handle's branch (0 = its version): the branch's handle. */
+JNIEXPORT jlong JNI(datasetCreateBranch)(JNIEnv *env, jclass c, jlong ds, jstring name, jlong version) {
+  (void)c;
+  int ok = 1;
+  char *n = utf8(env, name, "branch name", &ok);
+  LanceDataset *out = NULL;
+  if (ok) check(env, lance_dataset_create_branch(PTR(LanceDataset, ds), n, (uint64_t)version, &out));
+  free(n);
+  return (jlong)(intptr_t)out;
+}
+
+JNIEXPORT void JNI(datasetDeleteBranch)(JNIEnv *env, jclass c, jlong ds, jstring name) {
+  (void)c;
+  int ok = 1;
+  char *n = utf8(env, name, "branch name", &ok);
+  if (ok) check(env, lance_dataset_delete_branch(PTR(LanceDataset, ds), n));
+  free(n);
+}
+
+/* The table's branches as String[]{name, parent, parent version (decimal), ...}. */
+JNIEXPORT jobjectArray JNI(datasetBranches)(JNIEnv *env, jclass c, jlong ds) {
+  (void)c;
+  LanceBranchList *l = NULL;
+  if (!check(env, lance_dataset_branches(PTR(LanceDataset, ds), &l))) return NULL;
+  size_t n = lance_branch_list_count(l);
+  jobjectArray out = (*env)->NewObjectArray(env, (jsize)(3 * n), g_string, NULL);
+  for (size_t i = 0; out && i < n; i++) {
+    char version[32];
+    snprintf(version, sizeof version, "%llu", (unsigned long long)lance_branch_list_parent_version(l, i));
+    const char *parts[3] = {lance_branch_list_name(l, i), lance_branch_list_parent(l, i), version};
+    for (int k = 0; k < 3; k++) {
+      jstring s = new_string(env, parts[k]);
+      if (!s) {
+        out = NULL;
+        break;
+      }
+      (*env)->SetObjectArrayElement(env, out, (jsize)(3 * i + k), s);
+      (*env)->DeleteLocalRef(env, s);
+    }
+  }
+  lance_branch_list_free(l);
+  return out;
+}
+
+/* This version cloned into a new table at `target` that references this table's files. */
+JNIEXPORT jlong JNI(datasetShallowClone)(JNIEnv *env, jclass c, jlong ds, jstring target, jobjectArray options) {
+  (void)c;
+  int ok = 1;
+  char *t = utf8(env, target, "target uri", &ok);
+  StrArray o = {0};
+  LanceDataset *out = NULL;
+  if (ok && str_array(env, options, "storage options", 0, &o))
+    check(env, lance_dataset_shallow_clone(PTR(LanceDataset, ds), t, (const char *const *)o.items, &out));
+  str_array_free(&o);
+  free(t);
+  return (jlong)(intptr_t)out;
+}
+
 JNIEXPORT jstring JNI(datasetUri)(JNIEnv *env, jclass c, jlong ds) {
   (void)c;
   return new_string(env, lance_dataset_uri(PTR(LanceDataset, ds)));

@@ -51,6 +51,15 @@ public final class Dataset implements AutoCloseable {
     return new Dataset(Native.datasetOpen(uri, options(storageOptions), version, 0, false));
   }
 
+  /**
+   * Version `version` (0 = its latest) of branch `branch` ("main" = the default one) of the table
+   * at `uri`. The handle is the branch's own location ({@link #uri()} is {@code <uri>/tree/<branch>}):
+   * its snapshot and splits carry it, and writes planned on it land on the branch.
+   */
+  public static Dataset openBranch(String uri, Map<String, String> storageOptions, String branch, long version) {
+    return new Dataset(Native.datasetOpenBranch(uri, options(storageOptions), branch, version));
+  }
+
   /** The version that was latest at `at` (the newest committed at or before it). */
   public static Dataset openAt(String uri, Map<String, String> storageOptions, Instant at) {
     if (at == null) throw new LanceException.InvalidArgument("timestamp is null");
@@ -145,6 +154,48 @@ public final class Dataset implements AutoCloseable {
   /** {@link #planChanges} after the last version committed before `since`. */
   public SplitPlan planChangesSince(Instant since, int types, long targetRows) {
     return new SplitPlan(handle.with(p -> Native.planChanges(p, 0, since.toEpochMilli(), types, targetRows)));
+  }
+
+  /** The branch this handle is on ("main" for the default one). */
+  public String branch() {
+    return handle.with(Native::datasetBranch);
+  }
+
+  /** Creates branch `name` from `version` of this handle's branch (0 = this version); returns the branch. */
+  public Dataset createBranch(String name, long version) {
+    return new Dataset(handle.withLong(p -> Native.datasetCreateBranch(p, name, version)));
+  }
+
+  /** Deletes branch `name` of the table (not this handle's own, not "main"). */
+  public void deleteBranch(String name) {
+    handle.with(p -> {
+      Native.datasetDeleteBranch(p, name);
+      return null;
+    });
+  }
+
+  /** One branch: the branch it was created from and that branch's version. */
+  public static final class Branch {
+    public final String parent;
+    public final long parentVersion;
+
+    Branch(String parent, long parentVersion) {
+      this.parent = parent;
+      this.parentVersion = parentVersion;
+    }
+  }
+
+  /** The table's branches by name. */
+  public Map<String, Branch> branches() {
+    String[] raw = handle.with(Native::datasetBranches);
+    Map<String, Branch> out = new java.util.TreeMap<>();
+    for (int i = 0; i + 2 < raw.length; i += 3) out.put(raw[i], new Branch(raw[i + 1], Long.parseLong(raw[i + 2])));
+    return out;
+  }
+
+  /** This version cloned into a new table at `target` that references this table's files. */
+  public Dataset shallowClone(String target, Map<String, String> storageOptions) {
+    return new Dataset(handle.withLong(p -> Native.datasetShallowClone(p, target, options(storageOptions))));
   }
 
   /** The table's config at this version (what pylance's `config()` shows; fencing tokens live here). */

@@ -86,6 +86,12 @@ final class Native {
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options, long expectedVersion, String[] requiredConfig);
   static native String[] datasetConfig(long ds);
+  static native long datasetOpenBranch(String uri, String[] options, String branch, long version);
+  static native String datasetBranch(long ds);
+  static native long datasetCreateBranch(long ds, String name, long version);
+  static native void datasetDeleteBranch(long ds, String name);
+  static native String[] datasetBranches(long ds);
+  static native long datasetShallowClone(long ds, String target, String[] options);
   static native long[] datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
       String[] requiredConfig);
   static native Object[] planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);

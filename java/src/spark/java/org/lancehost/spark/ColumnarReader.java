@@ -21,6 +21,8 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   private final AutoCloseable owner; // the dataset (or the lease on it) the stream was opened on
   private final ArrowStream stream;
   private final StructType schema;
+  /** The columns to hand Spark, by name (a change split's); null: every column as returned. */
+  private final String[] output;
   private VectorSchemaRoot current;
   private ColumnarBatch batch;
 
@@ -29,19 +31,22 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     this.owner = owner;
     this.stream = stream;
     this.schema = null;
+    this.output = null;
   }
 
   ColumnarReader(LanceScan.Partition p) {
     Snapshots.Lease lease = Snapshots.open(p.snapshot);
     Dataset ds = lease.dataset();
+    output = p.output;
     try {
       if (p.aggregate != null) {
         schema = p.aggregate.schema;
         stream = ds.aggregate(p.aggregate.spec, SparkTypes.allocator());
       } else {
         schema = null;
-        // No column asked (a count Spark computes itself): read only the row ids.
-        String[] cols = p.columns.length == 0 ? new String[] {"_rowid"} : p.columns;
+        // No column asked (a count Spark computes itself): read only the row ids (a change
+        // split returns its row ids whatever it is asked for).
+        String[] cols = p.columns.length == 0 && p.output == null ? new String[] {"_rowid"} : p.columns;
         ScanOptions o = ScanOptions.all().columns(cols).filter(p.filter).limit(p.limit).batchSize(p.batchSize)
             .orderBy(p.orderBy);
         stream = ds.scan(p.split, o, SparkTypes.allocator());
@@ -60,6 +65,14 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     if (root == null) return false;
     current = root;
     List<FieldVector> vectors = root.getFieldVectors();
+    if (output != null) {
+      vectors = new java.util.ArrayList<>();
+      for (String name : output) {
+        FieldVector v = root.getVector(name);
+        if (v == null) throw new LanceException.Internal("a change split returned no column " + name);
+        vectors.add(v);
+      }
+    }
     ColumnVector[] cols = new ColumnVector[vectors.size()];
     for (int i = 0; i < cols.length; i++) {
       FieldVector v = vectors.get(i);

@@ -25,7 +25,8 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     Options o = new Options(options, Options.ALL, "format(\"lance_host\")");
     try (Dataset ds = o.open()) {
-      return SparkTypes.schema(ds.schema());
+      StructType table = SparkTypes.schema(ds.schema());
+      return o.changesSince == null ? table : org.lancehost.spark.Table.withChangeColumns(table);
     }
   }
 
@@ -36,7 +37,9 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
     try {
       ds = o.open();
     } catch (LanceException.NotFound missing) {
-      if (schema == null || o.version != 0 || o.timestampMs != null) throw missing;
+      if (schema == null || o.version != 0 || o.timestampMs != null || o.branch != null || o.changesSince != null) {
+        throw missing;
+      }
       return new org.lancehost.spark.Table(o, schema, o.requireUri()); // a write creates it
     }
     try {

@@ -83,6 +83,19 @@ final class LanceScan implements Scan, Batch {
           null, -1, null, 0, a)};
     }
     Dataset ds = table.dataset();
+    if (table.readsChanges()) {
+      // change splits return the table's columns asked for, then their own (picked by name)
+      List<String> data = new ArrayList<>();
+      for (String c : columns) if (!java.util.Arrays.asList(Table.CHANGE_COLUMNS).contains(c)) data.add(c);
+      String[] asked = data.toArray(new String[0]);
+      List<InputPartition> parts = new ArrayList<>();
+      Snapshots.Ref ref = null;
+      for (byte[] split : ds.planChanges(table.options.changesSince, 0, table.options.targetRows).splits()) {
+        if (ref == null) ref = Snapshots.ship(ds, table.options.storage);
+        parts.add(new Partition(split, ref, asked, null, -1, null, table.options.batchSize, null, columns));
+      }
+      return parts.toArray(new InputPartition[0]);
+    }
     SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
     List<InputPartition> out = new ArrayList<>();
     long rows = 0;
@@ -115,9 +128,17 @@ final class LanceScan implements Scan, Batch {
     final String orderBy;
     final long batchSize;
     final ScanBuilder.AggregatePlan aggregate;
+    /** A change split's output columns, picked by name from what it returns (null: as returned). */
+    final String[] output;
 
     Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, String orderBy,
         long batchSize, ScanBuilder.AggregatePlan aggregate) {
+      this(split, snapshot, columns, filter, limit, orderBy, batchSize, aggregate, null);
+    }
+
+    Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, String orderBy,
+        long batchSize, ScanBuilder.AggregatePlan aggregate, String[] output) {
+      this.output = output;
       this.split = split;
       this.snapshot = snapshot;
       this.columns = columns;

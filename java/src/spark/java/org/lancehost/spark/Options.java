@@ -20,7 +20,8 @@ import org.lancehost.LanceException;
  */
 final class Options implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "filter", "target_rows", "batch_size");
+  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "branch", "changes_since", "filter",
+      "target_rows", "batch_size");
   static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file", "vector_columns");
   /** A TableProvider gets read and write options in one map (Spark does not say which). */
   static final List<String> ALL;
@@ -34,6 +35,10 @@ final class Options implements Serializable {
   final String uri;
   final long version;
   final Long timestampMs;
+  /** The branch to read (null: the default one). */
+  final String branch;
+  /** Read the rows changed after this version (change splits) instead of the table; null: the table. */
+  final Long changesSince;
   final String filter;
   final long targetRows;
   final long batchSize;
@@ -63,6 +68,15 @@ final class Options implements Serializable {
       throw new LanceException.InvalidArgument("options version and timestamp_ms pin two snapshots: give one");
     }
     filter = emptyToNull(all.get("filter"));
+    branch = emptyToNull(all.get("branch"));
+    if (branch != null && timestampMs != null) {
+      throw new LanceException.InvalidArgument("options branch and timestamp_ms cannot be combined: pin a version");
+    }
+    changesSince = emptyToNull(all.get("changes_since")) == null ? null : longOption("changes_since", 0);
+    if (changesSince != null && filter != null) {
+      throw new LanceException.InvalidArgument("option filter cannot be combined with changes_since (deleted rows are "
+          + "read as they were): filter the DataFrame instead");
+    }
     targetRows = longOption("target_rows", 0);
     batchSize = longOption("batch_size", 0);
     maxRowsPerFile = longOption("max_rows_per_file", 0);
@@ -114,6 +128,7 @@ final class Options implements Serializable {
   Dataset open() {
     String u = requireUri();
     if (timestampMs != null) return Dataset.openAt(u, storage, Instant.ofEpochMilli(timestampMs));
+    if (branch != null) return Dataset.openBranch(u, storage, branch, version);
     return Dataset.open(u, storage, version);
   }
 

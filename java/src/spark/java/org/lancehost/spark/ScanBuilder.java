@@ -71,6 +71,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public Predicate[] pushPredicates(Predicate[] predicates) {
+    if (table.readsChanges()) return predicates; // Spark filters the changes (deleted rows are read as they were)
     List<Predicate> rest = new ArrayList<>();
     for (Predicate p : predicates) {
       String sql = Filters.toSql(p, table.schema());
@@ -92,6 +93,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public boolean pushLimit(int n) {
+    if (table.readsChanges()) return false;
     limit = n;
     return true;
   }
@@ -109,7 +111,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
    */
   @Override
   public boolean pushTopN(SortOrder[] orders, int n) {
-    if (!allPushed || aggregate != null || orders.length == 0) return false;
+    if (!allPushed || aggregate != null || orders.length == 0 || table.readsChanges()) return false;
     List<String> keys = new ArrayList<>();
     List<String> text = new ArrayList<>();
     for (SortOrder o : orders) {
@@ -128,11 +130,12 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
 
   @Override
   public boolean supportCompletePushDown(Aggregation agg) {
-    return plan(agg) != null;
+    return !table.readsChanges() && plan(agg) != null;
   }
 
   @Override
   public boolean pushAggregation(Aggregation agg) {
+    if (table.readsChanges()) return false;
     aggregate = plan(agg);
     return aggregate != null;
   }

@@ -40,8 +40,26 @@ final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2, Supp
   Table(Options options, Dataset dataset, String name) {
     this.options = options;
     this.dataset = dataset;
-    this.schema = SparkTypes.schema(dataset.schema());
+    this.schema = options.changesSince == null ? SparkTypes.schema(dataset.schema())
+        : withChangeColumns(SparkTypes.schema(dataset.schema()));
     this.name = name;
+  }
+
+  /** The columns a change split returns after the table's. */
+  static final String[] CHANGE_COLUMNS = {"_rowid", "_row_created_at_version", "_row_last_updated_at_version",
+      "_change_type"};
+
+  static StructType withChangeColumns(StructType table) {
+    StructType s = table;
+    for (String c : CHANGE_COLUMNS) {
+      s = s.add(c, c.equals("_change_type") ? org.apache.spark.sql.types.DataTypes.StringType
+          : org.apache.spark.sql.types.DataTypes.LongType, !c.equals("_rowid") && !c.equals("_change_type"));
+    }
+    return s;
+  }
+
+  boolean readsChanges() {
+    return options.changesSince != null;
   }
 
   /** A table that does not exist yet: only writable (the first write creates it). */

@@ -155,4 +155,38 @@ class TableVersionsTest {
       assertFalse(want.isEmpty(), k);
     }
   }
+  @Test
+  void branchesAndAShallowCloneAsPylanceReadsThem() throws Exception {
+    Path uri = table("branches.lance", 20);
+    String u = uri.toString();
+    try (Dataset main = Dataset.open(u)) {
+      assertEquals("main", main.branch());
+      try (Dataset dev = main.createBranch("dev", 0)) {
+        assertEquals("dev", dev.branch());
+        assertTrue(dev.uri().endsWith("/tree/dev"), dev.uri());
+        Write.Result r = Write.write(dev.uri(), dev, RowChangeTest.SCHEMA, List.of(rows(100, 105, "d")).iterator(),
+            Write.Options.mode(Write.APPEND));
+        assertTrue(r.committed);
+      }
+      assertEquals(1, main.branches().size());
+      assertEquals("main", main.branches().get("dev").parent);
+      assertEquals(1, main.branches().get("dev").parentVersion);
+      try (Dataset dev = Dataset.openBranch(u, null, "dev", 0)) {
+        assertEquals(25, dev.countRows());
+      }
+      try (Dataset clone = main.shallowClone(WriteTest.fresh("branches-clone.lance").toString(), null)) {
+        assertEquals(20, clone.countRows());
+      }
+    }
+    JsonNode py = WriteTestSupport.python("import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1])\n"
+        + "print(json.dumps({'main': ds.count_rows(), 'dev': ds.checkout_version(('dev', None)).count_rows()}))\n", u);
+    assertEquals(20, py.get("main").asLong());
+    assertEquals(25, py.get("dev").asLong());
+    try (Dataset main = Dataset.open(u)) {
+      main.deleteBranch("dev");
+      assertTrue(main.branches().isEmpty());
+      assertThrows(LanceException.NotFound.class, () -> Dataset.openBranch(u, null, "dev", 0));
+    }
+  }
 }

@@ -13,7 +13,7 @@ public final class WriteTestSupport {
   private WriteTestSupport() {}
 
   /** Runs a Python snippet with arguments and parses the JSON it prints (its stderr in the failure). */
-  static JsonNode python(String code, String... args) throws Exception {
+  public static JsonNode python(String code, String... args) throws Exception {
     java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("python3", "-c", code));
     cmd.addAll(java.util.List.of(args));
     java.io.File err = java.io.File.createTempFile("pylance-", ".err");

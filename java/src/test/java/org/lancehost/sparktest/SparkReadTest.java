@@ -361,4 +361,55 @@ class SparkReadTest {
       assertTrue(w.getMessage().contains("option " + kv[0] + " must be an integer"), kv[0] + "=" + kv[1] + ": " + w);
     }
   }
+  @Test
+  void branchAndChangesSinceOptionsEqualPylance() throws Exception {
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("lh-spark-changes");
+    String uri = dir.resolve("t.lance").toString();
+    JsonNode py = org.lancehost.api.WriteTestSupport.python("import json, sys, lance, pyarrow as pa\n"
+        + "u = sys.argv[1]\n"
+        + "rows = lambda a, b: pa.table({'id': pa.array(range(a, b), pa.int64()), 'name': ['n' + str(i) for i in range(a, b)]})\n"
+        + "lance.write_dataset(rows(0, 300), u, max_rows_per_file=100, enable_stable_row_ids=True)\n"
+        + "lance.write_dataset(rows(300, 330), u, mode='append')\n"
+        + "lance.dataset(u).update({'name': \"'u'\"}, where='id < 8')\n"
+        + "lance.dataset(u).delete('id >= 150 AND id < 155')\n"
+        + "end = lance.dataset(u).version\n"
+        + "d = lance.dataset(u).delta(begin_version=1, end_version=end)\n"
+        + "out = {'insert': sorted(d.get_inserted_rows().read_all()['id'].to_pylist()),\n"
+        + "       'update': sorted(d.get_updated_rows().read_all()['id'].to_pylist()), 'end': end}\n"
+        + "b = lance.dataset(u).create_branch('dev')\n"
+        + "b.insert(rows(7000, 7004))\n"
+        + "out['main_rows'] = lance.dataset(u).count_rows()\n"
+        + "print(json.dumps(out))\n", uri);
+    Dataset<Row> changes = spark.read().format("lance_host").option("changes_since", "1").load(uri);
+    assertEquals(List.of("id", "name", "_rowid", "_row_created_at_version", "_row_last_updated_at_version",
+        "_change_type"), List.of(changes.columns()));
+    Map<String, List<Long>> got = new HashMap<>();
+    for (Row r : changes.select("id", "_change_type").collectAsList()) {
+      got.computeIfAbsent(r.getString(1), k -> new ArrayList<>()).add(r.getLong(0));
+    }
+    for (String k : List.of("insert", "update")) {
+      List<Long> want = new ArrayList<>();
+      py.get(k).forEach(n -> want.add(n.asLong()));
+      List<Long> have = got.getOrDefault(k, new ArrayList<>());
+      have.sort(null);
+      assertEquals(want, have, k);
+    }
+    List<Long> deleted = got.get("delete");
+    deleted.sort(null);
+    assertEquals(List.of(150L, 151L, 152L, 153L, 154L), deleted);
+    assertEquals(8, changes.filter("_change_type = 'update'").count());
+    // a filter option is refused with changes: the deleted rows are read as they were
+    assertThrows(Exception.class, () -> spark.read().format("lance_host").option("changes_since", "1")
+        .option("filter", "id > 3").load(uri).count());
+    // the branch pylance wrote on, read by name; main is not it
+    long main = py.get("main_rows").asLong();
+    assertEquals(main + 4, spark.read().format("lance_host").option("branch", "dev").load(uri).count());
+    assertEquals(main, spark.read().format("lance_host").load(uri).count());
+    List<Row> onBranch = spark.read().format("lance_host").option("branch", "dev")
+        .option("changes_since", py.get("end").asText()).load(uri).select("id").collectAsList();
+    List<Long> ids = new ArrayList<>();
+    for (Row r : onBranch) ids.add(r.getLong(0));
+    ids.sort(null);
+    assertEquals(List.of(7000L, 7001L, 7002L, 7003L), ids);
+  }
 }
