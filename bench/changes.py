@@ -12,7 +12,7 @@ changes between the first and the last version are read by:
 - pylance: `delta(begin, end)`: `get_inserted_rows()`, `get_updated_rows()` read whole, and
   `get_deleted_row_ids()` — row ids only; "pylance + values" also takes the deleted rows'
   values from the begin version (`take` by row id), the work lance-host does.
-Each measured run is a fresh process (open, plan, read), sides alternate, one untimed warm-up
+Each measured run is a fresh process (libraries loaded before the clock; open, plan, read timed), sides alternate, one untimed warm-up
 run per side first; medians with min-max. Every side's rows are checked against the others
 (ids per change type).
 """
@@ -61,11 +61,14 @@ def generate(uri, n):
 
 
 def run_side(side, uri, begin, end):
-    """One measured run in this process; prints JSON."""
+    """One measured run in this process (the imports before the clock: loading the libraries is
+    the process's, not the operation's); prints JSON."""
+    import lance
+    import lance_host as lh
+    import pyarrow.compute as pc
     t0 = time.perf_counter()
     out = {}
     if side == "lance-host":
-        import lance_host as lh
         ds = lh.open(uri, version=end)
         t1 = time.perf_counter()
         splits = ds.plan_changes(begin)
@@ -74,21 +77,18 @@ def run_side(side, uri, begin, end):
         sums = {"insert": 0, "update": 0, "delete": 0}
         for s in splits:
             t = ds.scan_split(s).read_all()
-            import pyarrow.compute as pc
             for kind in ids:
                 sel = t.filter(pc.equal(t["_change_type"], kind))
                 ids[kind] += sel.num_rows
                 sums[kind] += pc.sum(sel["id"]).as_py() or 0
         out["splits"] = len(splits)
     else:
-        import lance
         ds = lance.dataset(uri, version=end)
         d = ds.delta(begin_version=begin, end_version=end)
         ins = d.get_inserted_rows().read_all()
         upd = d.get_updated_rows().read_all()
         dele = d.get_deleted_row_ids().read_all()
         ids = {"insert": ins.num_rows, "update": upd.num_rows, "delete": dele.num_rows}
-        import pyarrow.compute as pc
         sums = {"insert": pc.sum(ins["id"]).as_py() or 0, "update": pc.sum(upd["id"]).as_py() or 0, "delete": None}
         if side == "pylance + values":
             old = lance.dataset(uri, version=begin)
@@ -154,7 +154,7 @@ def main():
              f"of 1%, an update of 1% and a delete of 1% of the rows (versions {begin} → {end}). "
              f"Changes read: {ref['rows']['insert']:,} inserted, {ref['rows']['update']:,} updated, "
              f"{ref['rows']['delete']:,} deleted rows. Release library ({report['library']}), "
-             f"{a.runs} runs per side, each a fresh process (open, plan, read), sides alternating after "
+             f"{a.runs} runs per side, each a fresh process (libraries loaded, then open, plan and read timed), sides alternating after "
              "one warm-up run each. Seconds, median (min-max). Every run's rows were checked against "
              "the others (count and sum of ids per change type).", "",
              "| side | total | of which planning |", "|---|---|---|"]

@@ -117,7 +117,12 @@ pub fn plan_changes(snapshot: &Snapshot, req: &ChangesRequest) -> Result<SplitPl
         }
         let live = types & (INSERTED | UPDATED);
         if live != 0 {
+            let keep = fragments_with_changes(snapshot, since, end, live);
             for mut s in crate::plan::plan_scan(snapshot, req.target_rows, false)?.splits {
+                s.fragment_ids.retain(|id| keep.contains(id));
+                if s.fragment_ids.is_empty() {
+                    continue;
+                }
                 s.kind = SplitKind::Changes;
                 s.changes = Some(Changes { since, types: live });
                 splits.push(s);
@@ -146,6 +151,36 @@ pub fn plan_changes(snapshot: &Snapshot, req: &ChangesRequest) -> Result<SplitPl
         index_name: None,
         metric: None,
     })
+}
+
+/// The fragments of the snapshot that may hold rows inserted or updated in `(since, end]`, by
+/// the row-version runs the manifest keeps inline (the pruning Lance's `delta` does); a fragment
+/// whose runs are not inline (spilled to a column) or not readable is kept (read and filtered).
+/// A fragment none of whose rows was created or updated in the range holds no such change.
+fn fragments_with_changes(snapshot: &Snapshot, since: u64, end: u64, types: u8) -> std::collections::HashSet<u64> {
+    use lance_table::rowids::version::{read_dataset_versions, RowDatasetVersionMeta};
+    let any_run = |meta: Option<&RowDatasetVersionMeta>, pred: &dyn Fn(u64) -> bool| -> bool {
+        let Some(RowDatasetVersionMeta::Inline(data)) = meta else { return true };
+        match read_dataset_versions(data) {
+            Ok(seq) => seq.runs.is_empty() || seq.runs.iter().any(|r| pred(r.version())),
+            Err(_) => true,
+        }
+    };
+    let in_range = |v: u64| v > since && v <= end;
+    snapshot
+        .dataset
+        .manifest
+        .fragments
+        .iter()
+        .filter(|f| {
+            let inserts = types & INSERTED != 0 && any_run(f.created_at_version_meta.as_ref(), &in_range);
+            let updates = types & UPDATED != 0
+                && any_run(f.last_updated_at_version_meta.as_ref(), &in_range)
+                && any_run(f.created_at_version_meta.as_ref(), &|v| v <= since);
+            inserts || updates
+        })
+        .map(|f| f.id)
+        .collect()
 }
 
 fn type_names(types: u8) -> String {

@@ -171,3 +171,19 @@ def test_a_table_lance_host_creates_with_stable_row_ids_has_changes(tmp_path):
     assert by_type(ours(uri, 1)[1], "insert").num_rows == 20
     with pytest.raises(lh.InvalidArgumentError):
         lh.write_table(str(tmp_path / "u"), rows(0, 1, "a"), "create", stable_row_ids=1)
+
+
+def test_fragments_without_changes_are_not_planned(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(rows(0, 300, "a"), uri, max_rows_per_file=100, enable_stable_row_ids=True)
+    lance.write_dataset(rows(300, 310, "b"), uri, mode="append")
+    ds = lh.open(uri)
+    planned = [f for s in ds.plan_changes(1, types=["insert", "update"]) for f in s.fragment_ids]
+    new = [f.fragment_id for f in lance.dataset(uri).get_fragments()][-1:]
+    assert planned == new, "only the appended fragment can hold changes after version 1"
+    lance.dataset(uri).update({"val": "'u'"}, where="id = 150")
+    ds = lh.open(uri)
+    planned = sorted(f for s in ds.plan_changes(2, types=["update"]) for f in s.fragment_ids)
+    assert len(planned) == 1, planned
+    _, got = ours(uri, 2, types=("update",))
+    assert got["id"].to_pylist() == [150]
