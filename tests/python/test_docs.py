@@ -330,7 +330,7 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     retry, row-level changes, index builds, maintenance), and Spark with Ray."""
     root, ds = warehouse
     blocks = python_md_snippets()
-    assert len(blocks) == 4, len(blocks)
+    assert len(blocks) == 5, len(blocks)
     run_python(localize(blocks[0], root), tmp_path)
     writes = run_python(localize(blocks[1], root), tmp_path)
     notes = lance.dataset(str(root / "notes.lance"))
@@ -339,5 +339,9 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     groups = notes.to_table(filter="id > 100").group_by("val").aggregate([([], "count_all")])
     assert printed(aggregates, "groups") == [f"{groups.num_rows} {groups.num_rows}"]
     assert printed(aggregates, "rows counted") == [str(notes.count_rows("id > 100"))]
-    engines = run_python(localize(blocks[3], root), tmp_path, timeout=900)
+    versions = run_python(localize(blocks[3], root), tmp_path)
+    assert printed(versions, "branch rows") == ["110 {'dev': ('main', 4)}"], versions
+    assert printed(versions, "changes") == ["['delete', 'insert'] 15"], versions
+    assert lance.dataset(str(root / "versions.lance")).checkout_version(("dev", None)).count_rows() == 110
+    engines = run_python(localize(blocks[4], root), tmp_path, timeout=900)
     assert "|category|count|" in engines.replace(" ", "")
