@@ -1449,6 +1449,22 @@ int32_t lance_catalog_describe_table(const LanceCatalog *catalog, const char *co
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure.
 LanceDataset *lance_catalog_open_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, uint64_t version);
 
+// Open table `table` of `namespace` on branch `branch` ("main" = the default one) at `version`
+// of that branch (0 = its latest), as `lance_dataset_open_branch` does for the table's location
+// (and through the namespace when it manages the table's versions).
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+// (LANCE_ERR_NOT_FOUND for a missing table, branch or version). Since 0.14.
+LanceDataset *lance_catalog_open_table_branch(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, const char *branch, uint64_t version);
+
+// Open table `table` of `namespace` at the version (of the branch) tag `tag` names.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+// (LANCE_ERR_NOT_FOUND for a missing table or tag). Since 0.14.
+LanceDataset *lance_catalog_open_table_tag(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, const char *tag);
+
 // Create namespace `namespace` (`namespace_len` parts relative to the catalog's `parent`; its
 // parent must exist), with the NULL-terminated key/value `properties` (may be NULL). An
 // existing namespace is LANCE_ERR_INVALID_ARGUMENT unless `exist_ok`. A directory catalog

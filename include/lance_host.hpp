@@ -1861,6 +1861,18 @@ class Catalog {
     auto parts = detail::c_strings(ns);
     return Dataset(lance_catalog_open_table(p_.get(), parts.data(), parts.size(), table.c_str(), version));
   }
+  /// The table on `branch` at `version` of it (0 = its latest). Since 0.14.
+  Dataset open_table_branch(const std::string& table, const std::string& branch, uint64_t version = 0,
+                            const std::vector<std::string>& ns = {}) const {
+    auto parts = detail::c_strings(ns);
+    return Dataset(lance_catalog_open_table_branch(p_.get(), parts.data(), parts.size(), table.c_str(), branch.c_str(),
+                                                   version));
+  }
+  /// The table at the version `tag` names. Since 0.14.
+  Dataset open_table_tag(const std::string& table, const std::string& tag, const std::vector<std::string>& ns = {}) const {
+    auto parts = detail::c_strings(ns);
+    return Dataset(lance_catalog_open_table_tag(p_.get(), parts.data(), parts.size(), table.c_str(), tag.c_str()));
+  }
   /// Create namespace `ns` (its parent must exist); an existing one throws unless `exist_ok`.
   void create_namespace(const std::vector<std::string>& ns, bool exist_ok = false,
                         const std::map<std::string, std::string>& properties = {}) const {

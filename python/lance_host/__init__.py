@@ -1706,9 +1706,19 @@ class Catalog:
         finally:
             LIB.lance_table_info_free(h)
 
-    def open_table(self, table: str, namespace: Sequence[str] = (), version: Optional[int] = None) -> Dataset:
-        """Opens a table pinned at `version` (None = its latest)."""
+    def open_table(self, table: str, namespace: Sequence[str] = (), version: Optional[int] = None, *,
+                   branch: Optional[str] = None, tag: Optional[str] = None) -> Dataset:
+        """Opens a table pinned at `version` (None = its latest), of `branch` when given
+        (lance_catalog_open_table_branch), or at the version `tag` names
+        (lance_catalog_open_table_tag)."""
         arr, n = self._ns(namespace)
+        if tag is not None:
+            if branch is not None or version is not None:
+                raise _error(1, "a tag names its version and branch: give tag alone")
+            return Dataset(LIB.lance_catalog_open_table_tag(self._h, arr, n, table.encode(), tag.encode()))
+        if branch is not None:
+            return Dataset(LIB.lance_catalog_open_table_branch(self._h, arr, n, table.encode(), branch.encode(),
+                                                               version or 0))
         return Dataset(LIB.lance_catalog_open_table(self._h, arr, n, table.encode(), version or 0))
 
     def create_namespace(self, namespace: Sequence[str], exist_ok: bool = False,

@@ -347,6 +347,8 @@ SIGNATURES = {
     "lance_tag_list_free": (None, [P]),
     "lance_dataset_open_tag": (P, [cstr, cstrp, cstr]),
     "lance_dataset_open_branch": (P, [cstr, cstrp, cstr, u64]),
+    "lance_catalog_open_table_branch": (P, [P, cstrp, sz, cstr, cstr, u64]),
+    "lance_catalog_open_table_tag": (P, [P, cstrp, sz, cstr, cstr]),
     "lance_dataset_branch": (cstr, [P]),
     "lance_dataset_create_branch": (i32, [P, cstr, u64, ctypes.POINTER(P)]),
     "lance_dataset_delete_branch": (i32, [P, cstr]),

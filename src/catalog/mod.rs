@@ -341,6 +341,19 @@ impl Catalog {
         self.with_secrets(snapshot::open(&location, storage_options, version))
     }
 
+    /// Open a table on `branch` ("main" = the default one) at `version` of that branch (0 =
+    /// its latest).
+    pub fn open_table_branch(&self, ns: &[String], table: &str, branch: &str, version: u64) -> Result<Snapshot> {
+        let (location, storage_options, _) = self.describe_raw(ns, table)?;
+        self.with_secrets(crate::branch::open_branch(&location, storage_options, branch, version))
+    }
+
+    /// Open a table at the version (and branch) tag `tag` names.
+    pub fn open_table_tag(&self, ns: &[String], table: &str, tag: &str) -> Result<Snapshot> {
+        let (location, storage_options, _) = self.describe_raw(ns, table)?;
+        self.with_secrets(crate::write::maintenance::open_tag(&location, storage_options, tag))
+    }
+
     fn with_secrets<T>(&self, r: Result<T>) -> Result<T> {
         r.map_err(|e| self.secrets.scrub(e))
     }

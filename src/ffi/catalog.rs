@@ -211,6 +211,53 @@ pub extern "C" fn lance_catalog_open_table(
     })
 }
 
+/// Open table `table` of `namespace` on branch `branch` ("main" = the default one) at `version`
+/// of that branch (0 = its latest), as `lance_dataset_open_branch` does for the table's location
+/// (and through the namespace when it manages the table's versions).
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+/// (LANCE_ERR_NOT_FOUND for a missing table, branch or version). Since 0.14.
+#[no_mangle]
+pub extern "C" fn lance_catalog_open_table_branch(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    branch: *const c_char,
+    version: u64,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        let branch = str_arg(branch, "branch")?;
+        Ok(into_handle(LanceDataset::new(cat.catalog.open_table_branch(&ns, table, branch, version)?)))
+    })
+}
+
+/// Open table `table` of `namespace` at the version (of the branch) tag `tag` names.
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+/// (LANCE_ERR_NOT_FOUND for a missing table or tag). Since 0.14.
+#[no_mangle]
+pub extern "C" fn lance_catalog_open_table_tag(
+    catalog: *const LanceCatalog,
+    namespace: *const *const c_char,
+    namespace_len: usize,
+    table: *const c_char,
+    tag: *const c_char,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let cat = handle_ref(catalog, "catalog")?;
+        let ns = namespace_arg(namespace, namespace_len)?;
+        let table = str_arg(table, "table")?;
+        let tag = str_arg(tag, "tag")?;
+        Ok(into_handle(LanceDataset::new(cat.catalog.open_table_tag(&ns, table, tag)?)))
+    })
+}
+
 /// Create namespace `namespace` (`namespace_len` parts relative to the catalog's `parent`; its
 /// parent must exist), with the NULL-terminated key/value `properties` (may be NULL). An
 /// existing namespace is LANCE_ERR_INVALID_ARGUMENT unless `exist_ok`. A directory catalog

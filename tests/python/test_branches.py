@@ -118,3 +118,26 @@ def test_shallow_clone_reads_like_its_source(tmp_path):
     assert ids(lance.dataset(uri).to_table()) == list(range(10, 100)), "the source is untouched"
     with pytest.raises(lh.LanceError):
         src.shallow_clone(str(tmp_path / "clone"))  # exists
+
+
+def test_catalog_tables_at_a_branch_or_a_tag(tmp_path):
+    root = tmp_path / "wh"
+    root.mkdir()
+    uri = str(root / "t.lance")
+    lance.write_dataset(rows(0, 10, "main"), uri)
+    ds = lance.dataset(uri)
+    b = ds.create_branch("dev")
+    b.insert(rows(10, 13, "dev"))
+    lance.dataset(uri).tags.create("first", 1)
+    lance.write_dataset(rows(20, 30, "main"), uri, mode="append")
+    cat = lh.Catalog({"root": str(root)})
+    assert ids(cat.open_table("t", branch="dev").scan().read_all()) == list(range(13))
+    assert cat.open_table("t", branch="dev", version=1).scan().read_all().num_rows == 10
+    assert cat.open_table("t", tag="first").version == 1
+    assert cat.open_table("t").scan().read_all().num_rows == 20
+    with pytest.raises(lh.NotFoundError):
+        cat.open_table("t", branch="nope")
+    with pytest.raises(lh.LanceError):
+        cat.open_table("t", tag="nope")
+    with pytest.raises(lh.InvalidArgumentError):
+        cat.open_table("t", tag="first", version=1)
