@@ -12,7 +12,7 @@ changes between the first and the last version are read by:
 - pylance: `delta(begin, end)`: `get_inserted_rows()`, `get_updated_rows()` read whole, and
   `get_deleted_row_ids()` — row ids only; "pylance + values" also takes the deleted rows'
   values from the begin version (`take` by row id), the work lance-host does.
-Each measured run is a fresh process (libraries loaded before the clock; open, plan, read timed), sides alternate, one untimed warm-up
+Each measured run is a fresh process (libraries loaded before the clock; open, plan and read timed, the checks after it), sides alternate, one untimed warm-up
 run per side first; medians with min-max. Every side's rows are checked against the others
 (ids per change type).
 """
@@ -65,6 +65,7 @@ def run_side(side, uri, begin, end):
     the process's, not the operation's); prints JSON."""
     import lance
     import lance_host as lh
+    import pyarrow as pa
     import pyarrow.compute as pc
     t0 = time.perf_counter()
     out = {}
@@ -73,14 +74,14 @@ def run_side(side, uri, begin, end):
         t1 = time.perf_counter()
         splits = ds.plan_changes(begin)
         out["plan_s"] = time.perf_counter() - t1
-        ids = {"insert": 0, "update": 0, "delete": 0}
-        sums = {"insert": 0, "update": 0, "delete": 0}
-        for s in splits:
-            t = ds.scan_split(s).read_all()
-            for kind in ids:
-                sel = t.filter(pc.equal(t["_change_type"], kind))
-                ids[kind] += sel.num_rows
-                sums[kind] += pc.sum(sel["id"]).as_py() or 0
+        parts = [ds.scan_split(s).read_all() for s in splits]
+        out["total_s"] = time.perf_counter() - t0
+        t = pa.concat_tables(parts)
+        ids, sums = {}, {}
+        for kind in ("insert", "update", "delete"):
+            sel = t.filter(pc.equal(t["_change_type"], kind))
+            ids[kind] = sel.num_rows
+            sums[kind] = pc.sum(sel["id"]).as_py() or 0
         out["splits"] = len(splits)
     else:
         ds = lance.dataset(uri, version=end)
@@ -88,13 +89,13 @@ def run_side(side, uri, begin, end):
         ins = d.get_inserted_rows().read_all()
         upd = d.get_updated_rows().read_all()
         dele = d.get_deleted_row_ids().read_all()
-        ids = {"insert": ins.num_rows, "update": upd.num_rows, "delete": dele.num_rows}
-        sums = {"insert": pc.sum(ins["id"]).as_py() or 0, "update": pc.sum(upd["id"]).as_py() or 0, "delete": None}
+        taken = None
         if side == "pylance + values":
-            old = lance.dataset(uri, version=begin)
-            taken = old._take_rows(dele["_rowid"].to_pylist())
-            sums["delete"] = pc.sum(taken["id"]).as_py() or 0
-    out["total_s"] = time.perf_counter() - t0
+            taken = lance.dataset(uri, version=begin)._take_rows(dele["_rowid"].to_pylist())
+        out["total_s"] = time.perf_counter() - t0
+        ids = {"insert": ins.num_rows, "update": upd.num_rows, "delete": dele.num_rows}
+        sums = {"insert": pc.sum(ins["id"]).as_py() or 0, "update": pc.sum(upd["id"]).as_py() or 0,
+                "delete": None if taken is None else pc.sum(taken["id"]).as_py() or 0}
     out["rows"] = ids
     out["id_sums"] = sums
     print(json.dumps(out))

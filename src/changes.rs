@@ -118,11 +118,15 @@ pub fn plan_changes(snapshot: &Snapshot, req: &ChangesRequest) -> Result<SplitPl
         let live = types & (INSERTED | UPDATED);
         if live != 0 {
             let keep = fragments_with_changes(snapshot, since, end, live);
+            let rows: std::collections::HashMap<u64, u64> =
+                snapshot.fragments()?.into_iter().map(|f| (f.id, f.logical_rows)).collect();
             for mut s in crate::plan::plan_scan(snapshot, req.target_rows, false)?.splits {
                 s.fragment_ids.retain(|id| keep.contains(id));
                 if s.fragment_ids.is_empty() {
                     continue;
                 }
+                // a weight for scheduling: the rows the split reads (its changes are fewer)
+                s.row_count = s.fragment_ids.iter().map(|id| rows.get(id).copied().unwrap_or(0)).sum();
                 s.kind = SplitKind::Changes;
                 s.changes = Some(Changes { since, types: live });
                 splits.push(s);

@@ -744,6 +744,46 @@ mod tests {
         assert_eq!(Split::from_bytes(&scan.to_bytes()).unwrap(), scan);
     }
 
+    fn changes(fragments: Vec<u64>, types: u8) -> Split {
+        Split {
+            kind: SplitKind::Changes,
+            segments: Vec::new(),
+            column: String::new(),
+            index_name: String::new(),
+            metric: None,
+            fragment_ids: fragments,
+            changes: Some(crate::changes::Changes { since: 3, types }),
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn change_splits_round_trip_in_their_own_format_and_are_checked() {
+        let live = changes(vec![1, 4], crate::changes::INSERTED | crate::changes::UPDATED);
+        let b = live.to_bytes();
+        assert_eq!(b[4], SPLIT_FORMAT_CHANGES, "a format earlier libraries refuse");
+        assert_eq!(Split::from_bytes(&b).unwrap(), live);
+        let deleted = changes(Vec::new(), crate::changes::DELETED);
+        assert_eq!(Split::from_bytes(&deleted.to_bytes()).unwrap(), deleted);
+        // the rules: deleted rows alone and without fragments, known types, since below the version
+        for bad in [
+            changes(vec![1], crate::changes::DELETED),
+            changes(Vec::new(), crate::changes::INSERTED),
+            changes(vec![1], 0),
+            changes(vec![1], 8),
+            Split { changes: Some(crate::changes::Changes { since: 7, types: 1 }), ..changes(vec![1], 1) },
+            Split { changes: None, ..changes(vec![1], 1) },
+            Split { kind: SplitKind::Scan, ..changes(vec![1], 1) },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+        // combined only with splits of the same changes; the deleted rows' split never
+        let other = changes(vec![2], crate::changes::INSERTED | crate::changes::UPDATED);
+        assert_eq!(combine(&[live.clone(), other]).unwrap().fragment_ids, vec![1, 4, 2]);
+        assert!(combine(&[live.clone(), changes(vec![2], crate::changes::INSERTED)]).is_err());
+        assert!(combine(&[deleted.clone(), deleted]).is_err());
+    }
+
     #[test]
     fn combine_concatenates_in_order_and_refuses_what_does_not_fit() {
         let (a, b, c) = (segments(0, 1), segments(1, 2), segments(3, 1));
@@ -771,17 +811,22 @@ mod tests {
 
     #[test]
     fn fuzzed_bytes_never_panic_and_never_decode_to_something_else() {
-        let goods = [sample().to_bytes(), segments(0, 3).to_bytes()];
+        let goods = [
+            sample().to_bytes(),
+            segments(0, 3).to_bytes(),
+            changes(vec![1, 4], crate::changes::INSERTED).to_bytes(),
+            changes(Vec::new(), crate::changes::DELETED).to_bytes(),
+        ];
         let mut damage = crate::bytes::Damage::new(0x9e37_79b9_7f4a_7c15);
         for i in 0..40_000 {
-            let good = &goods[i % 2];
+            let good = &goods[(i / 4) % goods.len()];
             let b = if i % 4 == 2 {
                 // Random bytes, sometimes behind a valid magic and format.
                 let n = (damage.next() % 64) as usize;
                 let mut b: Vec<u8> = (0..n).map(|_| damage.next() as u8).collect();
                 if i % 8 == 2 && b.len() >= 5 {
                     b[..4].copy_from_slice(MAGIC);
-                    b[4] = [SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS][i % 16 / 8];
+                    b[4] = [SPLIT_FORMAT, SPLIT_FORMAT_SEGMENTS, SPLIT_FORMAT_CHANGES][i % 24 / 8];
                 }
                 b
             } else {

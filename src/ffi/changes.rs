@@ -103,11 +103,11 @@ pub extern "C" fn lance_dataset_plan_changes(
         let ds = handle_ref(dataset, "dataset")?;
         let p = read_in(params, Layout::Sized, "params")?.unwrap_or_default();
         let out = out_arg(out, "out")?;
-        let types = u8::try_from(p.change_types).unwrap_or(u8::MAX);
         let req = ChangesRequest {
             since_version: p.since_version,
             since_timestamp_ms: (p.since_timestamp_ms != 0).then_some(p.since_timestamp_ms),
-            types: if p.change_types != 0 && types == 0 { u8::MAX } else { types },
+            // bits past the known ones (also past 8) are refused by the planner, naming them
+            types: u8::try_from(p.change_types).unwrap_or(u8::MAX),
             target_rows: p.target_rows,
         };
         *out = export_plan(changes::plan_changes(&ds.snapshot, &req)?);
