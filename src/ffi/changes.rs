@@ -55,7 +55,7 @@ impl Default for LanceChangesParams {
 unsafe impl Extensible for LanceChangesParams {
     const NAME: &'static str = "LanceChangesParams";
     const MIN_SIZE: usize = 40;
-    const V0_SIZE: usize = 8;
+    const V0_SIZE: usize = 32;
     fn initial() -> Self {
         Self::default()
     }
