@@ -442,6 +442,47 @@ JNIEXPORT jlong JNI(datasetOpenBranch)(JNIEnv *env, jclass c, jstring uri, jobje
   return (jlong)(intptr_t)d;
 }
 
+/* The table at the version (and branch) a tag names. */
+JNIEXPORT jlong JNI(datasetOpenTag)(JNIEnv *env, jclass c, jstring uri, jobjectArray options, jstring tag) {
+  (void)c;
+  int ok = 1;
+  char *u = utf8(env, uri, "uri", &ok);
+  char *t = ok ? utf8(env, tag, "tag", &ok) : NULL;
+  StrArray o = {0};
+  LanceDataset *d = NULL;
+  if (ok && str_array(env, options, "storage options", 0, &o)) {
+    d = lance_dataset_open_tag(u, (const char *const *)o.items, t);
+    if (!d) throw_last(env);
+  }
+  str_array_free(&o);
+  free(u);
+  free(t);
+  return (jlong)(intptr_t)d;
+}
+
+/* A catalog table on a branch (at a version of it, 0 = latest) or at a tag (branch NULL). */
+JNIEXPORT jlong JNI(catalogOpenTableRef)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table,
+                                         jstring branch, jstring tag, jlong version) {
+  (void)c;
+  int ok = 1;
+  char *t = utf8(env, table, "table", &ok);
+  char *b = ok ? utf8(env, branch, "branch", &ok) : NULL;
+  char *g = ok ? utf8(env, tag, "tag", &ok) : NULL;
+  StrArray n = {0};
+  LanceDataset *d = NULL;
+  if (ok && str_array(env, ns, "namespace", 0, &n)) {
+    d = g ? lance_catalog_open_table_tag(PTR(LanceCatalog, h), (const char *const *)n.items, n.len, t, g)
+          : lance_catalog_open_table_branch(PTR(LanceCatalog, h), (const char *const *)n.items, n.len, t, b,
+                                            (uint64_t)version);
+    if (!d) throw_last(env);
+  }
+  str_array_free(&n);
+  free(t);
+  free(b);
+  free(g);
+  return (jlong)(intptr_t)d;
+}
+
 JNIEXPORT jstring JNI(datasetBranch)(JNIEnv *env, jclass c, jlong ds) {
   (void)c;
   return new_string(env, lance_dataset_branch(PTR(LanceDataset, ds)));

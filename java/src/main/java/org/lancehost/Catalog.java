@@ -53,6 +53,18 @@ public final class Catalog implements AutoCloseable {
     return new TableInfo((String) raw[0], Collections.unmodifiableMap(options), (Long) raw[2]);
   }
 
+  /** A table on `branch` ("main" = the default one) at `version` of it (0 = its latest). */
+  public Dataset openTableBranch(List<String> namespace, String table, String branch, long version) {
+    if (branch == null) throw new LanceException.InvalidArgument("branch is null");
+    return Dataset.wrap(handle.withLong(p -> Native.catalogOpenTableRef(p, ns(namespace), table, branch, null, version)));
+  }
+
+  /** A table at the version (and branch) tag `tag` names. */
+  public Dataset openTableTag(List<String> namespace, String table, String tag) {
+    if (tag == null) throw new LanceException.InvalidArgument("tag is null");
+    return Dataset.wrap(handle.withLong(p -> Native.catalogOpenTableRef(p, ns(namespace), table, null, tag, 0)));
+  }
+
   /** A table pinned at `version` (0 = the latest now). */
   public Dataset openTable(List<String> namespace, String table, long version) {
     return Dataset.wrap(handle.withLong(p -> Native.catalogOpenTable(p, ns(namespace), table, version)));

@@ -60,6 +60,11 @@ public final class Dataset implements AutoCloseable {
     return new Dataset(Native.datasetOpenBranch(uri, options(storageOptions), branch, version));
   }
 
+  /** The table at the version (and branch) tag `tag` names. */
+  public static Dataset openTag(String uri, Map<String, String> storageOptions, String tag) {
+    return new Dataset(Native.datasetOpenTag(uri, options(storageOptions), tag));
+  }
+
   /** The version that was latest at `at` (the newest committed at or before it). */
   public static Dataset openAt(String uri, Map<String, String> storageOptions, Instant at) {
     if (at == null) throw new LanceException.InvalidArgument("timestamp is null");

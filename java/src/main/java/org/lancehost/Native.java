@@ -88,6 +88,9 @@ final class Native {
   static native String[] datasetConfig(long ds);
   static native long datasetOpenBranch(String uri, String[] options, String branch, long version);
   static native String datasetBranch(long ds);
+  static native long datasetOpenTag(String uri, String[] options, String tag);
+  static native long catalogOpenTableRef(long catalog, String[] namespace, String table, String branch, String tag,
+      long version);
   static native long datasetCreateBranch(long ds, String name, long version);
   static native void datasetDeleteBranch(long ds, String name);
   static native String[] datasetBranches(long ds);

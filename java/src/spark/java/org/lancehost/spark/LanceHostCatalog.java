@@ -78,17 +78,52 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     return load(ident, 0, null);
   }
 
-  /** {@code VERSION AS OF n}: the table's version n. */
+  /**
+   * {@code VERSION AS OF n}: the table's version n; {@code VERSION AS OF 'name'}: the version a
+   * tag of that name pins, or else the latest of the branch of that name (a name that is both is
+   * refused as ambiguous).
+   */
   @Override
   public org.apache.spark.sql.connector.catalog.Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+    String name = version.trim();
     long v;
     try {
-      v = Long.parseLong(version.trim());
+      v = Long.parseLong(name);
     } catch (NumberFormatException e) {
-      throw new LanceException.InvalidArgument("VERSION AS OF takes a Lance version number, not '" + version + "'");
+      return loadRef(ident, name);
     }
     if (v <= 0) throw new LanceException.InvalidArgument("VERSION AS OF takes a version number of 1 or more, not " + v);
     return load(ident, v, null);
+  }
+
+  private org.apache.spark.sql.connector.catalog.Table loadRef(Identifier ident, String name) throws NoSuchTableException {
+    Catalog.TableInfo info;
+    try {
+      info = catalog.describeTable(ns(ident.namespace()), ident.name());
+    } catch (LanceException.NotFound e) {
+      throw new NoSuchTableException(ident);
+    }
+    boolean tag = false, branch = false;
+    try (org.lancehost.Dataset d = org.lancehost.Dataset.openTag(info.location, info.storageOptions, name)) {
+      tag = true;
+    } catch (LanceException.NotFound | LanceException.InvalidArgument e) {
+      // no such tag
+    }
+    try (org.lancehost.Dataset d = org.lancehost.Dataset.openBranch(info.location, info.storageOptions, name, 0)) {
+      branch = true;
+    } catch (LanceException.NotFound | LanceException.InvalidArgument e) {
+      // no such branch
+    }
+    if (tag && branch) {
+      throw new LanceException.InvalidArgument("VERSION AS OF '" + name + "': " + ident
+          + " has a tag and a branch of that name; read one with the option tag or branch");
+    }
+    if (!tag && !branch) {
+      throw new LanceException.InvalidArgument("VERSION AS OF '" + name + "': " + ident
+          + " has no tag or branch of that name (a version is a number)");
+    }
+    Options o = Options.forTable(info.location, info.storageOptions, 0, null, branch ? name : null, tag ? name : null);
+    return SplitSource.pinned(o, ds -> new Table(o, ds, this.name + "." + ident));
   }
 
   /** {@code TIMESTAMP AS OF t}: the version that was latest at t (microseconds since the epoch). */

@@ -37,7 +37,8 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
     try {
       ds = o.open();
     } catch (LanceException.NotFound missing) {
-      if (schema == null || o.version != 0 || o.timestampMs != null || o.branch != null || o.changesSince != null) {
+      if (schema == null || o.version != 0 || o.timestampMs != null || o.branch != null || o.tag != null
+          || o.changesSince != null) {
         throw missing;
       }
       return new org.lancehost.spark.Table(o, schema, o.requireUri()); // a write creates it

@@ -20,8 +20,8 @@ import org.lancehost.LanceException;
  */
 final class Options implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "branch", "changes_since", "filter",
-      "target_rows", "batch_size");
+  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "branch", "tag", "changes_since",
+      "filter", "target_rows", "batch_size");
   static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file", "vector_columns");
   /** A TableProvider gets read and write options in one map (Spark does not say which). */
   static final List<String> ALL;
@@ -37,6 +37,8 @@ final class Options implements Serializable {
   final Long timestampMs;
   /** The branch to read (null: the default one). */
   final String branch;
+  /** The tag whose version (and branch) to read (null: none). */
+  final String tag;
   /** Read the rows changed after this version (change splits) instead of the table; null: the table. */
   final Long changesSince;
   final String filter;
@@ -69,6 +71,10 @@ final class Options implements Serializable {
     }
     filter = emptyToNull(all.get("filter"));
     branch = emptyToNull(all.get("branch"));
+    tag = emptyToNull(all.get("tag"));
+    if (tag != null && (branch != null || version != 0 || timestampMs != null)) {
+      throw new LanceException.InvalidArgument("option tag names a version and its branch: give it alone");
+    }
     if (branch != null && timestampMs != null) {
       throw new LanceException.InvalidArgument("options branch and timestamp_ms cannot be combined: pin a version");
     }
@@ -110,8 +116,16 @@ final class Options implements Serializable {
 
   /** A catalog table's options: its location and the storage options the catalog vends. */
   static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampMs) {
+    return forTable(location, storageOptions, version, timestampMs, null, null);
+  }
+
+  /** A catalog table's options on a branch or at a tag (null: none). */
+  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampMs,
+      String branch, String tag) {
     Map<String, String> m = new HashMap<>();
     m.put("uri", location);
+    if (branch != null) m.put("branch", branch);
+    if (tag != null) m.put("tag", tag);
     if (version != 0) m.put("version", Long.toString(version));
     if (timestampMs != null) m.put("timestamp_ms", Long.toString(timestampMs));
     for (Map.Entry<String, String> e : storageOptions.entrySet()) m.put("storage." + e.getKey(), e.getValue());
@@ -128,6 +142,7 @@ final class Options implements Serializable {
   Dataset open() {
     String u = requireUri();
     if (timestampMs != null) return Dataset.openAt(u, storage, Instant.ofEpochMilli(timestampMs));
+    if (tag != null) return Dataset.openTag(u, storage, tag);
     if (branch != null) return Dataset.openBranch(u, storage, branch, version);
     return Dataset.open(u, storage, version);
   }

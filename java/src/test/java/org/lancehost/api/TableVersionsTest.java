@@ -183,6 +183,22 @@ class TableVersionsTest {
         + "print(json.dumps({'main': ds.count_rows(), 'dev': ds.checkout_version(('dev', None)).count_rows()}))\n", u);
     assertEquals(20, py.get("main").asLong());
     assertEquals(25, py.get("dev").asLong());
+    // the catalog opens the table on the branch, and at a tag
+    WriteTestSupport.python("import json, sys, lance\n"
+        + "lance.dataset(sys.argv[1]).tags.create('one', 1)\n"
+        + "print(json.dumps({}))\n", u);
+    try (org.lancehost.Catalog cat = org.lancehost.Catalog.open(Map.of("root", uri.getParent().toString()))) {
+      String table = uri.getFileName().toString().replace(".lance", "");
+      try (Dataset dev = cat.openTableBranch(List.of(), table, "dev", 0)) {
+        assertEquals("dev", dev.branch());
+        assertEquals(25, dev.countRows());
+      }
+      try (Dataset one = cat.openTableTag(List.of(), table, "one")) {
+        assertEquals(1, one.version());
+        assertEquals(20, one.countRows());
+      }
+      assertThrows(LanceException.NotFound.class, () -> cat.openTableBranch(List.of(), table, "nope", 0));
+    }
     try (Dataset main = Dataset.open(u)) {
       main.deleteBranch("dev");
       assertTrue(main.branches().isEmpty());

@@ -412,4 +412,30 @@ class SparkReadTest {
     ids.sort(null);
     assertEquals(List.of(7000L, 7001L, 7002L, 7003L), ids);
   }
+  @Test
+  void versionAsOfANameReadsATagOrABranch() throws Exception {
+    java.nio.file.Path root = java.nio.file.Files.createTempDirectory("lh-spark-refs");
+    String uri = root.resolve("t.lance").toString();
+    org.lancehost.api.WriteTestSupport.python("import json, sys, lance, pyarrow as pa\n"
+        + "u = sys.argv[1]\n"
+        + "rows = lambda a, b: pa.table({'id': pa.array(range(a, b), pa.int64())})\n"
+        + "lance.write_dataset(rows(0, 10), u)\n"
+        + "lance.dataset(u).tags.create('first', 1)\n"
+        + "lance.write_dataset(rows(10, 30), u, mode='append')\n"
+        + "lance.dataset(u).create_branch('dev', 1).insert(rows(100, 103))\n"
+        + "lance.dataset(u).tags.create('second', 2)\n"
+        + "print(json.dumps({}))\n", uri);
+    spark.conf().set("spark.sql.catalog.refs", "org.lancehost.spark.LanceHostCatalog");
+    spark.conf().set("spark.sql.catalog.refs.root", root.toString());
+    assertEquals(30L, spark.sql("SELECT count(*) FROM refs.t").first().getLong(0));
+    assertEquals(10L, spark.sql("SELECT count(*) FROM refs.t VERSION AS OF 'first'").first().getLong(0));
+    assertEquals(13L, spark.sql("SELECT count(*) FROM refs.t VERSION AS OF 'dev'").first().getLong(0));
+    assertEquals(10L, spark.sql("SELECT count(*) FROM refs.t VERSION AS OF 1").first().getLong(0));
+    assertThrows(Exception.class, () -> spark.sql("SELECT count(*) FROM refs.t VERSION AS OF 'nope'").collect());
+    // the options of format("lance_host")
+    assertEquals(10L, spark.read().format("lance_host").option("tag", "first").load(uri).count());
+    assertEquals(30L, spark.read().format("lance_host").option("tag", "second").load(uri).count());
+    assertThrows(Exception.class,
+        () -> spark.read().format("lance_host").option("tag", "first").option("version", "2").load(uri).count());
+  }
 }
