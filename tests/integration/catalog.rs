@@ -633,3 +633,32 @@ fn rest_catalog_creates_and_drops_namespaces_and_tables() {
     create_table(&rest, &["shared"], "t", 50, false).unwrap();
     assert_eq!(rows(&open_table(&dir, &["shared"], "t", 0).unwrap()), 50);
 }
+
+/// A REST namespace that manages its tables' versions (this repo's server over a directory
+/// namespace with version tracking): through the C ABI, a table created through the catalog,
+/// a one-call append on its handle and a staged commit by URI each register their version with
+/// the namespace (one `create_table_version` each, seen by the server), and the catalog's latest
+/// is the namespace's.
+#[test]
+fn managed_versions_commit_through_the_namespace() {
+    use lance_host::ffi::write::LanceWriteMode;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap().to_string();
+    let backend: std::collections::HashMap<String, String> =
+        [("table_version_tracking_enabled".to_string(), "true".to_string())].into_iter().collect();
+    let server = server_runtime()
+        .block_on(lance_host_rest_server::start_with_backend(&root, AuthConfig::default(), backend))
+        .unwrap();
+    let creates = || server.observed_paths().iter().filter(|p| p.ends_with("/version/create")).count();
+    let cat = open(&[("type", "rest"), ("uri", &server.uri())]);
+    let (v1, _) = create_table(&cat, &[], "t", 10, false).unwrap();
+    assert_eq!(creates(), 1, "the first version is registered: {:?}", server.observed_paths());
+    let uri = unsafe { CStr::from_ptr(lance_host::ffi::dataset::lance_dataset_uri(v1.ptr())) }.to_str().unwrap().to_string();
+    let (v2, r) = crate::write::write(&uri, v1.ptr(), vec![crate::write::rows(10..20)], &crate::write::params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    assert_eq!((r.version, creates()), (2, 2));
+    let share = crate::write::stage(&uri, v2.ptr(), vec![crate::write::rows(20..25)], &crate::write::params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    let (_, r) = crate::write::commit(&uri, &[share], &crate::write::params(LanceWriteMode::LANCE_WRITE_APPEND)).unwrap();
+    assert_eq!((r.version, creates()), (3, 3));
+    let latest = open_table(&cat, &[], "t", 0).unwrap();
+    assert_eq!(rows(&latest), 25);
+}
