@@ -26,6 +26,7 @@ Options of "lance_host":
                      catalog.<key> options (catalog.root=..., or catalog.impl=rest + catalog.uri=...)
   version / timestamp_ms   the snapshot to pin (default: the latest at planning)
   branch             the branch to read ("main" = the default; `version` is then the branch's)
+  tag                the version (and branch) a tag names
   changes_since      read the rows changed after this version up to the pinned one instead of
                      the table (change splits; needs stable row ids): the columns, then
                      `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version` and
@@ -81,7 +82,7 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
 
 # ---- options -----------------------------------------------------------------------------
 
-_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "branch", "columns", "filter", "stats_dir")
+_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "branch", "tag", "columns", "filter", "stats_dir")
 _READ_OPTIONS = _COMMON + ("target_rows", "pushdown", "changes_since")
 _SEARCH_OPTIONS = _COMMON + ("column", "vector", "k", "nprobes", "refine", "metric", "use_index",
                              "max_partitions")
@@ -140,6 +141,11 @@ def _open_planning_with_storage(options):
     else:
         raise lh._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
     branch = options.get("branch")
+    tag = options.get("tag")
+    if tag is not None:
+        if branch is not None or ts is not None or version:
+            raise lh._error(1, "lance_host: option 'tag' names a version and its branch: give it alone")
+        return lh.open_tag(uri, tag, storage_options=storage), storage
     if ts is not None:
         if branch is not None:
             raise lh._error(1, "lance_host: options 'timestamp_ms' and 'branch' cannot be combined; pin a version")

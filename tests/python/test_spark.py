@@ -644,3 +644,7 @@ def test_branch_and_change_data_options_equal_pylance(spark, tmp_path):
     got = (spark.read.format("lance_host").option("uri", uri).option("branch", "dev")
            .option("changes_since", str(end)).load())
     assert sorted(r["id"] for r in got.collect()) == list(range(5000, 5010))
+    lance.dataset(uri).tags.create("first", 1)
+    assert spark.read.format("lance_host").option("uri", uri).option("tag", "first").load().count() == 300
+    with pytest.raises(Exception, match="tag"):
+        spark.read.format("lance_host").option("uri", uri).option("tag", "first").option("version", "2").load()
