@@ -1481,7 +1481,7 @@ JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, job
  * rows, fragments, files}. The stream is consumed (closed) in every case. */
 JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
                                      jstring statement_id, jstring message, jobjectArray options, jlong max_rows_per_file,
-                                     jlong expected_version, jobjectArray required_config) {
+                                     jlong expected_version, jobjectArray required_config, jboolean stable_row_ids) {
   (void)c;
   struct ArrowArrayStream data;
   if (!host_stream(env, source, &data)) return NULL;
@@ -1492,6 +1492,7 @@ JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong a
   jlongArray out = NULL;
   if (ok && write_in(env, &w, mode, statement_id, message, options, max_rows_per_file) &&
       preconditions_in(env, &w, expected_version, required_config)) {
+    w.p.stable_row_ids = stable_row_ids ? 1 : 0;
     LanceWriteResult r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;

@@ -106,7 +106,7 @@ final class Native {
   static native Object mergeInsert(long ds, HostStream source, String[] on, int[] modes, String matchedCondition,
       String bySourceCondition, String statementId, boolean staged);
   static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
-      String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig);
+      String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig, boolean stableRowIds);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 
   static native long[] sessionDefaults();

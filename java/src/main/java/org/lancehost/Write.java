@@ -63,9 +63,16 @@ public final class Write {
     final long maxRowsPerFile;
     final long expectedVersion;
     final Map<String, String> requiredConfig;
+    final boolean stableRowIds;
 
     private Options(int mode, String statementId, String message, Map<String, String> storage, long maxRowsPerFile,
         long expectedVersion, Map<String, String> requiredConfig) {
+      this(mode, statementId, message, storage, maxRowsPerFile, expectedVersion, requiredConfig, false);
+    }
+
+    private Options(int mode, String statementId, String message, Map<String, String> storage, long maxRowsPerFile,
+        long expectedVersion, Map<String, String> requiredConfig, boolean stableRowIds) {
+      this.stableRowIds = stableRowIds;
       this.mode = mode;
       this.statementId = statementId;
       this.message = message;
@@ -110,7 +117,15 @@ public final class Write {
      * {@link LanceException.FailedPrecondition} and nothing is committed.
      */
     public Options requiredConfig(Map<String, String> c) {
-      return new Options(mode, statementId, message, storage, maxRowsPerFile, expectedVersion, c);
+      return new Options(mode, statementId, message, storage, maxRowsPerFile, expectedVersion, c, stableRowIds);
+    }
+
+    /**
+     * A table this write creates keeps stable row ids, and with them the row versions change
+     * data needs ({@link Dataset#planChanges}); an existing table keeps its setting.
+     */
+    public Options stableRowIds(boolean on) {
+      return new Options(mode, statementId, message, storage, maxRowsPerFile, expectedVersion, requiredConfig, on);
     }
   }
 
@@ -119,10 +134,11 @@ public final class Write {
     HostStream s = new HostStream(schema, batches);
     if (at == null) {
       return new Result(Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage),
-          o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig)));
+          o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig), o.stableRowIds));
     }
     return at.withHandle(h -> new Result(Native.tableWrite(uri, h, s, o.mode, o.statementId, o.message,
-        Dataset.options(o.storage), o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig))));
+        Dataset.options(o.storage), o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig),
+        o.stableRowIds)));
   }
 
   /** Writes a worker's share without committing (appends and overwrites need `at`, the pinned snapshot). */

@@ -205,4 +205,33 @@ class TableVersionsTest {
       assertThrows(LanceException.NotFound.class, () -> Dataset.openBranch(u, null, "dev", 0));
     }
   }
+  @Test
+  void aTableCreatedWithStableRowIdsHasChangeSplits() throws Exception {
+    Path uri = WriteTest.fresh("stable.lance");
+    String u = uri.toString();
+    Write.Result c = Write.write(u, null, RowChangeTest.SCHEMA, List.of(rows(0, 50, "a")).iterator(),
+        Write.Options.mode(Write.CREATE).stableRowIds(true));
+    assertEquals(1, c.version);
+    try (Dataset v1 = Dataset.open(u)) {
+      Write.write(u, v1, RowChangeTest.SCHEMA, List.of(rows(50, 57, "b")).iterator(), Write.Options.mode(Write.APPEND));
+    }
+    long inserted = 0;
+    try (Dataset ds = Dataset.open(u)) {
+      for (byte[] split : ds.planChanges(1, Dataset.CHANGE_INSERTED, 0).splits()) {
+        try (ArrowStream s = ds.scan(split, ScanOptions.all().columns("id"), allocator)) {
+          for (VectorSchemaRoot next = s.next(); next != null; next = s.next()) {
+            try (VectorSchemaRoot b = next) {
+              BigIntVector id = (BigIntVector) b.getVector("id");
+              for (int i = 0; i < b.getRowCount(); i++) assertTrue(id.get(i) >= 50);
+              inserted += b.getRowCount();
+            }
+          }
+        }
+      }
+    }
+    assertEquals(7, inserted);
+    JsonNode py = WriteTestSupport.python("import json, sys, lance\n"
+        + "print(json.dumps({'stable': lance.dataset(sys.argv[1]).has_stable_row_ids}))\n", u);
+    assertTrue(py.get("stable").asBoolean());
+  }
 }
