@@ -68,8 +68,13 @@ class LanceHostDatasource(Datasource):
 
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0,
-                 branch: Optional[str] = None, changes_since: Optional[int] = None):
-        ds = lh.open(uri, version=version, storage_options=storage_options, branch=branch)
+                 branch: Optional[str] = None, changes_since: Optional[int] = None, tag: Optional[str] = None):
+        if tag is not None:
+            if version is not None or branch is not None:
+                raise lh._error(1, "read_lance_host: tag names a version and its branch: give it alone")
+            ds = lh.open_tag(uri, tag, storage_options=storage_options)
+        else:
+            ds = lh.open(uri, version=version, storage_options=storage_options, branch=branch)
         lh._check_columns(ds.schema, columns)
         self.version = ds.version
         self._token = ds.export_snapshot()
@@ -114,9 +119,9 @@ _RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
                     target_rows: int = 0, branch: Optional[str] = None, changes_since: Optional[int] = None,
-                    **read_args):
+                    tag: Optional[str] = None, **read_args):
     """A `ray.data.Dataset` of the table at `version` (latest when None) of `branch` (main when
-    None): one read task per scan split (`target_rows` cuts larger fragments into row slices),
+    None), or at the version `tag` names: one read task per scan split (`target_rows` cuts larger fragments into row slices),
     with the projection and the Lance SQL filter applied by Lance. With `changes_since`, the rows
     changed after that version instead, one task per change split, each row with `_rowid`,
     `_row_created_at_version`, `_row_last_updated_at_version` and `_change_type` (needs stable
@@ -127,12 +132,12 @@ def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter
     if unknown:
         import difflib
 
-        valid = ["columns", "filter", "version", "storage_options", "target_rows", "branch", "changes_since",
+        valid = ["columns", "filter", "version", "storage_options", "target_rows", "branch", "tag", "changes_since",
                  *sorted(_RAY_READ_ARGS)]
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise lh._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
-    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since)
+    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since, tag)
     read_args.setdefault("override_num_blocks", max(source.splits, 1))
     return ray.data.read_datasource(source, **read_args)
 

@@ -312,3 +312,7 @@ def test_branch_and_change_data_equal_pylance(cluster, tmp_path):
     assert lhr.read_lance_host(uri, branch="dev").count() == lance.dataset(uri).count_rows() + 5
     got = lhr.read_lance_host(uri, branch="dev", changes_since=end, columns=["id"]).take_all()
     assert sorted(r["id"] for r in got) == list(range(900, 905))
+    lance.dataset(uri).tags.create("first", 1)
+    assert lhr.read_lance_host(uri, tag="first").count() == 200
+    with pytest.raises(lh.InvalidArgumentError, match="tag"):
+        lhr.read_lance_host(uri, tag="first", version=2)
