@@ -2842,6 +2842,30 @@ int32_t lance_table_stage_write(const char *uri, const LanceDataset *at, struct 
 // an error code; the outputs are not written on failure.
 int32_t lance_table_commit(const char *uri, const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
+// Commit the staged writes of several tables TOGETHER (since 0.14): every table gets one new
+// version — what `lance_table_commit` would commit for it — or none does, also when the
+// coordinator is killed in the middle. Table `i` is `uris[i]` with `num_staged[i]` staged
+// writes (`staged[i][j]` of `staged_lens[i][j]` bytes) and `params[i]` (`params` NULL or an
+// entry NULL = defaults; per table: `statement_id`, `expected_version`, `required_config`,
+// `transaction_properties`, `commit_message`, `storage_options`). The tables must be managed by
+// one namespace that commits several tables at once (`batch_commit_tables` of the Lance
+// namespace spec), each opened through a catalog of that namespace in this process, on its
+// main branch; the namespace registers all new versions in one call. A table that is not
+// managed, tables of two namespaces, a namespace without batch commits, or a create share:
+// LANCE_ERR_NOT_SUPPORTED. A table given twice: LANCE_ERR_INVALID_ARGUMENT. A table whose
+// latest version moved after the shares were checked: LANCE_ERR_CONFLICT (the shares stay
+// valid; commit again). Every check of `lance_table_commit` applies per table (the message
+// names the table's index). In all of these cases nothing was committed. Any other error
+// (a lost answer of the namespace) may leave the outcome unknown: commit again with the same
+// statement ids, which returns the versions if they landed (`committed = 0` on every table;
+// a commit where some tables' statements landed and others' did not is refused).
+//
+// `out_datasets` (may be NULL) is an array of `num_tables` slots: slot `i` gets table `i`'s new
+// version pinned, owned by the caller. `out_results` (may be NULL) is an array of `num_tables`
+// pointers (each may be NULL) to results with `struct_size` set. Borrows its arguments.
+// Thread-safe. Returns an error code; the outputs are not written on failure.
+int32_t lance_commit_tables(size_t num_tables, const char *const *uris, const uint8_t *const *const *staged, const size_t *const *staged_lens, const size_t *num_staged, const LanceWriteParams *const *params, LanceDataset **out_datasets, LanceWriteResult *const *out_results);
+
 // Discard staged writes that will not be committed: delete their data files and the deletion
 // files of staged deletes and merge-inserts (with the NULL-terminated key/value
 // `storage_options`, may be NULL). A file the table's latest version or the planned version

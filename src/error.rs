@@ -90,7 +90,8 @@ impl HostError {
     /// message with what the library was doing.
     pub fn from_lance(context: &str, err: lance::Error) -> Self {
         if let Some(ns) = namespace_source(&err) {
-            return Self::new(namespace_code(ns), format!("{context}: {}", ns.message()));
+            // a server's message may carry its source location (Lance's REST adapter sends them)
+            return Self::new(namespace_code(ns), format!("{context}: {}", strip_location(ns.message())));
         }
         let code = lance_error_code(&err);
         let text = summarize_s3_xml(&without_internal_fields(&strip_location(&err.to_string())));

@@ -13,6 +13,8 @@ use axum::response::Response;
 use axum::Router;
 use lance_namespace_impls::{ConnectBuilder, RestAdapter, RestAdapterConfig};
 
+pub mod batch;
+
 /// Numeric codes of the Lance namespace error model used in error bodies.
 const CODE_PERMISSION_DENIED: u32 = 15;
 const CODE_UNAUTHENTICATED: u32 = 16;
@@ -171,12 +173,30 @@ pub async fn start_with_backend(
     auth: AuthConfig,
     backend_properties: HashMap<String, String>,
 ) -> Result<ServerHandle, String> {
-    let backend = ConnectBuilder::new("dir")
+    start_with(root, auth, backend_properties, false).await
+}
+
+/// `start_with_backend`; with `batch_commits`, the namespace also commits versions of several
+/// tables together (`batch_commit_tables`, `batch_create_table_versions`; see `batch`) and
+/// manages its tables' versions (version tracking is switched on).
+pub async fn start_with(
+    root: &str,
+    auth: AuthConfig,
+    mut backend_properties: HashMap<String, String>,
+    batch_commits: bool,
+) -> Result<ServerHandle, String> {
+    if batch_commits {
+        backend_properties.insert("table_version_tracking_enabled".into(), "true".into());
+    }
+    let mut backend = ConnectBuilder::new("dir")
         .property("root", root)
         .properties(backend_properties)
         .connect()
         .await
         .map_err(|e| format!("cannot open warehouse {root}: {e}"))?;
+    if batch_commits {
+        backend = Arc::new(batch::BatchCommitNamespace::open(backend, root).await?);
+    }
     let adapter = RestAdapter::new(
         backend,
         RestAdapterConfig {

@@ -1,20 +1,26 @@
-//! `lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K]`: serve a
-//! directory warehouse as a Lance REST namespace on 127.0.0.1; prints `LISTENING <port>` and
-//! runs until standard input closes.
+//! `lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits]`:
+//! serve a directory warehouse as a Lance REST namespace on 127.0.0.1; prints
+//! `LISTENING <port>` and runs until standard input closes. `--batch-commits`: the namespace
+//! manages its tables' versions and commits versions of several tables together.
 
-use lance_host_rest_server::{start, AuthConfig};
+use lance_host_rest_server::{start_with, AuthConfig};
 use tokio::io::AsyncReadExt;
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(root) = args.first().cloned() else {
-        eprintln!("usage: lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K]");
+        eprintln!("usage: lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits]");
         std::process::exit(2);
     };
     let mut auth = AuthConfig::default();
+    let mut batch_commits = false;
     let mut it = args.iter().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--batch-commits" {
+            batch_commits = true;
+            continue;
+        }
         let value = it.next().cloned();
         match (flag.as_str(), value) {
             ("--bearer-token", Some(v)) => auth.bearer_token = Some(v),
@@ -25,7 +31,7 @@ async fn main() {
             }
         }
     }
-    let server = match start(&root, auth).await {
+    let server = match start_with(&root, auth, Default::default(), batch_commits).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("lance-host-rest-server: {e}");

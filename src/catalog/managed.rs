@@ -69,20 +69,44 @@ pub fn is_managed(uri: &str) -> bool {
     lookup(uri).is_some()
 }
 
+/// The namespace-backed manifest store of a managed table (`root` its location).
+fn store(root: &str, m: &Managed) -> Result<lance::io::commit::namespace_manifest::LanceNamespaceExternalManifestStore> {
+    lance::io::commit::namespace_manifest::LanceNamespaceExternalManifestStore::for_table_uri(
+        m.namespace.clone(),
+        m.table_id.clone(),
+        root,
+    )
+    .map_err(|e| HostError::from_lance(&format!("cannot use the namespace that manages table '{root}'"), e))
+}
+
 /// The commit handler of the table at `uri`: the namespace-backed one for a managed table
 /// (latest version from the namespace, commits through `create_table_version`), else None
 /// (Lance's own for the URI).
 pub(crate) fn handler(uri: &str) -> Result<Option<Arc<dyn CommitHandler>>> {
     let Some((root, m)) = lookup(uri) else { return Ok(None) };
-    let store = lance::io::commit::namespace_manifest::LanceNamespaceExternalManifestStore::for_table_uri(
-        m.namespace,
-        m.table_id,
-        &root,
-    )
-    .map_err(|e| HostError::from_lance(&format!("cannot use the namespace that manages table '{root}'"), e))?;
+    let store = store(&root, &m)?;
     Ok(Some(Arc::new(lance_table::io::commit::external_manifest::ExternalManifestCommitHandler {
         external_manifest_store: Arc::new(store),
     })))
+}
+
+/// A managed table's main branch, for a commit that registers its version itself (a
+/// multi-table commit): the namespace, the table's id in it, and the namespace-backed manifest
+/// store (reads of versions go through it). None when `uri` is not a managed table's root (an
+/// unmanaged table, or a branch location).
+pub(crate) struct ManagedTable {
+    pub namespace: Arc<dyn LanceNamespace>,
+    pub table_id: Vec<String>,
+    pub store: Arc<dyn lance_table::io::commit::external_manifest::ExternalManifestStore>,
+}
+
+pub(crate) fn main_branch(uri: &str) -> Result<Option<ManagedTable>> {
+    let Some((root, m)) = lookup(uri) else { return Ok(None) };
+    if root != key(uri) {
+        return Ok(None);
+    }
+    let store = Arc::new(store(&root, &m)?);
+    Ok(Some(ManagedTable { namespace: m.namespace, table_id: m.table_id, store }))
 }
 
 /// The commit handler a commit of the table at `uri` wraps: the namespace's for a managed

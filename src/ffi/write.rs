@@ -402,6 +402,75 @@ pub extern "C" fn lance_table_commit(
     })
 }
 
+/// Commit the staged writes of several tables TOGETHER (since 0.14): every table gets one new
+/// version — what `lance_table_commit` would commit for it — or none does, also when the
+/// coordinator is killed in the middle. Table `i` is `uris[i]` with `num_staged[i]` staged
+/// writes (`staged[i][j]` of `staged_lens[i][j]` bytes) and `params[i]` (`params` NULL or an
+/// entry NULL = defaults; per table: `statement_id`, `expected_version`, `required_config`,
+/// `transaction_properties`, `commit_message`, `storage_options`). The tables must be managed by
+/// one namespace that commits several tables at once (`batch_commit_tables` of the Lance
+/// namespace spec), each opened through a catalog of that namespace in this process, on its
+/// main branch; the namespace registers all new versions in one call. A table that is not
+/// managed, tables of two namespaces, a namespace without batch commits, or a create share:
+/// LANCE_ERR_NOT_SUPPORTED. A table given twice: LANCE_ERR_INVALID_ARGUMENT. A table whose
+/// latest version moved after the shares were checked: LANCE_ERR_CONFLICT (the shares stay
+/// valid; commit again). Every check of `lance_table_commit` applies per table (the message
+/// names the table's index). In all of these cases nothing was committed. Any other error
+/// (a lost answer of the namespace) may leave the outcome unknown: commit again with the same
+/// statement ids, which returns the versions if they landed (`committed = 0` on every table;
+/// a commit where some tables' statements landed and others' did not is refused).
+///
+/// `out_datasets` (may be NULL) is an array of `num_tables` slots: slot `i` gets table `i`'s new
+/// version pinned, owned by the caller. `out_results` (may be NULL) is an array of `num_tables`
+/// pointers (each may be NULL) to results with `struct_size` set. Borrows its arguments.
+/// Thread-safe. Returns an error code; the outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_commit_tables(
+    num_tables: usize,
+    uris: *const *const c_char,
+    staged: *const *const *const u8,
+    staged_lens: *const *const usize,
+    num_staged: *const usize,
+    params: *const *const LanceWriteParams,
+    out_datasets: *mut *mut LanceDataset,
+    out_results: *const *mut LanceWriteResult,
+) -> i32 {
+    guard_code(|| {
+        let uris = str_list_arg(uris, num_tables, "uris")?;
+        let staged = slice_arg(staged, num_tables, "staged")?;
+        let lens = slice_arg(staged_lens, num_tables, "staged_lens")?;
+        let counts = slice_arg(num_staged, num_tables, "num_staged")?;
+        let params: &[*const LanceWriteParams] = if params.is_null() { &[] } else { slice_arg(params, num_tables, "params")? };
+        let results: &[*mut LanceWriteResult] = if out_results.is_null() { &[] } else { slice_arg(out_results, num_tables, "out_results")? };
+        for (i, r) in results.iter().enumerate() {
+            out_slot(*r, Layout::Sized, &format!("out_results[{i}]"))?;
+        }
+        let mut tables = Vec::with_capacity(num_tables);
+        for (i, uri) in uris.into_iter().enumerate() {
+            let writes = staged_args(staged[i], lens[i], counts[i]).map_err(|e| e.context(&format!("table {i}")))?;
+            let options = params_arg(params.get(i).copied().unwrap_or(std::ptr::null()))
+                .map_err(|e| e.context(&format!("params[{i}]")))?;
+            tables.push(crate::write::multi::TableCommit { uri, staged: writes, options });
+        }
+        let committed = crate::write::multi::commit_tables(tables)?;
+        let slots: &mut [*mut LanceDataset] = if out_datasets.is_null() {
+            &mut []
+        } else {
+            // SAFETY: the caller passes `num_tables` writable slots.
+            unsafe { std::slice::from_raw_parts_mut(out_datasets, num_tables) }
+        };
+        for (i, (snapshot, summary)) in committed.into_iter().enumerate() {
+            if let Some(r) = results.get(i) {
+                write_result(*r, summary)?;
+            }
+            if let Some(slot) = slots.get_mut(i) {
+                dataset_out(snapshot, slot as *mut *mut LanceDataset)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Discard staged writes that will not be committed: delete their data files and the deletion
 /// files of staged deletes and merge-inserts (with the NULL-terminated key/value
 /// `storage_options`, may be NULL). A file the table's latest version or the planned version

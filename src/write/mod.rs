@@ -7,6 +7,7 @@
 pub mod compaction;
 mod encoding;
 pub mod maintenance;
+pub mod multi;
 mod pages;
 pub mod preconditions;
 pub mod source;

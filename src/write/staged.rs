@@ -322,6 +322,31 @@ pub(crate) fn commit_planned(
     planned: Option<&Snapshot>,
     origin: Origin,
 ) -> Result<(Snapshot, WriteSummary)> {
+    commit_inner(uri, staged, options, planned, origin, None)
+}
+
+/// `commit` prepared for a multi-table commit (`multi`): every check and the manifest of the
+/// new version written, the version not registered — `deferral` records its staging manifest
+/// (`store` answers the reads of the managed table's versions). Uses a session of its own, so
+/// the unregistered version is cached nowhere.
+pub(crate) fn commit_deferred(
+    uri: &str,
+    staged: Vec<StagedWrite>,
+    options: &WriteOptions,
+    deferral: &Arc<super::multi::Deferral>,
+    store: Arc<dyn lance_table::io::commit::external_manifest::ExternalManifestStore>,
+) -> Result<(Snapshot, WriteSummary)> {
+    commit_inner(uri, staged, options, None, Origin::Shipped, Some((deferral, store)))
+}
+
+fn commit_inner(
+    uri: &str,
+    staged: Vec<StagedWrite>,
+    options: &WriteOptions,
+    planned: Option<&Snapshot>,
+    origin: Origin,
+    defer: Option<(&Arc<super::multi::Deferral>, Arc<dyn lance_table::io::commit::external_manifest::ExternalManifestStore>)>,
+) -> Result<(Snapshot, WriteSummary)> {
     crate::metrics::op(crate::metrics::Op::Commit);
     options.validate()?;
     crate::snapshot::validate_uri(uri)?;
@@ -376,7 +401,13 @@ pub(crate) fn commit_planned(
         }
     }
     let secrets = crate::redact::Secrets::from_storage_options(&options.storage_options);
-    let lance_session = session::global()?.lance.clone();
+    let lance_session = match defer {
+        // a version that may never be registered must not be cached for later reads
+        Some(_) => Arc::new(lance::session::Session::default()),
+        None => session::global()?.lance.clone(),
+    };
+    // the handler every commit handler of this commit wraps: a prepared commit's, else the table's
+    let base_handler = defer.as_ref().map(|(d, store)| d.handler(store.clone()));
     let store_params = options.store_params();
     let what = format!("cannot commit {} staged write(s) to table '{uri}'", staged.len());
     let shipped = origin == Origin::Shipped;
@@ -536,14 +567,14 @@ pub(crate) fn commit_planned(
         let mut handler: Option<Arc<dyn lance_table::io::commit::CommitHandler>> = None;
         let mut checked = None;
         if !options.preconditions.is_empty() {
-            let c = super::preconditions::handler(uri, &store_params, None, &options.preconditions).await?;
+            let c = super::preconditions::handler(uri, &store_params, base_handler.clone(), &options.preconditions).await?;
             handler = Some(c.clone());
             checked = Some(c);
         }
         let mut guard = None;
         if let (Some(id), Some(latest)) = (&statement_id, &latest) {
             if !uri.starts_with("s3+ddb") {
-                let inner = match handler.take() {
+                let inner = match handler.take().or_else(|| base_handler.clone()) {
                     Some(h) => h,
                     None => crate::catalog::managed::commit_handler(uri, &store_params)
                         .await
@@ -556,7 +587,10 @@ pub(crate) fn commit_planned(
         }
         if handler.is_none() {
             // a managed table commits through its namespace whatever handle the work was planned on
-            handler = crate::catalog::managed::handler(uri)?;
+            handler = match &base_handler {
+                Some(h) => Some(h.clone()),
+                None => crate::catalog::managed::handler(uri)?,
+            };
         }
         if let Some(h) = handler {
             builder = builder.with_commit_handler(h);
@@ -564,6 +598,9 @@ pub(crate) fn commit_planned(
         let result = builder.execute(transaction).await;
         if result.is_err() {
             forget(root.as_ref(), &written).await;
+        } else if let Some((d, _)) = &defer {
+            // deleted again if the multi-table commit does not land
+            d.keep_written(root.as_ref(), &written);
         }
         let found = guard.as_ref().and_then(|g| g.found());
         if let (Err(_), None, Some(refusal)) = (&result, found, checked.as_ref().and_then(|c| c.refusal())) {

@@ -662,3 +662,100 @@ fn managed_versions_commit_through_the_namespace() {
     let latest = open_table(&cat, &[], "t", 0).unwrap();
     assert_eq!(rows(&latest), 25);
 }
+
+/// Call `lance_commit_tables` for `(uri, shares)` per table with default params; the new
+/// versions' numbers.
+fn commit_tables(tables: &[(&str, &[Vec<u8>])]) -> Result<Vec<u64>, (i32, String)> {
+    use lance_host::ffi::write::{lance_commit_tables, LanceWriteResult};
+    let uris: Vec<std::ffi::CString> = tables.iter().map(|(u, _)| cstr(u)).collect();
+    let uri_ptrs: Vec<*const std::ffi::c_char> = uris.iter().map(|u| u.as_ptr()).collect();
+    let ptrs: Vec<Vec<*const u8>> = tables.iter().map(|(_, s)| s.iter().map(|b| b.as_ptr()).collect()).collect();
+    let lens: Vec<Vec<usize>> = tables.iter().map(|(_, s)| s.iter().map(|b| b.len()).collect()).collect();
+    let ptr_ptrs: Vec<*const *const u8> = ptrs.iter().map(|p| p.as_ptr()).collect();
+    let len_ptrs: Vec<*const usize> = lens.iter().map(|l| l.as_ptr()).collect();
+    let counts: Vec<usize> = tables.iter().map(|(_, s)| s.len()).collect();
+    let mut outs = vec![std::ptr::null_mut(); tables.len()];
+    let mut results: Vec<LanceWriteResult> = (0..tables.len())
+        .map(|_| LanceWriteResult { struct_size: std::mem::size_of::<LanceWriteResult>(), ..Default::default() })
+        .collect();
+    let result_ptrs: Vec<*mut LanceWriteResult> = results.iter_mut().map(|r| r as *mut _).collect();
+    let code = lance_commit_tables(
+        tables.len(),
+        uri_ptrs.as_ptr(),
+        ptr_ptrs.as_ptr(),
+        len_ptrs.as_ptr(),
+        counts.as_ptr(),
+        std::ptr::null(),
+        outs.as_mut_ptr(),
+        result_ptrs.as_ptr(),
+    );
+    if code != 0 {
+        assert!(outs.iter().all(|p| p.is_null()), "no output on failure");
+        return Err((code, last_message()));
+    }
+    let versions: Vec<u64> = results.iter().map(|r| r.version).collect();
+    for (p, v) in outs.into_iter().zip(&versions) {
+        let ds = Ds(p);
+        assert_eq!(lance_dataset_version(ds.ptr()), *v, "the pinned handle is the new version");
+    }
+    Ok(versions)
+}
+
+/// Multi-table commits through the C ABI: against this repo's REST server with batch commits,
+/// two tables' shares land in one `batch_commit_tables` request (no per-table version
+/// requests), each table one version; against a namespace that manages versions without batch
+/// commits, LANCE_ERR_NOT_SUPPORTED with nothing committed; bad arguments are clear errors.
+#[test]
+fn several_tables_commit_together_through_a_batch_namespace() {
+    use lance_host::ffi::write::{lance_commit_tables, LanceWriteMode};
+    let append = crate::write::params(LanceWriteMode::LANCE_WRITE_APPEND);
+    for batch in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap().to_string();
+        let tracking: std::collections::HashMap<String, String> =
+            [("table_version_tracking_enabled".to_string(), "true".to_string())].into_iter().collect();
+        let server = server_runtime()
+            .block_on(lance_host_rest_server::start_with(&root, AuthConfig::default(), tracking, batch))
+            .unwrap();
+        let cat = open(&[("type", "rest"), ("uri", &server.uri())]);
+        let (a, _) = create_table(&cat, &[], "a", 10, false).unwrap();
+        let (b, _) = create_table(&cat, &[], "b", 10, false).unwrap();
+        let uri_of = |ds: &Ds| unsafe { CStr::from_ptr(lance_dataset_uri(ds.ptr())) }.to_str().unwrap().to_string();
+        let (ua, ub) = (uri_of(&a), uri_of(&b));
+        let sa = vec![
+            crate::write::stage(&ua, a.ptr(), vec![crate::write::rows(10..15)], &append).unwrap(),
+            crate::write::stage(&ua, a.ptr(), vec![crate::write::rows(15..20)], &append).unwrap(),
+        ];
+        let sb = vec![crate::write::stage(&ub, b.ptr(), vec![crate::write::rows(100..130)], &append).unwrap()];
+        let before = server.observed_paths().len();
+        let got = commit_tables(&[(&ua, &sa), (&ub, &sb)]);
+        let paths: Vec<String> = server.observed_paths()[before..].to_vec();
+        if batch {
+            assert_eq!(got.unwrap(), vec![2, 2]);
+            assert_eq!(paths.iter().filter(|p| p.ends_with("/table/batch-commit")).count(), 1, "{paths:?}");
+            assert!(!paths.iter().any(|p| p.ends_with("/version/create")), "{paths:?}");
+            assert_eq!((rows(&open_table(&cat, &[], "a", 0).unwrap()), rows(&open_table(&cat, &[], "b", 0).unwrap())), (20, 40));
+            // the same shares again: refused (their files are in a version now), nothing committed
+            expect_err(commit_tables(&[(&ua, &sa), (&ub, &sb)]), LANCE_ERR_INVALID_ARGUMENT, "table 0");
+        } else {
+            expect_err(got, LANCE_ERR_NOT_SUPPORTED, "cannot commit several tables together");
+            assert_eq!((rows(&open_table(&cat, &[], "a", 0).unwrap()), rows(&open_table(&cat, &[], "b", 0).unwrap())), (10, 10));
+        }
+        let latest = open_table(&cat, &[], "a", 0).unwrap();
+        assert_eq!(lance_dataset_version(latest.ptr()), if batch { 2 } else { 1 });
+    }
+    // arguments: NULL arrays with tables, no tables
+    let code = lance_commit_tables(
+        2,
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null_mut(),
+        std::ptr::null(),
+    );
+    assert_eq!(code, LANCE_ERR_INVALID_ARGUMENT as i32);
+    assert!(last_message().contains("uris is NULL"), "{}", last_message());
+    expect_err(commit_tables(&[]), LANCE_ERR_INVALID_ARGUMENT, "at least one table");
+}
