@@ -17,7 +17,7 @@ python3 scripts/feature-sets.py
 scripts/build-lib.sh
 
 echo "==> C tests (ctest)"
-cargo build -q -p rust-neighbor
+cargo build -q -p rust-neighbor -p lance-host-rest-server
 cmake -S c_tests -B build/c_tests -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
   -DLANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
   -DLANCE_HOST_NEIGHBOR_LIB="$CARGO_TARGET_DIR/debug/librust_neighbor.a" >/dev/null
@@ -34,7 +34,8 @@ scripts/install-python-package.sh
 
 echo "==> Java API and Spark connector (javac/jar against pyspark's jars, JUnit 5)"
 SPARK_JARS_DIR="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
-cmake -S java -B build/java -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DSPARK_JARS_DIR="$SPARK_JARS_DIR" >/dev/null
+cmake -S java -B build/java -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DSPARK_JARS_DIR="$SPARK_JARS_DIR" \
+  -DLANCE_HOST_REST_SERVER="$CARGO_TARGET_DIR/debug/lance-host-rest-server" >/dev/null
 cmake --build build/java > build/java-build.log 2>&1 || { cat build/java-build.log; exit 1; }
 (cd build/java && ctest --output-on-failure)
 
@@ -44,6 +45,7 @@ LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
 LANCE_HOST_WAREHOUSE="$PWD/build/c_tests/warehouse" \
 LANCE_HOST_DUCKDB_EXTENSION="$PWD/build/duckdb/lance_host.duckdb_extension" \
 LANCE_HOST_JAVA_BUILD="$PWD/build/java" \
+LANCE_HOST_REST_SERVER="$CARGO_TARGET_DIR/debug/lance-host-rest-server" \
   python3 -m pytest -q tests/python
 
 # The Spark checks of issue 46 again on the newest pyspark tried (the tests above run the pinned

@@ -251,6 +251,21 @@ static void table_versions(const std::string& dir) {
     }
   }
   EXPECT(inserted == 7);
+  // several tables committed together need a namespace that manages them: tables by path
+  // are refused, and neither table changes
+  lh::WriteRequest share_req;
+  share_req.mode = LANCE_WRITE_APPEND;
+  auto share_v = lh::stage_write(uri, lh::stream_of(host_schema(), {host_batch(700, 4)}), share_req, &v3);
+  auto share_s = lh::stage_write(dir + "/stable.lance", lh::stream_of(host_schema(), {host_batch(700, 4)}), share_req, &s2);
+  try {
+    lh::commit_tables({{uri, {share_v.bytes}, {}}, {dir + "/stable.lance", {share_s.bytes}, {}}});
+    EXPECT(false);
+  } catch (const lh::Error& e) {
+    EXPECT(e.library_code() == LANCE_ERR_NOT_SUPPORTED);
+    EXPECT(std::string(e.what()).find("namespace") != std::string::npos);
+  }
+  EXPECT(lh::Dataset::open(uri).count_rows() == 110 && lh::Dataset::open(dir + "/stable.lance").version() == 2);
+  EXPECT(lh::abort_staged({share_v.bytes, share_s.bytes}) == 2);
   auto clone = v3.shallow_clone(dir + "/versions-clone.lance");
   EXPECT(clone.count_rows() == 110 && clone.version() == v3.version());  // numbered as its source
   v3.delete_branch("dev");

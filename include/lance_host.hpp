@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -1793,6 +1794,49 @@ inline std::pair<Dataset, LanceWriteResult> commit(const std::string& uri,
   LanceWriteResult res = detail::write_result();
   check(lance_table_commit(uri.c_str(), a.ptrs.data(), a.lens.data(), staged.size(), p.get(), &out, &res));
   return {Dataset(out), res};
+}
+
+/// One table of `commit_tables`: its URI, the staged writes of its statement and its request
+/// (statement id, preconditions, properties, storage options).
+struct TableCommit {
+  std::string uri;
+  std::vector<std::vector<uint8_t>> staged;
+  WriteRequest request;
+};
+
+/// Commit the staged writes of several tables TOGETHER: every table gets its new version, or
+/// none does. The tables must be managed by one namespace with batch commits, each opened
+/// through a Catalog of it in this process; otherwise an Error with LANCE_ERR_NOT_SUPPORTED and
+/// nothing committed. Returns each table's new version and result, in order.
+inline std::vector<std::pair<Dataset, LanceWriteResult>> commit_tables(const std::vector<TableCommit>& tables) {
+  const size_t n = tables.size();
+  // deques: elements never move, so the pointers into them stay valid
+  std::deque<detail::WriteParams> params;
+  std::deque<detail::ByteArrays> arrays;
+  std::vector<const char*> uris;
+  std::vector<const uint8_t* const*> ptrs;
+  std::vector<const size_t*> lens;
+  std::vector<size_t> counts;
+  std::vector<const LanceWriteParams*> param_ptrs;
+  for (const auto& t : tables) {
+    params.emplace_back(t.request);
+    arrays.emplace_back(t.staged);
+    uris.push_back(t.uri.c_str());
+    ptrs.push_back(arrays.back().ptrs.data());
+    lens.push_back(arrays.back().lens.data());
+    counts.push_back(t.staged.size());
+    param_ptrs.push_back(params.back().get());
+  }
+  std::vector<LanceDataset*> outs(n, nullptr);
+  std::vector<LanceWriteResult> results(n, detail::write_result());
+  std::vector<LanceWriteResult*> result_ptrs;
+  for (auto& r : results) result_ptrs.push_back(&r);
+  check(lance_commit_tables(n, uris.data(), ptrs.data(), lens.data(), counts.data(), param_ptrs.data(),
+                            outs.data(), result_ptrs.data()));
+  std::vector<std::pair<Dataset, LanceWriteResult>> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.emplace_back(Dataset(outs[i]), results[i]);
+  return out;
 }
 
 /// Delete the files of staged writes that will not be committed; returns the number of files

@@ -33,7 +33,7 @@ __all__ = [
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
-    "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
+    "commit_tables", "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]
 
 SPLIT_SCAN, SPLIT_INDEX_SEGMENT, SPLIT_FLAT, SPLIT_FTS_SEGMENT, SPLIT_FTS_FLAT = 1, 2, 3, 4, 5
@@ -2093,6 +2093,41 @@ def commit(uri: str, staged: Sequence[StagedWrite], **params) -> tuple["Dataset"
     _check(LIB.lance_table_commit(uri.encode(), ptrs, lens, len(staged), ctypes.byref(p), ctypes.byref(out),
                                   ctypes.byref(r)))
     return Dataset(out.value), WriteResult._from(r)
+
+
+def commit_tables(tables: Sequence[tuple]) -> list[tuple["Dataset", WriteResult]]:
+    """Commit the staged writes of several tables TOGETHER (lance_commit_tables): every table
+    gets its new version, or none does. `tables` holds `(uri, staged)` or
+    `(uri, staged, params)` per table (`params` a dict of `commit`'s params: statement_id,
+    expected_version, required_config, ...). The tables must be managed by one namespace that
+    commits several tables at once (`batch_commit_tables`), each opened through a `Catalog` of
+    it in this process; otherwise NotSupportedError and nothing is committed. A table whose
+    latest version moved raises ConflictError (nothing committed; commit again). Returns each
+    table's new version pinned and what was committed, in order."""
+    tables = list(tables)
+    n = len(tables)
+    uris, ptr_arrays, len_arrays, counts, param_ptrs, keep = [], [], [], [], [], []
+    for t in tables:
+        uri, staged = t[0], list(t[1])
+        params = t[2] if len(t) > 2 and t[2] is not None else {}
+        p, kept = _write_params(None, **params)
+        ptrs, lens, bufs = _staged_arrays(staged)
+        keep += [p, kept, ptrs, lens, bufs]
+        uris.append(uri.encode())
+        ptr_arrays.append(ctypes.cast(ptrs, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8))))
+        len_arrays.append(ctypes.cast(lens, ctypes.POINTER(ctypes.c_size_t)))
+        counts.append(len(staged))
+        param_ptrs.append(ctypes.pointer(p))
+    c_uris = (ctypes.c_char_p * n)(*uris)
+    c_ptrs = (ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)) * n)(*ptr_arrays)
+    c_lens = (ctypes.POINTER(ctypes.c_size_t) * n)(*len_arrays)
+    c_counts = (ctypes.c_size_t * n)(*counts)
+    c_params = (ctypes.POINTER(_ffi.WriteParams) * n)(*param_ptrs)
+    outs = (ctypes.c_void_p * n)()
+    results = [_ffi.WriteResult.new() for _ in range(n)]
+    c_results = (ctypes.POINTER(_ffi.WriteResult) * n)(*[ctypes.pointer(r) for r in results])
+    _check(LIB.lance_commit_tables(n, c_uris, c_ptrs, c_lens, c_counts, c_params, outs, c_results))
+    return [(Dataset(outs[i]), WriteResult._from(results[i])) for i in range(n)]
 
 
 def abort_staged(staged: Sequence[StagedWrite], storage_options: Optional[Mapping[str, str]] = None) -> int:

@@ -1557,6 +1557,94 @@ JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjec
   return out;
 }
 
+/* Commits staged writes of several tables together: long[][] of per-table results (see
+ * tableCommit). Per table i: uris[i], staged[i] (byte[][]), statementIds[i], messages[i],
+ * options[i] (String[] key/value), expectedVersions[i], requiredConfigs[i] (String[]); the
+ * Java side passes arrays of one length. */
+JNIEXPORT jobjectArray JNI(commitTables)(JNIEnv *env, jclass c, jobjectArray uris, jobjectArray staged,
+                                         jobjectArray statement_ids, jobjectArray messages, jobjectArray options,
+                                         jlongArray expected_versions, jobjectArray required_configs) {
+  (void)c;
+  if (!uris || !staged || !statement_ids || !messages || !options || !expected_versions || !required_configs) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "the tables of a multi-table commit are null");
+    return NULL;
+  }
+  size_t n = (size_t)(*env)->GetArrayLength(env, uris);
+  char **u = calloc(n + 1, sizeof(char *));
+  WriteIn *w = calloc(n + 1, sizeof(WriteIn));
+  BytesIn *in = calloc(n + 1, sizeof(BytesIn));
+  const LanceWriteParams **params = calloc(n + 1, sizeof(LanceWriteParams *));
+  const uint8_t *const **ptrs = calloc(n + 1, sizeof(uint8_t **));
+  const size_t **lens = calloc(n + 1, sizeof(size_t *));
+  size_t *counts = calloc(n + 1, sizeof(size_t));
+  LanceWriteResult *r = calloc(n + 1, sizeof(LanceWriteResult));
+  LanceWriteResult **rp = calloc(n + 1, sizeof(LanceWriteResult *));
+  jobjectArray out = NULL;
+  int ok = u && w && in && params && ptrs && lens && counts && r && rp;
+  if (!ok) throw_code(env, LANCE_ERR_INTERNAL, "out of memory");
+  jlong *ev = ok ? (*env)->GetLongArrayElements(env, expected_versions, NULL) : NULL;
+  if (ok && !ev) ok = 0;
+  size_t filled = 0;
+  for (size_t i = 0; ok && i < n; i++) {
+    jstring ui = (jstring)(*env)->GetObjectArrayElement(env, uris, (jsize)i);
+    jobjectArray si = (jobjectArray)(*env)->GetObjectArrayElement(env, staged, (jsize)i);
+    jstring sid = (jstring)(*env)->GetObjectArrayElement(env, statement_ids, (jsize)i);
+    jstring msg = (jstring)(*env)->GetObjectArrayElement(env, messages, (jsize)i);
+    jobjectArray oi = (jobjectArray)(*env)->GetObjectArrayElement(env, options, (jsize)i);
+    jobjectArray ri = (jobjectArray)(*env)->GetObjectArrayElement(env, required_configs, (jsize)i);
+    if (!ui) {
+      throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "a table's uri is null");
+      ok = 0;
+    }
+    if (ok) u[i] = utf8(env, ui, "uri", &ok);
+    filled = i + 1; /* w[i] and in[i] are zeroed or filled: freed below either way */
+    if (ok) ok = write_in(env, &w[i], 1, sid, msg, oi, 0) && preconditions_in(env, &w[i], ev[i], ri) &&
+                 bytes_in(env, si, "staged writes", &in[i]);
+    if (ok) {
+      params[i] = &w[i].p;
+      ptrs[i] = (const uint8_t *const *)in[i].ptrs;
+      lens[i] = in[i].lens;
+      counts[i] = in[i].len;
+      r[i].struct_size = sizeof r[i];
+      rp[i] = &r[i];
+    }
+    if (ui) (*env)->DeleteLocalRef(env, ui);
+    if (si) (*env)->DeleteLocalRef(env, si);
+    if (sid) (*env)->DeleteLocalRef(env, sid);
+    if (msg) (*env)->DeleteLocalRef(env, msg);
+    if (oi) (*env)->DeleteLocalRef(env, oi);
+    if (ri) (*env)->DeleteLocalRef(env, ri);
+  }
+  if (ok && check(env, lance_commit_tables(n, (const char *const *)u, ptrs, lens, counts, params, NULL, rp))) {
+    out = (*env)->NewObjectArray(env, (jsize)n, g_object, NULL);
+    for (size_t i = 0; out && i < n; i++) {
+      jlongArray one = result_out(env, &r[i]);
+      if (!one) {
+        out = NULL;
+        break;
+      }
+      (*env)->SetObjectArrayElement(env, out, (jsize)i, one);
+      (*env)->DeleteLocalRef(env, one);
+    }
+  }
+  if (ev) (*env)->ReleaseLongArrayElements(env, expected_versions, ev, JNI_ABORT);
+  for (size_t i = 0; i < filled; i++) {
+    free(u[i]);
+    write_in_free(&w[i]);
+    bytes_in_free(env, &in[i]);
+  }
+  free(u);
+  free(w);
+  free(in);
+  free(params);
+  free(ptrs);
+  free(lens);
+  free(counts);
+  free(r);
+  free(rp);
+  return out;
+}
+
 /* The table config as String[]{key, value, ...} sorted by key. */
 JNIEXPORT jobjectArray JNI(datasetConfig)(JNIEnv *env, jclass c, jlong ds) {
   (void)c;

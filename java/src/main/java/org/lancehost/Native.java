@@ -85,6 +85,8 @@ final class Native {
 
   static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options, long expectedVersion, String[] requiredConfig);
+  static native Object[] commitTables(String[] uris, byte[][][] staged, String[] statementIds, String[] messages,
+      String[][] options, long[] expectedVersions, String[][] requiredConfigs);
   static native String[] datasetConfig(long ds);
   static native long datasetOpenBranch(String uri, String[] options, String branch, long version);
   static native String datasetBranch(long ds);

@@ -155,6 +155,54 @@ public final class Write {
         Dataset.options(o.storage), o.expectedVersion, Dataset.options(o.requiredConfig)));
   }
 
+  /** One table of {@link #commitTables}: its URI, the shares of its statement and its options. */
+  public static final class TableCommit {
+    final String uri;
+    final List<byte[]> staged;
+    final Options options;
+
+    public TableCommit(String uri, List<byte[]> staged, Options options) {
+      this.uri = uri;
+      this.staged = staged;
+      this.options = options == null ? Options.mode(APPEND) : options;
+    }
+  }
+
+  /**
+   * Commits the shares of several tables together: every table gets its new version, or none
+   * does. The tables must be managed by one namespace that commits several tables at once,
+   * each opened through a {@link Catalog} of it in this process; otherwise
+   * {@link LanceException.NotSupported} and nothing is committed. A table whose latest version
+   * moved: {@link LanceException.Conflict}, nothing committed (commit again). Returns each
+   * table's result, in order.
+   */
+  public static List<Result> commitTables(List<TableCommit> tables) {
+    if (tables == null) throw new LanceException.InvalidArgument("tables are null");
+    int n = tables.size();
+    String[] uris = new String[n];
+    byte[][][] staged = new byte[n][][];
+    String[] ids = new String[n];
+    String[] messages = new String[n];
+    String[][] storage = new String[n][];
+    long[] expected = new long[n];
+    String[][] required = new String[n][];
+    for (int i = 0; i < n; i++) {
+      TableCommit t = tables.get(i);
+      if (t == null || t.staged == null) throw new LanceException.InvalidArgument("table " + i + " or its staged writes are null");
+      uris[i] = t.uri;
+      staged[i] = t.staged.toArray(new byte[0][]);
+      ids[i] = t.options.statementId;
+      messages[i] = t.options.message;
+      storage[i] = Dataset.options(t.options.storage);
+      expected[i] = t.options.expectedVersion;
+      required[i] = Dataset.options(t.options.requiredConfig);
+    }
+    Object[] raw = Native.commitTables(uris, staged, ids, messages, storage, expected, required);
+    java.util.ArrayList<Result> out = new java.util.ArrayList<>(n);
+    for (Object r : raw) out.add(new Result((long[]) r));
+    return out;
+  }
+
   /** Deletes the files of shares that will not be committed; returns the files deleted. */
   public static long abort(List<byte[]> staged, Map<String, String> storageOptions) {
     if (staged == null) throw new LanceException.InvalidArgument("staged writes are null");

@@ -234,4 +234,79 @@ class TableVersionsTest {
         + "print(json.dumps({'stable': lance.dataset(sys.argv[1]).has_stable_row_ids}))\n", u);
     assertTrue(py.get("stable").asBoolean());
   }
+  /**
+   * Several tables committed together from Java: through this repository's REST server with
+   * batch commits, two tables' shares land as one version each (pylance reads both through the
+   * namespace); a table no namespace manages is refused with nothing committed.
+   */
+  @Test
+  void sharesOfTwoTablesCommitTogetherThroughANamespace() throws Exception {
+    String server = System.getProperty("lancehost.test.restserver", "");
+    assertFalse(server.isEmpty(), "set -Dlancehost.test.restserver (CMake's LANCE_HOST_REST_SERVER)");
+    Path root = WriteTest.fresh("multi-warehouse");
+    java.nio.file.Files.createDirectories(root);
+    Process p = new ProcessBuilder(server, root.toString(), "--batch-commits")
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    try {
+      java.io.BufferedReader out = new java.io.BufferedReader(
+          new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+      String line = out.readLine();
+      assertNotNull(line);
+      assertTrue(line.startsWith("LISTENING "), line);
+      String uri = "http://127.0.0.1:" + line.substring("LISTENING ".length()).trim();
+      try (org.lancehost.Catalog cat = org.lancehost.Catalog.open(Map.of("type", "rest", "uri", uri))) {
+        List<Write.TableCommit> tables = new ArrayList<>();
+        for (String t : List.of("a", "b")) {
+          cat.createTable(List.of(), t, RowChangeTest.SCHEMA, List.of(rows(0, 10, "n")).iterator(), null);
+          try (Dataset ds = cat.openTable(List.of(), t, 0)) {
+            Write.Staged share = Write.stage(ds.uri(), ds, RowChangeTest.SCHEMA,
+                List.of(rows(100, 105, t)).iterator(), Write.Options.mode(Write.APPEND));
+            tables.add(new Write.TableCommit(ds.uri(), List.of(share.bytes),
+                Write.Options.mode(Write.APPEND).statementId("job-3/" + t)));
+          }
+        }
+        List<Write.Result> done = Write.commitTables(tables);
+        assertEquals(2, done.size());
+        for (Write.Result r : done) {
+          assertTrue(r.committed);
+          assertEquals(2, r.version);
+        }
+        // again with the same statement ids: the versions, nothing committed
+        for (Write.Result r : Write.commitTables(tables)) {
+          assertFalse(r.committed);
+          assertEquals(2, r.version);
+        }
+        JsonNode py = WriteTestSupport.python("import json, sys, lance, lance.namespace as ln\n"
+            + "ns = ln.RestNamespace(uri=sys.argv[1])\n"
+            + "out = {}\n"
+            + "for t in ('a', 'b'):\n"
+            + "    ds = lance.dataset(namespace_client=ns, table_id=[t])\n"
+            + "    out[t] = [ds.version, sorted(ds.to_table()['id'].to_pylist())[-1], ds.count_rows()]\n"
+            + "print(json.dumps(out))\n", uri);
+        for (String t : List.of("a", "b")) {
+          assertEquals(2, py.get(t).get(0).asLong(), t);
+          assertEquals(104, py.get(t).get(1).asLong(), t);
+          assertEquals(15, py.get(t).get(2).asLong(), t);
+        }
+        // a table by path, which no namespace manages: refused, neither table changes
+        Path plain = table("multi-plain.lance", 10);
+        try (Dataset pd = Dataset.open(plain.toString()); Dataset a = cat.openTable(List.of(), "a", 0)) {
+          Write.Staged sp = Write.stage(plain.toString(), pd, RowChangeTest.SCHEMA, List.of(rows(10, 12, "p")).iterator(),
+              Write.Options.mode(Write.APPEND));
+          Write.Staged sa = Write.stage(a.uri(), a, RowChangeTest.SCHEMA, List.of(rows(200, 202, "a")).iterator(),
+              Write.Options.mode(Write.APPEND));
+          assertThrows(LanceException.NotSupported.class, () -> Write.commitTables(List.of(
+              new Write.TableCommit(a.uri(), List.of(sa.bytes), null),
+              new Write.TableCommit(plain.toString(), List.of(sp.bytes), null))));
+          try (Dataset again = cat.openTable(List.of(), "a", 0); Dataset p2 = Dataset.open(plain.toString())) {
+            assertEquals(2, again.version());
+            assertEquals(1, p2.version());
+          }
+        }
+      }
+    } finally {
+      p.getOutputStream().close();
+      assertTrue(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS));
+    }
+  }
 }

@@ -1,0 +1,289 @@
+"""Multi-table commits (lance_commit_tables): the staged writes of several tables commit
+together — every table gets its new version or none does — through a namespace that manages
+the tables' versions and commits several tables at once (`batch_commit_tables`). The namespace
+here is this repo's REST server with `--batch-commits` (the directory namespace with version
+tracking, plus a batch commit); pylance is the other reader, by path and through the namespace.
+Without such a namespace (pylance's own REST adapter, a directory catalog) the answer is
+NotSupportedError and nothing is committed."""
+
+import os
+import pickle
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+lh = pytest.importorskip("lance_host")
+ln = pytest.importorskip("lance.namespace")
+
+
+def server_binary():
+    given = os.environ.get("LANCE_HOST_REST_SERVER")
+    if given:
+        return given
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.expanduser("~/.cache/lance-host/target")
+    path = os.path.join(target, "debug", "lance-host-rest-server")
+    if not os.path.exists(path):
+        pytest.fail(f"the REST server binary is not built ({path}); run `cargo build -p lance-host-rest-server`")
+    return path
+
+
+class Server:
+    def __init__(self, root, *flags):
+        self.proc = subprocess.Popen([server_binary(), str(root), *flags], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("LISTENING "), line
+        self.uri = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture()
+def server(tmp_path):
+    s = Server(tmp_path / "warehouse", "--batch-commits")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def rows(start, end, tag):
+    return pa.table({"id": pa.array(range(start, end), pa.int64()), "tag": [tag] * (end - start)})
+
+
+def make_tables(cat, names, n=100):
+    return {name: cat.create_table(name, rows(0, n, "base"))[0] for name in names}
+
+
+def manifests(ds):
+    """The manifest files in a table's _versions: registered versions by number, staging ones
+    by their whole name."""
+    names = os.listdir(os.path.join(ds.uri.removeprefix("file://"), "_versions"))
+    out = []
+    for f in names:
+        if f.endswith(".manifest"):
+            v = int(f.split(".")[0])
+            out.append(str(v if v < 2**63 else 2**64 - 1 - v))
+        elif ".manifest" in f:
+            out.append(f)
+    return sorted(out)
+
+
+def pylance_ids(server, name):
+    """The rows of `name` as pylance reads its latest version through the namespace."""
+    ns = ln.RestNamespace(uri=server.uri)
+    ds = lance.dataset(namespace_client=ns, table_id=[name])
+    return ds.version, sorted(ds.to_table()["id"].to_pylist())
+
+
+def pylance_tags(server, name):
+    ns = ln.RestNamespace(uri=server.uri)
+    return lance.dataset(namespace_client=ns, table_id=[name]).to_table()["tag"].to_pylist()
+
+
+def test_three_tables_commit_together_and_pylance_reads_every_one(server):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["a", "b", "c"])
+    worker = {k: lh.open_snapshot(v.export_snapshot()) for k, v in t.items()}
+    shares_a = [lh.stage_write(t["a"].uri, rows(100 + 10 * i, 110 + 10 * i, "x"), "append", at=worker["a"])
+                for i in range(3)]
+    shares_b = [lh.stage_write(t["b"].uri, rows(500, 520, "x"), "append", at=worker["b"])]
+    delete_c = [worker["c"].stage_delete("id < 30")]
+    out = lh.commit_tables([(t["a"].uri, shares_a), (t["b"].uri, shares_b, {"statement_id": "etl-1/b"}),
+                            (t["c"].uri, delete_c)])
+    assert [r.version for _, r in out] == [2, 2, 2]
+    assert all(r.committed for _, r in out)
+    assert out[0][1].rows_written == 30 and out[2][1].rows_deleted == 30
+    assert [ds.version for ds, _ in out] == [2, 2, 2]
+    # pylance, through the namespace and by path, reads every table's new version
+    assert pylance_ids(server, "a") == (2, list(range(130)))
+    assert pylance_ids(server, "b") == (2, list(range(100)) + list(range(500, 520)))
+    assert pylance_ids(server, "c") == (2, list(range(30, 100)))
+    assert lance.dataset(t["a"].uri).version == 2
+    # lance-host's own latest agrees
+    assert cat.open_table("c").count_rows() == 70
+
+
+def test_a_refused_table_commits_no_table(server):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["a", "b"])
+    share_a = lh.stage_write(t["a"].uri, rows(100, 110, "x"), "append", at=t["a"])
+    share_b = lh.stage_write(t["b"].uri, rows(100, 110, "x"), "append", at=t["b"])
+    # pylance moves b on through the namespace: a precondition on b's version fails
+    ns = ln.RestNamespace(uri=server.uri)
+    lance.write_dataset(rows(900, 905, "py"), namespace_client=ns, table_id=["b"], mode="append")
+    with pytest.raises(lh.ConflictError, match="table 1"):
+        lh.commit_tables([(t["a"].uri, [share_a]), (t["b"].uri, [share_b], {"expected_version": 1})])
+    assert pylance_ids(server, "a") == (1, list(range(100)))
+    assert pylance_ids(server, "b") == (2, list(range(100)) + list(range(900, 905)))
+    # a's prepared manifest is gone again: the registered version's manifest is the only one
+    assert manifests(t["a"]) == ["1"]
+    # the shares stay valid: the same commit without the stale precondition lands on both
+    out = lh.commit_tables([(t["a"].uri, [share_a]), (t["b"].uri, [share_b])])
+    assert [r.version for _, r in out] == [2, 3]
+    assert pylance_ids(server, "a") == (2, list(range(110)))
+    assert pylance_ids(server, "b")[0] == 3
+
+
+def test_a_repeated_commit_with_statement_ids_returns_the_versions(server):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["a", "b"])
+    shares = {k: lh.stage_write(v.uri, rows(100, 105, "x"), "append", at=v) for k, v in t.items()}
+    tables = [(t[k].uri, [shares[k]], {"statement_id": f"job-9/{k}"}) for k in ("a", "b")]
+    first = lh.commit_tables(tables)
+    again = lh.commit_tables(tables)
+    assert [r.version for _, r in again] == [r.version for _, r in first] == [2, 2]
+    assert [r.committed for _, r in again] == [False, False]
+    assert pylance_ids(server, "a") == (2, list(range(105)))
+
+
+def test_bad_calls_commit_nothing(server, tmp_path):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["a", "b"])
+    share = lh.stage_write(t["a"].uri, rows(100, 105, "x"), "append", at=t["a"])
+    with pytest.raises(lh.InvalidArgumentError, match="twice"):
+        lh.commit_tables([(t["a"].uri, [share]), (t["a"].uri, [share])])
+    with pytest.raises(lh.InvalidArgumentError, match="at least one table"):
+        lh.commit_tables([])
+    # a share of table a given as table b's
+    with pytest.raises(lh.InvalidArgumentError, match="table 1"):
+        lh.commit_tables([(t["a"].uri, [share]), (t["b"].uri, [share])])
+    # a table no namespace manages
+    plain, _ = lh.write_table(str(tmp_path / "plain.lance"), rows(0, 10, "p"), "create")
+    plain_share = lh.stage_write(plain.uri, rows(10, 20, "p"), "append", at=plain)
+    with pytest.raises(lh.NotSupportedError, match="namespace"):
+        lh.commit_tables([(t["a"].uri, [share]), (plain.uri, [plain_share])])
+    assert pylance_ids(server, "a") == (1, list(range(100)))
+    assert lance.dataset(plain.uri).version == 1
+
+
+def test_a_namespace_without_batch_commits_is_not_supported(tmp_path):
+    # pylance's REST adapter manages versions but has no batch commit
+    adapter = ln.RestAdapter("dir", {"root": str(tmp_path / "root"), "table_version_tracking_enabled": "true"}, port=0)
+    adapter.start()
+    try:
+        cat = lh.Catalog({"type": "rest", "uri": f"http://127.0.0.1:{adapter.port}"})
+        t = make_tables(cat, ["a", "b"])
+        shares = {k: lh.stage_write(v.uri, rows(100, 110, "x"), "append", at=v) for k, v in t.items()}
+        with pytest.raises(lh.NotSupportedError, match="cannot commit several tables together"):
+            lh.commit_tables([(t[k].uri, [shares[k]]) for k in ("a", "b")])
+        ns = ln.RestNamespace(uri=f"http://127.0.0.1:{adapter.port}")
+        for k in ("a", "b"):
+            ds = lance.dataset(namespace_client=ns, table_id=[k])
+            assert ds.version == 1 and ds.count_rows() == 100
+            assert manifests(t[k]) == ["1"], "no prepared manifest is left"
+    finally:
+        adapter.stop()
+
+
+def test_racing_coordinators_land_both_tables_or_neither(server):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["a", "b"], n=10)
+    n = 8
+    shares = {i: {k: lh.stage_write(v.uri, rows(1000 * (i + 1), 1000 * (i + 1) + 5, f"c{i}"), "append", at=v)
+                  for k, v in t.items()} for i in range(n)}
+    outcome = {}
+    start = threading.Barrier(n)
+
+    def coordinator(i):
+        start.wait()
+        try:
+            lh.commit_tables([(t[k].uri, [shares[i][k]]) for k in ("a", "b")])
+            outcome[i] = "landed"
+        except lh.ConflictError:
+            outcome[i] = "conflict"
+
+    threads = [threading.Thread(target=coordinator, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(outcome) == n
+    tags_a, tags_b = set(pylance_tags(server, "a")), set(pylance_tags(server, "b"))
+    for i in range(n):
+        assert (f"c{i}" in tags_a) == (f"c{i}" in tags_b) == (outcome[i] == "landed"), (i, outcome)
+    landed = sum(o == "landed" for o in outcome.values())
+    assert landed >= 1
+    va, vb = pylance_ids(server, "a")[0], pylance_ids(server, "b")[0]
+    assert va == vb == 1 + landed
+
+
+COORDINATOR = textwrap.dedent("""
+    import pickle, sys
+    import lance_host as lh
+    uri, shares_file = sys.argv[1], sys.argv[2]
+    cat = lh.Catalog({"type": "rest", "uri": uri})
+    tables = {k: cat.open_table(k) for k in ("a", "b", "c")}
+    with open(shares_file, "rb") as f:
+        shares = pickle.load(f)
+    print("READY", flush=True)
+    lh.commit_tables([(tables[k].uri, [shares[k]]) for k in ("a", "b", "c")])
+    print("DONE", flush=True)
+""")
+
+
+def test_coordinators_killed_mid_commit_leave_all_tables_or_none(server, tmp_path):
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    names = ("a", "b", "c")
+    make_tables(cat, names, n=10)
+    script = tmp_path / "coordinator.py"
+    script.write_text(COORDINATOR)
+    env = dict(os.environ)
+
+    def run(i, kill_after):
+        latest = {k: cat.open_table(k) for k in names}
+        shares = {k: lh.stage_write(v.uri, rows(1000 * (i + 1), 1000 * (i + 1) + 3, f"k{i}"), "append", at=v)
+                  for k, v in latest.items()}
+        f = tmp_path / f"shares-{i}.pkl"
+        f.write_bytes(pickle.dumps(shares))
+        p = subprocess.Popen([sys.executable, str(script), server.uri, str(f)], stdout=subprocess.PIPE, text=True,
+                             env=env)
+        assert p.stdout.readline().strip() == "READY"
+        began = time.monotonic()
+        if kill_after is None:
+            assert p.stdout.readline().strip() == "DONE"
+            p.wait(timeout=120)
+            assert p.returncode == 0
+            return time.monotonic() - began, True
+        time.sleep(kill_after)
+        p.send_signal(signal.SIGKILL)
+        rest = p.stdout.read()
+        p.wait(timeout=60)
+        return None, "DONE" in rest
+
+    # how long one commit of three tables takes here, unkilled
+    took, _ = run(0, None)
+    rng = random.Random(7)
+    finished_before_kill = {0: True}
+    for i in range(1, 11):
+        _, done = run(i, rng.uniform(0, took * 1.5))
+        finished_before_kill[i] = done
+    # a last commit through the namespace: every batch the server received is complete by then
+    run(11, None)
+    finished_before_kill[11] = True
+    tags = {k: set(pylance_tags(server, k)) for k in names}
+    landed = 0
+    for i in range(12):
+        present = [f"k{i}" in tags[k] for k in names]
+        assert all(present) or not any(present), (i, present)
+        if finished_before_kill[i]:
+            assert all(present), i
+        landed += all(present)
+    killed_in_commit = sum(not d for d in finished_before_kill.values())
+    assert killed_in_commit >= 1, finished_before_kill
+    # one version per landed commit on every table, listed alike by the namespace and by path
+    for k in names:
+        version, ids = pylance_ids(server, k)
+        assert version == 1 + landed
+        assert lance.dataset(cat.describe_table(k).location).version == version
+        assert len(ids) == 10 + 3 * landed
