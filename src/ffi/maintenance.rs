@@ -280,8 +280,10 @@ pub extern "C" fn lance_dataset_commit_compaction(
 /// ago, and the files only they use. Never removed: the latest version, tagged versions, and
 /// (unless `delete_unverified`) files younger than 7 days that no version references — they
 /// may belong to a write in progress. A reader pinned to a removed version fails on its next
-/// read: choose `older_than_ms` longer than the longest query or pipeline. `out_versions_removed`
-/// and `out_bytes_removed` may be NULL.
+/// read: choose `older_than_ms` longer than the longest query or pipeline. Since 0.14 also
+/// removes staging manifests no version needs (left by commits that never landed, e.g. a
+/// refused or killed multi-table commit), by the same age rule. `out_versions_removed` and
+/// `out_bytes_removed` may be NULL.
 ///
 /// Borrows its arguments. Thread-safe. Returns an error code; outputs are not written on
 /// failure.

@@ -19,9 +19,10 @@ pub struct CleanupSummary {
 }
 
 /// Remove the versions of the table older than `older_than` (by commit time) and the files
-/// only they use. Never removed: the latest version, tagged versions, and files younger than 7
-/// days that no version references unless `delete_unverified` (they may belong to a write in
-/// progress). A reader pinned to a removed version in another process fails on its next read:
+/// only they use, and staging manifests no version needs (left by commits that did not land,
+/// e.g. refused or killed multi-table commits). Never removed: the latest version, tagged
+/// versions, and files younger than 7 days that no version references unless
+/// `delete_unverified` (they may belong to a write in progress). A reader pinned to a removed version in another process fails on its next read:
 /// choose `older_than` longer than the longest query or pipeline.
 pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> Result<CleanupSummary> {
     crate::metrics::op(crate::metrics::Op::Commit);
@@ -45,13 +46,21 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         ..Default::default()
     };
     let registry = session::global()?.lance.store_registry();
+    let managed = crate::catalog::managed::main_branch(&uri)?.map(|m| m.store);
     let (stats, records_bytes) = session::block_on(async move {
         let stats = ds.cleanup_with_policy(policy).await?;
         // the statement records (src/write/statement.rs) whose versions the cleanup removed
         let oldest_kept = ds.versions().await?.iter().map(|v| v.version).min().unwrap_or(0);
         let (store, base) = lance_io::object_store::ObjectStore::from_uri_and_params(registry, &uri, &params).await?;
         let (_, bytes) = super::statement::forget_before(&store, &base, cutoff, oldest_kept).await?;
-        Ok::<_, lance::Error>((stats, bytes))
+        let latest_version = ds.latest_version_id().await?;
+        let unverified_cutoff = if delete_unverified { cutoff } else { cutoff.min(chrono::Utc::now() - chrono::Duration::days(7)) };
+        let staged_bytes = if uri.starts_with("s3+ddb") {
+            0 // its external store may still name a staging manifest (Lance repairs those)
+        } else {
+            forget_staging_manifests(&store, &base, unverified_cutoff, latest_version, managed.as_ref()).await?
+        };
+        Ok::<_, lance::Error>((stats, bytes + staged_bytes))
     })?
     .map_err(|e| HostError::from_lance(&what, e).with_local_paths(at.uri()))?;
     Ok(CleanupSummary {
@@ -59,6 +68,53 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         bytes_removed: stats.bytes_removed + records_bytes,
         data_files_removed: stats.data_files_removed,
     })
+}
+
+/// Delete the staging manifests in `_versions/` (`<version>.manifest-<uuid>`) last modified
+/// before `cutoff` that no version needs: those past the table's latest version (a commit that
+/// never landed: a refused or killed multi-table commit, a failed commit), and those of a
+/// version whose own manifest is in place and which the table's namespace (`managed`, for a
+/// managed table) does not record as that version's manifest. Returns the bytes removed.
+async fn forget_staging_manifests(
+    store: &lance_io::object_store::ObjectStore,
+    base: &object_store::path::Path,
+    cutoff: chrono::DateTime<chrono::Utc>,
+    latest: u64,
+    managed: Option<&std::sync::Arc<dyn lance_table::io::commit::external_manifest::ExternalManifestStore>>,
+) -> lance::Result<u64> {
+    use futures::TryStreamExt;
+    use lance_table::io::commit::ManifestNamingScheme;
+    use object_store::ObjectStoreExt;
+    let dir = base.clone().join("_versions");
+    let listed: Vec<object_store::ObjectMeta> = store.inner.list(Some(&dir)).try_collect().await?;
+    let names: std::collections::HashSet<String> =
+        listed.iter().filter_map(|m| m.location.filename().map(str::to_string)).collect();
+    let mut bytes = 0;
+    for meta in &listed {
+        let Some(name) = meta.location.filename() else { continue };
+        let Some((stem, _)) = name.split_once(".manifest-") else { continue };
+        if meta.last_modified >= cutoff || name.starts_with('d') {
+            continue;
+        }
+        let scheme = ManifestNamingScheme::detect_scheme_staging(name);
+        let Some(version) = scheme.parse_version(name) else { continue };
+        if version <= latest {
+            if !names.contains(&format!("{stem}.manifest")) {
+                continue;
+            }
+            if let Some(recorded) = managed {
+                match recorded.get(base.as_ref(), version).await {
+                    Ok(path) if path != meta.location.as_ref() => {}
+                    _ => continue, // recorded as the version's manifest, or unknown: kept
+                }
+            }
+        }
+        match store.inner.delete(&meta.location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => bytes += meta.size,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(bytes)
 }
 
 fn check_tag_name(name: &str) -> Result<()> {

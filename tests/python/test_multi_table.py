@@ -287,3 +287,31 @@ def test_coordinators_killed_mid_commit_leave_all_tables_or_none(server, tmp_pat
         assert version == 1 + landed
         assert lance.dataset(cat.describe_table(k).location).version == version
         assert len(ids) == 10 + 3 * landed
+
+
+def test_cleanup_removes_the_staging_manifests_no_version_needs(server, tmp_path):
+    """What a killed or refused commit can leave in _versions — a staging manifest past the
+    latest version, or one of a version whose manifest is in place — goes with cleanup
+    (unverified files: only with delete_unverified or after 7 days); versions stay readable."""
+    import shutil
+    import uuid
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    managed = make_tables(cat, ["a"])["a"]
+    managed, _ = lh.write_table(managed.uri, rows(100, 110, "x"), "append", at=managed)
+    plain, _ = lh.write_table(str(tmp_path / "plain.lance"), rows(0, 10, "p"), "create")
+    plain, _ = lh.write_table(plain.uri, rows(10, 20, "p"), "append", at=plain)
+    for ds in (managed, plain):
+        d = os.path.join(ds.uri.removeprefix("file://"), "_versions")
+        final = f"{2**64 - 1 - 2:020d}.manifest"
+        for v in (2, 3):  # one of the latest version (its manifest in place), one past it
+            shutil.copy(os.path.join(d, final), os.path.join(d, f"{2**64 - 1 - v:020d}.manifest-{uuid.uuid4()}"))
+        assert len(manifests(ds)) == 4
+    time.sleep(0.05)
+    for ds in (managed, plain):
+        ds.cleanup(0)  # version 1 goes; the staging manifests are younger than 7 days: kept
+        assert len([m for m in manifests(ds) if ".manifest-" in m]) == 2
+        ds.cleanup(0, delete_unverified=True)
+        assert manifests(ds) == ["2"], manifests(ds)
+        assert lh.open(ds.uri).count_rows() == ds.count_rows()
+    assert pylance_ids(server, "a") == (2, list(range(110)))
+    assert lance.dataset(plain.uri).version == 2 and lance.dataset(plain.uri).count_rows() == 20
