@@ -11,6 +11,11 @@
 //! A writer that bypasses the namespace and takes one of the versions between the check and the
 //! publish makes the publish fail; the versions of the batch published before it are then
 //! removed again and the batch fails.
+//!
+//! The namespace is the source of its tables' versions: it records the newest version it
+//! registered for each table (main branch; `<warehouse>/_batch_commits/registered.json`), and
+//! a version written to storage past it by a writer that bypassed the namespace is not listed,
+//! described or opened as latest (its commits through the namespace then conflict).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +36,12 @@ struct State {
     /// Held by every commit and by reads of versions: a reader through the namespace sees a
     /// batch all or not at all.
     lock: tokio::sync::Mutex<()>,
+    /// The newest version registered through this namespace, per table (main branch).
+    registered: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+}
+
+fn table_key(id: &[String]) -> String {
+    id.join("/")
 }
 
 impl std::fmt::Debug for BatchCommitNamespace {
@@ -56,10 +67,16 @@ impl BatchCommitNamespace {
     /// Wrap `inner` (a directory namespace over `root`, with version tracking) and finish any
     /// batch a previous run of the server journaled but did not publish completely.
     pub async fn open(inner: Arc<dyn LanceNamespace>, root: &str) -> std::result::Result<Self, String> {
+        let journal_dir = Path::new(root).join("_batch_commits");
+        let registered = match std::fs::read_to_string(journal_dir.join("registered.json")) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("damaged registered.json: {e}"))?,
+            Err(_) => std::collections::HashMap::new(),
+        };
         let ns = State {
             inner,
-            journal_dir: Path::new(root).join("_batch_commits"),
+            journal_dir,
             lock: tokio::sync::Mutex::new(()),
+            registered: std::sync::Mutex::new(registered),
         };
         let mut pending: Vec<PathBuf> = match std::fs::read_dir(&ns.journal_dir) {
             Ok(dir) => dir
@@ -74,10 +91,12 @@ impl BatchCommitNamespace {
             let entries: Vec<CreateTableVersionRequest> =
                 serde_json::from_str(&text).map_err(|e| format!("damaged journal {}: {e}", journal.display()))?;
             for entry in entries {
+                let (id, version, branch) = (entry.id.clone(), entry.version, entry.branch.clone());
                 ns.inner
                     .create_table_version(entry)
                     .await
                     .map_err(|e| format!("cannot finish journaled batch {}: {e}", journal.display()))?;
+                ns.record(id.as_deref(), branch.as_deref(), version).map_err(|e| e.to_string())?;
             }
             std::fs::remove_file(&journal).map_err(|e| format!("cannot remove {}: {e}", journal.display()))?;
         }
@@ -95,6 +114,40 @@ impl BatchCommitNamespace {
 }
 
 impl State {
+    /// Record that `version` of table `id` was registered here (main branch only).
+    fn record(&self, id: Option<&[String]>, branch: Option<&str>, version: i64) -> Result<()> {
+        let (Some(id), None | Some("main")) = (id, branch) else { return Ok(()) };
+        let mut r = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        let newest = r.entry(table_key(id)).or_insert(version);
+        *newest = (*newest).max(version);
+        std::fs::create_dir_all(&self.journal_dir).map_err(|e| internal(format!("cannot create {}: {e}", self.journal_dir.display())))?;
+        let tmp = self.journal_dir.join("registered.json.tmp");
+        let text = serde_json::to_string(&*r).map_err(|e| internal(e.to_string()))?;
+        std::fs::write(&tmp, text).map_err(|e| internal(format!("cannot write the version record: {e}")))?;
+        std::fs::rename(&tmp, self.journal_dir.join("registered.json"))
+            .map_err(|e| internal(format!("cannot place the version record: {e}")))
+    }
+
+    /// Forget table `id` (dropped or deregistered): a table made again under its name starts over.
+    fn forget(&self, id: Option<&[String]>) -> Result<()> {
+        let Some(id) = id else { return Ok(()) };
+        let mut r = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        if r.remove(&table_key(id)).is_none() {
+            return Ok(());
+        }
+        let tmp = self.journal_dir.join("registered.json.tmp");
+        let text = serde_json::to_string(&*r).map_err(|e| internal(e.to_string()))?;
+        std::fs::write(&tmp, text).map_err(|e| internal(format!("cannot write the version record: {e}")))?;
+        std::fs::rename(&tmp, self.journal_dir.join("registered.json"))
+            .map_err(|e| internal(format!("cannot place the version record: {e}")))
+    }
+
+    /// The newest version registered here for table `id` (None: none, or a branch).
+    fn newest(&self, id: Option<&[String]>, branch: Option<&str>) -> Option<i64> {
+        let (Some(id), None | Some("main")) = (id, branch) else { return None };
+        self.registered.lock().unwrap_or_else(|p| p.into_inner()).get(&table_key(id)).copied()
+    }
+
     async fn latest(&self, id: &[String]) -> Result<i64> {
         let listed = self
             .inner
@@ -152,6 +205,8 @@ impl State {
         let text = serde_json::to_string(&entries).map_err(|e| internal(e.to_string()))?;
         std::fs::write(&staged, text).map_err(|e| internal(format!("cannot write the journal: {e}")))?;
         std::fs::rename(&staged, &journal).map_err(|e| internal(format!("cannot place the journal: {e}")))?;
+        let recorded: Vec<(Vec<String>, i64)> =
+            entries.iter().map(|e| (e.id.clone().unwrap_or_default(), e.version)).collect();
         let mut published: Vec<CreateTableVersionResponse> = Vec::with_capacity(entries.len());
         for entry in entries {
             match self.inner.create_table_version(entry).await {
@@ -167,6 +222,9 @@ impl State {
                     return Err(e);
                 }
             }
+        }
+        for (id, version) in &recorded {
+            self.record(Some(id), None, *version)?;
         }
         std::fs::remove_file(&journal).map_err(|e| internal(format!("cannot remove the journal: {e}")))?;
         Ok(published)
@@ -198,20 +256,69 @@ namespace_impl! {
             let state = self.state.clone();
             tokio::spawn(async move {
                 let _held = state.lock.lock().await;
-                state.inner.create_table_version(request).await
+                let (id, version, branch) = (request.id.clone(), request.version, request.branch.clone());
+                let answer = state.inner.create_table_version(request).await?;
+                state.record(id.as_deref(), branch.as_deref(), version)?;
+                Ok(answer)
             })
             .await
             .map_err(|e| internal(format!("the commit task failed: {e}")))?
         }
 
-        async fn list_table_versions(&self, request: ListTableVersionsRequest) -> Result<ListTableVersionsResponse> {
+        async fn list_table_versions(&self, mut request: ListTableVersionsRequest) -> Result<ListTableVersionsResponse> {
             let _held = self.state.lock.lock().await;
-            self.state.inner.list_table_versions(request).await
+            let Some(newest) = self.state.newest(request.id.as_deref(), request.branch.as_deref()) else {
+                return self.state.inner.list_table_versions(request).await;
+            };
+            // versions past the newest registered one were not committed through the namespace
+            let limit = request.limit.take();
+            let descending = request.descending == Some(true);
+            let mut listed = self.state.inner.list_table_versions(request).await?;
+            listed.versions.retain(|v| v.version <= newest);
+            listed.versions.sort_by_key(|v| if descending { -v.version } else { v.version });
+            if let Some(n) = limit.filter(|n| *n > 0) {
+                listed.versions.truncate(n as usize);
+            }
+            listed.page_token = None;
+            Ok(listed)
         }
 
-        async fn describe_table_version(&self, request: DescribeTableVersionRequest) -> Result<DescribeTableVersionResponse> {
+        async fn describe_table_version(&self, mut request: DescribeTableVersionRequest) -> Result<DescribeTableVersionResponse> {
             let _held = self.state.lock.lock().await;
+            if let Some(newest) = self.state.newest(request.id.as_deref(), request.branch.as_deref()) {
+                match request.version {
+                    None => request.version = Some(newest),
+                    Some(v) if v > newest => {
+                        return Err(NamespaceError::TableVersionNotFound {
+                            message: format!("version {v} was not committed through this namespace (its latest is {newest})"),
+                        }
+                        .into())
+                    }
+                    Some(_) => {}
+                }
+            }
             self.state.inner.describe_table_version(request).await
+        }
+
+        async fn describe_table(&self, mut request: DescribeTableRequest) -> Result<DescribeTableResponse> {
+            if request.version.is_none() && request.tag.is_none() && request.branch.is_none() {
+                request.version = self.state.newest(request.id.as_deref(), None);
+            }
+            self.state.inner.describe_table(request).await
+        }
+
+        async fn drop_table(&self, request: DropTableRequest) -> Result<DropTableResponse> {
+            let id = request.id.clone();
+            let answer = self.state.inner.drop_table(request).await?;
+            self.state.forget(id.as_deref())?;
+            Ok(answer)
+        }
+
+        async fn deregister_table(&self, request: DeregisterTableRequest) -> Result<DeregisterTableResponse> {
+            let id = request.id.clone();
+            let answer = self.state.inner.deregister_table(request).await?;
+            self.state.forget(id.as_deref())?;
+            Ok(answer)
         }
 
         async fn batch_create_table_versions(
@@ -273,11 +380,8 @@ namespace_impl! {
     drop_namespace(DropNamespaceRequest) -> DropNamespaceResponse;
     namespace_exists(NamespaceExistsRequest) -> ();
     list_tables(ListTablesRequest) -> ListTablesResponse;
-    describe_table(DescribeTableRequest) -> DescribeTableResponse;
     register_table(RegisterTableRequest) -> RegisterTableResponse;
     table_exists(TableExistsRequest) -> ();
-    drop_table(DropTableRequest) -> DropTableResponse;
-    deregister_table(DeregisterTableRequest) -> DeregisterTableResponse;
     count_table_rows(CountTableRowsRequest) -> i64;
     create_table(CreateTableRequest, data) -> CreateTableResponse;
     declare_table(DeclareTableRequest) -> DeclareTableResponse;

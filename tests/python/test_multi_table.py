@@ -315,3 +315,27 @@ def test_cleanup_removes_the_staging_manifests_no_version_needs(server, tmp_path
         assert lh.open(ds.uri).count_rows() == ds.count_rows()
     assert pylance_ids(server, "a") == (2, list(range(110)))
     assert lance.dataset(plain.uri).version == 2 and lance.dataset(plain.uri).count_rows() == 20
+
+
+def test_a_direct_write_past_the_namespace_is_not_read_as_latest(server):
+    """The namespace is the source of the latest version: pylance writing straight to the
+    table's storage (not through the namespace) makes a version the namespace never
+    registered; lance-host's catalog, lance-host by URI and pylance through the namespace all
+    keep reading the namespace's latest. The next commit through the namespace lands after the
+    version the direct write took (Lance rebases over it, as over any concurrent append), so
+    from then on the namespace's latest holds both writes — for lance-host and pylance alike."""
+    cat = lh.Catalog({"type": "rest", "uri": server.uri})
+    t = make_tables(cat, ["t"])["t"]
+    v2, _ = lh.write_table(t.uri, rows(100, 110, "lh"), "append", at=t)
+    lance.write_dataset(rows(900, 905, "direct"), t.uri.removeprefix("file://"), mode="append")
+    assert lance.dataset(t.uri.removeprefix("file://")).version == 3  # storage has it
+    assert cat.open_table("t").version == 2
+    assert cat.describe_table("t").latest_version == 2
+    assert lh.open(t.uri).version == 2
+    assert lh.open(t.uri).count_rows() == 110
+    assert pylance_ids(server, "t") == (2, list(range(110)))
+    v4, r = lh.write_table(t.uri, rows(200, 201, "x"), "append", at=v2)
+    assert r.version == 4
+    want = list(range(110)) + list(range(200, 201)) + list(range(900, 905))
+    assert pylance_ids(server, "t") == (4, want)
+    assert cat.open_table("t").version == 4 and cat.open_table("t").count_rows() == len(want)
