@@ -412,9 +412,11 @@ pub extern "C" fn lance_table_commit(
 /// namespace spec), each opened through a catalog of that namespace in this process, on its
 /// main branch; the namespace registers all new versions in one call. A table that is not
 /// managed, tables of two namespaces, a namespace without batch commits, or a create share:
-/// LANCE_ERR_NOT_SUPPORTED. A table given twice: LANCE_ERR_INVALID_ARGUMENT. A table whose
-/// latest version moved after the shares were checked: LANCE_ERR_CONFLICT (the shares stay
-/// valid; commit again). Every check of `lance_table_commit` applies per table (the message
+/// LANCE_ERR_NOT_SUPPORTED. A table given twice: LANCE_ERR_INVALID_ARGUMENT. When a table's
+/// latest version moved after its shares were checked (a racing committer won), the commit is
+/// prepared again on the new latest versions and sent again, up to the smallest
+/// `commit_retries` of the tables (default 20); then LANCE_ERR_CONFLICT (the shares stay
+/// valid). Every check of `lance_table_commit` applies per table (the message
 /// names the table's index). In all of these cases nothing was committed. Any other error
 /// (a lost answer of the namespace) may leave the outcome unknown: commit again with the same
 /// statement ids, which returns the versions if they landed (`committed = 0` on every table;

@@ -157,10 +157,14 @@ struct Prepared {
 /// version (as `staged::commit` would give it) and all of them land, or none does. Returns each
 /// table's new version and summary, in order. A table whose statement (`options.statement_id`)
 /// is already committed returns that version (`committed = false`) when every table's is;
-/// a commit where only some are is refused. Errors: a table not managed by a namespace, tables
-/// of two namespaces, or a namespace without batch commits: `LANCE_ERR_NOT_SUPPORTED`; a table
-/// whose latest version moved before the namespace registered the batch: `LANCE_ERR_CONFLICT`;
-/// the checks of `staged::commit`, per table. In every one of these cases nothing was committed.
+/// a commit where only some are is refused. A batch the namespace refuses because a table's
+/// latest version moved (another committer won) is prepared again on the new latest versions
+/// and sent again, as a one-table commit rebases, up to the smallest `max_retries` of the
+/// tables (20 by default). Errors: a table not managed by a namespace, tables of two
+/// namespaces, or a namespace without batch commits: `LANCE_ERR_NOT_SUPPORTED`; still a moved
+/// version after the retries: `LANCE_ERR_CONFLICT`; the checks of `staged::commit`, per table
+/// (an overwrite planned before a version that landed since is refused, not rebased). In every
+/// one of these cases nothing was committed.
 pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSummary)>> {
     if tables.is_empty() {
         return Err(HostError::invalid("a multi-table commit needs at least one table"));
@@ -205,15 +209,56 @@ pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSum
     }
     let (_, namespace) = namespace.expect("at least one table");
 
+    // Attempts: a batch the namespace refused because a table's latest version moved (another
+    // committer won the race) is prepared again on the new latest versions and sent again, as
+    // a one-table commit rebases; up to the smallest `commit_retries` of the tables.
+    let retries = tables.iter().map(|t| t.options.max_retries.unwrap_or(DEFAULT_RETRIES)).min().unwrap_or(0);
+    let mut attempt = 0;
+    loop {
+        match attempt_once(&tables, &managed, &namespace)? {
+            Attempt::Done(out) => return Ok(out),
+            Attempt::Conflict(_) if attempt < retries => {
+                attempt += 1;
+                // spread racing coordinators apart a little
+                let jitter = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos()) % 20) as u64;
+                std::thread::sleep(std::time::Duration::from_millis(5 * attempt.min(10) as u64 + jitter));
+            }
+            Attempt::Conflict(err) => {
+                return Err(HostError::new(
+                    err.code,
+                    format!("{} (after {} attempt(s))", err.message, attempt + 1),
+                ))
+            }
+        }
+    }
+}
+
+/// Lance's default number of commit retries, used for tables whose options name none.
+const DEFAULT_RETRIES: u32 = 20;
+
+/// What one attempt of a multi-table commit came to.
+enum Attempt {
+    Done(Vec<(Snapshot, WriteSummary)>),
+    /// The namespace refused the batch because a table's latest version moved: nothing was
+    /// committed, and the prepared manifests were deleted.
+    Conflict(HostError),
+}
+
+/// Prepare every table and send the batch once.
+fn attempt_once(
+    tables: &[TableCommit],
+    managed: &[crate::catalog::managed::ManagedTable],
+    namespace: &Arc<dyn lance_namespace::LanceNamespace>,
+) -> Result<Attempt> {
     // Prepare every table; any refusal discards what was prepared.
     let mut prepared: Vec<Prepared> = Vec::with_capacity(tables.len());
-    for (i, (t, m)) in tables.into_iter().zip(managed).enumerate() {
+    for (i, (t, m)) in tables.iter().zip(managed).enumerate() {
         let deferral = Arc::new(Deferral::default());
         let storage_options = t.options.storage_options.clone();
-        match super::staged::commit_deferred(&t.uri, t.staged, &t.options, &deferral, m.store.clone()) {
+        match super::staged::commit_deferred(&t.uri, t.staged.clone(), &t.options, &deferral, m.store.clone()) {
             Ok((snapshot, summary)) => prepared.push(Prepared {
-                uri: t.uri,
-                table_id: m.table_id,
+                uri: t.uri.clone(),
+                table_id: m.table_id.clone(),
                 deferral,
                 snapshot,
                 summary,
@@ -230,7 +275,7 @@ pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSum
     // Statements already committed: all (a repeated commit) or none.
     let found: Vec<usize> = (0..prepared.len()).filter(|&i| !prepared[i].summary.committed).collect();
     if found.len() == prepared.len() {
-        return Ok(prepared.into_iter().map(|p| (p.snapshot, p.summary)).collect());
+        return Ok(Attempt::Done(prepared.into_iter().map(|p| (p.snapshot, p.summary)).collect()));
     }
     if let Some(&i) = found.first() {
         discard(&prepared);
@@ -285,10 +330,14 @@ pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSum
             );
             if definite {
                 discard(&prepared);
+                if err.code == LANCE_ERR_CONFLICT {
+                    return Ok(Attempt::Conflict(HostError::new(
+                        err.code,
+                        format!("{}; a table's latest version moved: nothing was committed (the staged writes stay valid)", err.message),
+                    )));
+                }
                 let advice = if err.code == LANCE_ERR_NOT_SUPPORTED {
                     "the namespace that manages these tables cannot commit several tables together"
-                } else if err.code == LANCE_ERR_CONFLICT {
-                    "a table's latest version moved; commit again (the staged writes stay valid)"
                 } else {
                     "the namespace refused the commit"
                 };
@@ -325,7 +374,7 @@ pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSum
         summary.committed = true;
         out.push((snapshot, summary));
     }
-    Ok(out)
+    Ok(Attempt::Done(out))
 }
 
 fn deferral_discard(d: &Arc<Deferral>) {

@@ -187,6 +187,7 @@ def test_a_namespace_without_batch_commits_is_not_supported(tmp_path):
 
 
 def test_racing_coordinators_land_both_tables_or_neither(server):
+    """8 coordinators commit shares of the same two tables at once."""
     cat = lh.Catalog({"type": "rest", "uri": server.uri})
     t = make_tables(cat, ["a", "b"], n=10)
     n = 8
@@ -208,14 +209,39 @@ def test_racing_coordinators_land_both_tables_or_neither(server):
         th.start()
     for th in threads:
         th.join()
-    assert len(outcome) == n
+    # a coordinator that lost a race prepares again on the new versions: every commit lands
+    assert outcome == {i: "landed" for i in range(n)}
+    tags_a, tags_b = pylance_tags(server, "a"), pylance_tags(server, "b")
+    for i in range(n):
+        assert tags_a.count(f"c{i}") == tags_b.count(f"c{i}") == 5, i
+    va, vb = pylance_ids(server, "a")[0], pylance_ids(server, "b")[0]
+    assert va == vb == 1 + n
+
+    # without retries, a lost race is a conflict that commits nothing on either table
+    shares = {i: {k: lh.stage_write(v.uri, rows(100 * (i + 1), 100 * (i + 1) + 2, f"r{i}"), "append", at=v)
+                  for k, v in t.items()} for i in range(n)}
+    outcome.clear()
+    start = threading.Barrier(n)
+
+    def once(i):
+        start.wait()
+        try:
+            lh.commit_tables([(t[k].uri, [shares[i][k]], {"commit_retries": 0}) for k in ("a", "b")])
+            outcome[i] = "landed"
+        except lh.ConflictError:
+            outcome[i] = "conflict"
+
+    threads = [threading.Thread(target=once, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
     tags_a, tags_b = set(pylance_tags(server, "a")), set(pylance_tags(server, "b"))
     for i in range(n):
-        assert (f"c{i}" in tags_a) == (f"c{i}" in tags_b) == (outcome[i] == "landed"), (i, outcome)
+        assert (f"r{i}" in tags_a) == (f"r{i}" in tags_b) == (outcome[i] == "landed"), (i, outcome)
     landed = sum(o == "landed" for o in outcome.values())
     assert landed >= 1
-    va, vb = pylance_ids(server, "a")[0], pylance_ids(server, "b")[0]
-    assert va == vb == 1 + landed
+    assert pylance_ids(server, "a")[0] == pylance_ids(server, "b")[0] == 1 + n + landed
 
 
 COORDINATOR = textwrap.dedent("""
