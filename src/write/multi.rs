@@ -368,7 +368,11 @@ fn attempt_once(
             .create_table_version
             .and_then(|c| c.version)
             .map_or(staged_version, |v| v.version as u64);
-        let snapshot = crate::snapshot::open(&p.uri, p.storage_options.clone(), version)?;
+        let snapshot = crate::snapshot::open(&p.uri, p.storage_options.clone(), version).map_err(|e| {
+            e.context(&format!(
+                "the tables were committed together (this one as version {version}), but its new version could not be opened"
+            ))
+        })?;
         let mut summary = p.summary;
         summary.version = version;
         summary.committed = true;
