@@ -2107,9 +2107,13 @@ def commit_tables(tables: Sequence[tuple]) -> list[tuple["Dataset", WriteResult]
     tables = list(tables)
     n = len(tables)
     uris, ptr_arrays, len_arrays, counts, param_ptrs, keep = [], [], [], [], [], []
-    for t in tables:
+    for i, t in enumerate(tables):
+        if not isinstance(t, (tuple, list)) or len(t) not in (2, 3) or not isinstance(t[0], str):
+            raise _error(1, f"tables[{i}] must be (uri, staged) or (uri, staged, params), not {t!r}")
         uri, staged = t[0], list(t[1])
         params = t[2] if len(t) > 2 and t[2] is not None else {}
+        if not isinstance(params, Mapping):
+            raise _error(1, f"tables[{i}]: params must be a dict, not {params!r}")
         p, kept = _write_params(None, **params)
         ptrs, lens, bufs = _staged_arrays(staged)
         keep += [p, kept, ptrs, lens, bufs]

@@ -155,6 +155,10 @@ def test_bad_calls_commit_nothing(server, tmp_path):
         lh.commit_tables([(t["a"].uri, [share]), (t["a"].uri, [share])])
     with pytest.raises(lh.InvalidArgumentError, match="at least one table"):
         lh.commit_tables([])
+    with pytest.raises(lh.InvalidArgumentError, match=r"tables\[0\] must be"):
+        lh.commit_tables([(t["a"].uri,)])
+    with pytest.raises(lh.InvalidArgumentError, match="params must be a dict"):
+        lh.commit_tables([(t["a"].uri, [share], "statement-1")])
     # a share of table a given as table b's
     with pytest.raises(lh.InvalidArgumentError, match="table 1"):
         lh.commit_tables([(t["a"].uri, [share]), (t["b"].uri, [share])])
