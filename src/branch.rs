@@ -28,14 +28,26 @@ pub struct BranchInfo {
     pub parent_version: u64,
 }
 
-fn check_name(name: &str) -> Result<()> {
+/// What every branch name must be, the names of existing branches included (another writer,
+/// pylance for one, may have created a branch with characters `check_name` refuses): a path of
+/// names below the table's `tree/`, never above it.
+fn check_path(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 256 {
-        return Err(HostError::invalid(format!("branch name '{name}' must have 1 to 256 characters")));
+        return Err(HostError::invalid(format!("branch name '{name}' must have 1 to 256 bytes")));
     }
     if name.starts_with('/') || name.ends_with('/') || name.contains("//") || name.split('/').any(|s| s == "." || s == "..")
     {
         return Err(HostError::invalid(format!("branch name '{name}' is not a path of names")));
     }
+    if name.chars().any(|c| c.is_control() || c == '\\') {
+        return Err(HostError::invalid(format!("branch name {name:?} has a control character or a backslash")));
+    }
+    Ok(())
+}
+
+/// The names this library creates branches under: ASCII letters, digits, '-', '_', '.', '/'.
+fn check_name(name: &str) -> Result<()> {
+    check_path(name)?;
     if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))) {
         return Err(HostError::invalid(format!(
             "branch name '{name}' has '{c}': use letters, digits, '-', '_', '.' and '/'"
@@ -54,7 +66,7 @@ pub fn branch_of(at: &Snapshot) -> Option<String> {
 pub fn open_branch(uri: &str, storage_options: HashMap<String, String>, branch: &str, version: u64) -> Result<Snapshot> {
     crate::metrics::op(crate::metrics::Op::Open);
     if branch != MAIN {
-        check_name(branch)?;
+        check_path(branch)?;
     }
     crate::snapshot::validate_uri(uri)?;
     crate::datacache::table_uses_cache(&storage_options)?;
@@ -113,7 +125,7 @@ pub fn create_branch(at: &Snapshot, name: &str, version: u64) -> Result<Snapshot
 /// Delete branch `name` of the handle's table (its versions and the files only it uses).
 pub fn delete_branch(at: &Snapshot, name: &str) -> Result<()> {
     crate::metrics::op(crate::metrics::Op::Commit);
-    check_name(name)?;
+    check_path(name)?;
     if name == MAIN {
         return Err(HostError::invalid("the default branch 'main' cannot be deleted"));
     }

@@ -50,7 +50,8 @@ pub enum LanceErrorCode {
     /// LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
     LANCE_ERR_HOST_STREAM = 14,
     /// A result does not fit its type: an integer SUM beyond the range of int64 (uint64 for
-    /// unsigned columns). The library never returns a wrapped value. Since 0.12.
+    /// unsigned columns), a decimal SUM or AVG beyond 38 digits. The library never returns a
+    /// wrapped value. Since 0.12 (decimals since 0.15).
     LANCE_ERR_OUT_OF_RANGE = 15,
 }
 
@@ -205,6 +206,9 @@ fn lance_error_code(err: &lance::Error) -> LanceErrorCode {
         E::NotSupported { .. } => LANCE_ERR_NOT_SUPPORTED,
         E::CorruptFile { .. } => LANCE_ERR_CORRUPT,
         E::Timeout { .. } => LANCE_ERR_TIMEOUT,
+        // a branch other branches were created from, a tag or branch name already taken:
+        // the table's references forbid the call, nothing is wrong with the call itself
+        E::RefConflict { .. } => LANCE_ERR_FAILED_PRECONDITION,
         E::CommitConflict { .. }
         | E::IncompatibleTransaction { .. }
         | E::RetryableCommitConflict { .. }

@@ -19,10 +19,20 @@ pub fn blocking_threads(worker_threads: u32) -> usize {
     (worker_threads as usize).max(2)
 }
 
+/// Stack of every thread that parses or evaluates a host's filter or expression: the runtime's
+/// workers and blocking threads, and the threads a parallel aggregate starts. The SQL parser
+/// refuses nesting past its own depth limit, but below it a deeply nested filter (`NOT NOT …`,
+/// `abs(abs(…))`, nested `CASE`) recurses through parsing, planning and simplification in frames
+/// that a debug build makes large: 24 levels overflowed tokio's default 2 MiB and killed the
+/// process. 16 MiB answers every depth the parser accepts in every build profile (the stack is
+/// reserved address space; only the pages a thread touches are committed).
+pub const WORKER_STACK_BYTES: usize = 16 << 20;
+
 /// Build the multi-threaded runtime of the global session.
 pub fn build(worker_threads: u32) -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(worker_threads as usize)
+        .thread_stack_size(WORKER_STACK_BYTES)
         .max_blocking_threads(blocking_threads(worker_threads))
         .thread_name("lance-host-worker")
         .enable_all()

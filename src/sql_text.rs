@@ -2,11 +2,14 @@
 //! merge conditions): it must be one whole expression. Lance parses such text as part of a
 //! statement it builds around it and keeps the first expression it finds, so text after the
 //! expression's end (`1=1; DROP TABLE t`, `id = 1) OR (1=1`, `val + 1, id = 0`) would be
-//! dropped without a word, and a bind placeholder (`$1`) makes its planner panic. Both are
+//! dropped without a word, and a bind placeholder (`$1`, `?`, `:name`, `@name`) makes its planner
+//! panic. Both are
 //! refused here with LANCE_ERR_INVALID_ARGUMENT naming the offset, before Lance sees the text.
 
 use std::any::TypeId;
+use std::ops::ControlFlow;
 
+use lance::deps::datafusion::sql::sqlparser::ast::{visit_expressions, Expr, Value};
 use lance::deps::datafusion::sql::sqlparser::dialect::{Dialect, GenericDialect};
 use lance::deps::datafusion::sql::sqlparser::parser::Parser;
 use lance::deps::datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
@@ -81,9 +84,23 @@ pub fn check_expression(what: &str, text: &str) -> Result<()> {
         kept.push(t);
     }
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(kept);
-    parser
+    let expr = parser
         .parse_expr()
         .map_err(|e| HostError::invalid(format!("{what} is not a valid SQL expression ({e}): {text}")))?;
+    // `:name` and `@name` are placeholders too, though no token says so: the parser makes them
+    // from a `:` or `@` that starts a value. Lance's planner panics on any placeholder.
+    let placeholder = visit_expressions(&expr, |e| match e {
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(p) => ControlFlow::Break(p.clone()),
+            _ => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    });
+    if let ControlFlow::Break(p) = placeholder {
+        return Err(HostError::invalid(format!(
+            "{what} uses the placeholder '{p}': bind parameters are not supported, write the value as a literal: {text}"
+        )));
+    }
     let next = parser.peek_token();
     if next.token != Token::EOF {
         let at = offset(text, next.span.start);
@@ -120,7 +137,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_refused() {
-        for bad in ["id = $1", "$1", "a = ? "] {
+        for bad in ["id = $1", "$1", "a = ? ", "id = :x", ":x", "v + :1", "id IN (1, :y)", "abs(:a) > 1"] {
             let e = check_expression("the filter", bad).unwrap_err();
             assert!(e.message.contains("placeholder"), "{bad}: {}", e.message);
         }

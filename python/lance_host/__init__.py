@@ -1639,8 +1639,22 @@ def open(uri: str, version: Optional[int] = None, storage_options: Optional[Mapp
     return Dataset(LIB.lance_dataset_open(uri.encode(), _kv(storage_options), version or 0))
 
 
-def open_at_timestamp(uri: str, timestamp_ms: int, storage_options: Optional[Mapping[str, str]] = None) -> Dataset:
-    """The latest version committed at or before `timestamp_ms` (lance_dataset_open_at_timestamp)."""
+def open_at_timestamp(uri: str, timestamp_ms: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None,
+                      *, timestamp_us: Optional[int] = None) -> Dataset:
+    """The latest version committed at or before `timestamp_ms` (its .000; lance_dataset_open_at_timestamp)
+    or, with `timestamp_us`, at or before that microsecond (lance_dataset_open_at_timestamp_us).
+    A `datetime` is taken at its microsecond."""
+    if (timestamp_ms is None) == (timestamp_us is None):
+        raise _error(1, "give one of timestamp_ms and timestamp_us")
+    if timestamp_ms is not None and hasattr(timestamp_ms, "timestamp"):  # a datetime
+        import datetime as _dt
+        t = timestamp_ms if timestamp_ms.tzinfo else timestamp_ms.replace(tzinfo=_dt.timezone.utc)
+        timestamp_ms, timestamp_us = None, (t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(microseconds=1)
+    for name, v in [("timestamp_ms", timestamp_ms), ("timestamp_us", timestamp_us)]:
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise _error(1, f"{name} must be an integer, not {v!r}")
+    if timestamp_us is not None:
+        return Dataset(LIB.lance_dataset_open_at_timestamp_us(uri.encode(), _kv(storage_options), timestamp_us))
     return Dataset(LIB.lance_dataset_open_at_timestamp(uri.encode(), _kv(storage_options), timestamp_ms))
 
 

@@ -248,6 +248,7 @@ SIGNATURES = {
     "lance_namespace_list_free": (None, [P]),
     "lance_dataset_open": (P, [cstr, cstrp, u64]),
     "lance_dataset_open_at_timestamp": (P, [cstr, cstrp, ctypes.c_int64]),
+    "lance_dataset_open_at_timestamp_us": (P, [cstr, cstrp, ctypes.c_int64]),
     "lance_dataset_free": (None, [P]),
     "lance_dataset_version": (u64, [P]),
     "lance_dataset_uri": (cstr, [P]),

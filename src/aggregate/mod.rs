@@ -275,15 +275,22 @@ pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBat
             .iter()
             .map(|split| {
                 let (stats, prepared) = (&stats, &prepared);
-                scope.spawn(move || {
-                    let slice = split.rows.map(|r| (split.fragment_ids[0], r));
-                    partial_with(snapshot, spec, prepared, Some(&split.fragment_ids), slice, stats)
-                })
+                // The filter is planned on this thread: it needs the workers' stack.
+                std::thread::Builder::new()
+                    .name("lance-host-aggregate".into())
+                    .stack_size(crate::runtime::WORKER_STACK_BYTES)
+                    .spawn_scoped(scope, move || {
+                        let slice = split.rows.map(|r| (split.fragment_ids[0], r));
+                        partial_with(snapshot, spec, prepared, Some(&split.fragment_ids), slice, stats)
+                    })
             })
             .collect();
         tasks
             .into_iter()
-            .map(|t| t.join().unwrap_or_else(|_| Err(HostError::internal("an aggregate thread panicked"))))
+            .map(|t| match t {
+                Ok(t) => t.join().unwrap_or_else(|_| Err(HostError::internal("an aggregate thread panicked"))),
+                Err(e) => Err(HostError::internal(format!("cannot start an aggregate thread: {e}"))),
+            })
             .collect::<Result<Vec<_>>>()
     })?;
     let partials = if partials.is_empty() { vec![partial_with(snapshot, spec, &prepared, None, None, &stats)?] } else { partials };

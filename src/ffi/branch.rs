@@ -21,7 +21,9 @@ use super::{
 ///
 /// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
 /// Thread-safe. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
-/// missing branch or version, LANCE_ERR_INVALID_ARGUMENT for a malformed name). Since 0.14.
+/// missing branch or version, LANCE_ERR_INVALID_ARGUMENT for a name that is not a path of
+/// names below the table: empty, `..`, a control character). Existing branches open under any
+/// such name, non-ASCII ones another writer created included (since 0.15). Since 0.14.
 #[no_mangle]
 pub extern "C" fn lance_dataset_open_branch(
     uri: *const c_char,
@@ -49,8 +51,8 @@ pub extern "C" fn lance_dataset_branch(dataset: *const LanceDataset) -> *const c
 /// Create branch `name` of `dataset`'s table from `version` of the handle's branch (0 = the
 /// handle's version). The branch shares that version's files and has its own versions from
 /// then on; pylance sees it (`branches`, `checkout_version((name, v))`). Names: letters,
-/// digits, '-', '_', '.', '/' between names; "main" and existing names are refused
-/// (LANCE_ERR_INVALID_ARGUMENT or the code Lance gives). `*out_dataset` (if not NULL) gets the
+/// digits, '-', '_', '.', '/' between names; "main" is LANCE_ERR_INVALID_ARGUMENT, a name
+/// taken LANCE_ERR_FAILED_PRECONDITION (since 0.15; LANCE_ERR_INTERNAL before). `*out_dataset` (if not NULL) gets the
 /// new branch at its first version (numbered as the version it was created from), owned by the
 /// caller.
 ///
@@ -74,7 +76,8 @@ pub extern "C" fn lance_dataset_create_branch(
 /// Readers pinned to it in other processes fail on their next read.
 ///
 /// Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for a
-/// missing branch). Since 0.14.
+/// missing branch, LANCE_ERR_FAILED_PRECONDITION for a branch other branches were created
+/// from — since 0.15, LANCE_ERR_INTERNAL before). Since 0.14.
 #[no_mangle]
 pub extern "C" fn lance_dataset_delete_branch(dataset: *const LanceDataset, name: *const c_char) -> i32 {
     guard_code(|| {

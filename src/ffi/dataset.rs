@@ -80,7 +80,9 @@ pub extern "C" fn lance_dataset_open(
 }
 
 /// Open the table at `uri` pinned to the latest version committed at or before `timestamp_ms`
-/// (milliseconds since the Unix epoch, UTC).
+/// (milliseconds since the Unix epoch, UTC), that is at or before `timestamp_ms`.000: a
+/// version committed within that millisecond is after it (since 0.15; before, such a version
+/// was chosen).
 ///
 /// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 /// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
@@ -95,6 +97,29 @@ pub extern "C" fn lance_dataset_open_at_timestamp(
         let uri = str_arg(uri, "uri")?;
         let options = kv_arg(storage_options, "storage_options")?;
         let snapshot = snapshot::open_at_timestamp(uri, options, timestamp_ms)?;
+        Ok(into_handle(LanceDataset::new(snapshot)))
+    })
+}
+
+/// Open the table at `uri` pinned to the latest version committed at or before `timestamp_us`
+/// (microseconds since the Unix epoch, UTC): `TIMESTAMP AS OF` of engines whose timestamps
+/// carry microseconds (Spark, Trino, Doris' DATETIME(6)). Commit times are compared at the
+/// microsecond, so a version committed within the requested millisecond but after the
+/// requested microsecond is not chosen.
+///
+/// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+/// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+/// (LANCE_ERR_NOT_FOUND when no version is that old). Since 0.15.
+#[no_mangle]
+pub extern "C" fn lance_dataset_open_at_timestamp_us(
+    uri: *const c_char,
+    storage_options: *const *const c_char,
+    timestamp_us: i64,
+) -> *mut LanceDataset {
+    guard_ptr(|| {
+        let uri = str_arg(uri, "uri")?;
+        let options = kv_arg(storage_options, "storage_options")?;
+        let snapshot = snapshot::open_at_timestamp_us(uri, options, timestamp_us)?;
         Ok(into_handle(LanceDataset::new(snapshot)))
     })
 }

@@ -311,7 +311,8 @@ pub extern "C" fn lance_dataset_cleanup(
 /// Tag `version` of `dataset`'s table as `name` (0 = the handle's version). A tag keeps its
 /// version from cleanup and opens it by name (`lance_dataset_open_tag`); pylance sees it too.
 /// Names: letters, digits, '-', '_', '.'. An existing tag is LANCE_ERR_INVALID_ARGUMENT or
-/// another code from Lance naming it; a missing version LANCE_ERR_NOT_FOUND.
+/// LANCE_ERR_FAILED_PRECONDITION (a name Lance finds taken; LANCE_ERR_INTERNAL before 0.15);
+/// a missing version LANCE_ERR_NOT_FOUND.
 ///
 /// Borrows its arguments. Thread-safe. Returns an error code.
 #[no_mangle]

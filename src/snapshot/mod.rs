@@ -29,7 +29,10 @@ pub struct FragmentInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VersionInfo {
     pub version: u64,
+    /// The commit's time, milliseconds since the epoch, rounded down.
     pub timestamp_ms: i64,
+    /// The commit's time, microseconds since the epoch, rounded down.
+    pub timestamp_us: i64,
 }
 
 pub(crate) fn validate_uri(uri: &str) -> Result<()> {
@@ -69,21 +72,34 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
     })
 }
 
-/// Open the latest version of `uri` committed at or before `timestamp_ms` (Unix epoch, ms).
+/// Open the latest version of `uri` committed at or before `timestamp_ms` (Unix epoch, ms):
+/// the instant `timestamp_ms`.000, so a version committed within that millisecond is after it.
 pub fn open_at_timestamp(
     uri: &str,
     storage_options: HashMap<String, String>,
     timestamp_ms: i64,
 ) -> Result<Snapshot> {
+    open_at_timestamp_us(uri, storage_options, timestamp_ms.saturating_mul(1000))
+}
+
+/// Open the latest version of `uri` committed at or before `timestamp_us` (Unix epoch, µs):
+/// `TIMESTAMP AS OF` in engines whose timestamps have microseconds. Versions are compared at
+/// the microsecond (the commit time's nanoseconds cut off, as pylance shows them), never at
+/// the millisecond, which returned a version committed after the requested time.
+pub fn open_at_timestamp_us(
+    uri: &str,
+    storage_options: HashMap<String, String>,
+    timestamp_us: i64,
+) -> Result<Snapshot> {
     let latest = open(uri, storage_options.clone(), 0)?;
     let versions = latest.versions()?;
     let chosen = versions
         .iter()
-        .filter(|v| v.timestamp_ms <= timestamp_ms)
+        .filter(|v| v.timestamp_us <= timestamp_us)
         .max_by_key(|v| v.version)
         .ok_or_else(|| {
             HostError::not_found(format!(
-                "table '{uri}' has no version committed at or before timestamp {timestamp_ms} ms"
+                "table '{uri}' has no version committed at or before timestamp {timestamp_us} µs"
             ))
         })?;
     if chosen.version == latest.version() {
@@ -169,6 +185,7 @@ impl Snapshot {
             .map(|v| VersionInfo {
                 version: v.version,
                 timestamp_ms: v.timestamp.timestamp_millis(),
+                timestamp_us: v.timestamp.timestamp_micros(),
             })
             .collect())
     }

@@ -12,14 +12,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::stream::BoxStream;
 use lance::Dataset;
-use lance_io::object_store::ObjectStore;
-use lance_table::format::{IndexMetadata, Manifest, Transaction};
-use lance_table::io::commit::{
-    CommitError, CommitHandler, ManifestLocation, ManifestNamingScheme, ManifestWriter, PredecessorIdentity,
-};
-use object_store::path::Path;
+use lance_table::format::IndexMetadata;
+use lance_table::io::commit::{CommitHandler, ManifestLocation, ManifestNamingScheme};
 
 use super::{validate_uri, Snapshot};
 use crate::bytes::{Reader, Writer};
@@ -174,7 +169,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
             .with_version(version)
             .with_serialized_manifest(&manifest)?;
         if let Some(location) = location {
-            if let Some(handler) = KnownLocation::for_table(&uri, version, location).await? {
+            if let Some(handler) = known_location(&uri, version, location).await? {
                 builder = builder.with_commit_handler(handler);
             }
         }
@@ -195,172 +190,22 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
 
 /// The commit handler Lance would pick for the table, except that the token's version resolves
 /// to the shipped location instead of a request to storage (a HEAD on object storage). Every
-/// other call, writes included, goes to that handler unchanged.
-#[derive(Debug)]
-struct KnownLocation {
-    inner: Arc<dyn CommitHandler>,
-    version: u64,
-    location: ShippedManifest,
-}
-
-impl KnownLocation {
-    /// None where Lance's choice of handler depends on storage options (`s3+ddb://`: its
-    /// manifests live in DynamoDB): such a table resolves its location as Lance does.
-    async fn for_table(
-        uri: &str,
-        version: u64,
-        location: ShippedManifest,
-    ) -> lance::Result<Option<Arc<dyn CommitHandler>>> {
-        if uri.starts_with("s3+ddb:") {
-            return Ok(None);
-        }
-        let inner = crate::catalog::managed::commit_handler(uri, &Default::default()).await?;
-        Ok(Some(Arc::new(Self {
-            inner,
-            version,
-            location,
-        })))
+/// other call, writes included, goes to that handler unchanged. None where Lance's choice of
+/// handler depends on storage options (`s3+ddb://`: its manifests live in DynamoDB): such a
+/// table resolves its location as Lance does.
+async fn known_location(uri: &str, version: u64, l: ShippedManifest) -> lance::Result<Option<Arc<dyn CommitHandler>>> {
+    if uri.starts_with("s3+ddb:") {
+        return Ok(None);
     }
-}
-
-#[async_trait::async_trait]
-impl CommitHandler for KnownLocation {
-    fn is_version_not_found_definitive(&self) -> bool {
-        self.inner.is_version_not_found_definitive()
-    }
-
-    fn propagate_commit_error_after_success(&self) -> bool {
-        self.inner.propagate_commit_error_after_success()
-    }
-
-    async fn resolve_latest_location(&self, base_path: &Path, object_store: &ObjectStore) -> lance::Result<ManifestLocation> {
-        self.inner.resolve_latest_location(base_path, object_store).await
-    }
-
-    async fn resolve_version_location(
-        &self,
-        base_path: &Path,
-        version: u64,
-        object_store: &dyn object_store::ObjectStore,
-    ) -> lance::Result<ManifestLocation> {
-        if version != self.version {
-            return self.inner.resolve_version_location(base_path, version, object_store).await;
-        }
-        let l = &self.location;
-        Ok(ManifestLocation {
-            version,
-            path: l.naming_scheme.manifest_path(base_path, version),
-            size: l.size,
-            naming_scheme: l.naming_scheme,
-            e_tag: l.e_tag.clone(),
-            identity: l.identity.clone(),
-        })
-    }
-
-    async fn version_exists(
-        &self,
-        base_path: &Path,
-        version: u64,
-        object_store: &dyn object_store::ObjectStore,
-        naming_scheme: ManifestNamingScheme,
-    ) -> lance::Result<bool> {
-        self.inner.version_exists(base_path, version, object_store, naming_scheme).await
-    }
-
-    fn list_detached_manifest_locations<'a>(
-        &self,
-        base_path: &Path,
-        object_store: &'a ObjectStore,
-    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-        self.inner.list_detached_manifest_locations(base_path, object_store)
-    }
-
-    fn list_manifest_locations<'a>(
-        &self,
-        base_path: &Path,
-        object_store: &'a ObjectStore,
-        sorted_descending: bool,
-    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-        self.inner.list_manifest_locations(base_path, object_store, sorted_descending)
-    }
-
-    fn list_manifest_locations_since<'a>(
-        &self,
-        base_path: &Path,
-        object_store: &'a ObjectStore,
-        since_version: u64,
-    ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-        self.inner.list_manifest_locations_since(base_path, object_store, since_version)
-    }
-
-    async fn commit(
-        &self,
-        manifest: &mut Manifest,
-        indices: Option<Vec<IndexMetadata>>,
-        base_path: &Path,
-        object_store: &ObjectStore,
-        manifest_writer: ManifestWriter,
-        naming_scheme: ManifestNamingScheme,
-        transaction: Option<Transaction>,
-    ) -> std::result::Result<ManifestLocation, CommitError> {
-        self.inner
-            .commit(manifest, indices, base_path, object_store, manifest_writer, naming_scheme, transaction)
-            .await
-    }
-
-    fn supports_predecessor_condition(&self) -> bool {
-        self.inner.supports_predecessor_condition()
-    }
-
-    async fn resolve_latest_identity(
-        &self,
-        base_path: &Path,
-        object_store: &ObjectStore,
-    ) -> lance::Result<Option<PredecessorIdentity>> {
-        self.inner.resolve_latest_identity(base_path, object_store).await
-    }
-
-    async fn resolve_identity(
-        &self,
-        base_path: &Path,
-        object_store: &ObjectStore,
-        version: u64,
-    ) -> lance::Result<Option<PredecessorIdentity>> {
-        self.inner.resolve_identity(base_path, object_store, version).await
-    }
-
-    async fn commit_after(
-        &self,
-        manifest: &mut Manifest,
-        indices: Option<Vec<IndexMetadata>>,
-        base_path: &Path,
-        object_store: &ObjectStore,
-        manifest_writer: ManifestWriter,
-        naming_scheme: ManifestNamingScheme,
-        transaction: Option<Transaction>,
-        predecessor: &PredecessorIdentity,
-    ) -> std::result::Result<ManifestLocation, CommitError> {
-        self.inner
-            .commit_after(
-                manifest,
-                indices,
-                base_path,
-                object_store,
-                manifest_writer,
-                naming_scheme,
-                transaction,
-                predecessor,
-            )
-            .await
-    }
-
-    async fn forget_version(&self, base_path: &Path, version: u64, identity: &str) -> lance::Result<()> {
-        self.inner.forget_version(base_path, version, identity).await
-    }
-
-    async fn delete(&self, base_path: &Path) -> lance::Result<()> {
-        self.inner.delete(base_path).await
-    }
+    let inner = crate::catalog::managed::commit_handler(uri, &Default::default()).await?;
+    let known = crate::write::pipeline::KnownLocation {
+        version,
+        naming_scheme: l.naming_scheme,
+        size: l.size,
+        e_tag: l.e_tag,
+        identity: l.identity,
+    };
+    Ok(Some(Arc::new(crate::write::pipeline::Pipeline::new(inner).with_known_location(known))))
 }
 
 /// Put the shipped index metadata where Lance looks for it (the index cache entry it would

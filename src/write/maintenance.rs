@@ -255,15 +255,18 @@ pub fn update_config(
         if let Some(t) = options.retry_timeout {
             builder = builder.with_retry_timeout(t);
         }
-        let mut checked = None;
+        let mut pipeline = None;
         if !options.preconditions.is_empty() {
-            let c = super::preconditions::handler(&uri, &store_params, None, &options.preconditions).await?;
-            builder = builder.with_commit_handler(c.clone());
-            checked = Some(c);
+            let inner = super::preconditions::table_handler(&uri, &store_params, None).await?;
+            let p = Arc::new(super::pipeline::Pipeline::new(inner).with_check(Arc::new(
+                super::preconditions::PreconditionCheck(options.preconditions.clone()),
+            )));
+            builder = builder.with_commit_handler(p.clone());
+            pipeline = Some(p);
         }
         builder.execute(transaction).await.map_err(|e| {
             let err = super::commit_error(&what, planned_at, e).with_local_paths(&uri);
-            checked.and_then(|c| c.refusal()).unwrap_or(err)
+            pipeline.and_then(|p| p.stopped()).unwrap_or(err)
         })
     })??;
     let summary = super::WriteSummary {

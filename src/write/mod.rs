@@ -16,6 +16,8 @@ pub mod rows;
 pub mod schema;
 pub mod staged;
 mod statement;
+pub(crate) mod pipeline;
+mod guarded;
 pub mod table;
 mod verify;
 

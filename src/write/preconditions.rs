@@ -10,7 +10,7 @@
 //! the manifest of the version the commit lands on (one or two small requests per attempt).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use lance_io::object_store::ObjectStore;
 use lance_table::io::commit::CommitHandler;
@@ -71,263 +71,62 @@ impl Preconditions {
     }
 }
 
-/// A table's commit handler with the preconditions checked before each attempt to write a
-/// version. The first refusal is kept: the commit reports it instead of Lance's error.
-pub(crate) struct Checked {
-    inner: Arc<dyn CommitHandler>,
-    pre: Preconditions,
-    refused: Mutex<Option<HostError>>,
-    /// Set once a commit landed: the preconditions were of that commit, and the dataset Lance
-    /// returns keeps this handler for its later commits, which they do not bind.
-    landed: std::sync::atomic::AtomicBool,
-}
+/// The preconditions as a check of the commit pipeline, before each attempt to write a
+/// version. The config check reads the manifest of the version the attempt lands on.
+#[derive(Debug)]
+pub(crate) struct PreconditionCheck(pub Preconditions);
 
-impl std::fmt::Debug for Checked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Checked").field("inner", &self.inner).field("pre", &self.pre).finish()
-    }
-}
-
-impl Checked {
-    pub(crate) fn new(inner: Arc<dyn CommitHandler>, pre: Preconditions) -> Self {
-        Checked {
-            inner,
-            pre,
-            refused: Mutex::new(None),
-            landed: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// The refusal that stopped the commit, if one did.
-    pub(crate) fn refusal(&self) -> Option<HostError> {
-        self.refused.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn refuse(&self, e: HostError) -> lance_table::io::commit::CommitError {
-        let message = e.message.clone();
-        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-        lance_table::io::commit::CommitError::OtherError(lance::Error::invalid_input(message))
-    }
-
-    /// Whether the attempt to write version `target` may go ahead.
-    async fn check(&self, target: u64, base: &Path, store: &ObjectStore) -> std::result::Result<(), lance_table::io::commit::CommitError> {
-        if self.landed.load(std::sync::atomic::Ordering::Acquire) {
-            return Ok(());
-        }
+#[async_trait::async_trait]
+impl super::pipeline::Check for PreconditionCheck {
+    async fn before_attempt(
+        &self,
+        target: u64,
+        base: &Path,
+        store: &ObjectStore,
+        inner: &dyn CommitHandler,
+    ) -> std::result::Result<(), HostError> {
         let landing_on = target.saturating_sub(1);
-        if let Some(e) = self.pre.version_refusal(landing_on) {
-            return Err(self.refuse(e));
+        if let Some(e) = self.0.version_refusal(landing_on) {
+            return Err(e);
         }
-        if self.pre.required_config.is_empty() {
+        if self.0.required_config.is_empty() {
             return Ok(());
         }
-        let location = self
-            .inner
+        let what = "cannot read the table's config to check the commit's required_config";
+        let location = inner
             .resolve_version_location(base, landing_on, &store.inner)
             .await
-            .map_err(lance_table::io::commit::CommitError::OtherError)?;
+            .map_err(|e| HostError::from_lance(what, e))?;
         let manifest = lance_table::io::manifest::read_manifest(store, &location.path, location.size)
             .await
-            .map_err(lance_table::io::commit::CommitError::OtherError)?;
-        match self.pre.config_refusal(landing_on, &manifest.config) {
-            Some(e) => Err(self.refuse(e)),
+            .map_err(|e| HostError::from_lance(what, e))?;
+        match self.0.config_refusal(landing_on, &manifest.config) {
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }
 }
 
-mod handler_impl {
-    use futures::stream::BoxStream;
-    use lance_io::object_store::ObjectStore;
-    use lance_table::format::{IndexMetadata, Manifest, Transaction};
-    use lance_table::io::commit::{
-        CommitError, CommitHandler, ManifestLocation, ManifestNamingScheme, ManifestWriter, PredecessorIdentity,
-    };
-    use object_store::path::Path;
-    use object_store::ObjectStore as OSObjectStore;
-
-    use super::Checked;
-
-    #[async_trait::async_trait]
-    impl CommitHandler for Checked {
-        fn is_version_not_found_definitive(&self) -> bool {
-            // A refused attempt wrote nothing: Lance need not wait for its version to appear.
-            self.refusal().is_some() || self.inner.is_version_not_found_definitive()
-        }
-        fn propagate_commit_error_after_success(&self) -> bool {
-            self.inner.propagate_commit_error_after_success()
-        }
-        async fn resolve_latest_location(&self, base: &Path, store: &ObjectStore) -> lance::Result<ManifestLocation> {
-            self.inner.resolve_latest_location(base, store).await
-        }
-        async fn resolve_version_location(
-            &self,
-            base: &Path,
-            version: u64,
-            store: &dyn OSObjectStore,
-        ) -> lance::Result<ManifestLocation> {
-            self.inner.resolve_version_location(base, version, store).await
-        }
-        async fn version_exists(
-            &self,
-            base: &Path,
-            version: u64,
-            store: &dyn OSObjectStore,
-            scheme: ManifestNamingScheme,
-        ) -> lance::Result<bool> {
-            self.inner.version_exists(base, version, store, scheme).await
-        }
-        fn list_detached_manifest_locations<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_detached_manifest_locations(base, store)
-        }
-        fn list_manifest_locations<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-            sorted_descending: bool,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_manifest_locations(base, store, sorted_descending)
-        }
-        fn list_manifest_locations_since<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-            since: u64,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_manifest_locations_since(base, store, since)
-        }
-        async fn commit(
-            &self,
-            manifest: &mut Manifest,
-            indices: Option<Vec<IndexMetadata>>,
-            base: &Path,
-            store: &ObjectStore,
-            writer: ManifestWriter,
-            scheme: ManifestNamingScheme,
-            transaction: Option<Transaction>,
-        ) -> Result<ManifestLocation, CommitError> {
-            self.check(manifest.version, base, store).await?;
-            let location = self.inner.commit(manifest, indices, base, store, writer, scheme, transaction).await?;
-            self.landed.store(true, std::sync::atomic::Ordering::Release);
-            Ok(location)
-        }
-        fn supports_predecessor_condition(&self) -> bool {
-            self.inner.supports_predecessor_condition()
-        }
-        async fn resolve_latest_identity(
-            &self,
-            base: &Path,
-            store: &ObjectStore,
-        ) -> lance::Result<Option<PredecessorIdentity>> {
-            self.inner.resolve_latest_identity(base, store).await
-        }
-        async fn resolve_identity(
-            &self,
-            base: &Path,
-            store: &ObjectStore,
-            version: u64,
-        ) -> lance::Result<Option<PredecessorIdentity>> {
-            self.inner.resolve_identity(base, store, version).await
-        }
-        async fn commit_after(
-            &self,
-            manifest: &mut Manifest,
-            indices: Option<Vec<IndexMetadata>>,
-            base: &Path,
-            store: &ObjectStore,
-            writer: ManifestWriter,
-            scheme: ManifestNamingScheme,
-            transaction: Option<Transaction>,
-            predecessor: &PredecessorIdentity,
-        ) -> Result<ManifestLocation, CommitError> {
-            self.check(manifest.version, base, store).await?;
-            let location = self
-                .inner
-                .commit_after(manifest, indices, base, store, writer, scheme, transaction, predecessor)
-                .await?;
-            self.landed.store(true, std::sync::atomic::Ordering::Release);
-            Ok(location)
-        }
-        async fn forget_version(&self, base: &Path, version: u64, identity: &str) -> lance::Result<()> {
-            self.inner.forget_version(base, version, identity).await
-        }
-        async fn delete(&self, base: &Path) -> lance::Result<()> {
-            self.inner.delete(base).await
-        }
-    }
-}
-
-/// The commit handler of a commit of the table at `uri` with preconditions: the table's own
-/// handler (or `inner`, already wrapped) checked before each attempt. Tables whose handler
-/// depends on storage options (`s3+ddb://`) are refused: their handler is chosen by Lance.
-pub(crate) async fn handler(
+/// The handler a commit of the table at `uri` wraps: `inner` when the commit path has one
+/// (a prepared multi-table commit's), else the table's own (a managed table's namespace door
+/// included). Tables whose handler depends on storage options (`s3+ddb://`) cannot have
+/// checks: their handler is chosen by Lance.
+pub(crate) async fn table_handler(
     uri: &str,
     store_params: &lance_io::object_store::ObjectStoreParams,
     inner: Option<Arc<dyn CommitHandler>>,
-    pre: &Preconditions,
-) -> Result<Arc<Checked>> {
+) -> Result<Arc<dyn CommitHandler>> {
     if uri.starts_with("s3+ddb") {
         return Err(HostError::not_supported(
-            "commit preconditions (expected_version, required_config) are not supported on s3+ddb:// tables",
+            "commit checks (expected_version, required_config, statement_id on row-level changes) are not supported on s3+ddb:// tables",
         ));
     }
-    let inner = match inner {
-        Some(h) => h,
+    match inner {
+        Some(h) => Ok(h),
         None => crate::catalog::managed::commit_handler(uri, store_params)
             .await
-            .map_err(|e| HostError::from_lance(&format!("cannot commit to table '{uri}'"), e))?,
-    };
-    Ok(Arc::new(Checked::new(inner, pre.clone())))
-}
-
-/// `at` opened again at its version with a commit handler that checks the preconditions of
-/// `options` (None when it has none): for the one-call row changes (delete, update,
-/// merge-insert), which commit through their dataset's handler.
-pub(crate) fn checked_snapshot(
-    at: &crate::snapshot::Snapshot,
-    options: &super::WriteOptions,
-) -> Result<Option<(crate::snapshot::Snapshot, Arc<Checked>)>> {
-    let pre = &options.preconditions;
-    if pre.is_empty() {
-        return Ok(None);
+            .map_err(|e| HostError::from_lance(&format!("cannot commit to table '{uri}'"), e)),
     }
-    pre.validate()?;
-    let uri = at.uri().to_string();
-    let version = at.version();
-    let storage = at.storage_options.clone();
-    let lance_session = crate::session::global()?.lance.clone();
-    let store_params = options.store_params();
-    let pre = pre.clone();
-    let what = format!("cannot open table '{uri}' at version {version} to commit with preconditions");
-    let (dataset, checked) = crate::session::block_on(async move {
-        let checked = handler(&uri, &store_params, None, &pre).await?;
-        let dataset = crate::catalog::managed::builder(&uri)
-            .map_err(|e| HostError::from_lance(&what, e))?
-            .with_session(lance_session)
-            .with_storage_options(storage)
-            .with_version(version)
-            .with_commit_handler(checked.clone())
-            .load()
-            .await
-            .map_err(|e| HostError::from_lance(&what, e))?;
-        Ok::<_, HostError>((dataset, checked))
-    })??;
-    Ok(Some((
-        crate::snapshot::Snapshot {
-            dataset: Arc::new(dataset),
-            storage_options: at.storage_options.clone(),
-        },
-        checked,
-    )))
-}
-
-/// The error a failed commit reports: its precondition's refusal when one stopped it.
-pub(crate) fn refusal_or(checked: &Option<(crate::snapshot::Snapshot, Arc<Checked>)>, err: HostError) -> HostError {
-    checked.as_ref().and_then(|(_, c)| c.refusal()).unwrap_or(err)
 }
 
 #[cfg(test)]

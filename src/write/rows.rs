@@ -12,6 +12,7 @@ use lance::dataset::{
     WhenNotMatchedBySource,
 };
 
+use super::guarded::{self, Guarded};
 use super::source::{into_merge_source, watch, Batches, HostFailure};
 
 use super::staged::{RowCounts, StagedKind, StagedWrite};
@@ -33,8 +34,11 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
     crate::sql_text::check_expression("the delete predicate", predicate)?;
     let planned_at = at.version();
     let uri = at.uri().to_string();
-    let checked = super::preconditions::checked_snapshot(at, options)?;
-    let ds = checked.as_ref().map_or(at, |(s, _)| s).dataset.clone();
+    let run = match guarded::prepare(at, options)? {
+        Guarded::Found(done) => return Ok(found(done)),
+        Guarded::Run(run) => run,
+    };
+    let ds = run.on(at).dataset.clone();
     let what = format!("cannot delete from table '{uri}' where {predicate}");
     let result = session::block_on(async move {
         let mut builder = DeleteBuilder::new(ds, predicate);
@@ -45,8 +49,11 @@ pub fn delete(at: &Snapshot, predicate: &str, options: &WriteOptions) -> Result<
             builder = builder.retry_timeout(t);
         }
         builder.execute().await
-    })?
-    .map_err(|e| super::preconditions::refusal_or(&checked, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
+    })?;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return run.failed(at, commit_error(&what, planned_at, e).with_local_paths(&uri)).map(found),
+    };
     let summary = WriteSummary {
         version: result.new_dataset.version().version,
         rows_deleted: result.num_deleted_rows,
@@ -78,8 +85,11 @@ pub fn update(
     for (column, expr) in assignments {
         crate::sql_text::check_expression(&format!("the update expression for column '{column}'"), expr)?;
     }
-    let checked = super::preconditions::checked_snapshot(at, options)?;
-    let mut builder = UpdateBuilder::new(checked.as_ref().map_or(at, |(s, _)| s).dataset.clone());
+    let run = match guarded::prepare(at, options)? {
+        Guarded::Found(done) => return Ok(found(done)),
+        Guarded::Run(run) => run,
+    };
+    let mut builder = UpdateBuilder::new(run.on(at).dataset.clone());
     if let Some(p) = predicate {
         builder = builder
             .update_where(p)
@@ -97,8 +107,10 @@ pub fn update(
         builder = builder.retry_timeout(t);
     }
     let job = builder.build().map_err(|e| HostError::from_lance(&what, e))?;
-    let result = session::block_on(job.execute())?
-        .map_err(|e| super::preconditions::refusal_or(&checked, commit_error(&what, planned_at, e).with_local_paths(&uri)))?;
+    let result = match session::block_on(job.execute())? {
+        Ok(r) => r,
+        Err(e) => return run.failed(at, commit_error(&what, planned_at, e).with_local_paths(&uri)).map(found),
+    };
     let committed = result.new_dataset.version().version != planned_at;
     let written = if committed { WriteSummary::written_by_commit(&result.new_dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {
@@ -261,17 +273,23 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
     let planned_at = at.version();
     let uri = at.uri().to_string();
     let what = format!("cannot merge into table '{uri}' on {}", spec.on.join(", "));
-    let checked = super::preconditions::checked_snapshot(at, options)?;
-    let job = merge_job(checked.as_ref().map_or(at, |(s, _)| s), spec, options, &what)?;
+    let run = match guarded::prepare(at, options)? {
+        Guarded::Found(done) => return Ok(found(done)),
+        Guarded::Run(run) => run,
+    };
+    let job = merge_job(run.on(at), spec, options, &what)?;
     let (source, failure) = merge_source(data, &what)?;
-    let (dataset, stats) = match source {
+    let merged = match source {
         MergeSource::Held(batches) => session::block_on(job.execute_batches(batches))?,
         MergeSource::Stream(source) => session::block_on(job.execute(source))?,
-    }
-    .map_err(|e| {
-        let err = merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri));
-        super::preconditions::refusal_or(&checked, err)
-    })?;
+    };
+    let (dataset, stats) = match merged {
+        Ok(r) => r,
+        Err(e) => {
+            let err = merge_error(spec, &failure, &what, commit_error(&what, planned_at, e).with_local_paths(&uri));
+            return run.failed(at, err).map(found);
+        }
+    };
     let committed = dataset.version().version != planned_at;
     let written = if committed { WriteSummary::written_by_commit(&dataset)? } else { WriteSummary::default() };
     let summary = WriteSummary {
@@ -426,6 +444,17 @@ pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::plan::Split>, pre
 
 /// Fragments one worker deletes from at a time.
 const DELETE_PARALLELISM: usize = 4;
+
+/// The answer to a change whose statement was committed before: the version it landed in,
+/// nothing committed now.
+fn found(done: Snapshot) -> (Snapshot, WriteSummary) {
+    let summary = WriteSummary {
+        version: done.version(),
+        committed: false,
+        ..Default::default()
+    };
+    (done, summary)
+}
 
 /// A new version of the table `at` is a version of, pinned.
 fn pinned(at: &Snapshot, dataset: lance::Dataset) -> Snapshot {

@@ -564,36 +564,33 @@ fn commit_inner(
         // The preconditions, checked on the version each attempt would land on; outside them,
         // a second coordinator of the same statement landing a version while this one commits
         // (a statement found committed wins over a precondition).
-        let mut handler: Option<Arc<dyn lance_table::io::commit::CommitHandler>> = None;
-        let mut checked = None;
+        let mut checks: Vec<Arc<dyn super::pipeline::Check>> = Vec::new();
         if !options.preconditions.is_empty() {
-            let c = super::preconditions::handler(uri, &store_params, base_handler.clone(), &options.preconditions).await?;
-            handler = Some(c.clone());
-            checked = Some(c);
+            checks.push(Arc::new(super::preconditions::PreconditionCheck(options.preconditions.clone())));
         }
         let mut guard = None;
         if let (Some(id), Some(latest)) = (&statement_id, &latest) {
             if !uri.starts_with("s3+ddb") {
-                let inner = match handler.take().or_else(|| base_handler.clone()) {
-                    Some(h) => h,
-                    None => crate::catalog::managed::commit_handler(uri, &store_params)
-                        .await
-                        .map_err(|e| HostError::from_lance(&what, e))?,
-                };
-                let g = Arc::new(super::statement::Guard::new(inner, latest.clone(), id));
-                handler = Some(g.clone());
+                let g = Arc::new(super::statement::Guard::new(latest.clone(), id));
+                checks.push(g.clone());
                 guard = Some(g);
             }
         }
-        if handler.is_none() {
+        let mut pipeline = None;
+        if !checks.is_empty() {
+            let inner = super::preconditions::table_handler(uri, &store_params, base_handler.clone()).await?;
+            let p = Arc::new(checks.into_iter().fold(super::pipeline::Pipeline::new(inner), |p, c| p.with_check(c)));
+            builder = builder.with_commit_handler(p.clone());
+            pipeline = Some(p);
+        } else {
             // a managed table commits through its namespace whatever handle the work was planned on
-            handler = match &base_handler {
+            let handler = match &base_handler {
                 Some(h) => Some(h.clone()),
                 None => crate::catalog::managed::handler(uri)?,
             };
-        }
-        if let Some(h) = handler {
-            builder = builder.with_commit_handler(h);
+            if let Some(h) = handler {
+                builder = builder.with_commit_handler(h);
+            }
         }
         let result = builder.execute(transaction).await;
         if result.is_err() {
@@ -603,7 +600,7 @@ fn commit_inner(
             d.keep_written(root.as_ref(), &written);
         }
         let found = guard.as_ref().and_then(|g| g.found());
-        if let (Err(_), None, Some(refusal)) = (&result, found, checked.as_ref().and_then(|c| c.refusal())) {
+        if let (Err(_), None, Some(refusal)) = (&result, found, pipeline.as_ref().and_then(|p| p.stopped())) {
             return Err(refusal);
         }
         if let (Err(_), Some(version), Some(latest)) = (&result, found, &latest) {

@@ -132,18 +132,17 @@ pub(crate) async fn find(
     Ok(None)
 }
 
-/// The commit handler of a commit with a statement id: Lance's own handler for the table, with
-/// one check before every attempt to write a version. `find` looked for the statement up to the
-/// latest version when the commit began; another coordinator committing the same statement at
-/// the same instant lands a version after that, which Lance's commit would rebase over and
-/// commit the rows again. Lance picks each attempt's version as the latest it loaded plus one,
-/// so every version below the attempt's already exists: the guard reads the ones it has not
-/// read yet, and when one holds the statement it stops the commit and remembers that version
-/// (the commit then reports it, as when `find` found it). Two coordinators racing for one
-/// version are settled by the store's atomic write: the loser's next attempt reads the
-/// winner's version. Costs nothing when no version landed since `find` (the usual case).
+/// The statement-id check of the commit pipeline, before every attempt to write a version.
+/// `find` looked for the statement up to the latest version when the commit began; another
+/// coordinator committing the same statement at the same instant lands a version after that,
+/// which Lance's commit would rebase over and commit the rows again. Lance picks each
+/// attempt's version as the latest it loaded plus one, so every version below the attempt's
+/// already exists: the guard reads the ones it has not read yet, and when one holds the
+/// statement it stops the commit and remembers that version (the commit then reports it, as
+/// when `find` found it). Two coordinators racing for one version are settled by the store's
+/// atomic write: the loser's next attempt reads the winner's version. Costs nothing when no
+/// version landed since `find` (the usual case).
 pub(crate) struct Guard {
-    inner: std::sync::Arc<dyn lance_table::io::commit::CommitHandler>,
     latest: std::sync::Arc<Dataset>,
     id: String,
     /// Versions up to this one are known not to hold the statement (since its first plan).
@@ -153,19 +152,14 @@ pub(crate) struct Guard {
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard").field("inner", &self.inner).field("id", &self.id).finish()
+        f.debug_struct("Guard").field("id", &self.id).finish()
     }
 }
 
 impl Guard {
-    pub(crate) fn new(
-        inner: std::sync::Arc<dyn lance_table::io::commit::CommitHandler>,
-        latest: std::sync::Arc<Dataset>,
-        id: &str,
-    ) -> Self {
+    pub(crate) fn new(latest: std::sync::Arc<Dataset>, id: &str) -> Self {
         let checked = latest.version().version;
         Guard {
-            inner,
             latest,
             id: id.to_string(),
             checked: std::sync::Mutex::new(checked),
@@ -192,137 +186,25 @@ impl Guard {
     }
 }
 
-mod guard_impl {
-    use futures::stream::BoxStream;
-    use lance_io::object_store::ObjectStore;
-    use lance_table::format::{IndexMetadata, Manifest, Transaction};
-    use lance_table::io::commit::{
-        CommitError, CommitHandler, ManifestLocation, ManifestNamingScheme, ManifestWriter, PredecessorIdentity,
-    };
-    use object_store::path::Path;
-    use object_store::ObjectStore as OSObjectStore;
-
-    use super::Guard;
-
-    #[async_trait::async_trait]
-    impl CommitHandler for Guard {
-        fn is_version_not_found_definitive(&self) -> bool {
-            self.inner.is_version_not_found_definitive()
-        }
-        fn propagate_commit_error_after_success(&self) -> bool {
-            self.inner.propagate_commit_error_after_success()
-        }
-        async fn resolve_latest_location(&self, base: &Path, store: &ObjectStore) -> lance::Result<ManifestLocation> {
-            self.inner.resolve_latest_location(base, store).await
-        }
-        async fn resolve_version_location(
-            &self,
-            base: &Path,
-            version: u64,
-            store: &dyn OSObjectStore,
-        ) -> lance::Result<ManifestLocation> {
-            self.inner.resolve_version_location(base, version, store).await
-        }
-        async fn version_exists(
-            &self,
-            base: &Path,
-            version: u64,
-            store: &dyn OSObjectStore,
-            scheme: ManifestNamingScheme,
-        ) -> lance::Result<bool> {
-            self.inner.version_exists(base, version, store, scheme).await
-        }
-        fn list_detached_manifest_locations<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_detached_manifest_locations(base, store)
-        }
-        fn list_manifest_locations<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-            sorted_descending: bool,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_manifest_locations(base, store, sorted_descending)
-        }
-        fn list_manifest_locations_since<'a>(
-            &self,
-            base: &Path,
-            store: &'a ObjectStore,
-            since: u64,
-        ) -> BoxStream<'a, lance::Result<ManifestLocation>> {
-            self.inner.list_manifest_locations_since(base, store, since)
-        }
-        async fn commit(
-            &self,
-            manifest: &mut Manifest,
-            indices: Option<Vec<IndexMetadata>>,
-            base: &Path,
-            store: &ObjectStore,
-            writer: ManifestWriter,
-            scheme: ManifestNamingScheme,
-            transaction: Option<Transaction>,
-        ) -> Result<ManifestLocation, CommitError> {
-            self.stop_if_committed(manifest.version).await?;
-            self.inner.commit(manifest, indices, base, store, writer, scheme, transaction).await
-        }
-        fn supports_predecessor_condition(&self) -> bool {
-            self.inner.supports_predecessor_condition()
-        }
-        async fn resolve_latest_identity(
-            &self,
-            base: &Path,
-            store: &ObjectStore,
-        ) -> lance::Result<Option<PredecessorIdentity>> {
-            self.inner.resolve_latest_identity(base, store).await
-        }
-        async fn resolve_identity(
-            &self,
-            base: &Path,
-            store: &ObjectStore,
-            version: u64,
-        ) -> lance::Result<Option<PredecessorIdentity>> {
-            self.inner.resolve_identity(base, store, version).await
-        }
-        async fn commit_after(
-            &self,
-            manifest: &mut Manifest,
-            indices: Option<Vec<IndexMetadata>>,
-            base: &Path,
-            store: &ObjectStore,
-            writer: ManifestWriter,
-            scheme: ManifestNamingScheme,
-            transaction: Option<Transaction>,
-            predecessor: &PredecessorIdentity,
-        ) -> Result<ManifestLocation, CommitError> {
-            self.stop_if_committed(manifest.version).await?;
-            self.inner
-                .commit_after(manifest, indices, base, store, writer, scheme, transaction, predecessor)
-                .await
-        }
-        async fn forget_version(&self, base: &Path, version: u64, identity: &str) -> lance::Result<()> {
-            self.inner.forget_version(base, version, identity).await
-        }
-        async fn delete(&self, base: &Path) -> lance::Result<()> {
-            self.inner.delete(base).await
-        }
-    }
-
-    impl Guard {
-        async fn stop_if_committed(&self, target: u64) -> Result<(), CommitError> {
-            match self.look(target).await {
-                Ok(None) => Ok(()),
-                Ok(Some(version)) => {
-                    *self.found.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
-                    Err(CommitError::OtherError(lance::Error::invalid_input(format!(
-                        "statement '{}' was committed in version {version} by another commit while this one was committing",
-                        self.id
-                    ))))
-                }
-                Err(e) => Err(CommitError::OtherError(e)),
+#[async_trait::async_trait]
+impl super::pipeline::Check for Guard {
+    async fn before_attempt(
+        &self,
+        target: u64,
+        _base: &Path,
+        _store: &ObjectStore,
+        _inner: &dyn lance_table::io::commit::CommitHandler,
+    ) -> std::result::Result<(), HostError> {
+        match self.look(target).await {
+            Ok(None) => Ok(()),
+            Ok(Some(version)) => {
+                *self.found.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
+                Err(HostError::precondition(format!(
+                    "statement '{}' was committed in version {version} by another commit while this one was committing",
+                    self.id
+                )))
             }
+            Err(e) => Err(HostError::from_lance(&format!("cannot look for statement '{}' in the versions since this commit began", self.id), e)),
         }
     }
 }
