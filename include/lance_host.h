@@ -143,6 +143,15 @@ struct ArrowArrayStream {
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
 #define PREFETCH_BATCHES 2
 
+// Stack of every thread that parses or evaluates a host's filter or expression: the runtime's
+// workers and blocking threads, and the threads a parallel aggregate starts. The SQL parser
+// refuses nesting past its own depth limit, but below it a deeply nested filter (`NOT NOT …`,
+// `abs(abs(…))`, nested `CASE`) recurses through parsing, planning and simplification in frames
+// that a debug build makes large: 24 levels overflowed tokio's default 2 MiB and killed the
+// process. 16 MiB answers every depth the parser accepts in every build profile (the stack is
+// reserved address space; only the pages a thread touches are committed).
+#define WORKER_STACK_BYTES (16 << 20)
+
 // Default index cache budget: 1 GiB.
 #define LANCE_DEFAULT_INDEX_CACHE_BYTES (1 << 30)
 
@@ -217,7 +226,8 @@ enum LanceErrorCode
   // LANCE_ERR_INTERNAL or LANCE_ERR_INVALID_ARGUMENT before).
   LANCE_ERR_HOST_STREAM = 14,
   // A result does not fit its type: an integer SUM beyond the range of int64 (uint64 for
-  // unsigned columns). The library never returns a wrapped value. Since 0.12.
+  // unsigned columns), a decimal SUM or AVG beyond 38 digits. The library never returns a
+  // wrapped value. Since 0.12 (decimals since 0.15).
   LANCE_ERR_OUT_OF_RANGE = 15,
 };
 #ifndef __cplusplus
@@ -1327,7 +1337,9 @@ void lance_blobs_free(LanceBlobs *blobs);
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
 // Thread-safe. Returns NULL and sets the last error on failure (LANCE_ERR_NOT_FOUND for a
-// missing branch or version, LANCE_ERR_INVALID_ARGUMENT for a malformed name). Since 0.14.
+// missing branch or version, LANCE_ERR_INVALID_ARGUMENT for a name that is not a path of
+// names below the table: empty, `..`, a control character). Existing branches open under any
+// such name, non-ASCII ones another writer created included (since 0.15). Since 0.14.
 LanceDataset *lance_dataset_open_branch(const char *uri, const char *const *storage_options, const char *branch, uint64_t version);
 
 // The branch `dataset` is on: "main" for the default branch.
@@ -1339,8 +1351,8 @@ const char *lance_dataset_branch(const LanceDataset *dataset);
 // Create branch `name` of `dataset`'s table from `version` of the handle's branch (0 = the
 // handle's version). The branch shares that version's files and has its own versions from
 // then on; pylance sees it (`branches`, `checkout_version((name, v))`). Names: letters,
-// digits, '-', '_', '.', '/' between names; "main" and existing names are refused
-// (LANCE_ERR_INVALID_ARGUMENT or the code Lance gives). `*out_dataset` (if not NULL) gets the
+// digits, '-', '_', '.', '/' between names; "main" is LANCE_ERR_INVALID_ARGUMENT, a name
+// taken LANCE_ERR_FAILED_PRECONDITION (since 0.15; LANCE_ERR_INTERNAL before). `*out_dataset` (if not NULL) gets the
 // new branch at its first version (numbered as the version it was created from), owned by the
 // caller.
 //
@@ -1352,7 +1364,8 @@ int32_t lance_dataset_create_branch(const LanceDataset *dataset, const char *nam
 // Readers pinned to it in other processes fail on their next read.
 //
 // Borrows its arguments. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND for a
-// missing branch). Since 0.14.
+// missing branch, LANCE_ERR_FAILED_PRECONDITION for a branch other branches were created
+// from — since 0.15, LANCE_ERR_INTERNAL before). Since 0.14.
 int32_t lance_dataset_delete_branch(const LanceDataset *dataset, const char *name);
 
 // List the branches of `dataset`'s table (not "main"), sorted by name.
@@ -1600,12 +1613,25 @@ int32_t lance_dataset_plan_changes(const LanceDataset *dataset, const LanceChang
 LanceDataset *lance_dataset_open(const char *uri, const char *const *storage_options, uint64_t version);
 
 // Open the table at `uri` pinned to the latest version committed at or before `timestamp_ms`
-// (milliseconds since the Unix epoch, UTC).
+// (milliseconds since the Unix epoch, UTC), that is at or before `timestamp_ms`.000: a
+// version committed within that millisecond is after it (since 0.15; before, such a version
+// was chosen).
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure
 // (LANCE_ERR_NOT_FOUND when no version is that old).
 LanceDataset *lance_dataset_open_at_timestamp(const char *uri, const char *const *storage_options, int64_t timestamp_ms);
+
+// Open the table at `uri` pinned to the latest version committed at or before `timestamp_us`
+// (microseconds since the Unix epoch, UTC): `TIMESTAMP AS OF` of engines whose timestamps
+// carry microseconds (Spark, Trino, Doris' DATETIME(6)). Commit times are compared at the
+// microsecond, so a version committed within the requested millisecond but after the
+// requested microsecond is not chosen.
+//
+// Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
+// duration of the call. Thread-safe. Returns NULL and sets the last error on failure
+// (LANCE_ERR_NOT_FOUND when no version is that old). Since 0.15.
+LanceDataset *lance_dataset_open_at_timestamp_us(const char *uri, const char *const *storage_options, int64_t timestamp_us);
 
 // Free a dataset handle. NULL is ignored. Streams created from the handle stay valid.
 //
@@ -1954,7 +1980,8 @@ int32_t lance_dataset_cleanup(const LanceDataset *dataset, uint64_t older_than_m
 // Tag `version` of `dataset`'s table as `name` (0 = the handle's version). A tag keeps its
 // version from cleanup and opens it by name (`lance_dataset_open_tag`); pylance sees it too.
 // Names: letters, digits, '-', '_', '.'. An existing tag is LANCE_ERR_INVALID_ARGUMENT or
-// another code from Lance naming it; a missing version LANCE_ERR_NOT_FOUND.
+// LANCE_ERR_FAILED_PRECONDITION (a name Lance finds taken; LANCE_ERR_INTERNAL before 0.15);
+// a missing version LANCE_ERR_NOT_FOUND.
 //
 // Borrows its arguments. Thread-safe. Returns an error code.
 int32_t lance_dataset_create_tag(const LanceDataset *dataset, const char *name, uint64_t version);
