@@ -39,7 +39,7 @@ use crate::session;
 use crate::snapshot::Snapshot;
 use crate::stats::{IoStats, OpStats};
 pub use spec::{Aggregate, AggregateSpec, Function, Kind, Resolved, State};
-use spec::{META_AGGREGATE, META_FUNCTION, META_KIND, META_NAME, META_STATE};
+use spec::{META_AGGREGATE, META_FUNCTION, META_INPUT, META_KIND, META_NAME, META_STATE};
 
 /// Schema metadata key of a partial-state batch: the number of group-by columns it starts with.
 pub const META_GROUP_BY: &str = "lance_host.aggregate_group_by";
@@ -56,6 +56,8 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
         (State::Count, _) => agg::count(column()),
         (State::Sum, Kind::Signed | Kind::Unsigned) => agg::sum(df_cast(column(), DataType::Decimal128(38, 0))),
         (State::Sum, Kind::Float) => agg::sum(df_cast(column(), DataType::Float64)),
+        // DataFusion's Decimal128 SUM wraps past 38 digits: sum in 76, check when it narrows
+        (State::Sum, Kind::Decimal128 { scale, .. }) => agg::sum(df_cast(column(), DataType::Decimal256(76, *scale))),
         (State::Sum, _) => agg::sum(column()),
         (State::Min, Kind::Float) => agg::min(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::min(column())),
         (State::Max, Kind::Float) => agg::max(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::max(column())),
@@ -68,6 +70,7 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
 /// The schema of the partial states of `resolved` grouped by `group_fields`.
 fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
     let mut fields: Vec<Field> = group_fields.iter().map(|f| f.clone().with_nullable(true)).collect();
+    let groups: Vec<String> = group_fields.iter().map(|f| f.name().clone()).collect();
     for (i, r) in resolved.iter().enumerate() {
         for s in &r.states {
             let t = spec::state_type(*s, &r.kind, r.input.as_ref());
@@ -78,8 +81,9 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
                 (META_KIND.to_string(), r.kind.tag()),
                 (META_NAME.to_string(), r.aggregate.name()),
                 (META_FUNCTION.to_string(), function.to_string()),
+                (META_INPUT.to_string(), r.aggregate.column.clone().unwrap_or_default()),
             ]);
-            fields.push(Field::new(spec::state_column(i, *s), t, !matches!(s, State::Count | State::NaNs)).with_metadata(meta));
+            fields.push(Field::new(spec::state_column(&groups, i, *s), t, !matches!(s, State::Count | State::NaNs)).with_metadata(meta));
         }
     }
     let meta = HashMap::from([(META_GROUP_BY.to_string(), group_fields.len().to_string())]);
@@ -149,7 +153,7 @@ fn partial_with(
     let mut aggregates = Vec::new();
     for (i, r) in resolved.iter().enumerate() {
         for s in &r.states {
-            aggregates.push(state_expr(r, *s).alias(spec::state_column(i, *s)));
+            aggregates.push(state_expr(r, *s).alias(spec::state_column(&spec.group_by, i, *s)));
         }
     }
     scanner
@@ -202,6 +206,63 @@ fn from_manifest(
 
 /// Lance's output batches as one batch of `schema` (state types made exact: a decimal sum's
 /// precision widened to 38).
+/// `c` as the state or result column `f`: a 76-digit decimal sum narrowed to 38 digits only
+/// when it fits (else LANCE_ERR_OUT_OF_RANGE; arrow's cast would give NULL), any other cast
+/// refusing values that do not fit rather than making them NULL.
+fn narrow(c: &ArrayRef, f: &Field) -> Result<ArrayRef> {
+    if let (DataType::Decimal256(_, _), DataType::Decimal128(p, s)) = (c.data_type(), f.data_type()) {
+        let wide = c
+            .as_any()
+            .downcast_ref::<arrow::array::Decimal256Array>()
+            .ok_or_else(|| HostError::internal(format!("aggregate state '{}': not a decimal256 array", f.name())))?;
+        return Ok(Arc::new(decimal_to_128(wide, *p, *s, f.name())?));
+    }
+    let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+    arrow::compute::cast_with_options(c, f.data_type(), &options)
+        .map_err(|e| HostError::internal(format!("aggregate state '{}': {e}", f.name())))
+}
+
+/// 10^38: the first value a Decimal128 of 38 digits cannot hold.
+const TEN_POW_38: i128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
+
+/// The 76-digit decimals of `wide` as Decimal128(`precision`, `scale`), or
+/// LANCE_ERR_OUT_OF_RANGE naming the first that has more than 38 digits.
+fn decimal_to_128(wide: &arrow::array::Decimal256Array, precision: u8, scale: i8, name: &str) -> Result<Decimal128Array> {
+    let mut b = Decimal128Builder::with_capacity(wide.len());
+    for v in wide.iter() {
+        match v {
+            None => b.append_null(),
+            Some(v) => match v.to_i128().filter(|n| n.unsigned_abs() < TEN_POW_38 as u128) {
+                Some(n) => b.append_value(n),
+                None => {
+                    return Err(HostError::new(
+                        LanceErrorCode::LANCE_ERR_OUT_OF_RANGE,
+                        format!(
+                            "{name} is {}, which does not fit decimal128(38, {scale}) (more than 38 digits; the library does not wrap sums)",
+                            format_decimal(&v.to_string(), scale)
+                        ),
+                    ))
+                }
+            },
+        }
+    }
+    b.finish()
+        .with_precision_and_scale(precision, scale)
+        .map_err(|e| HostError::internal(format!("{name}: {e}")))
+}
+
+/// The unscaled integer `digits` written with `scale` decimals.
+fn format_decimal(digits: &str, scale: i8) -> String {
+    if scale <= 0 {
+        return format!("{digits}{}", "0".repeat(scale.unsigned_abs() as usize));
+    }
+    let (sign, digits) = digits.strip_prefix('-').map_or(("", digits), |d| ("-", d));
+    let scale = scale as usize;
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    format!("{sign}{int}.{frac}")
+}
+
 fn conform(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch> {
     let mut columns: Vec<Vec<ArrayRef>> = vec![Vec::new(); schema.fields().len()];
     for b in &batches {
@@ -213,11 +274,7 @@ fn conform(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch>
             )));
         }
         for (i, (c, f)) in b.columns().iter().zip(schema.fields()).enumerate() {
-            let c = if c.data_type() == f.data_type() {
-                c.clone()
-            } else {
-                cast(c, f.data_type()).map_err(|e| HostError::internal(format!("aggregate state '{}': {e}", f.name())))?
-            };
+            let c = if c.data_type() == f.data_type() { c.clone() } else { narrow(c, f)? };
             columns[i].push(c);
         }
     }
@@ -369,10 +426,11 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
         .iter()
         .map(|s| {
             let c = ident(schema.field(s.index).name().clone());
-            let e = match s.state {
-                State::Count | State::NaNs | State::Sum => agg::sum(c),
-                State::Min => agg::min(c),
-                State::Max => agg::max(c),
+            let e = match (s.state, &s.kind) {
+                (State::Sum, Kind::Decimal128 { scale, .. }) => agg::sum(df_cast(c, DataType::Decimal256(76, *scale))),
+                (State::Count | State::NaNs | State::Sum, _) => agg::sum(c),
+                (State::Min, _) => agg::min(c),
+                (State::Max, _) => agg::max(c),
             };
             e.alias(schema.field(s.index).name().clone())
         })
@@ -385,7 +443,19 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
     })?
     // partial states of this library always merge; a failure is the input's (forged metadata)
     .map_err(|e| HostError::invalid(format!("cannot merge the partial states: {e}")))?;
-    let merged = conform(&schema, merged)?;
+    // decimal sums stay 76 digits wide until `finish` narrows them (with a check)
+    let wide: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match states.iter().find(|s| s.index == i) {
+            Some(StateField { state: State::Sum, kind: Kind::Decimal128 { scale, .. }, .. }) => {
+                f.as_ref().clone().with_data_type(DataType::Decimal256(76, *scale))
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let merged = conform(&Arc::new(Schema::new_with_metadata(wide, schema.metadata().clone())), merged)?;
     finish(&merged, groups, &states)
 }
 
@@ -453,25 +523,28 @@ fn finish(merged: &RecordBatch, groups: usize, states: &[StateField]) -> Result<
                     Arc::new(UInt64Array::from(out))
                 }
             }
+            ("sum", Kind::Decimal128 { scale, .. }) => {
+                let sum = find(State::Sum).ok_or_else(|| missing(&name))?;
+                narrow(&sum, &Field::new(name.clone(), DataType::Decimal128(38, *scale), true))?
+            }
             ("sum", _) => find(State::Sum).ok_or_else(|| missing(&name))?,
             ("avg", kind) => {
                 let sum = find(State::Sum).ok_or_else(|| missing(&name))?;
                 let count = counts(find(State::Count).ok_or_else(|| missing(&name))?);
                 match kind {
                     Kind::Decimal128 { precision, scale } => {
-                        let sum = sum.as_any().downcast_ref::<Decimal128Array>().ok_or_else(|| missing(&name))?;
-                        let mut b = Decimal128Builder::with_capacity(rows);
+                        // the sum is 76 digits wide; the average of values of `precision`
+                        // digits has at most `precision` digits
+                        let sum = sum.as_any().downcast_ref::<arrow::array::Decimal256Array>().ok_or_else(|| missing(&name))?;
+                        let mut avg = arrow::array::Decimal256Builder::with_capacity(rows);
                         for (s, n) in sum.iter().zip(count.iter()) {
                             match (s, n.unwrap_or(0)) {
-                                (Some(s), n) if n > 0 => b.append_value(div_round_half_away(s, n as i128)),
-                                _ => b.append_null(),
+                                (Some(s), n) if n > 0 => avg.append_value(div_round_half_away_256(s, arrow::datatypes::i256::from_i128(n as i128))),
+                                _ => avg.append_null(),
                             }
                         }
-                        Arc::new(
-                            b.finish()
-                                .with_precision_and_scale(*precision, *scale)
-                                .map_err(|e| HostError::internal(format!("{name}: {e}")))?,
-                        )
+                        let avg = avg.finish();
+                        Arc::new(decimal_to_128(&avg, *precision, *scale, &name)?)
                     }
                     _ => {
                         let sum = cast(&sum, &DataType::Float64).map_err(|e| HostError::internal(format!("{name}: {e}")))?;
@@ -519,18 +592,26 @@ fn missing(name: &str) -> HostError {
 }
 
 /// `n / d` rounded half away from zero (d > 0).
-fn div_round_half_away(n: i128, d: i128) -> i128 {
-    let q = n / d;
-    let r = n % d;
-    if r.unsigned_abs() * 2 >= d.unsigned_abs() {
-        if n < 0 {
-            q - 1
+/// `n / d` rounded half away from zero (`d` > 0).
+fn div_round_half_away_256(n: arrow::datatypes::i256, d: arrow::datatypes::i256) -> arrow::datatypes::i256 {
+    use arrow::datatypes::i256;
+    let q = n.wrapping_div(d);
+    let r = n.wrapping_rem(d);
+    if r.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= d {
+        if n < i256::ZERO {
+            q.wrapping_sub(i256::ONE)
         } else {
-            q + 1
+            q.wrapping_add(i256::ONE)
         }
     } else {
         q
     }
+}
+
+#[cfg(test)]
+fn div_round_half_away(n: i128, d: i128) -> i128 {
+    use arrow::datatypes::i256;
+    div_round_half_away_256(i256::from_i128(n), i256::from_i128(d)).as_i128()
 }
 
 #[cfg(test)]

@@ -180,6 +180,9 @@ pub const META_STATE: &str = "lance_host.state";
 pub const META_KIND: &str = "lance_host.kind";
 pub const META_NAME: &str = "lance_host.name";
 pub const META_FUNCTION: &str = "lance_host.function";
+/// The aggregated column (empty for COUNT(*)): partials of `sum(a) AS s` and `sum(b) AS s`
+/// differ here, so a merge refuses to combine them. Since 0.15.
+pub const META_INPUT: &str = "lance_host.input";
 
 /// One aggregate resolved against the schema.
 #[derive(Debug, Clone)]
@@ -295,9 +298,15 @@ pub fn state_type(state: State, kind: &Kind, input: Option<&DataType>) -> DataTy
     }
 }
 
-/// The name of aggregate `i`'s `state` column.
-pub fn state_column(i: usize, state: State) -> String {
-    format!("agg{i}_{}", state.suffix())
+/// The name of aggregate `i`'s `state` column, beside the group-by columns `groups`: `agg{i}_…`,
+/// with as many leading `_` as it takes to start unlike every group-by column (a table may
+/// have a column named `agg0_count`).
+pub fn state_column(groups: &[String], i: usize, state: State) -> String {
+    let mut prefix = String::from("agg");
+    while groups.iter().any(|g| g.starts_with(&prefix)) {
+        prefix.insert(0, '_');
+    }
+    format!("{prefix}{i}_{}", state.suffix())
 }
 
 /// The result type of an aggregate.

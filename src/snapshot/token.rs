@@ -259,7 +259,7 @@ mod tests {
         if let Some(l) = loc {
             let ml = ManifestLocation {
                 version: 7,
-                path: l.naming_scheme.manifest_path(&Path::from("t.lance"), 7),
+                path: l.naming_scheme.manifest_path(&object_store::path::Path::from("t.lance"), 7),
                 size: l.size,
                 naming_scheme: l.naming_scheme,
                 e_tag: l.e_tag.clone(),

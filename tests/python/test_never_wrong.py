@@ -218,3 +218,83 @@ def test_open_at_timestamp_does_not_return_a_version_committed_later(tmp_path):
         assert lh.open_at_timestamp(uri, timestamp_us=us + 1).version >= v["version"]
         assert lh.open_at_timestamp(uri, timestamp_us=us - 2).version < v["version"]
     assert checked > 0
+
+
+# ---- item 4: decimal sums past 38 digits are refused, never wrapped -------------------------
+
+def decimal_table(values, precision=38, scale=0):
+    t = pa.decimal128(precision, scale)
+    return pa.table({"id": pa.array(range(len(values)), pa.int64()),
+                     "k": pa.array([i % 2 for i in range(len(values))], pa.int64()),
+                     "d": pa.array([decimal.Decimal(v) for v in values], t)})
+
+
+def test_decimal_sum_past_38_digits_is_out_of_range(tmp_path):
+    uri = str(tmp_path / "t")
+    big = 10**38 - 1
+    lance.write_dataset(decimal_table([big, big]), uri)
+    ds = lh.open(uri)
+    with pytest.raises(lh.OutOfRangeError, match="38 digits"):
+        ds.aggregate([("d", "sum")])
+    # 6e37 + 6e37 = 1.2e38 does not fit decimal128(38, 0) either (pyarrow's validate refuses it)
+    uri2 = str(tmp_path / "t2")
+    lance.write_dataset(decimal_table([6 * 10**37, 6 * 10**37]), uri2)
+    with pytest.raises(lh.OutOfRangeError):
+        lh.open(uri2).aggregate([("d", "sum")])
+    # through split partials and the merge: each partial fits, their sum does not
+    uri3 = str(tmp_path / "t3")
+    lance.write_dataset(decimal_table([6 * 10**37, 6 * 10**37]), uri3, max_rows_per_file=1)
+    ds3 = lh.open(uri3)
+    splits = ds3.plan_scan()
+    assert len(splits) == 2
+    partials = [ds3.aggregate_split(s, [("d", "sum"), ("d", "mean")])[0] for s in splits]
+    with pytest.raises(lh.OutOfRangeError):
+        lh.merge_aggregates(partials)
+    # the average of the same partials fits, and is exact
+    avg = lh.merge_aggregates([ds3.aggregate_split(s, [("d", "mean")])[0] for s in splits])
+    assert avg.column(0)[0].as_py() == decimal.Decimal(6 * 10**37)
+
+
+def test_decimal_sums_below_the_limit_equal_python_decimal(tmp_path):
+    uri = str(tmp_path / "t")
+    vals = [10**36 * 4, 10**36 * 5, -(10**35), 7, 10**36 * 3]  # unscaled, the sum has 37 digits
+    lance.write_dataset(decimal_table([decimal.Decimal(v).scaleb(-2) for v in vals], 38, 2), uri,
+                        max_rows_per_file=2)
+    ds = lh.open(uri)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        want = sum(decimal.Decimal(v).scaleb(-2) for v in vals)
+        got = ds.aggregate([("d", "sum")]).column(0)[0].as_py()
+        assert got == want
+        parts = [ds.aggregate_split(s, [("d", "sum")], group_by=["k"])[0] for s in ds.plan_scan()]
+        merged = lh.merge_aggregates(parts).sort_by("k").to_pylist()
+        rows = decimal_table([decimal.Decimal(v).scaleb(-2) for v in vals], 38, 2).to_pylist()
+        for g in merged:
+            assert list(g.values())[-1] == sum(r["d"] for r in rows if r["k"] == g["k"])
+
+
+# ---- item 9: partials of different aggregates under one alias are refused --------------------
+
+def test_partials_of_different_inputs_with_one_alias_do_not_merge(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64()), "b": pa.array([100, 200], pa.int64())}), uri)
+    ds = lh.open(uri)
+    split = ds.plan_scan()[0]
+    pa_ = ds.aggregate_split(split, [("a", "sum", "s")])[0]
+    pb_ = ds.aggregate_split(split, [("b", "sum", "s")])[0]
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.merge_aggregates([pa_, pb_])
+    assert lh.merge_aggregates([pa_, pa_]).column(0)[0].as_py() == 6
+
+
+# ---- item 16: a group-by column named like a state column ----------------------------------
+
+def test_group_by_a_column_named_like_a_state_column(tmp_path):
+    uri = str(tmp_path / "t")
+    t = pa.table({"agg0_count": pa.array([1, 1, 2], pa.int64()), "agg0_sum": pa.array([5, 6, 7], pa.int64())})
+    lance.write_dataset(t, uri)
+    got = lh.open(uri).aggregate([("agg0_sum", "sum"), ("*", "count")], group_by=["agg0_count"])
+    got = sorted(got.to_pylist(), key=lambda r: r["agg0_count"])
+    judge = t.group_by("agg0_count").aggregate([("agg0_sum", "sum"), ("agg0_sum", "count")]).to_pylist()
+    judge = sorted(judge, key=lambda r: r["agg0_count"])
+    assert [list(r.values())[1:] for r in got] == [[r["agg0_sum_sum"], r["agg0_sum_count"]] for r in judge]
