@@ -6,8 +6,9 @@
  *       runs the SQL `query` (a string) on a connection of its own to this database and writes
  *       its result to the Lance table at `uri` as ONE new version (lance_table_write): a new
  *       table (create, the default), rows added (append), or the rows replaced (overwrite).
- *       Returns version, rows_written, files_written, bytes_written. The write happens while
- *       the statement is bound, so it runs once however the row is used.
+ *       Returns version, rows_written, files_written, bytes_written. The write happens when the
+ *       statement executes, once per execution, never when it is bound (DuckDB binds again
+ *       on every fetch of a Python relation); so do the other writes below.
  *   lance_delete(uri, predicate)
  *       deletes the rows matching the Lance SQL `predicate` as one new version
  *       (lance_dataset_delete). Returns version, rows_deleted.
@@ -111,15 +112,32 @@ static int query_stream(const char* sql, struct ArrowArrayStream* out, char* err
   return 1;
 }
 
-/* ---- one-row results ------------------------------------------------------------------------ */
+/* ---- jobs: checked at bind, run once per execution ------------------------------------------
+ *
+ * DuckDB binds a table function again whenever a query is planned again (its Python API binds
+ * `con.sql(...)` when the relation is made and again for each fetch, `show()`, `df()`), so a
+ * write must never happen at bind: bind checks the arguments and keeps them, the write runs
+ * when the statement executes (its function's first call after its init), once per
+ * execution, and its failure is the statement's error. */
 
 #define MAX_FIGURES 4
+#define JOB_STRINGS 6
 
-typedef struct {
-  int count;
-  int64_t values[MAX_FIGURES];
-  int done;
-} OneRow;
+typedef struct Job Job;
+/* Run the job; 1 and `values` on success, 0 and `err` on failure. */
+typedef int (*JobRun)(Job* job, int64_t* values, char* err, size_t err_len);
+
+struct Job {
+  JobRun run;
+  int count;               /* result columns (BIGINT) */
+  char* s[JOB_STRINGS];    /* the call's strings (duckdb_free), NULL when not given */
+  int64_t n[4];            /* the call's numbers */
+  int flag[2];             /* the call's booleans */
+  int mode;                /* lance_write's LANCE_WRITE_* */
+  int index_kind;          /* lance_create_index: 0 vector, 1 scalar, 2 inverted */
+  int index_code;          /* the LANCE_*_INDEX_* code */
+  int metric;              /* LANCE_METRIC_*, -1 = Lance's default */
+};
 
 static char* string_param(duckdb_bind_info info, idx_t i) {
   duckdb_value v = duckdb_bind_get_parameter(info, i);
@@ -135,119 +153,6 @@ static char* named_string(duckdb_bind_info info, const char* name) {
   duckdb_destroy_value(&v);
   return s;
 }
-
-static void set_lance_error(duckdb_bind_info info, const char* fn) {
-  char msg[4096];
-  snprintf(msg, sizeof msg, "%s: %s", fn, lance_last_error_message());
-  duckdb_bind_set_error(info, msg);
-}
-
-static void one_row(duckdb_bind_info info, const char* const* names, const int64_t* values, int count) {
-  OneRow* row = (OneRow*)calloc(1, sizeof(OneRow));
-  row->count = count;
-  memcpy(row->values, values, sizeof(int64_t) * (size_t)count);
-  duckdb_bind_set_bind_data(info, row, free);
-  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
-  for (int i = 0; i < count; i++) duckdb_bind_add_result_column(info, names[i], bigint);
-  duckdb_destroy_logical_type(&bigint);
-}
-
-static void one_row_init(duckdb_init_info info) { (void)info; }
-
-static void one_row_function(duckdb_function_info info, duckdb_data_chunk output) {
-  OneRow* row = (OneRow*)duckdb_function_get_bind_data(info);
-  if (row->done) {
-    duckdb_data_chunk_set_size(output, 0);
-    return;
-  }
-  for (int i = 0; i < row->count; i++)
-    ((int64_t*)duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, (idx_t)i)))[0] = row->values[i];
-  duckdb_data_chunk_set_size(output, 1);
-  row->done = 1;
-}
-
-/* ---- lance_write ---------------------------------------------------------------------------- */
-
-static void write_bind(duckdb_bind_info info) {
-  char* uri = string_param(info, 0);
-  char* sql = string_param(info, 1);
-  char* mode = named_string(info, "mode");
-  char* message = named_string(info, "commit_message");
-  LanceWriteParams p;
-  lance_write_params_init_v2(&p, sizeof p);
-  int ok = 1;
-  if (!mode || strcmp(mode, "create") == 0) {
-    p.mode = LANCE_WRITE_CREATE;
-  } else if (strcmp(mode, "append") == 0) {
-    p.mode = LANCE_WRITE_APPEND;
-  } else if (strcmp(mode, "overwrite") == 0) {
-    p.mode = LANCE_WRITE_OVERWRITE;
-  } else {
-    duckdb_bind_set_error(info, "lance_write: mode must be 'create', 'append' or 'overwrite'");
-    ok = 0;
-  }
-  duckdb_value rows = duckdb_bind_get_named_parameter(info, "max_rows_per_file");
-  if (ok && rows) {
-    int64_t n = duckdb_get_int64(rows);
-    if (n <= 0) {
-      duckdb_bind_set_error(info, "lance_write: max_rows_per_file must be at least 1");
-      ok = 0;
-    }
-    p.max_rows_per_file = (uint64_t)n;
-  }
-  if (rows) duckdb_destroy_value(&rows);
-  p.commit_message = message;
-  if (ok) {
-    struct ArrowArrayStream data;
-    char err[2048];
-    pthread_mutex_lock(&g_con_lock);
-    if (!query_stream(sql, &data, err, sizeof err)) {
-      char msg[2200];
-      snprintf(msg, sizeof msg, "lance_write: %s", err);
-      duckdb_bind_set_error(info, msg);
-    } else {
-      LanceWriteResult r = {.struct_size = sizeof r};
-      if (lance_table_write(uri, NULL, &data, &p, NULL, &r) != LANCE_OK) {
-        set_lance_error(info, "lance_write");
-      } else {
-        static const char* const names[] = {"version", "rows_written", "files_written", "bytes_written"};
-        int64_t values[] = {(int64_t)r.version, (int64_t)r.rows_written, (int64_t)r.files_written,
-                            (int64_t)r.bytes_written};
-        one_row(info, names, values, 4);
-      }
-    }
-    pthread_mutex_unlock(&g_con_lock); /* lance_table_write released the stream (and the result) */
-  }
-  duckdb_free(uri);
-  duckdb_free(sql);
-  duckdb_free(mode);
-  duckdb_free(message);
-}
-
-/* ---- lance_delete --------------------------------------------------------------------------- */
-
-static void delete_bind(duckdb_bind_info info) {
-  char* uri = string_param(info, 0);
-  char* predicate = string_param(info, 1);
-  LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
-  if (!ds) {
-    set_lance_error(info, "lance_delete");
-  } else {
-    LanceWriteResult r = {.struct_size = sizeof r};
-    if (lance_dataset_delete(ds, predicate, NULL, NULL, &r) != LANCE_OK) {
-      set_lance_error(info, "lance_delete");
-    } else {
-      static const char* const names[] = {"version", "rows_deleted"};
-      int64_t values[] = {(int64_t)r.version, (int64_t)r.rows_deleted};
-      one_row(info, names, values, 2);
-    }
-    lance_dataset_free(ds);
-  }
-  duckdb_free(uri);
-  duckdb_free(predicate);
-}
-
-/* ---- lance_create_index / lance_drop_index ------------------------------------------------- */
 
 static int64_t named_int(duckdb_bind_info info, const char* name, int64_t fallback) {
   duckdb_value v = duckdb_bind_get_named_parameter(info, name);
@@ -265,106 +170,256 @@ static int named_bool(duckdb_bind_info info, const char* name, int fallback) {
   return b;
 }
 
-static const char* const VECTOR_TYPES[] = {"IVF_PQ", "IVF_FLAT", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"};
-static const char* const SCALAR_TYPES[] = {"BTREE", "BITMAP", "LABEL_LIST"};
+static void free_job(void* p) {
+  Job* j = (Job*)p;
+  for (int i = 0; i < JOB_STRINGS; i++)
+    if (j->s[i]) duckdb_free(j->s[i]);
+  free(j);
+}
 
-static void create_index_bind(duckdb_bind_info info) {
-  char* uri = string_param(info, 0);
-  char* column = string_param(info, 1);
-  char* type = string_param(info, 2);
-  char* name = named_string(info, "name");
-  char* metric = named_string(info, "metric");
-  int replace = named_bool(info, "replace", 0);
-  int64_t partitions = named_int(info, "num_partitions", 0);
-  int64_t sub_vectors = named_int(info, "num_sub_vectors", 0);
-  int with_position = named_bool(info, "with_position", 0);
-  LanceDataset* ds = NULL;
-  LanceDataset* out = NULL;
-  int rc = LANCE_OK;
-  if (partitions < 0 || partitions > 0xffffffffLL || sub_vectors < 0 || sub_vectors > 0xffffffffLL) {
-    duckdb_bind_set_error(info, "lance_create_index: num_partitions and num_sub_vectors must be between 0 and 2^32-1");
-    goto done;
+/* A job for this bind, owned by the bind data, with its BIGINT result columns declared. */
+static Job* bind_job(duckdb_bind_info info, JobRun run, const char* const* names, int count) {
+  Job* j = (Job*)calloc(1, sizeof(Job));
+  if (!j) {
+    duckdb_bind_set_error(info, "lance: out of memory");
+    return NULL;
   }
-  ds = lance_dataset_open(uri, NULL, 0);
+  j->run = run;
+  j->count = count;
+  j->metric = -1;
+  duckdb_bind_set_bind_data(info, j, free_job);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  for (int i = 0; i < count; i++) duckdb_bind_add_result_column(info, names[i], bigint);
+  duckdb_destroy_logical_type(&bigint);
+  return j;
+}
+
+static void lance_failure(char* err, size_t err_len, const char* fn) {
+  snprintf(err, err_len, "%s: %s", fn, lance_last_error_message());
+}
+
+/* One execution: whether its job ran. */
+typedef struct {
+  int done;
+} JobRunState;
+
+static void job_init(duckdb_init_info info) {
+  JobRunState* st = (JobRunState*)calloc(1, sizeof(JobRunState));
+  if (!st) {
+    duckdb_init_set_error(info, "lance: out of memory");
+    return;
+  }
+  duckdb_init_set_init_data(info, st, free);
+  duckdb_init_set_max_threads(info, 1);
+}
+
+static void job_function(duckdb_function_info info, duckdb_data_chunk output) {
+  Job* j = (Job*)duckdb_function_get_bind_data(info);
+  JobRunState* st = (JobRunState*)duckdb_function_get_init_data(info);
+  if (st->done) {
+    duckdb_data_chunk_set_size(output, 0);
+    return;
+  }
+  st->done = 1;
+  int64_t values[MAX_FIGURES] = {0};
+  char err[4096] = {0};
+  if (!j->run(j, values, err, sizeof err)) {
+    duckdb_function_set_error(info, err);
+    return;
+  }
+  for (int i = 0; i < j->count; i++)
+    ((int64_t*)duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, (idx_t)i)))[0] = values[i];
+  duckdb_data_chunk_set_size(output, 1);
+}
+
+/* ---- lance_write ---------------------------------------------------------------------------- */
+
+static int write_run(Job* j, int64_t* values, char* err, size_t err_len) {
+  LanceWriteParams p;
+  lance_write_params_init_v2(&p, sizeof p);
+  p.mode = j->mode;
+  p.max_rows_per_file = (uint64_t)j->n[0];
+  p.commit_message = j->s[2];
+  struct ArrowArrayStream data;
+  char qerr[2048];
+  int ok = 0;
+  pthread_mutex_lock(&g_con_lock);
+  if (!query_stream(j->s[1], &data, qerr, sizeof qerr)) {
+    snprintf(err, err_len, "lance_write: %s", qerr);
+  } else {
+    LanceWriteResult r = {.struct_size = sizeof r};
+    if (lance_table_write(j->s[0], NULL, &data, &p, NULL, &r) != LANCE_OK) {
+      lance_failure(err, err_len, "lance_write");
+    } else {
+      values[0] = (int64_t)r.version;
+      values[1] = (int64_t)r.rows_written;
+      values[2] = (int64_t)r.files_written;
+      values[3] = (int64_t)r.bytes_written;
+      ok = 1;
+    }
+  }
+  pthread_mutex_unlock(&g_con_lock); /* lance_table_write released the stream (and the result) */
+  return ok;
+}
+
+static void write_bind(duckdb_bind_info info) {
+  static const char* const names[] = {"version", "rows_written", "files_written", "bytes_written"};
+  Job* j = bind_job(info, write_run, names, 4);
+  if (!j) return;
+  j->s[0] = string_param(info, 0);
+  j->s[1] = string_param(info, 1);
+  char* mode = named_string(info, "mode");
+  j->s[2] = named_string(info, "commit_message");
+  if (!mode || strcmp(mode, "create") == 0) {
+    j->mode = LANCE_WRITE_CREATE;
+  } else if (strcmp(mode, "append") == 0) {
+    j->mode = LANCE_WRITE_APPEND;
+  } else if (strcmp(mode, "overwrite") == 0) {
+    j->mode = LANCE_WRITE_OVERWRITE;
+  } else {
+    duckdb_bind_set_error(info, "lance_write: mode must be 'create', 'append' or 'overwrite'");
+  }
+  if (mode) duckdb_free(mode);
+  j->n[0] = named_int(info, "max_rows_per_file", 0);
+  duckdb_value rows = duckdb_bind_get_named_parameter(info, "max_rows_per_file");
+  if (rows) {
+    if (j->n[0] <= 0) duckdb_bind_set_error(info, "lance_write: max_rows_per_file must be at least 1");
+    duckdb_destroy_value(&rows);
+  }
+}
+
+/* ---- lance_delete --------------------------------------------------------------------------- */
+
+static int delete_run(Job* j, int64_t* values, char* err, size_t err_len) {
+  LanceDataset* ds = lance_dataset_open(j->s[0], NULL, 0);
   if (!ds) {
-    set_lance_error(info, "lance_create_index");
-    goto done;
+    lance_failure(err, err_len, "lance_delete");
+    return 0;
   }
-  int vector = -1, scalar = -1;
-  for (int i = 0; i < 6; i++)
-    if (strcasecmp(type, VECTOR_TYPES[i]) == 0) vector = i;
-  for (int i = 0; i < 3; i++)
-    if (strcasecmp(type, SCALAR_TYPES[i]) == 0) scalar = i;
-  if (vector >= 0) {
+  LanceWriteResult r = {.struct_size = sizeof r};
+  int ok = lance_dataset_delete(ds, j->s[1], NULL, NULL, &r) == LANCE_OK;
+  if (!ok) {
+    lance_failure(err, err_len, "lance_delete");
+  } else {
+    values[0] = (int64_t)r.version;
+    values[1] = (int64_t)r.rows_deleted;
+  }
+  lance_dataset_free(ds);
+  return ok;
+}
+
+static void delete_bind(duckdb_bind_info info) {
+  static const char* const names[] = {"version", "rows_deleted"};
+  Job* j = bind_job(info, delete_run, names, 2);
+  if (!j) return;
+  j->s[0] = string_param(info, 0);
+  j->s[1] = string_param(info, 1);
+}
+
+/* ---- lance_create_index / lance_drop_index ------------------------------------------------- */
+
+static const char* const VECTOR_TYPES[] = {"IVF_PQ", "IVF_FLAT", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"};
+static const int VECTOR_CODES[] = {LANCE_VECTOR_INDEX_IVF_PQ, LANCE_VECTOR_INDEX_IVF_FLAT,
+                                   LANCE_VECTOR_INDEX_IVF_SQ, LANCE_VECTOR_INDEX_IVF_HNSW_FLAT,
+                                   LANCE_VECTOR_INDEX_IVF_HNSW_PQ, LANCE_VECTOR_INDEX_IVF_HNSW_SQ};
+static const char* const SCALAR_TYPES[] = {"BTREE", "BITMAP", "LABEL_LIST"};
+static const int SCALAR_CODES[] = {LANCE_SCALAR_INDEX_BTREE, LANCE_SCALAR_INDEX_BITMAP, LANCE_SCALAR_INDEX_LABEL_LIST};
+
+/* strings: 0 uri, 1 column, 2 index type, 3 name; numbers: 0 partitions, 1 sub-vectors;
+ * flags: 0 replace, 1 with_position */
+static int create_index_run(Job* j, int64_t* values, char* err, size_t err_len) {
+  LanceDataset* ds = lance_dataset_open(j->s[0], NULL, 0);
+  if (!ds) {
+    lance_failure(err, err_len, "lance_create_index");
+    return 0;
+  }
+  LanceDataset* out = NULL;
+  int rc;
+  if (j->index_kind == 0) {
     LanceVectorIndexParams p;
     lance_vector_index_params_init_v2(&p, sizeof p);
-    static const int VECTOR_CODES[] = {LANCE_VECTOR_INDEX_IVF_PQ, LANCE_VECTOR_INDEX_IVF_FLAT,
-                                       LANCE_VECTOR_INDEX_IVF_SQ, LANCE_VECTOR_INDEX_IVF_HNSW_FLAT,
-                                       LANCE_VECTOR_INDEX_IVF_HNSW_PQ, LANCE_VECTOR_INDEX_IVF_HNSW_SQ};
-    p.index_type = VECTOR_CODES[vector];
-    p.num_partitions = (uint32_t)partitions;
-    p.num_sub_vectors = (uint32_t)sub_vectors;
-    if (metric) {
-      if (strcasecmp(metric, "l2") == 0) p.metric = LANCE_METRIC_L2;
-      else if (strcasecmp(metric, "cosine") == 0) p.metric = LANCE_METRIC_COSINE;
-      else if (strcasecmp(metric, "dot") == 0) p.metric = LANCE_METRIC_DOT;
-      else {
-        duckdb_bind_set_error(info, "lance_create_index: metric must be 'l2', 'cosine' or 'dot'");
-        goto done;
-      }
-    }
-    rc = lance_dataset_create_vector_index(ds, column, name, replace, &p, &out);
-  } else if (scalar >= 0) {
+    p.index_type = j->index_code;
+    p.num_partitions = (uint32_t)j->n[0];
+    p.num_sub_vectors = (uint32_t)j->n[1];
+    if (j->metric >= 0) p.metric = j->metric;
+    rc = lance_dataset_create_vector_index(ds, j->s[1], j->s[3], j->flag[0], &p, &out);
+  } else if (j->index_kind == 1) {
     LanceScalarIndexParams p;
     lance_scalar_index_params_init_v2(&p, sizeof p);
-    static const int SCALAR_CODES[] = {LANCE_SCALAR_INDEX_BTREE, LANCE_SCALAR_INDEX_BITMAP,
-                                       LANCE_SCALAR_INDEX_LABEL_LIST};
-    p.index_type = SCALAR_CODES[scalar];
-    rc = lance_dataset_create_scalar_index(ds, column, name, replace, &p, &out);
-  } else if (strcasecmp(type, "INVERTED") == 0) {
+    p.index_type = j->index_code;
+    rc = lance_dataset_create_scalar_index(ds, j->s[1], j->s[3], j->flag[0], &p, &out);
+  } else {
     LanceInvertedIndexParams p;
     lance_inverted_index_params_init_v2(&p, sizeof p);
-    p.with_position = with_position ? 1 : 0;
-    rc = lance_dataset_create_inverted_index(ds, column, name, replace, &p, &out);
+    p.with_position = j->flag[1] ? 1 : 0;
+    rc = lance_dataset_create_inverted_index(ds, j->s[1], j->s[3], j->flag[0], &p, &out);
+  }
+  int ok = rc == LANCE_OK;
+  if (!ok) {
+    lance_failure(err, err_len, "lance_create_index");
   } else {
+    values[0] = (int64_t)lance_dataset_version(out);
+  }
+  if (out) lance_dataset_free(out);
+  lance_dataset_free(ds);
+  return ok;
+}
+
+static void create_index_bind(duckdb_bind_info info) {
+  static const char* const names[] = {"version"};
+  Job* j = bind_job(info, create_index_run, names, 1);
+  if (!j) return;
+  j->s[0] = string_param(info, 0);
+  j->s[1] = string_param(info, 1);
+  j->s[2] = string_param(info, 2);
+  j->s[3] = named_string(info, "name");
+  char* metric = named_string(info, "metric");
+  j->flag[0] = named_bool(info, "replace", 0);
+  j->flag[1] = named_bool(info, "with_position", 0);
+  j->n[0] = named_int(info, "num_partitions", 0);
+  j->n[1] = named_int(info, "num_sub_vectors", 0);
+  const char* type = j->s[2] ? j->s[2] : "";
+  j->index_kind = -1;
+  for (int i = 0; i < 6; i++)
+    if (strcasecmp(type, VECTOR_TYPES[i]) == 0) j->index_kind = 0, j->index_code = VECTOR_CODES[i];
+  for (int i = 0; i < 3; i++)
+    if (strcasecmp(type, SCALAR_TYPES[i]) == 0) j->index_kind = 1, j->index_code = SCALAR_CODES[i];
+  if (strcasecmp(type, "INVERTED") == 0) j->index_kind = 2;
+  if (j->n[0] < 0 || j->n[0] > 0xffffffffLL || j->n[1] < 0 || j->n[1] > 0xffffffffLL) {
+    duckdb_bind_set_error(info, "lance_create_index: num_partitions and num_sub_vectors must be between 0 and 2^32-1");
+  } else if (j->index_kind < 0) {
     duckdb_bind_set_error(info,
                           "lance_create_index: index_type must be one of IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT, "
                           "IVF_HNSW_PQ, IVF_HNSW_SQ, BTREE, BITMAP, LABEL_LIST, INVERTED");
-    goto done;
+  } else if (metric && j->index_kind == 0) {
+    if (strcasecmp(metric, "l2") == 0) j->metric = LANCE_METRIC_L2;
+    else if (strcasecmp(metric, "cosine") == 0) j->metric = LANCE_METRIC_COSINE;
+    else if (strcasecmp(metric, "dot") == 0) j->metric = LANCE_METRIC_DOT;
+    else duckdb_bind_set_error(info, "lance_create_index: metric must be 'l2', 'cosine' or 'dot'");
   }
-  if (rc != LANCE_OK) {
-    set_lance_error(info, "lance_create_index");
+  if (metric) duckdb_free(metric);
+}
+
+static int drop_index_run(Job* j, int64_t* values, char* err, size_t err_len) {
+  LanceDataset* ds = lance_dataset_open(j->s[0], NULL, 0);
+  LanceDataset* out = NULL;
+  int ok = ds && lance_dataset_drop_index(ds, j->s[1], &out) == LANCE_OK;
+  if (!ok) {
+    lance_failure(err, err_len, "lance_drop_index");
   } else {
-    static const char* const names[] = {"version"};
-    int64_t values[] = {(int64_t)lance_dataset_version(out)};
-    one_row(info, names, values, 1);
+    values[0] = (int64_t)lance_dataset_version(out);
   }
-done:
   if (out) lance_dataset_free(out);
   if (ds) lance_dataset_free(ds);
-  duckdb_free(uri);
-  duckdb_free(column);
-  duckdb_free(type);
-  duckdb_free(name);
-  duckdb_free(metric);
+  return ok;
 }
 
 static void drop_index_bind(duckdb_bind_info info) {
-  char* uri = string_param(info, 0);
-  char* name = string_param(info, 1);
-  LanceDataset* ds = lance_dataset_open(uri, NULL, 0);
-  LanceDataset* out = NULL;
-  if (!ds || lance_dataset_drop_index(ds, name, &out) != LANCE_OK) {
-    set_lance_error(info, "lance_drop_index");
-  } else {
-    static const char* const names[] = {"version"};
-    int64_t values[] = {(int64_t)lance_dataset_version(out)};
-    one_row(info, names, values, 1);
-  }
-  if (out) lance_dataset_free(out);
-  if (ds) lance_dataset_free(ds);
-  duckdb_free(uri);
-  duckdb_free(name);
+  static const char* const names[] = {"version"};
+  Job* j = bind_job(info, drop_index_run, names, 1);
+  if (!j) return;
+  j->s[0] = string_param(info, 0);
+  j->s[1] = string_param(info, 1);
 }
 
 static int register_index_functions(duckdb_connection con) {
@@ -381,8 +436,8 @@ static int register_index_functions(duckdb_connection con) {
   duckdb_table_function_add_named_parameter(f, "num_partitions", bigint);
   duckdb_table_function_add_named_parameter(f, "num_sub_vectors", bigint);
   duckdb_table_function_set_bind(f, create_index_bind);
-  duckdb_table_function_set_init(f, one_row_init);
-  duckdb_table_function_set_function(f, one_row_function);
+  duckdb_table_function_set_init(f, job_init);
+  duckdb_table_function_set_function(f, job_function);
   duckdb_state st = duckdb_register_table_function(con, f);
   duckdb_destroy_table_function(&f);
   duckdb_table_function d = duckdb_create_table_function();
@@ -390,8 +445,8 @@ static int register_index_functions(duckdb_connection con) {
   duckdb_table_function_add_parameter(d, varchar);
   duckdb_table_function_add_parameter(d, varchar);
   duckdb_table_function_set_bind(d, drop_index_bind);
-  duckdb_table_function_set_init(d, one_row_init);
-  duckdb_table_function_set_function(d, one_row_function);
+  duckdb_table_function_set_init(d, job_init);
+  duckdb_table_function_set_function(d, job_function);
   duckdb_state st2 = duckdb_register_table_function(con, d);
   duckdb_destroy_table_function(&d);
   duckdb_destroy_logical_type(&varchar);
@@ -413,8 +468,8 @@ static int register_one(duckdb_connection con, const char* name, duckdb_table_fu
     duckdb_table_function_add_named_parameter(f, "max_rows_per_file", bigint);
   }
   duckdb_table_function_set_bind(f, bind);
-  duckdb_table_function_set_init(f, one_row_init);
-  duckdb_table_function_set_function(f, one_row_function);
+  duckdb_table_function_set_init(f, job_init);
+  duckdb_table_function_set_function(f, job_function);
   duckdb_state st = duckdb_register_table_function(con, f);
   duckdb_destroy_logical_type(&varchar);
   duckdb_destroy_logical_type(&bigint);

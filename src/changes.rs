@@ -8,6 +8,10 @@
 //! begin version and not at the end version (Lance's own anti-join), with their values as they
 //! were at the begin version. A table without stable row ids keeps no row versions, so its
 //! changes are refused instead of reported empty.
+//!
+//! Changes across a restore, or across a version without a transaction, are refused too: the
+//! row versions a restore brings back do not say which rows it revived or which values it
+//! undid. A column added after the begin version is NULL in the rows deleted before it.
 
 use std::sync::Arc;
 
@@ -111,6 +115,7 @@ pub fn plan_changes(snapshot: &Snapshot, req: &ChangesRequest) -> Result<SplitPl
     }
     let mut splits = Vec::new();
     if since < end {
+        check_history(snapshot, since, end)?;
         if types & DELETED != 0 && since > 0 {
             let begin = open_version(snapshot, since)?;
             need_row_versions(&begin, since)?;
@@ -194,6 +199,51 @@ fn type_names(types: u8) -> String {
         .map(|(_, n)| *n)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Versions read at once when the history of a change range is checked.
+const HISTORY_READS: usize = 8;
+
+/// Refuse changes across a version whose change the row versions do not tell: a restore (it
+/// brings back rows deleted since the begin version and undoes updates, and the row versions
+/// it restores say neither, so pylance's `delta` reports nothing of it) or a version without a
+/// transaction (what it did cannot be told). One small read per version of the range.
+fn check_history(snapshot: &Snapshot, since: u64, end: u64) -> Result<()> {
+    use lance::dataset::transaction::Operation;
+    let ds = snapshot.dataset.clone();
+    let found = session::block_on(async move {
+        futures::stream::iter((since + 1)..=end)
+            .map(|v| {
+                let ds = ds.clone();
+                async move { ds.read_transaction_by_version(v).await.map(|t| (v, t)) }
+            })
+            .buffered(HISTORY_READS)
+            .try_collect::<Vec<_>>()
+            .await
+    })?
+    .map_err(|e| HostError::from_lance(&format!("cannot read the transactions of versions {}..={end}", since + 1), e))?;
+    for (v, txn) in found {
+        match txn.map(|t| t.operation) {
+            Some(Operation::Restore { version }) => {
+                return Err(HostError::not_supported(format!(
+                    "version {v} of table '{}' restored version {version}: the changes a restore makes (rows it brings \
+                     back, values it undoes) are not in Lance's row versions, so changes across it cannot be told; \
+                     read the changes since version {v} (or up to version {})",
+                    snapshot.uri(),
+                    v - 1
+                )))
+            }
+            None => {
+                return Err(HostError::not_supported(format!(
+                    "version {v} of table '{}' has no transaction, so what it changed cannot be told: \
+                     read the changes since version {v}",
+                    snapshot.uri()
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Refuse a table whose version keeps no row versions (pylance answers such a table's
@@ -356,15 +406,36 @@ fn scan_deleted(snapshot: &Snapshot, since: u64, columns: &[String], opts: &Scan
     let stats = OpStats::default();
     let end_ds = stats.dataset(snapshot);
     let begin_ds = stats.dataset(&begin);
+    // Columns added after version `since` have no value in a row deleted before they were
+    // added: NULL, typed as at the end version.
+    let end_schema = snapshot.arrow_schema();
+    let (had, added): (Vec<&String>, Vec<&String>) =
+        columns.iter().partition(|c| begin.dataset.schema().field(c.as_str()).is_some());
+    for c in &added {
+        if end_schema.field_with_name(c).is_err() {
+            return Err(HostError::invalid(format!("column '{c}' is not a column of the table at version {end}")));
+        }
+    }
     let schema = {
         let mut probe = begin_ds.scan();
-        let mut names: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let mut names: Vec<&str> = had.iter().map(|c| c.as_str()).collect();
         names.extend([ROW_ID, CREATED_AT, UPDATED_AT]);
         probe.project(&names).map_err(|e| HostError::from_lance("invalid projection", e))?;
         let s = session::block_on(async move { probe.schema().await })?
             .map_err(|e| HostError::from_lance("cannot plan the deleted rows' split", e))?;
-        with_change_type(&s)
+        let mut fields: Vec<Field> = Vec::with_capacity(columns.len() + 3);
+        for c in columns {
+            match s.field_with_name(c) {
+                Ok(f) => fields.push(f.clone()),
+                Err(_) => fields.push(end_schema.field_with_name(c).map_err(|e| HostError::internal(e.to_string()))?.clone().with_nullable(true)),
+            }
+        }
+        for c in [ROW_ID, CREATED_AT, UPDATED_AT] {
+            fields.push(s.field_with_name(c).map_err(|e| HostError::internal(e.to_string()))?.clone());
+        }
+        with_change_type(&Schema::new_with_metadata(fields, s.metadata().clone()))
     };
+    let added: std::collections::HashSet<String> = added.into_iter().cloned().collect();
     let out = schema.clone();
     let ids = session::block_on(async move {
         lance::dataset::delta::DatasetDeltaBuilder::new((*end_ds).clone())
@@ -380,13 +451,15 @@ fn scan_deleted(snapshot: &Snapshot, since: u64, columns: &[String], opts: &Scan
             let begin_ds = begin_ds.clone();
             let out = out.clone();
             let names: Vec<String> = out.fields().iter().map(|f| f.name().clone()).filter(|n| n != CHANGE_TYPE).collect();
+            let added = added.clone();
             async move {
                 let ids = batch
                     .column_by_name(ROW_ID)
                     .and_then(|c| c.as_any().downcast_ref::<UInt64Array>().cloned())
                     .ok_or_else(|| lance::Error::internal("the deleted row ids lack _rowid"))?;
                 let ids: Vec<u64> = ids.values().to_vec();
-                let wanted: Vec<&str> = names.iter().map(String::as_str).filter(|n| *n != ROW_ID).collect();
+                let wanted: Vec<&str> =
+                    names.iter().map(String::as_str).filter(|n| *n != ROW_ID && !added.contains(*n)).collect();
                 let projection = lance::dataset::ProjectionRequest::from_columns(wanted, begin_ds.schema());
                 let taken = begin_ds.take_rows(&ids, projection).await?;
                 if taken.num_rows() != ids.len() {
@@ -400,6 +473,11 @@ fn scan_deleted(snapshot: &Snapshot, since: u64, columns: &[String], opts: &Scan
                 for name in &names {
                     if name == ROW_ID {
                         columns.push(Arc::new(UInt64Array::from(ids.clone())));
+                        continue;
+                    }
+                    if added.contains(name) {
+                        let t = out.field_with_name(name).map_err(|e| lance::Error::internal(e.to_string()))?.data_type().clone();
+                        columns.push(arrow::array::new_null_array(&t, ids.len()));
                         continue;
                     }
                     let column = taken

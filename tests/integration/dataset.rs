@@ -123,9 +123,11 @@ fn version_history_and_open_at_timestamp() {
     assert!(history.windows(2).all(|w| w[0].version < w[1].version));
     assert!(history.windows(2).all(|w| w[0].timestamp_ms <= w[1].timestamp_ms));
     let uri = cstr(&events_uri());
-    // At the first commit's timestamp: version 1 (unless both share a millisecond).
+    // Within the millisecond after the first commit's: version 1 (unless both share a
+    // millisecond). A request names the instant ms.000, and a commit later in that millisecond
+    // is after it.
     let first = &history[0];
-    let p = lance_dataset_open_at_timestamp(uri.as_ptr(), std::ptr::null(), first.timestamp_ms);
+    let p = lance_dataset_open_at_timestamp(uri.as_ptr(), std::ptr::null(), first.timestamp_ms + 1);
     assert!(!p.is_null(), "{}", last_message());
     let at = Ds(p);
     let expected = history
@@ -135,6 +137,14 @@ fn version_history_and_open_at_timestamp() {
         .max()
         .unwrap();
     assert_eq!(lance_dataset_version(at.ptr()), expected);
+    // In microseconds: the last microsecond of the first commit's millisecond answers as
+    // above, the microsecond before that millisecond began nothing.
+    let p = lance_dataset_open_at_timestamp_us(uri.as_ptr(), std::ptr::null(), (first.timestamp_ms + 1) * 1000 - 1);
+    assert!(!p.is_null(), "{}", last_message());
+    assert_eq!(lance_dataset_version(Ds(p).ptr()), expected);
+    let p = lance_dataset_open_at_timestamp_us(uri.as_ptr(), std::ptr::null(), first.timestamp_ms * 1000 - 1);
+    assert!(p.is_null());
+    assert_err(last_code(), LANCE_ERR_NOT_FOUND, "timestamp");
     // Far in the future: the latest.
     let p = lance_dataset_open_at_timestamp(uri.as_ptr(), std::ptr::null(), i64::MAX);
     let future = Ds(p);

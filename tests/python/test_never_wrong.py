@@ -298,3 +298,41 @@ def test_group_by_a_column_named_like_a_state_column(tmp_path):
     judge = t.group_by("agg0_count").aggregate([("agg0_sum", "sum"), ("agg0_sum", "count")]).to_pylist()
     judge = sorted(judge, key=lambda r: r["agg0_count"])
     assert [list(r.values())[1:] for r in got] == [[r["agg0_sum_sum"], r["agg0_sum_count"]] for r in judge]
+
+
+# ---- items 6, 15: change data across a restore and across an added column -------------------
+
+def test_changes_across_a_restore_are_refused_not_empty(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(table(), uri, enable_stable_row_ids=True)
+    lance.dataset(uri).delete("id < 3")  # v2
+    lance.dataset(uri, version=1).restore()  # v3: rows 0-2 are back
+    assert lance.dataset(uri).count_rows() == 10
+    ds = lh.open(uri)
+    with pytest.raises(lh.NotSupportedError, match="restore"):
+        ds.plan_changes(2)
+    with pytest.raises(lh.NotSupportedError, match="restore"):
+        ds.changes(1)
+    # ranges that do not cross the restore still answer
+    lance.write_dataset(table(2).set_column(0, "id", pa.array([50, 51], pa.int64())), uri, mode="append")  # v4
+    got = lh.open(uri).changes(3)
+    assert sorted(got["id"].to_pylist()) == [50, 51]
+    assert set(got["_change_type"].to_pylist()) == {"insert"}
+    before = lh.open(uri, version=2).changes(1)
+    assert sorted(before["id"].to_pylist()) == [0, 1, 2] and set(before["_change_type"].to_pylist()) == {"delete"}
+
+
+def test_deleted_rows_across_an_added_column_read_with_the_column_null(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(table(), uri, enable_stable_row_ids=True)
+    lance.dataset(uri).add_columns({"extra": "id * 2"})  # v2
+    lance.dataset(uri).delete("id >= 8")  # v3
+    ds = lh.open(uri)
+    got = ds.changes(1)
+    deleted = sorted((r for r in got.to_pylist() if r["_change_type"] == "delete"), key=lambda r: r["id"])
+    assert [r["id"] for r in deleted] == [8, 9]
+    assert [r["v"] for r in deleted] == [80, 90]
+    assert all(r["extra"] is None for r in deleted)
+    # since the version that added it, the deleted rows carry the column's values
+    got2 = ds.changes(2)
+    assert sorted((r["id"], r["extra"]) for r in got2.to_pylist() if r["_change_type"] == "delete") == [(8, 16), (9, 18)]
