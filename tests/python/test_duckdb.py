@@ -626,3 +626,31 @@ def test_branch_parameter_and_lance_changes_equal_pylance(con, tmp_path):
         con.execute(f"SELECT * FROM lance_changes('{plain}', 0, 0)").fetchall()
     with pytest.raises(duckdb.Error):
         con.execute(f"SELECT * FROM lance_scan('{uri}', branch := 'nope')").fetchall()
+
+
+def test_writes_run_once_per_execution_never_at_bind(con, tmp_path):
+    """Issue 58 item 2: DuckDB's Python API binds a relation's table function when the relation
+    is made and again for each fetch; a write happens only when the statement executes."""
+    out = str(tmp_path / "relation.lance")
+    rel = con.sql(f"SELECT * FROM lance_write('{out}', 'SELECT range AS id FROM range(10)')")
+    with pytest.raises(Exception):
+        lance.dataset(out)  # made, not executed: nothing written
+    assert rel.fetchall()[0][:2] == (1, 10)
+    assert lance.dataset(out).count_rows() == 10 and lance.dataset(out).version == 1
+    app = con.sql(f"SELECT * FROM lance_write('{out}', 'SELECT range AS id FROM range(10)', mode := 'append')")
+    assert lance.dataset(out).count_rows() == 10
+    assert app.fetchall()[0][:2] == (2, 10)
+    assert lance.dataset(out).count_rows() == 20
+    # an index build and a delete made as relations do nothing until executed
+    idx = con.sql(f"SELECT * FROM lance_create_index('{out}', 'id', 'BTREE')")
+    dele = con.sql(f"SELECT * FROM lance_delete('{out}', 'id < 3')")
+    assert lance.dataset(out).version == 2 and not lance.dataset(out).describe_indices()
+    assert idx.fetchall() == [(3,)]
+    assert [i.name for i in lance.dataset(out).describe_indices()] == ["id_idx"]
+    assert dele.fetchall() == [(4, 6)]
+    assert lance.dataset(out).count_rows() == 14 and lance.dataset(out).version == 4
+    # a create that finds its table fails when executed, having written nothing
+    again = con.sql(f"SELECT * FROM lance_write('{out}', 'SELECT range AS id FROM range(10)')")
+    with pytest.raises(duckdb.Error, match="exists"):
+        again.fetchall()
+    assert lance.dataset(out).version == 4
