@@ -75,7 +75,10 @@
 
 DUCKDB_EXTENSION_EXTERN
 
-#define MAX_COLUMNS 256
+/* Columns of one table function's result (a table's columns and the few the function adds, or
+ * lance_aggregate's 64 group-by columns and 1,024 aggregates). A wider result is refused at
+ * bind, never cut short. */
+#define MAX_COLUMNS 2048
 
 /* One output column: its name and Arrow format in the table schema. */
 typedef struct {
@@ -266,7 +269,15 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
     duckdb_bind_add_result_column(info, "query_index", t);
     duckdb_destroy_logical_type(&t);
   }
-  for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS - 4; i++) {
+  if (schema.n_children > MAX_COLUMNS - 8) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "lance: the table has %lld columns; this extension reads tables of at most %d",
+             (long long)schema.n_children, MAX_COLUMNS - 8);
+    schema.release(&schema);
+    duckdb_bind_set_error(info, msg);
+    return 0;
+  }
+  for (int64_t i = 0; i < schema.n_children; i++) {
     const struct ArrowSchema* f = schema.children[i];
     Column* c = &b->cols[b->ncols++];
     c->name = dup_str(f->name);
@@ -600,7 +611,11 @@ static GlobalState* begin_init(duckdb_init_info info, const BindData* b) {
   GlobalState* g = (GlobalState*)calloc(1, sizeof(GlobalState));
   duckdb_init_set_init_data(info, g, free_global);
   g->nout = duckdb_init_get_column_count(info);
-  for (size_t i = 0; i < g->nout && i < MAX_COLUMNS; i++) {
+  if (g->nout > MAX_COLUMNS) {
+    duckdb_init_set_error(info, "lance: the query projects more columns than this extension returns");
+    return NULL;
+  }
+  for (size_t i = 0; i < g->nout; i++) {
     idx_t c = duckdb_init_get_column_index(info, i);
     const Column* col = c < b->ncols ? &b->cols[c] : &rowid_column;
     g->out_cols[i] = col;
@@ -1371,7 +1386,15 @@ static void aggregate_bind(duckdb_bind_info info) {
     duckdb_bind_set_error(info, b->agg_pending.get_last_error(&b->agg_pending));
     return;
   }
-  for (int64_t i = 0; i < schema.n_children && b->ncols < MAX_COLUMNS; i++) {
+  if (schema.n_children > MAX_COLUMNS) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "lance_aggregate: the result has %lld columns; this extension returns at most %d",
+             (long long)schema.n_children, MAX_COLUMNS);
+    schema.release(&schema);
+    duckdb_bind_set_error(info, msg);
+    return;
+  }
+  for (int64_t i = 0; i < schema.n_children; i++) {
     const struct ArrowSchema* f = schema.children[i];
     Column* c = &b->cols[b->ncols++];
     c->name = dup_str(f->name);

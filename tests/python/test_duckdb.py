@@ -9,6 +9,7 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")
 lance = pytest.importorskip("lance")
+pa = pytest.importorskip("pyarrow")
 
 
 def facts():
@@ -654,3 +655,21 @@ def test_writes_run_once_per_execution_never_at_bind(con, tmp_path):
     with pytest.raises(duckdb.Error, match="exists"):
         again.fetchall()
     assert lance.dataset(out).version == 4
+
+
+def test_wide_results_are_whole(con, tmp_path):
+    """Issue 58 item 7: more than 256 result columns (lance_aggregate takes up to 1,024
+    aggregates, tables have hundreds of columns) come back whole, equal to DuckDB's own answer."""
+    wide = str(tmp_path / "wide.lance")
+    n = 300
+    t = pa.table({f"c{i}": pa.array([i * 1000 + r for r in range(20)], pa.int64()) for i in range(n)})
+    lance.write_dataset(t, wide)
+    con.register("wide_src", t)
+    got = con.execute(f"SELECT * FROM lance_scan('{wide}') ORDER BY c0").fetchall()
+    want = con.execute("SELECT * FROM wide_src ORDER BY c0").fetchall()
+    assert len(got[0]) == n and got == want
+    aggs = ", ".join(f"'sum(c{i})'" for i in range(n))
+    got = con.execute(f"SELECT * FROM lance_aggregate('{wide}', aggregates := [{aggs}])").fetchall()
+    want = con.execute("SELECT " + ", ".join(f"sum(c{i})" for i in range(n)) + " FROM wide_src").fetchall()
+    assert len(got[0]) == n and [int(v) for v in got[0]] == [int(v) for v in want[0]]
+    con.unregister("wide_src")
