@@ -389,6 +389,13 @@ def to_lance_sql(f) -> str | None:
             return None
         if name == "EqualNullSafe":  # the value is never NULL here (_literal refuses None)
             return f"({col} IS NOT NULL AND {col} = {lit})"
+        if isinstance(f.value, float) and name != "EqualTo":
+            # Spark pushes a float literal for a float column. Spark has every NaN equal and
+            # above every number; Lance orders floats totally, a NaN with its sign bit set (what
+            # x86 gives for 0/0) below -inf: with isnan, any NaN is above the literal.
+            if name.startswith("Greater"):
+                return f"({col} {ops[name]} {lit} OR isnan({col}))"
+            return f"({col} {ops[name]} {lit} AND NOT isnan({col}))"
         return f"{col} {ops[name]} {lit}"
     del d
     return None

@@ -648,3 +648,70 @@ def test_branch_and_change_data_options_equal_pylance(spark, tmp_path):
     assert spark.read.format("lance_host").option("uri", uri).option("tag", "first").load().count() == 300
     with pytest.raises(Exception, match="tag"):
         spark.read.format("lance_host").option("uri", uri).option("tag", "first").option("version", "2").load()
+
+
+def nan_table():
+    """Floats at the edges: NaN with and without its sign bit (x86's 0/0 sets it), +-inf,
+    zero of either sign, NULL and plain numbers, in a double and a float column."""
+    import struct
+    neg_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+    values = []
+    for i in range(60):
+        values.append([neg_nan, float("nan"), float("-inf"), float("inf"), None, -0.0, 0.0][i % 7]
+                      if i % 3 == 0 else (i - 30) * 0.5)
+    d = pa.array(values, pa.float64())
+    f = pa.array(np.array([np.nan if v is None else v for v in values], np.float64).astype(np.float32),
+                 pa.float32(), mask=np.array([v is None for v in values]))
+    return pa.table({"id": pa.array(range(60), pa.int64()), "d": d, "f": f})
+
+
+def test_float_predicates_with_nans_of_either_sign_equal_spark_on_parquet(spark, tmp_path):
+    """Issue 58 item 1: pushed float comparisons keep Spark's NaN semantics (every NaN equal
+    and above every number) whatever the NaN's sign bit; Spark over Parquet is the judge."""
+    import pyarrow.parquet as pq
+    t = nan_table()
+    uri, parquet = str(tmp_path / "nans.lance"), str(tmp_path / "nans.parquet")
+    lance.write_dataset(t, uri, max_rows_per_file=20)
+    pq.write_table(t, parquet)
+    lh_df = spark.read.format("lance_host").option("uri", uri).load()
+    pq_df = spark.read.parquet(parquet)
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    try:
+        for cond in ["d > 1.0", "d < 0.0", "d >= 5.0", "d <= -1.0", "d > -1e300", "d < 1e300", "NOT (d < 0.0)",
+                     "d = 2.5", "d <> 2.5", "f > 1.0", "f < 0.0", "f >= -0.5", "f <= 0.0"]:
+            got = sorted(r["id"] for r in lh_df.filter(cond).select("id").collect())
+            want = sorted(r["id"] for r in pq_df.filter(cond).select("id").collect())
+            assert got == want, cond
+            assert lh_df.filter(cond).count() == len(want), cond
+        got = [r["id"] for r in lh_df.orderBy(lh_df.d.desc(), lh_df.id).limit(6).collect()]
+        want = [r["id"] for r in pq_df.orderBy(pq_df.d.desc(), pq_df.id).limit(6).collect()]
+        assert got == want
+    finally:
+        spark.conf.unset("spark.sql.parquet.filterPushdown")
+
+
+def test_float_comparisons_translate_with_nans_of_either_sign():
+    from pyspark.sql import datasource as d
+
+    from lance_host.spark import to_lance_sql
+
+    import tempfile
+    t = nan_table()
+    uri = tempfile.mkdtemp() + "/n.lance"
+    lance.write_dataset(t, uri)
+    pyds = lance.dataset(uri)
+    rows = t.to_pylist()
+
+    def spark_cmp(v, op, x):  # Spark's semantics: NULL unknown, every NaN above every number
+        if v is None:
+            return False
+        key = (1, 0.0) if v != v else (0, v)
+        return {">": key > (0, x), ">=": key >= (0, x), "<": key < (0, x), "<=": key <= (0, x)}[op]
+
+    for cls, op in [(d.GreaterThan, ">"), (d.GreaterThanOrEqual, ">="), (d.LessThan, "<"), (d.LessThanOrEqual, "<=")]:
+        for x in [1.0, 0.0, -1.0, -1e300]:
+            # Spark pushes literals of the column's type: a float column gets float32 values
+            for col in (["d", "f"] if abs(x) < 3e38 else ["d"]):
+                sql = to_lance_sql(cls((col,), x))
+                got = sorted(pyds.to_table(columns=["id"], filter=sql)["id"].to_pylist())
+                assert got == [r["id"] for r in rows if spark_cmp(r[col], op, x)], (col, op, x, sql)
