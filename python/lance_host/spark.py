@@ -360,7 +360,8 @@ def _literal(v) -> str | None:
     if isinstance(v, float):
         return repr(v) if math.isfinite(v) else None
     if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
+        # Lance refuses a filter with a NUL character: such a literal stays in Spark
+        return None if "\0" in v else "'" + v.replace("'", "''") + "'"
     return None  # dates, timestamps, decimals, binary: kept in Spark
 
 

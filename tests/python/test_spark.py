@@ -236,6 +236,8 @@ def test_pushed_filter_translation_is_exact():
         got = sorted(pyds.to_table(columns=["id"], filter=sql)["id"].to_pylist())
         assert got == sorted(r["id"] for r in rows if keep(r)), (f, sql)
     assert to_lance_sql(d.GreaterThan(("x",), float("nan"))) is None
+    assert to_lance_sql(d.EqualTo(("cat",), "a\0b")) is None  # Lance refuses NUL in a filter
+    assert to_lance_sql(d.In(("cat",), ("c1", "\0"))) is None
     assert to_lance_sql(d.EqualTo(("s", "inner"), 1)) is None
     assert to_lance_sql(d.StringContains(("cat",), "c")) is None
 

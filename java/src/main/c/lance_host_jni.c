@@ -345,7 +345,7 @@ JNIEXPORT jobjectArray JNI(metrics)(JNIEnv *env, jclass c) {
 /* ---- datasets ---------------------------------------------------------------------------- */
 
 JNIEXPORT jlong JNI(datasetOpen)(JNIEnv *env, jclass c, jstring uri, jobjectArray options, jlong version,
-                                 jlong timestamp_ms, jboolean at_timestamp) {
+                                 jlong timestamp_us, jboolean at_timestamp) {
   (void)c;
   int ok = 1;
   char *u = utf8(env, uri, "uri", &ok);
@@ -356,7 +356,7 @@ JNIEXPORT jlong JNI(datasetOpen)(JNIEnv *env, jclass c, jstring uri, jobjectArra
     return 0;
   }
   LanceDataset *d = at_timestamp
-      ? lance_dataset_open_at_timestamp(u, (const char *const *)o.items, (int64_t)timestamp_ms)
+      ? lance_dataset_open_at_timestamp_us(u, (const char *const *)o.items, (int64_t)timestamp_us)
       : lance_dataset_open(u, (const char *const *)o.items, (uint64_t)version);
   if (!d) throw_last(env);
   free(u);

@@ -65,10 +65,19 @@ public final class Dataset implements AutoCloseable {
     return new Dataset(Native.datasetOpenTag(uri, options(storageOptions), tag));
   }
 
-  /** The version that was latest at `at` (the newest committed at or before it). */
+  /**
+   * The version that was latest at `at` (the newest committed at or before it), compared at the
+   * microsecond: a version committed later within `at`'s millisecond is not chosen.
+   */
   public static Dataset openAt(String uri, Map<String, String> storageOptions, Instant at) {
     if (at == null) throw new LanceException.InvalidArgument("timestamp is null");
-    return new Dataset(Native.datasetOpen(uri, options(storageOptions), 0, at.toEpochMilli(), true));
+    long micros;
+    try {
+      micros = Math.addExact(Math.multiplyExact(at.getEpochSecond(), 1_000_000L), at.getNano() / 1000);
+    } catch (ArithmeticException e) {
+      throw new LanceException.InvalidArgument("timestamp " + at + " is out of range");
+    }
+    return new Dataset(Native.datasetOpen(uri, options(storageOptions), 0, micros, true));
   }
 
   /** The snapshot a planner exported with {@link #snapshot()}, with this worker's credentials. */

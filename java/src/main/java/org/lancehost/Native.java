@@ -41,7 +41,7 @@ final class Native {
   static native String errorCodeName(int code);
   static native String[] metrics();
 
-  static native long datasetOpen(String uri, String[] options, long version, long timestampMs, boolean atTimestamp);
+  static native long datasetOpen(String uri, String[] options, long version, long timestampMicros, boolean atTimestamp);
   static native long snapshotOpen(byte[] token, String[] options);
   static native long splitOpenDataset(byte[] split, String[] options);
   static native void datasetFree(long ds);

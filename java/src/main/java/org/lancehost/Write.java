@@ -88,20 +88,20 @@ public final class Write {
 
     /** The exactly-once key of a commit (e.g. the engine's query id). */
     public Options statementId(String id) {
-      return new Options(mode, id, message, storage, maxRowsPerFile, expectedVersion, requiredConfig);
+      return new Options(mode, id, message, storage, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
 
     public Options commitMessage(String m) {
-      return new Options(mode, statementId, m, storage, maxRowsPerFile, expectedVersion, requiredConfig);
+      return new Options(mode, statementId, m, storage, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
 
     public Options storageOptions(Map<String, String> s) {
-      return new Options(mode, statementId, message, s, maxRowsPerFile, expectedVersion, requiredConfig);
+      return new Options(mode, statementId, message, s, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
 
     /** Rows per data file (0 = Lance's default). */
     public Options maxRowsPerFile(long n) {
-      return new Options(mode, statementId, message, storage, n, expectedVersion, requiredConfig);
+      return new Options(mode, statementId, message, storage, n, expectedVersion, requiredConfig, stableRowIds);
     }
 
     /**
@@ -109,7 +109,7 @@ public final class Write {
      * {@code v}, {@link LanceException.Conflict} and nothing is committed.
      */
     public Options expectedVersion(long v) {
-      return new Options(mode, statementId, message, storage, maxRowsPerFile, v, requiredConfig);
+      return new Options(mode, statementId, message, storage, maxRowsPerFile, v, requiredConfig, stableRowIds);
     }
 
     /**

@@ -17,7 +17,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Spark predicates to Lance SQL, exactly where the translation keeps Spark's meaning:
  * comparisons (=, <>, <, <=, >, >=, <=>), IN, IS [NOT] NULL, AND, OR and NOT over top-level
  * columns of integer, floating-point, string and boolean type, with literals of those types
- * (floating-point ones finite). Anything else returns null and stays in Spark.
+ * (floating-point ones finite). Order comparisons of floating-point columns are written with
+ * {@code isnan} so that every NaN, whatever its sign bit, is above every number as in Spark.
+ * Anything else returns null and stays in Spark.
  */
 final class Filters {
   private Filters() {}
@@ -65,12 +67,41 @@ final class Filters {
       default:
         if (!COMPARISONS.contains(name) || c.length != 2) return null;
         String col = column(c[0], schema), lit = literal(c[1]);
-        if (col != null && lit != null) return col + " " + name + " " + lit;
+        if (col != null && lit != null) return compare(col, name, lit, floating(c[0], schema));
         col = column(c[1], schema);
         lit = literal(c[0]);
-        if (col != null && lit != null) return lit + " " + name + " " + col;
+        if (col != null && lit != null) return compare(col, flipped(name), lit, floating(c[1], schema));
         return null;
     }
+  }
+
+  private static String flipped(String op) {
+    switch (op) {
+      case "<": return ">";
+      case "<=": return ">=";
+      case ">": return "<";
+      case ">=": return "<=";
+      default: return op; // = and <> are symmetric
+    }
+  }
+
+  /**
+   * {@code col op lit} with Spark's NaN semantics where Lance's differ. Spark treats every NaN
+   * as one value above every number; Lance orders floats totally, so a NaN with its sign bit
+   * set (what x86 gives for {@code 0/0} or {@code inf - inf}) sorts below -inf. With a finite
+   * literal, {@code =} and {@code <>} agree; the order comparisons are written so that any NaN
+   * is above the literal, whatever its sign bit.
+   */
+  private static String compare(String col, String op, String lit, boolean floating) {
+    if (!floating || op.equals("=") || op.equals("<>")) return col + " " + op + " " + lit;
+    if (op.startsWith(">")) return "(" + col + " " + op + " " + lit + " OR isnan(" + col + "))";
+    return "(" + col + " " + op + " " + lit + " AND NOT isnan(" + col + "))";
+  }
+
+  private static boolean floating(Expression e, StructType schema) {
+    String[] parts = ((NamedReference) e).fieldNames();
+    DataType t = schema.fields()[schema.fieldIndex(parts[0])].dataType();
+    return t.equals(DataTypes.FloatType) || t.equals(DataTypes.DoubleType);
   }
 
   private static boolean supported(DataType t) {
@@ -109,7 +140,12 @@ final class Filters {
       String plain = new BigDecimal(Double.toString(d)).toPlainString();
       return plain.contains(".") ? plain : plain + ".0";
     }
-    if (v instanceof UTF8String || v instanceof String) return "'" + v.toString().replace("'", "''") + "'";
+    if (v instanceof UTF8String || v instanceof String) {
+      String text = v.toString();
+      // Lance refuses a filter with a NUL character: such a literal stays in Spark
+      if (text.indexOf('\0') >= 0) return null;
+      return "'" + text.replace("'", "''") + "'";
+    }
     return null;
   }
 }

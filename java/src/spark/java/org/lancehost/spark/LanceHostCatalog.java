@@ -61,7 +61,7 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     }
   }
 
-  private org.apache.spark.sql.connector.catalog.Table load(Identifier ident, long version, Long timestampMs)
+  private org.apache.spark.sql.connector.catalog.Table load(Identifier ident, long version, Long timestampUs)
       throws NoSuchTableException {
     Catalog.TableInfo info;
     try {
@@ -69,7 +69,7 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     } catch (LanceException.NotFound e) {
       throw new NoSuchTableException(ident);
     }
-    Options o = Options.forTable(info.location, info.storageOptions, version, timestampMs);
+    Options o = Options.forTable(info.location, info.storageOptions, version, timestampUs);
     return SplitSource.pinned(o, ds -> new Table(o, ds, name + "." + ident));
   }
 
@@ -130,7 +130,7 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
   @Override
   public org.apache.spark.sql.connector.catalog.Table loadTable(Identifier ident, long timestampMicros)
       throws NoSuchTableException {
-    return load(ident, 0, Math.floorDiv(timestampMicros, 1000L));
+    return load(ident, 0, timestampMicros);
   }
 
   @Override

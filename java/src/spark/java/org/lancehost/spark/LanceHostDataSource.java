@@ -37,7 +37,7 @@ public final class LanceHostDataSource implements TableProvider, DataSourceRegis
     try {
       ds = o.open();
     } catch (LanceException.NotFound missing) {
-      if (schema == null || o.version != 0 || o.timestampMs != null || o.branch != null || o.tag != null
+      if (schema == null || o.version != 0 || o.timestampUs != null || o.branch != null || o.tag != null
           || o.changesSince != null) {
         throw missing;
       }

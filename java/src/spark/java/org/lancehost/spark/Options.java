@@ -12,7 +12,8 @@ import org.lancehost.LanceException;
 
 /**
  * The options of {@code format("lance_host")}: {@code uri} (or the path given to load/save),
- * {@code version} or {@code timestamp_ms} (the snapshot; default the latest), {@code filter} (a
+ * {@code version}, {@code timestamp_ms} or {@code timestamp_us} (the snapshot: the latest version
+ * committed at or before that instant; default the latest), {@code filter} (a
  * Lance SQL filter applied by Lance besides the pushed ones), {@code target_rows} (rows per
  * split; default one split per fragment, larger fragments cut into row slices),
  * {@code batch_size}, and {@code storage.<key>} storage options. An unknown option is an error
@@ -20,7 +21,7 @@ import org.lancehost.LanceException;
  */
 final class Options implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "branch", "tag", "changes_since",
+  static final List<String> READ = List.of("uri", "path", "version", "timestamp_ms", "timestamp_us", "branch", "tag", "changes_since",
       "filter", "target_rows", "batch_size");
   static final List<String> WRITE = List.of("uri", "path", "commit_message", "max_rows_per_file", "vector_columns");
   /** A TableProvider gets read and write options in one map (Spark does not say which). */
@@ -34,7 +35,8 @@ final class Options implements Serializable {
 
   final String uri;
   final long version;
-  final Long timestampMs;
+  /** The instant whose latest version to read, microseconds since the epoch (null: none). */
+  final Long timestampUs;
   /** The branch to read (null: the default one). */
   final String branch;
   /** The tag whose version (and branch) to read (null: none). */
@@ -65,17 +67,30 @@ final class Options implements Serializable {
     if (u == null || u.isEmpty()) u = all.get("path");
     uri = u;
     version = longOption("version", 0);
-    timestampMs = all.containsKey("timestamp_ms") ? longOption("timestamp_ms", 0) : null;
-    if (version != 0 && timestampMs != null) {
+    if (all.containsKey("timestamp_ms") && all.containsKey("timestamp_us")) {
+      throw new LanceException.InvalidArgument("options timestamp_ms and timestamp_us pin two snapshots: give one");
+    }
+    if (all.containsKey("timestamp_us")) {
+      timestampUs = longOption("timestamp_us", 0);
+    } else if (all.containsKey("timestamp_ms")) {
+      long ms = longOption("timestamp_ms", 0);
+      if (ms > Long.MAX_VALUE / 1000 || ms < Long.MIN_VALUE / 1000) {
+        throw new LanceException.InvalidArgument("option timestamp_ms is out of range: " + ms);
+      }
+      timestampUs = ms * 1000;
+    } else {
+      timestampUs = null;
+    }
+    if (version != 0 && timestampUs != null) {
       throw new LanceException.InvalidArgument("options version and timestamp_ms pin two snapshots: give one");
     }
     filter = emptyToNull(all.get("filter"));
     branch = emptyToNull(all.get("branch"));
     tag = emptyToNull(all.get("tag"));
-    if (tag != null && (branch != null || version != 0 || timestampMs != null)) {
+    if (tag != null && (branch != null || version != 0 || timestampUs != null)) {
       throw new LanceException.InvalidArgument("option tag names a version and its branch: give it alone");
     }
-    if (branch != null && timestampMs != null) {
+    if (branch != null && timestampUs != null) {
       throw new LanceException.InvalidArgument("options branch and timestamp_ms cannot be combined: pin a version");
     }
     changesSince = emptyToNull(all.get("changes_since")) == null ? null : longOption("changes_since", 0);
@@ -115,19 +130,19 @@ final class Options implements Serializable {
   }
 
   /** A catalog table's options: its location and the storage options the catalog vends. */
-  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampMs) {
-    return forTable(location, storageOptions, version, timestampMs, null, null);
+  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampUs) {
+    return forTable(location, storageOptions, version, timestampUs, null, null);
   }
 
   /** A catalog table's options on a branch or at a tag (null: none). */
-  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampMs,
+  static Options forTable(String location, Map<String, String> storageOptions, long version, Long timestampUs,
       String branch, String tag) {
     Map<String, String> m = new HashMap<>();
     m.put("uri", location);
     if (branch != null) m.put("branch", branch);
     if (tag != null) m.put("tag", tag);
     if (version != 0) m.put("version", Long.toString(version));
-    if (timestampMs != null) m.put("timestamp_ms", Long.toString(timestampMs));
+    if (timestampUs != null) m.put("timestamp_us", Long.toString(timestampUs));
     for (Map.Entry<String, String> e : storageOptions.entrySet()) m.put("storage." + e.getKey(), e.getValue());
     return new Options(m, READ, "a catalog table");
   }
@@ -141,7 +156,7 @@ final class Options implements Serializable {
 
   Dataset open() {
     String u = requireUri();
-    if (timestampMs != null) return Dataset.openAt(u, storage, Instant.ofEpochMilli(timestampMs));
+    if (timestampUs != null) return Dataset.openAt(u, storage, Instant.EPOCH.plus(timestampUs, java.time.temporal.ChronoUnit.MICROS));
     if (tag != null) return Dataset.openTag(u, storage, tag);
     if (branch != null) return Dataset.openBranch(u, storage, branch, version);
     return Dataset.open(u, storage, version);

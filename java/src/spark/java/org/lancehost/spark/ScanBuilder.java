@@ -106,8 +106,9 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
   /**
    * ORDER BY ... LIMIT n: each split returns its own top n, sorted by Lance; Spark sorts the
    * splits' rows and keeps the global top n. Pushed only over plain columns Lance orders as Spark
-   * does (integers, floating point with NaN above every number, strings and booleans), and only
-   * when every predicate was pushed (a split's top n must be of the rows Spark keeps).
+   * does (integers, strings and booleans; not floating point, where Lance orders a NaN with its
+   * sign bit set below every number and Spark above), and only when every predicate was pushed
+   * (a split's top n must be of the rows Spark keeps).
    */
   @Override
   public boolean pushTopN(SortOrder[] orders, int n) {
@@ -117,6 +118,8 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     for (SortOrder o : orders) {
       String col = Filters.column(o.expression(), table.schema());
       if (col == null || col.substring(1, col.length() - 1).contains("`")) return false;
+      // Lance orders a NaN with its sign bit set below -inf, Spark every NaN above every number
+      if (floatingColumn(col.substring(1, col.length() - 1))) return false;
       String dir = o.direction() == SortDirection.ASCENDING ? "ASC" : "DESC";
       String nulls = o.nullOrdering() == NullOrdering.NULLS_FIRST ? "NULLS FIRST" : "NULLS LAST";
       keys.add(col + " " + dir + " " + nulls);
@@ -126,6 +129,12 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     orderText = String.join(", ", text);
     limit = n;
     return true;
+  }
+
+  private boolean floatingColumn(String name) {
+    org.apache.spark.sql.types.DataType t = table.schema().apply(name).dataType();
+    return t.equals(org.apache.spark.sql.types.DataTypes.FloatType)
+        || t.equals(org.apache.spark.sql.types.DataTypes.DoubleType);
   }
 
   @Override
@@ -195,6 +204,9 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       DataType t = schema.fields()[schema.fieldIndex(col)].dataType();
       DataType result = resultType(fn, t);
       if (result == null) return null;
+      // An integer SUM past int64 is an error in the library (never a wrapped value) and in
+      // Spark with ANSI mode; without it Spark wraps, so the sum is left to Spark.
+      if (fn == AggregateSpec.SUM && integral(t) && !org.apache.spark.sql.internal.SQLConf.get().ansiEnabled()) return null;
       spec = spec.add(fn, col, alias);
       out.add(new StructField(alias, result, fn != AggregateSpec.COUNT, Metadata.empty()));
     }

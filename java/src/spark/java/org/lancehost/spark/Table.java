@@ -226,7 +226,57 @@ final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2, Supp
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap readOptions) {
-    // Options given at read time were already checked by the provider (they are the same map).
-    return new org.lancehost.spark.ScanBuilder(this);
+    // format("lance_host") hands the provider's options again (already applied); a catalog
+    // table gets the query's own: `WITH (version = 1)`, `spark.read.option(...).table(...)`.
+    java.util.Map<String, String> extra = new java.util.HashMap<>();
+    for (java.util.Map.Entry<String, String> e : readOptions.entrySet()) {
+      String k = e.getKey().toLowerCase(java.util.Locale.ROOT);
+      if (!e.getValue().equals(options.all.get(k))) extra.put(k, e.getValue());
+    }
+    if (extra.isEmpty() || dataset == null) return new org.lancehost.spark.ScanBuilder(this);
+    return new org.lancehost.spark.ScanBuilder(withReadOptions(extra));
+  }
+
+  /** Options that choose the snapshot: a read that gives one reads another version. */
+  private static final java.util.List<String> SNAPSHOT_OPTIONS =
+      java.util.List.of("version", "timestamp_ms", "timestamp_us", "branch", "tag", "changes_since");
+
+  /** Kept reachable by a table derived from it (it owns the dataset they share). */
+  private Table parent;
+
+  /**
+   * This table read with the query's options `extra`: checked as format("lance_host")'s are (an
+   * unknown option is an error naming the closest, two snapshots are an error), never ignored.
+   * A snapshot option reads the version it names, if that version has the columns Spark
+   * resolved the query with (else an error: use VERSION AS OF).
+   */
+  private Table withReadOptions(java.util.Map<String, String> extra) {
+    for (String k : extra.keySet()) {
+      if (!SNAPSHOT_OPTIONS.contains(k)) continue;
+      for (String pinned : SNAPSHOT_OPTIONS) {
+        if (options.all.containsKey(pinned)) {
+          throw new LanceException.InvalidArgument("table " + name + " is pinned by its query (VERSION AS OF, TIMESTAMP AS OF, "
+              + "a branch or a tag: " + pinned + ") and read option " + k + " names another snapshot: give one");
+        }
+      }
+    }
+    java.util.Map<String, String> m = new java.util.HashMap<>(options.all);
+    m.putAll(extra);
+    Options o = new Options(m, Options.READ, "a read of table " + name);
+    boolean repin = false;
+    for (String k : extra.keySet()) repin |= SNAPSHOT_OPTIONS.contains(k);
+    if (!repin) {
+      Table t = new Table(o, dataset, name);
+      t.parent = this;
+      return t;
+    }
+    return SplitSource.pinned(o, ds -> {
+      Table t = new Table(o, ds, name);
+      if (!t.schema.equals(schema)) {
+        throw new LanceException.InvalidArgument("the read options of " + name + " " + extra.keySet()
+            + " name a snapshot with other columns than the query was planned with: use VERSION AS OF / TIMESTAMP AS OF");
+      }
+      return t;
+    });
   }
 }

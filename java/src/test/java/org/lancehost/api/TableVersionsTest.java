@@ -206,6 +206,19 @@ class TableVersionsTest {
     }
   }
   @Test
+  void stableRowIdsSurviveTheSettersAfterIt() throws Exception {
+    // Issue 58 item 18: every setter rebuilt the options with the flag off.
+    Path uri = WriteTest.fresh("stable-setters.lance");
+    String u = uri.toString();
+    Write.Options o = Write.Options.mode(Write.CREATE).stableRowIds(true).commitMessage("first").statementId("s-1")
+        .maxRowsPerFile(100).storageOptions(java.util.Map.of()).expectedVersion(0);
+    Write.write(u, null, RowChangeTest.SCHEMA, List.of(rows(0, 20, "a")).iterator(), o);
+    JsonNode py = WriteTestSupport.python("import json, sys, lance\n"
+        + "print(json.dumps({'stable': lance.dataset(sys.argv[1]).has_stable_row_ids}))\n", u);
+    assertTrue(py.get("stable").asBoolean());
+  }
+
+  @Test
   void aTableCreatedWithStableRowIdsHasChangeSplits() throws Exception {
     Path uri = WriteTest.fresh("stable.lance");
     String u = uri.toString();
