@@ -10,7 +10,7 @@ use crate::write::staged::{self, StagedWrite};
 use crate::write::row_changes;
 use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
 use crate::write::preconditions::Preconditions;
-use crate::write::{table, WriteMode, WriteOptions, WriteSummary};
+use crate::write::{committer, table, WriteMode, WriteOptions, WriteSummary};
 
 use super::handles::{LanceDataset, LanceSplit};
 use super::scan::import_stream;
@@ -396,7 +396,7 @@ pub extern "C" fn lance_table_commit(
         let writes = staged_args(staged, staged_lens, num_staged)?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = staged::commit(uri, writes, &options)?;
+        let (snapshot, summary) = committer::commit(uri, writes, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })

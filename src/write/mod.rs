@@ -4,6 +4,7 @@
 //! written pages small (`pages`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
+pub mod committer;
 pub mod compaction;
 mod encoding;
 pub mod maintenance;

@@ -154,7 +154,7 @@ struct Prepared {
 }
 
 /// Commit the staged writes of every table in `tables` together: each table gets one new
-/// version (as `staged::commit` would give it) and all of them land, or none does. Returns each
+/// version (as `committer::commit` would give it) and all of them land, or none does. Returns each
 /// table's new version and summary, in order. A table whose statement (`options.statement_id`)
 /// is already committed returns that version (`committed = false`) when every table's is;
 /// a commit where only some are is refused. A batch the namespace refuses because a table's
@@ -162,7 +162,7 @@ struct Prepared {
 /// and sent again, as a one-table commit rebases, up to the smallest `max_retries` of the
 /// tables (20 by default). Errors: a table not managed by a namespace, tables of two
 /// namespaces, or a namespace without batch commits: `LANCE_ERR_NOT_SUPPORTED`; still a moved
-/// version after the retries: `LANCE_ERR_CONFLICT`; the checks of `staged::commit`, per table
+/// version after the retries: `LANCE_ERR_CONFLICT`; the checks of `committer::commit`, per table
 /// (an overwrite planned before a version that landed since is refused, not rebased). In every
 /// one of these cases nothing was committed.
 pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSummary)>> {
@@ -255,7 +255,7 @@ fn attempt_once(
     for (i, (t, m)) in tables.iter().zip(managed).enumerate() {
         let deferral = Arc::new(Deferral::default());
         let storage_options = t.options.storage_options.clone();
-        match super::staged::commit_deferred(&t.uri, t.staged.clone(), &t.options, &deferral, m.store.clone()) {
+        match super::committer::commit_deferred(&t.uri, t.staged.clone(), &t.options, &deferral, m.store.clone()) {
             Ok((snapshot, summary)) => prepared.push(Prepared {
                 uri: t.uri.clone(),
                 table_id: m.table_id.clone(),

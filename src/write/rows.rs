@@ -305,7 +305,7 @@ pub fn merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &
 }
 
 /// Compute a merge-insert without committing it (the rows it writes go to new files): the
-/// coordinator commits the staged bytes with `staged::commit`, alone. Lance computes a
+/// coordinator commits the staged bytes with `committer::commit`, alone. Lance computes a
 /// merge-insert over the whole table, so it is one share, not split among workers.
 pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, options: &WriteOptions) -> Result<StagedWrite> {
     crate::metrics::op(crate::metrics::Op::Write);
@@ -335,7 +335,7 @@ pub fn stage_merge_insert(at: &Snapshot, data: Batches, spec: &MergeInsert, opti
 /// Delete the rows matching `predicate` in a share of the table's fragments (`fragment_ids`;
 /// None = all of them) without committing: new deletion files are written, and the staged
 /// bytes name them. Workers given disjoint shares (one scan split each) stage; the coordinator
-/// commits all shares as one delete (`staged::commit`).
+/// commits all shares as one delete (`committer::commit`).
 pub fn stage_delete(at: &Snapshot, fragment_ids: Option<&[u64]>, predicate: &str) -> Result<StagedWrite> {
     crate::metrics::op(crate::metrics::Op::Write);
     if predicate.trim().is_empty() {

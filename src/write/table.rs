@@ -2,7 +2,7 @@
 //! batches, committed as one new version. It is the staged protocol run in one place (stage,
 //! then commit), so it has the same retries, conflict errors and exactly-once rule.
 
-use super::{staged, WriteMode, WriteOptions, WriteSummary};
+use super::{committer, staged, WriteMode, WriteOptions, WriteSummary};
 use super::source::Batches;
 use crate::error::Result;
 use crate::snapshot::{self, Snapshot};
@@ -60,10 +60,10 @@ fn remove_empty_dirs(dir: &std::path::Path) {
 
 fn stage_and_commit(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOptions) -> Result<(Snapshot, WriteSummary)> {
     let staged = staged::stage(uri, at, data, options)?;
-    let origin = staged::Origin::InProcess {
+    let origin = committer::Origin::InProcess {
         absence_checked: options.mode == WriteMode::Create,
     };
-    match staged::commit_planned(uri, vec![staged.clone()], options, at, origin) {
+    match committer::commit_planned(uri, vec![staged.clone()], options, at, origin) {
         Ok(done) => Ok(done),
         Err(e) => {
             // The rows of a refused commit must not linger as orphan files. Only a refusal is
