@@ -139,6 +139,10 @@ struct ArrowArrayStream {
 // change types (u8). Written only for that kind: earlier libraries refuse it.
 #define SPLIT_FORMAT_CHANGES 3
 
+// Most keys a key-set filter takes (each becomes a value of an IN list Lance plans, and an
+// index lookup where the column has a scalar index).
+#define MAX_FILTER_KEYS 4000000
+
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
 #define PREFETCH_BATCHES 2
@@ -980,7 +984,8 @@ typedef struct {
   // SQL boolean filter such as `"id > 10 AND name LIKE 'a%'"`; NULL = no filter.
   const char *filter_sql;
   // A serialized Substrait `ExtendedExpression` with one boolean expression; NULL/0 = none.
-  // Mutually exclusive with `filter_sql`.
+  // Given with `filter_sql`, the two are ANDed (since 0.15; before, refused as mutually
+  // exclusive).
   const uint8_t *filter_substrait;
   size_t filter_substrait_len;
   // Maximum rows to return; negative = no limit.
@@ -1015,6 +1020,23 @@ typedef struct {
   // of a nested type or one the scan does not return (when `columns` names any) is
   // LANCE_ERR_INVALID_ARGUMENT. Since 0.13.
   const char *order_by;
+  // A runtime key-set filter (a join's build-side keys, known only when the scan runs):
+  // keep only the rows whose top-level column `key_filter_column` holds one of the values
+  // of `key_filter_values`, an Arrow C Data array described by `key_filter_schema` (any
+  // type whose values cast exactly to the column's: numbers, strings, binary, booleans,
+  // dates, timestamps, decimals; NULL keys match no row; an empty array matches none). It
+  // is ANDed with `filter_sql` and `filter_substrait` (which may also be given together:
+  // ANDed), applies to every scan and split scan these options reach, and uses the column's
+  // scalar index where one exists. Ownership: a call that reads these options MOVES the
+  // array out (its `release` is NULL afterwards, success or failure, as Arrow's C data
+  // interface moves); a call that fails before reading them (a NULL handle) leaves it to
+  // the caller, who releases it when `release` is still set. The schema stays the caller's.
+  // All three NULL = no key filter; a column without values (or values without a column
+  // or schema), an unknown column, values that do not fit the column, or more than
+  // 4,000,000 keys are LANCE_ERR_INVALID_ARGUMENT. Since 0.15.
+  const char *key_filter_column;
+  struct ArrowArray *key_filter_values;
+  const struct ArrowSchema *key_filter_schema;
 } LanceScanOptions;
 
 // Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make

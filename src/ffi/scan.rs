@@ -32,7 +32,8 @@ pub struct LanceScanOptions {
     /// SQL boolean filter such as `"id > 10 AND name LIKE 'a%'"`; NULL = no filter.
     pub filter_sql: *const c_char,
     /// A serialized Substrait `ExtendedExpression` with one boolean expression; NULL/0 = none.
-    /// Mutually exclusive with `filter_sql`.
+    /// Given with `filter_sql`, the two are ANDed (since 0.15; before, refused as mutually
+    /// exclusive).
     pub filter_substrait: *const u8,
     pub filter_substrait_len: usize,
     /// Maximum rows to return; negative = no limit.
@@ -67,6 +68,23 @@ pub struct LanceScanOptions {
     /// of a nested type or one the scan does not return (when `columns` names any) is
     /// LANCE_ERR_INVALID_ARGUMENT. Since 0.13.
     pub order_by: *const c_char,
+    /// A runtime key-set filter (a join's build-side keys, known only when the scan runs):
+    /// keep only the rows whose top-level column `key_filter_column` holds one of the values
+    /// of `key_filter_values`, an Arrow C Data array described by `key_filter_schema` (any
+    /// type whose values cast exactly to the column's: numbers, strings, binary, booleans,
+    /// dates, timestamps, decimals; NULL keys match no row; an empty array matches none). It
+    /// is ANDed with `filter_sql` and `filter_substrait` (which may also be given together:
+    /// ANDed), applies to every scan and split scan these options reach, and uses the column's
+    /// scalar index where one exists. Ownership: a call that reads these options MOVES the
+    /// array out (its `release` is NULL afterwards, success or failure, as Arrow's C data
+    /// interface moves); a call that fails before reading them (a NULL handle) leaves it to
+    /// the caller, who releases it when `release` is still set. The schema stays the caller's.
+    /// All three NULL = no key filter; a column without values (or values without a column
+    /// or schema), an unknown column, values that do not fit the column, or more than
+    /// 4,000,000 keys are LANCE_ERR_INVALID_ARGUMENT. Since 0.15.
+    pub key_filter_column: *const c_char,
+    pub key_filter_values: *mut FFI_ArrowArray,
+    pub key_filter_schema: *const FFI_ArrowSchema,
 }
 
 impl Default for LanceScanOptions {
@@ -90,6 +108,9 @@ impl Default for LanceScanOptions {
             fragment_readahead: 0,
             io_buffer_bytes: 0,
             order_by: std::ptr::null(),
+            key_filter_column: std::ptr::null(),
+            key_filter_values: std::ptr::null_mut(),
+            key_filter_schema: std::ptr::null(),
         }
     }
 }
@@ -108,6 +129,8 @@ unsafe impl Extensible for LanceScanOptions {
 /// Convert C scan options (NULL = defaults) in `layout` into the safe form.
 pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Result<ScanOptions> {
     let o = &read_in(p, layout, "options")?.unwrap_or_default();
+    // moved out first, so that every call reading the options takes the array whatever fails
+    let key_filter = key_filter_arg(o)?;
     if o.offset < 0 {
         return Err(HostError::invalid(format!(
             "offset must not be negative (got {})",
@@ -135,7 +158,38 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
             Some(text) => scan::parse_order_by(text)?,
             None => Vec::new(),
         },
+        key_filter,
     })
+}
+
+/// The key-set filter of `o`: the array moved out of the caller's struct (Arrow's move), the
+/// schema read in place.
+fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
+    let values = if o.key_filter_values.is_null() {
+        None
+    } else {
+        // SAFETY: a non-NULL pointer to an FFI_ArrowArray the caller owns (the header's
+        // contract); replacing it with an empty (released) one is Arrow's move.
+        Some(unsafe { std::ptr::replace(o.key_filter_values, FFI_ArrowArray::empty()) })
+    };
+    let column = opt_str_arg(o.key_filter_column, "key_filter_column")?;
+    match (column, values) {
+        (None, None) if o.key_filter_schema.is_null() => Ok(None),
+        (Some(column), Some(values)) if !o.key_filter_schema.is_null() => {
+            if values.is_released() {
+                return Err(HostError::invalid("key_filter_values is a released array (export the keys again)"));
+            }
+            // SAFETY: a non-NULL pointer to the caller's live FFI_ArrowSchema, read only.
+            let schema = unsafe { &*o.key_filter_schema };
+            // SAFETY: the array was moved out of the caller's struct above; `schema` describes it.
+            let data = unsafe { arrow::ffi::from_ffi(values, schema) }
+                .map_err(|e| HostError::invalid(format!("key_filter_values is not a valid Arrow array: {e}")))?;
+            Ok(Some(scan::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) }))
+        }
+        _ => Err(HostError::invalid(
+            "a key filter needs key_filter_column, key_filter_values and key_filter_schema together",
+        )),
+    }
 }
 
 /// What a lance-host stream keeps behind `private_data`: arrow's exported stream plus the

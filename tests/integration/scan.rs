@@ -168,16 +168,68 @@ fn substrait_filter() {
         LANCE_ERR_INVALID_ARGUMENT,
         "filter_substrait",
     );
-    // Both filters at once is ambiguous.
+    // Both filters at once are ANDed (a front end's Substrait filter, a back end's runtime SQL).
     let sql = cstr("event_id > 1");
     o.filter_substrait = bytes.as_ptr();
     o.filter_substrait_len = bytes.len();
     o.filter_sql = sql.as_ptr();
-    assert_err(
-        lance_dataset_scan_v2(ds.ptr(), &o, &mut stream),
-        LANCE_ERR_INVALID_ARGUMENT,
-        "mutually exclusive",
-    );
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "event_id");
+    assert_eq!(ids, (2..42).collect::<Vec<i64>>());
+}
+
+/// The key-set filter of LanceScanOptions: the array is moved out by the call that reads the
+/// options (success or failure), ANDed with both other filters, and checked.
+#[test]
+fn key_filter_moves_the_array_and_ands_with_the_other_filters() {
+    use arrow::array::{Array, Int32Array, StringArray};
+    use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+    let bytes = substrait_event_id_below(42);
+    let ds = Ds::open(&events_uri(), 0);
+    let export = |a: &dyn Array| {
+        let data = a.to_data();
+        (FFI_ArrowArray::new(&data), FFI_ArrowSchema::try_from(data.data_type()).unwrap())
+    };
+    let column = cstr("event_id");
+    let sql = cstr("event_id % 2 = 0");
+    // int32 keys for an int64 column (cast exactly), a NULL and a key past the table
+    let (mut values, schema) = export(&Int32Array::from(vec![Some(4), Some(7), None, Some(10), Some(40), Some(41), Some(900)]));
+    let mut o = default_opts();
+    o.filter_substrait = bytes.as_ptr();
+    o.filter_substrait_len = bytes.len();
+    o.filter_sql = sql.as_ptr();
+    o.key_filter_column = column.as_ptr();
+    o.key_filter_values = &mut values;
+    o.key_filter_schema = &schema;
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "event_id");
+    assert_eq!(ids, vec![4, 10, 40]);
+    assert!(values.is_released(), "the call moved the array out");
+
+    // values that do not fit the column: refused, and the array is moved out all the same
+    let (mut words, word_schema) = export(&StringArray::from(vec!["a", "b"]));
+    let mut o = default_opts();
+    o.key_filter_column = column.as_ptr();
+    o.key_filter_values = &mut words;
+    o.key_filter_schema = &word_schema;
+    let mut stream = FFI_ArrowArrayStream::empty();
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "do not fit column 'event_id'");
+    assert!(words.is_released());
+
+    // a column without values, and an unknown column
+    let mut o = default_opts();
+    o.key_filter_column = column.as_ptr();
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "key_filter_column, key_filter_values and key_filter_schema together");
+    let nope = cstr("nope");
+    let (mut one, one_schema) = export(&Int32Array::from(vec![1]));
+    o.key_filter_column = nope.as_ptr();
+    o.key_filter_values = &mut one;
+    o.key_filter_schema = &one_schema;
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "'nope' is not a top-level column");
+    // a released array is refused, not read
+    let mut o = default_opts();
+    o.key_filter_column = column.as_ptr();
+    o.key_filter_values = &mut one;
+    o.key_filter_schema = &one_schema;
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "released");
 }
 
 #[test]
