@@ -632,9 +632,36 @@ def _plan(handle) -> SplitPlan:
 
 # ---- datasets -------------------------------------------------------------------------------
 
+class _ExportedKeys:
+    """A key-set filter's values exported through Arrow's C data interface for one call. The
+    library moves the array out when it reads the options; whatever is left (the schema, and
+    the array when the call failed before reading it) is released when this object goes."""
+
+    _RELEASE_ARRAY = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ffi.ArrowArray))
+    _RELEASE_SCHEMA = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ffi.ArrowSchema))
+
+    def __init__(self, values):
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        elif not isinstance(values, pa.Array):
+            try:
+                values = pa.array(values)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+                raise _error(1, f"keys: the values must be a pyarrow array or a list of one type: {e}") from None
+        self.array, self.schema = _ffi.ArrowArray(), _ffi.ArrowSchema()
+        values._export_to_c(ctypes.addressof(self.array), ctypes.addressof(self.schema))
+
+    def __del__(self):
+        if self.array.release:
+            self._RELEASE_ARRAY(self.array.release)(ctypes.byref(self.array))
+        if self.schema.release:
+            self._RELEASE_SCHEMA(self.schema.release)(ctypes.byref(self.schema))
+
+
 def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=None, batch_size=None,
                   with_row_id=False, with_row_addr=False, fragment_ids=None, scan_in_order=True,
-                  batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None, order_by=None):
+                  batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None, order_by=None,
+                  keys=None):
     o = _ffi.ScanOptions()
     _check(LIB.lance_scan_options_init_v2(ctypes.byref(o), ctypes.sizeof(o)))
     keep = []
@@ -663,6 +690,14 @@ def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=
         if not isinstance(order_by, str):
             raise _error(1, f"order_by must be a string like 'price DESC, id', not {order_by!r}")
         o.order_by = order_by.encode()
+    if keys is not None:
+        if not isinstance(keys, tuple) or len(keys) != 2 or not isinstance(keys[0], str):
+            raise _error(1, f"keys must be (column, values), e.g. ('id', pyarrow.array([1, 5])), not {keys!r}")
+        exported = _ExportedKeys(keys[1])
+        keep.append(exported)
+        o.key_filter_column = keys[0].encode()
+        o.key_filter_values = ctypes.pointer(exported.array)
+        o.key_filter_schema = ctypes.pointer(exported.schema)
     return o, keep
 
 
@@ -978,7 +1013,9 @@ class Dataset:
         """Scan as a `pyarrow.RecordBatchReader` (zero copy). Options: substrait, limit, offset,
         batch_size, with_row_id, with_row_addr, fragment_ids, scan_in_order, batch_readahead,
         fragment_readahead, io_buffer_bytes, order_by ('price DESC, id': sorted before offset
-        and limit, a top-n with a limit) (see LanceScanOptions)."""
+        and limit, a top-n with a limit), keys (a runtime key-set filter: `(column, values)`,
+        values a pyarrow array or a list; only rows whose column holds one of them, ANDed with
+        `filter` and `substrait`, which may be given together) (see LanceScanOptions)."""
         return self.scan_stream(columns, filter, **options).reader()
 
     def scan_stream(self, columns=None, filter=None, **options) -> Stream:

@@ -183,7 +183,8 @@ class ScanOptions(Sized):
                 ("with_row_id", ctypes.c_bool), ("with_row_addr", ctypes.c_bool), ("fragment_ids", u64p),
                 ("num_fragment_ids", ctypes.c_size_t), ("scan_in_order", ctypes.c_bool),
                 ("batch_readahead", ctypes.c_uint32), ("fragment_readahead", ctypes.c_uint32),
-                ("io_buffer_bytes", ctypes.c_uint64), ("order_by", cstr)]
+                ("io_buffer_bytes", ctypes.c_uint64), ("order_by", cstr), ("key_filter_column", cstr),
+                ("key_filter_values", ctypes.POINTER(ArrowArray)), ("key_filter_schema", ctypes.POINTER(ArrowSchema))]
 
 
 class VectorQuery(Sized):
