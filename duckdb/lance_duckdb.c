@@ -8,6 +8,9 @@
  *       pushes its projection down (only the columns the query uses are read); `filter` is
  *       pushed into Lance's scan (scalar indexes apply). DuckDB's C API has no filter pushdown
  *       of its own, so a WHERE clause is evaluated by DuckDB on the rows the scan returns.
+ *       `key_column := 'id', keys := [...]` is a runtime key set (a join's build-side keys):
+ *       only rows whose column holds one of the keys are read (a scalar index answers it);
+ *       the keys travel as text and are cast exactly to the column's type.
  *   lance_vector_search(uri, column, vector, k [, filter := 'sql'] [, nprobes := n] [, refine := n]
  *                       [, distance_lower := x] [, distance_upper := y])
  *       the k rows nearest to `vector` (a list of numbers): every split of lance-host's vector
@@ -93,6 +96,11 @@ typedef struct {
   Column cols[MAX_COLUMNS];
   size_t ncols;
   char* filter;
+  /* lance_scan's runtime key set: `key_column := 'id', keys := [...]`, as strings (NULL entry:
+     a NULL key); the library casts them exactly to the column's type */
+  char* key_column;
+  char** keys;
+  size_t nkeys;
   char* branch;           /* `branch :=` (NULL: the default branch) */
   uint64_t since_version; /* lance_changes: the changes after this version */
   /* 0 lance_scan, 1 lance_vector_search, 2 lance_fts, 3 lance_hybrid_search */
@@ -179,6 +187,9 @@ static void free_bind(void* p) {
     free(b->cols[i].format);
   }
   free(b->filter);
+  free(b->key_column);
+  for (size_t i = 0; i < b->nkeys; i++) free(b->keys[i]);
+  free(b->keys);
   free(b->branch);
   free(b->vector_column);
   free(b->vector);
@@ -423,6 +434,33 @@ static void bind_open(duckdb_bind_info info, BindData* b, const char* uri, uint6
   }
 }
 
+/* lance_scan's `key_column` and `keys`: both or neither; 0 after setting an error. */
+static int bind_keys(duckdb_bind_info info, BindData* b) {
+  duckdb_value column = duckdb_bind_get_named_parameter(info, "key_column");
+  duckdb_value keys = duckdb_bind_get_named_parameter(info, "keys");
+  int ok = 1;
+  if ((column == NULL) != (keys == NULL) || (column && duckdb_is_null_value(column)) || (keys && duckdb_is_null_value(keys))) {
+    duckdb_bind_set_error(info, "lance_scan: give key_column and keys together (the column and the list of its values to keep)");
+    ok = 0;
+  } else if (column) {
+    b->key_column = varchar_param(column);
+    b->nkeys = (size_t)duckdb_get_list_size(keys);
+    b->keys = (char**)calloc(b->nkeys ? b->nkeys : 1, sizeof(char*));
+    for (size_t i = 0; b->keys && i < b->nkeys; i++) {
+      duckdb_value e = duckdb_get_list_child(keys, i);
+      if (!duckdb_is_null_value(e)) b->keys[i] = varchar_param(e);
+      duckdb_destroy_value(&e);
+    }
+    if (!b->keys || !b->key_column) {
+      duckdb_bind_set_error(info, "lance_scan: out of memory for the key set");
+      ok = 0;
+    }
+  }
+  if (column) duckdb_destroy_value(&column);
+  if (keys) duckdb_destroy_value(&keys);
+  return ok;
+}
+
 static void scan_bind(duckdb_bind_info info) {
   BindData* b = (BindData*)calloc(1, sizeof(BindData));
   duckdb_bind_set_bind_data(info, b, free_bind);
@@ -430,7 +468,7 @@ static void scan_bind(duckdb_bind_info info) {
   char* uri = varchar_param(v);
   duckdb_destroy_value(&v);
   uint64_t version = 0;
-  if (bind_named(info, b, &version)) {
+  if (bind_named(info, b, &version) && bind_keys(info, b)) {
     bind_open(info, b, uri, version);
     if (b->ds) bind_columns(info, b);
   }
@@ -669,6 +707,74 @@ static void scan_init(duckdb_init_info info) {
   duckdb_init_set_max_threads(info, g->nsplits ? g->nsplits : 1);
 }
 
+/* The key set of `b` as an Arrow utf8 array and its schema (both owned by the caller, each
+   with a release callback); 0 when out of memory. */
+typedef struct {
+  int32_t* offsets;
+  char* data;
+  uint8_t* validity;
+  const void* buffers[3];
+} KeyArray;
+
+static void release_key_array(struct ArrowArray* a) {
+  KeyArray* k = (KeyArray*)a->private_data;
+  free(k->offsets);
+  free(k->data);
+  free(k->validity);
+  free(k);
+  a->release = NULL;
+}
+
+static void release_key_schema(struct ArrowSchema* s) { s->release = NULL; }
+
+static int export_keys(const BindData* b, struct ArrowArray* a, struct ArrowSchema* schema) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < b->nkeys; i++) bytes += b->keys[i] ? strlen(b->keys[i]) : 0;
+  if (bytes > INT32_MAX) return 0;
+  KeyArray* k = (KeyArray*)calloc(1, sizeof *k);
+  if (!k) return 0;
+  k->offsets = (int32_t*)malloc((b->nkeys + 1) * sizeof(int32_t));
+  k->data = (char*)malloc(bytes ? bytes : 1);
+  k->validity = (uint8_t*)calloc(b->nkeys / 8 + 1, 1);
+  if (!k->offsets || !k->data || !k->validity) {
+    free(k->offsets);
+    free(k->data);
+    free(k->validity);
+    free(k);
+    return 0;
+  }
+  int64_t nulls = 0;
+  int32_t at = 0;
+  k->offsets[0] = 0;
+  for (size_t i = 0; i < b->nkeys; i++) {
+    if (b->keys[i]) {
+      size_t n = strlen(b->keys[i]);
+      memcpy(k->data + at, b->keys[i], n);
+      at += (int32_t)n;
+      k->validity[i / 8] |= (uint8_t)(1u << (i % 8));
+    } else {
+      nulls++;
+    }
+    k->offsets[i + 1] = at;
+  }
+  k->buffers[0] = k->validity;
+  k->buffers[1] = k->offsets;
+  k->buffers[2] = k->data;
+  memset(a, 0, sizeof *a);
+  a->length = (int64_t)b->nkeys;
+  a->null_count = nulls;
+  a->n_buffers = 3;
+  a->buffers = k->buffers;
+  a->release = release_key_array;
+  a->private_data = k;
+  memset(schema, 0, sizeof *schema);
+  schema->format = "u";
+  schema->name = "keys";
+  schema->flags = 2; /* ARROW_FLAG_NULLABLE */
+  schema->release = release_key_schema;
+  return 1;
+}
+
 static void scan_local_init(duckdb_init_info info) {
   duckdb_init_set_init_data(info, calloc(1, sizeof(LocalState)), free_local);
 }
@@ -684,8 +790,24 @@ static int next_split(duckdb_function_info info, const BindData* b, GlobalState*
   o.num_columns = g->nnames;
   o.filter_sql = b->filter;
   o.batch_size = duckdb_vector_size();
+  struct ArrowArray keys;
+  struct ArrowSchema keys_schema;
+  memset(&keys, 0, sizeof keys);
+  memset(&keys_schema, 0, sizeof keys_schema);
+  if (b->key_column) {
+    if (!export_keys(b, &keys, &keys_schema)) {
+      lance_split_free(split);
+      duckdb_function_set_error(info, "lance_scan: out of memory for the key set");
+      return -1;
+    }
+    o.key_filter_column = b->key_column;
+    o.key_filter_values = &keys;
+    o.key_filter_schema = &keys_schema;
+  }
   int rc = split ? lance_split_scan_v2(b->ds, split, &o, &r->stream) : LANCE_ERR_INTERNAL;
   lance_split_free(split);
+  if (keys.release) keys.release(&keys); /* not moved: the call failed before reading it */
+  if (keys_schema.release) keys_schema.release(&keys_schema);
   const char* err = rc == LANCE_OK ? reader_start(r, g) : lance_last_error_message();
   if (err) {
     duckdb_function_set_error(info, err);
@@ -1244,6 +1366,12 @@ static int register_function(duckdb_connection con, const char* name, duckdb_tab
   duckdb_table_function_add_named_parameter(f, "filter", varchar);
   duckdb_table_function_add_named_parameter(f, "version", bigint);
   duckdb_table_function_add_named_parameter(f, "branch", varchar);
+  duckdb_logical_type varchars = duckdb_create_list_type(varchar);
+  if (kind == 0) {
+    duckdb_table_function_add_named_parameter(f, "key_column", varchar);
+    duckdb_table_function_add_named_parameter(f, "keys", varchars);
+  }
+  duckdb_destroy_logical_type(&varchars);
   duckdb_table_function_set_bind(f, bind);
   duckdb_table_function_set_init(f, init);
   if (kind == 0) duckdb_table_function_set_local_init(f, scan_local_init);

@@ -673,3 +673,36 @@ def test_wide_results_are_whole(con, tmp_path):
     want = con.execute("SELECT " + ", ".join(f"sum(c{i})" for i in range(n)) + " FROM wide_src").fetchall()
     assert len(got[0]) == n and [int(v) for v in got[0]] == [int(v) for v in want[0]]
     con.unregister("wide_src")
+
+
+def test_scan_key_set_equals_duckdb_in(con, tmp_path):
+    """Issue 60, runtime filters: lance_scan(key_column :=, keys :=) reads only the rows whose
+    column holds a key (every split gets the key set), equal to DuckDB's own IN over the whole
+    table; ints, strings with a NULL key, ANDed with `filter`; a DuckDB relation fetched twice
+    gives the same rows; a lone key_column, keys that do not fit and an unknown column are
+    errors naming them."""
+    uri = str(tmp_path / "keys.lance")
+    n = 5000
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()),
+                                  "name": pa.array([None if i % 9 == 0 else f"n{i % 50}" for i in range(n)])}),
+                        uri, max_rows_per_file=1200)
+    whole = f"lance_scan('{uri}')"
+    pairs = [("id", "[3, 17, 4999, 123456, -1]", "(3, 17, 4999, 123456, -1)", None),
+             ("name", "['n1', NULL, 'n7', 'absent']", "('n1', 'n7', 'absent')", None),
+             ("id", "[1, 2, 3, 1200, 1201, 2400]", "(1, 2, 3, 1200, 1201, 2400)", "id > 1")]
+    for column, keys, in_list, filt in pairs:
+        extra = f", filter := '{filt}'" if filt else ""
+        got = con.execute(f"SELECT id FROM lance_scan('{uri}', key_column := '{column}', keys := {keys}{extra}) "
+                          "ORDER BY id").fetchall()
+        where = f"{column} IN {in_list}" + (f" AND {filt}" if filt else "")
+        want = con.execute(f"SELECT id FROM {whole} WHERE {where} ORDER BY id").fetchall()
+        assert got == want and got, (column, keys)
+    assert con.execute(f"SELECT count(*) FROM lance_scan('{uri}', key_column := 'id', keys := [])").fetchall() == [(0,)]
+    rel = con.sql(f"SELECT id FROM lance_scan('{uri}', key_column := 'id', keys := [5, 6]) ORDER BY id")
+    assert rel.fetchall() == [(5,), (6,)] and rel.fetchall() == [(5,), (6,)]
+    with pytest.raises(duckdb.BinderException, match="key_column and keys together"):
+        con.execute(f"SELECT * FROM lance_scan('{uri}', key_column := 'id')")
+    with pytest.raises(duckdb.Error, match="do not fit column 'id'"):
+        con.execute(f"SELECT * FROM lance_scan('{uri}', key_column := 'id', keys := ['x'])").fetchall()
+    with pytest.raises(duckdb.Error, match="'nope' is not a top-level column"):
+        con.execute(f"SELECT * FROM lance_scan('{uri}', key_column := 'nope', keys := [1])").fetchall()
