@@ -564,6 +564,16 @@ int main(int argc, char** argv) {
     auto token = ds.export_snapshot();
     EXPECT(lh::Dataset::open_snapshot(token).version() == ds.version());
     EXPECT(lh::Dataset::open_at_timestamp(ds.uri(), INT64_MAX).version() == ds.version());
+    EXPECT(lh::Dataset::open_at_timestamp_us(ds.uri(), INT64_MAX).version() == ds.version());
+    {
+      bool refused = false;  // before the first version was committed: NOT_FOUND
+      try {
+        lh::Dataset::open_at_timestamp_us(ds.uri(), 1);
+      } catch (const lh::Error& e) {
+        refused = e.code() == LANCE_ERR_NOT_FOUND;
+      }
+      EXPECT(refused);
+    }
     auto indexes = ds.indexes();
     const lh::Dataset::IndexInfo* pq = nullptr;
     for (const auto& i : indexes)

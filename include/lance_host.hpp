@@ -1023,6 +1023,13 @@ class Dataset {
     detail::KeyValues kv(storage_options);
     return Dataset(lance_dataset_open_at_timestamp(uri.c_str(), kv.get(), timestamp_ms));
   }
+  /// The newest version committed at or before the microsecond `timestamp_us` since the epoch
+  /// (lance_dataset_open_at_timestamp_us; NOT_FOUND when no version is that old).
+  static Dataset open_at_timestamp_us(const std::string& uri, int64_t timestamp_us,
+                                      const std::map<std::string, std::string>& storage_options = {}) {
+    detail::KeyValues kv(storage_options);
+    return Dataset(lance_dataset_open_at_timestamp_us(uri.c_str(), kv.get(), timestamp_us));
+  }
   /// Open a shipped snapshot token without reading the manifest.
   static Dataset open_snapshot(const std::vector<uint8_t>& token,
                                const std::map<std::string, std::string>& storage_options = {}) {

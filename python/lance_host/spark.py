@@ -24,7 +24,8 @@ created. Options: uri, storage.<key>, max_rows_per_file, commit_message.
 Options of "lance_host":
   uri                the table; or `table` ("ns1.ns2.name") with the catalog's properties as
                      catalog.<key> options (catalog.root=..., or catalog.impl=rest + catalog.uri=...)
-  version / timestamp_ms   the snapshot to pin (default: the latest at planning)
+  version / timestamp_ms / timestamp_us   the snapshot to pin: that version, or the newest
+                           committed at or before that instant (default: the latest at planning)
   branch             the branch to read ("main" = the default; `version` is then the branch's)
   tag                the version (and branch) a tag names
   changes_since      read the rows changed after this version up to the pinned one instead of
@@ -82,7 +83,7 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
 
 # ---- options -----------------------------------------------------------------------------
 
-_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "branch", "tag", "columns", "filter", "stats_dir")
+_COMMON = ("uri", "path", "table", "version", "timestamp_ms", "timestamp_us", "branch", "tag", "columns", "filter", "stats_dir")
 _READ_OPTIONS = _COMMON + ("target_rows", "pushdown", "changes_since")
 _SEARCH_OPTIONS = _COMMON + ("column", "vector", "k", "nprobes", "refine", "metric", "use_index",
                              "max_partitions")
@@ -129,6 +130,9 @@ def _open_planning_with_storage(options):
     storage = _storage_options(options) or None
     version = _int_option(options, "version", 0)
     ts = options.get("timestamp_ms")
+    ts_us = options.get("timestamp_us")
+    if ts is not None and ts_us is not None:
+        raise lh._error(1, "lance_host: options 'timestamp_ms' and 'timestamp_us' pin two snapshots: give one")
     if _uri_option(options):
         uri = _uri_option(options)
     elif "table" in options:
@@ -143,12 +147,15 @@ def _open_planning_with_storage(options):
     branch = options.get("branch")
     tag = options.get("tag")
     if tag is not None:
-        if branch is not None or ts is not None or version:
+        if branch is not None or ts is not None or ts_us is not None or version:
             raise lh._error(1, "lance_host: option 'tag' names a version and its branch: give it alone")
         return lh.open_tag(uri, tag, storage_options=storage), storage
-    if ts is not None:
+    if ts is not None or ts_us is not None:
         if branch is not None:
-            raise lh._error(1, "lance_host: options 'timestamp_ms' and 'branch' cannot be combined; pin a version")
+            raise lh._error(1, "lance_host: options 'timestamp_ms'/'timestamp_us' and 'branch' cannot be combined; pin a version")
+        if ts_us is not None:
+            return lh.open_at_timestamp(uri, timestamp_us=_int_option(options, "timestamp_us", 0),
+                                        storage_options=storage), storage
         return lh.open_at_timestamp(uri, _int_option(options, "timestamp_ms", 0), storage_options=storage), storage
     return lh.open(uri, version=version or None, storage_options=storage, branch=branch), storage
 

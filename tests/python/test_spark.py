@@ -326,9 +326,16 @@ def test_catalog_table_and_timestamp_options(spark, tmp_path):
     lance.write_dataset(batch(300, 450), uri, mode="append")
     df = (spark.read.format("lance_host").option("table", "t").option("catalog.root", str(root)).load())
     assert sorted(r["id"] for r in df.select("id").collect()) == list(range(450))
-    v1 = next(v for v in lh.open(uri).versions() if v.version == 1)
-    old = spark.read.format("lance_host").option("uri", uri).option("timestamp_ms", str(v1.timestamp_ms)).load()
+    # the commit time at the microsecond (pylance's); a millisecond cut below it is before
+    # version 1 was committed (open at a timestamp compares microseconds, as pylance's asof)
+    t1_us = round(lance.dataset(uri).versions()[0]["timestamp"].timestamp() * 1_000_000)
+    old = spark.read.format("lance_host").option("uri", uri).option("timestamp_us", str(t1_us + 2)).load()
     assert sorted(r["id"] for r in old.select("id").collect()) == list(range(300))
+    old = spark.read.format("lance_host").option("uri", uri).option("timestamp_ms", str(t1_us // 1000 + 1)).load()
+    assert sorted(r["id"] for r in old.select("id").collect()) == list(range(300))
+    with pytest.raises(Exception, match="give one"):
+        (spark.read.format("lance_host").option("uri", uri).option("timestamp_ms", "1")
+         .option("timestamp_us", "1").load().collect())
     with pytest.raises(Exception, match="set option 'uri'"):
         spark.read.format("lance_host").load().collect()
 
