@@ -6,7 +6,11 @@ write, such columns are cast to `fixed_size_list<T, n>`, the type Lance indexes 
   an overwrite that keeps the table's schema);
 - to `n` given for the column (`dims`: a Spark option, a Ray argument, or the field metadata a
   lance_host read puts on the column), on a create or a new schema;
-- to the tensor's own shape, for a Ray tensor column of one dimension.
+- to the tensor's own shape, for a Ray tensor column of one dimension;
+- to the rows' one length, for Ray's variable-shaped tensors of one dimension (what a numpy
+  `map_batches` gives a vector column back as); ragged rows are written as lists of their values.
+
+A column of Python objects Ray pickled is refused naming the column.
 
 Other columns the target table holds with another integer, float, string or binary type (Spark
 widens uint32 to bigint) are cast back to the table's type, refusing values that do not fit.
@@ -32,12 +36,49 @@ def _err(message: str):
     return lh._error(1, message)
 
 
+# Ray's extension type for a numpy column of dtype object it could not type: pickled objects.
+_PICKLED = "ray.data.arrow_pickled_object"
+
+
+def _variable_tensor(t: pa.DataType) -> bool:
+    """Ray's variable-shaped tensor (what `map_batches(batch_format="numpy")` gives a vector
+    column back as): storage struct<data: list of the flat values, shape: list<int64>>."""
+    if not isinstance(t, pa.ExtensionType) or not pa.types.is_struct(t.storage_type):
+        return False
+    names = [t.storage_type.field(i).name for i in range(t.storage_type.num_fields)]
+    return sorted(names) == ["data", "shape"] and _is_listlike(t.storage_type.field("data").type)
+
+
 def _storage(arr: pa.Array):
-    """An extension array's storage and the tensor shape it declares (None: not a tensor)."""
+    """An extension array's storage and the tensor shape it declares (None: not a tensor). A
+    variable-shaped tensor's storage is its flat values per row (NULL rows kept), its shape
+    `(None,) * ndim`."""
+    if _variable_tensor(arr.type):
+        ndim = getattr(arr.type, "ndim", None)
+        data = arr.storage.flatten()[arr.type.storage_type.get_field_index("data")]
+        return data, ((None,) * ndim if isinstance(ndim, int) else (None, None))
     if isinstance(arr.type, pa.ExtensionType):
         shape = getattr(arr.type, "shape", None)
         return arr.storage, (tuple(shape) if shape is not None else None)
     return arr, None
+
+
+def _refuse_pickled(name: str, t: pa.DataType) -> None:
+    if getattr(t, "extension_name", None) == _PICKLED:
+        raise _err(f"column {name!r} holds Python objects (Ray pickles a numpy column of dtype object); return "
+                   "vectors as a 2-D numpy array of shape (rows, dimension), or lists, to write them")
+
+
+def _one_length(name: str, col: pa.ChunkedArray) -> Optional[int]:
+    """The one length of every non-NULL row of a variable-shaped tensor column of one
+    dimension (None: the rows have different lengths, or there is no non-NULL row)."""
+    lengths = set()
+    for chunk in col.chunks:
+        data, _ = _storage(chunk)
+        mm = pc.min_max(pc.list_value_length(data)).as_py()
+        if mm["min"] is not None:
+            lengths.update((mm["min"], mm["max"]))
+    return lengths.pop() if len(lengths) == 1 and next(iter(lengths)) > 0 else None
 
 
 def _scalar(t: pa.DataType) -> bool:
@@ -86,6 +127,7 @@ def conform(table: pa.Table, target: Optional[pa.Schema] = None,
     cols, fields, changed = [], [], False
     for field, col in zip(table.schema, table.columns):
         name = field.name
+        _refuse_pickled(name, field.type)
         tf = target.field(name) if target is not None and name in target.names else None
         new = None
         if tf is not None and pa.types.is_fixed_size_list(tf.type):
@@ -102,11 +144,27 @@ def conform(table: pa.Table, target: Optional[pa.Schema] = None,
             n = dims[name]
             value = field.type
             storage_type = value.storage_type if isinstance(value, pa.ExtensionType) else value
+            if _variable_tensor(value):
+                storage_type = storage_type.field("data").type
             if not _is_listlike(storage_type):
                 raise _err(f"column {name!r} of type {field.type} cannot be written as vectors")
             vt = storage_type.value_type
             if not (pa.types.is_fixed_size_list(field.type) and field.type.list_size == n):
                 new = _to_fixed(name, col, vt, n)
+        elif _variable_tensor(field.type) and tf is None:
+            # A column Ray gives back as variable-shaped tensors: vectors when every row has one
+            # length, else a list per row of its values (nothing padded or cut).
+            ndim = getattr(field.type, "ndim", None)
+            if ndim != 1:
+                raise _err(f"column {name!r}: tensors of {ndim} dimensions are not vectors; write vectors of one "
+                           "dimension")
+            value_type = field.type.storage_type.field("data").type.value_type
+            n = _one_length(name, col)
+            if n is not None:
+                new = _to_fixed(name, col, value_type, n)
+            else:
+                new = pa.chunked_array([_storage(c)[0] for c in col.chunks],
+                                       type=field.type.storage_type.field("data").type)
         elif isinstance(field.type, pa.ExtensionType) and tf is None:
             shape = getattr(field.type, "shape", None)
             storage_type = field.type.storage_type

@@ -271,7 +271,9 @@ def write_lance_host(dataset, uri: str, mode: str = "append", *, storage_options
     commit's WriteResult (None when there was nothing to write).
 
     Vectors are written as `fixed_size_list<T, n>`: numpy/tensor columns of one dimension by
-    their shape, list columns named in `vector_columns` ({"vec": 16}), and on an append or an
+    their shape (Ray's variable-shaped tensors, which `map_batches(batch_format="numpy")` gives
+    a vector column back as, by their rows' one length; ragged rows are written as lists; a
+    column of pickled Python objects is refused), list columns named in `vector_columns` ({"vec": 16}), and on an append or an
     overwrite every column the table holds as a fixed-size list (an overwrite keeps the table's
     vector types unless `new_schema=True`). A row of another length is InvalidArgumentError."""
     sink = LanceHostDatasink(uri, mode, storage_options, max_rows_per_file, commit_message, vector_columns, new_schema)

@@ -263,6 +263,54 @@ def test_vectors_round_trip_through_ray(cluster, tmp_path):
     assert np.array_equal(np.stack(table["vec"].to_numpy(zero_copy_only=False)), vecs)
 
 
+def test_numpy_batches_with_vectors_write_back(cluster, tmp_path):
+    """Issue 58 item 19: `map_batches(batch_format="numpy")` gives a vector column back as Ray's
+    variable-shaped tensors; writing them failed ("invalid utf-8 sequence"). They append to the
+    table's vectors, create vectors of their one length, and ragged rows are written as lists;
+    a column of pickled Python objects is refused naming the column, the table unchanged."""
+    from lance_host.ray import write_lance_host
+
+    src = str(tmp_path / "src.lance")
+    lance.write_dataset(batch(0, 240).select(["id", "vec"]), src, max_rows_per_file=80)
+    want = lance.dataset(src).to_table().sort_by("id")
+
+    def shift(b):
+        b["id"] = b["id"] + 1000
+        b["vec"] = b["vec"] * 2  # a (rows, DIM) array or an object array of rows
+        return b
+
+    moved = lhr.read_lance_host(src).map_batches(shift, batch_format="numpy")
+    write_lance_host(moved, src)  # an append to the table's fixed_size_list<float, DIM>
+    py = lance.dataset(src)
+    assert py.schema.field("vec").type == pa.list_(pa.float32(), DIM) and py.count_rows() == 480
+    back = py.to_table(filter="id >= 1000").sort_by("id")
+    assert back["id"].to_pylist() == [i + 1000 for i in want["id"].to_pylist()]
+    assert np.array_equal(np.stack(back["vec"].to_numpy(zero_copy_only=False)),
+                          2 * np.stack(want["vec"].to_numpy(zero_copy_only=False)))
+
+    made = str(tmp_path / "made.lance")
+    write_lance_host(moved, made)  # a create: vectors of the rows' one length
+    assert lance.dataset(made).schema.field("vec").type == pa.list_(pa.float32(), DIM)
+    assert lance.dataset(made).count_rows() == 240
+
+    def ragged(b):
+        b["vec"] = np.array([v[: 1 + int(i) % DIM] for i, v in zip(b["id"], b["vec"])], dtype=object)
+        return b
+
+    lists = str(tmp_path / "ragged.lance")
+    write_lance_host(lhr.read_lance_host(src, filter="id < 240").map_batches(ragged, batch_format="numpy"), lists)
+    got = lance.dataset(lists).to_table().sort_by("id")
+    assert [len(v) for v in got["vec"].to_pylist()] == [1 + i % DIM for i in range(240)]
+
+    def pickled(b):
+        b["vec"] = np.array([complex(float(i), 1.0) for i in b["id"]], dtype=object)  # Ray pickles these
+        return b
+
+    with pytest.raises(Exception, match="column 'vec' holds Python objects"):
+        write_lance_host(lhr.read_lance_host(src).map_batches(pickled, batch_format="numpy"), src)
+    assert lance.dataset(src).count_rows() == 480
+
+
 def test_one_fragment_is_read_by_several_tasks(cluster, tmp_path):
     """target_rows cuts a one-fragment table into row slices: one Ray read task per slice
     (0.10.5: one), the rows equal pylance's."""
