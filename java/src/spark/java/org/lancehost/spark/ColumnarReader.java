@@ -15,7 +15,11 @@ import org.lancehost.ScanOptions;
 
 /**
  * Reads one partition as columnar batches over the library's Arrow buffers. A batch stays valid
- * until the next call to {@link #next()} or {@link #close()}, as Spark requires.
+ * until the next call to {@link #next()} that returns another batch, as Spark requires. The last
+ * batch stays valid after the stream ended and after {@link #close()}, until the Spark task
+ * completes: an Arrow-optimized Python UDF reads the rows of the input on a writer thread of its
+ * own, which may still convert the last batch's rows when Spark has already seen the end of the
+ * partition and closed the reader.
  */
 final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   private final AutoCloseable owner; // the dataset (or the lease on it) the stream was opened on
@@ -25,6 +29,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
   private final String[] output;
   private VectorSchemaRoot current;
   private ColumnarBatch batch;
+  private boolean closed;
 
   /** A reader over a stream already opened on a dataset `owner` holds (both closed with the reader). */
   ColumnarReader(AutoCloseable owner, ArrowStream stream) {
@@ -60,9 +65,9 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public boolean next() {
-    release();
     VectorSchemaRoot root = stream.next();
-    if (root == null) return false;
+    if (root == null) return false; // the last batch stays readable until close (or the task's end)
+    release();
     current = root;
     List<FieldVector> vectors = root.getFieldVectors();
     if (output != null) {
@@ -109,8 +114,24 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public void close() {
+    if (closed) return;
+    closed = true;
+    stream.close(); // stops the work behind the stream; batches already handed out stay valid
+    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+    if (task != null && !task.isCompleted() && (batch != null || current != null)) {
+      task.addTaskCompletionListener(new org.apache.spark.util.TaskCompletionListener() {
+        @Override
+        public void onTaskCompletion(org.apache.spark.TaskContext context) {
+          releaseAll();
+        }
+      });
+      return;
+    }
+    releaseAll();
+  }
+
+  private void releaseAll() {
     release();
-    stream.close();
     try {
       owner.close();
     } catch (Exception e) {

@@ -1,0 +1,84 @@
+"""pyspark over the JVM connector (`format("lance_host")`, the jars ./test.sh builds from java/):
+what a Python user of Spark does on top of a lance_host scan, with pylance's reading of the same
+table as the judge. The Spark session runs in a process of its own (one for the file): the JVM
+needs the connector's jars and its JNI library when it starts, and the other Spark tests of this
+run already started theirs without them."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+import pyspark  # noqa: E402,F401  (installed by the test command: never skipped)
+
+SESSION = r'''
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+from pyspark.sql.types import LongType, StringType
+
+build, uri = sys.argv[1], sys.argv[2]
+spark = (SparkSession.builder.master("local[2]").appName("lance-host-jvm-from-python")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+         .config("spark.jars", f"{build}/lance-host.jar,{build}/lance-host-spark.jar")
+         .config("spark.driver.extraJavaOptions", f"-Dlancehost.jni.library={build}/liblance_host_jni.so")
+         .getOrCreate())
+
+@F.udf(returnType=LongType(), useArrow=True)
+def twice(x):
+    return None if x is None else 2 * x
+
+@F.udf(returnType=StringType(), useArrow=True)
+def shout(s):
+    return None if s is None else s.upper()
+
+out = {}
+for batch_size in ("128", None):
+    reader = spark.read.format("lance_host")
+    if batch_size:
+        reader = reader.option("batch_size", batch_size)
+    df = reader.load(uri)
+    rows = df.select("id", twice("id").alias("d"), shout("name").alias("s")).collect()
+    filtered = df.where("id % 7 = 3").select(twice("id").alias("d")).collect()
+    out[batch_size or "default"] = {"rows": [[r["id"], r["d"], r["s"]] for r in rows],
+                                    "filtered": sorted(r["d"] for r in filtered)}
+spark.stop()
+print("RESULT " + json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    build = os.environ.get("LANCE_HOST_JAVA_BUILD")
+    if not build:
+        pytest.skip("LANCE_HOST_JAVA_BUILD is not set (./test.sh builds java/ and sets it)")
+    uri = str(tmp_path_factory.mktemp("jvm") / "t.lance")
+    n = 5000
+    lance.write_dataset(pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "name": pa.array([None if i % 11 == 0 else f"n{i % 97}" for i in range(n)]),
+        "price": pa.array([i * 0.25 for i in range(n)], pa.float64()),
+    }), uri, max_rows_per_file=1700)
+    run = subprocess.run([sys.executable, "-c", SESSION, str(Path(build)), uri], capture_output=True, text=True,
+                         timeout=600)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stderr[-6000:]
+    return lance.dataset(uri).to_table(), json.loads(lines[0][len("RESULT "):])
+
+
+@pytest.mark.parametrize("batch_size", ["128", "default"])
+def test_arrow_python_udf_over_a_scan_equals_pylance(answers, batch_size):
+    """Issue 58 item 10: Spark's Arrow-optimized Python UDF read the last batch of a partition
+    after the connector had freed it (IndexOutOfBoundsException in ArrowColumnVector)."""
+    pyl, out = answers
+    got = out[batch_size]
+    want = {i: [2 * i, None if s is None else s.upper()] for i, s in zip(pyl["id"].to_pylist(), pyl["name"].to_pylist())}
+    assert len(got["rows"]) == len(want)
+    assert {r[0]: r[1:] for r in got["rows"]} == want
+    # after a filter that leaves a short last batch in every split
+    assert got["filtered"] == sorted(2 * i for i in want if i % 7 == 3)
