@@ -35,6 +35,7 @@ pub mod sql_text;
 pub mod statistics;
 pub mod stats;
 pub mod take;
+pub mod wake;
 pub mod write;
 
 pub use error::{HostError, LanceErrorCode, Result};

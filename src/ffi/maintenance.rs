@@ -533,14 +533,7 @@ pub extern "C" fn lance_dataset_update_config(
         let remove = str_list_arg(remove, num_remove, "remove")?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let mut updates: Vec<(String, Option<String>)> = set.into_iter().map(|(k, v)| (k, Some(v))).collect();
-        updates.sort();
-        for key in remove {
-            if updates.iter().any(|(k, _)| *k == key) {
-                return Err(HostError::invalid(format!("config key '{key}' is both set and removed")));
-            }
-            updates.push((key, None));
-        }
+        let updates = maintenance::ConfigUpdates::new(set, remove)?;
         let (snapshot, summary) = maintenance::update_config(&ds.snapshot, &updates, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)

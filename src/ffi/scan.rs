@@ -201,7 +201,7 @@ struct HostStream {
     /// The reader behind `inner`, reached directly by `lance_stream_poll_next`.
     reader: std::sync::Arc<std::sync::Mutex<BatchReader>>,
     /// Whom `lance_stream_poll_next` wakes; emptied at release.
-    wake: std::sync::Arc<WakeSlot>,
+    wake: std::sync::Arc<crate::wake::WakeSlot>,
     stats: OpStats,
     token: crate::cancel::Token,
     failure: std::sync::Arc<std::sync::OnceLock<crate::error::LanceErrorCode>>,
@@ -411,7 +411,7 @@ pub(crate) fn export_stream(reader: BatchReader, out: &mut FFI_ArrowArrayStream)
     let host = Box::new(HostStream {
         inner: std::cell::UnsafeCell::new(FFI_ArrowArrayStream::new(Box::new(shared))),
         reader,
-        wake: std::sync::Arc::new(WakeSlot::default()),
+        wake: std::sync::Arc::new(crate::wake::WakeSlot::default()),
         stats,
         token,
         failure,
@@ -611,81 +611,20 @@ pub enum LancePollStatus {
 /// (typically it writes to an eventfd or a pipe, or posts to the host's scheduler).
 pub type LanceWakeCallback = Option<unsafe extern "C" fn(user_data: *mut std::ffi::c_void)>;
 
-/// The host's wake-up of the latest pending poll. The lock is held while the callback runs, so
-/// a release waits for a wake in flight and no wake-up follows it. While a poll runs, a wake
-/// only marks the slot (the poll then tries again instead of answering PENDING), so the host's
-/// callback runs only after a PENDING answer — never for a poll that returned a batch, the
-/// end or an error.
-#[derive(Default)]
-struct WakeSlot {
-    state: std::sync::Mutex<WakeState>,
-}
-
-#[derive(Default)]
-struct WakeState {
-    target: Option<WakeTarget>,
-    /// A poll is running on the host's thread.
-    polling: bool,
-    /// A wake arrived while it ran.
-    woken: bool,
-}
-
-struct WakeTarget {
+/// The host's wake-up and its user data, sent to the library thread that calls it.
+struct HostWake {
     callback: unsafe extern "C" fn(*mut std::ffi::c_void),
     user_data: *mut std::ffi::c_void,
 }
 
 // SAFETY: the host promises (header of `lance_stream_poll_next`) that its callback may run on
 // any thread with this user data; the library never dereferences the pointer.
-unsafe impl Send for WakeTarget {}
+unsafe impl Send for HostWake {}
 
-impl WakeSlot {
-    /// A poll starts: `target` is whom to wake if it answers PENDING.
-    fn begin_poll(&self, target: Option<WakeTarget>) {
-        if let Ok(mut s) = self.state.lock() {
-            *s = WakeState { target, polling: true, woken: false };
-        }
-    }
-
-    /// The poll answered PENDING: keep the target armed, unless a wake arrived while it ran
-    /// (then the caller polls again: true).
-    fn park(&self) -> bool {
-        let Ok(mut s) = self.state.lock() else { return false };
-        if s.woken {
-            s.woken = false;
-            return true;
-        }
-        s.polling = false;
-        false
-    }
-
-    /// The poll answered anything but PENDING, or the stream is released: nobody to wake.
-    fn disarm(&self) {
-        if let Ok(mut s) = self.state.lock() {
-            *s = WakeState::default();
-        }
-    }
-}
-
-impl std::task::Wake for WakeSlot {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        let Ok(mut s) = self.state.lock() else { return };
-        if s.polling {
-            s.woken = true;
-            return;
-        }
-        if let Some(target) = s.target.take() {
-            // A panic cannot cross the host's frame; a host callback that unwinds is a host
-            // bug, caught here so the runtime thread survives it.
-            let _ = std::panic::catch_unwind(|| {
-                // SAFETY: the host registered this callback and user data for this wake-up.
-                unsafe { (target.callback)(target.user_data) }
-            });
-        }
+impl HostWake {
+    fn call(self) {
+        // SAFETY: the host registered this callback and user data for this wake-up.
+        unsafe { (self.callback)(self.user_data) }
     }
 }
 
@@ -725,34 +664,24 @@ pub extern "C" fn lance_stream_poll_next(
         let host = unsafe { host_of(stream) }.ok_or_else(|| {
             HostError::invalid("stream is released or was not created by lance-host")
         })?;
-        host.wake.begin_poll(wake.map(|callback| WakeTarget { callback, user_data }));
-        let waker = std::task::Waker::from(host.wake.clone());
-        let polled = {
-            let mut reader = host.reader.lock().map_err(|_| {
-                host.wake.disarm();
-                HostError::internal("the stream's reader was poisoned by a panic")
-            })?;
-            // A wake that arrives while polling means progress may be possible already: poll
-            // again rather than answer PENDING and leave the host waiting for a wake-up that
-            // was spent.
-            loop {
-                match reader.poll_batch(&waker) {
-                    Ok(scan::Polled::Pending) if host.wake.park() => continue,
-                    other => break other,
-                }
-            }
-        };
+        let target = wake.map(|callback| {
+            let host_wake = HostWake { callback, user_data };
+            Box::new(move || host_wake.call()) as crate::wake::WakeTarget
+        });
+        let polled = host.wake.poll(target, |waker| {
+            let mut reader =
+                host.reader.lock().map_err(|_| HostError::internal("the stream's reader was poisoned by a panic"))?;
+            reader.poll_batch(waker)
+        });
         let polled = match polled {
             Ok(p) => p,
             Err(e) => {
-                host.wake.disarm();
                 set_message(host, e.code, &e.message);
                 return Err(e);
             }
         };
         *status = match polled {
             scan::Polled::Ready(batch) => {
-                host.wake.disarm();
                 let array = arrow::array::StructArray::from(batch);
                 let data = arrow::array::Array::into_data(array);
                 // SAFETY: `out` is valid for writes and holds no live array (caller contract).
@@ -760,10 +689,7 @@ pub extern "C" fn lance_stream_poll_next(
                 LancePollStatus::LANCE_POLL_READY as i32
             }
             scan::Polled::Pending => LancePollStatus::LANCE_POLL_PENDING as i32,
-            scan::Polled::End => {
-                host.wake.disarm();
-                LancePollStatus::LANCE_POLL_END as i32
-            }
+            scan::Polled::End => LancePollStatus::LANCE_POLL_END as i32,
         };
         Ok(())
     })

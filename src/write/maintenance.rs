@@ -199,6 +199,33 @@ pub fn restore(at: &Snapshot) -> Result<Snapshot> {
 /// commits Lance can rebase over are fine, unless `options.preconditions` require otherwise (a
 /// fencing token moved with a compare-and-set: require the old value, set the new one).
 /// Keys must be non-empty and not repeated.
+/// The keys a config update sets (`Some` value) and removes (`None`), sorted by key; a key is
+/// set or removed, never both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigUpdates(Vec<(String, Option<String>)>);
+
+impl ConfigUpdates {
+    /// Keys to `set` and to `remove`: INVALID_ARGUMENT for a key in both.
+    pub fn new(set: impl IntoIterator<Item = (String, String)>, remove: Vec<String>) -> Result<Self> {
+        let mut updates: Vec<(String, Option<String>)> = set.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        updates.sort();
+        for key in remove {
+            if updates.iter().any(|(k, _)| *k == key) {
+                return Err(HostError::invalid(format!("config key '{key}' is both set and removed")));
+            }
+            updates.push((key, None));
+        }
+        Ok(ConfigUpdates(updates))
+    }
+}
+
+impl std::ops::Deref for ConfigUpdates {
+    type Target = [(String, Option<String>)];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
 pub fn update_config(
     at: &Snapshot,
     updates: &[(String, Option<String>)],
