@@ -707,74 +707,6 @@ static void scan_init(duckdb_init_info info) {
   duckdb_init_set_max_threads(info, g->nsplits ? g->nsplits : 1);
 }
 
-/* The key set of `b` as an Arrow utf8 array and its schema (both owned by the caller, each
-   with a release callback); 0 when out of memory. */
-typedef struct {
-  int32_t* offsets;
-  char* data;
-  uint8_t* validity;
-  const void* buffers[3];
-} KeyArray;
-
-static void release_key_array(struct ArrowArray* a) {
-  KeyArray* k = (KeyArray*)a->private_data;
-  free(k->offsets);
-  free(k->data);
-  free(k->validity);
-  free(k);
-  a->release = NULL;
-}
-
-static void release_key_schema(struct ArrowSchema* s) { s->release = NULL; }
-
-static int export_keys(const BindData* b, struct ArrowArray* a, struct ArrowSchema* schema) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < b->nkeys; i++) bytes += b->keys[i] ? strlen(b->keys[i]) : 0;
-  if (bytes > INT32_MAX) return 0;
-  KeyArray* k = (KeyArray*)calloc(1, sizeof *k);
-  if (!k) return 0;
-  k->offsets = (int32_t*)malloc((b->nkeys + 1) * sizeof(int32_t));
-  k->data = (char*)malloc(bytes ? bytes : 1);
-  k->validity = (uint8_t*)calloc(b->nkeys / 8 + 1, 1);
-  if (!k->offsets || !k->data || !k->validity) {
-    free(k->offsets);
-    free(k->data);
-    free(k->validity);
-    free(k);
-    return 0;
-  }
-  int64_t nulls = 0;
-  int32_t at = 0;
-  k->offsets[0] = 0;
-  for (size_t i = 0; i < b->nkeys; i++) {
-    if (b->keys[i]) {
-      size_t n = strlen(b->keys[i]);
-      memcpy(k->data + at, b->keys[i], n);
-      at += (int32_t)n;
-      k->validity[i / 8] |= (uint8_t)(1u << (i % 8));
-    } else {
-      nulls++;
-    }
-    k->offsets[i + 1] = at;
-  }
-  k->buffers[0] = k->validity;
-  k->buffers[1] = k->offsets;
-  k->buffers[2] = k->data;
-  memset(a, 0, sizeof *a);
-  a->length = (int64_t)b->nkeys;
-  a->null_count = nulls;
-  a->n_buffers = 3;
-  a->buffers = k->buffers;
-  a->release = release_key_array;
-  a->private_data = k;
-  memset(schema, 0, sizeof *schema);
-  schema->format = "u";
-  schema->name = "keys";
-  schema->flags = 2; /* ARROW_FLAG_NULLABLE */
-  schema->release = release_key_schema;
-  return 1;
-}
-
 static void scan_local_init(duckdb_init_info info) {
   duckdb_init_set_init_data(info, calloc(1, sizeof(LocalState)), free_local);
 }
@@ -790,24 +722,13 @@ static int next_split(duckdb_function_info info, const BindData* b, GlobalState*
   o.num_columns = g->nnames;
   o.filter_sql = b->filter;
   o.batch_size = duckdb_vector_size();
-  struct ArrowArray keys;
-  struct ArrowSchema keys_schema;
-  memset(&keys, 0, sizeof keys);
-  memset(&keys_schema, 0, sizeof keys_schema);
   if (b->key_column) {
-    if (!export_keys(b, &keys, &keys_schema)) {
-      lance_split_free(split);
-      duckdb_function_set_error(info, "lance_scan: out of memory for the key set");
-      return -1;
-    }
     o.key_filter_column = b->key_column;
-    o.key_filter_values = &keys;
-    o.key_filter_schema = &keys_schema;
+    o.key_filter_texts = (const char* const*)b->keys;
+    o.num_key_filter_texts = b->nkeys;
   }
   int rc = split ? lance_split_scan_v2(b->ds, split, &o, &r->stream) : LANCE_ERR_INTERNAL;
   lance_split_free(split);
-  if (keys.release) keys.release(&keys); /* not moved: the call failed before reading it */
-  if (keys_schema.release) keys_schema.release(&keys_schema);
   const char* err = rc == LANCE_OK ? reader_start(r, g) : lance_last_error_message();
   if (err) {
     duckdb_function_set_error(info, err);

@@ -1037,6 +1037,13 @@ typedef struct {
   const char *key_filter_column;
   struct ArrowArray *key_filter_values;
   const struct ArrowSchema *key_filter_schema;
+  // The key set as text, for hosts without Arrow arrays: `num_key_filter_texts` keys with
+  // `key_filter_column`, each cast exactly to the column's type as
+  // `key_filter_values` would be (`"42"` for an integer column, `"2026-01-31"` for a date); a
+  // NULL entry is a NULL key. Borrowed for the call. Give either the array or the texts, not
+  // both (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
+  const char *const *key_filter_texts;
+  size_t num_key_filter_texts;
 } LanceScanOptions;
 
 // Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make

@@ -217,7 +217,7 @@ mod tests {
     fn sized_layouts_extend_the_0_1_layouts() {
         use std::mem::offset_of;
         // 0.13: the sort keys (order_by); 0.15: the key-set filter (128 -> 152 bytes).
-        check::<LanceScanOptions>(Some((offset_of!(LanceScanOptions, order_by), 152)));
+        check::<LanceScanOptions>(Some((offset_of!(LanceScanOptions, order_by), 168)));
         assert_eq!(offset_of!(LanceScanOptions, key_filter_column), 128);
         // 0.4: the distance range and the batch size.
         check::<LanceVectorQuery>(Some((offset_of!(LanceVectorQuery, num_queries), 120)));

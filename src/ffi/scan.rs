@@ -85,6 +85,13 @@ pub struct LanceScanOptions {
     pub key_filter_column: *const c_char,
     pub key_filter_values: *mut FFI_ArrowArray,
     pub key_filter_schema: *const FFI_ArrowSchema,
+    /// The key set as text, for hosts without Arrow arrays: `num_key_filter_texts` keys with
+    /// `key_filter_column`, each cast exactly to the column's type as
+    /// `key_filter_values` would be (`"42"` for an integer column, `"2026-01-31"` for a date); a
+    /// NULL entry is a NULL key. Borrowed for the call. Give either the array or the texts, not
+    /// both (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
+    pub key_filter_texts: *const *const c_char,
+    pub num_key_filter_texts: usize,
 }
 
 impl Default for LanceScanOptions {
@@ -111,6 +118,8 @@ impl Default for LanceScanOptions {
             key_filter_column: std::ptr::null(),
             key_filter_values: std::ptr::null_mut(),
             key_filter_schema: std::ptr::null(),
+            key_filter_texts: std::ptr::null(),
+            num_key_filter_texts: 0,
         }
     }
 }
@@ -173,6 +182,20 @@ fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
         Some(unsafe { std::ptr::replace(o.key_filter_values, FFI_ArrowArray::empty()) })
     };
     let column = opt_str_arg(o.key_filter_column, "key_filter_column")?;
+    if !o.key_filter_texts.is_null() || o.num_key_filter_texts > 0 {
+        if values.is_some() || !o.key_filter_schema.is_null() {
+            return Err(HostError::invalid("give the key set as key_filter_values or as key_filter_texts, not both"));
+        }
+        let column = column.ok_or_else(|| HostError::invalid("key_filter_texts needs key_filter_column"))?;
+        let texts = slice_arg(o.key_filter_texts, o.num_key_filter_texts, "key_filter_texts")?;
+        let keys = texts
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| opt_str_arg(p, &format!("key_filter_texts[{i}]")))
+            .collect::<Result<Vec<Option<&str>>>>()?;
+        let values: arrow::array::ArrayRef = std::sync::Arc::new(arrow::array::StringArray::from(keys));
+        return Ok(Some(scan::KeyFilter { column: column.to_string(), values }));
+    }
     match (column, values) {
         (None, None) if o.key_filter_schema.is_null() => Ok(None),
         (Some(column), Some(values)) if !o.key_filter_schema.is_null() => {

@@ -230,6 +230,22 @@ fn key_filter_moves_the_array_and_ands_with_the_other_filters() {
     o.key_filter_values = &mut one;
     o.key_filter_schema = &one_schema;
     assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "released");
+
+    // the key set as text (a NULL entry is a NULL key), cast to the column's type
+    let texts = [cstr("4"), cstr("9"), cstr("40")];
+    let ptrs = [texts[0].as_ptr(), std::ptr::null(), texts[1].as_ptr(), texts[2].as_ptr()];
+    let mut o = default_opts();
+    o.key_filter_column = column.as_ptr();
+    o.key_filter_texts = ptrs.as_ptr();
+    o.num_key_filter_texts = ptrs.len();
+    let ids = i64_column(&scan(&ds, &o).unwrap(), "event_id");
+    assert_eq!(ids, vec![4, 9, 40]);
+    // texts and an array together are refused
+    let (mut again, again_schema) = export(&Int32Array::from(vec![1]));
+    o.key_filter_values = &mut again;
+    o.key_filter_schema = &again_schema;
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "not both");
+    assert!(again.is_released(), "moved out all the same");
 }
 
 #[test]

@@ -687,26 +687,35 @@ JNIEXPORT jlongArray JNI(splitInfo)(JNIEnv *env, jclass c, jbyteArray split) {
 /* The strings a scan's options point at (freed with scan_strings_free). */
 typedef struct {
   StrArray cols;
-  char *filter, *order_by;
+  char *filter, *order_by, *key_column;
+  StrArray keys; /* the runtime key set as text (NULL items: NULL keys) */
 } ScanStrings;
 
 static void scan_strings_free(ScanStrings *t) {
   free(t->filter);
   free(t->order_by);
+  free(t->key_column);
   str_array_free(&t->cols);
+  str_array_free(&t->keys);
 }
 
 static int scan_options(JNIEnv *env, LanceScanOptions *o, ScanStrings *t, jobjectArray columns, jstring filter_sql,
-                        jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by) {
+                        jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by,
+                        jstring key_column, jobjectArray keys) {
   lance_scan_options_init_v2(o, sizeof *o);
   memset(t, 0, sizeof *t);
   int ok = 1;
   t->filter = utf8(env, filter_sql, "filter", &ok);
   if (ok) t->order_by = utf8(env, order_by, "order by", &ok);
-  if (!ok || !str_array(env, columns, "columns", 0, &t->cols)) {
-    free(t->filter);
-    free(t->order_by);
+  if (ok) t->key_column = utf8(env, key_column, "key column", &ok);
+  if (!ok || !str_array(env, columns, "columns", 0, &t->cols) || !str_array(env, keys, "keys", 1, &t->keys)) {
+    scan_strings_free(t);
     return 0;
+  }
+  if (t->key_column) {
+    o->key_filter_column = t->key_column;
+    o->key_filter_texts = (const char *const *)t->keys.items;
+    o->num_key_filter_texts = t->keys.len;
   }
   o->order_by = t->order_by;
   o->columns = (const char *const *)t->cols.items;
@@ -720,11 +729,14 @@ static int scan_options(JNIEnv *env, LanceScanOptions *o, ScanStrings *t, jobjec
 }
 
 JNIEXPORT jlong JNI(scan)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray columns, jstring filter_sql,
-                          jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by) {
+                          jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by,
+                          jstring key_column, jobjectArray keys) {
   (void)c;
   LanceScanOptions o;
   ScanStrings t;
-  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, batch_size, with_row_id, order_by)) return 0;
+  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, batch_size, with_row_id, order_by, key_column,
+                    keys))
+    return 0;
   jlong out = 0;
   LanceSplit *s = NULL;
   if (!split || (s = split_in(env, split))) {
@@ -745,7 +757,7 @@ JNIEXPORT jstring JNI(explainScan)(JNIEnv *env, jclass c, jlong ds, jobjectArray
   (void)c;
   LanceScanOptions o;
   ScanStrings t;
-  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, 0, JNI_FALSE, order_by)) return NULL;
+  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, 0, JNI_FALSE, order_by, NULL, NULL)) return NULL;
   char *text = NULL;
   jstring out = NULL;
   if (check(env, lance_dataset_explain_scan_v2(PTR(LanceDataset, ds), &o, &text))) out = take_string(env, text);

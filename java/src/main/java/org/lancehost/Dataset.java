@@ -252,7 +252,7 @@ public final class Dataset implements AutoCloseable {
   public ArrowStream scan(byte[] split, ScanOptions o, BufferAllocator allocator) {
     ScanOptions s = o == null ? ScanOptions.all() : o;
     long h = handle.withLong(p -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId,
-        s.orderBy));
+        s.orderBy, s.keyColumn, s.keys));
     return new ArrowStream(h, allocator);
   }
 

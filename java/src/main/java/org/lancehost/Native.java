@@ -59,7 +59,7 @@ final class Native {
   static native long[] splitInfo(byte[] split);
 
   static native long scan(long ds, byte[] split, String[] columns, String filter, long limit, long offset,
-      long batchSize, boolean withRowId, String orderBy);
+      long batchSize, boolean withRowId, String orderBy, String keyColumn, String[] keys);
   static native String explainScan(long ds, String[] columns, String filter, long limit, long offset, String orderBy);
   static native long takeRows(long ds, long[] rowIds, String[] columns);
 

@@ -3,8 +3,8 @@ package org.lancehost;
 import java.util.List;
 
 /**
- * What a scan returns: columns (empty = all), a Lance SQL filter, limit and offset, batch size
- * and the row id column. Immutable; each setter returns a copy.
+ * What a scan returns: columns (empty = all), a Lance SQL filter, a runtime key set, limit and
+ * offset, batch size and the row id column. Immutable; each setter returns a copy.
  */
 public final class ScanOptions {
   final String[] columns;
@@ -14,9 +14,13 @@ public final class ScanOptions {
   final long batchSize;
   final boolean withRowId;
   final String orderBy;
+  final String keyColumn;
+  final String[] keys;
 
   private ScanOptions(String[] columns, String filter, long limit, long offset, long batchSize, boolean withRowId,
-      String orderBy) {
+      String orderBy, String keyColumn, String[] keys) {
+    this.keyColumn = keyColumn;
+    this.keys = keys;
     this.orderBy = orderBy;
     this.columns = columns;
     this.filter = filter;
@@ -28,34 +32,34 @@ public final class ScanOptions {
 
   /** Every column, every row. */
   public static ScanOptions all() {
-    return new ScanOptions(null, null, -1, 0, 0, false, null);
+    return new ScanOptions(null, null, -1, 0, 0, false, null, null, null);
   }
 
   public ScanOptions columns(List<String> cols) {
-    return new ScanOptions(cols == null ? null : cols.toArray(new String[0]), filter, limit, offset, batchSize, withRowId, orderBy);
+    return new ScanOptions(cols == null ? null : cols.toArray(new String[0]), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
   }
 
   public ScanOptions columns(String... cols) {
-    return new ScanOptions(cols == null ? null : cols.clone(), filter, limit, offset, batchSize, withRowId, orderBy);
+    return new ScanOptions(cols == null ? null : cols.clone(), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
   }
 
   /** A Lance SQL predicate such as {@code "id > 10 AND name LIKE 'a%'"}; null = none. */
   public ScanOptions filter(String sql) {
-    return new ScanOptions(columns, sql, limit, offset, batchSize, withRowId, orderBy);
+    return new ScanOptions(columns, sql, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
   }
 
   /** At most `n` rows; negative = no limit. */
   public ScanOptions limit(long n) {
-    return new ScanOptions(columns, filter, n, offset, batchSize, withRowId, orderBy);
+    return new ScanOptions(columns, filter, n, offset, batchSize, withRowId, orderBy, keyColumn, keys);
   }
 
   public ScanOptions offset(long n) {
-    return new ScanOptions(columns, filter, limit, n, batchSize, withRowId, orderBy);
+    return new ScanOptions(columns, filter, limit, n, batchSize, withRowId, orderBy, keyColumn, keys);
   }
 
   /** Rows per batch; 0 = the library's default. */
   public ScanOptions batchSize(long n) {
-    return new ScanOptions(columns, filter, limit, offset, n, withRowId, orderBy);
+    return new ScanOptions(columns, filter, limit, offset, n, withRowId, orderBy, keyColumn, keys);
   }
 
   /**
@@ -63,12 +67,31 @@ public final class ScanOptions {
    * a limit: {@code "price DESC, id"}, keys {@code column [ASC|DESC] [NULLS FIRST|LAST]} over
    * returned columns of primitive types; null = storage order.
    */
-  public ScanOptions orderBy(String keys) {
-    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, keys);
+  public ScanOptions orderBy(String sortKeys) {
+    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, sortKeys, keyColumn, keys);
+  }
+
+  /**
+   * A runtime key set (a join's build-side keys, known when the scan runs): only rows whose
+   * top-level column {@code column} holds one of {@code values} (null entries match nothing;
+   * none at all matches no row), ANDed with the filter; a scalar index on the column answers
+   * it. The values are text cast exactly to the column's type ({@code "42"}, {@code "2026-01-31"}):
+   * one that does not fit is {@link LanceException.InvalidArgument}. Null column = no key set.
+   */
+  public ScanOptions keys(String column, String... values) {
+    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, orderBy, column,
+        column == null ? null : (values == null ? new String[0] : values.clone()));
+  }
+
+  /** {@link #keys(String, String...)} for an integer column. */
+  public ScanOptions keys(String column, long... values) {
+    String[] text = new String[values == null ? 0 : values.length];
+    for (int i = 0; i < text.length; i++) text[i] = Long.toString(values[i]);
+    return keys(column, text);
   }
 
   /** Append the {@code _rowid} column. */
   public ScanOptions withRowId(boolean on) {
-    return new ScanOptions(columns, filter, limit, offset, batchSize, on, orderBy);
+    return new ScanOptions(columns, filter, limit, offset, batchSize, on, orderBy, keyColumn, keys);
   }
 }

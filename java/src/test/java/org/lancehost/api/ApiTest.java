@@ -201,6 +201,53 @@ class ApiTest {
     }
   }
 
+  /**
+   * Issue 60, runtime filters: a key set handed to each split scan keeps exactly the rows
+   * pylance's {@code id IN (...)} keeps, ANDed with the filter; names too (text keys, a null
+   * key); keys that do not fit the column are refused.
+   */
+  @Test
+  void aRuntimeKeySetOnEverySplitEqualsPylance() throws Exception {
+    String uri = basic.get("uri").asText();
+    long[] keys = {3, 4, 17, 250, 4999, 123456789, -5};
+    JsonNode want = WriteTestSupport.python("import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1])\n"
+        + "a = sorted(ds.to_table(columns=['id'], filter='id IN (3, 4, 17, 250, 4999, 123456789, -5)')['id'].to_pylist())\n"
+        + "b = sorted(ds.to_table(columns=['id'], filter='id IN (3, 4, 17, 250, 4999) AND id > 10')['id'].to_pylist())\n"
+        + "names = [n for n in ds.to_table(columns=['name'], filter='name IS NOT NULL', limit=2)['name'].to_pylist()]\n"
+        + "c = sorted(ds.to_table(columns=['id'], filter='name IN (' + ', '.join(repr(n) for n in names) + ')')['id'].to_pylist())\n"
+        + "print(json.dumps({'a': a, 'b': b, 'names': names, 'c': c}))\n", uri);
+    try (Dataset ds = Dataset.open(uri)) {
+      List<Long> a = new ArrayList<>(), b = new ArrayList<>(), c = new ArrayList<>();
+      String[] names = {want.get("names").get(0).asText(), null, want.get("names").get(1).asText()};
+      for (byte[] split : ds.planScan(0).splits()) {
+        for (Map<String, Object> r : rows(ds.scan(split, ScanOptions.all().columns("id").keys("id", keys), allocator))) {
+          a.add(asLong(r.get("id")));
+        }
+        ScanOptions filtered = ScanOptions.all().columns("id").filter("id > 10").keys("id", keys);
+        for (Map<String, Object> r : rows(ds.scan(split, filtered, allocator))) b.add(asLong(r.get("id")));
+        for (Map<String, Object> r : rows(ds.scan(split, ScanOptions.all().columns("id").keys("name", names), allocator))) {
+          c.add(asLong(r.get("id")));
+        }
+      }
+      java.util.Collections.sort(a);
+      java.util.Collections.sort(b);
+      java.util.Collections.sort(c);
+      List<Long> wa = new ArrayList<>(), wb = new ArrayList<>(), wc = new ArrayList<>();
+      want.get("a").forEach(n -> wa.add(n.asLong()));
+      want.get("b").forEach(n -> wb.add(n.asLong()));
+      want.get("c").forEach(n -> wc.add(n.asLong()));
+      assertFalse(wa.isEmpty() || wc.isEmpty());
+      assertEquals(wa, a);
+      assertEquals(wb, b);
+      assertEquals(wc, c);
+      assertEquals(0, rows(ds.scan(ScanOptions.all().columns("id").keys("id", new long[0]), allocator)).size());
+      LanceException.InvalidArgument bad = assertThrows(LanceException.InvalidArgument.class,
+          () -> ds.scan(ScanOptions.all().columns("id").keys("id", "x"), allocator).readAll());
+      assertTrue(bad.getMessage().contains("do not fit column 'id'"), bad.getMessage());
+    }
+  }
+
   @Test
   void splitsPlannedOnceScannedInParallelCoverTheSnapshot() throws Exception {
     try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
