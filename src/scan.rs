@@ -379,6 +379,8 @@ pub fn configure_scanner(
     // Each filter given is set on the scanner and read back as an expression Lance planned;
     // more than one are ANDed (a front end's Substrait filter and a back end's runtime SQL
     // filter and key set).
+    // A lone SQL or Substrait filter is handed to Lance as it is (parsed once, by Lance).
+    let combined = opts.key_filter.is_some() || (opts.filter_sql.is_some() && opts.filter_substrait.is_some());
     let mut parts = Vec::new();
     if let Some(sql) = &opts.filter_sql {
         if sql.trim().is_empty() {
@@ -386,7 +388,9 @@ pub fn configure_scanner(
         }
         check_sql_filter(snapshot, sql)?;
         scanner.filter(sql).map_err(lance_err)?;
-        parts.push(scanner.get_expr_filter().map_err(lance_err)?);
+        if combined {
+            parts.push(scanner.get_expr_filter().map_err(lance_err)?);
+        }
     }
     if let Some(bytes) = &opts.filter_substrait {
         if bytes.is_empty() {
@@ -394,12 +398,14 @@ pub fn configure_scanner(
         }
         validate_substrait(bytes)?;
         scanner.filter_substrait(bytes).map_err(lance_err)?;
-        parts.push(scanner.get_expr_filter().map_err(lance_err)?);
+        if combined {
+            parts.push(scanner.get_expr_filter().map_err(lance_err)?);
+        }
     }
     if let Some(k) = &opts.key_filter {
         parts.push(Some(key_filter_expr(snapshot, k)?));
     }
-    if parts.len() > 1 || opts.key_filter.is_some() {
+    if combined {
         let all = parts.into_iter().flatten().reduce(lance::deps::datafusion::logical_expr::Expr::and);
         if let Some(all) = all {
             scanner.filter_expr(all);

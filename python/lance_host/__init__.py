@@ -641,6 +641,7 @@ class _ExportedKeys:
     _RELEASE_SCHEMA = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ffi.ArrowSchema))
 
     def __init__(self, values):
+        self.array, self.schema = _ffi.ArrowArray(), _ffi.ArrowSchema()  # nothing to release yet
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         elif not isinstance(values, pa.Array):
@@ -648,7 +649,6 @@ class _ExportedKeys:
                 values = pa.array(values)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
                 raise _error(1, f"keys: the values must be a pyarrow array or a list of one type: {e}") from None
-        self.array, self.schema = _ffi.ArrowArray(), _ffi.ArrowSchema()
         values._export_to_c(ctypes.addressof(self.array), ctypes.addressof(self.schema))
 
     def __del__(self):

@@ -49,6 +49,26 @@ fn last_error(stream: &mut FFI_ArrowArrayStream) -> Option<String> {
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
+/// One array a host handed over (already moved out of its struct), of `data_type`: a
+/// misaligned buffer copied to an aligned one, the buffers' sizes checked against the length
+/// (`full`: the values too — offsets in range, UTF-8 valid), so a malformed array is an error,
+/// never a read out of bounds.
+///
+/// # Safety
+/// `array` must be an array exported through Arrow's C data interface whose layout is
+/// `data_type`'s.
+pub(crate) unsafe fn host_array(array: FFI_ArrowArray, data_type: DataType, full: bool) -> Result<arrow::array::ArrayData, ArrowError> {
+    // SAFETY: the caller's contract.
+    let mut data = unsafe { from_ffi_and_data_type(array, data_type) }?;
+    data.align_buffers();
+    if full {
+        data.validate_full()?;
+    } else {
+        data.validate()?;
+    }
+    Ok(data)
+}
+
 impl Iterator for HostStreamReader {
     type Item = Result<RecordBatch, ArrowError>;
 
@@ -65,10 +85,8 @@ impl Iterator for HostStreamReader {
             return None;
         }
         // SAFETY: the array the producer just handed over, of the stream's schema.
-        let data = unsafe { from_ffi_and_data_type(array, DataType::Struct(self.schema.fields().clone())) };
-        Some(data.and_then(|mut data| {
-            data.align_buffers();
-            data.validate()?;
+        let data = unsafe { host_array(array, DataType::Struct(self.schema.fields().clone()), false) };
+        Some(data.and_then(|data| {
             let len = data.len();
             let columns = StructArray::from(data).into_parts().1;
             RecordBatch::try_new_with_options(self.schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(len)))

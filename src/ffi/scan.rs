@@ -204,8 +204,10 @@ fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
             }
             // SAFETY: a non-NULL pointer to the caller's live FFI_ArrowSchema, read only.
             let schema = unsafe { &*o.key_filter_schema };
+            let data_type = arrow_schema::DataType::try_from(schema)
+                .map_err(|e| HostError::invalid(format!("key_filter_schema is not a valid Arrow schema: {e}")))?;
             // SAFETY: the array was moved out of the caller's struct above; `schema` describes it.
-            let data = unsafe { arrow::ffi::from_ffi(values, schema) }
+            let data = unsafe { super::import::host_array(values, data_type, true) }
                 .map_err(|e| HostError::invalid(format!("key_filter_values is not a valid Arrow array: {e}")))?;
             Ok(Some(scan::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) }))
         }

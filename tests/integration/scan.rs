@@ -246,6 +246,26 @@ fn key_filter_moves_the_array_and_ands_with_the_other_filters() {
     o.key_filter_schema = &again_schema;
     assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "not both");
     assert!(again.is_released(), "moved out all the same");
+
+    // a malformed array (an offset past its values) is refused, never read out of bounds
+    let bad = unsafe {
+        arrow::array::ArrayData::new_unchecked(
+            arrow::datatypes::DataType::Utf8,
+            1,
+            None,
+            None,
+            0,
+            vec![arrow::buffer::Buffer::from_slice_ref([0i32, 100]), arrow::buffer::Buffer::from_slice_ref(b"ab")],
+            vec![],
+        )
+    };
+    let mut bad_values = FFI_ArrowArray::new(&bad);
+    let bad_schema = FFI_ArrowSchema::try_from(bad.data_type()).unwrap();
+    let mut o = default_opts();
+    o.key_filter_column = column.as_ptr();
+    o.key_filter_values = &mut bad_values;
+    o.key_filter_schema = &bad_schema;
+    assert_err(lance_dataset_scan_v2(ds.ptr(), &o, &mut stream), LANCE_ERR_INVALID_ARGUMENT, "not a valid Arrow array");
 }
 
 #[test]

@@ -10,6 +10,9 @@ import pytest
 lance = pytest.importorskip("lance")
 lh = pytest.importorskip("lance_host")
 
+# an exception in a finalizer (the exported keys' release) fails the test instead of a warning
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
@@ -85,6 +88,14 @@ def test_a_scalar_index_answers_the_key_set(tmp_path):
     assert "ScalarIndexQuery" in plan, plan
 
 
+def test_keys_on_a_vector_column_are_not_supported(tmp_path):
+    uri = str(tmp_path / "vec.lance")
+    lance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()),
+                                  "vec": pa.FixedSizeListArray.from_arrays(pa.array([0.0, 1.0, 2.0, 3.0], pa.float32()), 2)}), uri)
+    with pytest.raises(lh.NotSupportedError, match="key filter on column 'vec'"):
+        lh.open(uri).scan(["id"], keys=("vec", ["x"]))
+
+
 def test_bad_key_filters_are_invalid_arguments(table):
     ds = lh.open(table)
     with pytest.raises(lh.InvalidArgumentError, match="'nope' is not a top-level column"):
@@ -93,5 +104,9 @@ def test_bad_key_filters_are_invalid_arguments(table):
         ds.scan(["id"], keys=("id", ["a", "b"]))
     with pytest.raises(lh.InvalidArgumentError, match="keys must be"):
         ds.scan(["id"], keys=[1, 2])
+    with pytest.raises(lh.InvalidArgumentError, match="keys: the values must be"):
+        ds.scan(["id"], keys=("id", [1, "a"]))
+    with pytest.raises(lh.InvalidArgumentError, match="at most 4000000"):
+        ds.scan(["id"], keys=("id", pa.array(range(4_000_001), pa.int64())))
     # the handle still answers afterwards
     assert ids(ds.scan(["id"], keys=("id", [1]))) == [1]

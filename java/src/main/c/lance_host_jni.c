@@ -753,11 +753,12 @@ JNIEXPORT jlong JNI(scan)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, job
 }
 
 JNIEXPORT jstring JNI(explainScan)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jstring filter_sql,
-                                   jlong limit, jlong offset, jstring order_by) {
+                                   jlong limit, jlong offset, jstring order_by, jstring key_column, jobjectArray keys) {
   (void)c;
   LanceScanOptions o;
   ScanStrings t;
-  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, 0, JNI_FALSE, order_by, NULL, NULL)) return NULL;
+  if (!scan_options(env, &o, &t, columns, filter_sql, limit, offset, 0, JNI_FALSE, order_by, key_column, keys))
+    return NULL;
   char *text = NULL;
   jstring out = NULL;
   if (check(env, lance_dataset_explain_scan_v2(PTR(LanceDataset, ds), &o, &text))) out = take_string(env, text);

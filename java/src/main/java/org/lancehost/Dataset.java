@@ -259,7 +259,7 @@ public final class Dataset implements AutoCloseable {
   /** The plan Lance runs for a scan with these options. */
   public String explainScan(ScanOptions o) {
     ScanOptions s = o == null ? ScanOptions.all() : o;
-    return handle.with(p -> Native.explainScan(p, s.columns, s.filter, s.limit, s.offset, s.orderBy));
+    return handle.with(p -> Native.explainScan(p, s.columns, s.filter, s.limit, s.offset, s.orderBy, s.keyColumn, s.keys));
   }
 
   /** Rows by row id ({@code _rowid}), in the order given; `columns` empty = all. */

@@ -60,7 +60,8 @@ final class Native {
 
   static native long scan(long ds, byte[] split, String[] columns, String filter, long limit, long offset,
       long batchSize, boolean withRowId, String orderBy, String keyColumn, String[] keys);
-  static native String explainScan(long ds, String[] columns, String filter, long limit, long offset, String orderBy);
+  static native String explainScan(long ds, String[] columns, String filter, long limit, long offset, String orderBy,
+      String keyColumn, String[] keys);
   static native long takeRows(long ds, long[] rowIds, String[] columns);
 
   static native long splitSearch(long ds, byte[] split, String column, float[] vector, long k, int metric,

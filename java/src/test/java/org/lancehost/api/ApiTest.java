@@ -242,6 +242,10 @@ class ApiTest {
       assertEquals(wb, b);
       assertEquals(wc, c);
       assertEquals(0, rows(ds.scan(ScanOptions.all().columns("id").keys("id", new long[0]), allocator)).size());
+      // the plan of a scan with keys has the key set in its filter (explainScan honours it)
+      String plain = ds.explainScan(ScanOptions.all().columns("id"));
+      String keyed = ds.explainScan(ScanOptions.all().columns("id").keys("id", 4999L, 250L));
+      assertTrue(keyed.contains("4999") && !plain.contains("4999"), keyed);
       LanceException.InvalidArgument bad = assertThrows(LanceException.InvalidArgument.class,
           () -> ds.scan(ScanOptions.all().columns("id").keys("id", "x"), allocator).readAll());
       assertTrue(bad.getMessage().contains("do not fit column 'id'"), bad.getMessage());
