@@ -129,6 +129,10 @@ struct ArrowArrayStream {
 // Current statistics format version.
 #define STATS_FORMAT 1
 
+// Most keys a key-set filter takes (each becomes a value of an IN list Lance plans, and an
+// index lookup where the column has a scalar index).
+#define MAX_FILTER_KEYS 4000000
+
 // Split format of a split with at most one segment.
 #define SPLIT_FORMAT 1
 
@@ -138,10 +142,6 @@ struct ArrowArrayStream {
 // A CHANGES split: format 1's body, then the version the changes are since (u64) and the
 // change types (u8). Written only for that kind: earlier libraries refuse it.
 #define SPLIT_FORMAT_CHANGES 3
-
-// Most keys a key-set filter takes (each becomes a value of an IN list Lance plans, and an
-// index lookup where the column has a scalar index).
-#define MAX_FILTER_KEYS 4000000
 
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).

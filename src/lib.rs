@@ -18,6 +18,7 @@ pub mod fts;
 pub mod ffi;
 pub mod index;
 pub mod index_build;
+pub mod key_filter;
 pub(crate) mod lance_env;
 pub mod logging;
 pub mod merge;

@@ -173,7 +173,7 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
 
 /// The key-set filter of `o`: the array moved out of the caller's struct (Arrow's move), the
 /// schema read in place.
-fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
+fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<crate::key_filter::KeyFilter>> {
     let values = if o.key_filter_values.is_null() {
         None
     } else {
@@ -194,7 +194,7 @@ fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
             .map(|(i, &p)| opt_str_arg(p, &format!("key_filter_texts[{i}]")))
             .collect::<Result<Vec<Option<&str>>>>()?;
         let values: arrow::array::ArrayRef = std::sync::Arc::new(arrow::array::StringArray::from(keys));
-        return Ok(Some(scan::KeyFilter { column: column.to_string(), values }));
+        return Ok(Some(crate::key_filter::KeyFilter { column: column.to_string(), values }));
     }
     match (column, values) {
         (None, None) if o.key_filter_schema.is_null() => Ok(None),
@@ -209,7 +209,7 @@ fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<scan::KeyFilter>> {
             // SAFETY: the array was moved out of the caller's struct above; `schema` describes it.
             let data = unsafe { super::import::host_array(values, data_type, true) }
                 .map_err(|e| HostError::invalid(format!("key_filter_values is not a valid Arrow array: {e}")))?;
-            Ok(Some(scan::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) }))
+            Ok(Some(crate::key_filter::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) }))
         }
         _ => Err(HostError::invalid(
             "a key filter needs key_filter_column, key_filter_values and key_filter_schema together",
