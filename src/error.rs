@@ -95,6 +95,9 @@ impl HostError {
             return Self::new(namespace_code(ns), format!("{context}: {}", strip_location(ns.message())));
         }
         let code = lance_error_code(&err);
+        if let Some(scheme) = crate::storage::unknown_scheme_in(&err.to_string()) {
+            return crate::storage::unknown_scheme_error(context, scheme);
+        }
         let text = summarize_s3_xml(&without_internal_fields(&strip_location(&err.to_string())));
         Self::new(code, format!("{context}: {text}"))
     }

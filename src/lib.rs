@@ -35,6 +35,7 @@ pub mod snapshot;
 pub mod sql_text;
 pub mod statistics;
 pub mod stats;
+pub mod storage;
 pub mod take;
 pub mod wake;
 pub mod write;

@@ -42,25 +42,18 @@ fn validate_dir_root(root: &str) -> Result<()> {
     if root.is_empty() {
         return Err(HostError::invalid("catalog property 'root' is empty"));
     }
-    if let Some((scheme, rest)) = root.split_once("://") {
-        match scheme {
-            "file" | "s3" => {
-                if rest.is_empty() {
-                    return Err(HostError::invalid(format!(
-                        "catalog property 'root' has no path after '{scheme}://'"
-                    )));
-                }
-                Ok(())
-            }
-            other => Err(HostError::invalid(format!(
-                "catalog property 'root' has unsupported scheme '{other}' (use an absolute path, file:// or s3://)"
-            ))),
+    if let Some(scheme) = crate::storage::scheme_of(root) {
+        crate::storage::check_uri("catalog property 'root'", root)?;
+        if root.split_once("://").is_some_and(|(_, rest)| rest.is_empty()) {
+            return Err(HostError::invalid(format!("catalog property 'root' has no path after '{scheme}://'")));
         }
+        Ok(())
     } else if std::path::Path::new(root).is_absolute() {
         Ok(())
     } else {
         Err(HostError::invalid(format!(
-            "catalog property 'root' must be an absolute path, file:// or s3:// URI, got relative path '{root}'"
+            "catalog property 'root' must be an absolute path or a URI ({}), got relative path '{root}'",
+            crate::storage::scheme_list()
         )))
     }
 }
