@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 LANCE_HOST_NEED_PYTHON=1 scripts/ensure-deps.sh
+scripts/ensure-emulators.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
 mkdir -p "$CARGO_TARGET_DIR"
 scripts/claim-target-dir.sh

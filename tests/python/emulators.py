@@ -90,6 +90,71 @@ def start_fake_gcs() -> Emulator:
                      "-log-level", "warn"], port, work)
 
 
+def start_moto() -> Emulator:
+    """moto's server (S3, and DynamoDB for `s3+ddb://` commits), the one the Rust tests use."""
+    import sys
+    port = free_port()
+    work = tempfile.mkdtemp(prefix="moto-")
+    script = Path(__file__).resolve().parents[1] / "integration" / "moto_server.py"
+    return Emulator([sys.executable, str(script), str(port)], port, work)
+
+
+def s3_options(endpoint: str) -> dict:
+    return {"aws_endpoint": endpoint, "allow_http": "true", "aws_virtual_hosted_style_request": "false",
+            "aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_region": "us-east-1",
+            "dynamodb_endpoint": endpoint}
+
+
+def s3_create_bucket(endpoint: str, bucket: str) -> None:
+    host, port = endpoint.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("PUT", f"/{bucket}", body=b"")
+        r = conn.getresponse()
+        r.read()
+    finally:
+        conn.close()
+    if r.status not in (200, 409):
+        raise RuntimeError(f"creating bucket {bucket}: HTTP {r.status}")
+
+
+def _dynamodb(endpoint: str, target: str, body: dict):
+    """One DynamoDB JSON API call to moto (which checks no signature)."""
+    host, port = endpoint.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("POST", "/", body=json.dumps(body), headers={
+            "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": f"DynamoDB_20120810.{target}",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
+                             "SignedHeaders=host, Signature=0"})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def dynamodb_create_commit_table(endpoint: str, table: str) -> None:
+    """The table Lance's DynamoDB commit store needs: HASH key base_uri (S), RANGE key version (N)."""
+    body = {"TableName": table, "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "base_uri", "AttributeType": "S"},
+                                     {"AttributeName": "version", "AttributeType": "N"}],
+            "KeySchema": [{"AttributeName": "base_uri", "KeyType": "HASH"},
+                          {"AttributeName": "version", "KeyType": "RANGE"}]}
+    status, text = _dynamodb(endpoint, "CreateTable", body)
+    if status != 200 and b"ResourceInUseException" not in text:
+        raise RuntimeError(f"creating DynamoDB table {table}: HTTP {status} {text[:300]!r}")
+
+
+def dynamodb_versions(endpoint: str, table: str, base_uri_part: str) -> list:
+    """The versions Lance's DynamoDB commit store recorded for tables whose base URI contains
+    `base_uri_part`."""
+    status, text = _dynamodb(endpoint, "Scan", {"TableName": table})
+    if status != 200:
+        raise RuntimeError(f"scanning DynamoDB table {table}: HTTP {status} {text[:300]!r}")
+    items = json.loads(text)["Items"]
+    return sorted(int(i["version"]["N"]) for i in items if base_uri_part in i["base_uri"]["S"])
+
+
 def azure_create_container(endpoint: str, container: str, key: str = AZURITE_KEY) -> None:
     """Create a blob container with a Shared Key signed request (Azurite checks signatures)."""
     date = email.utils.formatdate(usegmt=True)
