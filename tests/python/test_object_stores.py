@@ -251,3 +251,23 @@ def test_schemes_this_build_cannot_open_are_refused(uri):
             call()
         scheme = uri.split("://")[0]
         assert f"'{scheme}://'" in str(e.value) and "gs://" in str(e.value) and "az://" in str(e.value)
+
+
+@pytest.mark.parametrize("scheme,prefix,keys", [
+    ("oss", "oss", {"oss_access_key_id": "a", "oss_secret_access_key": "b"}),
+    ("cos", "cos", {"cos_secret_id": "a", "cos_secret_key": "b"}),
+    ("tos", "tos", {"tos_access_key_id": "a", "tos_secret_access_key": "b", "tos_region": "cn-beijing"}),
+])
+def test_oss_cos_tos_take_their_endpoint_options(scheme, prefix, keys):
+    """Alibaba OSS, Tencent COS and Volcengine TOS are compiled in and read their storage
+    options (pylance's names): without `<store>_endpoint` the open is refused naming the option;
+    with one, requests go to the bucket at that endpoint (virtual-hosted style, so no emulator
+    on 127.0.0.1 can serve them: a closed port shows where they went)."""
+    uri = f"{scheme}://lakehouse/t.lance"
+    with pytest.raises(lh.InvalidArgumentError) as e:
+        lh.open(uri, storage_options=keys)
+    assert f"'{prefix}_endpoint'" in str(e.value)
+    port = E.free_port()
+    with pytest.raises(lh.LanceIOError) as e:
+        lh.open(uri, storage_options={f"{prefix}_endpoint": f"http://127.0.0.1:{port}", **keys})
+    assert f"lakehouse.127.0.0.1:{port}" in str(e.value)
