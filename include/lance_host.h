@@ -597,6 +597,12 @@ typedef struct LanceCatalog LanceCatalog;
 // `lance_dataset_free`.
 typedef struct LanceDataset LanceDataset;
 
+// A predicate a host tightens while its scans run (a join's growing build side, a top-n's
+// rising threshold). Opaque; create with `lance_dynamic_filter_new`, pass it to scans in
+// `LanceScanOptions.dynamic_filter`, update it with `lance_dynamic_filter_set_sql` or
+// `lance_dynamic_filter_set_keys`, free it with `lance_dynamic_filter_free`.
+typedef struct LanceDynamicFilter LanceDynamicFilter;
+
 // The logical indexes of a snapshot. Opaque; read with the `lance_index_list_*` functions,
 // free with `lance_index_list_free`.
 typedef struct LanceIndexList LanceIndexList;
@@ -1044,6 +1050,15 @@ typedef struct {
   // both (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
   const char *const *key_filter_texts;
   size_t num_key_filter_texts;
+  // A dynamic filter (`lance_dynamic_filter_new`) the host may tighten while the scan runs:
+  // every batch `get_next` returns after an update returned is filtered with that update's
+  // predicate (or a newer one), on top of every other filter; batches it empties are
+  // skipped. The scan also reads the filter's columns, and drops those not in `columns`.
+  // Borrowed for the call: the streams it starts keep their own reference, so the handle
+  // may be freed at any time (updates then stop). A scan with a dynamic filter takes no
+  // `limit` or `offset` (LANCE_ERR_INVALID_ARGUMENT); a filter made for another table is
+  // LANCE_ERR_INVALID_ARGUMENT. NULL = none. Since 0.15.
+  const LanceDynamicFilter *dynamic_filter;
 } LanceScanOptions;
 
 // Called by the library, once, when a stream that answered LANCE_POLL_PENDING may make
@@ -1790,6 +1805,49 @@ int32_t lance_dataset_export_snapshot(const LanceDataset *dataset, uint8_t **out
 // Thread-safe. Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for
 // truncated, tampered or foreign bytes, LANCE_ERR_NOT_SUPPORTED for another token format.
 LanceDataset *lance_snapshot_open(const uint8_t *bytes, size_t len, const char *const *storage_options);
+
+// Create a dynamic filter for the table of `dataset` over its top-level columns
+// `columns[0..num_columns]` (the only columns its predicates may name). It lets every row pass
+// until its first update.
+//
+// Caller owns `*out`; free it with `lance_dynamic_filter_free`. Borrows its arguments.
+// Thread-safe. Returns LANCE_OK or LANCE_ERR_INVALID_ARGUMENT (NULL arguments, no columns, an
+// unknown or repeated column); `*out` is untouched on error. Since 0.15.
+int32_t lance_dynamic_filter_new(const LanceDataset *dataset, const char *const *columns, size_t num_columns, LanceDynamicFilter **out);
+
+// Replace the filter's predicate with the SQL condition `sql` over its columns (Lance's SQL,
+// as `filter_sql`: NaN, signed zeros and NULLs compare as in a static filter; a row whose
+// condition is NULL is dropped). NULL or blank text lets every row pass again. Every batch a
+// running scan returns after this call returned is filtered with it (or a newer update).
+// Meant to tighten: rows dropped from batches already returned are not revisited.
+//
+// Borrows `sql`. Thread-safe: may run while other threads read the streams that use the
+// filter. Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT (NULL filter, SQL that does not
+// parse, names another column or is not a condition); a refused update leaves the predicate
+// as it was. Since 0.15.
+int32_t lance_dynamic_filter_set_sql(const LanceDynamicFilter *filter, const char *sql);
+
+// Replace the filter's predicate with `column IN (values)`: `values` an Arrow C Data array
+// described by `schema` whose values cast exactly to the column's type (numbers, strings,
+// binary, booleans, dates, timestamps, decimals; at most 4,000,000; NULL keys match no row; an
+// empty array matches none). Takes effect as `lance_dynamic_filter_set_sql` does.
+//
+// Ownership: the call MOVES the array (its `release` is NULL afterwards, success or failure)
+// unless `filter` or `values` is NULL; `schema` stays the caller's. Thread-safe as
+// `lance_dynamic_filter_set_sql`. Returns LANCE_OK, LANCE_ERR_INVALID_ARGUMENT (NULL
+// arguments, a column the filter was not made for, values that do not fit it, a malformed
+// array, too many keys) or LANCE_ERR_NOT_SUPPORTED (a column of a nested type); a refused
+// update leaves the predicate as it was. Since 0.15.
+int32_t lance_dynamic_filter_set_keys(const LanceDynamicFilter *filter, const char *column, struct ArrowArray *values, const struct ArrowSchema *schema);
+
+// How many updates the filter accepted so far (`*out`), for hosts that log or test when a
+// tightening happened. Thread-safe. Returns LANCE_OK or LANCE_ERR_INVALID_ARGUMENT (NULL
+// arguments). Since 0.15.
+int32_t lance_dynamic_filter_generation(const LanceDynamicFilter *filter, uint64_t *out);
+
+// Free a dynamic filter. NULL is ignored. Scans that use it keep running with the predicate
+// they last saw. Call once; not concurrently with an update of the same handle.
+void lance_dynamic_filter_free(LanceDynamicFilter *filter);
 
 // Code of the last failing call on the calling thread (`LANCE_OK` if none failed yet).
 //

@@ -26,14 +26,17 @@ pub const MAX_FILTER_KEYS: usize = 4_000_000;
 /// The key-set filter as an expression over the table: `column IN (values)`, the values cast
 /// exactly to the column's type; no value (or only NULLs) matches no row.
 pub fn expr(snapshot: &Snapshot, k: &KeyFilter) -> Result<lance::deps::datafusion::logical_expr::Expr> {
+    expr_in(&snapshot.arrow_schema(), &format!("table '{}'", snapshot.uri()), k)
+}
+
+/// [`expr`] over `schema` (the columns a key filter may name; `what` names them in messages).
+pub fn expr_in(schema: &arrow_schema::Schema, what: &str, k: &KeyFilter) -> Result<lance::deps::datafusion::logical_expr::Expr> {
     use arrow::array::Array;
     use lance::deps::datafusion::logical_expr::{lit, Expr};
-    let schema = snapshot.arrow_schema();
     let field = schema.field_with_name(&k.column).map_err(|_| {
         HostError::invalid(format!(
-            "key filter column '{}' is not a top-level column of table '{}' (columns: {})",
+            "key filter column '{}' is not a top-level column of {what} (columns: {})",
             k.column,
-            snapshot.uri(),
             schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
         ))
     })?;

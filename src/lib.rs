@@ -13,6 +13,7 @@ pub mod branch;
 pub mod catalog;
 pub mod changes;
 pub mod count;
+pub mod dynamic_filter;
 pub mod error;
 pub mod fts;
 pub mod ffi;

@@ -49,6 +49,8 @@ pub struct ScanOptions {
     pub order_by: Vec<SortKey>,
     /// A runtime key-set filter (a join's build-side keys), ANDed with the other filters.
     pub key_filter: Option<crate::key_filter::KeyFilter>,
+    /// A predicate the host may tighten while the scan runs, applied to each batch it returns.
+    pub dynamic_filter: Option<crate::dynamic_filter::DynamicFilter>,
 }
 
 
@@ -285,7 +287,24 @@ pub fn configure_scanner(
     opts: &ScanOptions,
 ) -> Result<()> {
     let lance_err = |e| HostError::from_lance("invalid scan options", e);
-    project(snapshot, scanner, &opts.columns)?;
+    if opts.dynamic_filter.is_some() && (opts.limit.is_some() || opts.offset.is_some()) {
+        return Err(HostError::invalid(
+            "a scan with a dynamic filter takes no limit or offset (the filter applies to the rows the scan produces; limit the rows after it)",
+        ));
+    }
+    if let Some(f) = opts.dynamic_filter.as_ref().filter(|f| f.table() != snapshot.uri()) {
+        return Err(HostError::invalid(format!(
+            "the dynamic filter was made for table '{}', not '{}'",
+            f.table(),
+            snapshot.uri()
+        )));
+    }
+    let added = dynamic_filter_columns(opts);
+    if added.is_empty() {
+        project(snapshot, scanner, &opts.columns)?;
+    } else {
+        project(snapshot, scanner, &[opts.columns.clone(), added].concat())?;
+    }
     let wants_row_id = opts.with_row_id || opts.columns.iter().any(|c| c == ROW_ID);
     let wants_row_addr = opts.with_row_addr || opts.columns.iter().any(|c| c == ROW_ADDR);
     if wants_row_id {
@@ -414,11 +433,27 @@ fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, Op
     Ok((scanner, stats))
 }
 
+/// The columns a scan reads only for its dynamic filter: the filter's columns the host's
+/// projection leaves out (none when it projects every column).
+fn dynamic_filter_columns(opts: &ScanOptions) -> Vec<String> {
+    match &opts.dynamic_filter {
+        Some(f) if !opts.columns.is_empty() => f.columns().into_iter().filter(|c| !opts.columns.contains(c)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Scan);
     let (scanner, stats) = prepared_scan(snapshot, opts)?;
-    Ok(BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot))
+    let reader = BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot);
+    match &opts.dynamic_filter {
+        None => Ok(reader),
+        Some(f) => {
+            let applied = crate::dynamic_filter::Applied::new(f.clone(), &reader.schema, &dynamic_filter_columns(opts))?;
+            Ok(reader.with_dynamic_filter(applied))
+        }
+    }
 }
 
 /// The plan Lance would run for this scan (which index answers the filter, what is pushed into
@@ -512,6 +547,8 @@ pub struct BatchReader {
     stop_task: Option<tokio::task::JoinHandle<()>>,
     /// The end was reported by a poll: polling again is a caller error.
     end_polled: bool,
+    /// A dynamic filter applied to each batch before it is returned.
+    post: Option<crate::dynamic_filter::Applied>,
 }
 
 /// The outcome of a non-blocking read (`BatchReader::poll_batch`).
@@ -557,6 +594,7 @@ impl BatchReader {
             stop_waker: Arc::default(),
             stop_task: None,
             end_polled: false,
+            post: None,
         })
     }
 
@@ -576,6 +614,7 @@ impl BatchReader {
             stop_waker: Arc::default(),
             stop_task: None,
             end_polled: false,
+            post: None,
         }
     }
 
@@ -597,6 +636,14 @@ impl BatchReader {
     /// The code of the error that ended the stream (cancellation and deadlines included).
     pub fn failure(&self) -> Arc<OnceLock<crate::error::LanceErrorCode>> {
         self.failure.clone()
+    }
+
+    /// Filter every batch returned from now on with `applied` (its output schema becomes the
+    /// stream's); batches it empties are skipped.
+    pub fn with_dynamic_filter(mut self, applied: crate::dynamic_filter::Applied) -> Self {
+        self.schema = applied.output_schema();
+        self.post = Some(applied);
+        self
     }
 
     /// Attach the counters of the operation that produced this reader.
@@ -679,6 +726,16 @@ impl BatchReader {
     /// FAILED_PRECONDITION. Never blocks, so it may run on any thread except inside the
     /// runtime.
     pub fn poll_batch(&mut self, waker: &std::task::Waker) -> Result<Polled> {
+        loop {
+            match self.poll_batch_once(waker)? {
+                // a batch the dynamic filter emptied: look at the next one
+                Polled::Ready(b) if b.num_rows() == 0 && self.post.is_some() => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    fn poll_batch_once(&mut self, waker: &std::task::Waker) -> Result<Polled> {
         use std::task::{Context, Poll};
         let item = match &mut self.source {
             Source::Finished if self.end_polled => {
@@ -743,6 +800,13 @@ impl BatchReader {
                 None
             }
             Some(Ok(batch)) => {
+                let batch = match self.post.as_mut() {
+                    None => batch,
+                    Some(post) => match post.apply(batch) {
+                        Ok(filtered) => filtered,
+                        Err(err) => return self.settle(Some(Err(err))),
+                    },
+                };
                 if !self.consumed.load(std::sync::atomic::Ordering::Relaxed) {
                     crate::metrics::batch_returned(batch.num_rows(), batch.get_array_memory_size());
                 }
@@ -763,6 +827,18 @@ impl Iterator for BatchReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.next_once() {
+                // a batch the dynamic filter emptied: read the next one
+                Some(Ok(b)) if b.num_rows() == 0 && self.post.is_some() => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+impl BatchReader {
+    fn next_once(&mut self) -> Option<std::result::Result<RecordBatch, ArrowError>> {
         let item = match &mut self.source {
             Source::Finished => return None,
             // A failed stream keeps failing: it never looks complete.

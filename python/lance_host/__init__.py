@@ -29,7 +29,7 @@ __all__ = [
     "LanceError", "InvalidArgumentError", "NotFoundError", "LanceIOError", "NotSupportedError", "InternalError",
     "FailedPreconditionError", "PermissionDeniedError", "CorruptError", "LanceTimeoutError", "CancelledError",
     "error_class", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
-    "Catalog", "TableInfo", "CallContext", "SessionOptions", "configure_session", "session_stats",
+    "Catalog", "TableInfo", "CallContext", "DynamicFilter", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
@@ -661,7 +661,7 @@ class _ExportedKeys:
 def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=None, batch_size=None,
                   with_row_id=False, with_row_addr=False, fragment_ids=None, scan_in_order=True,
                   batch_readahead=None, fragment_readahead=None, io_buffer_bytes=None, order_by=None,
-                  keys=None):
+                  keys=None, dynamic_filter=None):
     o = _ffi.ScanOptions()
     _check(LIB.lance_scan_options_init_v2(ctypes.byref(o), ctypes.sizeof(o)))
     keep = []
@@ -698,7 +698,60 @@ def _scan_options(columns=None, filter=None, substrait=None, limit=None, offset=
         o.key_filter_column = keys[0].encode()
         o.key_filter_values = ctypes.pointer(exported.array)
         o.key_filter_schema = ctypes.pointer(exported.schema)
+    if dynamic_filter is not None:
+        if not isinstance(dynamic_filter, DynamicFilter):
+            raise _error(1, f"dynamic_filter must be a lance_host.DynamicFilter, not {type(dynamic_filter).__name__}")
+        keep.append(dynamic_filter)
+        o.dynamic_filter = dynamic_filter._live()
     return o, keep
+
+
+class DynamicFilter:
+    """A predicate to tighten while scans run (lance_dynamic_filter_*): made for one table and
+    the columns its predicates may name; pass it as `scan(..., dynamic_filter=f)` (or to split
+    scans), then `set_sql(...)` or `set_keys(column, values)` from any thread. Every batch a
+    running scan returns after an update returned is filtered with it; batches returned before
+    are not revisited. A scan with a dynamic filter takes no limit or offset."""
+
+    def __init__(self, dataset: "Dataset", columns: Sequence[str]):
+        self._h = None
+        if isinstance(columns, str):
+            columns = [columns]
+        cols, n = _cstrings(list(columns))
+        out = ctypes.c_void_p()
+        _check(LIB.lance_dynamic_filter_new(dataset._h, cols, n, ctypes.byref(out)))
+        self._h = out.value
+
+    def _live(self):
+        if not self._h:
+            raise _error(7, "the dynamic filter is closed")
+        return self._h
+
+    def set_sql(self, sql: Optional[str]) -> None:
+        """Replace the predicate with a SQL condition over the filter's columns (None = every
+        row passes)."""
+        _check(LIB.lance_dynamic_filter_set_sql(self._live(), sql.encode() if sql is not None else None))
+
+    def set_keys(self, column: str, values) -> None:
+        """Replace the predicate with `column IN (values)` (a pyarrow array or a list)."""
+        exported = _ExportedKeys(values)
+        _check(LIB.lance_dynamic_filter_set_keys(self._live(), column.encode(), ctypes.byref(exported.array),
+                                                 ctypes.byref(exported.schema)))
+
+    @property
+    def generation(self) -> int:
+        """How many updates were accepted."""
+        n = ctypes.c_uint64()
+        _check(LIB.lance_dynamic_filter_generation(self._live(), ctypes.byref(n)))
+        return n.value
+
+    def close(self) -> None:
+        if self._h:
+            LIB.lance_dynamic_filter_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
 
 
 def _vector_query(column, vector, k=10, metric=None, nprobes=None, refine_factor=None, ef=None,

@@ -184,7 +184,8 @@ class ScanOptions(Sized):
                 ("num_fragment_ids", ctypes.c_size_t), ("scan_in_order", ctypes.c_bool),
                 ("batch_readahead", ctypes.c_uint32), ("fragment_readahead", ctypes.c_uint32),
                 ("io_buffer_bytes", ctypes.c_uint64), ("order_by", cstr), ("key_filter_column", cstr),
-                ("key_filter_values", ctypes.POINTER(ArrowArray)), ("key_filter_schema", ctypes.POINTER(ArrowSchema))]
+                ("key_filter_values", ctypes.POINTER(ArrowArray)), ("key_filter_schema", ctypes.POINTER(ArrowSchema)),
+                ("key_filter_texts", cstrp), ("num_key_filter_texts", ctypes.c_size_t), ("dynamic_filter", P)]
 
 
 class VectorQuery(Sized):
@@ -419,6 +420,11 @@ SIGNATURES = {
     "lance_split_count_rows_v2": (i32, [P, P, cstr, u64p, ctypes.POINTER(IoStats)]),
     "lance_stream_io_stats_v2": (i32, [StreamP, ctypes.POINTER(IoStats)]),
     "lance_scan_options_init_v2": (i32, [ctypes.POINTER(ScanOptions), sz]),
+    "lance_dynamic_filter_new": (i32, [P, cstrp, sz, ctypes.POINTER(P)]),
+    "lance_dynamic_filter_set_sql": (i32, [P, cstr]),
+    "lance_dynamic_filter_set_keys": (i32, [P, cstr, ctypes.POINTER(ArrowArray), ctypes.POINTER(ArrowSchema)]),
+    "lance_dynamic_filter_generation": (i32, [P, u64p]),
+    "lance_dynamic_filter_free": (None, [P]),
     "lance_dataset_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), StreamP]),
     "lance_dataset_explain_scan_v2": (i32, [P, ctypes.POINTER(ScanOptions), ctypes.POINTER(P)]),
     "lance_split_scan_v2": (i32, [P, P, ctypes.POINTER(ScanOptions), StreamP]),

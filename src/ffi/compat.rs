@@ -216,9 +216,11 @@ mod tests {
     #[test]
     fn sized_layouts_extend_the_0_1_layouts() {
         use std::mem::offset_of;
-        // 0.13: the sort keys (order_by); 0.15: the key-set filter (128 -> 152 bytes).
-        check::<LanceScanOptions>(Some((offset_of!(LanceScanOptions, order_by), 168)));
+        // 0.13: the sort keys (order_by); 0.15: the key-set filter (128 -> 168 bytes) and the
+        // dynamic filter (-> 176 bytes).
+        check::<LanceScanOptions>(Some((offset_of!(LanceScanOptions, order_by), 176)));
         assert_eq!(offset_of!(LanceScanOptions, key_filter_column), 128);
+        assert_eq!(offset_of!(LanceScanOptions, dynamic_filter), 168);
         // 0.4: the distance range and the batch size.
         check::<LanceVectorQuery>(Some((offset_of!(LanceVectorQuery, num_queries), 120)));
         // 0.3: the data cache's settings and figures.

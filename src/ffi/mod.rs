@@ -10,6 +10,7 @@ pub mod changes;
 /// cbindgen:ignore
 mod compat;
 pub mod dataset;
+pub mod dynamic_filter;
 pub mod error;
 pub mod fts;
 pub mod handles;

@@ -92,6 +92,15 @@ pub struct LanceScanOptions {
     /// both (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
     pub key_filter_texts: *const *const c_char,
     pub num_key_filter_texts: usize,
+    /// A dynamic filter (`lance_dynamic_filter_new`) the host may tighten while the scan runs:
+    /// every batch `get_next` returns after an update returned is filtered with that update's
+    /// predicate (or a newer one), on top of every other filter; batches it empties are
+    /// skipped. The scan also reads the filter's columns, and drops those not in `columns`.
+    /// Borrowed for the call: the streams it starts keep their own reference, so the handle
+    /// may be freed at any time (updates then stop). A scan with a dynamic filter takes no
+    /// `limit` or `offset` (LANCE_ERR_INVALID_ARGUMENT); a filter made for another table is
+    /// LANCE_ERR_INVALID_ARGUMENT. NULL = none. Since 0.15.
+    pub dynamic_filter: *const super::dynamic_filter::LanceDynamicFilter,
 }
 
 impl Default for LanceScanOptions {
@@ -120,6 +129,7 @@ impl Default for LanceScanOptions {
             key_filter_schema: std::ptr::null(),
             key_filter_texts: std::ptr::null(),
             num_key_filter_texts: 0,
+            dynamic_filter: std::ptr::null(),
         }
     }
 }
@@ -168,6 +178,11 @@ pub(crate) fn scan_options_arg(p: *const LanceScanOptions, layout: Layout) -> Re
             None => Vec::new(),
         },
         key_filter,
+        dynamic_filter: if o.dynamic_filter.is_null() {
+            None
+        } else {
+            Some(super::handle_ref(o.dynamic_filter, "dynamic_filter")?.filter.clone())
+        },
     })
 }
 
@@ -199,22 +214,36 @@ fn key_filter_arg(o: &LanceScanOptions) -> Result<Option<crate::key_filter::KeyF
     match (column, values) {
         (None, None) if o.key_filter_schema.is_null() => Ok(None),
         (Some(column), Some(values)) if !o.key_filter_schema.is_null() => {
-            if values.is_released() {
-                return Err(HostError::invalid("key_filter_values is a released array (export the keys again)"));
-            }
-            // SAFETY: a non-NULL pointer to the caller's live FFI_ArrowSchema, read only.
-            let schema = unsafe { &*o.key_filter_schema };
-            let data_type = arrow_schema::DataType::try_from(schema)
-                .map_err(|e| HostError::invalid(format!("key_filter_schema is not a valid Arrow schema: {e}")))?;
-            // SAFETY: the array was moved out of the caller's struct above; `schema` describes it.
-            let data = unsafe { super::import::host_array(values, data_type, true) }
-                .map_err(|e| HostError::invalid(format!("key_filter_values is not a valid Arrow array: {e}")))?;
-            Ok(Some(crate::key_filter::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) }))
+            Ok(Some(import_keys(column, values, o.key_filter_schema, "key_filter")?))
         }
         _ => Err(HostError::invalid(
             "a key filter needs key_filter_column, key_filter_values and key_filter_schema together",
         )),
     }
+}
+
+/// A key set from a moved-out host array and the caller's schema of it (`what` names the
+/// arguments in messages: `what`_values, `what`_schema).
+pub(crate) fn import_keys(
+    column: &str,
+    values: FFI_ArrowArray,
+    schema: *const FFI_ArrowSchema,
+    what: &str,
+) -> Result<crate::key_filter::KeyFilter> {
+    if values.is_released() {
+        return Err(HostError::invalid(format!("{what}_values is a released array (export the keys again)")));
+    }
+    if schema.is_null() {
+        return Err(HostError::invalid(format!("{what}_schema is NULL")));
+    }
+    // SAFETY: a non-NULL pointer to the caller's live FFI_ArrowSchema, read only.
+    let schema = unsafe { &*schema };
+    let data_type = arrow_schema::DataType::try_from(schema)
+        .map_err(|e| HostError::invalid(format!("{what}_schema is not a valid Arrow schema: {e}")))?;
+    // SAFETY: the array was moved out of the caller's memory; `schema` describes it.
+    let data = unsafe { super::import::host_array(values, data_type, true) }
+        .map_err(|e| HostError::invalid(format!("{what}_values is not a valid Arrow array: {e}")))?;
+    Ok(crate::key_filter::KeyFilter { column: column.to_string(), values: arrow::array::make_array(data) })
 }
 
 /// What a lance-host stream keeps behind `private_data`: arrow's exported stream plus the
