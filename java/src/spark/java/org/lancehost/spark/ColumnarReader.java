@@ -54,6 +54,7 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
         String[] cols = p.columns.length == 0 && p.output == null ? new String[] {"_rowid"} : p.columns;
         ScanOptions o = ScanOptions.all().columns(cols).filter(p.filter).limit(p.limit).batchSize(p.batchSize)
             .orderBy(p.orderBy);
+        if (p.keyColumn != null) o = o.keys(p.keyColumn, p.keys);
         stream = ds.scan(p.split, o, SparkTypes.allocator());
       }
     } catch (RuntimeException e) {

@@ -7,6 +7,14 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
@@ -17,8 +25,14 @@ import org.lancehost.SplitPlan;
 /**
  * A planned read: one input partition per split of the pinned snapshot (the split's bytes are
  * the partition), or a single partition computing a pushed aggregate completely.
+ *
+ * <p>Runtime filters ({@link SupportsRuntimeV2Filtering}): Spark's dynamic pruning of a join
+ * hands the scan, after planning, {@code key IN (values)} of the join's build side; the first
+ * such predicate on an integer or string column becomes the library's key-set filter of every
+ * split (planned by Lance, answered by a scalar index on the column where one exists). Other
+ * runtime predicates are left to Spark, which keeps the join condition in any case.
  */
-final class LanceScan implements Scan, Batch {
+final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering {
   private final Table table;
   private final StructType readSchema;
   private final List<String> pushedSql;
@@ -26,6 +40,11 @@ final class LanceScan implements Scan, Batch {
   private final String orderBy; // a pushed top n: the library's sort keys (null: storage order)
   private final String orderText;
   private final ScanBuilder.AggregatePlan aggregate;
+  /** The runtime key set Spark handed over (null: none). */
+  private String runtimeKeyColumn;
+  private String[] runtimeKeys;
+  /** Keys a runtime filter may hold; a larger set is left to Spark's join. */
+  static final int MAX_RUNTIME_KEYS = 1_000_000;
 
   LanceScan(Table table, StructType required, List<String> pushedSql, long limit, String orderBy, String orderText,
       ScanBuilder.AggregatePlan aggregate) {
@@ -54,6 +73,48 @@ final class LanceScan implements Scan, Batch {
     return b.toString();
   }
 
+  /** The columns a runtime key set may filter: integer and string columns the scan returns. */
+  @Override
+  public NamedReference[] filterAttributes() {
+    if (aggregate != null || table.readsChanges()) return new NamedReference[0];
+    List<NamedReference> refs = new ArrayList<>();
+    for (StructField f : readSchema.fields()) {
+      if (keyable(f.dataType())) refs.add(Expressions.column(f.name()));
+    }
+    return refs.toArray(new NamedReference[0]);
+  }
+
+  private static boolean keyable(DataType t) {
+    return t.equals(DataTypes.LongType) || t.equals(DataTypes.IntegerType) || t.equals(DataTypes.ShortType)
+        || t.equals(DataTypes.ByteType) || t.equals(DataTypes.StringType);
+  }
+
+  @Override
+  public void filter(Predicate[] predicates) {
+    for (Predicate p : predicates) {
+      if (!"IN".equals(p.name())) continue;
+      Expression[] children = p.children();
+      if (children.length < 1 || !(children[0] instanceof NamedReference)) continue;
+      String[] path = ((NamedReference) children[0]).fieldNames();
+      if (path.length != 1 || readSchema.getFieldIndex(path[0]).isEmpty()) continue;
+      if (!keyable(readSchema.apply(path[0]).dataType()) || children.length - 1 > MAX_RUNTIME_KEYS) continue;
+      List<String> keys = new ArrayList<>();
+      boolean literal = true;
+      for (int i = 1; i < children.length && literal; i++) {
+        if (!(children[i] instanceof Literal)) {
+          literal = false;
+        } else {
+          Object v = ((Literal<?>) children[i]).value();
+          if (v != null) keys.add(v.toString()); // NULL matches no key of a join
+        }
+      }
+      if (!literal) continue;
+      runtimeKeyColumn = path[0];
+      runtimeKeys = keys.toArray(new String[0]);
+      return;
+    }
+  }
+
   @Override
   public String description() {
     StringBuilder b = new StringBuilder("LanceHostScan ").append(table.name());
@@ -63,6 +124,9 @@ final class LanceScan implements Scan, Batch {
     if (orderBy != null) b.append(" PushedTopN: ORDER BY ").append(orderText).append(" LIMIT ").append(limit);
     else if (limit >= 0) b.append(" PushedLimit: ").append(limit);
     if (aggregate != null) b.append(" PushedAggregation: ").append(aggregate.description);
+    if (runtimeKeyColumn != null) {
+      b.append(" RuntimeKeys: ").append(runtimeKeyColumn).append(" (").append(runtimeKeys.length).append(" keys)");
+    }
     return b.toString();
   }
 
@@ -102,12 +166,15 @@ final class LanceScan implements Scan, Batch {
     Snapshots.Ref snapshot = null;
     for (byte[] split : plan.splits()) {
       if (snapshot == null) snapshot = Snapshots.ship(ds, table.options.storage); // once, when there is a split
-      out.add(new Partition(split, snapshot, columns, filter, limit, orderBy, table.options.batchSize, null));
+      Partition part = new Partition(split, snapshot, columns, filter, limit, orderBy, table.options.batchSize, null);
+      part.keyColumn = runtimeKeyColumn;
+      part.keys = runtimeKeys;
+      out.add(part);
       rows += Split.info(split).rowCount();
       // Without a filter every split returns all its rows: once `limit` are covered, the rest
       // of the splits cannot change the answer Spark's global limit keeps.
       // With an order every split holds candidates: all are read.
-      if (limit >= 0 && filter == null && orderBy == null && rows >= limit) break;
+      if (limit >= 0 && filter == null && orderBy == null && runtimeKeyColumn == null && rows >= limit) break;
     }
     return out.toArray(new InputPartition[0]);
   }
@@ -130,6 +197,9 @@ final class LanceScan implements Scan, Batch {
     final ScanBuilder.AggregatePlan aggregate;
     /** A change split's output columns, picked by name from what it returns (null: as returned). */
     final String[] output;
+    /** A runtime key set from Spark's dynamic pruning (null: none). */
+    String keyColumn;
+    String[] keys;
 
     Partition(byte[] split, Snapshots.Ref snapshot, String[] columns, String filter, long limit, String orderBy,
         long batchSize, ScanBuilder.AggregatePlan aggregate) {

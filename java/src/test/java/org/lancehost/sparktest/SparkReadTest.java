@@ -469,4 +469,49 @@ class SparkReadTest {
     assertThrows(Exception.class,
         () -> spark.read().format("lance_host").option("tag", "first").option("version", "2").load(uri).count());
   }
+
+  /** Rows the Lance scan of an executed plan produced (its numOutputRows metric). */
+  static long scanRows(Dataset<Row> df) {
+    scala.collection.Iterator<org.apache.spark.sql.execution.SparkPlan> leaves =
+        df.queryExecution().executedPlan().collectLeaves().iterator();
+    while (leaves.hasNext()) {
+      org.apache.spark.sql.execution.SparkPlan leaf = leaves.next();
+      if (leaf.nodeName().startsWith("BatchScan") && leaf.toString().contains("LanceHostScan")) {
+        return leaf.metrics().get("numOutputRows").get().value();
+      }
+    }
+    throw new AssertionError("no Lance scan in " + df.queryExecution().executedPlan());
+  }
+
+  @Test
+  void aJoinHandsTheScanItsBuildSideKeysAtRunTime() {
+    spark.conf().set("spark.sql.adaptive.enabled", "false");
+    try {
+      Dataset<Row> fact = table();
+      Dataset<Row> dim = spark.range(0, 20000).where("id % 997 = 3").withColumnRenamed("id", "k");
+      Dataset<Row> joined = fact.join(dim, fact.col("id").equalTo(dim.col("k"))).select("id", "category");
+      String p = plan(joined);
+      assertTrue(p.contains("RuntimeFilters: [dynamicpruningexpression"), p);
+      List<Long> got = new ArrayList<>();
+      for (Row r : joined.collectAsList()) got.add(r.getLong(0));
+      got.sort(null);
+      // the scan read only the build side's keys: as many rows as the join returns
+      assertEquals(got.size(), scanRows(joined));
+      assertTrue(got.size() > 5 && got.size() < basic.get("count").asLong(), "" + got.size());
+
+      // the same join without runtime filtering (the scan reads every row) is the judge
+      spark.conf().set("spark.sql.optimizer.dynamicPartitionPruning.enabled", "false");
+      Dataset<Row> fact2 = table();
+      Dataset<Row> plain = fact2.join(dim, fact2.col("id").equalTo(dim.col("k"))).select("id");
+      List<Long> expected = new ArrayList<>();
+      for (Row r : plain.collectAsList()) expected.add(r.getLong(0));
+      expected.sort(null);
+      assertFalse(plan(plain).contains("dynamicpruningexpression"), plan(plain));
+      assertEquals(expected, got);
+      for (long id : got) assertEquals(3, id % 997);
+    } finally {
+      spark.conf().unset("spark.sql.adaptive.enabled");
+      spark.conf().unset("spark.sql.optimizer.dynamicPartitionPruning.enabled");
+    }
+  }
 }
