@@ -7,6 +7,8 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.Expressions;
@@ -31,8 +33,13 @@ import org.lancehost.SplitPlan;
  * such predicate on an integer or string column becomes the library's key-set filter of every
  * split (planned by Lance, answered by a scalar index on the column where one exists). Other
  * runtime predicates are left to Spark, which keeps the join condition in any case.
+ *
+ * <p>Statistics ({@link SupportsReportStatistics}), from the snapshot's metadata (nothing is
+ * read): the rows (physical minus deleted) when no predicate was pushed, and the bytes on disk
+ * of the columns read, so that Spark can plan joins (broadcast a small table) instead of
+ * assuming an unknown, huge size.
  */
-final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering {
+final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, SupportsReportStatistics {
   private final Table table;
   private final StructType readSchema;
   private final List<String> pushedSql;
@@ -113,6 +120,57 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering {
       runtimeKeys = keys.toArray(new String[0]);
       return;
     }
+  }
+
+  @Override
+  public Statistics estimateStatistics() {
+    if (aggregate != null || table.readsChanges()) return unknown();
+    Dataset.Statistics stats = table.dataset().statistics();
+    long rows = 0;
+    long fileBytes = 0;
+    boolean fileBytesKnown = true;
+    for (long[] f : stats.fragments) {
+      rows += f[1] - f[2];
+      if (f[3] < 0) fileBytesKnown = false;
+      else fileBytes += f[3];
+    }
+    long columnBytes = 0;
+    boolean columnsKnown = readSchema.fields().length > 0;
+    for (StructField f : readSchema.fields()) {
+      Long b = stats.columnBytes.get(f.name());
+      if (b == null || b < 0) columnsKnown = false;
+      else columnBytes += b;
+    }
+    java.util.OptionalLong size = columnsKnown ? java.util.OptionalLong.of(Math.max(columnBytes, 1))
+        : fileBytesKnown ? java.util.OptionalLong.of(Math.max(fileBytes, 1)) : java.util.OptionalLong.empty();
+    // with a pushed predicate the rows returned are fewer: the count is not reported
+    java.util.OptionalLong numRows = filter() == null && limit < 0 ? java.util.OptionalLong.of(rows)
+        : java.util.OptionalLong.empty();
+    return new Statistics() {
+      @Override
+      public java.util.OptionalLong sizeInBytes() {
+        return size;
+      }
+
+      @Override
+      public java.util.OptionalLong numRows() {
+        return numRows;
+      }
+    };
+  }
+
+  private static Statistics unknown() {
+    return new Statistics() {
+      @Override
+      public java.util.OptionalLong sizeInBytes() {
+        return java.util.OptionalLong.empty();
+      }
+
+      @Override
+      public java.util.OptionalLong numRows() {
+        return java.util.OptionalLong.empty();
+      }
+    };
   }
 
   @Override

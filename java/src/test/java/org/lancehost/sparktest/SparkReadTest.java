@@ -488,10 +488,11 @@ class SparkReadTest {
     spark.conf().set("spark.sql.adaptive.enabled", "false");
     try {
       Dataset<Row> fact = table();
-      Dataset<Row> dim = spark.range(0, 20000).where("id % 997 = 3").withColumnRenamed("id", "k");
+      // the build side (broadcast: the Lance table is small too, and Spark knows its size)
+      Dataset<Row> dim = functions.broadcast(spark.range(0, 20000).where("id % 997 = 3").withColumnRenamed("id", "k"));
       Dataset<Row> joined = fact.join(dim, fact.col("id").equalTo(dim.col("k"))).select("id", "category");
       String p = plan(joined);
-      assertTrue(p.contains("RuntimeFilters: [dynamicpruningexpression"), p);
+      assertTrue(p.contains("RuntimeFilters: [dynamicpruningexpression(id"), p);
       List<Long> got = new ArrayList<>();
       for (Row r : joined.collectAsList()) got.add(r.getLong(0));
       got.sort(null);
@@ -512,6 +513,33 @@ class SparkReadTest {
     } finally {
       spark.conf().unset("spark.sql.adaptive.enabled");
       spark.conf().unset("spark.sql.optimizer.dynamicPartitionPruning.enabled");
+    }
+  }
+
+  @Test
+  void theScanReportsRowsAndBytesSoSparkCanBroadcastASmallTable() {
+    Dataset<Row> t = table().select("id", "category");
+    org.apache.spark.sql.catalyst.plans.logical.Statistics st = t.queryExecution().optimizedPlan().stats();
+    // rows from the snapshot's metadata, pylance's count; bytes: the two columns on disk, not 8 EiB
+    assertEquals(basic.get("count").asLong(), st.rowCount().get().longValue());
+    long bytes = st.sizeInBytes().longValue();
+    assertTrue(bytes > 0 && bytes < 10L * 1024 * 1024, "" + bytes);
+    long allColumns = table().queryExecution().optimizedPlan().stats().sizeInBytes().longValue();
+    assertTrue(allColumns > bytes, allColumns + " <= " + bytes);
+    // a filtered scan reports no row count (fewer rows come back) but still its size
+    assertTrue(table().filter("id < 10").queryExecution().optimizedPlan().stats().rowCount().isEmpty());
+
+    // with the size known, Spark broadcasts the Lance table in a join with a larger relation
+    spark.conf().set("spark.sql.adaptive.enabled", "false");
+    try {
+      Dataset<Row> big = spark.range(0, 3_000_000).withColumnRenamed("id", "k");
+      Dataset<Row> lance = table().select("id", "category");
+      Dataset<Row> joined = big.join(lance, big.col("k").equalTo(lance.col("id")));
+      String p = plan(joined);
+      assertTrue(p.contains("BroadcastHashJoin") && p.contains("BroadcastExchange"), p);
+      assertEquals(basic.get("count").asLong(), joined.count());
+    } finally {
+      spark.conf().unset("spark.sql.adaptive.enabled");
     }
   }
 }
