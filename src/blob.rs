@@ -10,7 +10,7 @@ use lance_core::datatypes::BlobKind;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Where a blob's bytes live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

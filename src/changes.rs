@@ -25,7 +25,7 @@ use crate::plan::{Split, SplitKind, SplitPlan};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Rows inserted since the begin version.
 pub const INSERTED: u8 = 1;

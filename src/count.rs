@@ -9,7 +9,7 @@ use crate::error::{HostError, Result};
 use crate::scan;
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 
 /// Rows of the snapshot — or of `fragment_ids` only — that match `filter` (None = all rows),
 /// and the I/O the count caused.

@@ -32,7 +32,7 @@ use crate::error::{HostError, Result};
 use crate::index::{self, IndexInfo};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 
 /// Warm every segment of index `name`; returns the I/O the prewarm caused.
 pub fn prewarm_index(snapshot: &Snapshot, name: &str) -> Result<IoStats> {

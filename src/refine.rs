@@ -17,7 +17,7 @@ use crate::plan;
 use crate::scan::{BatchReader, ROW_ID};
 use crate::search::{query_array, VectorQuery};
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Read every candidate of `input` (which must carry `_rowid` uint64 and `_distance` float32,
 /// like a split search's output), compute each one's exact distance to the query from the

@@ -16,7 +16,7 @@ use crate::cancel;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Name of the row id meta column.
 pub const ROW_ID: &str = "_rowid";

@@ -11,7 +11,7 @@ use crate::index::Metric;
 use crate::plan::{vector_column, Split, SplitKind};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Query vector values in one of the supported element types.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use crate::error::{HostError, Result};
 use crate::scan::{validate_columns, BatchReader, ROW_ID};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 /// Check that every id names a visible row of the snapshot (row ids are row addresses for
 /// tables without stable row ids: fragment id in the high 32 bits, offset in the low 32).

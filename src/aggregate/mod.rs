@@ -37,7 +37,7 @@ use crate::error::{HostError, LanceErrorCode, Result};
 use crate::scan;
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 pub use spec::{Aggregate, AggregateSpec, Function, Kind, Resolved, State};
 use spec::{META_AGGREGATE, META_FUNCTION, META_INPUT, META_KIND, META_NAME, META_STATE};
 

@@ -4,7 +4,7 @@
 //!
 //! - What is cached: only files Lance never rewrites in place (`data/`, `_deletions/`,
 //!   `_indices/` of a table; UUID-named). Manifests, `_latest` pointers, transaction files and
-//!   everything else pass through. Local tables never reach this layer (see `stats`).
+//!   everything else pass through. Local tables never reach this layer (see `io_stats`).
 //! - Keys: store root + object path + block number; each block also carries the object's size,
 //!   e-tag and modification time as storage reported them. A miss that finds a different e-tag
 //!   than the cached blocks of the same read drops those blocks and serves the read from storage,

@@ -135,7 +135,7 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
 }
 
 /// Hand a computed batch and its I/O to the caller's `out` and `io` (already checked).
-fn hand_out(batch: arrow::array::RecordBatch, stats: crate::stats::IoStats, out: &mut FFI_ArrowArrayStream, io: *mut LanceIoStats) -> Result<()> {
+fn hand_out(batch: arrow::array::RecordBatch, stats: crate::io_stats::IoStats, out: &mut FFI_ArrowArrayStream, io: *mut LanceIoStats) -> Result<()> {
     if let Some(slot) = out_slot(io, Layout::Sized, "io")? {
         slot.write(&stats.into());
     }

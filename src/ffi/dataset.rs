@@ -428,7 +428,7 @@ pub(crate) fn dataset_statistics(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let io = out_slot(io, layout, "io")?;
-        let (st, io_stats) = crate::statistics::statistics(&ds.snapshot)?;
+        let (st, io_stats) = crate::table_statistics::statistics(&ds.snapshot)?;
         let fragments = st
             .fragments
             .iter()

@@ -13,7 +13,7 @@ use super::handles::{LanceDataset, LanceIoStats, LanceSplit, LanceSplitPlan};
 use super::plan::export_plan;
 use super::scan::{export_stream, import_stream};
 use super::search::import_streams;
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 use super::sized::{init_out, out_slot, read_in, Extensible, Layout};
 use super::{
     guard_code, handle_ref, into_array, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg,

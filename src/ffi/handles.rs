@@ -6,7 +6,7 @@ use std::ffi::CString;
 
 use crate::plan::{Split, SplitPlan};
 use crate::snapshot::Snapshot;
-use crate::stats::IoStats;
+use crate::io_stats::IoStats;
 
 use super::owned_cstring;
 use super::sized::Extensible;

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use crate::index_build::distributed::{self, PlanOptions, Spec};
-use crate::stats::IoStats;
+use crate::io_stats::IoStats;
 
 use super::handles::{LanceDataset, LanceIoStats};
 use super::index_build::{inverted_options, scalar_kind, target, vector_options};

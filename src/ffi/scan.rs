@@ -9,7 +9,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::scan::{self, BatchReader, ScanOptions};
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 
 pub use super::handles::LanceIoStats;
 use super::handles::LanceDataset;

@@ -13,7 +13,7 @@ use super::handles::LanceDataset;
 use super::handles::LanceSplit;
 use super::plan::metric_arg;
 use super::scan::{export_stream, import_stream};
-use crate::stats::OpStats;
+use crate::io_stats::OpStats;
 use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{guard_code, handle_ref, opt_str_arg, out_arg, slice_arg, str_arg, str_list_arg};
 

@@ -57,7 +57,7 @@ use crate::scan::{self, BatchReader, ROW_ID};
 use crate::session;
 use crate::columns::{DISTANCE, RELEVANCE, SCORE};
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 
 /// Largest k a full-text query accepts (results are held in memory before they are returned).
 pub const MAX_K: u64 = 1 << 20;

@@ -44,7 +44,7 @@ use crate::error::{HostError, Result};
 use crate::index::Metric;
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 
 const MODEL_MAGIC: &[u8; 4] = b"LHVM";
 const TASK_MAGIC: &[u8; 4] = b"LHIT";

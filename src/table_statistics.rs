@@ -13,7 +13,7 @@ use lance::dataset::statistics::DatasetStatisticsExt;
 use crate::error::{HostError, Result};
 use crate::session;
 use crate::snapshot::Snapshot;
-use crate::stats::{IoStats, OpStats};
+use crate::io_stats::{IoStats, OpStats};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FragmentStatistics {
