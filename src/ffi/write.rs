@@ -7,8 +7,8 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 
 use crate::error::{HostError, Result};
 use crate::write::staged::{self, StagedWrite};
-use crate::write::row_changes;
-use crate::write::rows::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
+use crate::write::changes_by_address;
+use crate::write::changes_by_predicate::{self, MergeInsert, OnMatch, OnNoMatch, OnNoSourceMatch};
 use crate::write::preconditions::Preconditions;
 use crate::write::{committer, table, WriteMode, WriteOptions, WriteSummary};
 
@@ -529,7 +529,7 @@ pub extern "C" fn lance_dataset_stage_delete(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = rows::stage_delete_split(&ds.snapshot, split, predicate)?;
+        let staged = changes_by_predicate::stage_delete_split(&ds.snapshot, split, predicate)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -569,7 +569,7 @@ pub extern "C" fn lance_dataset_stage_row_deletes(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = row_changes::stage_row_deletes(&ds.snapshot, addresses)?;
+        let staged = changes_by_address::stage_row_deletes(&ds.snapshot, addresses)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -601,7 +601,7 @@ pub extern "C" fn lance_dataset_stage_merge_insert(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = rows::stage_merge_insert(&ds.snapshot, reader, &spec, &WriteOptions::default())?;
+        let staged = changes_by_predicate::stage_merge_insert(&ds.snapshot, reader, &spec, &WriteOptions::default())?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -640,7 +640,7 @@ pub extern "C" fn lance_dataset_delete(
         let predicate = str_arg(predicate, "predicate")?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = rows::delete(&ds.snapshot, predicate, &options)?;
+        let (snapshot, summary) = changes_by_predicate::delete(&ds.snapshot, predicate, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -814,7 +814,7 @@ pub extern "C" fn lance_dataset_update(
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let assignments: Vec<(String, String)> = columns.into_iter().zip(expressions).collect();
-        let (snapshot, summary) = rows::update(&ds.snapshot, &assignments, predicate, &options)?;
+        let (snapshot, summary) = changes_by_predicate::update(&ds.snapshot, &assignments, predicate, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -860,7 +860,7 @@ pub extern "C" fn lance_dataset_merge_insert(
         let spec = merge_arg(spec)?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = rows::merge_insert(&ds.snapshot, reader, &spec, &options)?;
+        let (snapshot, summary) = changes_by_predicate::merge_insert(&ds.snapshot, reader, &spec, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })

@@ -370,7 +370,7 @@ impl<'a> Committer<'a> {
                 .planned
                 .as_ref()
                 .ok_or_else(|| HostError::invalid("row deletes must be planned at a version of the table"))?;
-            let r = super::row_changes::resolve(planned, self.staged, new_fragments(operation).to_vec(), written).await?;
+            let r = super::changes_by_address::resolve(planned, self.staged, new_fragments(operation).to_vec(), written).await?;
             affected = Some(r.affected);
             r.operation
         } else {
@@ -646,7 +646,7 @@ fn combine(kind: StagedKind, staged: &[StagedWrite]) -> Result<Operation> {
                 predicate: predicate.unwrap_or_default(),
             }
         }
-        // the appended rows; `row_changes::resolve` adds the deletions
+        // the appended rows; `changes_by_address::resolve` adds the deletions
         StagedKind::RowDeletes => Operation::Append { fragments: all_new() },
         StagedKind::MergeInsert => {
             if staged.len() != 1 {

@@ -1,6 +1,6 @@
 //! Writes: whole-table writes in one process (`table`), staged writes that workers make and a
 //! coordinator commits as one version (`staged`), and row-level changes — delete, update,
-//! merge-insert (`rows`). What the host streams in is handed to Lance in slices that keep the
+//! merge-insert (`changes_by_predicate`). What the host streams in is handed to Lance in slices that keep the
 //! written pages small (`pages`). The read modules
 //! know nothing of these; a write returns a new pinned [`Snapshot`](crate::snapshot::Snapshot).
 
@@ -12,8 +12,8 @@ pub mod multi;
 mod pages;
 pub mod preconditions;
 pub mod source;
-pub mod row_changes;
-pub mod rows;
+pub mod changes_by_address;
+pub mod changes_by_predicate;
 pub mod schema;
 pub mod staged;
 mod statement;

@@ -1,6 +1,6 @@
 //! The rows a host hands to a write: its stream of batches, watched for the host's own failures,
 //! and turned into the async stream Lance writes from. Both the one-process writes (`table`)
-//! and the staged ones (`staged`, `rows`) take their source from here.
+//! and the staged ones (`staged`, `changes_by_predicate`) take their source from here.
 
 use std::sync::{Arc, OnceLock};
 

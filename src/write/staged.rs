@@ -48,7 +48,7 @@ pub enum StagedKind {
     Delete,
     /// A whole merge-insert (Lance computes one over the whole table; it is not split).
     MergeInsert,
-    /// Rows deleted by address (`row_changes`); committed with the statement's appended shares.
+    /// Rows deleted by address (`changes_by_address`); committed with the statement's appended shares.
     RowDeletes,
 }
 

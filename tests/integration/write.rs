@@ -835,7 +835,7 @@ fn a_panic_in_the_hosts_reader_fails_the_write_and_commits_nothing() {
 
 #[test]
 fn a_merge_insert_whose_source_fails_commits_nothing() {
-    use lance_host::write::rows::{merge_insert, stage_merge_insert, MergeInsert, OnMatch};
+    use lance_host::write::changes_by_predicate::{merge_insert, stage_merge_insert, MergeInsert, OnMatch};
     let uri = table_uri("merge_source_fails");
     write(&uri, std::ptr::null(), vec![rows(0..5)], &params(LanceWriteMode::LANCE_WRITE_CREATE)).unwrap();
     let at = lance_host::snapshot::open(&uri, Default::default(), 0).unwrap();
