@@ -78,7 +78,7 @@ pub fn open_branch(uri: &str, storage_options: HashMap<String, String>, branch: 
         v => format!("cannot open branch '{branch}' of table '{uri}' at version {v}"),
     };
     let dataset = session::block_on(async move {
-        crate::catalog::managed::builder(uri)?
+        crate::snapshot::managed::builder(uri)?
             .with_session(lance_session)
             .with_storage_options(opts)
             .with_branch(branch, (version != 0).then_some(version))

@@ -154,7 +154,7 @@ impl Catalog {
         };
         if declared.managed_versioning == Some(true) {
             // the first version is registered through the namespace like every later one
-            super::managed::register(&location, self.namespace.clone(), id.clone());
+            crate::snapshot::managed::register(&location, self.namespace.clone(), id.clone());
         }
         let mut write_options = options.clone();
         write_options.mode = WriteMode::Create;
@@ -191,7 +191,7 @@ impl Catalog {
             Err(e) if missing_ok && e.code == LanceErrorCode::LANCE_ERR_NOT_FOUND => Ok(()),
             Ok(resp) => {
                 if let Some(location) = resp.location.as_deref() {
-                    super::managed::forget(location);
+                    crate::snapshot::managed::forget(location);
                 }
                 Ok(())
             }

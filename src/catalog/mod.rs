@@ -21,7 +21,6 @@ use crate::snapshot::{self, Snapshot};
 
 mod ddl;
 mod dir;
-pub mod managed;
 mod rest;
 
 /// What a backend makes of the catalog's properties: the properties Lance's namespace
@@ -316,7 +315,7 @@ impl Catalog {
         if resp.managed_versioning == Some(true) {
             // from now on every open and commit of this location in the process goes through
             // the namespace (`managed`)
-            managed::register(&location, self.namespace.clone(), table_id);
+            crate::snapshot::managed::register(&location, self.namespace.clone(), table_id);
         }
         Ok((location, options, version))
     }

@@ -50,7 +50,7 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
     let dataset = session::block_on(async {
-        let mut builder = crate::catalog::managed::builder(uri)?
+        let mut builder = crate::snapshot::managed::builder(uri)?
             .with_session(lance_session)
             .with_storage_options(storage_options.clone());
         if version != 0 {
@@ -191,5 +191,6 @@ impl Snapshot {
     }
 }
 
+pub mod managed;
 mod token;
 pub use token::open_token;

@@ -163,7 +163,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     let opts = storage_options.clone();
     let what = format!("cannot open table '{uri}' at version {version} from its snapshot token");
     let dataset = session::block_on(async move {
-        let mut builder = crate::catalog::managed::builder(&uri)?
+        let mut builder = crate::snapshot::managed::builder(&uri)?
             .with_session(lance_session)
             .with_storage_options(opts)
             .with_version(version)
@@ -197,7 +197,7 @@ async fn known_location(uri: &str, version: u64, l: ShippedManifest) -> lance::R
     if uri.starts_with("s3+ddb:") {
         return Ok(None);
     }
-    let inner = crate::catalog::managed::commit_handler(uri, &Default::default()).await?;
+    let inner = crate::snapshot::managed::commit_handler(uri, &Default::default()).await?;
     let known = crate::write::pipeline::KnownLocation {
         version,
         naming_scheme: l.naming_scheme,

@@ -265,7 +265,7 @@ impl<'a> Committer<'a> {
 
     /// The table at `version` (None: its latest), through the namespace when one manages it.
     async fn load(&self, version: Option<u64>) -> lance::Result<lance::Dataset> {
-        let mut b = crate::catalog::managed::builder(self.uri)?
+        let mut b = crate::snapshot::managed::builder(self.uri)?
             .with_session(self.lance_session.clone())
             .with_storage_options(self.options.storage_options.clone());
         if let Some(v) = version {
@@ -431,7 +431,7 @@ impl<'a> Committer<'a> {
             // a managed table commits through its namespace whatever handle the work was planned on
             let handler = match &self.base_handler {
                 Some(h) => Some(h.clone()),
-                None => crate::catalog::managed::handler(self.uri)?,
+                None => crate::snapshot::managed::handler(self.uri)?,
             };
             if let Some(h) = handler {
                 builder = builder.with_commit_handler(h);

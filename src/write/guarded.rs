@@ -94,7 +94,7 @@ pub(crate) fn prepare(at: &Snapshot, options: &WriteOptions) -> Result<Guarded> 
         let open = |version: Option<u64>, handler: Option<Arc<Pipeline>>| {
             let (session, storage, uri) = (lance_session.clone(), storage.clone(), uri.clone());
             async move {
-                let mut b = crate::catalog::managed::builder(&uri)?.with_session(session).with_storage_options(storage);
+                let mut b = crate::snapshot::managed::builder(&uri)?.with_session(session).with_storage_options(storage);
                 if let Some(v) = version {
                     b = b.with_version(v);
                 }

@@ -46,7 +46,7 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         ..Default::default()
     };
     let registry = session::global()?.lance.store_registry();
-    let managed = crate::catalog::managed::main_branch(&uri)?.map(|m| m.store);
+    let managed = crate::snapshot::managed::main_branch(&uri)?.map(|m| m.store);
     let (stats, records_bytes) = session::block_on(async move {
         let stats = ds.cleanup_with_policy(policy).await?;
         // the statement records (src/write/statement.rs) whose versions the cleanup removed

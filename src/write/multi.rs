@@ -1,7 +1,7 @@
 //! Multi-table commits: the staged writes of several tables committed together — every table
 //! gets its new version, or none does. Only a namespace can promise that: the tables must be
 //! managed by one namespace (their versions registered through it, see
-//! [`crate::catalog::managed`]) that commits several tables' versions in one call
+//! [`crate::snapshot::managed`]) that commits several tables' versions in one call
 //! (`batch_commit_tables`). Without one, nothing is written and the answer is
 //! `LANCE_ERR_NOT_SUPPORTED`.
 //!
@@ -174,7 +174,7 @@ pub fn commit_tables(tables: Vec<TableCommit>) -> Result<Vec<(Snapshot, WriteSum
     let mut managed = Vec::with_capacity(tables.len());
     for (i, t) in tables.iter().enumerate() {
         crate::snapshot::validate_uri(&t.uri)?;
-        let Some(m) = crate::catalog::managed::main_branch(&t.uri)? else {
+        let Some(m) = crate::snapshot::managed::main_branch(&t.uri)? else {
             return Err(HostError::not_supported(format!(
                 "table {i} ('{}') is not a table whose versions a namespace manages (opened through such a catalog in this process, main branch): \
                  several tables commit together only through a namespace that manages their versions; nothing was committed",
@@ -247,7 +247,7 @@ enum Attempt {
 /// Prepare every table and send the batch once.
 fn attempt_once(
     tables: &[TableCommit],
-    managed: &[crate::catalog::managed::ManagedTable],
+    managed: &[crate::snapshot::managed::ManagedTable],
     namespace: &Arc<dyn lance_namespace::LanceNamespace>,
 ) -> Result<Attempt> {
     // Prepare every table; any refusal discards what was prepared.

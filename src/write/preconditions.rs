@@ -123,7 +123,7 @@ pub(crate) async fn table_handler(
     }
     match inner {
         Some(h) => Ok(h),
-        None => crate::catalog::managed::commit_handler(uri, store_params)
+        None => crate::snapshot::managed::commit_handler(uri, store_params)
             .await
             .map_err(|e| HostError::from_lance(&format!("cannot commit to table '{uri}'"), e)),
     }

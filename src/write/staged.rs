@@ -324,7 +324,7 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
             }
             let mut in_use = HashSet::new();
             for version in versions {
-                let mut b = crate::catalog::managed::builder(&uri)?
+                let mut b = crate::snapshot::managed::builder(&uri)?
                     .with_session(lance_session.clone())
                     .with_storage_options(opts.clone());
                 if let Some(v) = version {

@@ -418,7 +418,7 @@ pub(crate) fn check_shipped_fragments(
     }
     .store_params();
     crate::session::block_on(async {
-        let latest = crate::catalog::managed::builder(uri)
+        let latest = crate::snapshot::managed::builder(uri)
             .map_err(|e| HostError::from_lance(&what, e))?
             .with_session(lance_session.clone())
             .with_storage_options(storage_options.clone())

@@ -1,3 +1,5 @@
+//! The table door below the catalog: which locations open and commit through a namespace.
+//!
 //! Tables whose versions a namespace manages (its `DescribeTable` answer says
 //! `managed_versioning`): the namespace, not the table's storage, is the source of the latest
 //! version, and every commit registers its version through the namespace's version API
