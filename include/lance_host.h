@@ -110,15 +110,6 @@ struct ArrowArrayStream {
 // Default page size requested from the namespace.
 #define DEFAULT_PAGE_SIZE 1000
 
-// Rows inserted since the begin version.
-#define INSERTED 1
-
-// Rows updated since the begin version (created at or before it).
-#define UPDATED 2
-
-// Rows deleted since the begin version.
-#define DELETED 4
-
 // Longest message kept whole; longer ones (e.g. echoing a 1 MB filter) keep their start and
 // end and say how much was cut.
 #define MAX_MESSAGE_BYTES 2048
@@ -142,6 +133,15 @@ struct ArrowArrayStream {
 // A CHANGES split: format 1's body, then the version the changes are since (u64) and the
 // change types (u8). Written only for that kind: earlier libraries refuse it.
 #define SPLIT_FORMAT_CHANGES 3
+
+// Rows inserted since the begin version.
+#define INSERTED 1
+
+// Rows updated since the begin version (created at or before it).
+#define UPDATED 2
+
+// Rows deleted since the begin version.
+#define DELETED 4
 
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).

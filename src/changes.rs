@@ -21,55 +21,19 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::error::{HostError, LanceErrorCode, Result};
-use crate::plan::{Split, SplitKind, SplitPlan};
+use crate::split::{Split, SplitKind, SplitPlan};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::session;
 use crate::snapshot::Snapshot;
 use crate::io_stats::OpStats;
 
-/// Rows inserted since the begin version.
-pub const INSERTED: u8 = 1;
-/// Rows updated since the begin version (created at or before it).
-pub const UPDATED: u8 = 2;
-/// Rows deleted since the begin version.
-pub const DELETED: u8 = 4;
-const ALL: u8 = INSERTED | UPDATED | DELETED;
+pub use crate::split::{Changes, DELETED, INSERTED, UPDATED};
+use crate::split::ALL;
 
 /// The column that says what happened to a row: "insert", "update" or "delete".
 pub const CHANGE_TYPE: &str = "_change_type";
 pub const CREATED_AT: &str = "_row_created_at_version";
 pub const UPDATED_AT: &str = "_row_last_updated_at_version";
-
-/// What a CHANGES split reads: the changes after version `since` (up to the split's version)
-/// of the kinds in `types`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Changes {
-    pub since: u64,
-    pub types: u8,
-}
-
-impl Changes {
-    /// Rules of a split's changes: a known, non-empty set of types; deleted rows alone in a
-    /// split without fragments, inserted and updated rows in splits with fragments; `since`
-    /// below the split's version.
-    pub(crate) fn validate(&self, version: u64, no_fragments: bool) -> Result<()> {
-        if self.types == 0 || self.types & !ALL != 0 {
-            return Err(HostError::invalid(format!("unknown change types {:#x}", self.types)));
-        }
-        if self.since >= version {
-            return Err(HostError::invalid(format!(
-                "a changes split reads changes after version {} up to version {version}: nothing",
-                self.since
-            )));
-        }
-        match (self.types == DELETED, no_fragments) {
-            (true, true) | (false, false) => Ok(()),
-            _ => Err(HostError::invalid(
-                "a changes split reads deleted rows alone (without fragments) or inserted and updated rows of its fragments",
-            )),
-        }
-    }
-}
 
 /// A request for the changes of a table.
 #[derive(Debug, Clone, Default)]
@@ -125,7 +89,7 @@ pub fn plan_changes(snapshot: &Snapshot, req: &ChangesRequest) -> Result<SplitPl
             let keep = fragments_with_changes(snapshot, since, end, live);
             let rows: std::collections::HashMap<u64, u64> =
                 snapshot.fragments()?.into_iter().map(|f| (f.id, f.logical_rows)).collect();
-            for mut s in crate::plan::plan_scan(snapshot, req.target_rows, false)?.splits {
+            for mut s in crate::split::plan_scan(snapshot, req.target_rows, false)?.splits {
                 s.fragment_ids.retain(|id| keep.contains(id));
                 if s.fragment_ids.is_empty() {
                     continue;

@@ -23,9 +23,9 @@ pub fn count_rows(
 }
 
 /// The rows of a scan split that match `filter`: its fragments, or its row slice of one.
-pub fn count_split(snapshot: &Snapshot, split: &crate::plan::Split, filter: Option<&str>) -> Result<(u64, IoStats)> {
+pub fn count_split(snapshot: &Snapshot, split: &crate::split::Split, filter: Option<&str>) -> Result<(u64, IoStats)> {
     split.check_snapshot(snapshot)?;
-    if split.kind == crate::plan::SplitKind::Changes {
+    if split.kind == crate::split::SplitKind::Changes {
         return Err(crate::error::HostError::not_supported(
             "a changes split's rows are counted by reading it (its fragments hold unchanged rows too)",
         ));
@@ -38,7 +38,7 @@ pub fn count_split(snapshot: &Snapshot, split: &crate::plan::Split, filter: Opti
 pub(crate) fn count_rows_sliced(
     snapshot: &Snapshot,
     fragment_ids: Option<&[u64]>,
-    slice: Option<(u64, crate::plan::RowSlice)>,
+    slice: Option<(u64, crate::split::RowSlice)>,
     filter: Option<&str>,
 ) -> Result<(u64, IoStats)> {
     if let Some(f) = filter {
@@ -53,7 +53,7 @@ pub(crate) fn count_rows_sliced(
         (None, Some(_)) if slice.is_some() => {
             let (fragment, rows) = slice.expect("checked");
             scan::slice_rows(snapshot, fragment, rows)?;
-            crate::plan::visible_in_slice(snapshot, fragment, rows)?
+            crate::split::visible_in_slice(snapshot, fragment, rows)?
         }
         (None, None) => snapshot.count_rows_on(ds)?,
         (None, Some(frags)) => {

@@ -24,7 +24,7 @@ pub(crate) mod lance_env;
 pub mod logging;
 pub mod merge;
 pub mod metrics;
-pub mod plan;
+pub mod split;
 pub mod prewarm;
 pub mod scan;
 pub mod redact;

@@ -13,7 +13,7 @@ use arrow_schema::DataType;
 
 use crate::error::{HostError, LanceErrorCode, Result};
 use crate::columns::DISTANCE;
-use crate::plan;
+use crate::split;
 use crate::scan::{BatchReader, ROW_ID};
 use crate::search::{query_array, VectorQuery};
 use crate::snapshot::Snapshot;
@@ -33,7 +33,7 @@ pub fn refine_candidates(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
-    if q.num_queries != 1 || crate::plan::is_multivector(snapshot, &q.column) {
+    if q.num_queries != 1 || crate::split::is_multivector(snapshot, &q.column) {
         return Err(HostError::not_supported(
             "refine takes one query vector of a single-vector column, not a batch or a multivector query",
         ));
@@ -41,7 +41,7 @@ pub fn refine_candidates(
     let query = query_array(snapshot, q)?;
     let metric = match q.metric {
         Some(m) => m,
-        None => plan::default_metric(snapshot, &q.column)?,
+        None => split::default_metric(snapshot, &q.column)?,
     };
     let schema = input.schema();
     let dist_idx = schema

@@ -39,7 +39,7 @@ pub struct ScanOptions {
     /// Restrict the scan to these fragments, in this order; `None` = every fragment.
     pub fragment_ids: Option<Vec<u64>>,
     /// Restrict the scan to physical rows of one fragment (a scan split's row slice).
-    pub row_slice: Option<(u64, crate::plan::RowSlice)>,
+    pub row_slice: Option<(u64, crate::split::RowSlice)>,
     pub scan_in_order: bool,
     pub batch_readahead: Option<u32>,
     pub fragment_readahead: Option<u32>,
@@ -233,7 +233,7 @@ pub fn resolve_fragments(snapshot: &Snapshot, ids: &[u64]) -> Result<Vec<Fragmen
 pub fn slice_rows(
     snapshot: &Snapshot,
     fragment: u64,
-    slice: crate::plan::RowSlice,
+    slice: crate::split::RowSlice,
 ) -> Result<lance::dataset::scanner::RowAddrTreeMap> {
     let frag = resolve_fragments(snapshot, &[fragment])?.remove(0);
     let physical = frag.physical_rows.map(|n| n as u64);

@@ -8,7 +8,7 @@ use arrow::array::{
 
 use crate::error::{HostError, Result};
 use crate::index::Metric;
-use crate::plan::{vector_column, Split, SplitKind};
+use crate::split::{vector_column, Split, SplitKind};
 use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
 use crate::snapshot::Snapshot;
 use crate::io_stats::OpStats;
@@ -189,7 +189,7 @@ pub(crate) fn query_array(snapshot: &Snapshot, q: &VectorQuery) -> Result<ArrayR
     };
     // One vector, or a batch of queries — or, for a multivector column, the vectors of one
     // multivector query (always a list, as Lance expects).
-    let multivector = crate::plan::is_multivector(snapshot, &q.column);
+    let multivector = crate::split::is_multivector(snapshot, &q.column);
     if q.num_queries == 1 && !multivector {
         return Ok(array);
     }
@@ -256,7 +256,7 @@ fn prepared_search(
         return Err(HostError::invalid("k must be at least 1"));
     }
     q.check_distance_range()?;
-    if q.defer_refine && crate::plan::is_multivector(snapshot, &q.column) {
+    if q.defer_refine && crate::split::is_multivector(snapshot, &q.column) {
         return Err(HostError::not_supported(
             "defer_refine is not supported on a multivector column (its segments re-rank themselves)",
         ));
@@ -270,7 +270,7 @@ fn prepared_search(
     // split's rows changes no result and keeps huge values from reaching Lance's allocations.
     let rows = split.row_count.max(1);
     let k = usize::try_from(q.k.min(rows)).map_err(|_| HostError::invalid("k is too large"))?;
-    // A split of several segments (`plan::combine`) searches them in one plan, which merges
+    // A split of several segments (`split::combine`) searches them in one plan, which merges
     // their candidates before the re-rank; it re-ranks `segments` times as many candidates, as
     // many as the segments' own splits would re-rank between them. A deferred re-rank needs
     // no more: the best k * refine of the merged candidates are the best of the segments'.

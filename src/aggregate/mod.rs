@@ -112,7 +112,7 @@ fn partial(
     snapshot: &Snapshot,
     spec: &AggregateSpec,
     fragments: Option<&[u64]>,
-    slice: Option<(u64, crate::plan::RowSlice)>,
+    slice: Option<(u64, crate::split::RowSlice)>,
 ) -> Result<(RecordBatch, IoStats)> {
     let stats = OpStats::default();
     let prepared = prepare(snapshot, spec)?;
@@ -127,7 +127,7 @@ fn partial_with(
     spec: &AggregateSpec,
     (resolved, schema): &(Vec<Resolved>, SchemaRef),
     fragments: Option<&[u64]>,
-    slice: Option<(u64, crate::plan::RowSlice)>,
+    slice: Option<(u64, crate::split::RowSlice)>,
     stats: &OpStats,
 ) -> Result<RecordBatch> {
     crate::metrics::op(crate::metrics::Op::Aggregate);
@@ -196,7 +196,7 @@ fn from_manifest(
     snapshot: &Snapshot,
     schema: &SchemaRef,
     fragments: Option<&[u64]>,
-    slice: Option<(u64, crate::plan::RowSlice)>,
+    slice: Option<(u64, crate::split::RowSlice)>,
 ) -> Result<RecordBatch> {
     let (rows, _) = crate::count::count_rows_sliced(snapshot, fragments, slice, None)?;
     let rows = i64::try_from(rows).map_err(|_| HostError::internal("row count beyond int64"))?;
@@ -294,9 +294,9 @@ fn conform(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<RecordBatch>
 }
 
 /// The partial states of a scan split (its fragments, or its row slice of one).
-pub fn aggregate_split(snapshot: &Snapshot, split: &crate::plan::Split, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
+pub fn aggregate_split(snapshot: &Snapshot, split: &crate::split::Split, spec: &AggregateSpec) -> Result<(RecordBatch, IoStats)> {
     split.check_snapshot(snapshot)?;
-    if split.kind != crate::plan::SplitKind::Scan {
+    if split.kind != crate::split::SplitKind::Scan {
         return Err(HostError::invalid("an aggregate runs on scan splits (plan them with a scan plan)"));
     }
     let slice = split.rows.map(|r| (split.fragment_ids[0], r));
@@ -325,7 +325,7 @@ pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBat
         let partial = partial_with(snapshot, spec, &prepared, None, None, &stats)?;
         return Ok((merge(vec![partial])?, stats.snapshot()));
     }
-    let plan = crate::plan::plan_scan(snapshot, rows.div_ceil(cores), true)?;
+    let plan = crate::split::plan_scan(snapshot, rows.div_ceil(cores), true)?;
     let partials = std::thread::scope(|scope| {
         let tasks: Vec<_> = plan
             .splits

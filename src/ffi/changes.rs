@@ -4,7 +4,7 @@
 use crate::changes::{self, ChangesRequest};
 
 use super::handles::LanceDataset;
-use super::plan::{export_plan, LanceSplitPlan};
+use super::split::{export_plan, LanceSplitPlan};
 use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{guard_code, handle_ref, out_arg};
 

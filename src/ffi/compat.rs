@@ -189,7 +189,7 @@ pub extern "C" fn lance_split_count_rows(
     out: *mut u64,
     io: *mut LanceIoStats,
 ) -> i32 {
-    super::plan::split_count_rows(dataset, split, filter_sql, out, io, Layout::V0)
+    super::split::split_count_rows(dataset, split, filter_sql, out, io, Layout::V0)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::fts::{self, CorpusStats, TextMatch, TextQuery};
 use crate::merge;
 
 use super::handles::{LanceDataset, LanceIoStats, LanceSplit, LanceSplitPlan};
-use super::plan::export_plan;
+use super::split::export_plan;
 use super::scan::{export_stream, import_stream};
 use super::search::import_streams;
 use crate::io_stats::OpStats;

@@ -4,7 +4,7 @@
 
 use std::ffi::CString;
 
-use crate::plan::{Split, SplitPlan};
+use crate::split::{Split, SplitPlan};
 use crate::snapshot::Snapshot;
 use crate::io_stats::IoStats;
 

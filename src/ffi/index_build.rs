@@ -6,7 +6,7 @@ use crate::error::{HostError, Result};
 use crate::index_build::{self, InvertedOptions, ScalarKind, Target, VectorKind, VectorOptions};
 
 use super::handles::LanceDataset;
-use super::plan::metric_arg;
+use super::split::metric_arg;
 use super::sized::{init_out, read_in, Extensible, Layout};
 use super::{dataset_out, guard_code, handle_ref, opt_str_arg, str_arg};
 

@@ -19,7 +19,7 @@ pub mod index;
 pub mod index_build;
 pub mod index_segments;
 mod import;
-pub mod plan;
+pub mod split;
 pub mod scan;
 pub mod search;
 pub mod session;

@@ -11,7 +11,7 @@ use crate::search::{self, QueryVector, VectorQuery};
 
 use super::handles::LanceDataset;
 use super::handles::LanceSplit;
-use super::plan::metric_arg;
+use super::split::metric_arg;
 use super::scan::{export_stream, import_stream};
 use crate::io_stats::OpStats;
 use super::sized::{init_out, read_in, Extensible, Layout};

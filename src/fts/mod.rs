@@ -52,7 +52,7 @@ use prost::Message;
 use crate::error::{HostError, LanceErrorCode, Result};
 use crate::index::{self, IndexInfo};
 use crate::bytes::Reader;
-use crate::plan::{segment_and_flat_splits, Split, SplitKind, SplitPlan};
+use crate::split::{segment_and_flat_splits, Split, SplitKind, SplitPlan};
 use crate::scan::{self, BatchReader, ROW_ID};
 use crate::session;
 use crate::columns::{DISTANCE, RELEVANCE, SCORE};

@@ -418,12 +418,12 @@ pub fn stage_delete(at: &Snapshot, fragment_ids: Option<&[u64]>, predicate: &str
 }
 
 /// `stage_delete` over the fragments of a scan split planned on `at` (None = the whole table).
-pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::plan::Split>, predicate: &str) -> Result<StagedWrite> {
+pub fn stage_delete_split(at: &Snapshot, split: Option<&crate::split::Split>, predicate: &str) -> Result<StagedWrite> {
     match split {
         None => stage_delete(at, None, predicate),
         Some(split) => {
             split.check_snapshot(at)?;
-            if split.kind != crate::plan::SplitKind::Scan {
+            if split.kind != crate::split::SplitKind::Scan {
                 return Err(HostError::invalid(
                     "a staged delete takes a scan split (lance_dataset_plan_scan): it names the fragments of the worker's share",
                 ));

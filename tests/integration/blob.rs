@@ -3,7 +3,7 @@
 
 use lance_host::ffi::blob::*;
 use lance_host::ffi::handles::LanceIoStats;
-use lance_host::ffi::plan::lance_bytes_free;
+use lance_host::ffi::split::lance_bytes_free;
 use lance_host::LanceErrorCode::*;
 use lance_host_testkit::{blob_byte, blob_deleted, blob_len, BLOB_ROWS};
 

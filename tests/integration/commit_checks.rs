@@ -662,7 +662,7 @@ fn stage_delete_bytes(at: &Ds, predicate: &str) -> Vec<u8> {
     let (mut out, mut len) = (std::ptr::null_mut(), 0usize);
     assert_eq!(lance_dataset_stage_delete(at.ptr(), std::ptr::null(), p.as_ptr(), &mut out, &mut len, std::ptr::null_mut()), 0, "{}", last_message());
     let bytes = unsafe { std::slice::from_raw_parts(out, len) }.to_vec();
-    lance_host::ffi::plan::lance_bytes_free(out, len);
+    lance_host::ffi::split::lance_bytes_free(out, len);
     bytes
 }
 

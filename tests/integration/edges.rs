@@ -85,7 +85,7 @@ fn merged_and_counted_streams_carry_the_io_figures_of_their_work() {
     assert!(n > 0);
     assert!(io.index_cache_hits + io.index_cache_misses > 0, "{io:?}");
     // The merged stream of index-segment searches reports the searches' figures.
-    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::split::LanceMetric::LANCE_METRIC_L2, true).unwrap();
     let mut q = crate::vector::query("embedding", crate::vector::query_vector(11), 5);
     let raw = q.raw();
     let mut inputs: Vec<FFI_ArrowArrayStream> = crate::vector::splits(&plan)
@@ -105,7 +105,7 @@ fn merged_and_counted_streams_carry_the_io_figures_of_their_work() {
 
 #[test]
 fn bad_distance_ranges_are_clear_errors() {
-    use lance_host::ffi::plan::*;
+    use lance_host::ffi::split::*;
     use lance_host::ffi::search::*;
     let ds = Ds::open(&crate::vector::vectors_uri(), 0);
     let plan = crate::vector::plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, true).unwrap();
@@ -145,7 +145,7 @@ fn f32_values(batches: &[arrow::array::RecordBatch]) -> Vec<f32> {
 
 #[test]
 fn bad_batches_and_query_values_are_clear_errors() {
-    use lance_host::ffi::plan::*;
+    use lance_host::ffi::split::*;
     use lance_host::ffi::search::*;
     let ds = Ds::open(&crate::vector::vectors_uri(), 0);
     let plan = crate::vector::plan_vector(&ds, "embedding", LanceMetric::LANCE_METRIC_L2, false).unwrap();

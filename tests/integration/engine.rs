@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::dataset::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::*;
 use lance_host::ffi::search::*;
 use lance_host::ffi::index::*;
@@ -414,7 +414,7 @@ fn child_logging_and_metrics() {
     // are not counted as returned.
     let before_merge = metrics();
     let mut merged = FFI_ArrowArrayStream::empty();
-    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let plan = crate::vector::plan_vector(&ds, "embedding", lance_host::ffi::split::LanceMetric::LANCE_METRIC_L2, true).unwrap();
     let mut q = crate::vector::query("embedding", crate::vector::query_vector(3), 7);
     let raw = q.raw();
     let mut inputs: Vec<FFI_ArrowArrayStream> = crate::vector::splits(&plan)

@@ -184,7 +184,7 @@ fn calls_from_inside_an_async_runtime_are_refused() {
 fn null_and_out_of_range_arguments_everywhere() {
     use lance_host::ffi::catalog::*;
     use lance_host::ffi::index::*;
-    use lance_host::ffi::plan::*;
+    use lance_host::ffi::split::*;
     use lance_host::ffi::search::*;
     use lance_host::ffi::take::*;
 

@@ -10,7 +10,7 @@ use arrow::array::{Array, Float32Array, UInt64Array};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::fts::*;
 use lance_host::ffi::index::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::LanceIoStats;
 use lance_host::LanceErrorCode::*;
 use lance_host_testkit as tk;
@@ -251,7 +251,7 @@ fn fully_indexed_docs_version(uri: &str) -> u64 {
         .find(|v| {
             let snap = lance_host::snapshot::open(uri, Default::default(), *v).unwrap();
             lance_host::fts::plan_text(&snap, "text", 0).is_ok_and(|p| {
-                p.splits.len() >= 2 && p.splits.iter().all(|s| s.kind == lance_host::plan::SplitKind::TextSegment)
+                p.splits.len() >= 2 && p.splits.iter().all(|s| s.kind == lance_host::split::SplitKind::TextSegment)
             })
         })
         .expect("a version of the docs table with every fragment indexed")
@@ -473,7 +473,7 @@ fn bad_fts_input_is_a_clear_error() {
     assert_err(lance_dataset_fts_stats(ds.ptr(), &fq.q, &mut p, &mut n, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "nope");
     // A vector split cannot run a text search, and a text split no vector search.
     let vds = Ds::open(&crate::vector::vectors_uri(), 0);
-    let vplan = crate::vector::plan_vector(&vds, "embedding", lance_host::ffi::plan::LanceMetric::LANCE_METRIC_L2, true).unwrap();
+    let vplan = crate::vector::plan_vector(&vds, "embedding", lance_host::ffi::split::LanceMetric::LANCE_METRIC_L2, true).unwrap();
     let vsplit = &splits(&vplan)[0];
     let code = lance_split_fts_search(vds.ptr(), vsplit.0, &q.q, st.as_ptr(), st.len(), &mut out);
     assert!(code == LANCE_ERR_CORRUPT as i32 || code == LANCE_ERR_INVALID_ARGUMENT as i32, "{code}: {}", last_message());

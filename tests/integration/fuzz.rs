@@ -15,7 +15,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::catalog::*;
 use lance_host::ffi::dataset::*;
 use lance_host::ffi::index::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::*;
 use lance_host::ffi::search::*;
 use lance_host::ffi::take::*;

@@ -12,7 +12,7 @@ use lance_host::ffi::dataset::*;
 use lance_host::ffi::fts::lance_dataset_plan_fts;
 use lance_host::ffi::index::*;
 use lance_host::ffi::index_build::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::lance_dataset_explain_scan_v2;
 use lance_host::ffi::write::*;
 use lance_host::LanceErrorCode::*;

@@ -9,7 +9,7 @@ use arrow::array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::dataset::*;
-use lance_host::ffi::plan::lance_bytes_free;
+use lance_host::ffi::split::lance_bytes_free;
 use lance_host::ffi::write::*;
 use lance_host::LanceErrorCode::*;
 
@@ -492,7 +492,7 @@ fn stage_delete(at: &Ds, split: *const lance_host::ffi::handles::LanceSplit, pre
 
 #[test]
 fn staged_deletes_of_many_workers_commit_as_one_delete() {
-    use lance_host::ffi::plan::*;
+    use lance_host::ffi::split::*;
     let uri = table_uri("staged_delete");
     let mut p = params(LanceWriteMode::LANCE_WRITE_CREATE);
     p.max_rows_per_file = 100;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use arrow::array::RecordBatchIterator;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::dataset::*;
-use lance_host::ffi::plan::lance_bytes_free;
+use lance_host::ffi::split::lance_bytes_free;
 use lance_host::ffi::write::*;
 use lance_host::LanceErrorCode::*;
 use lance_host_testkit::{FaultProxy, Faults};

@@ -65,7 +65,7 @@ pub struct Split {
     /// keep their slots). None: its fragments whole.
     pub rows: Option<RowSlice>,
     /// The changes a CHANGES split reads (None for the other kinds).
-    pub changes: Option<crate::changes::Changes>,
+    pub changes: Option<Changes>,
 }
 
 /// Physical rows `offset .. offset + count` of a fragment (deletions do not shift offsets).
@@ -590,7 +590,7 @@ impl Split {
         let changes = if format == SPLIT_FORMAT_CHANGES {
             let since = r.u64().expect("length checked");
             let types = r.u8().expect("length checked");
-            Some(crate::changes::Changes { since, types })
+            Some(Changes { since, types })
         } else {
             None
         };
@@ -667,6 +667,47 @@ impl Split {
             )));
         }
         Ok(())
+    }
+}
+
+// ---- change splits: what a CHANGES split reads (read by `crate::changes`) ----
+
+/// Rows inserted since the begin version.
+pub const INSERTED: u8 = 1;
+/// Rows updated since the begin version (created at or before it).
+pub const UPDATED: u8 = 2;
+/// Rows deleted since the begin version.
+pub const DELETED: u8 = 4;
+pub(crate) const ALL: u8 = INSERTED | UPDATED | DELETED;
+
+/// What a CHANGES split reads: the changes after version `since` (up to the split's version)
+/// of the kinds in `types`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changes {
+    pub since: u64,
+    pub types: u8,
+}
+
+impl Changes {
+    /// Rules of a split's changes: a known, non-empty set of types; deleted rows alone in a
+    /// split without fragments, inserted and updated rows in splits with fragments; `since`
+    /// below the split's version.
+    pub(crate) fn validate(&self, version: u64, no_fragments: bool) -> Result<()> {
+        if self.types == 0 || self.types & !ALL != 0 {
+            return Err(HostError::invalid(format!("unknown change types {:#x}", self.types)));
+        }
+        if self.since >= version {
+            return Err(HostError::invalid(format!(
+                "a changes split reads changes after version {} up to version {version}: nothing",
+                self.since
+            )));
+        }
+        match (self.types == DELETED, no_fragments) {
+            (true, true) | (false, false) => Ok(()),
+            _ => Err(HostError::invalid(
+                "a changes split reads deleted rows alone (without fragments) or inserted and updated rows of its fragments",
+            )),
+        }
     }
 }
 
@@ -752,35 +793,35 @@ mod tests {
             index_name: String::new(),
             metric: None,
             fragment_ids: fragments,
-            changes: Some(crate::changes::Changes { since: 3, types }),
+            changes: Some(Changes { since: 3, types }),
             ..sample()
         }
     }
 
     #[test]
     fn change_splits_round_trip_in_their_own_format_and_are_checked() {
-        let live = changes(vec![1, 4], crate::changes::INSERTED | crate::changes::UPDATED);
+        let live = changes(vec![1, 4], INSERTED | UPDATED);
         let b = live.to_bytes();
         assert_eq!(b[4], SPLIT_FORMAT_CHANGES, "a format earlier libraries refuse");
         assert_eq!(Split::from_bytes(&b).unwrap(), live);
-        let deleted = changes(Vec::new(), crate::changes::DELETED);
+        let deleted = changes(Vec::new(), DELETED);
         assert_eq!(Split::from_bytes(&deleted.to_bytes()).unwrap(), deleted);
         // the rules: deleted rows alone and without fragments, known types, since below the version
         for bad in [
-            changes(vec![1], crate::changes::DELETED),
-            changes(Vec::new(), crate::changes::INSERTED),
+            changes(vec![1], DELETED),
+            changes(Vec::new(), INSERTED),
             changes(vec![1], 0),
             changes(vec![1], 8),
-            Split { changes: Some(crate::changes::Changes { since: 7, types: 1 }), ..changes(vec![1], 1) },
+            Split { changes: Some(Changes { since: 7, types: 1 }), ..changes(vec![1], 1) },
             Split { changes: None, ..changes(vec![1], 1) },
             Split { kind: SplitKind::Scan, ..changes(vec![1], 1) },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
         // combined only with splits of the same changes; the deleted rows' split never
-        let other = changes(vec![2], crate::changes::INSERTED | crate::changes::UPDATED);
+        let other = changes(vec![2], INSERTED | UPDATED);
         assert_eq!(combine(&[live.clone(), other]).unwrap().fragment_ids, vec![1, 4, 2]);
-        assert!(combine(&[live.clone(), changes(vec![2], crate::changes::INSERTED)]).is_err());
+        assert!(combine(&[live.clone(), changes(vec![2], INSERTED)]).is_err());
         assert!(combine(&[deleted.clone(), deleted]).is_err());
     }
 
@@ -814,8 +855,8 @@ mod tests {
         let goods = [
             sample().to_bytes(),
             segments(0, 3).to_bytes(),
-            changes(vec![1, 4], crate::changes::INSERTED).to_bytes(),
-            changes(Vec::new(), crate::changes::DELETED).to_bytes(),
+            changes(vec![1, 4], INSERTED).to_bytes(),
+            changes(Vec::new(), DELETED).to_bytes(),
         ];
         let mut damage = crate::bytes::Damage::new(0x9e37_79b9_7f4a_7c15);
         for i in 0..40_000 {

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use crate::error::{HostError, Result};
 use crate::index::Metric;
-use crate::plan::{self, Split, SplitKind, SplitPlan};
+use crate::split::{self, Split, SplitKind, SplitPlan};
 use crate::snapshot;
 
 pub use super::handles::{LanceSplit, LanceSplitPlan};
@@ -111,7 +111,7 @@ fn plan_scan_ffi(dataset: *const LanceDataset, target_rows: u64, slices: bool, o
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(plan::plan_scan(&ds.snapshot, target_rows, slices)?);
+        *out = export_plan(split::plan_scan(&ds.snapshot, target_rows, slices)?);
         Ok(())
     })
 }
@@ -142,7 +142,7 @@ pub extern "C" fn lance_dataset_plan_vector_search(
         let column = str_arg(column, "column")?;
         let metric = metric_arg(metric)?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(plan::plan_vector(
+        *out = export_plan(split::plan_vector(
             &ds.snapshot,
             column,
             metric,
@@ -263,7 +263,7 @@ pub extern "C" fn lance_split_row_slice(split: *const LanceSplit, out_offset: *m
         let s = handle_ref(split, "split")?;
         let offset = out_arg(out_offset, "out_offset")?;
         let count = out_arg(out_count, "out_count")?;
-        let r = s.split.rows.unwrap_or(crate::plan::RowSlice { offset: 0, count: 0 });
+        let r = s.split.rows.unwrap_or(crate::split::RowSlice { offset: 0, count: 0 });
         (*offset, *count) = (r.offset, r.count);
         Ok(i32::from(s.split.rows.is_some()))
     })
@@ -367,7 +367,7 @@ pub extern "C" fn lance_splits_combine(
             .enumerate()
             .map(|(i, p)| Ok(handle_ref(*p, &format!("split {i}"))?.split.clone()))
             .collect::<Result<Vec<Split>>>()?;
-        *out = into_handle(LanceSplit::new(plan::combine(&parts)?));
+        *out = into_handle(LanceSplit::new(split::combine(&parts)?));
         Ok(())
     })
 }
