@@ -372,6 +372,35 @@ int main(int argc, char** argv) {
       EXPECT(got.size() == 3 && all.size() >= 3);
       EXPECT(std::equal(got.begin(), got.end(), all.begin()));
     }
+    // A dynamic filter tightened after the first batch: every later batch holds only its rows.
+    {
+      lh::DynamicFilter f(ds, {"id"});
+      lh::ScanRequest r;
+      r.columns = {"id"};
+      r.batch_size = 16;
+      r.dynamic_filter = f.get();
+      bool first = true;
+      uint64_t after = 0;
+      for (auto& batch : ds.scan(r)) {
+        if (first) {
+          first = false;
+          EXPECT(batch.num_rows() == 16);
+          f.set_sql(std::string("id % 5 = 0"));
+          continue;
+        }
+        const int64_t* ids = batch.values<int64_t>("id");
+        for (int64_t j = 0; j < batch.num_rows(); j++) EXPECT(ids[j] % 5 == 0);
+        after += static_cast<uint64_t>(batch.num_rows());
+      }
+      EXPECT(!first && after > 0 && f.generation() == 1);
+      bool refused = false;
+      try {
+        f.set_sql(std::string("no_such_column = 1"));
+      } catch (const lh::Error&) {
+        refused = true;
+      }
+      EXPECT(refused && f.generation() == 1);
+    }
     // Aggregates: the one-call answer equals the scan's own sums, and the partial states of
     // every (sliced, shipped) split merge to it.
     int64_t id_sum = 0, id_min = INT64_MAX, id_max = INT64_MIN;

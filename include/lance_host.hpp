@@ -599,6 +599,9 @@ struct ScanRequest {
   /// Sort keys ("price DESC, id"): the rows (of the scan or of each split) sorted before offset
   /// and limit; unset = storage order. Since 0.13.
   std::optional<std::string> order_by;
+  /// A dynamic filter (`DynamicFilter::get()`), tightened while the scan runs; borrowed for the
+  /// call (the stream keeps its own reference). No limit or offset with one. Since 0.15.
+  const LanceDynamicFilter* dynamic_filter = nullptr;
 };
 
 /// Settings of a write, a staged write, a commit or a delete (LanceWriteParams); unset =
@@ -1561,6 +1564,7 @@ class Dataset {
     o.fragment_ids = r.fragment_ids.data();
     o.num_fragment_ids = r.fragment_ids.size();
     o.order_by = r.order_by ? r.order_by->c_str() : nullptr;
+    o.dynamic_filter = r.dynamic_filter;
     return o;
   }
   static LanceVectorQuery vector_query(const SearchRequest& r, const std::vector<const char*>& cols) {
@@ -1956,6 +1960,38 @@ class Catalog {
 
  private:
   std::unique_ptr<LanceCatalog, detail::Deleter<LanceCatalog, lance_catalog_free>> p_;
+};
+
+/// A predicate tightened while scans run (lance_dynamic_filter_*): made for one table and the
+/// columns its updates may name; pass `get()` as `ScanRequest::dynamic_filter`. Every batch a
+/// running scan returns after an update returned is filtered with it. Updates are thread-safe.
+class DynamicFilter {
+ public:
+  DynamicFilter(const Dataset& ds, const std::vector<std::string>& columns) {
+    auto cols = detail::c_strings(columns);
+    LanceDynamicFilter* out = nullptr;
+    check(lance_dynamic_filter_new(ds.get(), cols.data(), cols.size(), &out));
+    p_.reset(out);
+  }
+  /// Replace the predicate with a SQL condition over the filter's columns (nullopt: all rows).
+  void set_sql(const std::optional<std::string>& sql) const {
+    check(lance_dynamic_filter_set_sql(p_.get(), sql ? sql->c_str() : nullptr));
+  }
+  /// Replace the predicate with `column IN (values)`; the array is moved (released by the
+  /// library), the schema stays the caller's.
+  void set_keys(const std::string& column, ArrowArray* values, const ArrowSchema* schema) const {
+    check(lance_dynamic_filter_set_keys(p_.get(), column.c_str(), values, schema));
+  }
+  /// Updates accepted so far.
+  uint64_t generation() const {
+    uint64_t n = 0;
+    check(lance_dynamic_filter_generation(p_.get(), &n));
+    return n;
+  }
+  const LanceDynamicFilter* get() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<LanceDynamicFilter, detail::Deleter<LanceDynamicFilter, lance_dynamic_filter_free>> p_;
 };
 
 /// Cancellation and a deadline for the blocking calls of the threads that enter it.

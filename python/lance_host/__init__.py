@@ -746,6 +746,7 @@ class DynamicFilter:
         return n.value
 
     def close(self) -> None:
+        """Free the filter (lance_dynamic_filter_free); running scans keep its last predicate."""
         if self._h:
             LIB.lance_dynamic_filter_free(self._h)
             self._h = None
