@@ -251,8 +251,11 @@ public final class Dataset implements AutoCloseable {
   /** One split of this snapshot (null = the whole snapshot). */
   public ArrowStream scan(byte[] split, ScanOptions o, BufferAllocator allocator) {
     ScanOptions s = o == null ? ScanOptions.all() : o;
-    long h = handle.withLong(p -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId,
-        s.orderBy, s.keyColumn, s.keys));
+    long h = handle.withLong(p -> s.dynamicFilter == null
+        ? Native.scan(p, split, s.columns, s.filter, s.limit, s.offset, s.batchSize, s.withRowId, s.orderBy,
+            s.keyColumn, s.keys, 0)
+        : s.dynamicFilter.handle.withLong(f -> Native.scan(p, split, s.columns, s.filter, s.limit, s.offset,
+            s.batchSize, s.withRowId, s.orderBy, s.keyColumn, s.keys, f)));
     return new ArrowStream(h, allocator);
   }
 

@@ -59,7 +59,12 @@ final class Native {
   static native long[] splitInfo(byte[] split);
 
   static native long scan(long ds, byte[] split, String[] columns, String filter, long limit, long offset,
-      long batchSize, boolean withRowId, String orderBy, String keyColumn, String[] keys);
+      long batchSize, boolean withRowId, String orderBy, String keyColumn, String[] keys, long dynamicFilter);
+  static native long dynamicFilterNew(long ds, String[] columns);
+  static native void dynamicFilterSetSql(long filter, String sql);
+  static native void dynamicFilterSetKeys(long filter, String column, String[] keys);
+  static native long dynamicFilterGeneration(long filter);
+  static native void dynamicFilterFree(long filter);
   static native String explainScan(long ds, String[] columns, String filter, long limit, long offset, String orderBy,
       String keyColumn, String[] keys);
   static native long takeRows(long ds, long[] rowIds, String[] columns);

@@ -16,9 +16,11 @@ public final class ScanOptions {
   final String orderBy;
   final String keyColumn;
   final String[] keys;
+  final DynamicFilter dynamicFilter;
 
   private ScanOptions(String[] columns, String filter, long limit, long offset, long batchSize, boolean withRowId,
-      String orderBy, String keyColumn, String[] keys) {
+      String orderBy, String keyColumn, String[] keys, DynamicFilter dynamicFilter) {
+    this.dynamicFilter = dynamicFilter;
     this.keyColumn = keyColumn;
     this.keys = keys;
     this.orderBy = orderBy;
@@ -32,34 +34,34 @@ public final class ScanOptions {
 
   /** Every column, every row. */
   public static ScanOptions all() {
-    return new ScanOptions(null, null, -1, 0, 0, false, null, null, null);
+    return new ScanOptions(null, null, -1, 0, 0, false, null, null, null, null);
   }
 
   public ScanOptions columns(List<String> cols) {
-    return new ScanOptions(cols == null ? null : cols.toArray(new String[0]), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(cols == null ? null : cols.toArray(new String[0]), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   public ScanOptions columns(String... cols) {
-    return new ScanOptions(cols == null ? null : cols.clone(), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(cols == null ? null : cols.clone(), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   /** A Lance SQL predicate such as {@code "id > 10 AND name LIKE 'a%'"}; null = none. */
   public ScanOptions filter(String sql) {
-    return new ScanOptions(columns, sql, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(columns, sql, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   /** At most `n` rows; negative = no limit. */
   public ScanOptions limit(long n) {
-    return new ScanOptions(columns, filter, n, offset, batchSize, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(columns, filter, n, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   public ScanOptions offset(long n) {
-    return new ScanOptions(columns, filter, limit, n, batchSize, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(columns, filter, limit, n, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   /** Rows per batch; 0 = the library's default. */
   public ScanOptions batchSize(long n) {
-    return new ScanOptions(columns, filter, limit, offset, n, withRowId, orderBy, keyColumn, keys);
+    return new ScanOptions(columns, filter, limit, offset, n, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
   /**
@@ -68,7 +70,7 @@ public final class ScanOptions {
    * returned columns of primitive types; null = storage order.
    */
   public ScanOptions orderBy(String sortKeys) {
-    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, sortKeys, keyColumn, keys);
+    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, sortKeys, keyColumn, keys, dynamicFilter);
   }
 
   /**
@@ -80,7 +82,7 @@ public final class ScanOptions {
    */
   public ScanOptions keys(String column, String... values) {
     return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, orderBy, column,
-        column == null ? null : (values == null ? new String[0] : values.clone()));
+        column == null ? null : (values == null ? new String[0] : values.clone()), dynamicFilter);
   }
 
   /** {@link #keys(String, String...)} for an integer column. */
@@ -92,6 +94,15 @@ public final class ScanOptions {
 
   /** Append the {@code _rowid} column. */
   public ScanOptions withRowId(boolean on) {
-    return new ScanOptions(columns, filter, limit, offset, batchSize, on, orderBy, keyColumn, keys);
+    return new ScanOptions(columns, filter, limit, offset, batchSize, on, orderBy, keyColumn, keys, dynamicFilter);
+  }
+
+  /**
+   * A dynamic filter ({@link DynamicFilter}) the host tightens while the scan runs: every batch
+   * returned after an update is filtered with it. The scan keeps its own reference; no limit or
+   * offset with one. Null = none.
+   */
+  public ScanOptions dynamicFilter(DynamicFilter f) {
+    return new ScanOptions(columns, filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, f);
   }
 }

@@ -32,6 +32,7 @@ import org.junit.jupiter.api.Test;
 import org.lancehost.AggregateSpec;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
+import org.lancehost.DynamicFilter;
 import org.lancehost.LanceException;
 import org.lancehost.LanceHost;
 import org.lancehost.ScanOptions;
@@ -198,6 +199,64 @@ class ApiTest {
         JsonNode w = basic.get("head_vec").get(i);
         for (int j = 0; j < v.length; j++) assertEquals((float) w.get(j).asDouble(), v[j], 0.0f);
       }
+    }
+  }
+
+  /**
+   * Issue 60, dynamic filters: tightened after the first batch of an ordered scan, the rest of
+   * the stream is exactly pylance's rows after that batch that the predicate keeps; a key-set
+   * update equals pylance's IN; a refused update leaves the predicate; the filter's own column
+   * is read and dropped when not projected.
+   */
+  @Test
+  void aDynamicFilterTightenedMidStreamKeepsExactlyItsRows() throws Exception {
+    String uri = basic.get("uri").asText();
+    JsonNode want = WriteTestSupport.python("import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1])\n"
+        + "ids = ds.to_table(columns=['id'])['id'].to_pylist()\n"
+        + "keys = sorted(ds.to_table(columns=['id'], filter='id IN (5, 6, 70, 71, 11998)')['id'].to_pylist())\n"
+        + "print(json.dumps({'ids': ids, 'keys': keys}))\n", uri);
+    List<Long> all = new ArrayList<>();
+    want.get("ids").forEach(n -> all.add(n.asLong()));
+    try (Dataset ds = Dataset.open(uri); DynamicFilter f = new DynamicFilter(ds, List.of("id", "qty"))) {
+      List<Long> got = new ArrayList<>();
+      int seen;
+      try (ArrowStream stream = ds.scan(ScanOptions.all().columns("id", "name").batchSize(100).dynamicFilter(f),
+          allocator)) {
+        try (VectorSchemaRoot first = stream.next()) {
+          assertEquals(List.of("id", "name"), first.getSchema().getFields().stream().map(x -> x.getName()).toList());
+          seen = first.getRowCount();
+        }
+        assertEquals(100, seen);
+        f.setSql("id % 3 = 0");
+        assertThrows(LanceException.InvalidArgument.class, () -> f.setSql("name = 'x'"));
+        assertEquals(1, f.generation());
+        while (true) {
+          VectorSchemaRoot b = stream.next();
+          if (b == null) break;
+          try (b) {
+            for (int r = 0; r < b.getRowCount(); r++) got.add(asLong(b.getVector("id").getObject(r)));
+          }
+        }
+      }
+      List<Long> expected = new ArrayList<>();
+      for (long id : all.subList(seen, all.size())) if (id % 3 == 0) expected.add(id);
+      assertFalse(expected.isEmpty());
+      assertEquals(expected, got);
+
+      f.setKeys("id", 5, 6, 70, 71, 11998);
+      List<Long> keys = new ArrayList<>();
+      for (Map<String, Object> r : rows(ds.scan(ScanOptions.all().columns("id").dynamicFilter(f), allocator))) {
+        keys.add(asLong(r.get("id")));
+      }
+      java.util.Collections.sort(keys);
+      List<Long> wantKeys = new ArrayList<>();
+      want.get("keys").forEach(n -> wantKeys.add(n.asLong()));
+      assertEquals(wantKeys, keys);
+      assertEquals(2, f.generation());
+      assertThrows(LanceException.InvalidArgument.class, () -> f.setKeys("id", "not a number"));
+      assertThrows(LanceException.InvalidArgument.class,
+          () -> ds.scan(ScanOptions.all().limit(3).dynamicFilter(f), allocator));
     }
   }
 
