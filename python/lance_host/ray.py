@@ -42,13 +42,14 @@ def _metadata(rows: int) -> BlockMetadata:
     return BlockMetadata(**{k: v for k, v in kw.items() if k in fields or not fields})
 
 
-def _scan_task(token_ref, split: bytes, index: int, columns, filter, storage_options):
+def _scan_task(token_ref, split: bytes, index: int, columns, filter, storage_options, keys=None):
     def read() -> Iterable[pa.Table]:
         token = ray.get(token_ref)
         ds = lh.open_snapshot(token, storage_options=storage_options)
         s = lh.Split.from_bytes(split)
         rows = 0
-        with ds.scan_split_stream(s, columns=columns, filter=filter) as st:
+        with ds.scan_split_stream(s, columns=columns, filter=filter,
+                                  keys=None if keys is None else ray.get(keys)) as st:
             for b in st:
                 rows += b.num_rows
                 yield pa.Table.from_batches([b])
@@ -68,7 +69,20 @@ class LanceHostDatasource(Datasource):
 
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0,
-                 branch: Optional[str] = None, changes_since: Optional[int] = None, tag: Optional[str] = None):
+                 branch: Optional[str] = None, changes_since: Optional[int] = None, tag: Optional[str] = None,
+                 keys=None):
+        if keys is not None:
+            if not isinstance(keys, tuple) or len(keys) != 2 or not isinstance(keys[0], str):
+                raise lh._error(1, f"read_lance_host: keys must be (column, values), not {keys!r}")
+            if changes_since is not None:
+                raise lh._error(1, "read_lance_host: keys cannot be combined with changes_since")
+            values = keys[1]
+            if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+                try:
+                    values = pa.array(values)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+                    raise lh._error(1, f"read_lance_host: keys must be a pyarrow array or a list of one type: {e}") from None
+            keys = (keys[0], values)
         if tag is not None:
             if version is not None or branch is not None:
                 raise lh._error(1, "read_lance_host: tag names a version and its branch: give it alone")
@@ -89,6 +103,7 @@ class LanceHostDatasource(Datasource):
         self._splits = [(bytes(s), None if changes_since is not None else s.row_count) for s in splits]
         self._columns = list(columns) if columns else None
         self._filter = filter
+        self._keys = keys
         self._storage = storage_options
 
     @property
@@ -104,11 +119,12 @@ class LanceHostDatasource(Datasource):
         """One read task per scan split, whatever `parallelism` asks; the snapshot token is put into
         the object store once and shared by all tasks."""
         token_ref = ray.put(self._token)  # once, shared by every task
+        keys_ref = None if self._keys is None else ray.put(self._keys)  # a join's keys, once
         # A split's visible row count is exact without a filter (Ray may answer count() from
         # it); with a filter the number is unknown until the task runs.
         return [
-            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage),
-                     _metadata(None if self._filter or rows is None else rows))
+            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage, keys_ref),
+                     _metadata(None if self._filter or self._keys is not None or rows is None else rows))
             for i, (split, rows) in enumerate(self._splits)
         ]
 
@@ -119,25 +135,28 @@ _RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
                     target_rows: int = 0, branch: Optional[str] = None, changes_since: Optional[int] = None,
-                    tag: Optional[str] = None, **read_args):
+                    tag: Optional[str] = None, keys=None, **read_args):
     """A `ray.data.Dataset` of the table at `version` (latest when None) of `branch` (main when
     None), or at the version `tag` names: one read task per scan split (`target_rows` cuts larger fragments into row slices),
     with the projection and the Lance SQL filter applied by Lance. With `changes_since`, the rows
     changed after that version instead, one task per change split, each row with `_rowid`,
     `_row_created_at_version`, `_row_last_updated_at_version` and `_change_type` (needs stable
-    row ids; no `filter`). Other keywords go to `ray.data.read_datasource`
+    row ids; no `filter`). `keys=(column, values)`: a runtime key set (a join's build-side keys as
+    a pyarrow array or a list), put into Ray's object store once and applied by every task's
+    scan like `Dataset.scan(keys=...)`. Other keywords go to `ray.data.read_datasource`
     (ray_remote_args, concurrency, override_num_blocks); any other is InvalidArgumentError naming
     the valid ones (Ray would hand it to the source, which would ignore it)."""
     unknown = sorted(set(read_args) - _RAY_READ_ARGS)
     if unknown:
         import difflib
 
-        valid = ["columns", "filter", "version", "storage_options", "target_rows", "branch", "tag", "changes_since",
+        valid = ["columns", "filter", "keys", "version", "storage_options", "target_rows", "branch", "tag", "changes_since",
                  *sorted(_RAY_READ_ARGS)]
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise lh._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
-    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since, tag)
+    source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since, tag,
+                                 keys=keys)
     read_args.setdefault("override_num_blocks", max(source.splits, 1))
     return ray.data.read_datasource(source, **read_args)
 

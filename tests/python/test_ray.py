@@ -90,6 +90,25 @@ def test_filter_is_applied_by_lance(cluster, table):
     records(cluster)
 
 
+def test_a_runtime_key_set_reaches_every_task(cluster, table):
+    """keys=(column, values): a join's build-side keys, shipped once, applied by each task's
+    scan; with the filter ANDed; the tasks read only the matching rows; count() reads."""
+    uri, pyds = table
+    records(cluster)
+    keys = pa.array([3, 13, 2, 24, 1999, 400, 3999, 10**9], pa.int64())  # 2, 24: deleted (id % 11 = 2)
+    got = sorted(r["id"] for r in lhr.read_lance_host(uri, columns=["id"], keys=("id", keys)).take_all())
+    want = sorted(pyds.to_table(columns=["id"], filter="id IN (3, 13, 2, 24, 1999, 400, 3999, 1000000000)")["id"].to_pylist())
+    assert got == want and 0 < len(want) < len(keys)
+    assert sum(r["rows"] for r in records(cluster)) == len(want)
+    both = lhr.read_lance_host(uri, columns=["id"], keys=("id", [3, 13, 400, 1999]), filter="id > 100")
+    assert sorted(r["id"] for r in both.take_all()) == sorted(
+        pyds.to_table(columns=["id"], filter="id IN (3, 13, 400, 1999) AND id > 100")["id"].to_pylist())
+    assert lhr.read_lance_host(uri, columns=["id"], keys=("cat", ["c1"])).count() == pyds.count_rows("cat = 'c1'")
+    records(cluster)
+    with pytest.raises(lh.InvalidArgumentError, match="keys"):
+        lhr.read_lance_host(uri, keys=["id", 3])
+
+
 @pytest.mark.parametrize("prefilter", [None, "cat = 'c1'"])
 def test_distributed_vector_search(cluster, table, prefilter):
     uri, pyds = table
