@@ -290,6 +290,19 @@ static int bind_columns(duckdb_bind_info info, BindData* b) {
   }
   for (int64_t i = 0; i < schema.n_children; i++) {
     const struct ArrowSchema* f = schema.children[i];
+    /* DuckDB hands a BLOB list parameter over as its escaped text (x'AA' as the characters
+     * \xAA): a key set on a binary column would compare that text, so it is refused. */
+    if (b->key_column && strcmp(f->name, b->key_column) == 0 &&
+        (strcmp(f->format, "z") == 0 || strcmp(f->format, "Z") == 0 || strcmp(f->format, "vz") == 0)) {
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "lance_scan: key_column '%s' is a binary column; DuckDB passes BLOB keys as their escaped text, "
+               "which would match the wrong values: filter it in DuckDB (WHERE %s IN (...))",
+               f->name, f->name);
+      schema.release(&schema);
+      duckdb_bind_set_error(info, msg);
+      return 0;
+    }
     Column* c = &b->cols[b->ncols++];
     c->name = dup_str(f->name);
     c->format = dup_str(f->format);

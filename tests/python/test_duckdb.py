@@ -706,3 +706,8 @@ def test_scan_key_set_equals_duckdb_in(con, tmp_path):
         con.execute(f"SELECT * FROM lance_scan('{uri}', key_column := 'id', keys := ['x'])").fetchall()
     with pytest.raises(duckdb.Error, match="'nope' is not a top-level column"):
         con.execute(f"SELECT * FROM lance_scan('{uri}', key_column := 'nope', keys := [1])").fetchall()
+    # BLOB keys reach a table function as their escaped text: refused on a binary column
+    blobs = str(tmp_path / "blob_keys.lance")
+    lance.write_dataset(pa.table({"b": pa.array([b"\xaa", b"\\xAA", b"z"], pa.binary())}), blobs)
+    with pytest.raises(duckdb.BinderException, match="binary column"):
+        con.execute(f"SELECT * FROM lance_scan('{blobs}', key_column := 'b', keys := ['\\xAA'::BLOB])").fetchall()
