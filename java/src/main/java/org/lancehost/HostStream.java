@@ -18,7 +18,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * Java batches handed to the library as an Arrow C stream, without copies: each batch's C
  * arrays point at the Arrow Java buffers, and the library's release of a batch closes it. The
  * library calls back (from its own threads, one at a time) for the schema and each batch; the
- * JNI glue (lance_host_jni.c) builds the C structs from the descriptions made here.
+ * JNI glue (jni_host_stream.c) builds the C structs from the descriptions made here.
  *
  * <p>Ownership: each {@link VectorSchemaRoot} the iterator returns belongs to the stream from
  * then on (closed when the library releases it); the caller must not reuse or close it.

@@ -5,7 +5,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 
 /**
- * The JNI entry points over lance_host.h (java/src/main/c/lance_host_jni.c). Package-private:
+ * The JNI entry points over lance_host.h (java/src/main/c/jni_*.c, one file per area). Package-private:
  * the public classes check handles and own what these return. Every {@code long} is a C pointer;
  * 0 means none. A failing call throws the {@link LanceException} of its error code.
  */

@@ -1,0 +1,64 @@
+/* JNI glue of the Java API (org.lancehost.Native): aggregate. See jni_common.c. */
+#include "jni_common.h"
+
+/* ---- aggregates -------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by, jintArray functions,
+                               jobjectArray columns, jobjectArray aliases, jstring filter_sql) {
+  (void)c;
+  if (!functions) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions are null");
+    return 0;
+  }
+  StrArray g, cols, names;
+  if (!str_array(env, group_by, "group by", 0, &g)) return 0;
+  if (!str_array(env, columns, "aggregate columns", 1, &cols)) {
+    str_array_free(&g);
+    return 0;
+  }
+  if (!str_array(env, aliases, "aggregate names", 1, &names)) {
+    str_array_free(&g);
+    str_array_free(&cols);
+    return 0;
+  }
+  int ok = 1;
+  char *filter = utf8(env, filter_sql, "filter", &ok);
+  jlong out = 0;
+  jsize nf = (*env)->GetArrayLength(env, functions);
+  if (ok && ((columns && cols.len != (size_t)nf) || (aliases && names.len != (size_t)nf))) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions, columns and names differ in length");
+    ok = 0;
+  }
+  LanceSplit *s = NULL;
+  if (ok && split && !(s = split_in(env, split))) ok = 0;
+  jint *fns = ok ? (*env)->GetIntArrayElements(env, functions, NULL) : NULL;
+  if (fns) {
+    LanceAggregateSpec spec;
+    lance_aggregate_init_v2(&spec, sizeof spec);
+    spec.group_by = (const char *const *)g.items;
+    spec.num_group_by = g.len;
+    spec.functions = (const int32_t *)fns;
+    spec.columns = (const char *const *)cols.items;
+    spec.aliases = (const char *const *)names.items;
+    spec.num_aggregates = (size_t)nf;
+    spec.filter_sql = filter;
+    struct ArrowArrayStream *stream = new_stream(env);
+    if (stream) {
+      int32_t rc = s ? lance_dataset_aggregate_split(PTR(LanceDataset, ds), s, &spec, stream, NULL)
+                     : lance_dataset_aggregate(PTR(LanceDataset, ds), &spec, stream, NULL);
+      out = stream_out(env, rc, stream);
+    }
+    (*env)->ReleaseIntArrayElements(env, functions, fns, JNI_ABORT);
+  }
+  if (s) lance_split_free(s);
+  free(filter);
+  str_array_free(&g);
+  str_array_free(&cols);
+  str_array_free(&names);
+  return out;
+}
+
+JNIEXPORT jlong JNI(aggregateMerge)(JNIEnv *env, jclass c, jlongArray streams) {
+  (void)c;
+  return merge(env, streams, MERGE_AGGREGATE, 0, 0);
+}
