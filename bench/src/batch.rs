@@ -14,7 +14,7 @@ use std::time::Instant;
 use arrow::array::{Array, Int32Array, Int64Array};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use lance_host::ffi::dataset::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::search::*;
 
 fn msg() -> String {

@@ -15,7 +15,7 @@ use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use lance_host::ffi::dataset::*;
 use lance_host::ffi::fts::*;
 use lance_host::ffi::index::lance_dataset_prewarm_index_with_stats_v2;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::*;
 
 fn msg() -> String {

@@ -36,7 +36,7 @@ use lance::dataset::{Dataset, WriteMode, WriteParams};
 use lance::index::vector::VectorIndexParams;
 use lance::index::DatasetIndexExt;
 use lance_host::ffi::dataset::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::*;
 use lance_host::ffi::search::*;
 use lance_host::ffi::take::*;

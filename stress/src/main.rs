@@ -25,7 +25,7 @@ use lance_host::ffi::catalog::*;
 use lance_host::ffi::dataset::*;
 use lance_host::ffi::error::*;
 use lance_host::ffi::index::*;
-use lance_host::ffi::plan::*;
+use lance_host::ffi::split::*;
 use lance_host::ffi::scan::*;
 use lance_host::ffi::search::*;
 use lance_host::ffi::session::*;
