@@ -87,6 +87,12 @@ impl HostError {
         Self::new(LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, message)
     }
 
+    /// Lance's "no provider for this scheme" error as the library reports it: `NOT_SUPPORTED`
+    /// with the supported schemes, prefixed by `context`.
+    pub fn unsupported_scheme(context: &str, scheme: &str) -> Self {
+        Self::not_supported(crate::storage::unsupported_message("the table location", scheme)).context(context)
+    }
+
     /// Map a Lance error (namespace errors by their namespace error code), prefixing the
     /// message with what the library was doing.
     pub fn from_lance(context: &str, err: lance::Error) -> Self {
@@ -96,7 +102,7 @@ impl HostError {
         }
         let code = lance_error_code(&err);
         if let Some(scheme) = crate::storage::unknown_scheme_in(&err.to_string()) {
-            return crate::storage::unknown_scheme_error(context, scheme);
+            return Self::unsupported_scheme(context, scheme);
         }
         let text = summarize_s3_xml(&without_internal_fields(&strip_location(&err.to_string())));
         Self::new(code, format!("{context}: {text}"))

@@ -7,8 +7,6 @@
 //! `dynamodb`). A path without a scheme, or with a one-letter scheme (a drive letter), is a
 //! local path, as in Lance.
 
-use crate::error::{HostError, Result};
-
 /// Every scheme a table URI may carry, with what serves it (for messages and docs/object-storage.md).
 pub const SCHEMES: &[(&str, &str)] = &[
     ("file", "local file system"),
@@ -38,22 +36,25 @@ pub fn scheme_of(uri: &str) -> Option<&str> {
     Some(scheme)
 }
 
-/// `Ok` when `uri` names a local path or a scheme in [`SCHEMES`]; else `LANCE_ERR_NOT_SUPPORTED`
-/// naming the schemes that are supported. `what` names the URI in the message ("table URI").
-pub fn check_uri(what: &str, uri: &str) -> Result<()> {
+/// `Ok` when `uri` names a local path or a scheme in [`SCHEMES`]; else the message of the
+/// refusal (`LANCE_ERR_NOT_SUPPORTED` at the caller: `HostError::unsupported_scheme`), naming
+/// the schemes that are supported. `what` names the URI in the message ("table URI").
+/// (This module depends on nothing of the crate, so the error module can use it.)
+pub fn check_uri(what: &str, uri: &str) -> std::result::Result<(), String> {
     match scheme_of(uri) {
         None => Ok(()),
         Some(s) if SCHEMES.iter().any(|(known, _)| known.eq_ignore_ascii_case(s)) => Ok(()),
-        Some(s) => Err(unsupported(what, s)),
+        Some(s) => Err(unsupported_message(what, s)),
     }
 }
 
-fn unsupported(what: &str, scheme: &str) -> HostError {
-    HostError::not_supported(format!(
+/// The message of a refused scheme.
+pub fn unsupported_message(what: &str, scheme: &str) -> String {
+    format!(
         "{what} has the storage scheme '{scheme}://', which this build of lance-host cannot open; \
          supported are {} and local paths",
         scheme_list()
-    ))
+    )
 }
 
 /// The scheme Lance named in its "No object store provider found for scheme: 'x'" error, when
@@ -66,16 +67,10 @@ pub fn unknown_scheme_in(text: &str) -> Option<&str> {
     Some(&text[start..start + len])
 }
 
-/// Lance's "no provider for this scheme" error as the library reports it: `NOT_SUPPORTED`
-/// with the supported schemes, prefixed by `context`.
-pub fn unknown_scheme_error(context: &str, scheme: &str) -> HostError {
-    unsupported("the table location", scheme).context(context)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::LanceErrorCode;
+    use crate::error::{HostError, LanceErrorCode};
 
     #[test]
     fn schemes_and_local_paths() {
@@ -85,7 +80,7 @@ mod tests {
             assert!(check_uri("table URI", uri).is_ok(), "{uri}");
         }
         for (uri, scheme) in [("hdfs://nn:8020/t", "hdfs"), ("abfs://c/t", "abfs"), ("ftp://h/t", "ftp"), ("s3a://b/t", "s3a")] {
-            let e = check_uri("table URI", uri).unwrap_err();
+            let e = HostError::not_supported(check_uri("table URI", uri).unwrap_err());
             assert_eq!(e.code, LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, "{uri}");
             assert!(e.message.contains(&format!("'{scheme}://'")), "{}", e.message);
             assert!(e.message.contains("gs://") && e.message.contains("az://"), "{}", e.message);
@@ -97,7 +92,7 @@ mod tests {
         let text = "Invalid user input: No object store provider found for scheme: 'hdfs'\nValid schemes: file, s3";
         assert_eq!(unknown_scheme_in(text), Some("hdfs"));
         assert_eq!(unknown_scheme_in("Invalid user input: something else"), None);
-        let e = unknown_scheme_error("open table 'hdfs://x/t'", "hdfs");
+        let e = HostError::unsupported_scheme("open table 'hdfs://x/t'", "hdfs");
         assert_eq!(e.code, LanceErrorCode::LANCE_ERR_NOT_SUPPORTED);
         assert!(e.message.starts_with("open table 'hdfs://x/t': "), "{}", e.message);
     }

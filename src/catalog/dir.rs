@@ -43,7 +43,7 @@ fn validate_dir_root(root: &str) -> Result<()> {
         return Err(HostError::invalid("catalog property 'root' is empty"));
     }
     if let Some(scheme) = crate::storage::scheme_of(root) {
-        crate::storage::check_uri("catalog property 'root'", root)?;
+        crate::storage::check_uri("catalog property 'root'", root).map_err(HostError::not_supported)?;
         if root.split_once("://").is_some_and(|(_, rest)| rest.is_empty()) {
             return Err(HostError::invalid(format!("catalog property 'root' has no path after '{scheme}://'")));
         }

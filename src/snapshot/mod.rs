@@ -192,5 +192,6 @@ impl Snapshot {
 }
 
 pub mod managed;
+pub mod pipeline;
 mod token;
 pub use token::open_token;

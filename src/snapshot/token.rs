@@ -198,14 +198,14 @@ async fn known_location(uri: &str, version: u64, l: ShippedManifest) -> lance::R
         return Ok(None);
     }
     let inner = crate::snapshot::managed::commit_handler(uri, &Default::default()).await?;
-    let known = crate::write::pipeline::KnownLocation {
+    let known = crate::snapshot::pipeline::KnownLocation {
         version,
         naming_scheme: l.naming_scheme,
         size: l.size,
         e_tag: l.e_tag,
         identity: l.identity,
     };
-    Ok(Some(Arc::new(crate::write::pipeline::Pipeline::new(inner).with_known_location(known))))
+    Ok(Some(Arc::new(crate::snapshot::pipeline::Pipeline::new(inner).with_known_location(known))))
 }
 
 /// Put the shipped index metadata where Lance looks for it (the index cache entry it would

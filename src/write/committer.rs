@@ -179,7 +179,7 @@ struct Prepared<'a> {
     /// The statement-id check, which tells when another coordinator landed the statement.
     guard: Option<Arc<super::statement::Guard>>,
     /// The commit pipeline's handler, which tells which check refused.
-    pipeline: Option<Arc<super::pipeline::Pipeline>>,
+    pipeline: Option<Arc<crate::snapshot::pipeline::Pipeline>>,
 }
 
 /// One commit, as a sequence of steps ([`Committer::run`]).
@@ -409,7 +409,7 @@ impl<'a> Committer<'a> {
         // The preconditions, checked on the version each attempt would land on; outside them,
         // a second coordinator of the same statement landing a version while this one commits
         // (a statement found committed wins over a precondition).
-        let mut checks: Vec<Arc<dyn super::pipeline::Check>> = Vec::new();
+        let mut checks: Vec<Arc<dyn crate::snapshot::pipeline::Check>> = Vec::new();
         if !self.options.preconditions.is_empty() {
             checks.push(Arc::new(super::preconditions::PreconditionCheck(self.options.preconditions.clone())));
         }
@@ -424,7 +424,7 @@ impl<'a> Committer<'a> {
         let mut pipeline = None;
         if !checks.is_empty() {
             let inner = super::preconditions::table_handler(self.uri, &self.store_params, self.base_handler.clone()).await?;
-            let p = Arc::new(checks.into_iter().fold(super::pipeline::Pipeline::new(inner), |p, c| p.with_check(c)));
+            let p = Arc::new(checks.into_iter().fold(crate::snapshot::pipeline::Pipeline::new(inner), |p, c| p.with_check(c)));
             builder = builder.with_commit_handler(p.clone());
             pipeline = Some(p);
         } else {
@@ -469,7 +469,7 @@ impl<'a> Committer<'a> {
         table: &Table,
         written: &[String],
         guard: Option<Arc<super::statement::Guard>>,
-        pipeline: Option<Arc<super::pipeline::Pipeline>>,
+        pipeline: Option<Arc<crate::snapshot::pipeline::Pipeline>>,
     ) -> Result<Outcome> {
         if result.is_err() {
             forget(table.root.as_ref(), written).await;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lance_io::object_store::ObjectStore;
 
-use super::pipeline::{Check, Pipeline};
+use crate::snapshot::pipeline::{Check, Pipeline};
 use super::statement::{self, Guard};
 use super::WriteOptions;
 use crate::error::{HostError, Result};

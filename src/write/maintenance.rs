@@ -285,7 +285,7 @@ pub fn update_config(
         let mut pipeline = None;
         if !options.preconditions.is_empty() {
             let inner = super::preconditions::table_handler(&uri, &store_params, None).await?;
-            let p = Arc::new(super::pipeline::Pipeline::new(inner).with_check(Arc::new(
+            let p = Arc::new(crate::snapshot::pipeline::Pipeline::new(inner).with_check(Arc::new(
                 super::preconditions::PreconditionCheck(options.preconditions.clone()),
             )));
             builder = builder.with_commit_handler(p.clone());

@@ -17,7 +17,6 @@ pub mod changes_by_predicate;
 pub mod schema;
 pub mod staged;
 mod statement;
-pub(crate) mod pipeline;
 mod guarded;
 pub mod table;
 mod verify;

@@ -77,7 +77,7 @@ impl Preconditions {
 pub(crate) struct PreconditionCheck(pub Preconditions);
 
 #[async_trait::async_trait]
-impl super::pipeline::Check for PreconditionCheck {
+impl crate::snapshot::pipeline::Check for PreconditionCheck {
     async fn before_attempt(
         &self,
         target: u64,

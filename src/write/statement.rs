@@ -187,7 +187,7 @@ impl Guard {
 }
 
 #[async_trait::async_trait]
-impl super::pipeline::Check for Guard {
+impl crate::snapshot::pipeline::Check for Guard {
     async fn before_attempt(
         &self,
         target: u64,

@@ -48,3 +48,60 @@ def test_the_table_names_no_module_that_is_gone():
             if not (folder / f"{name}.rs").exists() and not (folder / name).is_dir():
                 stale.append(f"{key}{name}")
     assert not stale, f"the layout table describes modules that are gone: {stale}"
+
+
+def module_imports() -> dict:
+    """Top-level module of src/ -> the top-level modules its code names as `crate::<module>`
+    (comments and unit-test modules left out)."""
+    src = ROOT / "src"
+    modules = {p.stem for p in src.glob("*.rs") if p.stem != "lib"} | {p.name for p in src.iterdir() if p.is_dir()}
+    graph = {m: set() for m in modules}
+    for f in src.rglob("*.rs"):
+        first = f.relative_to(src).parts[0]
+        module = first[:-3] if first.endswith(".rs") else first
+        if module == "lib":
+            continue
+        text = f.read_text()
+        cut = text.find("#[cfg(test)]\nmod tests")
+        if cut >= 0:
+            text = text[:cut]
+        code = "\n".join(line.split("//")[0] for line in text.splitlines())
+        for used in re.findall(r"crate::([a-z_0-9]+)", code):
+            if used in modules and used != module:
+                graph[module].add(used)
+    return graph
+
+
+def test_no_module_imports_in_a_circle():
+    """Issue 59: the layers of src/ form no circle (a module that uses another is never used by
+    it, directly or through others); `ffi` sits on top and may use anything."""
+    graph = module_imports()
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    detail = {m: sorted(graph[m] & set(c)) for c in circles for m in c}
+    assert not circles, f"modules of src/ that import each other in a circle: {circles}; edges: {detail}"
+    assert "ffi" not in {d for m, deps in graph.items() if m != "ffi" for d in deps}, "only the C ABI may use ffi"
