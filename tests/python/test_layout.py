@@ -105,3 +105,30 @@ def test_no_module_imports_in_a_circle():
     detail = {m: sorted(graph[m] & set(c)) for c in circles for m in c}
     assert not circles, f"modules of src/ that import each other in a circle: {circles}; edges: {detail}"
     assert "ffi" not in {d for m, deps in graph.items() if m != "ffi" for d in deps}, "only the C ABI may use ffi"
+
+
+# The layers of src/, bottom up (docs/building.md, "Where a new piece goes"): a module may use
+# modules of its own layer or below, never above. A new module gets its place here.
+LAYERS = [
+    ["error", "storage", "bytes", "redact", "sql_text", "runtime", "cancel", "logging", "lance_env", "columns"],
+    ["datacache", "session", "metrics"],
+    ["snapshot"],
+    ["index", "io_stats", "table_statistics"],
+    ["split"],
+    ["scan", "key_filter", "dynamic_filter", "changes", "search", "fts", "take", "blob", "count", "aggregate",
+     "merge", "refine", "prewarm", "branch", "wake"],
+    ["write", "index_build"],
+    ["catalog"],
+    ["ffi"],
+]
+
+
+def test_every_module_has_a_layer_and_no_import_goes_up():
+    graph = module_imports()
+    layer = {m: i for i, ms in enumerate(LAYERS) for m in ms}
+    unplaced = sorted(set(graph) - set(layer))
+    assert not unplaced, f"modules without a layer in LAYERS (tests/python/test_layout.py): {unplaced}"
+    gone = sorted(set(layer) - set(graph))
+    assert not gone, f"LAYERS names modules that are gone: {gone}"
+    upward = sorted(f"{m} -> {d}" for m, ds in graph.items() for d in ds if layer[d] > layer[m])
+    assert not upward, f"imports that go up a layer: {upward}"
