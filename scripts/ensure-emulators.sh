@@ -22,6 +22,8 @@ if [ ! -x "$azurite" ] || [ "$(cat "$dir/azurite/VERSION" 2>/dev/null)" != "$AZU
   echo "==> installing Azurite $AZURITE_VERSION (npm)"
   command -v npm >/dev/null || install_apt nodejs npm
   rm -rf "$dir/azurite.tmp" && mkdir -p "$dir/azurite.tmp"
+  # a package.json of its own, so npm installs here and not into a project found above
+  echo '{"name": "lance-host-test-emulators", "private": true}' > "$dir/azurite.tmp/package.json"
   (cd "$dir/azurite.tmp" && npm install --silent --no-audit --no-fund --no-save "azurite@$AZURITE_VERSION" >/dev/null)
   echo "$AZURITE_VERSION" > "$dir/azurite.tmp/VERSION"
   rm -rf "$dir/azurite" && mv "$dir/azurite.tmp" "$dir/azurite"
