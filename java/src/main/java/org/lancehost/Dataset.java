@@ -447,7 +447,10 @@ public final class Dataset implements AutoCloseable {
     return Collections.unmodifiableList(out);
   }
 
-  /** LANCE_VECTOR_INDEX_* and LANCE_SCALAR_INDEX_* values. */
+  /**
+   * LANCE_VECTOR_INDEX_* and LANCE_SCALAR_INDEX_* values (the two families share numbers: prefer
+   * {@link VectorIndexType} and {@link ScalarIndexType}, which cannot be mixed up).
+   */
   public static final int IVF_PQ = 0, IVF_FLAT = 1, IVF_SQ = 2, IVF_HNSW_FLAT = 3, IVF_HNSW_PQ = 4, IVF_HNSW_SQ = 5;
   public static final int BTREE = 0, BITMAP = 1, LABEL_LIST = 2;
 
@@ -459,6 +462,28 @@ public final class Dataset implements AutoCloseable {
       int numSubVectors) {
     int[] p = {type, metric, numPartitions, numSubVectors};
     return handle.withLong(h -> Native.createIndex(h, 0, column, name, replace, p));
+  }
+
+  /** {@link #createVectorIndex(String, String, boolean, int, int, int, int)} with typed kinds. */
+  public long createVectorIndex(String column, String name, boolean replace, VectorIndexType type, Metric metric,
+      int numPartitions, int numSubVectors) {
+    return createVectorIndex(column, name, replace, type.code, metric.code, numPartitions, numSubVectors);
+  }
+
+  /** {@link #createScalarIndex(String, String, boolean, int)} with a typed kind. */
+  public long createScalarIndex(String column, String name, boolean replace, ScalarIndexType type) {
+    return createScalarIndex(column, name, replace, type.code);
+  }
+
+  /** {@link #trainVectorIndex(String, int, int, int, int)} with typed kinds. */
+  public byte[] trainVectorIndex(String column, VectorIndexType type, Metric metric, int numPartitions,
+      int numSubVectors) {
+    return trainVectorIndex(column, type.code, metric.code, numPartitions, numSubVectors);
+  }
+
+  /** {@link #planVectorSearch(String, int, boolean, long)} with a typed metric. */
+  public SplitPlan planVectorSearch(String column, Metric metric, boolean useIndex, long flatTargetRows) {
+    return planVectorSearch(column, metric.code, useIndex, flatTargetRows);
   }
 
   /** Builds a scalar index (BTREE, BITMAP, LABEL_LIST); returns the new version. */
@@ -501,6 +526,16 @@ public final class Dataset implements AutoCloseable {
     public static IndexBuild vector(byte[] model, int type, int metric) {
       if (model == null) throw new LanceException.InvalidArgument("a vector index build needs the trained model");
       return new IndexBuild(0, new int[] {type, metric, 0, 0}, model);
+    }
+
+    /** {@link #vector(byte[], int, int)} with typed kinds. */
+    public static IndexBuild vector(byte[] model, VectorIndexType type, Metric metric) {
+      return vector(model, type.code, metric.code);
+    }
+
+    /** {@link #scalar(int)} with a typed kind. */
+    public static IndexBuild scalar(ScalarIndexType type) {
+      return scalar(type.code);
     }
 
     /** A scalar index: BTREE, BITMAP or LABEL_LIST. */

@@ -16,10 +16,13 @@ import org.junit.jupiter.api.Test;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.LanceException;
+import org.lancehost.Metric;
+import org.lancehost.ScalarIndexType;
 import org.lancehost.Session;
 import org.lancehost.Split;
 import org.lancehost.SplitPlan;
 import org.lancehost.TextQuery;
+import org.lancehost.VectorIndexType;
 import org.lancehost.Write;
 
 /** Index builds, prewarm, full-text search and the session from Java. */
@@ -71,6 +74,36 @@ class IndexTest {
       ds.prewarmIndex(ds.indexes().get(0).name);
       assertThrows(LanceException.NotFound.class, () -> ds.prewarmIndex("no_such_index"));
     }
+  }
+
+  /**
+   * Issue 61: the index kinds as enums — the vector and scalar families shared numbers (IVF_PQ and
+   * BTREE were both 0) — build what they name, as pylance reads it.
+   */
+  @Test
+  void typedIndexKindsBuildWhatTheyName() throws Exception {
+    Path dir = Fixtures.root().resolve("written");
+    Files.createDirectories(dir);
+    Path uri = dir.resolve("typed-index-kinds.lance");
+    Write.write(uri.toString(), null, WriteTest.SCHEMA, WriteTest.batches(allocator, 0, 2000, 500), Write.Options.mode(Write.CREATE));
+    try (Dataset ds = Dataset.open(uri.toString())) {
+      assertEquals(2, ds.createScalarIndex("id", "id_bitmap", false, ScalarIndexType.BITMAP));
+    }
+    try (Dataset ds = Dataset.open(uri.toString())) {
+      assertEquals(3, ds.createVectorIndex("vec", "vec_cos", false, VectorIndexType.IVF_FLAT, Metric.COSINE, 2, 0));
+    }
+    try (Dataset ds = Dataset.open(uri.toString())) {
+      assertEquals("vec_cos", ds.planVectorSearch("vec", Metric.DEFAULT, true, 0).indexName());
+      for (Dataset.Index i : ds.indexes()) {
+        if (i.name.equals("vec_cos")) assertEquals("cosine", i.metric.toLowerCase());
+      }
+    }
+    JsonNode py = WriteTestSupport.python("import json, sys, lance\n"
+        + "print(json.dumps({i['name']: i['type'] for i in lance.dataset(sys.argv[1]).list_indices()}))\n", uri.toString());
+    assertEquals("Bitmap", py.get("id_bitmap").asText());
+    assertEquals("IVF_FLAT", py.get("vec_cos").asText());
+    assertEquals(VectorIndexType.IVF_PQ.code(), Dataset.IVF_PQ);
+    assertEquals(ScalarIndexType.BTREE.code(), Dataset.BTREE);
   }
 
   @Test
