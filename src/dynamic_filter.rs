@@ -46,8 +46,9 @@ struct FilterShared {
 struct PredicateState {
     /// Bumped by every accepted update.
     generation: u64,
-    /// None: every row passes.
-    expr: Option<Expr>,
+    /// None: every row passes. Shared, so a stream's per-batch look at the state copies a
+    /// pointer, not a key set of a million values.
+    expr: Option<Arc<Expr>>,
 }
 
 impl std::fmt::Debug for DynamicFilter {
@@ -149,7 +150,7 @@ impl DynamicFilter {
     fn install(&self, expr: Option<Expr>) -> Result<()> {
         let mut state = self.shared.state.write().map_err(|_| HostError::internal("dynamic filter lock poisoned"))?;
         state.generation += 1;
-        state.expr = expr;
+        state.expr = expr.map(Arc::new);
         Ok(())
     }
 
@@ -196,8 +197,10 @@ impl Applied {
 
     /// Filter one batch with the predicate current now, then drop the added columns.
     pub fn apply(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
-        let state = self.filter.read();
-        if self.seen != Some(state.generation) {
+        // Per batch: compare the generation under the read lock; the expression is looked at
+        // (an Arc copied) only when an update came.
+        if self.seen != Some(self.filter.generation()) {
+            let state = self.filter.read();
             self.compiled = match &state.expr {
                 None => None,
                 Some(expr) => {

@@ -98,6 +98,9 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
 
   @Override
   public void filter(Predicate[] predicates) {
+    // Spark calls this again on every execution of the plan: nothing of an earlier call stays.
+    runtimeKeyColumn = null;
+    runtimeKeys = null;
     for (Predicate p : predicates) {
       if (!"IN".equals(p.name())) continue;
       Expression[] children = p.children();
@@ -122,10 +125,14 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     }
   }
 
+  /** The pinned snapshot's statistics, read once per scan (Spark asks more than once while planning). */
+  private Dataset.Statistics snapshotStatistics;
+
   @Override
   public Statistics estimateStatistics() {
     if (aggregate != null || table.readsChanges()) return unknown();
-    Dataset.Statistics stats = table.dataset().statistics();
+    if (snapshotStatistics == null) snapshotStatistics = table.dataset().statistics();
+    Dataset.Statistics stats = snapshotStatistics;
     long rows = 0;
     long fileBytes = 0;
     boolean fileBytesKnown = true;

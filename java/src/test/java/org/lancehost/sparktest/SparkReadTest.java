@@ -542,4 +542,31 @@ class SparkReadTest {
       spark.conf().unset("spark.sql.adaptive.enabled");
     }
   }
+
+  /** Spark may call filter() again on the same scan (each execution): no key set of an earlier call stays. */
+  @Test
+  void aRuntimeFilterCallForgetsTheKeysOfTheCallBefore() {
+    org.apache.spark.sql.connector.read.Scan scan = null;
+    scala.collection.Iterator<org.apache.spark.sql.execution.SparkPlan> leaves =
+        table().select("id").queryExecution().executedPlan().collectLeaves().iterator();
+    while (leaves.hasNext()) {
+      org.apache.spark.sql.execution.SparkPlan leaf = leaves.next();
+      if (leaf instanceof org.apache.spark.sql.execution.datasources.v2.BatchScanExec) {
+        scan = ((org.apache.spark.sql.execution.datasources.v2.BatchScanExec) leaf).scan();
+      }
+    }
+    assertNotNull(scan);
+    org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering f =
+        (org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering) scan;
+    org.apache.spark.sql.connector.expressions.filter.Predicate in =
+        new org.apache.spark.sql.connector.expressions.filter.Predicate("IN",
+            new org.apache.spark.sql.connector.expressions.Expression[] {
+                org.apache.spark.sql.connector.expressions.Expressions.column("id"),
+                new org.apache.spark.sql.connector.expressions.LiteralValue<>(3L,
+                    org.apache.spark.sql.types.DataTypes.LongType)});
+    f.filter(new org.apache.spark.sql.connector.expressions.filter.Predicate[] {in});
+    assertTrue(scan.description().contains("RuntimeKeys: id (1 keys)"), scan.description());
+    f.filter(new org.apache.spark.sql.connector.expressions.filter.Predicate[0]);
+    assertFalse(scan.description().contains("RuntimeKeys"), scan.description());
+  }
 }
