@@ -360,9 +360,15 @@ fn append(schema: &SchemaRef, batch: RecordBatch, column: ArrayRef) -> lance::Re
 /// taken from version `since` (their values as they were then). Row versions are those of
 /// version `since`; `_change_type` is "delete".
 fn scan_deleted(snapshot: &Snapshot, since: u64, columns: &[String], opts: &ScanOptions) -> Result<BatchReader> {
-    if opts.filter_sql.is_some() || opts.limit.is_some() || opts.offset.is_some() || !opts.order_by.is_empty() {
+    if opts.filter_sql.is_some()
+        || opts.limit.is_some()
+        || opts.offset.is_some()
+        || !opts.order_by.is_empty()
+        || opts.key_filter.is_some()
+        || opts.dynamic_filter.is_some()
+    {
         return Err(HostError::invalid(
-            "the deleted rows' split takes no filter, limit, offset or order: apply them to its rows",
+            "the deleted rows' split takes no filter, key set, dynamic filter, limit, offset or order: apply them to its rows",
         ));
     }
     let end = snapshot.version();

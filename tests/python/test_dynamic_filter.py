@@ -164,3 +164,19 @@ def test_bad_filters_and_updates_are_refused_and_change_nothing(table, tmp_path)
     assert got == ids_where(table, "g > 2")
     with pytest.raises(lh.FailedPreconditionError):
         f.set_sql("g > 3")
+
+
+def test_a_deleted_rows_split_refuses_key_sets_and_dynamic_filters(tmp_path):
+    """The deleted rows of a change plan are read from an older version without Lance's scan:
+    a key set or a dynamic filter there is refused, never silently ignored."""
+    uri = str(tmp_path / "changes.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(100), pa.int64())}), uri, enable_stable_row_ids=True)
+    lance.dataset(uri).delete("id < 10")
+    ds = lh.open(uri)
+    deleted = [s for s in ds.plan_changes(1, types=["delete"])]
+    assert deleted
+    f = lh.DynamicFilter(ds, ["id"])
+    for kw in ({"keys": ("id", [1, 2])}, {"dynamic_filter": f}):
+        with pytest.raises(lh.InvalidArgumentError, match="key set, dynamic filter"):
+            ds.scan_split(deleted[0], ["id"], **kw).read_all()
+    assert sorted(ds.scan_split(deleted[0], ["id"]).read_all()["id"].to_pylist()) == list(range(10))
