@@ -143,10 +143,6 @@ struct ArrowArrayStream {
 // Rows deleted since the begin version.
 #define DELETED 4
 
-// Finished batches a driven stream may hold ready for the host beyond the one being read.
-// The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
-#define PREFETCH_BATCHES 2
-
 // Stack of every thread that parses or evaluates a host's filter or expression: the runtime's
 // workers and blocking threads, and the threads a parallel aggregate starts. The SQL parser
 // refuses nesting past its own depth limit, but below it a deeply nested filter (`NOT NOT …`,
@@ -177,6 +173,10 @@ struct ArrowArrayStream {
 
 // Current snapshot token format.
 #define SNAPSHOT_FORMAT 3
+
+// Finished batches a driven stream may hold ready for the host beyond the one being read.
+// The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
+#define PREFETCH_BATCHES 2
 
 // Current staged-write format (of every kind but row deletes).
 #define FORMAT 2

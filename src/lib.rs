@@ -37,6 +37,7 @@ pub mod sql_text;
 pub mod table_statistics;
 pub mod io_stats;
 pub mod storage;
+pub mod stream;
 pub mod take;
 pub mod wake;
 pub mod write;

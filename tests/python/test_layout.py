@@ -115,7 +115,7 @@ LAYERS = [
     ["snapshot"],
     ["index", "io_stats", "table_statistics"],
     ["split"],
-    ["scan", "key_filter", "dynamic_filter", "changes", "search", "fts", "take", "blob", "count", "aggregate",
+    ["scan", "stream", "key_filter", "dynamic_filter", "changes", "search", "fts", "take", "blob", "count", "aggregate",
      "merge", "refine", "prewarm", "branch", "wake"],
     ["write", "index_build"],
     ["catalog"],
