@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test of lance-host: Rust (one integration binary + unit tests), C (ctest, through
-# find_package(LanceHost) from an install prefix, incl. valgrind) and Python (ctypes+pyarrow).
+# find_package(LanceHost) from an install prefix, incl. valgrind), Java (Maven) and Python
+# (ctypes+pyarrow).
 set -euo pipefail
 cd "$(dirname "$0")"
 LANCE_HOST_NEED_PYTHON=1 scripts/ensure-deps.sh
@@ -33,19 +34,19 @@ cmake --build build/duckdb >/dev/null
 
 scripts/install-python-package.sh
 
-echo "==> Java API and Spark connector (javac/jar against pyspark's jars, JUnit 5)"
-SPARK_JARS_DIR="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
-cmake -S java -B build/java -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DSPARK_JARS_DIR="$SPARK_JARS_DIR" \
-  -DLANCE_HOST_REST_SERVER="$CARGO_TARGET_DIR/debug/lance-host-rest-server" >/dev/null
-cmake --build build/java > build/java-build.log 2>&1 || { cat build/java-build.log; exit 1; }
-(cd build/java && ctest --output-on-failure)
+echo "==> Java API and Spark connectors (Maven: mvn install in java/: tests, then the artifacts into ~/.m2)"
+PYSPARK_HOME="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+(cd java && mvn -B -ntp install -Dspark.home="$PYSPARK_HOME" \
+  -Dlancehost.restserver="$CARGO_TARGET_DIR/debug/lance-host-rest-server") > build/java-maven.log 2>&1 \
+  || { tail -300 build/java-maven.log; exit 1; }
+grep -E "Tests run:|Reactor Summary|SUCCESS|FAILURE" build/java-maven.log | grep -v " -- in " || true
 
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \
 LANCE_HOST_WAREHOUSE="$PWD/build/c_tests/warehouse" \
 LANCE_HOST_DUCKDB_EXTENSION="$PWD/build/duckdb/lance_host.duckdb_extension" \
-LANCE_HOST_JAVA_BUILD="$PWD/build/java" \
+LANCE_HOST_JAVA_BUILD="$PWD/java" \
 LANCE_HOST_REST_SERVER="$CARGO_TARGET_DIR/debug/lance-host-rest-server" \
   python3 -m pytest -q tests/python
 

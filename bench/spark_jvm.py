@@ -1,7 +1,7 @@
 """The JVM Spark connector (java/, org.lancehost.spark) against what a Spark user has without it,
 on one 3M-row table, Spark local[2]:
 
-  jvm        spark.read.format("lance_host") from lance-host-spark.jar: columnar batches over the
+  jvm        spark.read.format("lance_host") from the connector bundle jar: columnar batches over the
              library's Arrow buffers, columns/filters/limit/aggregates pushed down
   python     lance_host.spark's Python data source (pyspark's data source API: Python workers,
              Arrow batches serialized to the JVM; no column, limit or aggregate pushdown)
@@ -18,7 +18,7 @@ Work (one process per measurement: start Spark, run the work once untimed, then 
 
 Every side's answer is checked against the JVM side's (counts, sums to 1e-9 relative, ids).
 
-    LANCE_HOST_RELEASE_LIB=<release liblance_host.so> LANCE_HOST_JAVA_BUILD=build/java \\
+    LANCE_HOST_SPARK_BUNDLE=<java/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
     LANCE_HOST_LIB=<release liblance_host.so> python3 bench/spark_jvm.py [--runs 3] [--rows 3000000]
 
 Writes bench/SPARK_JVM.md and bench/SPARK_JVM.json.
@@ -181,8 +181,8 @@ def pylance_source():
 # ---- one measurement (run in its own process) ------------------------------------------------
 
 def spark_session(side):
-    """A local[2] session for `side`, with its source registered (the JVM side: the two jars and
-    the JNI library of LANCE_HOST_JAVA_BUILD)."""
+    """A local[2] session for `side`, with its source registered (the JVM side: the connector's bundle jar,
+    natives inside)."""
     from pyspark.sql import SparkSession
 
     b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -191,10 +191,8 @@ def spark_session(side):
     if side == "pylance":  # its reader pushes filters (a fresh DataFrame per execution)
         b = b.config("spark.sql.python.filterPushdown.enabled", "true")
     if side == "jvm":
-        build = Path(os.environ["LANCE_HOST_JAVA_BUILD"]).resolve()
-        jars = f"{build / 'lance-host.jar'},{build / 'lance-host-spark.jar'}"
-        jni = f"-Dlancehost.jni.library={build / 'liblance_host_jni.so'}"
-        b = b.config("spark.jars", jars).config("spark.driver.extraJavaOptions", jni)
+        # the bundle carries the library it was built with (LANCE_HOST_PREFIX=<release prefix> mvn package)
+        b = b.config("spark.jars", str(Path(os.environ["LANCE_HOST_SPARK_BUNDLE"]).resolve()))
     spark = b.getOrCreate()
     if side == "python":
         from lance_host.spark import register
@@ -303,11 +301,6 @@ def main():
 
     results = {}
     env = dict(os.environ)
-    release = os.environ.get("LANCE_HOST_RELEASE_LIB")
-    if release:  # the JNI library finds liblance_host.so.0 through LD_LIBRARY_PATH before its RUNPATH
-        d = tempfile.mkdtemp(prefix="lh-release-")
-        os.symlink(release, os.path.join(d, "liblance_host.so.0"))
-        env["LD_LIBRARY_PATH"] = d
     works = args.works.split(",")
     for run in range(args.runs):
         for work in works:

@@ -6,7 +6,7 @@ Each process starts Spark, runs the query once (cold: every open, manifest and d
 again (warm: the same session, a second query), and reports the requests the server logged for
 each run. Sides rotate; medians of --runs processes. Answers are checked against the JVM side's.
 
-    LANCE_HOST_RELEASE_LIB=<release liblance_host.so> LANCE_HOST_JAVA_BUILD=build/java \\
+    LANCE_HOST_SPARK_BUNDLE=<java/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
     LANCE_HOST_LIB=<release liblance_host.so> python3 bench/spark_jvm_s3.py [--runs 3] [--rows 600000]
 
 Writes bench/SPARK_JVM_S3.md and bench/SPARK_JVM_S3.json.
@@ -95,11 +95,6 @@ def main():
     Path(local).parent.mkdir(parents=True, exist_ok=True)
     make_table(local, args.rows)
     env = dict(os.environ)
-    release = os.environ.get("LANCE_HOST_RELEASE_LIB")
-    if release:  # the JNI library finds liblance_host.so.0 through LD_LIBRARY_PATH before its RUNPATH
-        d = tempfile.mkdtemp(prefix="lh-release-")
-        os.symlink(release, os.path.join(d, "liblance_host.so.0"))
-        env["LD_LIBRARY_PATH"] = d
     tmp = tempfile.mkdtemp(prefix="lh-s3-")
     proc, ep, log = start_moto(tmp)
     results = {}

@@ -14,13 +14,14 @@ command -v valgrind >/dev/null || need+=(valgrind)
 command -v make >/dev/null || need+=(make)
 command -v curl >/dev/null || need+=(curl ca-certificates)
 # Spark (tests/python/test_spark.py) runs on a JVM: Debian 12's default runtime is Java 17.
-# The Java API (java/) is built with Debian's OpenJDK 17 and tested with Debian's JUnit 5.
+# The Java API and Spark connectors (java/) are built by Maven with Debian's OpenJDK 17; Maven
+# resolves everything else (JUnit, Spark, Arrow Java) from Maven Central into ~/.m2.
 if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   command -v java >/dev/null || need+=(default-jre-headless)
   javac_home=""
   if command -v javac >/dev/null; then javac_home="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"; fi
   [ -n "$javac_home" ] && [ -f "$javac_home/include/jni.h" ] || need+=(openjdk-17-jdk-headless)
-  [ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)
+  command -v mvn >/dev/null || need+=(maven)
 fi
 
 if ((${#need[@]})); then

@@ -68,6 +68,15 @@ def test_every_version_string_is_the_crate_version():
     assert f"#define LANCE_HOST_VERSION_MINOR {minor}" in header
     pyproject = (ROOT / "python" / "pyproject.toml").read_text()
     assert re.search(rf'^version = "{re.escape(v)}"$', pyproject, re.M), "python/pyproject.toml"
+    # the Maven artifacts (java/) are versioned like the library, and so is what the README adds
+    poms = [p for p in (ROOT / "java").rglob("pom.xml") if "target" not in p.relative_to(ROOT).parts]
+    assert len(poms) >= 3, poms
+    for pom in poms:
+        found = re.findall(r"<artifactId>lance-host-parent</artifactId>\s*<version>([^<]+)</version>", pom.read_text())
+        assert found == [v], f"{pom.relative_to(ROOT)}: {found}"
+    deps = re.findall(r"<groupId>org\.lancehost</groupId>\s*<artifactId>[^<]+</artifactId>\s*<version>([^<]+)</version>",
+                      (ROOT / "README.md").read_text())
+    assert deps and set(deps) == {v}, deps
     # every find_package(LanceHost X.Y) asks for this release's major.minor
     places = [p for p in ROOT.rglob("*") if p.suffix in (".txt", ".md", ".cmake", ".in")
               and "build" not in p.relative_to(ROOT).parts and ".git" not in p.parts and p.is_file()]
@@ -94,6 +103,8 @@ import sys
 import numpy as np
 import pyarrow as pa
 
+from jvm_jars import api_classpath, spark_bundle
+
 README_WAREHOUSE = "/data/warehouse"
 README_EXTENSION = "/path/to/build/duckdb/lance_host.duckdb_extension"
 DIM = 16
@@ -112,7 +123,8 @@ def test_every_readme_block_is_run_by_this_file():
     languages = [lang for lang, _ in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
     # sh: the two commands (CI runs them); cmake: the find_package lines (the C tests' own
     # CMakeLists.txt does the same). Every other block is run below.
-    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql", "java"}, languages
+    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql", "java", "xml"}, languages
+    assert len(snippets("xml")) == 1
     assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
     assert len(snippets("java")) == 2
     assert len(snippets("python")) == 4
@@ -253,30 +265,51 @@ def test_the_ray_snippet(warehouse, tmp_path):
     assert printed(out, "ray exact top 10") == [str(want["exact"])], out
 
 
-def java_build():
-    build = os.environ.get("LANCE_HOST_JAVA_BUILD")
-    if not build:
-        pytest.skip("LANCE_HOST_JAVA_BUILD is not set (./test.sh builds java/ and sets it)")
-    return Path(build)
+MAVEN_PROJECT = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>readme-user</artifactId>
+  <version>1</version>
+  <dependencies>
+{dependency}
+  </dependencies>
+</project>
+"""
+
+
+def maven_classpath(dependency, tmp_path):
+    """A new Maven project with nothing but the README's <dependency>: the class path Maven gives
+    it, from the local repository `mvn install` in java/ filled (./test.sh runs it)."""
+    api_classpath()  # skips when java/ was not built
+    project = tmp_path / "maven-user"
+    project.mkdir()
+    (project / "pom.xml").write_text(MAVEN_PROJECT.format(dependency=dependency))
+    out = subprocess.run(["mvn", "-B", "-q", "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath",
+                          "-Dmdep.outputFile=cp.txt", "-Dmdep.includeScope=runtime"],
+                         cwd=project, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    cp = [Path(p) for p in (project / "cp.txt").read_text().strip().split(":")]
+    names = [p.name for p in cp]
+    assert any(n.startswith("lance-host-") for n in names) and any(n.startswith("arrow-vector-") for n in names), names
+    return cp
 
 
 def run_java(code, tmp_path, spark):
-    """Runs a README Java block as a single-file program against the built jars."""
+    """Runs a README Java block as a single-file program against the artifacts Maven built: the
+    Java API as a Maven user of the README's <dependency> gets it, or the Spark bundle with
+    pyspark's jars."""
     import pyspark
-    build = java_build()
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    if not spark:
-        # What docs/java.md lists for the Java API alone: Arrow Java and what it needs.
-        jars = [j for j in jars if j.name.startswith(("arrow-", "jackson-annotations", "jackson-core", "jackson-databind",
-                                                      "flatbuffers-", "slf4j-api", "netty-buffer", "netty-common"))]
-    cp = [build / "lance-host.jar", build / "lance-host-spark.jar", *jars]
+    if spark:
+        cp = [spark_bundle(), *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))]
+    else:
+        cp = maven_classpath(snippets("xml")[0], tmp_path)
     name = re.search(r"public class (\w+)", code).group(1)
     src = tmp_path / f"{name}.java"
     src.write_text(code)
     opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
              "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
              "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED"]
-    out = subprocess.run(["java", *opens, f"-Dlancehost.jni.library={build / 'liblance_host_jni.so'}",
+    out = subprocess.run(["java", *opens,
                           "-cp", ":".join(str(p) for p in cp), str(src)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -1,17 +1,17 @@
-"""pyspark over the JVM connector (`format("lance_host")`, the jars ./test.sh builds from java/):
+"""pyspark over the JVM connector (`format("lance_host")`, the bundle jar Maven builds in java/):
 what a Python user of Spark does on top of a lance_host scan, with pylance's reading of the same
 table as the judge. The Spark session runs in a process of its own (one for the file): the JVM
-needs the connector's jars and its JNI library when it starts, and the other Spark tests of this
-run already started theirs without them."""
+needs the connector's jar (natives inside) when it starts, and the other Spark tests of this run
+already started theirs without it."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
+from jvm_jars import spark_bundle
 
 lance = pytest.importorskip("lance")
 import pyspark  # noqa: E402,F401  (installed by the test command: never skipped)
@@ -21,12 +21,11 @@ import json, sys
 from pyspark.sql import SparkSession, functions as F
 from pyspark.sql.types import LongType, StringType
 
-build, uri = sys.argv[1], sys.argv[2]
+bundle, uri = sys.argv[1], sys.argv[2]
 spark = (SparkSession.builder.master("local[2]").appName("lance-host-jvm-from-python")
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-         .config("spark.jars", f"{build}/lance-host.jar,{build}/lance-host-spark.jar")
-         .config("spark.driver.extraJavaOptions", f"-Dlancehost.jni.library={build}/liblance_host_jni.so")
+         .config("spark.jars", bundle)
          .getOrCreate())
 
 @F.udf(returnType=LongType(), useArrow=True)
@@ -54,9 +53,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory):
-    build = os.environ.get("LANCE_HOST_JAVA_BUILD")
-    if not build:
-        pytest.skip("LANCE_HOST_JAVA_BUILD is not set (./test.sh builds java/ and sets it)")
+    bundle = spark_bundle()
     uri = str(tmp_path_factory.mktemp("jvm") / "t.lance")
     n = 5000
     lance.write_dataset(pa.table({
@@ -64,7 +61,7 @@ def answers(tmp_path_factory):
         "name": pa.array([None if i % 11 == 0 else f"n{i % 97}" for i in range(n)]),
         "price": pa.array([i * 0.25 for i in range(n)], pa.float64()),
     }), uri, max_rows_per_file=1700)
-    run = subprocess.run([sys.executable, "-c", SESSION, str(Path(build)), uri], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", SESSION, str(bundle), uri], capture_output=True, text=True,
                          timeout=600)
     lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert run.returncode == 0 and lines, run.stderr[-6000:]

@@ -1,11 +1,7 @@
 package org.lancehost;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-
 /**
- * The JNI entry points over lance_host.h (java/src/main/c/jni_*.c, one file per area). Package-private:
+ * The JNI entry points over lance_host.h (java/native/src/jni_*.c, one file per area). Package-private:
  * the public classes check handles and own what these return. Every {@code long} is a C pointer;
  * 0 means none. A failing call throws the {@link LanceException} of its error code.
  */
@@ -13,27 +9,7 @@ final class Native {
   private Native() {}
 
   static {
-    load();
-  }
-
-  /**
-   * Loads liblance_host_jni: the path in the system property {@code lancehost.jni.library} or
-   * the environment variable {@code LANCE_HOST_JNI_LIBRARY}, else {@code lance_host_jni} from
-   * {@code java.library.path}.
-   */
-  private static void load() {
-    String path = System.getProperty("lancehost.jni.library");
-    if (path == null || path.isEmpty()) path = System.getenv("LANCE_HOST_JNI_LIBRARY");
-    if (path != null && !path.isEmpty()) {
-      Path p = Paths.get(path).toAbsolutePath();
-      if (!Files.isRegularFile(p)) {
-        throw new UnsatisfiedLinkError("lance-host JNI library not found at " + p
-            + " (set by lancehost.jni.library or LANCE_HOST_JNI_LIBRARY)");
-      }
-      System.load(p.toString());
-    } else {
-      System.loadLibrary("lance_host_jni");
-    }
+    NativeLoader.load();
   }
 
   static native String version();

@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Test;
 import org.lancehost.api.Fixtures;
 
 /**
- * The connector on local-cluster: two executor JVMs of their own, which load the JNI library and
- * open the snapshot from the split bytes they are sent.
+ * The connector on local-cluster: two executor JVMs of their own, which load the natives from the
+ * lance-host jar on their class path (nothing tells them where a library is) and open the
+ * snapshot from the split bytes they are sent.
  */
 class SparkClusterTest {
   static SparkSession spark;
@@ -23,12 +24,10 @@ class SparkClusterTest {
 
   @BeforeAll
   static void start() {
-    String jni = System.getProperty("lancehost.jni.library");
     spark = SparkSession.builder().master("local-cluster[2,1,1024]").appName("lance-host-java-cluster")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
         .config("spark.executor.extraClassPath", System.getProperty("lancehost.test.jars"))
-        .config("spark.executor.extraJavaOptions", "-Dlancehost.jni.library=" + jni)
         .config("spark.sql.catalog.lc", "org.lancehost.spark.LanceHostCatalog")
         .config("spark.sql.catalog.lc.root", Fixtures.root().resolve("cluster-written").toString())
         .getOrCreate();
