@@ -18,7 +18,7 @@ Work (one process per measurement: start Spark, run the work once untimed, then 
 
 Every side's answer is checked against the JVM side's (counts, sums to 1e-9 relative, ids).
 
-    LANCE_HOST_SPARK_BUNDLE=<java/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
+    LANCE_HOST_SPARK_BUNDLE=<java/spark/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
     LANCE_HOST_LIB=<release liblance_host.so> python3 bench/spark_jvm.py [--runs 3] [--rows 3000000]
 
 Writes bench/SPARK_JVM.md and bench/SPARK_JVM.json.

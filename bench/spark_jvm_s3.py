@@ -6,7 +6,7 @@ Each process starts Spark, runs the query once (cold: every open, manifest and d
 again (warm: the same session, a second query), and reports the requests the server logged for
 each run. Sides rotate; medians of --runs processes. Answers are checked against the JVM side's.
 
-    LANCE_HOST_SPARK_BUNDLE=<java/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
+    LANCE_HOST_SPARK_BUNDLE=<java/spark/spark-4.x_2.13/target/*-bundle.jar of a release build> \\
     LANCE_HOST_LIB=<release liblance_host.so> python3 bench/spark_jvm_s3.py [--runs 3] [--rows 600000]
 
 Writes bench/SPARK_JVM_S3.md and bench/SPARK_JVM_S3.json.

@@ -27,4 +27,4 @@ def api_classpath() -> list:
 
 def spark_bundle() -> Path:
     """The Spark 4.x connector with lance-host, its natives and what Spark does not ship inside."""
-    return _one(java_root() / "spark-4.x_2.13" / "target", "lance-host-spark-4.x_2.13-*-bundle.jar")
+    return _one(java_root() / "spark" / "spark-4.x_2.13" / "target", "lance-host-spark-4.x_2.13-*-bundle.jar")

@@ -72,7 +72,7 @@ def test_every_version_string_is_the_crate_version():
     poms = [p for p in (ROOT / "java").rglob("pom.xml") if "target" not in p.relative_to(ROOT).parts]
     assert len(poms) >= 3, poms
     for pom in poms:
-        found = re.findall(r"<artifactId>lance-host-parent</artifactId>\s*<version>([^<]+)</version>", pom.read_text())
+        found = re.findall(r"<artifactId>lance-host(?:-spark)?-parent</artifactId>\s*<version>([^<]+)</version>", pom.read_text())
         assert found == [v], f"{pom.relative_to(ROOT)}: {found}"
     deps = re.findall(r"<groupId>org\.lancehost</groupId>\s*<artifactId>[^<]+</artifactId>\s*<version>([^<]+)</version>",
                       (ROOT / "README.md").read_text())

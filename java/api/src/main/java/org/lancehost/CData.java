@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
@@ -56,9 +55,9 @@ final class CData {
   static String cString(long p) {
     if (p == 0) return null;
     int n = 0;
-    while (MemoryUtil.getByte(p + n) != 0) n++;
+    while (NativeMemory.getByte(p + n) != 0) n++;
     byte[] b = new byte[n];
-    MemoryUtil.copyFromMemory(p, b, 0, n);
+    NativeMemory.copyToArray(p, b, 0, n);
     return new String(b, StandardCharsets.UTF_8);
   }
 
@@ -76,17 +75,17 @@ final class CData {
   }
 
   private static Field field(long s) {
-    String format = cString(MemoryUtil.getLong(s + S_FORMAT));
-    String name = cString(MemoryUtil.getLong(s + S_NAME));
-    Map<String, String> metadata = metadata(MemoryUtil.getLong(s + S_METADATA));
-    long flags = MemoryUtil.getLong(s + S_FLAGS);
-    if (MemoryUtil.getLong(s + S_DICTIONARY) != 0) {
+    String format = cString(NativeMemory.getLong(s + S_FORMAT));
+    String name = cString(NativeMemory.getLong(s + S_NAME));
+    Map<String, String> metadata = metadata(NativeMemory.getLong(s + S_METADATA));
+    long flags = NativeMemory.getLong(s + S_FLAGS);
+    if (NativeMemory.getLong(s + S_DICTIONARY) != 0) {
       throw new LanceException.NotSupported("column " + name + ": dictionary-encoded columns are not supported by the Java API");
     }
-    long n = MemoryUtil.getLong(s + S_N_CHILDREN);
-    long children = MemoryUtil.getLong(s + S_CHILDREN);
+    long n = NativeMemory.getLong(s + S_N_CHILDREN);
+    long children = NativeMemory.getLong(s + S_CHILDREN);
     List<Field> kids = new ArrayList<>();
-    for (long i = 0; i < n; i++) kids.add(field(MemoryUtil.getLong(children + 8 * i)));
+    for (long i = 0; i < n; i++) kids.add(field(NativeMemory.getLong(children + 8 * i)));
     ArrowType type = type(format, name, flags);
     return new Field(name == null ? "" : name, new FieldType((flags & FLAG_NULLABLE) != 0, type, null, metadata), kids);
   }
@@ -94,16 +93,16 @@ final class CData {
   private static Map<String, String> metadata(long p) {
     if (p == 0) return null;
     Map<String, String> out = new HashMap<>();
-    int n = MemoryUtil.getInt(p);
+    int n = NativeMemory.getInt(p);
     long q = p + 4;
     for (int i = 0; i < n; i++) {
-      int kl = MemoryUtil.getInt(q);
+      int kl = NativeMemory.getInt(q);
       byte[] k = new byte[kl];
-      MemoryUtil.copyFromMemory(q + 4, k, 0, kl);
+      NativeMemory.copyToArray(q + 4, k, 0, kl);
       q += 4 + kl;
-      int vl = MemoryUtil.getInt(q);
+      int vl = NativeMemory.getInt(q);
       byte[] v = new byte[vl];
-      MemoryUtil.copyFromMemory(q + 4, v, 0, vl);
+      NativeMemory.copyToArray(q + 4, v, 0, vl);
       q += 4 + vl;
       out.put(new String(k, StandardCharsets.UTF_8), new String(v, StandardCharsets.UTF_8));
     }
@@ -187,17 +186,17 @@ final class CData {
     Owner owner = new Owner(array);
     List<FieldVector> vectors = new ArrayList<>();
     try {
-      long n = MemoryUtil.getLong(array + A_N_CHILDREN);
+      long n = NativeMemory.getLong(array + A_N_CHILDREN);
       if (n != schema.getFields().size()) {
         throw new LanceException.InvalidArgument("a batch has " + n + " columns, its schema " + schema.getFields().size());
       }
-      long length = MemoryUtil.getLong(array + A_LENGTH);
-      long offset = MemoryUtil.getLong(array + A_OFFSET);
-      long children = MemoryUtil.getLong(array + A_CHILDREN);
+      long length = NativeMemory.getLong(array + A_LENGTH);
+      long offset = NativeMemory.getLong(array + A_OFFSET);
+      long children = NativeMemory.getLong(array + A_CHILDREN);
       for (int i = 0; i < n; i++) {
         FieldVector v = schema.getFields().get(i).createVector(allocator);
         vectors.add(v);
-        load(v, MemoryUtil.getLong(children + 8L * i), offset, length, allocator, owner);
+        load(v, NativeMemory.getLong(children + 8L * i), offset, length, allocator, owner);
       }
       return new VectorSchemaRoot(schema.getFields(), vectors, checkedInt(length, "batch length"));
     } catch (RuntimeException e) {
@@ -213,11 +212,11 @@ final class CData {
    * own offset (a parent struct's offset applies to its children).
    */
   private static void load(FieldVector target, long a, long extra, long length, BufferAllocator allocator, Owner owner) {
-    long offset = MemoryUtil.getLong(a + A_OFFSET) + extra;
-    long own = MemoryUtil.getLong(a + A_LENGTH);
+    long offset = NativeMemory.getLong(a + A_OFFSET) + extra;
+    long own = NativeMemory.getLong(a + A_LENGTH);
     if (extra == 0) length = own;
     if (offset == 0) {
-      loadPhysical(target, a, length, MemoryUtil.getLong(a + A_NULL_COUNT), allocator, owner);
+      loadPhysical(target, a, length, NativeMemory.getLong(a + A_NULL_COUNT), allocator, owner);
       return;
     }
     try (FieldVector whole = target.getField().createVector(allocator)) {
@@ -229,12 +228,12 @@ final class CData {
 
   /** Loads rows 0..len of `a` (ignoring its offset, which the caller accounted for). */
   private static void loadPhysical(FieldVector v, long a, long len, long nullCount, BufferAllocator allocator, Owner owner) {
-    if (MemoryUtil.getLong(a + A_DICTIONARY) != 0) {
+    if (NativeMemory.getLong(a + A_DICTIONARY) != 0) {
       throw new LanceException.NotSupported("column " + v.getName() + ": dictionary arrays are not supported");
     }
     ArrowType type = v.getField().getType();
-    long nBuffers = MemoryUtil.getLong(a + A_N_BUFFERS);
-    long buffers = MemoryUtil.getLong(a + A_BUFFERS);
+    long nBuffers = NativeMemory.getLong(a + A_N_BUFFERS);
+    long buffers = NativeMemory.getLong(a + A_BUFFERS);
     int expected = bufferCount(type);
     if (nBuffers != expected) {
       throw new LanceException.InvalidArgument("column " + v.getName() + ": " + type + " array has " + nBuffers
@@ -246,19 +245,19 @@ final class CData {
         v.loadFieldBuffers(new ArrowFieldNode(len, len), bufs);
         return;
       }
-      long validity = MemoryUtil.getLong(buffers);
+      long validity = NativeMemory.getLong(buffers);
       if (nullCount < 0) nullCount = validity == 0 ? 0 : countNulls(validity, len);
       bufs.add(wrap(validity, (len + 7) / 8, allocator, owner));
       if (expected >= 2) {
-        long b1 = MemoryUtil.getLong(buffers + 8);
+        long b1 = NativeMemory.getLong(buffers + 8);
         if (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary || type instanceof ArrowType.List
             || type instanceof ArrowType.Map) {
           bufs.add(offsets(b1, len, 4, allocator, owner));
-          if (expected == 3) bufs.add(wrap(MemoryUtil.getLong(buffers + 16), dataEnd(b1, len, 4), allocator, owner));
+          if (expected == 3) bufs.add(wrap(NativeMemory.getLong(buffers + 16), dataEnd(b1, len, 4), allocator, owner));
         } else if (type instanceof ArrowType.LargeUtf8 || type instanceof ArrowType.LargeBinary
             || type instanceof ArrowType.LargeList) {
           bufs.add(offsets(b1, len, 8, allocator, owner));
-          if (expected == 3) bufs.add(wrap(MemoryUtil.getLong(buffers + 16), dataEnd(b1, len, 8), allocator, owner));
+          if (expected == 3) bufs.add(wrap(NativeMemory.getLong(buffers + 16), dataEnd(b1, len, 8), allocator, owner));
         } else if (type instanceof ArrowType.Bool) {
           bufs.add(wrap(b1, (len + 7) / 8, allocator, owner));
         } else {
@@ -270,21 +269,21 @@ final class CData {
       for (ArrowBuf b : bufs) b.close(); // the vector took its own references
     }
     List<FieldVector> kids = v.getChildrenFromFields();
-    long n = MemoryUtil.getLong(a + A_N_CHILDREN);
+    long n = NativeMemory.getLong(a + A_N_CHILDREN);
     if (n != kids.size()) {
       throw new LanceException.InvalidArgument("column " + v.getName() + ": array has " + n + " children, its type " + kids.size());
     }
-    long children = MemoryUtil.getLong(a + A_CHILDREN);
+    long children = NativeMemory.getLong(a + A_CHILDREN);
     for (int i = 0; i < n; i++) {
-      long child = MemoryUtil.getLong(children + 8L * i);
+      long child = NativeMemory.getLong(children + 8L * i);
       if (type instanceof ArrowType.Struct) {
         // A struct's rows 0..len are its children's rows 0..len past their own offsets.
-        load(kids.get(i), child, 0, MemoryUtil.getLong(child + A_LENGTH), allocator, owner);
+        load(kids.get(i), child, 0, NativeMemory.getLong(child + A_LENGTH), allocator, owner);
         if (kids.get(i).getValueCount() < len) {
           throw new LanceException.InvalidArgument("column " + v.getName() + ": a struct child is shorter than the struct");
         }
       } else {
-        load(kids.get(i), child, 0, MemoryUtil.getLong(child + A_LENGTH), allocator, owner);
+        load(kids.get(i), child, 0, NativeMemory.getLong(child + A_LENGTH), allocator, owner);
       }
     }
   }
@@ -317,14 +316,14 @@ final class CData {
   private static long countNulls(long validity, long len) {
     long nulls = 0;
     for (long i = 0; i < len; i++) {
-      if ((MemoryUtil.getByte(validity + (i >> 3)) & (1 << (i & 7))) == 0) nulls++;
+      if ((NativeMemory.getByte(validity + (i >> 3)) & (1 << (i & 7))) == 0) nulls++;
     }
     return nulls;
   }
 
   private static long dataEnd(long offsets, long len, int width) {
     if (offsets == 0) return 0;
-    return width == 4 ? MemoryUtil.getInt(offsets + 4 * len) : MemoryUtil.getLong(offsets + 8 * len);
+    return width == 4 ? NativeMemory.getInt(offsets + 4 * len) : NativeMemory.getLong(offsets + 8 * len);
   }
 
   /** An offsets buffer; an empty array may come without one, Arrow Java wants a single 0. */

@@ -143,18 +143,41 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     }
   }
 
+  /** TableCatalog.PROP_COLLATION and PROP_TABLE_TYPE of Spark 4 (Spark 3.5 has no such constants). */
+  private static final String PROP_COLLATION = "collation", PROP_TABLE_TYPE = "table_type";
+
   /** Table properties Spark sets itself (kept by no Lance table; a comment or owner is not stored). */
   private static final java.util.Set<String> RESERVED = java.util.Set.of(TableCatalog.PROP_LOCATION,
-      TableCatalog.PROP_IS_MANAGED_LOCATION, TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_TABLE_TYPE,
-      TableCatalog.PROP_COMMENT, TableCatalog.PROP_COLLATION, TableCatalog.PROP_PROVIDER, TableCatalog.PROP_OWNER);
+      TableCatalog.PROP_IS_MANAGED_LOCATION, TableCatalog.PROP_EXTERNAL, PROP_TABLE_TYPE,
+      TableCatalog.PROP_COMMENT, PROP_COLLATION, TableCatalog.PROP_PROVIDER, TableCatalog.PROP_OWNER);
 
+  /**
+   * CREATE TABLE. Spark 4 reaches this through its {@code createTable(ident, TableInfo)}, Spark 3.5
+   * directly; both Spark lines have this signature.
+   */
   @Override
   public org.apache.spark.sql.connector.catalog.Table createTable(Identifier ident,
-      org.apache.spark.sql.connector.catalog.TableInfo info) {
-    if (info.partitions().length > 0) {
+      org.apache.spark.sql.connector.catalog.Column[] columns,
+      org.apache.spark.sql.connector.expressions.Transform[] partitions, Map<String, String> props) {
+    return create(ident, org.apache.spark.sql.connector.catalog.CatalogV2Util.v2ColumnsToStructType(columns),
+        partitions, props);
+  }
+
+  /** The older form Spark 3.5 declares abstract (Spark 4 routes every CREATE TABLE to the one above). */
+  @Override
+  @SuppressWarnings("deprecation")
+  public org.apache.spark.sql.connector.catalog.Table createTable(Identifier ident,
+      org.apache.spark.sql.types.StructType schema,
+      org.apache.spark.sql.connector.expressions.Transform[] partitions, Map<String, String> props) {
+    return create(ident, schema, partitions, props);
+  }
+
+  private org.apache.spark.sql.connector.catalog.Table create(Identifier ident,
+      org.apache.spark.sql.types.StructType schema,
+      org.apache.spark.sql.connector.expressions.Transform[] partitions, Map<String, String> props) {
+    if (partitions.length > 0) {
       throw new LanceException.NotSupported("a Lance table has no partitioning: CREATE TABLE without PARTITIONED BY");
     }
-    Map<String, String> props = info.properties();
     if (props.get(TableCatalog.PROP_LOCATION) != null) {
       throw new LanceException.NotSupported("the lance_host catalog places its tables: CREATE TABLE without LOCATION");
     }
@@ -172,8 +195,6 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
             + "catalog takes (it takes vector_columns)");
       }
     }
-    org.apache.spark.sql.types.StructType schema =
-        org.apache.spark.sql.connector.catalog.CatalogV2Util.v2ColumnsToStructType(info.columns());
     Schema arrow = RowsToArrow.arrowSchema(schema, Options.vectorColumns(vectors));
     catalog.createTable(ns(ident.namespace()), ident.name(), arrow, null, null);
     try {
