@@ -25,6 +25,8 @@ jmethodID g_hs_next;       /* long[] nextBatch() */
 jmethodID g_hs_release;    /* void releaseBatch(long) */
 jmethodID g_hs_close;      /* void closeFromNative() */
 jmethodID g_throwable_string; /* String Throwable.toString() */
+jclass g_io_stats;         /* org.lancehost.IoStats */
+jmethodID g_io_stats_new;  /* IoStats(long x 9) */
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   (void)reserved;
@@ -60,6 +62,11 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   c = (*env)->FindClass(env, "java/lang/Throwable");
   if (!c) return JNI_ERR;
   g_throwable_string = (*env)->GetMethodID(env, c, "toString", "()Ljava/lang/String;");
+  c = (*env)->FindClass(env, "org/lancehost/IoStats");
+  if (!c) return JNI_ERR;
+  g_io_stats = (*env)->NewGlobalRef(env, c);
+  g_io_stats_new = (*env)->GetMethodID(env, c, "<init>", "(JJJJJJJJJ)V");
+  if (!g_io_stats_new) return JNI_ERR;
   if (!g_exception_of || !g_string_bytes || !g_string_new || !g_utf8 || !g_hs_schema || !g_hs_next || !g_hs_release ||
       !g_hs_close || !g_throwable_string)
     return JNI_ERR;
@@ -345,6 +352,21 @@ JNIEXPORT jlong JNI(streamNext)(JNIEnv *env, jclass c, jlong h) {
     return 0;
   }
   return (jlong)(intptr_t)a;
+}
+
+/* The stream's I/O statistics as an org.lancehost.IoStats (built here: no positional arrays). */
+JNIEXPORT jobject JNI(streamIoStats)(JNIEnv *env, jclass c, jlong h) {
+  (void)c;
+  struct ArrowArrayStream *s = live_stream(env, h);
+  if (!s) return NULL;
+  LanceIoStats io;
+  memset(&io, 0, sizeof io);
+  io.struct_size = sizeof io;
+  if (!check(env, lance_stream_io_stats_v2(s, &io))) return NULL;
+  return (*env)->NewObject(env, g_io_stats, g_io_stats_new, (jlong)io.read_requests, (jlong)io.read_bytes,
+                           (jlong)io.index_read_requests, (jlong)io.index_read_bytes, (jlong)io.index_cache_hits,
+                           (jlong)io.index_cache_misses, (jlong)io.data_cache_hits, (jlong)io.data_cache_misses,
+                           (jlong)io.data_cache_hit_bytes);
 }
 
 JNIEXPORT void JNI(streamCancel)(JNIEnv *env, jclass c, jlong h) {

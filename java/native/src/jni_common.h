@@ -31,6 +31,8 @@ extern jmethodID g_hs_next;       /* long[] nextBatch() */
 extern jmethodID g_hs_release;    /* void releaseBatch(long) */
 extern jmethodID g_hs_close;      /* void closeFromNative() */
 extern jmethodID g_throwable_string; /* String Throwable.toString() */
+extern jclass g_io_stats;         /* org.lancehost.IoStats */
+extern jmethodID g_io_stats_new;  /* IoStats(long x 9) */
 
 /* What `merge` combines: vector top-k, full-text top-k, or aggregate partial states. */
 enum MergeKind { MERGE_TOPK, MERGE_TEXT, MERGE_AGGREGATE };

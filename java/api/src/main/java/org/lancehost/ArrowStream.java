@@ -38,9 +38,34 @@ public final class ArrowStream implements AutoCloseable {
   /** The next batch (owned by the caller), or null at the end of the stream. */
   public VectorSchemaRoot next() {
     long h = live();
-    long array = Native.streamNext(h);
-    if (array == 0) return null;
-    return CData.importBatch(array, schema, allocator);
+    long start = System.nanoTime();
+    try {
+      long array = Native.streamNext(h);
+      if (array == 0) return null;
+      return CData.importBatch(array, schema, allocator);
+    } finally {
+      nanosInNext += System.nanoTime() - start;
+    }
+  }
+
+  private volatile long nanosInNext;
+
+  /**
+   * Time spent in {@link #next()} so far: waiting for the library to read, decode and filter each
+   * batch (its work runs on its own threads while the caller waits) and importing it.
+   */
+  public long nanosInNext() {
+    return nanosInNext;
+  }
+
+  /**
+   * The stream's I/O statistics so far (final once {@link #next()} returned null). Thread-safe;
+   * {@link IoStats#NONE} once the stream is closed.
+   */
+  public IoStats ioStats() {
+    synchronized (lock) {
+      return handle == 0 ? IoStats.NONE : Native.streamIoStats(handle);
+    }
   }
 
   /** Every remaining batch (each owned by the caller). */

@@ -10,12 +10,14 @@ final class Native {
 
   static {
     NativeLoader.load();
+    LibraryLog.install();
   }
 
   static native String version();
   static native String buildProfile();
   static native String errorCodeName(int code);
   static native String[] metrics();
+  static native void logSetLevel(int level);
 
   static native long datasetOpen(String uri, String[] options, long version, long timestampMicros, boolean atTimestamp);
   static native long snapshotOpen(byte[] token, String[] options);
@@ -121,6 +123,7 @@ final class Native {
 
   static native long streamSchema(long stream);
   static native long streamNext(long stream);
+  static native IoStats streamIoStats(long stream);
   static native void streamCancel(long stream);
   static native void streamRelease(long stream);
   static native void schemaRelease(long schema);

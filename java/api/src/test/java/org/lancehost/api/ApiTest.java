@@ -59,6 +59,49 @@ class ApiTest {
     allocator.close(); // fails if any buffer is still held
   }
 
+  @Test
+  void aStreamReportsItsIoAndTimeAndNothingOnceClosed() throws Exception {
+    // a local table: rows and time, no object-store requests
+    try (Dataset ds = Dataset.open(basic.get("uri").asText());
+         ArrowStream s = ds.scan(ScanOptions.all().columns("id"), allocator)) {
+      long rows = 0;
+      for (VectorSchemaRoot b = s.next(); b != null; b = s.next()) {
+        rows += b.getRowCount();
+        b.close();
+      }
+      assertEquals(basic.get("count").asLong(), rows);
+      assertEquals(0, s.ioStats().readRequests(), "a local table sends no object-store request");
+      assertTrue(s.nanosInNext() > 0);
+    }
+    // on S3 (moto): requests and bytes, a projection reads less than the whole table
+    try (S3Fixture s3 = new S3Fixture(); Dataset ds = Dataset.open(s3.uri, s3.options, 0)) {
+      org.lancehost.IoStats io;
+      long sum = 0;
+      try (ArrowStream s = ds.scan(ScanOptions.all().columns("id", "name"), allocator)) {
+        for (VectorSchemaRoot b = s.next(); b != null; b = s.next()) {
+          BigIntVector id = (BigIntVector) b.getVector("id");
+          for (int i = 0; i < b.getRowCount(); i++) sum += id.get(i);
+          b.close();
+        }
+        io = s.ioStats();
+        assertEquals(s3.sumId, sum, "the rows pylance wrote");
+        assertTrue(io.readRequests() > 0 && io.readBytes() > 0, io.toString());
+        assertEquals(0, io.indexReadRequests(), "no index was read: " + io);
+        s.close();
+        assertEquals(org.lancehost.IoStats.NONE, s.ioStats(), "a closed stream reports none");
+      }
+      // the id column again: served by the session's data cache (on by default), no request
+      try (ArrowStream s = ds.scan(ScanOptions.all().columns("id"), allocator)) {
+        for (VectorSchemaRoot b = s.next(); b != null; b = s.next()) b.close();
+        org.lancehost.IoStats ids = s.ioStats();
+        assertEquals(0, ids.readRequests(), ids.toString());
+        assertTrue(ids.dataCacheHits() > 0 && ids.dataCacheHitBytes() > 0 && ids.dataCacheHitBytes() <= io.readBytes(),
+            ids + " vs " + io);
+        assertEquals(io.dataCacheHits() + ids.dataCacheHits(), io.plus(ids).dataCacheHits());
+      }
+    }
+  }
+
   /** Every row of a stream as column-name -> Java value maps (closes the stream and batches). */
   static List<Map<String, Object>> rows(ArrowStream stream) {
     List<Map<String, Object>> out = new ArrayList<>();

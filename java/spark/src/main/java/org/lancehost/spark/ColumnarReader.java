@@ -3,6 +3,7 @@ package org.lancehost.spark;
 import java.util.List;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -10,6 +11,7 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
+import org.lancehost.IoStats;
 import org.lancehost.LanceException;
 import org.lancehost.ScanOptions;
 
@@ -64,12 +66,20 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     owner = lease;
   }
 
+  private long rows;
+  /** The stream's statistics when it ended or was closed (a closed stream reports none). */
+  private IoStats finalIo;
+
   @Override
   public boolean next() {
     VectorSchemaRoot root = stream.next();
-    if (root == null) return false; // the last batch stays readable until close (or the task's end)
+    if (root == null) {
+      if (finalIo == null) finalIo = stream.ioStats();
+      return false; // the last batch stays readable until close (or the task's end)
+    }
     release();
     current = root;
+    rows += root.getRowCount();
     List<FieldVector> vectors = root.getFieldVectors();
     if (output != null) {
       vectors = new java.util.ArrayList<>();
@@ -113,10 +123,18 @@ final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     }
   }
 
+  /** Rows, storage reads and time so far (Spark asks while the task runs and at its end). */
+  @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    IoStats io = finalIo != null ? finalIo : stream.ioStats();
+    return Metrics.values(rows, io, stream.nanosInNext());
+  }
+
   @Override
   public void close() {
     if (closed) return;
     closed = true;
+    if (finalIo == null) finalIo = stream.ioStats();
     stream.close(); // stops the work behind the stream; batches already handed out stay valid
     org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
     if (task != null && !task.isCompleted() && (batch != null || current != null)) {

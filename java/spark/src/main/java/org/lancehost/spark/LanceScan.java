@@ -245,6 +245,11 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
   }
 
   @Override
+  public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() {
+    return Metrics.supported();
+  }
+
+  @Override
   public PartitionReaderFactory createReaderFactory() {
     return new ReaderFactory();
   }

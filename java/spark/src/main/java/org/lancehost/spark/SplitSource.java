@@ -110,6 +110,11 @@ final class SplitSource {
     }
 
     @Override
+    public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() {
+      return Metrics.supported();
+    }
+
+    @Override
     public Batch toBatch() {
       return this;
     }

@@ -116,6 +116,56 @@ class SparkReadTest {
     }
   }
 
+  /** The scan node's value of a metric after the plan ran (AQE off: the plan is the one that ran). */
+  static long metric(org.apache.spark.sql.execution.SparkPlan plan, String name) {
+    var leaves = plan.collectLeaves();
+    for (int i = 0; i < leaves.length(); i++) {
+      org.apache.spark.sql.execution.SparkPlan leaf = leaves.apply(i);
+      if (leaf.nodeName().startsWith("BatchScan")) return leaf.metrics().apply(name).value();
+    }
+    throw new AssertionError("no BatchScan in " + plan);
+  }
+
+  @Test
+  void scansReportRowsReadsAndTimeAsSparkMetrics() throws Exception {
+    spark.conf().set("spark.sql.adaptive.enabled", "false");
+    try {
+      Dataset<Row> df = table().select("id", "name");
+      assertEquals(basic.get("count").asLong(), df.collectAsList().size());
+      org.apache.spark.sql.execution.SparkPlan p = df.queryExecution().executedPlan();
+      assertEquals(basic.get("count").asLong(), metric(p, org.lancehost.spark.Metrics.ROWS));
+      assertEquals(0, metric(p, org.lancehost.spark.Metrics.REQUESTS), "a local table sends no object-store request");
+      assertTrue(metric(p, org.lancehost.spark.Metrics.TIME) >= 0);
+      // a filtered scan returns fewer rows from the library, and the metric says how many
+      Dataset<Row> f = table().filter("id < 5000").select("id");
+      long n = f.collectAsList().size();
+      assertTrue(n < basic.get("count").asLong());
+      assertEquals(n, metric(f.queryExecution().executedPlan(), org.lancehost.spark.Metrics.ROWS));
+      // a pushed aggregate: rows are the groups the library returned
+      Dataset<Row> g = table().groupBy("category").agg(functions.count("*"));
+      assertEquals(basic.get("groups").size(), g.collectAsList().size());
+      long groupRows = metric(g.queryExecution().executedPlan(), org.lancehost.spark.Metrics.ROWS);
+      assertTrue(groupRows >= basic.get("groups").size() && groupRows < basic.get("count").asLong(), "" + groupRows);
+      // on S3 (moto): the library's requests and bytes, then the data cache's hits
+      try (org.lancehost.api.S3Fixture s3 = new org.lancehost.api.S3Fixture()) {
+        java.util.Map<String, String> o = new java.util.HashMap<>();
+        s3.options.forEach((k, v) -> o.put("storage." + k, v));
+        Dataset<Row> t = spark.read().format("lance_host").options(o).load(s3.uri).select("id", "name");
+        assertEquals(s3.count, t.collectAsList().size());
+        org.apache.spark.sql.execution.SparkPlan sp = t.queryExecution().executedPlan();
+        assertEquals(s3.count, metric(sp, org.lancehost.spark.Metrics.ROWS));
+        assertTrue(metric(sp, org.lancehost.spark.Metrics.REQUESTS) > 0, sp.toString());
+        assertTrue(metric(sp, org.lancehost.spark.Metrics.BYTES) > 0, sp.toString());
+        Dataset<Row> again = spark.read().format("lance_host").options(o).load(s3.uri).select("id", "name");
+        assertEquals(s3.count, again.collectAsList().size());
+        assertTrue(metric(again.queryExecution().executedPlan(), org.lancehost.spark.Metrics.CACHE_HITS) > 0,
+            "the second read is served by the data cache");
+      }
+    } finally {
+      spark.conf().set("spark.sql.adaptive.enabled", "true");
+    }
+  }
+
   @Test
   void integerSumsAreLeftToSparkWithoutAnsiMode() {
     // Without ANSI mode Spark wraps an integer sum past int64 where the library refuses it: the
