@@ -6,6 +6,7 @@
 #define LANCE_HOST_JNI_COMMON_H
 
 #include <jni.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>

@@ -175,6 +175,67 @@ public final class Dataset implements AutoCloseable {
     return handle.with(Native::datasetBranch);
   }
 
+  /**
+   * Compacts the table: rewrites small fragments, and fragments with many deleted rows, into larger
+   * ones, planned at this handle's version (indexes are remapped; readers of older versions are
+   * unaffected; this handle keeps its version). Lance commits a reservation of fragment ids, then
+   * the rewrite: {@link Maintenance.CompactResult#version()} is the rewrite's version, the
+   * reservation's the one before it (as pylance's {@code compact_files}). Nothing to compact
+   * commits nothing.
+   *
+   * @param options {@link Maintenance.CompactOptions#defaults()} or tuned ones
+   * @return what was rewritten and the version committed
+   * @throws LanceException.Conflict when a concurrent commit cannot be combined
+   * @throws LanceException.InvalidArgument for negative row counts or a threshold outside [0, 1]
+   */
+  public Maintenance.CompactResult compact(Maintenance.CompactOptions options) {
+    if (options == null) throw new LanceException.InvalidArgument("options is null (use CompactOptions.defaults())");
+    return handle.with(p -> Native.compact(p, options.targetRowsPerFragment(), options.maxRowsPerGroup(),
+        options.deletionThreshold(), options.keepDeletions()));
+  }
+
+  /**
+   * Removes the versions of the table committed more than {@code olderThan} ago and the files only
+   * they use. Never removed: the latest version, tagged versions and (unless
+   * {@code deleteUnverified}) unreferenced files younger than 7 days, which may belong to a write
+   * in progress. A reader pinned to a removed version fails on its next read.
+   *
+   * @return versions and bytes removed
+   * @throws LanceException.InvalidArgument for a negative age
+   */
+  public Maintenance.CleanupResult cleanup(java.time.Duration olderThan, boolean deleteUnverified) {
+    if (olderThan == null) throw new LanceException.InvalidArgument("olderThan is null");
+    return handle.with(p -> Native.cleanup(p, olderThan.toMillis(), deleteUnverified));
+  }
+
+  /**
+   * Tags {@code version} of the table (0 = this handle's version) as {@code name} (letters,
+   * digits, '-', '_', '.'); a tagged version is kept from cleanup and opens by name
+   * ({@link #openTag}); pylance sees the tag.
+   *
+   * @throws LanceException.InvalidArgument or FailedPrecondition for a name already taken
+   * @throws LanceException.NotFound for a missing version
+   */
+  public void createTag(String name, long version) {
+    handle.with(p -> {
+      Native.createTag(p, name, version);
+      return null;
+    });
+  }
+
+  /** Deletes tag {@code name} ({@link LanceException.NotFound} if there is none). */
+  public void deleteTag(String name) {
+    handle.with(p -> {
+      Native.deleteTag(p, name);
+      return null;
+    });
+  }
+
+  /** The table's tags, sorted by name. */
+  public List<Maintenance.Tag> tags() {
+    return List.of(handle.with(Native::tags));
+  }
+
   /** Creates branch `name` from `version` of this handle's branch (0 = this version); returns the branch. */
   public Dataset createBranch(String name, long version) {
     return new Dataset(handle.withLong(p -> Native.datasetCreateBranch(p, name, version)));

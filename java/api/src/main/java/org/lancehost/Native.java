@@ -95,6 +95,14 @@ final class Native {
       String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig, boolean stableRowIds);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 
+  static native Maintenance.CompactResult compact(long ds, long targetRows, long rowsPerGroup, float deletionThreshold,
+      boolean keepDeletions);
+  static native Maintenance.CleanupResult cleanup(long ds, long olderThanMs, boolean deleteUnverified);
+  static native void createTag(long ds, String name, long version);
+  static native void deleteTag(long ds, String name);
+  static native Maintenance.Tag[] tags(long ds);
+  static native byte[] splitsCombine(byte[][] splits);
+
   static native long[] sessionDefaults();
   static native void sessionConfigure(long[] values, String dataCacheDiskDir);
   static native long[] sessionStats();

@@ -19,6 +19,21 @@ public final class Split {
     sliceCount = v[4];
   }
 
+  /**
+   * Combines splits of one plan into one split's bytes ({@code lance_splits_combine}): scans of
+   * one snapshot, index segment splits of one index, flat or full-text splits; a combined split
+   * returns what the separate ones return after a merge. Hosts with fewer workers than splits
+   * ship one task per worker this way.
+   *
+   * @throws LanceException.InvalidArgument for no splits or splits that cannot be combined (the
+   *     message names the first one and what differs)
+   * @throws LanceException.Corrupt for bytes that are no split
+   */
+  public static byte[] combine(java.util.List<byte[]> splits) {
+    if (splits == null || splits.isEmpty()) throw new LanceException.InvalidArgument("no splits to combine");
+    return Native.splitsCombine(splits.toArray(new byte[0][]));
+  }
+
   /** Decodes `bytes`; {@link LanceException.Corrupt} or InvalidArgument for bytes that are no split. */
   public static Split info(byte[] bytes) {
     return new Split(Native.splitInfo(bytes));
