@@ -39,7 +39,7 @@ PYSPARK_HOME="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__
 (cd java && mvn -B -ntp install -Dspark.home="$PYSPARK_HOME" \
   -Dlancehost.restserver="$CARGO_TARGET_DIR/debug/lance-host-rest-server") > build/java-maven.log 2>&1 \
   || { tail -300 build/java-maven.log; exit 1; }
-grep -E "Tests run:|Reactor Summary|SUCCESS|FAILURE" build/java-maven.log | grep -v " -- in " || true
+grep -a -E "Tests run:|Reactor Summary|SUCCESS|FAILURE" build/java-maven.log | grep -v " -- in " || true
 
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \

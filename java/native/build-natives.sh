@@ -23,7 +23,9 @@ case "$(uname -s)-$(uname -m)" in
   *) echo "build-natives.sh: $(uname -s)-$(uname -m) is not a platform the jar carries natives for" >&2; exit 1 ;;
 esac
 build="$root/build/java-native"
-cmake -S "$root/java/native" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# LanceHost_DIR named each time: a cached one from an earlier prefix would link the wrong library
+cmake -S "$root/java/native" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DLanceHost_DIR="$prefix/lib/cmake/LanceHost" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" >/dev/null
 
 dir="$out/org/lancehost/native/$platform"
