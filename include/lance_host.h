@@ -656,6 +656,12 @@ typedef struct {
   size_t num_aggregates;
   // A Lance SQL filter on the table's columns (as scans take it); NULL = every row.
   const char *filter_sql;
+  // `num_aggregates` Lance SQL expressions over the row, aggregated instead of a column
+  // (`l_extendedprice * (1 - l_discount)`); NULL (the array or an entry) = the entry of
+  // `columns`. An aggregate gives a column or an expression, not both. Integer arithmetic
+  // inside an expression is refused (LANCE_ERR_NOT_SUPPORTED: the engine would wrap an
+  // overflow); cast to DECIMAL(38, 0) or DOUBLE. Since 0.15.
+  const char *const *expressions;
 } LanceAggregateSpec;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm). Set
@@ -1989,9 +1995,11 @@ int32_t lance_rrf_merge(struct ArrowArrayStream *vector, struct ArrowArrayStream
 int32_t lance_compact_params_init_v2(LanceCompactParams *out, size_t struct_size);
 
 // Compact `dataset`'s table: rewrite small fragments, and fragments with many deleted rows,
-// into larger ones, as one new version planned at the handle's version (indexes are remapped;
-// readers of older versions are unaffected). `params` may be NULL for defaults. When there is
-// nothing to compact nothing is committed (`out_result->version` is the handle's).
+// into larger ones, planned at the handle's version (indexes are remapped; readers of older
+// versions are unaffected). Lance commits two versions, as pylance's `compact_files` does: a
+// reservation of fragment ids, then the rewrite (`out_result->version`). `params` may be NULL
+// for defaults. When there is nothing to compact nothing is committed (`out_result->version` is
+// the handle's).
 //
 // `*out_dataset` (if not NULL) gets the resulting version pinned, owned by the caller;
 // `out_result` (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an

@@ -80,12 +80,13 @@ def main(root: Path) -> None:
     groups = {}
     for r in agg.to_pylist():
         g = groups.setdefault(r["category"], {"count": 0, "sum_qty": 0, "min_value": None, "max_value": None,
-                                              "sum_value": 0.0, "n_value": 0})
+                                              "sum_value": 0.0, "n_value": 0, "sum_qty_where_value": 0})
         g["count"] += 1
         g["sum_qty"] += r["qty"]
         if r["value"] is not None:
             g["n_value"] += 1
             g["sum_value"] += r["value"]
+            g["sum_qty_where_value"] += r["qty"]
             g["min_value"] = r["value"] if g["min_value"] is None else min(g["min_value"], r["value"])
             g["max_value"] = r["value"] if g["max_value"] is None else max(g["max_value"], r["value"])
     groups_5000 = {}

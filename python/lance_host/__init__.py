@@ -32,7 +32,7 @@ __all__ = [
     "Catalog", "TableInfo", "CallContext", "DynamicFilter", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
-    "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
+    "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "Expression", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "commit_tables", "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]
 
@@ -1020,7 +1020,8 @@ class Dataset:
         columns), over the rows matching the Lance SQL `filter` (lance_dataset_aggregate).
         `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
         style: functions `count`, `count_all` (column None or []: COUNT(*)), `sum`, `min`, `max`,
-        `avg` (or `mean`). Result columns: the group-by columns, then one per aggregate named by
+        `avg` (or `mean`); in place of a column, an `Expression` (Lance SQL over the row, e.g.
+        `Expression("price * (1 - discount)")`). Result columns: the group-by columns, then one per aggregate named by
         its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
         OutOfRangeError (never wrapped)."""
         return self.aggregate_with_io(aggregates, group_by, filter)[0]
@@ -2025,11 +2026,18 @@ def _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source, 
 AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6}
 
 
+class Expression(str):
+    """A Lance SQL expression over the row, aggregated in place of a column:
+    `ds.aggregate([(Expression("l_extendedprice * (1 - l_discount)"), "sum", "revenue")])`.
+    Integer arithmetic inside it is refused (the engine would wrap an overflow): cast to
+    DECIMAL(38, 0) or DOUBLE first. Since 0.15."""
+
+
 def _aggregate_spec(aggregates, group_by, filter):
     """A LanceAggregateSpec and the buffers it points into (keep both alive for the call)."""
     if isinstance(aggregates, tuple) and aggregates and isinstance(aggregates[1] if len(aggregates) > 1 else None, str):
         aggregates = [aggregates]
-    functions, columns, aliases = [], [], []
+    functions, columns, aliases, expressions = [], [], [], []
     for i, a in enumerate(aggregates):
         if not isinstance(a, (tuple, list)) or len(a) not in (2, 3):
             raise InvalidArgumentError(1, f"aggregate {i} is {a!r}: give (column, function) or (column, function, alias)")
@@ -2043,7 +2051,12 @@ def _aggregate_spec(aggregates, group_by, filter):
         if code == 2 and column is None:
             code = 1
         functions.append(code)
-        columns.append(None if column is None else str(column).encode())
+        if isinstance(column, Expression):
+            expressions.append(str(column).encode())
+            columns.append(None)
+        else:
+            expressions.append(None)
+            columns.append(None if column is None else str(column).encode())
         aliases.append(a[2].encode() if len(a) == 3 and a[2] is not None else None)
     keys = [group_by] if isinstance(group_by, str) else list(group_by or [])
     spec = _ffi.AggregateSpec()
@@ -2052,13 +2065,15 @@ def _aggregate_spec(aggregates, group_by, filter):
     f_arr = (ctypes.c_int32 * n)(*functions) if n else None
     c_arr = (ctypes.c_char_p * n)(*columns) if n else None
     a_arr = (ctypes.c_char_p * n)(*aliases) if n else None
+    e_arr = (ctypes.c_char_p * n)(*expressions) if n and any(expressions) else None
     g_arr, g_n = _cstrings(keys)
     spec.group_by, spec.num_group_by = g_arr, g_n
     spec.functions = ctypes.cast(f_arr, ctypes.POINTER(ctypes.c_int32)) if n else None
     spec.columns, spec.aliases, spec.num_aggregates = c_arr, a_arr, n
+    spec.expressions = e_arr
     if filter is not None:
         spec.filter_sql = filter.encode()
-    return spec, (f_arr, c_arr, a_arr, g_arr)
+    return spec, (f_arr, c_arr, a_arr, g_arr, e_arr)
 
 
 def merge_aggregates(partials) -> pa.Table:

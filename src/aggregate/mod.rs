@@ -50,7 +50,10 @@ fn isnan(e: Expr) -> Expr {
 
 /// The DataFusion aggregate that computes `state` of aggregate `r`.
 fn state_expr(r: &Resolved, state: State) -> Expr {
-    let column = || ident(r.aggregate.column.clone().unwrap_or_default());
+    let column = || match &r.argument {
+        Some(e) => e.clone(),
+        None => ident(r.aggregate.column.clone().unwrap_or_default()),
+    };
     match (state, &r.kind) {
         (State::Count, Kind::None) => agg::count(lit(1i64)),
         (State::Count, _) => agg::count(column()),
@@ -81,7 +84,7 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
                 (META_KIND.to_string(), r.kind.tag()),
                 (META_NAME.to_string(), r.aggregate.name()),
                 (META_FUNCTION.to_string(), function.to_string()),
-                (META_INPUT.to_string(), r.aggregate.column.clone().unwrap_or_default()),
+                (META_INPUT.to_string(), r.aggregate.argument().unwrap_or_default().to_string()),
             ]);
             fields.push(Field::new(spec::state_column(&groups, i, *s), t, !matches!(s, State::Count | State::NaNs)).with_metadata(meta));
         }
@@ -90,10 +93,49 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
     Arc::new(Schema::new_with_metadata(fields, meta))
 }
 
+/// An aggregate's expression argument planned against the table's `schema`: the expression
+/// (types coerced as Lance's scanner coerces a filter's) and its type. Refused: SQL Lance cannot
+/// plan, and integer arithmetic anywhere in it — DataFusion wraps an int64 product or sum that
+/// overflows, which would be a wrong answer; a cast to DECIMAL(38, 0) or DOUBLE computes it
+/// exactly or as floating point.
+pub(crate) fn plan_argument(schema: &SchemaRef, text: &str, what: &str) -> Result<(Expr, DataType)> {
+    use lance::deps::datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use lance::deps::datafusion::common::DFSchema;
+    use lance::deps::datafusion::logical_expr::ExprSchemable;
+    crate::sql_text::check_expression(what, text)?;
+    let planner = lance_datafusion::planner::Planner::new(schema.clone());
+    let refused = |e: &dyn std::fmt::Display| HostError::invalid(format!("{what}: Lance cannot plan the expression {text}: {e}"));
+    let parsed = crate::logging::catch_quietly(|| planner.parse_expr(text))
+        .map_err(|_| HostError::invalid(format!("{what}: Lance cannot plan the expression {text}")))?
+        .map_err(|e| refused(&e))?;
+    let expr = planner.optimize_expr(parsed).map_err(|e| refused(&e))?;
+    let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(|e| HostError::internal(format!("{what}: {e}")))?;
+    let integer = |t: &DataType| t.is_integer();
+    let mut bad: Option<String> = None;
+    expr.apply(|e| {
+        let t = e.get_type(&df_schema).ok();
+        let arithmetic = !matches!(e, Expr::Column(_) | Expr::Literal(..) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Alias(_));
+        if arithmetic && t.as_ref().is_some_and(integer) {
+            bad = Some(e.to_string());
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .map_err(|e| HostError::internal(format!("{what}: {e}")))?;
+    if let Some(part) = bad {
+        return Err(HostError::not_supported(format!(
+            "{what}: '{part}' computes integers, which the engine would wrap on overflow; cast to DECIMAL(38, 0) \
+             (exact) or DOUBLE first, e.g. CAST(a AS DECIMAL(38, 0)) * b"
+        )));
+    }
+    let t = expr.get_type(&df_schema).map_err(|e| refused(&e))?;
+    Ok((expr, t))
+}
+
 /// Check `spec` against the snapshot: the resolved aggregates and the partial states' schema.
 fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, SchemaRef)> {
-    let schema = snapshot.arrow_schema();
-    let resolved = spec::resolve(spec, &schema)?;
+    let schema: SchemaRef = Arc::new(snapshot.arrow_schema());
+    let resolved = spec::resolve_with(spec, &schema, &|text, what| plan_argument(&schema, text, what))?;
     let group_fields = spec
         .group_by
         .iter()

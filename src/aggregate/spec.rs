@@ -2,6 +2,7 @@
 //! aggregate ships between a split and the merge.
 
 use arrow_schema::{DataType, Field, Schema};
+use lance::deps::datafusion::logical_expr::Expr;
 
 use crate::error::{HostError, Result};
 
@@ -52,19 +53,27 @@ impl Function {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Aggregate {
     pub function: Function,
-    /// The column it aggregates (None for COUNT(*)).
+    /// The column it aggregates (None for COUNT(*) and for an expression).
     pub column: Option<String>,
     /// The result column's name (None = `count(*)`, `sum(col)`, ...).
     pub alias: Option<String>,
+    /// A Lance SQL expression over the row it aggregates instead of a column
+    /// (`l_extendedprice * (1 - l_discount)`). Since 0.15.
+    pub expression: Option<String>,
 }
 
 impl Aggregate {
     pub fn name(&self) -> String {
-        match (&self.alias, &self.column) {
+        match (&self.alias, self.argument()) {
             (Some(a), _) => a.clone(),
             (None, None) => "count(*)".to_string(),
             (None, Some(c)) => format!("{}({c})", self.function.sql_name()),
         }
+    }
+
+    /// What it aggregates as written: the column or the expression (None for COUNT(*)).
+    pub fn argument(&self) -> Option<&str> {
+        self.expression.as_deref().or(self.column.as_deref())
     }
 }
 
@@ -189,14 +198,27 @@ pub const META_INPUT: &str = "lance_host.input";
 pub struct Resolved {
     pub aggregate: Aggregate,
     pub kind: Kind,
-    /// The aggregated column's type (None for COUNT(*)).
+    /// The aggregated column's or expression's type (None for COUNT(*)).
     pub input: Option<DataType>,
     pub states: Vec<State>,
+    /// The aggregated expression, planned (None for a column and for COUNT(*)).
+    pub argument: Option<Expr>,
 }
 
+/// Plans an aggregate's expression argument against the schema: the expression and its type
+/// (refusals name the aggregate, `what`).
+pub type PlanExpression<'a> = &'a dyn Fn(&str, &str) -> Result<(Expr, DataType)>;
+
 /// Check `spec` against `schema` and decide each aggregate's states. Every refusal names the
-/// aggregate (by position and text) and why.
+/// aggregate (by position and text) and why. A spec with expression arguments needs `plan`.
 pub fn resolve(spec: &AggregateSpec, schema: &Schema) -> Result<Vec<Resolved>> {
+    resolve_with(spec, schema, &|_, what| {
+        Err(HostError::not_supported(format!("{what}: expression arguments are planned against a table")))
+    })
+}
+
+/// `resolve`, planning expression arguments with `plan`.
+pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression) -> Result<Vec<Resolved>> {
     if spec.aggregates.is_empty() {
         return Err(HostError::invalid("an aggregate spec needs at least one aggregate"));
     }
@@ -251,16 +273,34 @@ pub fn resolve(spec: &AggregateSpec, schema: &Schema) -> Result<Vec<Resolved>> {
                 "{what}: its result column '{name}' is already a group-by column or another aggregate's (give it an alias)"
             )));
         }
-        let (kind, input) = match (a.function, &a.column) {
-            (Function::CountStar, None) => (Kind::None, None),
-            (Function::CountStar, Some(c)) => {
-                return Err(HostError::invalid(format!("{what}: COUNT(*) takes no column (got '{c}'); use COUNT(col)")))
+        if a.column.is_some() && a.expression.is_some() {
+            return Err(HostError::invalid(format!("{what}: give a column or an expression, not both")));
+        }
+        let mut argument = None;
+        let (kind, input) = match (a.function, &a.column, &a.expression) {
+            (Function::CountStar, None, None) => (Kind::None, None),
+            (Function::CountStar, _, _) => {
+                return Err(HostError::invalid(format!(
+                    "{what}: COUNT(*) takes no column or expression (got '{}'); use COUNT(col)",
+                    a.argument().unwrap_or_default()
+                )))
             }
-            (_, None) => return Err(HostError::invalid(format!("{what}: {} needs a column", a.function.sql_name()))),
-            (_, Some(c)) => {
+            (_, None, None) => {
+                return Err(HostError::invalid(format!("{what}: {} needs a column or an expression", a.function.sql_name())))
+            }
+            (_, Some(c), None) => {
                 let f = field(c, &what)?;
                 (Kind::of(f.data_type()), Some(f.data_type().clone()))
             }
+            (_, None, Some(e)) => {
+                if e.trim().is_empty() {
+                    return Err(HostError::invalid(format!("{what}: the expression is empty")));
+                }
+                let (expr, t) = plan(e, &what)?;
+                argument = Some(expr);
+                (Kind::of(&t), Some(t))
+            }
+            (_, Some(_), Some(_)) => unreachable!("refused above"),
         };
         let type_name = input.as_ref().map(|t| t.to_string()).unwrap_or_default();
         let states = match (a.function, &kind) {
@@ -275,13 +315,13 @@ pub fn resolve(spec: &AggregateSpec, schema: &Schema) -> Result<Vec<Resolved>> {
             (Function::Max, Kind::Signed | Kind::Unsigned | Kind::Decimal128 { .. } | Kind::Ordered) => vec![State::Max],
             (f, _) => {
                 return Err(HostError::not_supported(format!(
-                    "{what}: {} of a {type_name} column is not supported (SUM and AVG take numbers; MIN and MAX numbers, \
+                    "{what}: {} of a {type_name} value is not supported (SUM and AVG take numbers; MIN and MAX numbers, \
                      strings, binary, booleans, dates, times and timestamps; COUNT any column)",
                     f.sql_name().to_uppercase()
                 )))
             }
         };
-        out.push(Resolved { aggregate: a.clone(), kind, input, states });
+        out.push(Resolved { aggregate: a.clone(), kind, input, states, argument });
     }
     Ok(out)
 }

@@ -59,6 +59,12 @@ pub struct LanceAggregateSpec {
     pub num_aggregates: usize,
     /// A Lance SQL filter on the table's columns (as scans take it); NULL = every row.
     pub filter_sql: *const c_char,
+    /// `num_aggregates` Lance SQL expressions over the row, aggregated instead of a column
+    /// (`l_extendedprice * (1 - l_discount)`); NULL (the array or an entry) = the entry of
+    /// `columns`. An aggregate gives a column or an expression, not both. Integer arithmetic
+    /// inside an expression is refused (LANCE_ERR_NOT_SUPPORTED: the engine would wrap an
+    /// overflow); cast to DECIMAL(38, 0) or DOUBLE. Since 0.15.
+    pub expressions: *const *const c_char,
 }
 
 impl Default for LanceAggregateSpec {
@@ -72,6 +78,7 @@ impl Default for LanceAggregateSpec {
             aliases: std::ptr::null(),
             num_aggregates: 0,
             filter_sql: std::ptr::null(),
+            expressions: std::ptr::null(),
         }
     }
 }
@@ -119,15 +126,17 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
     let functions = slice_arg(s.functions, s.num_aggregates, "spec->functions")?;
     let columns = opt_str_list(s.columns, s.num_aggregates, "spec->columns")?;
     let aliases = opt_str_list(s.aliases, s.num_aggregates, "spec->aliases")?;
+    let expressions = opt_str_list(s.expressions, s.num_aggregates, "spec->expressions")?;
     let aggregates = functions
         .iter()
         .zip(columns)
         .zip(aliases)
+        .zip(expressions)
         .enumerate()
-        .map(|(i, ((f, column), alias))| {
+        .map(|(i, (((f, column), alias), expression))| {
             let function = Function::from_i32(*f)
                 .ok_or_else(|| HostError::invalid(format!("spec->functions[{i}] is {f}, not a LanceAggregateFunction")))?;
-            Ok(Aggregate { function, column, alias })
+            Ok(Aggregate { function, column, alias, expression })
         })
         .collect::<Result<Vec<_>>>()?;
     let filter = opt_str_arg(s.filter_sql, "spec->filter_sql")?.map(str::to_string);

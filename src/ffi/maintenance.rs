@@ -108,9 +108,11 @@ pub extern "C" fn lance_compact_params_init_v2(out: *mut LanceCompactParams, str
 }
 
 /// Compact `dataset`'s table: rewrite small fragments, and fragments with many deleted rows,
-/// into larger ones, as one new version planned at the handle's version (indexes are remapped;
-/// readers of older versions are unaffected). `params` may be NULL for defaults. When there is
-/// nothing to compact nothing is committed (`out_result->version` is the handle's).
+/// into larger ones, planned at the handle's version (indexes are remapped; readers of older
+/// versions are unaffected). Lance commits two versions, as pylance's `compact_files` does: a
+/// reservation of fragment ids, then the rewrite (`out_result->version`). `params` may be NULL
+/// for defaults. When there is nothing to compact nothing is committed (`out_result->version` is
+/// the handle's).
 ///
 /// `*out_dataset` (if not NULL) gets the resulting version pinned, owned by the caller;
 /// `out_result` (may be NULL) what was rewritten. Borrows its arguments. Thread-safe. Returns an

@@ -131,3 +131,85 @@ fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
     assert!(plain[0].release.is_none(), "released on failure too");
     assert!(out.release.is_none());
 }
+
+/// Issue 62: an aggregate's argument may be an expression over the row (`spec->expressions`,
+/// appended to the struct in 0.15). A caller compiled against the 64-byte struct of 0.12 still
+/// aggregates columns; expressions that are refused say why.
+#[test]
+fn expression_arguments_are_aggregated_and_unsafe_ones_refused() {
+    let uri = table_uri("aggregate_expr");
+    let p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    write(&uri, std::ptr::null(), vec![rows(0..1000), rows(1000..2000)], &p).unwrap();
+    let ds = Ds::open(&uri, 0);
+    // SUM(CAST(id AS DOUBLE) * 0.5), MAX(id) by column
+    let expr = cstr("CAST(id AS DOUBLE) * 0.5");
+    let id = cstr("id");
+    let expressions = [expr.as_ptr(), std::ptr::null()];
+    let columns = [std::ptr::null(), id.as_ptr()];
+    let functions = [3, 5];
+    let mut s = spec();
+    s.functions = functions.as_ptr();
+    s.columns = columns.as_ptr();
+    s.expressions = expressions.as_ptr();
+    s.num_aggregates = 2;
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &s, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    let b = read(&mut out);
+    let sum = b[0].column_by_name("sum(CAST(id AS DOUBLE) * 0.5)").expect("default name from the expression");
+    let sum = sum.as_any().downcast_ref::<arrow::array::Float64Array>().unwrap().value(0);
+    assert_eq!(sum, (0..2000).map(|i| i as f64 * 0.5).sum::<f64>());
+    assert_eq!(int(&b, "max(id)"), vec![Some(1999)]);
+
+    // the 0.12 layout (no expressions field): columns only, as before
+    let mut old = s;
+    old.struct_size = 64;
+    old.expressions = 1 as *const *const std::os::raw::c_char; // beyond the old struct: never read
+    let cols = [id.as_ptr(), id.as_ptr()];
+    old.columns = cols.as_ptr();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &old, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    assert_eq!(int(&read(&mut out), "sum(id)"), vec![Some((0..2000).sum::<i64>())]);
+
+    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| {
+        let mut out = FFI_ArrowArrayStream::empty();
+        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
+        assert_eq!(rc, code as i32, "{needle}: {}", last_message());
+        assert!(last_message().contains(needle), "{needle}: {}", last_message());
+        assert!(out.release.is_none());
+    };
+    // integer arithmetic: the engine would wrap an overflow
+    let wraps = cstr("id * id");
+    let e = [wraps.as_ptr(), std::ptr::null()];
+    let mut bad = s;
+    bad.expressions = e.as_ptr();
+    refused(&bad, LANCE_ERR_NOT_SUPPORTED, "DECIMAL(38, 0)");
+    // exact once cast
+    let exact = cstr("CAST(id AS DECIMAL(38, 0)) * id");
+    let e = [exact.as_ptr(), std::ptr::null()];
+    let mut ok = s;
+    ok.expressions = e.as_ptr();
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &ok, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    let b = read(&mut out);
+    let d = b[0].column(0).as_any().downcast_ref::<arrow::array::Decimal128Array>().expect("a decimal sum");
+    assert_eq!(d.value(0), (0..2000i128).map(|i| i * i).sum::<i128>());
+    // a column and an expression for one aggregate; an unknown column; not SQL; COUNT(*) with one
+    let both = [id.as_ptr(), id.as_ptr()];
+    let mut bad = s;
+    bad.columns = both.as_ptr();
+    refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "not both");
+    let unknown = cstr("CAST(nope AS DOUBLE) + 1");
+    let e = [unknown.as_ptr(), std::ptr::null()];
+    let mut bad = s;
+    bad.expressions = e.as_ptr();
+    refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "nope");
+    let garbage = cstr("id +* )");
+    let e = [garbage.as_ptr(), std::ptr::null()];
+    let mut bad = s;
+    bad.expressions = e.as_ptr();
+    refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "aggregate 0");
+    let star = [1, 5];
+    let mut bad = s;
+    bad.functions = star.as_ptr();
+    refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "COUNT(*) takes no column or expression");
+}

@@ -5,8 +5,10 @@ needs the connector's jar (natives inside) when it starts, and the other Spark t
 already started theirs without it."""
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -79,3 +81,46 @@ def test_arrow_python_udf_over_a_scan_equals_pylance(answers, batch_size):
     assert {r[0]: r[1:] for r in got["rows"]} == want
     # after a filter that leaves a short last batch in every split
     assert got["filtered"] == sorted(2 * i for i in want if i % 7 == 3)
+
+
+PACKAGES_SESSION = r'''
+import json, sys
+from pyspark.sql import SparkSession
+
+coords, ivy, uri = sys.argv[1], sys.argv[2], sys.argv[3]
+spark = (SparkSession.builder.master("local[2]").appName("lance-host-packages")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+         .config("spark.jars.packages", coords).config("spark.jars.ivy", ivy)
+         .getOrCreate())
+df = spark.read.format("lance_host").load(uri)
+out = {"count": df.count(),
+       "sum_filtered": df.where("id % 7 = 3").agg({"price": "sum"}).collect()[0][0],
+       "jars": sorted(j.split("/")[-1] for j in spark.sparkContext._jsc.sc().listJars())}
+spark.stop()
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_the_lean_connector_resolves_with_spark_packages_from_the_local_repository(tmp_path):
+    """`--packages org.lancehost:lance-host-spark-4.x_2.13:<version>` after `mvn install`: Spark's
+    resolver finds the connector and lance-host (natives inside) in ~/.m2 and nothing else — Arrow
+    Java and SLF4J are Spark's own."""
+    spark_bundle()  # skips when java/ was not built
+    version = re.search(r'^version = "([^"]+)"', (Path(__file__).resolve().parents[2] / "Cargo.toml").read_text(),
+                        re.M).group(1)
+    uri = str(tmp_path / "t.lance")
+    n = 3000
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()),
+                                  "price": pa.array([i * 0.5 for i in range(n)], pa.float64())}),
+                        uri, max_rows_per_file=1000)
+    run = subprocess.run([sys.executable, "-c", PACKAGES_SESSION, f"org.lancehost:lance-host-spark-4.x_2.13:{version}",
+                          str(tmp_path / "ivy"), uri], capture_output=True, text=True, timeout=600)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stderr[-6000:]
+    out = json.loads(lines[0][len("RESULT "):])
+    t = lance.dataset(uri).to_table()
+    assert out["count"] == t.num_rows
+    assert out["sum_filtered"] == sum(p for i, p in zip(t["id"].to_pylist(), t["price"].to_pylist()) if i % 7 == 3)
+    assert out["jars"] == sorted([f"org.lancehost_lance-host-spark-4.x_2.13-{version}.jar",
+                                  f"org.lancehost_lance-host-{version}.jar"]), out["jars"]

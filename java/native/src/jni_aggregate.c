@@ -4,7 +4,8 @@
 /* ---- aggregates -------------------------------------------------------------------------- */
 
 JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by, jintArray functions,
-                               jobjectArray columns, jobjectArray aliases, jstring filter_sql) {
+                               jobjectArray columns, jobjectArray aliases, jobjectArray expressions,
+                               jstring filter_sql) {
   (void)c;
   if (!functions) {
     throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions are null");
@@ -21,12 +22,20 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
     str_array_free(&cols);
     return 0;
   }
+  StrArray exprs;
+  if (!str_array(env, expressions, "aggregate expressions", 1, &exprs)) {
+    str_array_free(&g);
+    str_array_free(&cols);
+    str_array_free(&names);
+    return 0;
+  }
   int ok = 1;
   char *filter = utf8(env, filter_sql, "filter", &ok);
   jlong out = 0;
   jsize nf = (*env)->GetArrayLength(env, functions);
-  if (ok && ((columns && cols.len != (size_t)nf) || (aliases && names.len != (size_t)nf))) {
-    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions, columns and names differ in length");
+  if (ok && ((columns && cols.len != (size_t)nf) || (aliases && names.len != (size_t)nf) ||
+             (expressions && exprs.len != (size_t)nf))) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions, columns, names and expressions differ in length");
     ok = 0;
   }
   LanceSplit *s = NULL;
@@ -40,6 +49,7 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
     spec.functions = (const int32_t *)fns;
     spec.columns = (const char *const *)cols.items;
     spec.aliases = (const char *const *)names.items;
+    spec.expressions = (const char *const *)exprs.items;
     spec.num_aggregates = (size_t)nf;
     spec.filter_sql = filter;
     struct ArrowArrayStream *stream = new_stream(env);
@@ -55,6 +65,7 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
   str_array_free(&g);
   str_array_free(&cols);
   str_array_free(&names);
+  str_array_free(&exprs);
   return out;
 }
 

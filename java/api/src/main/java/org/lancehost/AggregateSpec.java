@@ -17,22 +17,26 @@ public final class AggregateSpec implements java.io.Serializable {
   final List<Integer> functions;
   final List<String> columns;
   final List<String> aliases;
+  /** Per aggregate: a Lance SQL expression aggregated instead of its column, or null. */
+  final List<String> expressions;
   final String filter;
 
-  private AggregateSpec(List<String> groupBy, List<Integer> functions, List<String> columns, List<String> aliases, String filter) {
+  private AggregateSpec(List<String> groupBy, List<Integer> functions, List<String> columns, List<String> aliases,
+      List<String> expressions, String filter) {
     this.groupBy = groupBy;
     this.functions = functions;
     this.columns = columns;
     this.aliases = aliases;
+    this.expressions = expressions;
     this.filter = filter;
   }
 
   public static AggregateSpec create() {
-    return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), null);
+    return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), List.of(), null);
   }
 
   public AggregateSpec groupBy(String... cols) {
-    return new AggregateSpec(List.of(cols), functions, columns, aliases, filter);
+    return new AggregateSpec(List.of(cols), functions, columns, aliases, expressions, filter);
   }
 
   public AggregateSpec countStar(String alias) {
@@ -41,17 +45,35 @@ public final class AggregateSpec implements java.io.Serializable {
 
   /** Adds `function` (a LANCE_AGG_* value) over `column`; `alias` null = the default name. */
   public AggregateSpec add(int function, String column, String alias) {
+    return with(function, column, null, alias);
+  }
+
+  /**
+   * Adds `function` (a LANCE_AGG_* value) over a Lance SQL expression of the row, e.g. {@code
+   * addExpression(SUM, "l_extendedprice * (1 - l_discount)", "revenue")}; `alias` null = the
+   * default name ({@code sum(<expression>)}). Integer arithmetic inside the expression is refused
+   * ({@link LanceException.NotSupported}: the engine would wrap an overflow); cast to DECIMAL(38, 0)
+   * or DOUBLE. Since 0.15.
+   */
+  public AggregateSpec addExpression(int function, String expression, String alias) {
+    if (expression == null) throw new LanceException.InvalidArgument("expression is null");
+    return with(function, null, expression, alias);
+  }
+
+  private AggregateSpec with(int function, String column, String expression, String alias) {
     List<Integer> f = new ArrayList<>(functions);
     f.add(function);
     List<String> c = new ArrayList<>(columns);
     c.add(column);
     List<String> a = new ArrayList<>(aliases);
     a.add(alias);
-    return new AggregateSpec(groupBy, f, c, a, filter);
+    List<String> e = new ArrayList<>(expressions);
+    e.add(expression);
+    return new AggregateSpec(groupBy, f, c, a, e, filter);
   }
 
   public AggregateSpec filter(String sql) {
-    return new AggregateSpec(groupBy, functions, columns, aliases, sql);
+    return new AggregateSpec(groupBy, functions, columns, aliases, expressions, sql);
   }
 
   int[] functionArray() {

@@ -52,7 +52,7 @@ final class Native {
   static native long topkMerge(long[] streams, long k, long offset);
 
   static native long aggregate(long ds, byte[] split, String[] groupBy, int[] functions, String[] columns,
-      String[] aliases, String filter);
+      String[] aliases, String[] expressions, String filter);
   static native long aggregateMerge(long[] streams);
 
   static native long catalogOpen(String[] properties);

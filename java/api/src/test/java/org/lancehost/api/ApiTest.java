@@ -411,7 +411,8 @@ class ApiTest {
   void aggregatesEqualPylance() {
     AggregateSpec spec = AggregateSpec.create().groupBy("category").countStar("n")
         .add(AggregateSpec.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
-        .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value");
+        .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value")
+        .addExpression(AggregateSpec.SUM, "value * 2.0 + CAST(qty AS DOUBLE)", "expr");
     try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
       List<Map<String, Object>> one = rows(ds.aggregate(spec, allocator));
       // The distributed shape: partial states per split, merged once.
@@ -429,8 +430,15 @@ class ApiTest {
           assertEquals(g.get("max_value").asDouble(), (Double) r.get("max_value"), 0.0);
           double avg = g.get("sum_value").asDouble() / g.get("n_value").asDouble();
           assertEquals(avg, (Double) r.get("avg_value"), Math.abs(avg) * 1e-12);
+          // value is NULL in some rows: the expression is too, and SUM leaves it out
+          double want = 2 * g.get("sum_value").asDouble() + g.get("sum_qty_where_value").asDouble();
+          assertEquals(want, (Double) r.get("expr"), Math.abs(want) * 1e-12);
         }
       }
+      // integer arithmetic could wrap in the engine: refused
+      LanceException e = assertThrows(LanceException.NotSupported.class,
+          () -> rows(ds.aggregate(AggregateSpec.create().addExpression(AggregateSpec.SUM, "qty * 2", null), allocator)));
+      assertTrue(e.getMessage().contains("DECIMAL(38, 0)"), e.getMessage());
     }
   }
 
