@@ -96,7 +96,7 @@ spark = (SparkSession.builder.master("local[2]").appName("lance-host-packages")
 df = spark.read.format("lance_host").load(uri)
 out = {"count": df.count(),
        "sum_filtered": df.where("id % 7 = 3").agg({"price": "sum"}).collect()[0][0],
-       "jars": sorted(j.split("/")[-1] for j in spark.sparkContext._jsc.sc().listJars())}
+       "jars": sorted(j.split("/")[-1] for j in spark.sparkContext._jsc.sc().listJars().mkString(",").split(","))}
 spark.stop()
 print("RESULT " + json.dumps(out))
 '''
