@@ -179,6 +179,18 @@ def main(root: Path) -> None:
 
     expected["tables"] = sorted(p.name[: -len(".lance")] for p in tables.iterdir())
 
+    # one_fragment: 300,000 rows in one fragment (Spark's default plan cuts it into row slices
+    # when Spark has more cores than the table has fragments)
+    one_dir = root / "single"
+    one_dir.mkdir()
+    n = 300_000
+    one = pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array([i % 1000 for i in range(n)], pa.int64())})
+    lance.write_dataset(one, str(one_dir / "one.lance"), max_rows_per_file=n)
+    one_ds = lance.dataset(str(one_dir / "one.lance"))
+    assert len(one_ds.get_fragments()) == 1
+    expected["one_fragment"] = {"uri": str(one_dir / "one.lance"), "count": one_ds.count_rows(),
+                                "sum_v": sum(one_ds.to_table(columns=["v"])["v"].to_pylist())}
+
     # nans: floats at the edges (NaN of either sign, +-inf, -0.0, NULL) as a Lance table and as
     # Parquet (pyarrow keeps every bit), for Spark on Parquet to judge the connector's answers
     import struct

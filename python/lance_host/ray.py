@@ -32,6 +32,9 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
 import lance_host as lh
 from lance_host._vectors import conform
 
+# Fewest rows a default row slice holds (smaller tables are not cut).
+MIN_SLICE_ROWS = 65_536
+
 
 def _metadata(rows: int) -> BlockMetadata:
     """Block metadata across Ray versions (the constructor's fields changed over time)."""
@@ -101,6 +104,9 @@ class LanceHostDatasource(Datasource):
             splits = ds.plan_scan(target_rows)
         # a change split's row count is a weight (its fragments hold unchanged rows too)
         self._splits = [(bytes(s), None if changes_since is not None else s.row_count) for s in splits]
+        # without target_rows, a table with fewer fragments than Ray asks tasks for is cut into
+        # row slices when Ray asks (get_read_tasks)
+        self._slice_by_default = target_rows == 0 and changes_since is None
         self._columns = list(columns) if columns else None
         self._filter = filter
         self._keys = keys
@@ -115,9 +121,23 @@ class LanceHostDatasource(Datasource):
         """Not estimated (None): Ray then sizes blocks as they are read."""
         return None
 
+    def _default_splits(self, parallelism: int) -> list:
+        """The splits to read: those planned, or — without `target_rows`, when the table has
+        fewer fragments than Ray asks tasks for — row slices of about rows / parallelism (at
+        least MIN_SLICE_ROWS), so that a one-fragment table is not read by one task."""
+        if not self._slice_by_default or len(self._splits) >= parallelism:
+            return self._splits
+        rows = sum(r or 0 for _, r in self._splits)
+        if rows < 2 * MIN_SLICE_ROWS:
+            return self._splits
+        target = max(MIN_SLICE_ROWS, -(-rows // parallelism))
+        ds = lh.open_snapshot(self._token, storage_options=self._storage)
+        return [(bytes(s), s.row_count) for s in ds.plan_scan(target)]
+
     def get_read_tasks(self, parallelism: int, **kwargs) -> list:
-        """One read task per scan split, whatever `parallelism` asks; the snapshot token is put into
+        """One read task per scan split (see `_default_splits`); the snapshot token is put into
         the object store once and shared by all tasks."""
+        splits = self._default_splits(parallelism)
         token_ref = ray.put(self._token)  # once, shared by every task
         keys_ref = None if self._keys is None else ray.put(self._keys)  # a join's keys, once
         # A split's visible row count is exact without a filter (Ray may answer count() from
@@ -125,7 +145,7 @@ class LanceHostDatasource(Datasource):
         return [
             ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage, keys_ref),
                      _metadata(None if self._filter or self._keys is not None or rows is None else rows))
-            for i, (split, rows) in enumerate(self._splits)
+            for i, (split, rows) in enumerate(splits)
         ]
 
 

@@ -346,6 +346,29 @@ def test_one_fragment_is_read_by_several_tasks(cluster, tmp_path):
     assert got.count() == py.count_rows()
 
 
+def test_a_one_fragment_table_is_sliced_by_default_when_ray_asks_for_more_tasks(cluster, tmp_path):
+    """Without target_rows, a table with fewer fragments than the read tasks Ray asks for is cut
+    into row slices of about rows / parallelism (issue 62: one task read it); small tables and
+    target_rows stay as they were; the rows equal pylance's."""
+    uri = str(tmp_path / "big_one.lance")
+    n = 4 * lhr.MIN_SLICE_ROWS
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64())}), uri, max_rows_per_file=n)
+    py = lance.dataset(uri)
+    assert len(py.get_fragments()) == 1
+    source = lhr.LanceHostDatasource(uri, columns=["id"])
+    assert source.splits == 1
+    assert len(source.get_read_tasks(4)) == 4
+    assert len(source.get_read_tasks(200)) == 4, "slices keep at least MIN_SLICE_ROWS rows"
+    assert len(source.get_read_tasks(1)) == 1
+    assert len(lhr.LanceHostDatasource(uri, columns=["id"], target_rows=n).get_read_tasks(4)) == 1
+    got = lhr.read_lance_host(uri, columns=["id"], override_num_blocks=4)
+    assert got.count() == n
+    assert got.sum("id") == sum(range(n))
+    small = str(tmp_path / "small_one.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(1000), pa.int64())}), small)
+    assert len(lhr.LanceHostDatasource(small, columns=["id"]).get_read_tasks(4)) == 1
+
+
 def test_misspelled_keywords_are_errors(cluster, table):
     """read_lance_host with a misspelled keyword is an error naming the closest valid one
     (0.10.5: Ray handed it to the source, which ignored it and read unfiltered); keywords of the

@@ -225,7 +225,7 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
       }
       return parts.toArray(new InputPartition[0]);
     }
-    SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : ds.planScan(0);
+    SplitPlan plan = table.options.targetRows > 0 ? ds.planScanSlices(table.options.targetRows) : defaultPlan(ds);
     List<InputPartition> out = new ArrayList<>();
     long rows = 0;
     Snapshots.Ref snapshot = null;
@@ -242,6 +242,25 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
       if (limit >= 0 && filter == null && orderBy == null && runtimeKeyColumn == null && rows >= limit) break;
     }
     return out.toArray(new InputPartition[0]);
+  }
+
+  /** Fewest rows a default row slice holds (smaller tables are not cut). */
+  static final long MIN_SLICE_ROWS = 65_536;
+
+  /**
+   * Without {@code target_rows}: one split per fragment, unless the table has fewer fragments than
+   * Spark has cores ({@code defaultParallelism}) — then row slices of about rows / cores (at least
+   * {@link #MIN_SLICE_ROWS}), so a one-fragment table is not read by one task.
+   */
+  static SplitPlan defaultPlan(Dataset ds) {
+    SplitPlan plan = ds.planScan(0);
+    org.apache.spark.sql.SparkSession spark = org.apache.spark.sql.SparkSession.active();
+    int cores = spark.sparkContext().defaultParallelism();
+    if (plan.splits().size() >= cores) return plan;
+    long rows = 0;
+    for (byte[] split : plan.splits()) rows += Split.info(split).rowCount();
+    if (rows < 2 * MIN_SLICE_ROWS) return plan;
+    return ds.planScanSlices(Math.max(MIN_SLICE_ROWS, (rows + cores - 1) / cores));
   }
 
   @Override

@@ -15,7 +15,8 @@ import org.lancehost.LanceException;
  * {@code version}, {@code timestamp_ms} or {@code timestamp_us} (the snapshot: the latest version
  * committed at or before that instant; default the latest), {@code filter} (a
  * Lance SQL filter applied by Lance besides the pushed ones), {@code target_rows} (rows per
- * split; default one split per fragment, larger fragments cut into row slices),
+ * split, larger fragments cut into row slices; default one split per fragment, or row slices
+ * when the table has fewer fragments than Spark has cores: LanceScan.defaultPlan),
  * {@code batch_size}, and {@code storage.<key>} storage options. An unknown option is an error
  * naming the closest valid one: a typo must not silently read another snapshot or other rows.
  */

@@ -419,6 +419,20 @@ class SparkReadTest {
   }
 
   @Test
+  void aOneFragmentTableIsReadByEveryCoreByDefault() {
+    JsonNode one = Fixtures.expected().get("one_fragment");
+    Dataset<Row> t = spark.read().format("lance_host").load(one.get("uri").asText());
+    int cores = spark.sparkContext().defaultParallelism();
+    assertTrue(cores >= 2, "local[2]");
+    assertEquals(cores, t.rdd().getNumPartitions(), "row slices, one per core");
+    assertEquals(one.get("count").asLong(), t.filter("id >= 0").count());
+    assertEquals(one.get("sum_v").asLong(), t.selectExpr("sum(v + 0) AS s").first().getLong(0));
+    // target_rows still decides when given
+    assertEquals(1, spark.read().format("lance_host").option("target_rows", "1000000").load(one.get("uri").asText())
+        .rdd().getNumPartitions());
+  }
+
+  @Test
   void tasksShareTheShippedSnapshotInsteadOfOpeningTheTable() {
     Dataset<Row> t = table();
     int partitions = t.rdd().getNumPartitions();
