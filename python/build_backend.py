@@ -11,9 +11,12 @@ directory with the shared library put into the package.
   and perf), and the bundled copy keeps only what linking needs (`--strip-unneeded`).
 - Every hook that writes (metadata, wheel, sdist) works in a temporary copy of the source
   tree, so two builds of the same checkout can run at once and the checkout stays clean.
+- A wheel bundling a library that is not a release build carries its profile as a local version
+  label (`0.14.0+debug`), and `import lance_host` warns once when it loads such a library.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -59,10 +62,43 @@ def _bundle_library(dest: Path):
         subprocess.run([objcopy, "--strip-debug", str(src), str(dest)], check=True)
 
 
+def _profile_of(lib: Path):
+    """The build profile a library reports (`lance_host_build_profile`: "release", "debug"), or
+    None for a library that does not say."""
+    import ctypes
+    handle = ctypes.CDLL(str(lib))
+    fn = getattr(handle, "lance_host_build_profile", None)
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
+
+
+def _label_version(copy: Path):
+    """A wheel of a library that is not a release build says so in its version: a local version
+    label (`0.14.0+debug`), which pip shows and which the file name carries. A library this
+    backend builds itself is a release build."""
+    src = os.environ.get("LANCE_HOST_LIB")
+    if not src or not Path(src).is_file():
+        return
+    profile = _profile_of(Path(src))
+    if profile in (None, "release"):
+        return
+    if not re.fullmatch(r"[a-z0-9]+", profile):
+        raise RuntimeError(f"{src}: build profile {profile!r} is not a version label")
+    pyproject = copy / "pyproject.toml"
+    text = pyproject.read_text()
+    labelled, n = re.subn(r'^version = "([^"+]+)"$', lambda m: f'version = "{m.group(1)}+{profile}"', text, flags=re.M)
+    if n != 1:
+        raise RuntimeError("pyproject.toml: no version line to label")
+    pyproject.write_text(labelled)
+
+
 def _private_copy(tmp: str) -> Path:
     copy = Path(tmp) / "src"
     shutil.copytree(HERE, copy, ignore=shutil.ignore_patterns(
         "build", "dist", "*.egg-info", "__pycache__", LIB_NAME))
+    _label_version(copy)
     return copy
 
 

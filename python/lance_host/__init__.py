@@ -2433,6 +2433,15 @@ def metrics() -> dict:
 #: The loaded library's version ("major.minor.patch"), as `version()` returns it.
 __version__ = version()
 
+if build_profile() != "release":
+    # once per process (a module is imported once): the speed a user sees is not the library's
+    import warnings
+
+    warnings.warn(
+        f"lance_host: the loaded library ({LIB._name}) is a {build_profile()} build, many times slower "
+        "than a release build (5-38x on scans and index builds); build one with "
+        "`scripts/build-wheel.sh --release` (docs/building.md)", RuntimeWarning, stacklevel=2)
+
 
 def __dir__():
     """The package's public names (`__all__`), not the modules and helpers it imports (PEP 562)."""

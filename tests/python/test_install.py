@@ -94,3 +94,25 @@ def test_the_installed_package_carries_no_debug_info():
     if lib.is_relative_to(ROOT):
         pytest.skip("lance_host is used from the source tree, not installed from a wheel")
     assert ".debug_info" not in sections(lib)
+
+
+@pytest.mark.parametrize("profile", ["debug", "release"])
+def test_a_wheel_of_a_debug_library_says_so_in_its_version(tmp_path, profile):
+    """Issue 62: the wheel a user built from the test command's library was the debug build with
+    nothing saying so. A library reporting another profile than release gets a local version
+    label (`0.14.0+debug`, in the file name and the metadata); a release library none."""
+    if shutil.which("cc") is None or shutil.which("objcopy") is None:
+        pytest.skip("needs cc and binutils (installed by scripts/ensure-deps.sh)")
+    (tmp_path / "p.c").write_text(f'const char *lance_host_build_profile(void) {{ return "{profile}"; }}\n')
+    lib = tmp_path / "liblance_host.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "p.c")], check=True)
+    r = build_wheel(lib, tmp_path)
+    assert r.returncode == 0, r.stderr
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    version = next(line.split('"')[1] for line in (PYTHON_DIR / "pyproject.toml").read_text().splitlines()
+                   if line.startswith("version = "))
+    want = f"{version}+{profile}" if profile != "release" else version
+    assert wheel.name.startswith(f"lance_host-{want}-py3-none-"), wheel.name
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert f"\nVersion: {want}\n" in meta, meta[:300]

@@ -528,3 +528,18 @@ def test_the_namespace_shows_only_the_public_api():
     assert not {"ctypes", "pa", "LIB", "Optional", "threading", "dataclass"} & set(names)
     assert set(lance_host.__all__) <= set(names)
     assert all(hasattr(lance_host, n) for n in names if n not in ("spark", "ray"))
+
+
+def test_a_debug_library_warns_once_when_the_package_loads():
+    """Issue 62: `import lance_host` on a library that is not a release build warns, once per
+    process, naming the library and how to build a release one; a release library is silent."""
+    import lance_host
+    code = "import lance_host, lance_host.spark, lance_host"
+    out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    warned = out.stderr.count("lance_host: the loaded library")
+    if lance_host.build_profile() == "release":
+        assert warned == 0, out.stderr
+    else:
+        assert warned == 1, out.stderr
+        assert f"is a {lance_host.build_profile()} build" in out.stderr and "--release" in out.stderr, out.stderr
