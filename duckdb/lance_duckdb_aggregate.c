@@ -51,17 +51,47 @@ int run_aggregate(BindData* b, struct ArrowArrayStream* out, const char** err) {
     *err = lance_last_error_message();
     return 0;
   }
-  spec.group_by = (const char* const*)b->agg_group;
-  spec.num_group_by = b->agg_ngroup;
-  spec.functions = b->agg_function;
-  spec.columns = (const char* const*)b->agg_column;
-  spec.num_aggregates = b->agg_n;
-  spec.filter_sql = b->filter;
-  if (lance_dataset_aggregate(b->ds, &spec, out, NULL) != LANCE_OK) {
+  /* An argument that names a column of the table is that column; anything else is a Lance SQL
+     expression over the row (sum(l_extendedprice * (1 - l_discount))). */
+  struct ArrowSchema schema;
+  if (lance_dataset_schema(b->ds, &schema) != LANCE_OK) {
     *err = lance_last_error_message();
     return 0;
   }
-  return 1;
+  const char** columns = (const char**)calloc(b->agg_n ? b->agg_n : 1, sizeof(char*));
+  const char** expressions = (const char**)calloc(b->agg_n ? b->agg_n : 1, sizeof(char*));
+  int any_expr = 0;
+  for (size_t i = 0; columns && expressions && i < b->agg_n; i++) {
+    const char* a = b->agg_column[i];
+    int is_column = a == NULL;
+    for (int64_t c = 0; a && !is_column && c < schema.n_children; c++)
+      is_column = schema.children[c]->name && strcmp(schema.children[c]->name, a) == 0;
+    if (is_column) {
+      columns[i] = a;
+    } else {
+      expressions[i] = a;
+      any_expr = 1;
+    }
+  }
+  if (schema.release) schema.release(&schema);
+  if (!columns || !expressions) {
+    free(columns);
+    free(expressions);
+    *err = "lance_aggregate: out of memory";
+    return 0;
+  }
+  spec.group_by = (const char* const*)b->agg_group;
+  spec.num_group_by = b->agg_ngroup;
+  spec.functions = b->agg_function;
+  spec.columns = columns;
+  spec.expressions = any_expr ? expressions : NULL;
+  spec.num_aggregates = b->agg_n;
+  spec.filter_sql = b->filter;
+  int ok = lance_dataset_aggregate(b->ds, &spec, out, NULL) == LANCE_OK;
+  if (!ok) *err = lance_last_error_message();
+  free(columns);
+  free(expressions);
+  return ok;
 }
 
 void aggregate_bind(duckdb_bind_info info) {
@@ -102,7 +132,8 @@ void aggregate_bind(duckdb_bind_info info) {
     if (!parse_aggregate(text, &function, &column)) {
       char msg[512];
       snprintf(msg, sizeof msg,
-               "lance_aggregate: aggregate %zu is '%.200s'; write count(*), count(col), sum(col), min(col), max(col) or avg(col)",
+               "lance_aggregate: aggregate %zu is '%.200s'; write count(*), count(col), sum(col), min(col), max(col) or avg(col) "
+               "(col: a column, or a Lance SQL expression over the row)",
                i, text);
       duckdb_bind_set_error(info, msg);
       free(text);

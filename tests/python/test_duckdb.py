@@ -578,6 +578,19 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
     for a, b in zip(ours, duck):
         assert a[0] == b[0] and a[1] == b[1] and a[3:] == b[3:], (a, b)
         assert abs(float(a[2]) - b[2]) <= 0.0051, (a, b)   # lance: rounded to the column scale; DuckDB: a double
+    # expressions as arguments (issue 62): a text that names no column is a Lance SQL expression
+    ours = con.execute(
+        f"SELECT * FROM lance_aggregate('{t}', group_by := ['g'], aggregates := ['sum(dec * (1 - dec))', "
+        "'sum(CAST(n AS DOUBLE) * 0.5)', 'max(dec * 2)']) ORDER BY g NULLS FIRST").fetchall()
+    duck = con.execute(
+        f"SELECT g, sum(dec * (1 - dec)), sum(CAST(n AS DOUBLE) * 0.5), max(dec * 2) FROM lance_scan('{t}') "
+        "GROUP BY g ORDER BY g NULLS FIRST").fetchall()
+    assert len(ours) == len(duck) == 7
+    for a, b in zip(ours, duck):
+        assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (a, b)   # decimals: exact
+        assert a[2] == pytest.approx(b[2], rel=1e-12), (a, b)
+    with pytest.raises(duckdb.Error, match=r"DECIMAL\(38, 0\)"):
+        con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['sum(n * 2)'])").fetchall()
     cols = [d[0] for d in con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").description]
     assert cols == ["count(*)"]
     assert con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").fetchall() == [
