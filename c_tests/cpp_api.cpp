@@ -431,6 +431,22 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < sliced.size(); i++)
       partials.push_back(std::move(ds.aggregate_split(lh::Split::deserialize(sliced.at(i).serialize()), aq).first));
     check_answer(lh::aggregate_merge(std::move(partials)));
+    // an expression argument (since 0.15): exact in double for these sums
+    lh::AggregateQuery expr;
+    expr.add_expression(LANCE_AGG_SUM, "CAST(id AS DOUBLE) * 2.0", "twice").add(LANCE_AGG_MAX, "id");
+    expr.filter = aq.filter;
+    for (auto& batch : ds.aggregate(expr).first) {
+      EXPECT(batch.num_rows() == 1 && batch.values<double>("twice")[0] == 2.0 * static_cast<double>(id_sum));
+      EXPECT(batch.values<int64_t>("max(id)")[0] == id_max);
+    }
+    try {
+      lh::AggregateQuery wraps;
+      wraps.add_expression(LANCE_AGG_SUM, "id * id");
+      ds.aggregate(wraps);
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.library_code() == LANCE_ERR_NOT_SUPPORTED && std::string(e.what()).find("DECIMAL(38, 0)") != std::string::npos);
+    }
     try {
       lh::AggregateQuery bad;
       bad.add(LANCE_AGG_SUM, "no_such_column");

@@ -447,19 +447,26 @@ inline void flush_data_cache() { check(lance_session_flush_data_cache()); }
 struct AggregateQuery {
   struct Item {
     LanceAggregateFunction function;
-    std::string column;  ///< empty for COUNT(*)
-    std::string alias;   ///< empty = the default name (`sum(col)`, `count(*)`, ...)
+    std::string column;      ///< empty for COUNT(*) and for an expression
+    std::string alias;       ///< empty = the default name (`sum(col)`, `count(*)`, ...)
+    std::string expression;  ///< a Lance SQL expression aggregated instead of a column (since 0.15)
   };
   std::vector<std::string> group_by;
   std::vector<Item> aggregates;
   std::optional<std::string> filter;
 
   AggregateQuery& count_star(std::string alias = {}) {
-    aggregates.push_back({LANCE_AGG_COUNT_STAR, {}, std::move(alias)});
+    aggregates.push_back({LANCE_AGG_COUNT_STAR, {}, std::move(alias), {}});
     return *this;
   }
   AggregateQuery& add(LanceAggregateFunction f, std::string column, std::string alias = {}) {
-    aggregates.push_back({f, std::move(column), std::move(alias)});
+    aggregates.push_back({f, std::move(column), std::move(alias), {}});
+    return *this;
+  }
+  /// `f` over a Lance SQL expression of the row (`"l_extendedprice * (1 - l_discount)"`);
+  /// integer arithmetic inside it is refused (LANCE_ERR_NOT_SUPPORTED). Since 0.15.
+  AggregateQuery& add_expression(LanceAggregateFunction f, std::string expression, std::string alias = {}) {
+    aggregates.push_back({f, {}, std::move(alias), std::move(expression)});
     return *this;
   }
 };
@@ -474,6 +481,8 @@ struct AggregateSpec {
       functions.push_back(static_cast<int32_t>(a.function));
       columns.push_back(a.column.empty() ? nullptr : a.column.c_str());
       aliases.push_back(a.alias.empty() ? nullptr : a.alias.c_str());
+      expressions.push_back(a.expression.empty() ? nullptr : a.expression.c_str());
+      any_expression = any_expression || !a.expression.empty();
     }
     spec.group_by = group_by.empty() ? nullptr : group_by.data();
     spec.num_group_by = group_by.size();
@@ -482,9 +491,11 @@ struct AggregateSpec {
     spec.aliases = aliases.empty() ? nullptr : aliases.data();
     spec.num_aggregates = functions.size();
     spec.filter_sql = q.filter ? q.filter->c_str() : nullptr;
+    spec.expressions = any_expression ? expressions.data() : nullptr;
   }
   LanceAggregateSpec spec;
-  std::vector<const char*> group_by, columns, aliases;
+  std::vector<const char*> group_by, columns, aliases, expressions;
+  bool any_expression = false;
   std::vector<int32_t> functions;
 };
 }  // namespace detail
