@@ -72,6 +72,16 @@ public final class AggregateSpec implements java.io.Serializable {
     return new AggregateSpec(groupBy, f, c, a, e, filter);
   }
 
+  /** Adds `function` over `column`; `alias` null = the default name. */
+  public AggregateSpec add(AggregateFunction function, String column, String alias) {
+    return add(function.code, column, alias);
+  }
+
+  /** {@link #addExpression(int, String, String)} with the function as an enum. */
+  public AggregateSpec addExpression(AggregateFunction function, String expression, String alias) {
+    return addExpression(function.code, expression, alias);
+  }
+
   public AggregateSpec filter(String sql) {
     return new AggregateSpec(groupBy, functions, columns, aliases, expressions, sql);
   }

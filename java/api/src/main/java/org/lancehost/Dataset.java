@@ -161,6 +161,23 @@ public final class Dataset implements AutoCloseable {
    * its rows carry `_rowid`, `_row_created_at_version`, `_row_last_updated_at_version` and
    * `_change_type`. Needs a table with stable row ids.
    */
+  /** {@link #planChanges(long, int, long)} with the kinds of change as a set (empty: every kind). */
+  public SplitPlan planChanges(long sinceVersion, java.util.Set<ChangeType> types, long targetRows) {
+    return planChanges(sinceVersion, bits(types), targetRows);
+  }
+
+  /** {@link #planChangesSince(Instant, int, long)} with the kinds of change as a set (empty: every kind). */
+  public SplitPlan planChangesSince(Instant since, java.util.Set<ChangeType> types, long targetRows) {
+    return planChangesSince(since, bits(types), targetRows);
+  }
+
+  private static int bits(java.util.Set<ChangeType> types) {
+    if (types == null) throw new LanceException.InvalidArgument("types is null (an empty set: every kind)");
+    int b = 0;
+    for (ChangeType t : types) b |= t.code;
+    return b;
+  }
+
   public SplitPlan planChanges(long sinceVersion, int types, long targetRows) {
     return new SplitPlan(handle.with(p -> Native.planChanges(p, sinceVersion, 0, types, targetRows)));
   }
@@ -425,6 +442,21 @@ public final class Dataset implements AutoCloseable {
     }
 
     /** Matched rows: one of MATCHED_*; {@code condition} for MATCHED_UPDATE_IF (e.g. "source.v > target.v"). */
+    /** What happens to a matched target row; {@code condition} for {@link WhenMatched#UPDATE_IF}. */
+    public Merge whenMatched(WhenMatched rule, String condition) {
+      return whenMatched(rule.code, condition);
+    }
+
+    /** What happens to a source row without a match. */
+    public Merge whenNotMatched(WhenNotMatched rule) {
+      return whenNotMatched(rule.code);
+    }
+
+    /** What happens to a target row no source row matches; {@code condition} for DELETE_IF. */
+    public Merge whenNotMatchedBySource(WhenNotMatchedBySource rule, String condition) {
+      return whenNotMatchedBySource(rule.code, condition);
+    }
+
     public Merge whenMatched(int rule, String condition) {
       whenMatched = rule;
       matchedCondition = condition;

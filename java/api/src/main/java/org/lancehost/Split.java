@@ -39,6 +39,11 @@ public final class Split {
     return new Split(Native.splitInfo(bytes));
   }
 
+  /** {@link #kind()} as an enum. */
+  public SplitKind splitKind() {
+    return SplitKind.of(kind);
+  }
+
   public int kind() {
     return kind;
   }

@@ -38,6 +38,11 @@ public final class TextQuery {
   }
 
   /** Words allowed between phrase terms. */
+  /** How the terms match. */
+  public TextQuery match(TextMatch kind) {
+    return match(kind.code);
+  }
+
   public TextQuery slop(int n) {
     return new TextQuery(column, text, match, n, k, prefilter, columns);
   }

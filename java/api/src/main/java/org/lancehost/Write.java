@@ -86,6 +86,11 @@ public final class Write {
       return new Options(mode, null, null, null, 0, 0, null);
     }
 
+    /** Options of a write in `mode`. */
+    public static Options mode(WriteMode mode) {
+      return mode(mode.code);
+    }
+
     /** The exactly-once key of a commit (e.g. the engine's query id). */
     public Options statementId(String id) {
       return new Options(mode, id, message, storage, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);

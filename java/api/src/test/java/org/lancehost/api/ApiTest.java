@@ -363,6 +363,7 @@ class ApiTest {
       for (byte[] s : plan.splits()) {
         Split info = Split.info(s);
         assertEquals(Split.SCAN, info.kind());
+        assertEquals(org.lancehost.SplitKind.SCAN, info.splitKind());
         assertEquals(ds.version(), info.version());
         rowsBySplitInfo += info.rowCount();
       }
@@ -410,7 +411,7 @@ class ApiTest {
   @Test
   void aggregatesEqualPylance() {
     AggregateSpec spec = AggregateSpec.create().groupBy("category").countStar("n")
-        .add(AggregateSpec.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
+        .add(org.lancehost.AggregateFunction.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
         .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value")
         .addExpression(AggregateSpec.SUM, "value * 2.0 + CAST(qty AS DOUBLE)", "expr");
     try (Dataset ds = Dataset.open(basic.get("uri").asText())) {

@@ -52,7 +52,7 @@ class IndexTest {
         flat |= Split.info(s).kind() == Split.FTS_FLAT;
       }
       assertTrue(segment && flat, "an index segment split and a flat split for the appended rows");
-      TextQuery q = TextQuery.of("doc", "zebra", 1000).columns(List.of("id"));
+      TextQuery q = TextQuery.of("doc", "zebra", 1000).match(org.lancehost.TextMatch.ALL).columns(List.of("id"));
       byte[] stats = ds.textStatistics(q); // once, on the planner
       List<ArrowStream> parts = new ArrayList<>();
       for (byte[] s : plan.splits()) parts.add(ds.searchText(s, q, stats, allocator));

@@ -112,7 +112,8 @@ class RowChangeTest {
     }
     try (Dataset at = Dataset.open(uri.toString())) {
       Write.Result m = at.mergeInsert(SCHEMA, List.of(rows(range(900, 1100), "m")).iterator(),
-          new Dataset.Merge(List.of("id")).whenMatched(Dataset.Merge.MATCHED_UPDATE_ALL, null), "merge-1");
+          new Dataset.Merge(List.of("id")).whenMatched(org.lancehost.WhenMatched.UPDATE_ALL, null)
+              .whenNotMatched(org.lancehost.WhenNotMatched.INSERT), "merge-1");
       assertEquals(3, m.version);
       assertEquals(100, m.rowsUpdated);
       assertEquals(100, m.rowsInserted);

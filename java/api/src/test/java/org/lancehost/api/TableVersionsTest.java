@@ -21,6 +21,7 @@ import org.lancehost.Dataset;
 import org.lancehost.LanceException;
 import org.lancehost.LanceHost;
 import org.lancehost.ScanOptions;
+import org.lancehost.Split;
 import org.lancehost.Write;
 
 /** Commit preconditions, the table config and change data from Java, with pylance as the other side. */
@@ -226,11 +227,14 @@ class TableVersionsTest {
         Write.Options.mode(Write.CREATE).stableRowIds(true));
     assertEquals(1, c.version);
     try (Dataset v1 = Dataset.open(u)) {
-      Write.write(u, v1, RowChangeTest.SCHEMA, List.of(rows(50, 57, "b")).iterator(), Write.Options.mode(Write.APPEND));
+      Write.write(u, v1, RowChangeTest.SCHEMA, List.of(rows(50, 57, "b")).iterator(),
+          Write.Options.mode(org.lancehost.WriteMode.APPEND));
     }
     long inserted = 0;
     try (Dataset ds = Dataset.open(u)) {
-      for (byte[] split : ds.planChanges(1, Dataset.CHANGE_INSERTED, 0).splits()) {
+      // the kinds as a set of enums (the same bits as Dataset.CHANGE_INSERTED)
+      for (byte[] split : ds.planChanges(1, java.util.EnumSet.of(org.lancehost.ChangeType.INSERTED), 0).splits()) {
+        assertEquals(org.lancehost.SplitKind.CHANGES, Split.info(split).splitKind());
         try (ArrowStream s = ds.scan(split, ScanOptions.all().columns("id"), allocator)) {
           for (VectorSchemaRoot next = s.next(); next != null; next = s.next()) {
             try (VectorSchemaRoot b = next) {
