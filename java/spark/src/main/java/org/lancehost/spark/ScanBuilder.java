@@ -199,8 +199,18 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       } else {
         return null;
       }
+      if (distinct) return null;
       String col = plainColumn(arg);
-      if (distinct || col == null) return null;
+      if (col == null) {
+        // an arithmetic expression over double columns: the same IEEE operations in Lance
+        String sql = doubleExpression(arg);
+        if (sql == null || fn == AggregateSpec.COUNT) return null;
+        DataType result = resultType(fn, DataTypes.DoubleType);
+        if (result == null) return null;
+        spec = spec.addExpression(fn, sql, alias);
+        out.add(new StructField(alias, result, true, Metadata.empty()));
+        continue;
+      }
       DataType t = schema.fields()[schema.fieldIndex(col)].dataType();
       DataType result = resultType(fn, t);
       if (result == null) return null;
@@ -254,6 +264,48 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       default:
         return null;
     }
+  }
+
+  /**
+   * Lance SQL for a Spark expression that is +, - (binary or unary) and * over DOUBLE columns and
+   * finite double literals, or null. Only those: Spark computes them in IEEE doubles as DataFusion
+   * does, row by row (division differs — Spark gives NULL or an error for a zero divisor, Lance
+   * infinity — and integer or decimal arithmetic follows other typing rules), so the pushed
+   * aggregate sees the values Spark's own would.
+   */
+  private String doubleExpression(Expression e) {
+    if (e instanceof NamedReference) {
+      String col = plainColumn(e);
+      if (col == null || !table.schema().fields()[table.schema().fieldIndex(col)].dataType().equals(DataTypes.DoubleType)) {
+        return null;
+      }
+      return "`" + col.replace("`", "``") + "`";
+    }
+    if (e instanceof org.apache.spark.sql.connector.expressions.Literal) {
+      org.apache.spark.sql.connector.expressions.Literal<?> l = (org.apache.spark.sql.connector.expressions.Literal<?>) e;
+      if (!l.dataType().equals(DataTypes.DoubleType) || !(l.value() instanceof Double)) return null;
+      double v = (Double) l.value();
+      if (!Double.isFinite(v)) return null;
+      // a negative literal as a unary minus: Lance's parser reads "-1.5" after an operator too, but
+      // parentheses keep "a - -1.5" unambiguous
+      return v < 0 || (v == 0 && 1 / v < 0) ? "(-" + Double.toString(-v) + ")" : Double.toString(v);
+    }
+    if (e instanceof org.apache.spark.sql.connector.expressions.GeneralScalarExpression) {
+      org.apache.spark.sql.connector.expressions.GeneralScalarExpression g =
+          (org.apache.spark.sql.connector.expressions.GeneralScalarExpression) e;
+      Expression[] c = g.children();
+      String op = g.name();
+      if (c.length == 1 && op.equals("-")) {
+        String x = doubleExpression(c[0]);
+        return x == null ? null : "(-" + x + ")";
+      }
+      if (c.length == 2 && (op.equals("+") || op.equals("-") || op.equals("*"))) {
+        String a = doubleExpression(c[0]);
+        String b = doubleExpression(c[1]);
+        return a == null || b == null ? null : "(" + a + " " + op + " " + b + ")";
+      }
+    }
+    return null;
   }
 
   private String plainColumn(Expression e) {

@@ -187,6 +187,33 @@ class SparkReadTest {
   }
 
   @Test
+  void aggregatesOfDoubleArithmeticArePushedAndEqualSparksOwn() {
+    // Spark's own answer: the same aggregate with pushdown off for this query
+    Dataset<Row> df = table().groupBy("category").agg(functions.sum(functions.expr("value * 2.0 - value")).as("s"),
+        functions.avg(functions.expr("-(value * value) + 1.5")).as("a"), functions.min(functions.expr("value * 0.5")).as("m"));
+    String p = plan(df);
+    assertTrue(p.contains("PushedAggregation") && p.contains("value"), p);
+    java.util.Map<String, Row> ours = new java.util.HashMap<>();
+    for (Row r : df.collectAsList()) ours.put(r.getString(0), r);
+    // a filter Spark keeps for itself (every row passes) keeps the aggregate Spark's own
+    Dataset<Row> own = table().select("category", "value").filter("length(category) >= 0").groupBy("category")
+        .agg(functions.sum(functions.expr("value * 2.0 - value")).as("s"),
+            functions.avg(functions.expr("-(value * value) + 1.5")).as("a"), functions.min(functions.expr("value * 0.5")).as("m"));
+    assertFalse(plan(own).contains("PushedAggregation"), plan(own));
+    JsonNode groups = basic.get("groups");
+    assertEquals(groups.size(), ours.size());
+    for (Row r : own.collectAsList()) {
+      Row o = ours.get(r.getString(0));
+      for (int i = 1; i <= 3; i++) assertEquals(r.getDouble(i), o.getDouble(i), Math.abs(r.getDouble(i)) * 1e-12, r + " vs " + o);
+      // and pylance's sum of value
+      assertEquals(groups.get(r.getString(0)).get("sum_value").asDouble(), o.getDouble(1), Math.abs(o.getDouble(1)) * 1e-9);
+    }
+    // integer arithmetic and division stay Spark's (other typing; a zero divisor is NULL or an error in Spark)
+    assertFalse(plan(table().groupBy("category").agg(functions.sum(functions.expr("qty * 2")))).contains("PushedAggregation"));
+    assertFalse(plan(table().groupBy("category").agg(functions.sum(functions.expr("value / 2.0")))).contains("PushedAggregation"));
+  }
+
+  @Test
   void aFilteredAggregateCountsOnlyTheFilteredRows() {
     Dataset<Row> df = table().filter("id < 5000").groupBy("category").agg(functions.count("*"), functions.sum("qty"));
     assertTrue(plan(df).contains("PushedAggregation") && plan(df).contains("`id` < 5000"), plan(df));
