@@ -57,10 +57,17 @@ final class RowsToArrow {
     void set(FieldVector v, SpecializedGetters row, int ordinal, int slot);
   }
 
-  /** The Arrow schema a new table gets for a Spark schema (`vectors`: column -> fixed list length). */
+  /**
+   * The Arrow schema a new table gets for a Spark schema (`vectors`: column -> fixed list length;
+   * a column read from a vector keeps its length, SparkTypes.VECTOR_LENGTH, unless `vectors` names
+   * it).
+   */
   static Schema arrowSchema(StructType spark, java.util.Map<String, Integer> vectors) {
     List<Field> fs = new ArrayList<>();
-    for (StructField f : spark.fields()) fs.add(field(f.name(), f.dataType(), f.nullable(), vectors.get(f.name())));
+    for (StructField f : spark.fields()) {
+      Integer length = vectors.containsKey(f.name()) ? vectors.get(f.name()) : SparkTypes.vectorLength(f);
+      fs.add(field(f.name(), f.dataType(), f.nullable(), length));
+    }
     return new Schema(fs);
   }
 

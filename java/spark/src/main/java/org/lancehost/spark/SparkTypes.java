@@ -99,14 +99,29 @@ final class SparkTypes {
     return f.metadata().contains(UNSIGNED);
   }
 
+  /**
+   * Field metadata of a column read from a fixed-size list (a vector): its length. A table created
+   * from such a column (CREATE TABLE AS SELECT, a write to a new table) makes it a vector again.
+   */
+  static final String VECTOR_LENGTH = "lance_host.vector_length";
+
+  /** The vector length a Spark column carries (VECTOR_LENGTH), or null. */
+  static Integer vectorLength(StructField f) {
+    return f.metadata().contains(VECTOR_LENGTH) ? (int) f.metadata().getLong(VECTOR_LENGTH) : null;
+  }
+
   /** The Spark schema of the columns Spark can hold. */
   static StructType schema(Schema arrow) {
     List<StructField> fs = new ArrayList<>();
     for (Field f : arrow.getFields()) {
       DataType t = of(f);
       boolean u = f.getType() instanceof ArrowType.Int && !((ArrowType.Int) f.getType()).getIsSigned();
-      Metadata m = u ? new org.apache.spark.sql.types.MetadataBuilder().putBoolean(UNSIGNED, true).build() : Metadata.empty();
-      if (t != null) fs.add(new StructField(f.getName(), t, f.isNullable(), m));
+      org.apache.spark.sql.types.MetadataBuilder mb = new org.apache.spark.sql.types.MetadataBuilder();
+      if (u) mb.putBoolean(UNSIGNED, true);
+      if (f.getType() instanceof ArrowType.FixedSizeList) {
+        mb.putLong(VECTOR_LENGTH, ((ArrowType.FixedSizeList) f.getType()).getListSize());
+      }
+      if (t != null) fs.add(new StructField(f.getName(), t, f.isNullable(), mb.build()));
     }
     return new StructType(fs.toArray(new StructField[0]));
   }

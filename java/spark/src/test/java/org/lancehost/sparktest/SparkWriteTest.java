@@ -249,6 +249,19 @@ class SparkWriteTest {
     assertEquals(50, got.size());
     for (long i = 0; i < 50; i++) assertEquals(i % 5 == 0 ? null : "n" + i, got.get(i));
 
+    // a vector column stays a vector: CTAS and a write to a new table from a vector table's rows
+    // (the column carries its length as field metadata; 0.14 made them variable-length lists)
+    spark.sql("CREATE TABLE lw.ctas_vec AS SELECT id, name, vec FROM lw.made");
+    JsonNode vec = WriteTestSupport.pylance(fresh("ctas_vec.lance"));
+    assertTrue(vec.get("type").asText().startsWith("fixed_size_list<item: float>[4]"), vec.get("type").asText());
+    assertEquals(100, vec.get("rows").asLong());
+    assertEquals(py.get("sum_vec1").asDouble(), vec.get("sum_vec1").asDouble(), 0.0);
+    Path copy = fresh("vec_copy.lance");
+    spark.read().format("lance_host").load(uri.toString()).write().format("lance_host").mode("append").save(copy.toString());
+    JsonNode copied = WriteTestSupport.pylance(copy);
+    assertTrue(copied.get("type").asText().startsWith("fixed_size_list<item: float>[4]"), copied.get("type").asText());
+    assertEquals(py.get("sum_vec1").asDouble(), copied.get("sum_vec1").asDouble(), 0.0);
+
     // refused, and no table left behind: an existing table, partitioning, a property Lance does not keep
     assertThrows(Exception.class, () -> spark.sql("CREATE TABLE lw.made (id BIGINT)"));
     assertEquals(2, WriteTestSupport.pylance(uri).get("version").asLong());
