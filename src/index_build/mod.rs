@@ -164,8 +164,18 @@ fn build(at: &Snapshot, target: &Target, kind: IndexType, params: Box<dyn IndexP
     let name = target.name.map(str::to_string);
     let replace = target.replace;
     let uri = at.uri().to_string();
+    // Lance's stage reports (training, shuffling, writing) go to the call context bound to this
+    // thread, as the distributed build's do (taken here: the build runs on a worker thread)
+    let progress = progress::current();
     let ds = session::block_on(async move {
-        ds.create_index(&[column.as_str()], kind, name, params.as_ref(), replace).await?;
+        {
+            let columns = [column.as_str()];
+            let mut builder = ds.create_index_builder(&columns, kind, params.as_ref()).replace(replace).progress(progress);
+            if let Some(name) = name {
+                builder = builder.name(name);
+            }
+            builder.await?;
+        }
         Ok::<_, lance::Error>(ds)
     })?
     .map_err(|e| super::write::commit_error(&what, at.version(), e).with_local_paths(&uri))?;

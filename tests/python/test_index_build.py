@@ -183,6 +183,27 @@ def build_segment(args):
     return lance_host.open(uri).execute_index_build_task(task)
 
 
+def test_a_one_process_index_build_reports_progress_to_the_call_context(tmp_path):
+    """Issue 62: a one-process vector index build ran 323 s without a report (the distributed
+    build reported). Lance's stages reach the bound call context's receiver, each starting at 0
+    and ending at its total; a scalar index build reports too; pylance sees the index."""
+    t, _ = data()
+    uri = str(tmp_path / "one.lance")
+    lance.write_dataset(t, uri, max_rows_per_file=1500)
+    reports = []
+    with lh.CallContext(progress=lambda stage, done, total, unit: reports.append((stage, done, total, unit))):
+        lh.open(uri).create_vector_index("emb", "IVF_PQ", name="emb_idx", num_partitions=8, num_sub_vectors=8)
+    stages = {s for s, _, _, _ in reports}
+    assert reports and all(total == 0 or done <= total for _, done, total, _ in reports), reports
+    for stage in stages:
+        mine = [r for r in reports if r[0] == stage]
+        assert mine[0][1] == 0 and mine[-1][1] == mine[-1][2], (stage, mine)
+    assert [i["name"] for i in lance.dataset(uri).list_indices()] == ["emb_idx"]
+    # without a context nothing is reported and the build works the same
+    lh.open(uri).create_scalar_index("id", "BTREE", name="id_idx")
+    assert {i["name"] for i in lance.dataset(uri).list_indices()} == {"emb_idx", "id_idx"}
+
+
 def test_distributed_ivf_pq_on_two_worker_processes_reaches_the_single_process_recall(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
