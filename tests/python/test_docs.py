@@ -378,3 +378,29 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     assert lance.dataset(str(root / "versions.lance")).checkout_version(("dev", None)).count_rows() == 110
     engines = run_python(localize(blocks[4], root), tmp_path, timeout=900)
     assert "|category|count|" in engines.replace(" ", "")
+
+
+def test_every_public_member_of_the_java_api_has_javadoc():
+    """Issue 61: the Java API's public classes, constructors and methods each say what they do
+    (an @Override inherits its interface's). A member added without javadoc fails here."""
+    api = ROOT / "java" / "api" / "src" / "main" / "java" / "org" / "lancehost"
+    missing, checked = [], 0
+    for path in sorted(api.glob("*.java")):
+        lines = path.read_text().split("\n")
+        for i, line in enumerate(lines):
+            member = re.match(r"\s*public\s", line) and "(" in line
+            kind = re.match(r"\s*public\s+(static\s+)?(final\s+)?(abstract\s+)?(class|enum|record|interface)\s", line)
+            if not (member or kind):
+                continue
+            checked += 1
+            j = i - 1
+            annotations = []
+            while j >= 0 and lines[j].strip().startswith("@"):
+                annotations.append(lines[j].strip())
+                j -= 1
+            if "@Override" in annotations:
+                continue
+            if j < 0 or not lines[j].strip().endswith("*/"):
+                missing.append(f"{path.name}:{i + 1}: {line.strip()}")
+    assert checked > 150, checked
+    assert not missing, "public members without javadoc:\n" + "\n".join(missing)

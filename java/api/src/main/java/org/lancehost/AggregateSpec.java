@@ -31,14 +31,17 @@ public final class AggregateSpec implements java.io.Serializable {
     this.filter = filter;
   }
 
+  /** An empty spec: no group-by columns, no aggregates (add at least one), no filter. */
   public static AggregateSpec create() {
     return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), List.of(), null);
   }
 
+  /** Groups by these columns (scalar columns; NULL keys form their own group). */
   public AggregateSpec groupBy(String... cols) {
     return new AggregateSpec(List.of(cols), functions, columns, aliases, expressions, filter);
   }
 
+  /** Adds COUNT(*) named `alias` (null: {@code count(*)}). */
   public AggregateSpec countStar(String alias) {
     return add(COUNT_STAR, null, alias);
   }
@@ -82,6 +85,7 @@ public final class AggregateSpec implements java.io.Serializable {
     return addExpression(function.code, expression, alias);
   }
 
+  /** Aggregates only the rows matching a Lance SQL filter (null: every row). */
   public AggregateSpec filter(String sql) {
     return new AggregateSpec(groupBy, functions, columns, aliases, expressions, sql);
   }

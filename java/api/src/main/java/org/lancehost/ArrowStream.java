@@ -104,6 +104,7 @@ public final class ArrowStream implements AutoCloseable {
     return h;
   }
 
+  /** Releases the stream and stops the work behind it; batches already returned stay valid until closed. Idempotent; thread-safe with {@link #cancel()}. */
   @Override
   public void close() {
     long h;

@@ -34,6 +34,11 @@ public final class Blobs implements AutoCloseable {
     return (int) handle.withLong(Native::blobsCount);
   }
 
+  /**
+   * The descriptor of blob `index` (0 &lt;= index &lt; count): its row, size and whether it is null.
+   *
+   * @throws LanceException.InvalidArgument for an index out of range
+   */
   public Info info(int index) {
     Object[] raw = handle.with(h -> Native.blobsInfo(h, index));
     return new Info((long[]) raw[0], (String) raw[1]);
@@ -49,6 +54,7 @@ public final class Blobs implements AutoCloseable {
     return read(index, 0, info(index).size);
   }
 
+  /** Frees the descriptors; reads afterwards fail with InvalidArgument. Idempotent. */
   @Override
   public void close() {
     handle.close();

@@ -82,6 +82,11 @@ public final class Catalog implements AutoCloseable {
         Dataset.options(storageOptions))));
   }
 
+  /**
+   * Creates a namespace (`existOk`: an existing one is no error) with optional properties.
+   *
+   * @throws LanceException.NotFound when the parent is missing
+   */
   public void createNamespace(List<String> namespace, boolean existOk, Map<String, String> properties) {
     handle.with(p -> {
       Native.catalogCreateNamespace(p, ns(namespace), existOk, Dataset.options(properties));
@@ -97,6 +102,11 @@ public final class Catalog implements AutoCloseable {
     });
   }
 
+  /**
+   * Drops a table and its data (`missingOk`: a missing one is no error).
+   *
+   * @throws LanceException.NotFound otherwise
+   */
   public void dropTable(List<String> namespace, String table, boolean missingOk) {
     handle.with(p -> {
       Native.catalogDropTable(p, ns(namespace), table, missingOk);
@@ -104,6 +114,7 @@ public final class Catalog implements AutoCloseable {
     });
   }
 
+  /** Releases the catalog; tables opened from it stay open. Idempotent. */
   @Override
   public void close() {
     handle.close();

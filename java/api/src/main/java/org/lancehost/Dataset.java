@@ -96,6 +96,7 @@ public final class Dataset implements AutoCloseable {
     return handle.with(Native::datasetExportSnapshot);
   }
 
+  /** The version this handle is pinned to. */
   public long version() {
     return handle.withLong(Native::datasetVersion);
   }
@@ -105,10 +106,12 @@ public final class Dataset implements AutoCloseable {
     return handle.withLong(Native::datasetLatestVersion);
   }
 
+  /** The table's URI. */
   public String uri() {
     return handle.with(Native::datasetUri);
   }
 
+  /** The pinned version's schema (Arrow Java), metadata included. */
   public Schema schema() {
     return CData.importSchema(handle.withLong(Native::datasetSchema));
   }
@@ -178,6 +181,11 @@ public final class Dataset implements AutoCloseable {
     return b;
   }
 
+  /**
+   * Change splits of the rows inserted, updated or deleted after `sinceVersion` (`types`: CHANGE_* bits, 0 = all), about `targetRows` rows each; scan them like scan splits. Needs stable row ids.
+   *
+   * @throws LanceException.FailedPrecondition for a table without them
+   */
   public SplitPlan planChanges(long sinceVersion, int types, long targetRows) {
     return new SplitPlan(handle.with(p -> Native.planChanges(p, sinceVersion, 0, types, targetRows)));
   }
@@ -457,6 +465,7 @@ public final class Dataset implements AutoCloseable {
       return whenNotMatchedBySource(rule.code, condition);
     }
 
+    /** What happens to a matched target row (MATCHED_*); `condition` (Lance SQL over `source.` and `target.` columns) for MATCHED_UPDATE_IF. */
     public Merge whenMatched(int rule, String condition) {
       whenMatched = rule;
       matchedCondition = condition;
@@ -642,11 +651,13 @@ public final class Dataset implements AutoCloseable {
       return new IndexBuild(2, new int[] {withPositions ? 1 : 0}, null);
     }
 
+    /** The index's name (null: Lance's default). */
     public IndexBuild name(String n) {
       name = n;
       return this;
     }
 
+    /** Whether an existing index of that name is replaced (else its name is refused). */
     public IndexBuild replace(boolean r) {
       replace = r;
       return this;
@@ -739,6 +750,7 @@ public final class Dataset implements AutoCloseable {
     }
   }
 
+  /** Rows, deletions and bytes per fragment and per column, from the snapshot's metadata (no data read). */
   public Statistics statistics() {
     Object[] raw = handle.with(Native::datasetStatistics);
     long[] f = (long[]) raw[0];
@@ -761,6 +773,7 @@ public final class Dataset implements AutoCloseable {
     return handle.with(f);
   }
 
+  /** Releases the handle; streams and splits taken from it keep what they need. Idempotent; other threads may still be calling (they finish first). */
   @Override
   public void close() {
     handle.close();

@@ -67,6 +67,7 @@ public final class DynamicFilter implements AutoCloseable {
     return handle.withLong(Native::dynamicFilterGeneration);
   }
 
+  /** Releases the filter; scans that use it keep their last predicate. Idempotent. */
   @Override
   public void close() {
     handle.close();

@@ -50,6 +50,7 @@ final class Handle implements AutoCloseable {
     }
   }
 
+  /** Frees the C object once every call in progress on it has returned. Idempotent. */
   @Override
   public void close() {
     long p;

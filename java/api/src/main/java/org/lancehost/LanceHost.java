@@ -30,6 +30,7 @@ public final class LanceHost {
     return CData.liveBatches();
   }
 
+  /** The library's process-wide counters ("ops.open", "ops.scan", ...; `lance_metric`), by name; they only grow. Thread-safe. */
   public static Map<String, Long> metrics() {
     String[] kv = Native.metrics();
     Map<String, Long> out = new LinkedHashMap<>();

@@ -52,18 +52,22 @@ public final class Maintenance {
       return new CompactOptions(0, 0, 0f, false);
     }
 
+    /** Rows a compacted fragment aims at (0: Lance's default). */
     public CompactOptions targetRowsPerFragment(long n) {
       return new CompactOptions(n, maxRowsPerGroup, deletionThreshold, keepDeletions);
     }
 
+    /** Rows per row group of the new files (0: Lance's default). */
     public CompactOptions maxRowsPerGroup(long n) {
       return new CompactOptions(targetRowsPerFragment, n, deletionThreshold, keepDeletions);
     }
 
+    /** Share of deleted rows above which a fragment is rewritten, in (0, 1] (0: Lance's default). */
     public CompactOptions deletionThreshold(float t) {
       return new CompactOptions(targetRowsPerFragment, maxRowsPerGroup, t, keepDeletions);
     }
 
+    /** Keep deleted rows in deletion vectors instead of dropping them on rewrite. */
     public CompactOptions keepDeletions(boolean k) {
       return new CompactOptions(targetRowsPerFragment, maxRowsPerGroup, deletionThreshold, k);
     }

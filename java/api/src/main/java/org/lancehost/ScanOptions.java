@@ -37,10 +37,12 @@ public final class ScanOptions {
     return new ScanOptions(null, null, -1, 0, 0, false, null, null, null, null);
   }
 
+  /** The columns to read, in this order (null: every column). */
   public ScanOptions columns(List<String> cols) {
     return new ScanOptions(cols == null ? null : cols.toArray(new String[0]), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
+  /** The columns to read, in this order. */
   public ScanOptions columns(String... cols) {
     return new ScanOptions(cols == null ? null : cols.clone(), filter, limit, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
@@ -55,6 +57,7 @@ public final class ScanOptions {
     return new ScanOptions(columns, filter, n, offset, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }
 
+  /** Skips the first `n` rows (of the scan, or of the split; not with a dynamic filter). */
   public ScanOptions offset(long n) {
     return new ScanOptions(columns, filter, limit, n, batchSize, withRowId, orderBy, keyColumn, keys, dynamicFilter);
   }

@@ -28,15 +28,25 @@ public final class Session {
       return new Options(c, diskDir);
     }
 
+    /** Bytes the index cache may hold (0: the library's default). */
     public Options indexCacheBytes(long n) { return with(0, n); }
+    /** Bytes the metadata cache may hold (0: the library's default). */
     public Options metadataCacheBytes(long n) { return with(1, n); }
+    /** Threads of the library's runtime (0: one per core). */
     public Options workerThreads(int n) { return with(2, n); }
+    /** Batches a scan decodes ahead of the reader (0: Lance's default). */
     public Options scanBatchReadahead(int n) { return with(3, n); }
+    /** Fragments a scan reads ahead (0: Lance's default). */
     public Options scanFragmentReadahead(int n) { return with(4, n); }
+    /** Bytes of I/O a scan keeps in flight (0: Lance's default). */
     public Options scanIoBufferBytes(long n) { return with(5, n); }
+    /** Bytes of the data cache's memory tier (0: the library's default). */
     public Options dataCacheMemoryBytes(long n) { return with(6, n); }
+    /** Bytes of the data cache's disk tier (with a directory; 0: the library's default). */
     public Options dataCacheDiskBytes(long n) { return with(7, n); }
+    /** Size of a data-cache block (0: the library's default). */
     public Options dataCacheBlockBytes(long n) { return with(8, n); }
+    /** Turns the data cache off. */
     public Options dataCacheDisabled(boolean off) { return with(9, off ? 1 : 0); }
 
     /** A directory for the data cache's disk tier (null = none). */
@@ -44,8 +54,11 @@ public final class Session {
       return new Options(v, dir);
     }
 
+    /** The index cache budget these options set. */
     public long indexCacheBytes() { return v[0]; }
+    /** The metadata cache budget these options set. */
     public long metadataCacheBytes() { return v[1]; }
+    /** The worker threads these options set. */
     public long workerThreads() { return v[2]; }
   }
 

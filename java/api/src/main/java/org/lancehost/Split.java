@@ -44,6 +44,7 @@ public final class Split {
     return SplitKind.of(kind);
   }
 
+  /** The kind as the C value (SCAN, INDEX_SEGMENT, ...; {@link #splitKind()} as an enum). */
   public int kind() {
     return kind;
   }

@@ -22,14 +22,17 @@ public final class SplitPlan {
     this.splits = Collections.unmodifiableList(s);
   }
 
+  /** The index the plan searches (null for scans and flat plans). */
   public String indexName() {
     return indexName;
   }
 
+  /** Why the plan is what it is (e.g. why no index is used), for logs; may be empty. */
   public String reason() {
     return reason;
   }
 
+  /** The splits as bytes, unmodifiable: ship each to a worker, which runs it with the matching call. */
   public List<byte[]> splits() {
     return splits;
   }

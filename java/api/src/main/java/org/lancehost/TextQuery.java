@@ -29,10 +29,12 @@ public final class TextQuery {
     this.columns = columns;
   }
 
+  /** A full-text query for the best `k` rows of an INVERTED-indexed `column` (ANY term matches). */
   public static TextQuery of(String column, String text, long k) {
     return new TextQuery(column, text, ANY, 0, k, null, null);
   }
 
+  /** How the terms match: ANY, ALL or PHRASE ({@link #match(TextMatch)} as an enum). */
   public TextQuery match(int kind) {
     return new TextQuery(column, text, kind, slop, k, prefilter, columns);
   }
@@ -43,14 +45,17 @@ public final class TextQuery {
     return match(kind.code);
   }
 
+  /** For PHRASE: how many other terms may come between the phrase's terms. */
   public TextQuery slop(int n) {
     return new TextQuery(column, text, match, n, k, prefilter, columns);
   }
 
+  /** Searches only the rows matching a Lance SQL filter. */
   public TextQuery prefilter(String sql) {
     return new TextQuery(column, text, match, slop, k, sql, columns);
   }
 
+  /** The columns returned with `_score` and `_rowid` (null: every column). */
   public TextQuery columns(List<String> cols) {
     return new TextQuery(column, text, match, slop, k, prefilter, cols == null ? null : cols.toArray(new String[0]));
   }

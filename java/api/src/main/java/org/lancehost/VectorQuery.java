@@ -34,22 +34,27 @@ public final class VectorQuery {
     this.withRowId = withRowId;
   }
 
+  /** The `k` nearest rows of `column` to `vector` (its dimension must be the column's). */
   public static VectorQuery of(String column, float[] vector, long k) {
     return new VectorQuery(column, vector == null ? null : vector.clone(), k, METRIC_DEFAULT, 0, 0, null, null, true);
   }
 
+  /** The distance (METRIC_DEFAULT: the index's own, L2 without one; or {@link Metric}). */
   public VectorQuery metric(int m) {
     return new VectorQuery(column, vector, k, m, nprobes, refineFactor, prefilter, columns, withRowId);
   }
 
+  /** IVF partitions an index segment search probes (0: Lance's default). */
   public VectorQuery nprobes(int n) {
     return new VectorQuery(column, vector, k, metric, n, refineFactor, prefilter, columns, withRowId);
   }
 
+  /** Re-rank `k * r` candidates by their exact distance (0: no re-rank). */
   public VectorQuery refineFactor(int r) {
     return new VectorQuery(column, vector, k, metric, nprobes, r, prefilter, columns, withRowId);
   }
 
+  /** Searches only the rows matching a Lance SQL filter (applied before the search). */
   public VectorQuery prefilter(String sql) {
     return new VectorQuery(column, vector, k, metric, nprobes, refineFactor, sql, columns, withRowId);
   }

@@ -82,6 +82,7 @@ public final class Write {
       this.requiredConfig = requiredConfig;
     }
 
+    /** Options of a write in `mode` (CREATE, APPEND, OVERWRITE; {@link #mode(WriteMode)} as an enum). */
     public static Options mode(int mode) {
       return new Options(mode, null, null, null, 0, 0, null);
     }
@@ -96,10 +97,12 @@ public final class Write {
       return new Options(mode, id, message, storage, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
 
+    /** A message stored with the commit (pylance shows it among the version's metadata). */
     public Options commitMessage(String m) {
       return new Options(mode, statementId, m, storage, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
 
+    /** The object store's options (credentials, endpoint), as pylance names them. */
     public Options storageOptions(Map<String, String> s) {
       return new Options(mode, statementId, message, s, maxRowsPerFile, expectedVersion, requiredConfig, stableRowIds);
     }
@@ -166,6 +169,7 @@ public final class Write {
     final List<byte[]> staged;
     final Options options;
 
+    /** One table's part of a multi-table commit: its URI, the staged shares and the commit's options. */
     public TableCommit(String uri, List<byte[]> staged, Options options) {
       this.uri = uri;
       this.staged = staged;
