@@ -35,6 +35,13 @@ int parse_aggregate(const char* text, int32_t* function, char** column) {
         *column = NULL;
         return 1;
       }
+      /* count(DISTINCT col) */
+      if (names[i].code == LANCE_AGG_COUNT && e - a > 9 && strncasecmp(a, "distinct", 8) == 0 && a[8] == ' ') {
+        a += 9;
+        while (a < e && *a == ' ') a++;
+        if (a == e) return 0;
+        *function = LANCE_AGG_COUNT_DISTINCT;
+      }
       *column = (char*)malloc((size_t)(e - a) + 1);
       memcpy(*column, a, (size_t)(e - a));
       (*column)[e - a] = 0;
@@ -132,7 +139,7 @@ void aggregate_bind(duckdb_bind_info info) {
     if (!parse_aggregate(text, &function, &column)) {
       char msg[512];
       snprintf(msg, sizeof msg,
-               "lance_aggregate: aggregate %zu is '%.200s'; write count(*), count(col), sum(col), min(col), max(col) or avg(col) "
+               "lance_aggregate: aggregate %zu is '%.200s'; write count(*), count(col), count(DISTINCT col), sum(col), min(col), max(col) or avg(col) "
                "(col: a column, or a Lance SQL expression over the row)",
                i, text);
       duckdb_bind_set_error(info, msg);

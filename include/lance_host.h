@@ -564,6 +564,11 @@ enum LanceAggregateFunction
   // AVG(col) of a number column: float64; for decimal128(p, s) the column's type, rounded
   // half away from zero.
   LANCE_AGG_AVG = 6,
+  // COUNT(DISTINCT col): distinct non-NULL values of a number, string, binary, boolean, date,
+  // time or timestamp column. Int64; exact across splits (each partial ships its group's
+  // distinct values). Floats count every NaN as one value and -0.0 as 0.0, as SQL engines do
+  // (pyarrow's count_distinct compares bits). Since 0.15.
+  LANCE_AGG_COUNT_DISTINCT = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

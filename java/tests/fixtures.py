@@ -83,12 +83,15 @@ def main(root: Path) -> None:
                                               "sum_value": 0.0, "n_value": 0, "sum_qty_where_value": 0})
         g["count"] += 1
         g["sum_qty"] += r["qty"]
+        g.setdefault("qtys", set()).add(r["qty"])
         if r["value"] is not None:
             g["n_value"] += 1
             g["sum_value"] += r["value"]
             g["sum_qty_where_value"] += r["qty"]
             g["min_value"] = r["value"] if g["min_value"] is None else min(g["min_value"], r["value"])
             g["max_value"] = r["value"] if g["max_value"] is None else max(g["max_value"], r["value"])
+    for g in groups.values():
+        g["distinct_qty"] = len(g.pop("qtys"))
     groups_5000 = {}
     for r in ds.to_table(columns=["category", "qty"], filter="id < 5000").to_pylist():
         g = groups_5000.setdefault(r["category"], {"count": 0, "sum_qty": 0})

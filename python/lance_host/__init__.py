@@ -1020,7 +1020,8 @@ class Dataset:
         columns), over the rows matching the Lance SQL `filter` (lance_dataset_aggregate).
         `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
         style: functions `count`, `count_all` (column None or []: COUNT(*)), `sum`, `min`, `max`,
-        `avg` (or `mean`); in place of a column, an `Expression` (Lance SQL over the row, e.g.
+        `avg` (or `mean`), `count_distinct` (SQL's COUNT(DISTINCT): exact across splits; floats
+        count every NaN once and -0.0 as 0.0); in place of a column, an `Expression` (Lance SQL over the row, e.g.
         `Expression("price * (1 - discount)")`). Result columns: the group-by columns, then one per aggregate named by
         its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
         OutOfRangeError (never wrapped)."""
@@ -2023,7 +2024,8 @@ def _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source, 
     return m, arr
 
 
-AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6}
+AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6,
+                       "count_distinct": 7}
 
 
 class Expression(str):

@@ -67,6 +67,12 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
         (State::Min, _) => agg::min(column()),
         (State::Max, _) => agg::max(column()),
         (State::NaNs, _) => agg::count(column()).filter(isnan(column())).build().unwrap_or_else(|_| agg::count(column())),
+        // each split's distinct values (NULL left out); the merge unites them, normalizing floats
+        (State::Distinct, _) => agg::array_agg(column())
+            .distinct()
+            .filter(column().is_not_null())
+            .build()
+            .unwrap_or_else(|_| agg::array_agg(column())),
     }
 }
 
@@ -77,7 +83,10 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
     for (i, r) in resolved.iter().enumerate() {
         for s in &r.states {
             let t = spec::state_type(*s, &r.kind, r.input.as_ref());
-            let function = if r.aggregate.function == Function::CountStar { "count_star" } else { r.aggregate.function.sql_name() };
+            let function = match r.aggregate.function {
+                Function::CountStar => "count_star",
+                f => f.sql_name(),
+            };
             let meta = HashMap::from([
                 (META_AGGREGATE.to_string(), i.to_string()),
                 (META_STATE.to_string(), s.suffix().to_string()),
@@ -428,8 +437,13 @@ fn describe(schema: &Schema) -> Result<(usize, Vec<StateField>)> {
             .ok_or_else(|| bad("a bad aggregate index"))?;
         let state = State::from_suffix(get(META_STATE)?).ok_or_else(|| bad("an unknown state"))?;
         let kind = Kind::from_tag(get(META_KIND)?).ok_or_else(|| bad("an unknown kind"))?;
-        // the state's type is the one its kind gives (MIN and MAX: the column's, any)
-        let want = spec::state_type(state, &kind, Some(f.data_type()));
+        // the state's type is the one its kind gives (MIN and MAX: the column's, any; DISTINCT:
+        // a list of the column's)
+        let input = match (state, f.data_type()) {
+            (State::Distinct, DataType::List(item)) => Some(item.data_type().clone()),
+            (_, t) => Some(t.clone()),
+        };
+        let want = spec::state_type(state, &kind, input.as_ref());
         if f.data_type() != &want {
             return Err(bad(&format!("column '{}' is {}, its state needs {want}", f.name(), f.data_type())));
         }
@@ -473,6 +487,8 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
                 (State::Count | State::NaNs | State::Sum, _) => agg::sum(c),
                 (State::Min, _) => agg::min(c),
                 (State::Max, _) => agg::max(c),
+                // every split's list of the group's values; `finish` unites and counts them
+                (State::Distinct, _) => agg::array_agg(c),
             };
             e.alias(schema.field(s.index).name().clone())
         })
@@ -493,6 +509,10 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
         .map(|(i, f)| match states.iter().find(|s| s.index == i) {
             Some(StateField { state: State::Sum, kind: Kind::Decimal128 { scale, .. }, .. }) => {
                 f.as_ref().clone().with_data_type(DataType::Decimal256(76, *scale))
+            }
+            // the splits' lists, one list of them per group
+            Some(StateField { state: State::Distinct, .. }) => {
+                f.as_ref().clone().with_data_type(DataType::List(Arc::new(Field::new("item", f.data_type().clone(), true))))
             }
             _ => f.as_ref().clone(),
         })
@@ -619,6 +639,7 @@ fn finish(merged: &RecordBatch, groups: usize, states: &[StateField]) -> Result<
                     .collect();
                 cast(&(Arc::new(out) as ArrayRef), &t).map_err(|e| HostError::internal(format!("{name}: {e}")))?
             }
+            ("count_distinct", _) => Arc::new(count_distinct(&find(State::Distinct).ok_or_else(|| missing(&name))?, &name)?),
             ("min", _) => find(State::Min).ok_or_else(|| missing(&name))?,
             ("max", _) => find(State::Max).ok_or_else(|| missing(&name))?,
             (other, _) => return Err(HostError::invalid(format!("partial states of an unknown function '{other}'"))),
@@ -627,6 +648,60 @@ fn finish(merged: &RecordBatch, groups: usize, states: &[StateField]) -> Result<
         columns.push(column);
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| HostError::internal(format!("aggregate results: {e}")))
+}
+
+/// Per row of `lists` (each a list of the splits' lists of distinct values): how many distinct
+/// values the splits hold together. Floats are compared as SQL engines compare them: every NaN
+/// is one value and -0.0 equals 0.0 (pyarrow's count_distinct compares bits and counts more).
+fn count_distinct(lists: &ArrayRef, name: &str) -> Result<Int64Array> {
+    use arrow::array::{AsArray, Float32Array};
+    use arrow::row::{RowConverter, SortField};
+    let outer = lists.as_list_opt::<i32>().ok_or_else(|| missing(name))?;
+    let mut out = Vec::with_capacity(outer.len());
+    let mut converter: Option<RowConverter> = None;
+    for row in 0..outer.len() {
+        if outer.is_null(row) {
+            out.push(0);
+            continue;
+        }
+        let parts = outer.value(row);
+        let parts = parts.as_list_opt::<i32>().ok_or_else(|| missing(name))?;
+        // each split's list (a NULL list: a split where the group had no value), by its offsets
+        let pieces: Vec<ArrayRef> = parts.iter().flatten().collect();
+        if pieces.is_empty() {
+            out.push(0);
+            continue;
+        }
+        let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
+        let values = arrow::compute::concat(&refs).map_err(|e| HostError::internal(format!("{name}: {e}")))?;
+        // normalized floats: one NaN, one zero
+        let values: ArrayRef = match values.data_type() {
+            DataType::Float64 => {
+                let v = values.as_primitive::<arrow::datatypes::Float64Type>();
+                Arc::new(v.iter().map(|x| x.map(|x| if x.is_nan() { f64::NAN } else { x + 0.0 })).collect::<Float64Array>())
+            }
+            DataType::Float32 => {
+                let v = values.as_primitive::<arrow::datatypes::Float32Type>();
+                Arc::new(v.iter().map(|x| x.map(|x| if x.is_nan() { f32::NAN } else { x + 0.0 })).collect::<Float32Array>())
+            }
+            _ => values,
+        };
+        let conv = match &mut converter {
+            Some(c) => c,
+            None => converter.insert(
+                RowConverter::new(vec![SortField::new(values.data_type().clone())]).map_err(|e| HostError::internal(format!("{name}: {e}")))?,
+            ),
+        };
+        let rows = conv.convert_columns(&[values.clone()]).map_err(|e| HostError::internal(format!("{name}: {e}")))?;
+        let mut seen = std::collections::HashSet::with_capacity(rows.num_rows());
+        for (i, r) in rows.iter().enumerate() {
+            if values.is_valid(i) {
+                seen.insert(r.as_ref().to_vec());
+            }
+        }
+        out.push(seen.len() as i64);
+    }
+    Ok(Int64Array::from(out))
 }
 
 fn missing(name: &str) -> HostError {

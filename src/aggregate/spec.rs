@@ -23,6 +23,10 @@ pub enum Function {
     Max = 5,
     /// AVG, shipped as a sum and a count so partial states merge exactly.
     Avg = 6,
+    /// COUNT(DISTINCT col): distinct non-NULL values, shipped as each group's set of values so
+    /// partial states merge exactly (floats: every NaN one value, -0.0 equal to 0.0, as SQL
+    /// engines count). Since 0.15.
+    CountDistinct = 7,
 }
 
 impl Function {
@@ -34,6 +38,7 @@ impl Function {
             4 => Function::Min,
             5 => Function::Max,
             6 => Function::Avg,
+            7 => Function::CountDistinct,
             _ => return None,
         })
     }
@@ -41,6 +46,7 @@ impl Function {
     pub fn sql_name(self) -> &'static str {
         match self {
             Function::CountStar | Function::Count => "count",
+            Function::CountDistinct => "count_distinct",
             Function::Sum => "sum",
             Function::Min => "min",
             Function::Max => "max",
@@ -158,6 +164,8 @@ pub enum State {
     Max,
     /// Float MIN/MAX only: how many values were NaN (Int64), so that an all-NaN group is NaN.
     NaNs,
+    /// COUNT(DISTINCT): the group's distinct non-NULL values, a list of the column's type.
+    Distinct,
 }
 
 impl State {
@@ -168,6 +176,7 @@ impl State {
             State::Min => "min",
             State::Max => "max",
             State::NaNs => "nans",
+            State::Distinct => "distinct",
         }
     }
 
@@ -178,6 +187,7 @@ impl State {
             "min" => State::Min,
             "max" => State::Max,
             "nans" => State::NaNs,
+            "distinct" => State::Distinct,
             _ => return None,
         })
     }
@@ -305,6 +315,9 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
         let type_name = input.as_ref().map(|t| t.to_string()).unwrap_or_default();
         let states = match (a.function, &kind) {
             (Function::CountStar | Function::Count, _) => vec![State::Count],
+            (Function::CountDistinct, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. } | Kind::Ordered) => {
+                vec![State::Distinct]
+            }
             (Function::Sum, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => vec![State::Sum],
             (Function::Avg, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => {
                 vec![State::Sum, State::Count]
@@ -315,8 +328,8 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
             (Function::Max, Kind::Signed | Kind::Unsigned | Kind::Decimal128 { .. } | Kind::Ordered) => vec![State::Max],
             (f, _) => {
                 return Err(HostError::not_supported(format!(
-                    "{what}: {} of a {type_name} value is not supported (SUM and AVG take numbers; MIN and MAX numbers, \
-                     strings, binary, booleans, dates, times and timestamps; COUNT any column)",
+                    "{what}: {} of a {type_name} value is not supported (SUM and AVG take numbers; MIN, MAX and \
+                     COUNT(DISTINCT) numbers, strings, binary, booleans, dates, times and timestamps; COUNT any column)",
                     f.sql_name().to_uppercase()
                 )))
             }
@@ -330,6 +343,7 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
 pub fn state_type(state: State, kind: &Kind, input: Option<&DataType>) -> DataType {
     match (state, kind) {
         (State::Count | State::NaNs, _) => DataType::Int64,
+        (State::Distinct, _) => DataType::List(std::sync::Arc::new(Field::new("item", input.cloned().unwrap_or(DataType::Null), true))),
         (State::Sum, Kind::Signed | Kind::Unsigned) => DataType::Decimal128(38, 0),
         (State::Sum, Kind::Float) => DataType::Float64,
         (State::Sum, Kind::Decimal128 { scale, .. }) => DataType::Decimal128(38, *scale),
@@ -352,7 +366,7 @@ pub fn state_column(groups: &[String], i: usize, state: State) -> String {
 /// The result type of an aggregate.
 pub fn result_type(r: &Resolved) -> DataType {
     match (r.aggregate.function, &r.kind) {
-        (Function::CountStar | Function::Count, _) => DataType::Int64,
+        (Function::CountStar | Function::Count | Function::CountDistinct, _) => DataType::Int64,
         (Function::Sum, Kind::Signed) => DataType::Int64,
         (Function::Sum, Kind::Unsigned) => DataType::UInt64,
         (Function::Sum, Kind::Float) => DataType::Float64,

@@ -589,6 +589,13 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
     for a, b in zip(ours, duck):
         assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (a, b)   # decimals: exact
         assert a[2] == pytest.approx(b[2], rel=1e-12), (a, b)
+    # count(DISTINCT col): exact across the splits, equal to DuckDB's
+    ours = con.execute(
+        f"SELECT * FROM lance_aggregate('{t}', group_by := ['g'], aggregates := ['count(DISTINCT n)', "
+        "'count( distinct dec )']) ORDER BY g NULLS FIRST").fetchall()
+    duck = con.execute(
+        f"SELECT g, count(DISTINCT n), count(DISTINCT dec) FROM lance_scan('{t}') GROUP BY g ORDER BY g NULLS FIRST").fetchall()
+    assert ours == duck
     with pytest.raises(duckdb.Error, match=r"DECIMAL\(38, 0\)"):
         con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['sum(n * 2)'])").fetchall()
     cols = [d[0] for d in con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").description]

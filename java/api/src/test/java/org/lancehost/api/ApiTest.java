@@ -413,7 +413,8 @@ class ApiTest {
     AggregateSpec spec = AggregateSpec.create().groupBy("category").countStar("n")
         .add(org.lancehost.AggregateFunction.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
         .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value")
-        .addExpression(AggregateSpec.SUM, "value * 2.0 + CAST(qty AS DOUBLE)", "expr");
+        .addExpression(AggregateSpec.SUM, "value * 2.0 + CAST(qty AS DOUBLE)", "expr")
+        .add(org.lancehost.AggregateFunction.COUNT_DISTINCT, "qty", "distinct_qty");
     try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
       List<Map<String, Object>> one = rows(ds.aggregate(spec, allocator));
       // The distributed shape: partial states per split, merged once.
@@ -434,6 +435,8 @@ class ApiTest {
           // value is NULL in some rows: the expression is too, and SUM leaves it out
           double want = 2 * g.get("sum_value").asDouble() + g.get("sum_qty_where_value").asDouble();
           assertEquals(want, (Double) r.get("expr"), Math.abs(want) * 1e-12);
+          // exact across the splits' partial states
+          assertEquals(g.get("distinct_qty").asLong(), asLong(r.get("distinct_qty")));
         }
       }
       // integer arithmetic could wrap in the engine: refused
