@@ -180,8 +180,9 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       boolean distinct = false;
       if (f instanceof Count) {
         arg = ((Count) f).column();
-        distinct = ((Count) f).isDistinct();
-        fn = AggregateSpec.COUNT;
+        // COUNT(DISTINCT col): exact in the library across splits, NaN and -0.0 counted as
+        // Spark normalizes them
+        fn = ((Count) f).isDistinct() ? AggregateSpec.COUNT_DISTINCT : AggregateSpec.COUNT;
       } else if (f instanceof Sum) {
         arg = ((Sum) f).column();
         distinct = ((Sum) f).isDistinct();
@@ -204,7 +205,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       if (col == null) {
         // an arithmetic expression over double columns: the same IEEE operations in Lance
         String sql = doubleExpression(arg);
-        if (sql == null || fn == AggregateSpec.COUNT) return null;
+        if (sql == null || fn == AggregateSpec.COUNT || fn == AggregateSpec.COUNT_DISTINCT) return null;
         DataType result = resultType(fn, DataTypes.DoubleType);
         if (result == null) return null;
         spec = spec.addExpression(fn, sql, alias);
@@ -218,7 +219,8 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       // Spark with ANSI mode; without it Spark wraps, so the sum is left to Spark.
       if (fn == AggregateSpec.SUM && integral(t) && !org.apache.spark.sql.internal.SQLConf.get().ansiEnabled()) return null;
       spec = spec.add(fn, col, alias);
-      out.add(new StructField(alias, result, fn != AggregateSpec.COUNT, Metadata.empty()));
+      out.add(new StructField(alias, result, fn != AggregateSpec.COUNT && fn != AggregateSpec.COUNT_DISTINCT,
+          Metadata.empty()));
     }
     return new AggregatePlan(spec, new StructType(out.toArray(new StructField[0])), describe(agg));
   }
@@ -251,6 +253,8 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     switch (fn) {
       case AggregateSpec.COUNT:
         return DataTypes.LongType;
+      case AggregateSpec.COUNT_DISTINCT:
+        return groupable(t) || floating ? DataTypes.LongType : null;
       case AggregateSpec.SUM:
         return integral(t) ? DataTypes.LongType : floating ? DataTypes.DoubleType : null;
       case AggregateSpec.AVG:

@@ -167,6 +167,22 @@ class SparkReadTest {
   }
 
   @Test
+  void countDistinctIsPushedAndEqualsSparkOnParquet() {
+    Dataset<Row> df = table().groupBy("category").agg(functions.countDistinct("qty").as("n"));
+    assertTrue(plan(df).contains("PushedAggregation"), plan(df));
+    JsonNode groups = basic.get("groups");
+    List<Row> got = df.collectAsList();
+    assertEquals(groups.size(), got.size());
+    for (Row r : got) assertEquals(groups.get(r.getString(0)).get("distinct_qty").asLong(), r.getLong(1));
+    // doubles with NaN of either sign and both zeros: Spark on Parquet judges
+    JsonNode nans = Fixtures.expected().get("nans");
+    Dataset<Row> lanceNans = spark.read().format("lance_host").load(nans.get("uri").asText()).agg(functions.countDistinct("d"));
+    assertTrue(plan(lanceNans).contains("PushedAggregation"), plan(lanceNans));
+    long want = spark.read().parquet(nans.get("parquet").asText()).agg(functions.countDistinct("d")).first().getLong(0);
+    assertEquals(want, lanceNans.first().getLong(0));
+  }
+
+  @Test
   void integerSumsAreLeftToSparkWithoutAnsiMode() {
     // Without ANSI mode Spark wraps an integer sum past int64 where the library refuses it: the
     // sum is Spark's then (Spark 3.5's default), still equal to pylance's on this table.
