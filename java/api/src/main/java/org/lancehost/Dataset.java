@@ -558,6 +558,23 @@ public final class Dataset implements AutoCloseable {
   public static final int BTREE = 0, BITMAP = 1, LABEL_LIST = 2;
 
   /**
+   * Builds an index on `column` in this process and commits it as one new version (this handle
+   * keeps its version): a vector, scalar or full-text index as {@code options} says, e.g.
+   * {@code IndexOptions.vector(VectorIndexType.IVF_PQ).metric(Metric.COSINE).partitions(16).name("emb_idx")}.
+   * Progress reports go to a bound call context.
+   *
+   * @return the version committed
+   * @throws LanceException.InvalidArgument for a column of the wrong type, a taken name without
+   *     replace, bad parameters
+   * @throws LanceException.NotFound for an unknown column
+   */
+  public long createIndex(String column, IndexOptions options) {
+    if (options == null) throw new LanceException.InvalidArgument("index options are null");
+    return handle.withLong(h -> Native.createIndex(h, options.family, column, options.name, options.replace,
+        options.params()));
+  }
+
+  /**
    * Builds a vector index (one process) and commits it; returns the new version (this handle
    * keeps its version). `numPartitions`/`numSubVectors` 0 = Lance's defaults; `metric` 0 = L2.
    */

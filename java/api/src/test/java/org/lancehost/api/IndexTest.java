@@ -90,7 +90,11 @@ class IndexTest {
       assertEquals(2, ds.createScalarIndex("id", "id_bitmap", false, ScalarIndexType.BITMAP));
     }
     try (Dataset ds = Dataset.open(uri.toString())) {
-      assertEquals(3, ds.createVectorIndex("vec", "vec_cos", false, VectorIndexType.IVF_FLAT, Metric.COSINE, 2, 0));
+      // the option object: the same build as the positional form (pylance checks the kind below)
+      assertEquals(3, ds.createIndex("vec", org.lancehost.IndexOptions.vector(VectorIndexType.IVF_FLAT)
+          .metric(Metric.COSINE).partitions(2).name("vec_cos")));
+      assertThrows(LanceException.class, () -> ds.createIndex("vec",
+          org.lancehost.IndexOptions.vector(VectorIndexType.IVF_FLAT).partitions(2).name("vec_cos")), "a taken name");
     }
     try (Dataset ds = Dataset.open(uri.toString())) {
       assertEquals("vec_cos", ds.planVectorSearch("vec", Metric.DEFAULT, true, 0).indexName());
@@ -123,7 +127,7 @@ class IndexTest {
       assertEquals(3, v3);
     }
     try (Dataset ds = Dataset.open(uri.toString())) {
-      long v4 = ds.createInvertedIndex("name", "name_idx", false, true);
+      long v4 = ds.createIndex("name", org.lancehost.IndexOptions.fullText(true).name("name_idx"));
       assertEquals(4, v4);
       assertEquals(2, ds.indexes().size(), "this handle keeps its version (two indexes)");
     }
