@@ -27,6 +27,8 @@ jmethodID g_hs_close;      /* void closeFromNative() */
 jmethodID g_throwable_string; /* String Throwable.toString() */
 jclass g_io_stats;         /* org.lancehost.IoStats */
 jmethodID g_io_stats_new;  /* IoStats(long x 9) */
+jclass g_write_result;      /* org.lancehost.Write$Result */
+jmethodID g_write_result_new; /* Result(long, boolean, long x 6) */
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   (void)reserved;
@@ -67,6 +69,11 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   g_io_stats = (*env)->NewGlobalRef(env, c);
   g_io_stats_new = (*env)->GetMethodID(env, c, "<init>", "(JJJJJJJJJ)V");
   if (!g_io_stats_new) return JNI_ERR;
+  c = (*env)->FindClass(env, "org/lancehost/Write$Result");
+  if (!c) return JNI_ERR;
+  g_write_result = (*env)->NewGlobalRef(env, c);
+  g_write_result_new = (*env)->GetMethodID(env, c, "<init>", "(JZJJJJJJ)V");
+  if (!g_write_result_new) return JNI_ERR;
   if (!g_exception_of || !g_string_bytes || !g_string_new || !g_utf8 || !g_hs_schema || !g_hs_next || !g_hs_release ||
       !g_hs_close || !g_throwable_string)
     return JNI_ERR;

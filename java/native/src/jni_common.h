@@ -34,6 +34,8 @@ extern jmethodID g_hs_close;      /* void closeFromNative() */
 extern jmethodID g_throwable_string; /* String Throwable.toString() */
 extern jclass g_io_stats;         /* org.lancehost.IoStats */
 extern jmethodID g_io_stats_new;  /* IoStats(long x 9) */
+extern jclass g_write_result;      /* org.lancehost.Write$Result */
+extern jmethodID g_write_result_new; /* Result(long, boolean, long x 6) */
 
 /* What `merge` combines: vector top-k, full-text top-k, or aggregate partial states. */
 enum MergeKind { MERGE_TOPK, MERGE_TEXT, MERGE_AGGREGATE };
@@ -147,7 +149,7 @@ int write_in(JNIEnv *env, WriteIn *w, jint mode, jstring statement_id, jstring m
                     jlong max_rows_per_file);
 int preconditions_in(JNIEnv *env, WriteIn *w, jlong expected_version, jobjectArray required_config);
 void write_in_free(WriteIn *w);
-jlongArray result_out(JNIEnv *env, const LanceWriteResult *r);
+jobject result_out(JNIEnv *env, const LanceWriteResult *r);
 jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r);
 int index_params(JNIEnv *env, jint kind, jintArray params, IndexParams *out);
 int text_in(JNIEnv *env, TextIn *t, jstring column, jstring text, jint match, jint slop, jlong k,

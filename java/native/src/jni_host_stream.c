@@ -284,19 +284,17 @@ void write_in_free(WriteIn *w) {
   str_array_free(&w->required);
 }
 
-/* long[]{version, committed, rows written, fragments, files, rows deleted, updated, inserted}. */
-jlongArray result_out(JNIEnv *env, const LanceWriteResult *r) {
-  jlong v[8] = {(jlong)r->version, r->committed, (jlong)r->rows_written, (jlong)r->fragments_written,
-                (jlong)r->files_written, (jlong)r->rows_deleted, (jlong)r->rows_updated, (jlong)r->rows_inserted};
-  jlongArray out = (*env)->NewLongArray(env, 8);
-  if (out) (*env)->SetLongArrayRegion(env, out, 0, 8, v);
-  return out;
+/* A write's LanceWriteResult as an org.lancehost.Write.Result (built here: no positional array). */
+jobject result_out(JNIEnv *env, const LanceWriteResult *r) {
+  return (*env)->NewObject(env, g_write_result, g_write_result_new, (jlong)r->version, (jboolean)(r->committed != 0),
+                           (jlong)r->rows_written, (jlong)r->fragments_written, (jlong)r->files_written,
+                           (jlong)r->rows_deleted, (jlong)r->rows_updated, (jlong)r->rows_inserted);
 }
 
-/* Object[]{byte[] staged, long[] result} of a staged write the library returned (takes `bytes`). */
+/* Object[]{byte[] staged, Write.Result result} of a staged write the library returned (takes `bytes`). */
 jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r) {
   jbyteArray b = take_bytes(env, bytes, len);
-  jlongArray res = b ? result_out(env, r) : NULL;
+  jobject res = b ? result_out(env, r) : NULL;
   jobjectArray out = b && res ? (*env)->NewObjectArray(env, 2, g_object, NULL) : NULL;
   if (out) {
     (*env)->SetObjectArrayElement(env, out, 0, b);
@@ -305,8 +303,8 @@ jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWrit
   return out;
 }
 
-/* CREATE TABLE AS a Java stream (may hold no batch): long[] write result. The stream is consumed. */
-JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table,
+/* CREATE TABLE AS a Java stream (may hold no batch): its Write.Result. The stream is consumed. */
+JNIEXPORT jobject JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table,
                                              jobject source, jobjectArray options) {
   (void)c;
   struct ArrowArrayStream data;
@@ -314,7 +312,7 @@ JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, job
   int ok = 1;
   char *t = utf8(env, table, "table", &ok);
   StrArray n = {0}, o = {0};
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (ok && str_array(env, ns, "namespace", 0, &n) && str_array(env, options, "storage options", 0, &o)) {
     LanceWriteParams p;
     lance_write_params_init_v2(&p, sizeof p);
@@ -335,7 +333,7 @@ JNIEXPORT jlongArray JNI(catalogCreateTable)(JNIEnv *env, jclass c, jlong h, job
 
 /* Writes a Java stream and commits (create, append, overwrite): long[]{version, committed,
  * rows, fragments, files}. The stream is consumed (closed) in every case. */
-JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
+JNIEXPORT jobject JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
                                      jstring statement_id, jstring message, jobjectArray options, jlong max_rows_per_file,
                                      jlong expected_version, jobjectArray required_config, jboolean stable_row_ids) {
   (void)c;
@@ -345,7 +343,7 @@ JNIEXPORT jlongArray JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong a
   char *u = utf8(env, uri, "uri", &ok);
   WriteIn w;
   memset(&w, 0, sizeof w);
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (ok && write_in(env, &w, mode, statement_id, message, options, max_rows_per_file) &&
       preconditions_in(env, &w, expected_version, required_config)) {
     w.p.stable_row_ids = stable_row_ids ? 1 : 0;

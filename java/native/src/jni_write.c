@@ -4,7 +4,7 @@
 /* ---- writes ----------------------------------------------------------------------------- */
 
 /* Commits staged writes once: long[]{version, committed (1/0), rows, fragments, files}. */
-JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjectArray staged, jint mode,
+JNIEXPORT jobject JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjectArray staged, jint mode,
                                       jstring statement_id, jstring message, jobjectArray options,
                                       jlong expected_version, jobjectArray required_config) {
   (void)c;
@@ -13,7 +13,7 @@ JNIEXPORT jlongArray JNI(tableCommit)(JNIEnv *env, jclass c, jstring uri, jobjec
   WriteIn w;
   memset(&w, 0, sizeof w);
   BytesIn in = {0};
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (ok && write_in(env, &w, mode, statement_id, message, options, 0) &&
       preconditions_in(env, &w, expected_version, required_config) && bytes_in(env, staged, "staged writes", &in)) {
     LanceWriteResult r;
@@ -89,7 +89,7 @@ JNIEXPORT jobjectArray JNI(commitTables)(JNIEnv *env, jclass c, jobjectArray uri
   if (ok && check(env, lance_commit_tables(n, (const char *const *)u, ptrs, lens, counts, params, NULL, rp))) {
     out = (*env)->NewObjectArray(env, (jsize)n, g_object, NULL);
     for (size_t i = 0; out && i < n; i++) {
-      jlongArray one = result_out(env, &r[i]);
+      jobject one = result_out(env, &r[i]);
       if (!one) {
         out = NULL;
         break;
@@ -127,13 +127,13 @@ JNIEXPORT jobjectArray JNI(datasetConfig)(JNIEnv *env, jclass c, jlong ds) {
 }
 
 /* Sets and removes config keys as one new version: long[] write result. */
-JNIEXPORT jlongArray JNI(datasetUpdateConfig)(JNIEnv *env, jclass c, jlong ds, jobjectArray set, jobjectArray remove,
+JNIEXPORT jobject JNI(datasetUpdateConfig)(JNIEnv *env, jclass c, jlong ds, jobjectArray set, jobjectArray remove,
                                               jlong expected_version, jobjectArray required_config) {
   (void)c;
   WriteIn w;
   memset(&w, 0, sizeof w);
   StrArray kv = {0}, keys = {0};
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (write_in(env, &w, 0, NULL, NULL, NULL, 0) && preconditions_in(env, &w, expected_version, required_config) &&
       str_array(env, set, "config values", 0, &kv) && str_array(env, remove, "config keys", 0, &keys)) {
     LanceWriteResult r;
@@ -233,14 +233,14 @@ JNIEXPORT jobjectArray JNI(stageDelete)(JNIEnv *env, jclass c, jlong ds, jbyteAr
 }
 
 /* Updates the rows matching `predicate` (null = all): columns[i] = expressions[i], one version. */
-JNIEXPORT jlongArray JNI(datasetUpdate)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jobjectArray expressions,
+JNIEXPORT jobject JNI(datasetUpdate)(JNIEnv *env, jclass c, jlong ds, jobjectArray columns, jobjectArray expressions,
                                         jstring predicate, jstring statement_id) {
   (void)c;
   int ok = 1;
   char *p = utf8(env, predicate, "predicate", &ok);
   char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
   StrArray cols = {0}, exprs = {0};
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (ok && str_array(env, columns, "columns", 0, &cols) && str_array(env, expressions, "expressions", 0, &exprs)) {
     LanceWriteParams params;
     lance_write_params_init_v2(&params, sizeof params);

@@ -78,7 +78,7 @@ public final class Catalog implements AutoCloseable {
   public Write.Result createTable(List<String> namespace, String table, Schema schema, Iterator<VectorSchemaRoot> batches,
       Map<String, String> storageOptions) {
     HostStream s = new HostStream(schema, batches == null ? Collections.emptyIterator() : batches);
-    return handle.with(p -> new Write.Result(Native.catalogCreateTable(p, ns(namespace), table, s,
+    return handle.with(p -> (Native.catalogCreateTable(p, ns(namespace), table, s,
         Dataset.options(storageOptions))));
   }
 

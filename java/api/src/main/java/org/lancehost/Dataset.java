@@ -312,7 +312,7 @@ public final class Dataset implements AutoCloseable {
    */
   public Write.Result updateConfig(Map<String, String> set, List<String> remove, Write.Options o) {
     String[] keys = remove == null ? null : remove.toArray(new String[0]);
-    return new Write.Result(handle.with(p -> Native.datasetUpdateConfig(p, options(set), keys,
+    return (handle.with(p -> Native.datasetUpdateConfig(p, options(set), keys,
         o == null ? 0 : o.expectedVersion, o == null ? null : options(o.requiredConfig))));
   }
 
@@ -430,7 +430,7 @@ public final class Dataset implements AutoCloseable {
     String[] cols = set.keySet().toArray(new String[0]);
     String[] exprs = new String[cols.length];
     for (int i = 0; i < cols.length; i++) exprs[i] = set.get(cols[i]);
-    return handle.with(p -> new Write.Result(Native.datasetUpdate(p, cols, exprs, predicate, statementId)));
+    return handle.with(p -> Native.datasetUpdate(p, cols, exprs, predicate, statementId));
   }
 
   /** What a merge-insert does with each row (the LANCE_WHEN_* values). */
@@ -497,7 +497,7 @@ public final class Dataset implements AutoCloseable {
    */
   public Write.Result mergeInsert(Schema schema, Iterator<VectorSchemaRoot> source, Merge m, String statementId) {
     HostStream s = new HostStream(schema, source);
-    return handle.with(p -> new Write.Result((long[]) Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
+    return handle.with(p -> (Write.Result) (Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
         m.matchedCondition, m.bySourceCondition, statementId, false)));
   }
 

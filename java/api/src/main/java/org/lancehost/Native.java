@@ -64,10 +64,10 @@ final class Native {
   static native void catalogCreateNamespace(long catalog, String[] namespace, boolean existOk, String[] properties);
   static native void catalogDropNamespace(long catalog, String[] namespace, boolean cascade, boolean missingOk);
   static native void catalogDropTable(long catalog, String[] namespace, String table, boolean missingOk);
-  static native long[] catalogCreateTable(long catalog, String[] namespace, String table, HostStream source,
+  static native Write.Result catalogCreateTable(long catalog, String[] namespace, String table, HostStream source,
       String[] options);
 
-  static native long[] tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
+  static native Write.Result tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options, long expectedVersion, String[] requiredConfig);
   static native Object[] commitTables(String[] uris, byte[][][] staged, String[] statementIds, String[] messages,
       String[][] options, long[] expectedVersions, String[][] requiredConfigs);
@@ -81,17 +81,17 @@ final class Native {
   static native void datasetDeleteBranch(long ds, String name);
   static native String[] datasetBranches(long ds);
   static native long datasetShallowClone(long ds, String target, String[] options);
-  static native long[] datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
+  static native Write.Result datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
       String[] requiredConfig);
   static native Object[] planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);
   static native long[] datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
   static native Object[] stageRowDeletes(long ds, long[] addresses);
   static native Object[] stageDelete(long ds, byte[] split, String predicate);
-  static native long[] datasetUpdate(long ds, String[] columns, String[] expressions, String predicate, String statementId);
+  static native Write.Result datasetUpdate(long ds, String[] columns, String[] expressions, String predicate, String statementId);
   static native Object mergeInsert(long ds, HostStream source, String[] on, int[] modes, String matchedCondition,
       String bySourceCondition, String statementId, boolean staged);
-  static native long[] tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
+  static native Write.Result tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
       String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig, boolean stableRowIds);
   static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 

@@ -31,15 +31,17 @@ public final class Write {
     /** Rows a delete, update, merge or row-level change deleted, updated and inserted. */
     public final long rowsDeleted, rowsUpdated, rowsInserted;
 
-    Result(long[] v) {
-      version = v[0];
-      committed = v[1] != 0;
-      rowsWritten = v[2];
-      fragmentsWritten = v[3];
-      filesWritten = v[4];
-      rowsDeleted = v[5];
-      rowsUpdated = v[6];
-      rowsInserted = v[7];
+    /** Built by the JNI glue (jni_host_stream.c, result_out) from a LanceWriteResult. */
+    Result(long version, boolean committed, long rowsWritten, long fragmentsWritten, long filesWritten,
+        long rowsDeleted, long rowsUpdated, long rowsInserted) {
+      this.version = version;
+      this.committed = committed;
+      this.rowsWritten = rowsWritten;
+      this.fragmentsWritten = fragmentsWritten;
+      this.filesWritten = filesWritten;
+      this.rowsDeleted = rowsDeleted;
+      this.rowsUpdated = rowsUpdated;
+      this.rowsInserted = rowsInserted;
     }
   }
 
@@ -50,7 +52,7 @@ public final class Write {
 
     Staged(Object[] raw) {
       bytes = (byte[]) raw[0];
-      result = new Result((long[]) raw[1]);
+      result = (Result) raw[1];
     }
   }
 
@@ -141,10 +143,10 @@ public final class Write {
   public static Result write(String uri, Dataset at, Schema schema, Iterator<VectorSchemaRoot> batches, Options o) {
     HostStream s = new HostStream(schema, batches);
     if (at == null) {
-      return new Result(Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage),
+      return (Native.tableWrite(uri, 0, s, o.mode, o.statementId, o.message, Dataset.options(o.storage),
           o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig), o.stableRowIds));
     }
-    return at.withHandle(h -> new Result(Native.tableWrite(uri, h, s, o.mode, o.statementId, o.message,
+    return at.withHandle(h -> (Native.tableWrite(uri, h, s, o.mode, o.statementId, o.message,
         Dataset.options(o.storage), o.maxRowsPerFile, o.expectedVersion, Dataset.options(o.requiredConfig),
         o.stableRowIds)));
   }
@@ -159,7 +161,7 @@ public final class Write {
   /** Commits every share of a statement once (a retry with the same statement id commits nothing more). */
   public static Result commit(String uri, List<byte[]> staged, Options o) {
     if (staged == null) throw new LanceException.InvalidArgument("staged writes are null");
-    return new Result(Native.tableCommit(uri, staged.toArray(new byte[0][]), o.mode, o.statementId, o.message,
+    return (Native.tableCommit(uri, staged.toArray(new byte[0][]), o.mode, o.statementId, o.message,
         Dataset.options(o.storage), o.expectedVersion, Dataset.options(o.requiredConfig)));
   }
 
@@ -208,7 +210,7 @@ public final class Write {
     }
     Object[] raw = Native.commitTables(uris, staged, ids, messages, storage, expected, required);
     java.util.ArrayList<Result> out = new java.util.ArrayList<>(n);
-    for (Object r : raw) out.add(new Result((long[]) r));
+    for (Object r : raw) out.add((Result) r);
     return out;
   }
 
