@@ -80,6 +80,25 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   return JNI_VERSION_1_8;
 }
 
+/* A new object of class `cls` ("org/lancehost/Split") through its constructor of signature
+   `sig`: how results cross to Java (typed, never arrays decoded by position). NULL with the
+   exception pending on failure. */
+jobject new_object(JNIEnv *env, const char *cls, const char *sig, ...) {
+  jclass k = (*env)->FindClass(env, cls);
+  if (!k) return NULL;
+  jmethodID ctor = (*env)->GetMethodID(env, k, "<init>", sig);
+  if (!ctor) {
+    (*env)->DeleteLocalRef(env, k);
+    return NULL;
+  }
+  va_list ap;
+  va_start(ap, sig);
+  jobject o = (*env)->NewObjectV(env, k, ctor, ap);
+  va_end(ap);
+  (*env)->DeleteLocalRef(env, k);
+  return o;
+}
+
 /* ---- errors ------------------------------------------------------------------------------ */
 
 

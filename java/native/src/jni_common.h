@@ -119,7 +119,7 @@ struct ArrowArrayStream *new_stream(JNIEnv *env);
 jlong stream_out(JNIEnv *env, int32_t rc, struct ArrowArrayStream *s);
 void bytes_in_free(JNIEnv *env, BytesIn *b);
 int bytes_in(JNIEnv *env, jobjectArray arr, const char *what, BytesIn *out);
-jobjectArray plan_out(JNIEnv *env, LanceSplitPlan *plan);
+jobject plan_out(JNIEnv *env, LanceSplitPlan *plan);
 void scan_strings_free(ScanStrings *t);
 int scan_options(JNIEnv *env, LanceScanOptions *o, ScanStrings *t, jobjectArray columns, jstring filter_sql,
                         jlong limit, jlong offset, jlong batch_size, jboolean with_row_id, jstring order_by,
@@ -150,6 +150,7 @@ int write_in(JNIEnv *env, WriteIn *w, jint mode, jstring statement_id, jstring m
 int preconditions_in(JNIEnv *env, WriteIn *w, jlong expected_version, jobjectArray required_config);
 void write_in_free(WriteIn *w);
 jobject result_out(JNIEnv *env, const LanceWriteResult *r);
+jobject new_object(JNIEnv *env, const char *cls, const char *sig, ...);
 jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r);
 int index_params(JNIEnv *env, jint kind, jintArray params, IndexParams *out);
 int text_in(JNIEnv *env, TextIn *t, jstring column, jstring text, jint match, jint slop, jlong k,

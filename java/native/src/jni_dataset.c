@@ -252,15 +252,22 @@ JNIEXPORT jlong JNI(datasetSchema)(JNIEnv *env, jclass c, jlong ds) {
 }
 
 /* Versions as a long[] of (version, timestamp_ms) pairs. */
-JNIEXPORT jlongArray JNI(datasetVersions)(JNIEnv *env, jclass c, jlong ds) {
+/* The table's versions as Dataset.Version[] (version, commit time in milliseconds). */
+JNIEXPORT jobjectArray JNI(datasetVersions)(JNIEnv *env, jclass c, jlong ds) {
   (void)c;
   LanceVersionInfo *list = NULL;
   size_t n = 0;
   if (!check(env, lance_dataset_versions(PTR(LanceDataset, ds), &list, &n))) return NULL;
-  jlongArray out = (*env)->NewLongArray(env, (jsize)(2 * n));
+  jclass k = (*env)->FindClass(env, "org/lancehost/Dataset$Version");
+  jobjectArray out = k ? (*env)->NewObjectArray(env, (jsize)n, k, NULL) : NULL;
   for (size_t i = 0; out && i < n; i++) {
-    jlong pair[2] = {(jlong)list[i].version, (jlong)list[i].timestamp_ms};
-    (*env)->SetLongArrayRegion(env, out, (jsize)(2 * i), 2, pair);
+    jobject v = new_object(env, "org/lancehost/Dataset$Version", "(JJ)V", (jlong)list[i].version, (jlong)list[i].timestamp_ms);
+    if (!v) {
+      out = NULL;
+      break;
+    }
+    (*env)->SetObjectArrayElement(env, out, (jsize)i, v);
+    (*env)->DeleteLocalRef(env, v);
   }
   lance_version_info_list_free(list, n);
   return out;

@@ -2,20 +2,6 @@
  * splits. Results are the records of org.lancehost.Maintenance, built here. See jni_common.c. */
 #include "jni_common.h"
 
-/* A new object of `cls` ("org/lancehost/Maintenance$X") through its constructor `sig`. */
-static jobject make(JNIEnv *env, const char *cls, const char *sig, ...) {
-  jclass k = (*env)->FindClass(env, cls);
-  if (!k) return NULL;
-  jmethodID ctor = (*env)->GetMethodID(env, k, "<init>", sig);
-  if (!ctor) return NULL;
-  va_list ap;
-  va_start(ap, sig);
-  jobject o = (*env)->NewObjectV(env, k, ctor, ap);
-  va_end(ap);
-  (*env)->DeleteLocalRef(env, k);
-  return o;
-}
-
 JNIEXPORT jobject JNI(compact)(JNIEnv *env, jclass c, jlong ds, jlong target_rows, jlong rows_per_group,
                                jfloat deletion_threshold, jboolean keep_deletions) {
   (void)c;
@@ -34,7 +20,7 @@ JNIEXPORT jobject JNI(compact)(JNIEnv *env, jclass c, jlong ds, jlong target_row
   memset(&r, 0, sizeof r);
   r.struct_size = sizeof r;
   if (!check(env, lance_dataset_compact(PTR(LanceDataset, ds), &p, NULL, &r))) return NULL;
-  return make(env, "org/lancehost/Maintenance$CompactResult", "(JJJJJ)V", (jlong)r.version,
+  return new_object(env, "org/lancehost/Maintenance$CompactResult", "(JJJJJ)V", (jlong)r.version,
               (jlong)r.fragments_removed, (jlong)r.fragments_added, (jlong)r.files_removed, (jlong)r.files_added);
 }
 
@@ -48,7 +34,7 @@ JNIEXPORT jobject JNI(cleanup)(JNIEnv *env, jclass c, jlong ds, jlong older_than
   if (!check(env, lance_dataset_cleanup(PTR(LanceDataset, ds), (uint64_t)older_than_ms, delete_unverified, &versions,
                                         &bytes)))
     return NULL;
-  return make(env, "org/lancehost/Maintenance$CleanupResult", "(JJ)V", (jlong)versions, (jlong)bytes);
+  return new_object(env, "org/lancehost/Maintenance$CleanupResult", "(JJ)V", (jlong)versions, (jlong)bytes);
 }
 
 JNIEXPORT void JNI(createTag)(JNIEnv *env, jclass c, jlong ds, jstring name, jlong version) {

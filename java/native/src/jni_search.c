@@ -109,7 +109,7 @@ JNIEXPORT jlong JNI(topkMerge)(JNIEnv *env, jclass c, jlongArray streams, jlong 
 
 /* ---- full-text search -------------------------------------------------------------------- */
 
-JNIEXPORT jobjectArray JNI(planFts)(JNIEnv *env, jclass c, jlong ds, jstring column, jlong flat_target_rows) {
+JNIEXPORT jobject JNI(planFts)(JNIEnv *env, jclass c, jlong ds, jstring column, jlong flat_target_rows) {
   (void)c;
   int ok = 1;
   char *col = utf8(env, column, "column", &ok);

@@ -3,8 +3,8 @@
 
 /* ---- splits ------------------------------------------------------------------------------ */
 
-/* A plan as Object[]{String indexName, String reason, byte[][] splits}. */
-jobjectArray plan_out(JNIEnv *env, LanceSplitPlan *plan) {
+/* A plan as an org.lancehost.SplitPlan (index name, reason, the splits' bytes); frees `plan`. */
+jobject plan_out(JNIEnv *env, LanceSplitPlan *plan) {
   size_t n = lance_split_plan_count(plan);
   jobjectArray splits = (*env)->NewObjectArray(env, (jsize)n, g_byte_array, NULL);
   for (size_t i = 0; splits && i < n; i++) {
@@ -23,22 +23,19 @@ jobjectArray plan_out(JNIEnv *env, LanceSplitPlan *plan) {
     (*env)->SetObjectArrayElement(env, splits, (jsize)i, b);
     (*env)->DeleteLocalRef(env, b);
   }
-  jobjectArray out = NULL;
+  jobject out = NULL;
   if (splits) {
-    jstring index = new_string(env, lance_split_plan_index_name(plan));
+    const char *name = lance_split_plan_index_name(plan);
+    jstring index = name ? new_string(env, name) : NULL;
     jstring reason = new_string(env, lance_split_plan_reason(plan));
-    out = (*env)->NewObjectArray(env, 3, g_object, NULL);
-    if (out) {
-      (*env)->SetObjectArrayElement(env, out, 0, index);
-      (*env)->SetObjectArrayElement(env, out, 1, reason);
-      (*env)->SetObjectArrayElement(env, out, 2, splits);
-    }
+    if (!(*env)->ExceptionCheck(env))
+      out = new_object(env, "org/lancehost/SplitPlan", "(Ljava/lang/String;Ljava/lang/String;[[B)V", index, reason, splits);
   }
   lance_split_plan_free(plan);
   return out;
 }
 
-JNIEXPORT jobjectArray JNI(planScan)(JNIEnv *env, jclass c, jlong ds, jlong target_rows, jboolean slices) {
+JNIEXPORT jobject JNI(planScan)(JNIEnv *env, jclass c, jlong ds, jlong target_rows, jboolean slices) {
   (void)c;
   LanceSplitPlan *plan = NULL;
   int32_t rc = slices ? lance_dataset_plan_scan_slices(PTR(LanceDataset, ds), (uint64_t)target_rows, &plan)
@@ -47,7 +44,7 @@ JNIEXPORT jobjectArray JNI(planScan)(JNIEnv *env, jclass c, jlong ds, jlong targ
   return plan_out(env, plan);
 }
 
-JNIEXPORT jobjectArray JNI(planVectorSearch)(JNIEnv *env, jclass c, jlong ds, jstring column, jint metric,
+JNIEXPORT jobject JNI(planVectorSearch)(JNIEnv *env, jclass c, jlong ds, jstring column, jint metric,
                                              jboolean use_index, jlong flat_target_rows) {
   (void)c;
   int ok = 1;
@@ -61,17 +58,16 @@ JNIEXPORT jobjectArray JNI(planVectorSearch)(JNIEnv *env, jclass c, jlong ds, js
   return plan_out(env, plan);
 }
 
-/* Split facts as long[]{kind, version, row_count, slice_offset, slice_count (-1 = none)}. */
-JNIEXPORT jlongArray JNI(splitInfo)(JNIEnv *env, jclass c, jbyteArray split) {
+/* A split's facts as an org.lancehost.Split (kind, version, rows, row slice: -1 = none). */
+JNIEXPORT jobject JNI(splitInfo)(JNIEnv *env, jclass c, jbyteArray split) {
   (void)c;
   LanceSplit *s = split_in(env, split);
   if (!s) return NULL;
   uint64_t off = 0, cnt = 0;
   int has_slice = lance_split_row_slice(s, &off, &cnt) == 1;
-  jlong v[5] = {lance_split_kind(s), (jlong)lance_split_version(s), (jlong)lance_split_row_count(s),
-                has_slice ? (jlong)off : -1, has_slice ? (jlong)cnt : -1};
+  jint kind = (jint)lance_split_kind(s);
+  jlong version = (jlong)lance_split_version(s), rows = (jlong)lance_split_row_count(s);
   lance_split_free(s);
-  jlongArray out = (*env)->NewLongArray(env, 5);
-  if (out) (*env)->SetLongArrayRegion(env, out, 0, 5, v);
-  return out;
+  return new_object(env, "org/lancehost/Split", "(IJJJJ)V", kind, version, rows, has_slice ? (jlong)off : (jlong)-1,
+                    has_slice ? (jlong)cnt : (jlong)-1);
 }

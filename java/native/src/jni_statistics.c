@@ -78,7 +78,8 @@ JNIEXPORT jlong JNI(blobsCount)(JNIEnv *env, jclass c, jlong h) {
 }
 
 /* Object[]{long[]{row_id, size, kind, is_null}, String uri or null}. */
-JNIEXPORT jobjectArray JNI(blobsInfo)(JNIEnv *env, jclass c, jlong h, jlong index) {
+/* Blob `index`'s descriptor as a Blobs.Info. */
+JNIEXPORT jobject JNI(blobsInfo)(JNIEnv *env, jclass c, jlong h, jlong index) {
   (void)c;
   if (index < 0) {
     throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "blob index is negative");
@@ -88,17 +89,10 @@ JNIEXPORT jobjectArray JNI(blobsInfo)(JNIEnv *env, jclass c, jlong h, jlong inde
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   if (!check(env, lance_blobs_info(PTR(LanceBlobs, h), (size_t)index, &info))) return NULL;
-  jlong v[4] = {(jlong)info.row_id, (jlong)info.size, info.kind, info.is_null};
-  jlongArray nums = (*env)->NewLongArray(env, 4);
-  if (!nums) return NULL;
-  (*env)->SetLongArrayRegion(env, nums, 0, 4, v);
   jstring uri = info.uri ? new_string(env, info.uri) : NULL;
-  jobjectArray out = (*env)->NewObjectArray(env, 2, g_object, NULL);
-  if (out) {
-    (*env)->SetObjectArrayElement(env, out, 0, nums);
-    (*env)->SetObjectArrayElement(env, out, 1, uri);
-  }
-  return out;
+  if ((*env)->ExceptionCheck(env)) return NULL;
+  return new_object(env, "org/lancehost/Blobs$Info", "(JJIZLjava/lang/String;)V", (jlong)info.row_id, (jlong)info.size,
+                    (jint)info.kind, (jboolean)(info.is_null != 0), uri);
 }
 
 JNIEXPORT jbyteArray JNI(blobsRead)(JNIEnv *env, jclass c, jlong h, jlong index, jlong offset, jlong length) {

@@ -150,7 +150,7 @@ JNIEXPORT jobject JNI(datasetUpdateConfig)(JNIEnv *env, jclass c, jlong ds, jobj
 }
 
 /* Change splits after a version (or a time, ms since the epoch; 0 = unset): a split plan. */
-JNIEXPORT jobjectArray JNI(planChanges)(JNIEnv *env, jclass c, jlong ds, jlong since_version, jlong since_ms,
+JNIEXPORT jobject JNI(planChanges)(JNIEnv *env, jclass c, jlong ds, jlong since_version, jlong since_ms,
                                         jint types, jlong target_rows) {
   (void)c;
   LanceChangesParams p;

@@ -20,11 +20,12 @@ public final class Blobs implements AutoCloseable {
     public final boolean isNull;
     public final String uri;
 
-    Info(long[] v, String uri) {
-      rowId = v[0];
-      size = v[1];
-      kind = (int) v[2];
-      isNull = v[3] != 0;
+    /** Built by the JNI glue (jni_statistics.c, blobsInfo) from a LanceBlobInfo. */
+    Info(long rowId, long size, int kind, boolean isNull, String uri) {
+      this.rowId = rowId;
+      this.size = size;
+      this.kind = kind;
+      this.isNull = isNull;
       this.uri = uri;
     }
   }
@@ -40,8 +41,7 @@ public final class Blobs implements AutoCloseable {
    * @throws LanceException.InvalidArgument for an index out of range
    */
   public Info info(int index) {
-    Object[] raw = handle.with(h -> Native.blobsInfo(h, index));
-    return new Info((long[]) raw[0], (String) raw[1]);
+    return handle.with(h -> Native.blobsInfo(h, index));
   }
 
   /** Bytes [offset, offset + length) of blob `index` (cut at its end). */

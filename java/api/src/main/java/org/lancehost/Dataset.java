@@ -118,10 +118,7 @@ public final class Dataset implements AutoCloseable {
 
   /** Every version: (version, commit time). */
   public List<Version> versions() {
-    long[] raw = handle.with(Native::datasetVersions);
-    List<Version> out = new ArrayList<>();
-    for (int i = 0; i + 1 < raw.length; i += 2) out.add(new Version(raw[i], Instant.ofEpochMilli(raw[i + 1])));
-    return Collections.unmodifiableList(out);
+    return Collections.unmodifiableList(java.util.Arrays.asList(handle.with(Native::datasetVersions)));
   }
 
   /** One version of the table. */
@@ -129,9 +126,10 @@ public final class Dataset implements AutoCloseable {
     public final long version;
     public final Instant timestamp;
 
-    Version(long version, Instant timestamp) {
+    /** Built by the JNI glue (jni_dataset.c) from a LanceVersionInfo. */
+    Version(long version, long timestampMillis) {
       this.version = version;
-      this.timestamp = timestamp;
+      this.timestamp = Instant.ofEpochMilli(timestampMillis);
     }
   }
 
@@ -152,7 +150,7 @@ public final class Dataset implements AutoCloseable {
 
   /** Scan splits of about `targetRows` rows each (0 = one per fragment). */
   public SplitPlan planScan(long targetRows) {
-    return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, false)));
+    return handle.with(p -> Native.planScan(p, targetRows, false));
   }
 
   /** Kinds of change (bits of {@link #planChanges}'s `types`). */
@@ -187,12 +185,12 @@ public final class Dataset implements AutoCloseable {
    * @throws LanceException.FailedPrecondition for a table without them
    */
   public SplitPlan planChanges(long sinceVersion, int types, long targetRows) {
-    return new SplitPlan(handle.with(p -> Native.planChanges(p, sinceVersion, 0, types, targetRows)));
+    return handle.with(p -> Native.planChanges(p, sinceVersion, 0, types, targetRows));
   }
 
   /** {@link #planChanges} after the last version committed before `since`. */
   public SplitPlan planChangesSince(Instant since, int types, long targetRows) {
-    return new SplitPlan(handle.with(p -> Native.planChanges(p, 0, since.toEpochMilli(), types, targetRows)));
+    return handle.with(p -> Native.planChanges(p, 0, since.toEpochMilli(), types, targetRows));
   }
 
   /** The branch this handle is on ("main" for the default one). */
@@ -318,7 +316,7 @@ public final class Dataset implements AutoCloseable {
 
   /** Scan splits that may cut large fragments into row slices of about `targetRows`. */
   public SplitPlan planScanSlices(long targetRows) {
-    return new SplitPlan(handle.with(p -> Native.planScan(p, targetRows, true)));
+    return handle.with(p -> Native.planScan(p, targetRows, true));
   }
 
   /**
@@ -326,7 +324,7 @@ public final class Dataset implements AutoCloseable {
    * (about `flatTargetRows` rows each, 0 = the default); `metric` 0 = the index's.
    */
   public SplitPlan planVectorSearch(String column, int metric, boolean useIndex, long flatTargetRows) {
-    return new SplitPlan(handle.with(p -> Native.planVectorSearch(p, column, metric, useIndex, flatTargetRows)));
+    return handle.with(p -> Native.planVectorSearch(p, column, metric, useIndex, flatTargetRows));
   }
 
   /** The whole snapshot. */
@@ -732,7 +730,7 @@ public final class Dataset implements AutoCloseable {
 
   /** Full-text search splits: one per INVERTED index segment, flat splits over unindexed fragments. */
   public SplitPlan planTextSearch(String column, long flatTargetRows) {
-    return new SplitPlan(handle.with(h -> Native.planFts(h, column, flatTargetRows)));
+    return handle.with(h -> Native.planFts(h, column, flatTargetRows));
   }
 
   /** The corpus statistics (BM25) of a query: computed once on the planner, shipped to every split. */

@@ -30,11 +30,11 @@ final class Native {
   static native long datasetCountRows(long ds, String filter);
   static native long splitCountRows(long ds, byte[] split, String filter);
   static native long datasetSchema(long ds);
-  static native long[] datasetVersions(long ds);
+  static native Dataset.Version[] datasetVersions(long ds);
 
-  static native Object[] planScan(long ds, long targetRows, boolean slices);
-  static native Object[] planVectorSearch(long ds, String column, int metric, boolean useIndex, long flatTargetRows);
-  static native long[] splitInfo(byte[] split);
+  static native SplitPlan planScan(long ds, long targetRows, boolean slices);
+  static native SplitPlan planVectorSearch(long ds, String column, int metric, boolean useIndex, long flatTargetRows);
+  static native Split splitInfo(byte[] split);
 
   static native long scan(long ds, byte[] split, String[] columns, String filter, long limit, long offset,
       long batchSize, boolean withRowId, String orderBy, String keyColumn, String[] keys, long dynamicFilter);
@@ -83,7 +83,7 @@ final class Native {
   static native long datasetShallowClone(long ds, String target, String[] options);
   static native Write.Result datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
       String[] requiredConfig);
-  static native Object[] planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);
+  static native SplitPlan planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);
   static native long[] datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
   static native Object[] stageRowDeletes(long ds, long[] addresses);
@@ -116,7 +116,7 @@ final class Native {
   static native byte[] indexBuildTask(long ds, byte[] task);
   static native long commitIndexBuild(long ds, byte[][] segments, boolean merge);
 
-  static native Object[] planFts(long ds, String column, long flatTargetRows);
+  static native SplitPlan planFts(long ds, String column, long flatTargetRows);
   static native byte[] ftsStats(long ds, String column, String text, int match, int slop, long k, String prefilter);
   static native long splitFts(long ds, byte[] split, String column, String text, int match, int slop, long k,
       String prefilter, String[] columns, byte[] stats);
@@ -126,7 +126,7 @@ final class Native {
   static native long blobsTake(long ds, String column, long[] rowIds);
   static native void blobsFree(long blobs);
   static native long blobsCount(long blobs);
-  static native Object[] blobsInfo(long blobs, long index);
+  static native Blobs.Info blobsInfo(long blobs, long index);
   static native byte[] blobsRead(long blobs, long index, long offset, long length);
 
   static native long streamSchema(long stream);

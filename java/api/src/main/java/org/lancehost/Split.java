@@ -11,12 +11,13 @@ public final class Split {
   private final long sliceOffset;
   private final long sliceCount;
 
-  private Split(long[] v) {
-    kind = (int) v[0];
-    version = v[1];
-    rowCount = v[2];
-    sliceOffset = v[3];
-    sliceCount = v[4];
+  /** Built by the JNI glue (jni_split.c, splitInfo). */
+  Split(int kind, long version, long rowCount, long sliceOffset, long sliceCount) {
+    this.kind = kind;
+    this.version = version;
+    this.rowCount = rowCount;
+    this.sliceOffset = sliceOffset;
+    this.sliceCount = sliceCount;
   }
 
   /**
@@ -36,7 +37,7 @@ public final class Split {
 
   /** Decodes `bytes`; {@link LanceException.Corrupt} or InvalidArgument for bytes that are no split. */
   public static Split info(byte[] bytes) {
-    return new Split(Native.splitInfo(bytes));
+    return Native.splitInfo(bytes);
   }
 
   /** {@link #kind()} as an enum. */

@@ -1,6 +1,5 @@
 package org.lancehost;
 
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 
@@ -14,12 +13,11 @@ public final class SplitPlan {
   private final String reason;
   private final List<byte[]> splits;
 
-  SplitPlan(Object[] raw) {
-    this.indexName = (String) raw[0];
-    this.reason = (String) raw[1];
-    List<byte[]> s = new ArrayList<>();
-    for (Object o : (Object[]) raw[2]) s.add((byte[]) o);
-    this.splits = Collections.unmodifiableList(s);
+  /** Built by the JNI glue (jni_split.c, plan_out). */
+  SplitPlan(String indexName, String reason, byte[][] splits) {
+    this.indexName = indexName;
+    this.reason = reason;
+    this.splits = Collections.unmodifiableList(java.util.Arrays.asList(splits));
   }
 
   /** The index the plan searches (null for scans and flat plans). */
