@@ -5,12 +5,14 @@
 
 /* Object[]{long[] fragments: (id, physical rows, deleted rows, bytes or -1) each,
  * String[] column names, long[] column bytes (-1 = unknown)}. */
-JNIEXPORT jobjectArray JNI(datasetStatistics)(JNIEnv *env, jclass c, jlong ds) {
+/* The snapshot's statistics as a Dataset.Statistics (FragmentStats per fragment, bytes per column). */
+JNIEXPORT jobject JNI(datasetStatistics)(JNIEnv *env, jclass c, jlong ds) {
   (void)c;
   LanceTableStats *st = NULL;
   if (!check(env, lance_dataset_statistics_v2(PTR(LanceDataset, ds), &st, NULL))) return NULL;
   size_t nf = lance_table_stats_fragment_count(st), nc = lance_table_stats_column_count(st);
-  jlongArray frags = (*env)->NewLongArray(env, (jsize)(4 * nf));
+  jclass fk = (*env)->FindClass(env, "org/lancehost/Dataset$FragmentStats");
+  jobjectArray frags = fk ? (*env)->NewObjectArray(env, (jsize)nf, fk, NULL) : NULL;
   jobjectArray names = (*env)->NewObjectArray(env, (jsize)nc, g_string, NULL);
   jlongArray bytes = (*env)->NewLongArray(env, (jsize)nc);
   int ok = frags && names && bytes;
@@ -19,8 +21,12 @@ JNIEXPORT jobjectArray JNI(datasetStatistics)(JNIEnv *env, jclass c, jlong ds) {
     memset(&f, 0, sizeof f);
     f.struct_size = sizeof f;
     if (!check(env, lance_table_stats_fragment_v2(st, i, &f))) { ok = 0; break; }
-    jlong v[4] = {(jlong)f.fragment_id, (jlong)f.physical_rows, (jlong)f.deleted_rows, f.has_bytes_on_disk ? (jlong)f.bytes_on_disk : -1};
-    (*env)->SetLongArrayRegion(env, frags, (jsize)(4 * i), 4, v);
+    jobject one = new_object(env, "org/lancehost/Dataset$FragmentStats", "(JJJJ)V", (jlong)f.fragment_id,
+                             (jlong)f.physical_rows, (jlong)f.deleted_rows,
+                             f.has_bytes_on_disk ? (jlong)f.bytes_on_disk : (jlong)-1);
+    if (!one) { ok = 0; break; }
+    (*env)->SetObjectArrayElement(env, frags, (jsize)i, one);
+    (*env)->DeleteLocalRef(env, one);
   }
   for (size_t i = 0; ok && i < nc; i++) {
     LanceColumnStats col;
@@ -36,13 +42,8 @@ JNIEXPORT jobjectArray JNI(datasetStatistics)(JNIEnv *env, jclass c, jlong ds) {
   }
   lance_table_stats_free(st);
   if (!ok) return NULL;
-  jobjectArray out = (*env)->NewObjectArray(env, 3, g_object, NULL);
-  if (out) {
-    (*env)->SetObjectArrayElement(env, out, 0, frags);
-    (*env)->SetObjectArrayElement(env, out, 1, names);
-    (*env)->SetObjectArrayElement(env, out, 2, bytes);
-  }
-  return out;
+  return new_object(env, "org/lancehost/Dataset$Statistics",
+                    "([Lorg/lancehost/Dataset$FragmentStats;[Ljava/lang/String;[J)V", frags, names, bytes);
 }
 
 JNIEXPORT jlong JNI(blobsTake)(JNIEnv *env, jclass c, jlong ds, jstring column, jlongArray row_ids) {

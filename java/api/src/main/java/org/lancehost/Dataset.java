@@ -756,26 +756,36 @@ public final class Dataset implements AutoCloseable {
   public static final class Statistics {
     /** Per fragment: id, physical rows, deleted rows, bytes on disk (-1 = unknown). */
     public final List<long[]> fragments;
+    /** The same per fragment, as records (since 0.15). */
+    public final List<FragmentStats> fragmentStats;
     /** Per column: name -> bytes on disk (-1 = unknown). */
     public final Map<String, Long> columnBytes;
 
-    Statistics(List<long[]> fragments, Map<String, Long> columnBytes) {
-      this.fragments = fragments;
-      this.columnBytes = columnBytes;
+    /** Built by the JNI glue (jni_statistics.c) from a LanceTableStats. */
+    Statistics(FragmentStats[] fragments, String[] columns, long[] columnBytes) {
+      List<long[]> f = new ArrayList<>();
+      for (FragmentStats s : fragments) f.add(new long[] {s.id(), s.physicalRows(), s.deletedRows(), s.bytesOnDisk()});
+      this.fragments = Collections.unmodifiableList(f);
+      this.fragmentStats = List.of(fragments);
+      Map<String, Long> cols = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < columns.length; i++) cols.put(columns[i], columnBytes[i]);
+      this.columnBytes = Collections.unmodifiableMap(cols);
     }
   }
 
+  /**
+   * One fragment's figures from the snapshot's metadata.
+   *
+   * @param id the fragment's id
+   * @param physicalRows rows in its data files
+   * @param deletedRows rows its deletion file removes
+   * @param bytesOnDisk bytes of its data files (-1 = unknown)
+   */
+  public record FragmentStats(long id, long physicalRows, long deletedRows, long bytesOnDisk) {}
+
   /** Rows, deletions and bytes per fragment and per column, from the snapshot's metadata (no data read). */
   public Statistics statistics() {
-    Object[] raw = handle.with(Native::datasetStatistics);
-    long[] f = (long[]) raw[0];
-    List<long[]> frags = new ArrayList<>();
-    for (int i = 0; i + 3 < f.length; i += 4) frags.add(new long[] {f[i], f[i + 1], f[i + 2], f[i + 3]});
-    String[] names = (String[]) raw[1];
-    long[] bytes = (long[]) raw[2];
-    Map<String, Long> cols = new java.util.LinkedHashMap<>();
-    for (int i = 0; i < names.length; i++) cols.put(names[i], bytes[i]);
-    return new Statistics(Collections.unmodifiableList(frags), Collections.unmodifiableMap(cols));
+    return handle.with(Native::datasetStatistics);
   }
 
   /** The blobs of a blob column for `rowIds` ({@code _rowid} values of this snapshot). */

@@ -122,7 +122,7 @@ final class Native {
       String prefilter, String[] columns, byte[] stats);
   static native long ftsMerge(long[] streams, long k, long offset);
 
-  static native Object[] datasetStatistics(long ds);
+  static native Dataset.Statistics datasetStatistics(long ds);
   static native long blobsTake(long ds, String column, long[] rowIds);
   static native void blobsFree(long blobs);
   static native long blobsCount(long blobs);

@@ -24,6 +24,13 @@ class BlobStatsTest {
         assertEquals(w.get(0).asLong(), f[0]);
         assertEquals(w.get(1).asLong(), f[1]);
         assertEquals(w.get(2).asLong(), f[2]);
+        // the records say the same
+        Dataset.FragmentStats r = st.fragmentStats.get(i);
+        assertEquals(w.get(0).asLong(), r.id());
+        assertEquals(w.get(1).asLong(), r.physicalRows());
+        assertEquals(w.get(2).asLong(), r.deletedRows());
+        assertEquals(f[3], r.bytesOnDisk());
+        assertTrue(r.bytesOnDisk() > 0, r.toString());
       }
       assertTrue(st.columnBytes.containsKey("vec"), st.columnBytes.toString());
     }
