@@ -26,11 +26,13 @@ import org.lancehost.VectorQuery;
  * {@code uri}, {@code column}, {@code vector} (a JSON list of numbers), {@code k},
  * {@code nprobes}, {@code refine} (re-rank factor), {@code metric} (l2, cosine, dot, hamming),
  * {@code use_index} (false = exact), {@code filter} (a prefilter), {@code columns}
- * (comma-separated; default all), {@code version}/{@code timestamp_ms}, {@code storage.<key>}.
+ * (comma-separated; default all), {@code version}/{@code timestamp_ms}, {@code storage.<key>},
+ * {@code global} (true: one partition that searches every split and merges them, so the
+ * DataFrame is the global top k itself, ordered by distance; default false).
  */
 public final class LanceHostSearchSource implements TableProvider, DataSourceRegister {
   static final List<String> OPTIONS = List.of("uri", "path", "version", "timestamp_ms", "filter", "column", "vector", "k",
-      "nprobes", "refine", "metric", "use_index", "columns");
+      "nprobes", "refine", "metric", "use_index", "columns", "global");
 
   @Override
   public String shortName() {
@@ -66,7 +68,12 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
         public List<InputPartition> partitions(Dataset d) {
           List<InputPartition> out = new ArrayList<>();
           Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
-          for (byte[] split : q.plan(d).splits()) out.add(new SearchPartition(split, q, snapshot));
+          List<byte[]> splits = q.plan(d).splits();
+          if (q.global) {
+            out.add(new GlobalSearchPartition(splits, q, snapshot));
+            return out;
+          }
+          for (byte[] split : splits) out.add(new SearchPartition(split, q, snapshot));
           return out;
         }
       });
@@ -85,6 +92,7 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
     final int metric;
     final boolean useIndex;
     final String[] columns;
+    final boolean global;
 
     Query(Map<String, String> raw) {
       options = new Options(raw, OPTIONS, "format(\"lance_host_search\")");
@@ -112,6 +120,9 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
       String u = options.all.getOrDefault("use_index", "true").trim().toLowerCase(java.util.Locale.ROOT);
       if (!u.equals("true") && !u.equals("false")) throw new LanceException.InvalidArgument("option use_index must be true or false");
       useIndex = u.equals("true");
+      String g = options.all.getOrDefault("global", "false").trim().toLowerCase(java.util.Locale.ROOT);
+      if (!g.equals("true") && !g.equals("false")) throw new LanceException.InvalidArgument("option global must be true or false");
+      global = g.equals("true");
       String c = options.all.get("columns");
       List<String> cols = new ArrayList<>();
       if (c != null) for (String x : c.split(",")) if (!x.trim().isEmpty()) cols.add(x.trim());
@@ -141,6 +152,40 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
         throw new LanceException.NotFound("table " + options.requireUri() + " has no rows to search (no split was planned)");
       }
       return ds.search(splits.get(0), query(), SparkTypes.allocator());
+    }
+  }
+
+  /**
+   * {@code global}: every split searched on one executor and merged there (the library's top-k
+   * merge: distance, then row id), so the partition's rows are the global top k in order.
+   */
+  static final class GlobalSearchPartition implements SplitSource.Work {
+    private static final long serialVersionUID = 1L;
+    final List<byte[]> splits;
+    final Query q;
+    final Snapshots.Ref snapshot;
+
+    GlobalSearchPartition(List<byte[]> splits, Query q, Snapshots.Ref snapshot) {
+      this.splits = new ArrayList<>(splits);
+      this.q = q;
+      this.snapshot = snapshot;
+    }
+
+    @Override
+    public Snapshots.Ref snapshot() {
+      return snapshot;
+    }
+
+    @Override
+    public ArrowStream run(Dataset ds) {
+      List<ArrowStream> parts = new ArrayList<>();
+      try {
+        for (byte[] split : splits) parts.add(ds.search(split, q.query(), SparkTypes.allocator()));
+        return Dataset.mergeTopK(parts, q.k, 0, SparkTypes.allocator());
+      } catch (RuntimeException e) {
+        for (ArrowStream s : parts) s.close();
+        throw e;
+      }
     }
   }
 

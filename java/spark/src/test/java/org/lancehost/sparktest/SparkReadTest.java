@@ -385,6 +385,25 @@ class SparkReadTest {
     return q.toString();
   }
 
+  @Test
+  void aGlobalSearchIsTheTopKInOnePartition() {
+    // option global: the splits searched and merged in one partition, in distance order
+    JsonNode indexed = Fixtures.expected().get("indexed");
+    Dataset<Row> hits = spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", json(indexed.get("query"))).option("k", "10").option("nprobes", "4").option("global", "true")
+        .option("columns", "id").load(indexed.get("uri").asText());
+    assertEquals(1, hits.rdd().getNumPartitions());
+    List<Row> top = hits.select("id", "_distance").collectAsList();
+    assertEquals(indexed.get("nn_ids").size(), top.size());
+    for (int i = 0; i < top.size(); i++) {
+      assertEquals(indexed.get("nn_ids").get(i).asLong(), top.get(i).getLong(0), "rank " + i);
+      if (i > 0) assertTrue(top.get(i).getFloat(1) >= top.get(i - 1).getFloat(1), "ordered by distance");
+    }
+    Exception e = assertThrows(Exception.class, () -> spark.read().format("lance_host_search").option("column", "vec")
+        .option("vector", json(indexed.get("query"))).option("global", "yes").load(indexed.get("uri").asText()).count());
+    assertTrue(e.toString().contains("global must be true or false"), e.toString());
+  }
+
   static void searchEqualsPylance(JsonNode t, String useIndex, String nprobes) {
     Dataset<Row> hits = spark.read().format("lance_host_search").option("column", "vec")
         .option("vector", json(t.get("query"))).option("k", "10").option("use_index", useIndex)
