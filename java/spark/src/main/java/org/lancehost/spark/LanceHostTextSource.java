@@ -24,11 +24,12 @@ import org.lancehost.TextQuery;
  * scores compare across partitions and {@code ORDER BY _score DESC LIMIT k} is the global top k.
  * Options: {@code uri}, {@code column}, {@code text}, {@code k}, {@code match} (any, all,
  * phrase), {@code slop}, {@code filter} (a prefilter), {@code columns}, {@code version} /
- * {@code timestamp_ms}, {@code storage.<key>}.
+ * {@code timestamp_ms}, {@code storage.<key>}, {@code global} (true: one partition that scores
+ * every split and merges them, so the DataFrame is the global top k by score; default false).
  */
 public final class LanceHostTextSource implements TableProvider, DataSourceRegister {
   static final List<String> OPTIONS = List.of("uri", "path", "version", "timestamp_ms", "filter", "column", "text", "k",
-      "match", "slop", "columns");
+      "match", "slop", "columns", "global");
 
   @Override
   public String shortName() {
@@ -60,6 +61,10 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
             byte[] stats = d.textStatistics(q.query()); // once, for every partition
             List<InputPartition> out = new ArrayList<>();
             Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
+            if (q.global) {
+              out.add(new GlobalTextPartition(plan.splits(), stats, q, snapshot));
+              return out;
+            }
             for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, snapshot));
             return out;
           }
@@ -75,6 +80,7 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
     final int match;
     final int slop;
     final String[] columns;
+    final boolean global;
 
     Query(Map<String, String> raw) {
       options = new Options(raw, OPTIONS, "format(\"lance_host_text\")");
@@ -86,6 +92,9 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
       Map<String, Integer> kinds = Map.of("any", TextQuery.ANY, "all", TextQuery.ALL, "phrase", TextQuery.PHRASE);
       if (!kinds.containsKey(m)) throw new LanceException.InvalidArgument("option match must be any, all or phrase, not '" + m + "'");
       match = kinds.get(m);
+      String g = options.all.getOrDefault("global", "false").trim().toLowerCase(Locale.ROOT);
+      if (!g.equals("true") && !g.equals("false")) throw new LanceException.InvalidArgument("option global must be true or false");
+      global = g.equals("true");
       String c = options.all.get("columns");
       List<String> cols = new ArrayList<>();
       if (c != null) for (String x : c.split(",")) if (!x.trim().isEmpty()) cols.add(x.trim());
@@ -108,6 +117,39 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
       if (splits.isEmpty()) throw new LanceException.NotFound("table " + options.requireUri() + " has no rows to search");
       try (ArrowStream s = ds.searchText(splits.get(0), query(), ds.textStatistics(query()), SparkTypes.allocator())) {
         return SparkTypes.schema(s.schema());
+      }
+    }
+  }
+
+  /** {@code global}: every split scored on one executor and merged there (score, then row id). */
+  static final class GlobalTextPartition implements SplitSource.Work {
+    private static final long serialVersionUID = 1L;
+    final List<byte[]> splits;
+    final byte[] stats;
+    final Query q;
+    final Snapshots.Ref snapshot;
+
+    GlobalTextPartition(List<byte[]> splits, byte[] stats, Query q, Snapshots.Ref snapshot) {
+      this.splits = new ArrayList<>(splits);
+      this.stats = stats;
+      this.q = q;
+      this.snapshot = snapshot;
+    }
+
+    @Override
+    public Snapshots.Ref snapshot() {
+      return snapshot;
+    }
+
+    @Override
+    public ArrowStream run(Dataset ds) {
+      List<ArrowStream> parts = new ArrayList<>();
+      try {
+        for (byte[] split : splits) parts.add(ds.searchText(split, q.query(), stats, SparkTypes.allocator()));
+        return Dataset.mergeText(parts, q.k, 0, SparkTypes.allocator());
+      } catch (RuntimeException e) {
+        for (ArrowStream s : parts) s.close();
+        throw e;
       }
     }
   }

@@ -540,6 +540,18 @@ class SparkReadTest {
     List<Long> want = new ArrayList<>();
     t.get("zebra_pylance_ids").forEach(n -> want.add(n.asLong()));
     assertEquals(want, ids);
+    // global: one partition, the merged top k by score, the same rows
+    Dataset<Row> global = spark.read().format("lance_host_text").option("column", "doc").option("text", "zebra")
+        .option("k", "1000").option("columns", "id").option("global", "true").load(t.get("uri").asText());
+    assertEquals(1, global.rdd().getNumPartitions());
+    List<Row> merged = global.select("id", "_score").collectAsList();
+    List<Long> gids = new ArrayList<>();
+    for (int i = 0; i < merged.size(); i++) {
+      gids.add(merged.get(i).getLong(0));
+      if (i > 0) assertTrue(merged.get(i).getFloat(1) <= merged.get(i - 1).getFloat(1), "ordered by score");
+    }
+    gids.sort(null);
+    assertEquals(want, gids);
     Exception e = assertThrows(Exception.class, () -> spark.read().format("lance_host_text").option("column", "doc")
         .option("text", "zebra").option("match", "fuzzy").load(t.get("uri").asText()));
     assertTrue(e.getMessage().contains("any, all or phrase"), e.getMessage());
