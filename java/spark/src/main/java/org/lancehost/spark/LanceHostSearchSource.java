@@ -70,10 +70,10 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
           Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
           List<byte[]> splits = q.plan(d).splits();
           if (q.global) {
-            out.add(new GlobalSearchPartition(splits, q, snapshot));
+            out.add(new SearchPartition(splits, true, q, snapshot));
             return out;
           }
-          for (byte[] split : splits) out.add(new SearchPartition(split, q, snapshot));
+          for (byte[] split : splits) out.add(new SearchPartition(List.of(split), false, q, snapshot));
           return out;
         }
       });
@@ -155,60 +155,24 @@ public final class LanceHostSearchSource implements TableProvider, DataSourceReg
     }
   }
 
-  /**
-   * {@code global}: every split searched on one executor and merged there (the library's top-k
-   * merge: distance, then row id), so the partition's rows are the global top k in order.
-   */
-  static final class GlobalSearchPartition implements SplitSource.Work {
+  static final class SearchPartition extends SplitSource.SearchWork {
     private static final long serialVersionUID = 1L;
-    final List<byte[]> splits;
     final Query q;
-    final Snapshots.Ref snapshot;
 
-    GlobalSearchPartition(List<byte[]> splits, Query q, Snapshots.Ref snapshot) {
-      this.splits = new ArrayList<>(splits);
+    SearchPartition(List<byte[]> splits, boolean global, Query q, Snapshots.Ref snapshot) {
+      super(splits, global, snapshot);
       this.q = q;
-      this.snapshot = snapshot;
     }
 
     @Override
-    public Snapshots.Ref snapshot() {
-      return snapshot;
-    }
-
-    @Override
-    public ArrowStream run(Dataset ds) {
-      List<ArrowStream> parts = new ArrayList<>();
-      try {
-        for (byte[] split : splits) parts.add(ds.search(split, q.query(), SparkTypes.allocator()));
-        return Dataset.mergeTopK(parts, q.k, 0, SparkTypes.allocator());
-      } catch (RuntimeException e) {
-        for (ArrowStream s : parts) s.close();
-        throw e;
-      }
-    }
-  }
-
-  static final class SearchPartition implements SplitSource.Work {
-    private static final long serialVersionUID = 1L;
-    final byte[] split;
-    final Query q;
-    final Snapshots.Ref snapshot;
-
-    SearchPartition(byte[] split, Query q, Snapshots.Ref snapshot) {
-      this.split = split;
-      this.q = q;
-      this.snapshot = snapshot;
-    }
-
-    @Override
-    public Snapshots.Ref snapshot() {
-      return snapshot;
-    }
-
-    @Override
-    public ArrowStream run(Dataset ds) {
+    ArrowStream one(Dataset ds, byte[] split) {
       return ds.search(split, q.query(), SparkTypes.allocator());
     }
+
+    @Override
+    ArrowStream merge(List<ArrowStream> parts) {
+      return Dataset.mergeTopK(parts, q.k, 0, SparkTypes.allocator());
+    }
   }
+
 }

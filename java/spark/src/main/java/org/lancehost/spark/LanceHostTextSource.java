@@ -62,10 +62,10 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
             List<InputPartition> out = new ArrayList<>();
             Snapshots.Ref snapshot = Snapshots.ship(d, new HashMap<>(q.options.storage));
             if (q.global) {
-              out.add(new GlobalTextPartition(plan.splits(), stats, q, snapshot));
+              out.add(new TextPartition(plan.splits(), true, stats, q, snapshot));
               return out;
             }
-            for (byte[] split : plan.splits()) out.add(new TextPartition(split, stats, q, snapshot));
+            for (byte[] split : plan.splits()) out.add(new TextPartition(List.of(split), false, stats, q, snapshot));
             return out;
           }
         }));
@@ -121,61 +121,26 @@ public final class LanceHostTextSource implements TableProvider, DataSourceRegis
     }
   }
 
-  /** {@code global}: every split scored on one executor and merged there (score, then row id). */
-  static final class GlobalTextPartition implements SplitSource.Work {
+  static final class TextPartition extends SplitSource.SearchWork {
     private static final long serialVersionUID = 1L;
-    final List<byte[]> splits;
     final byte[] stats;
     final Query q;
-    final Snapshots.Ref snapshot;
 
-    GlobalTextPartition(List<byte[]> splits, byte[] stats, Query q, Snapshots.Ref snapshot) {
-      this.splits = new ArrayList<>(splits);
+    TextPartition(List<byte[]> splits, boolean global, byte[] stats, Query q, Snapshots.Ref snapshot) {
+      super(splits, global, snapshot);
       this.stats = stats;
       this.q = q;
-      this.snapshot = snapshot;
     }
 
     @Override
-    public Snapshots.Ref snapshot() {
-      return snapshot;
-    }
-
-    @Override
-    public ArrowStream run(Dataset ds) {
-      List<ArrowStream> parts = new ArrayList<>();
-      try {
-        for (byte[] split : splits) parts.add(ds.searchText(split, q.query(), stats, SparkTypes.allocator()));
-        return Dataset.mergeText(parts, q.k, 0, SparkTypes.allocator());
-      } catch (RuntimeException e) {
-        for (ArrowStream s : parts) s.close();
-        throw e;
-      }
-    }
-  }
-
-  static final class TextPartition implements SplitSource.Work {
-    private static final long serialVersionUID = 1L;
-    final byte[] split;
-    final byte[] stats;
-    final Query q;
-    final Snapshots.Ref snapshot;
-
-    TextPartition(byte[] split, byte[] stats, Query q, Snapshots.Ref snapshot) {
-      this.split = split;
-      this.stats = stats;
-      this.q = q;
-      this.snapshot = snapshot;
-    }
-
-    @Override
-    public Snapshots.Ref snapshot() {
-      return snapshot;
-    }
-
-    @Override
-    public ArrowStream run(Dataset ds) {
+    ArrowStream one(Dataset ds, byte[] split) {
       return ds.searchText(split, q.query(), stats, SparkTypes.allocator());
     }
+
+    @Override
+    ArrowStream merge(List<ArrowStream> parts) {
+      return Dataset.mergeText(parts, q.k, 0, SparkTypes.allocator());
+    }
   }
+
 }

@@ -33,6 +33,47 @@ final class SplitSource {
     ArrowStream run(Dataset ds);
   }
 
+  /**
+   * A partition of a search source: one split's search, or (global) every split's, merged by the
+   * library into the global top k on one executor.
+   */
+  abstract static class SearchWork implements Work {
+    private static final long serialVersionUID = 1L;
+    final java.util.ArrayList<byte[]> splits;
+    final boolean global;
+    final Snapshots.Ref snapshot;
+
+    SearchWork(List<byte[]> splits, boolean global, Snapshots.Ref snapshot) {
+      this.splits = new java.util.ArrayList<>(splits);
+      this.global = global;
+      this.snapshot = snapshot;
+    }
+
+    /** One split's search. */
+    abstract ArrowStream one(Dataset ds, byte[] split);
+
+    /** The library's merge of the splits' results (consumes them). */
+    abstract ArrowStream merge(List<ArrowStream> parts);
+
+    @Override
+    public Snapshots.Ref snapshot() {
+      return snapshot;
+    }
+
+    @Override
+    public ArrowStream run(Dataset ds) {
+      if (!global) return one(ds, splits.get(0));
+      List<ArrowStream> parts = new java.util.ArrayList<>();
+      try {
+        for (byte[] split : splits) parts.add(one(ds, split));
+        return merge(parts);
+      } catch (RuntimeException e) {
+        for (ArrowStream s : parts) s.close(); // a merge that took them closed them already
+        throw e;
+      }
+    }
+  }
+
   /** The driver's side of a query: how it describes itself and the partitions it plans. */
   interface Planner {
     String describe(Dataset ds);
