@@ -204,3 +204,8 @@ def test_count_distinct_is_exact_across_splits_and_equals_duckdb(tmp_path):
     assert total["n"].to_pylist() == [_duckdb(t, "SELECT count(DISTINCT s) AS n FROM t WHERE k < 100")[0]["n"]]
     with pytest.raises(lh.InvalidArgumentError, match="needs a column"):
         ds.aggregate([(None, "count_distinct")])
+    vec = str(tmp_path / "vec.lance")
+    lance.write_dataset(pa.table({"v": pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0, 1.0, 2.0], pa.float32()), 2)}),
+                        vec)
+    with pytest.raises(lh.NotSupportedError, match="COUNT_DISTINCT"):
+        lh.open(vec).aggregate([("v", "count_distinct")])

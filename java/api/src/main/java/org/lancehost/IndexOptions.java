@@ -71,8 +71,12 @@ public final class IndexOptions {
     return new IndexOptions(family, type, metric, numPartitions, numSubVectors, withPositions, name, r);
   }
 
-  /** The JNI glue's parameters of this kind of index. */
+  /** The JNI glue's parameters of this kind of index; vector parameters on another kind are refused. */
   int[] params() {
+    if (family != 0 && (metric != Metric.DEFAULT || numPartitions != 0 || numSubVectors != 0)) {
+      throw new LanceException.InvalidArgument("metric, partitions and subVectors are vector index options; "
+          + (family == 1 ? "a scalar" : "a full-text") + " index takes none");
+    }
     switch (family) {
       case 0:
         return new int[] {type, metric.code, numPartitions, numSubVectors};

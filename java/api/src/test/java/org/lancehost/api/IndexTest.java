@@ -95,6 +95,11 @@ class IndexTest {
           .metric(Metric.COSINE).partitions(2).name("vec_cos")));
       assertThrows(LanceException.class, () -> ds.createIndex("vec",
           org.lancehost.IndexOptions.vector(VectorIndexType.IVF_FLAT).partitions(2).name("vec_cos")), "a taken name");
+      // a vector option on a scalar index would be ignored: refused, nothing built
+      LanceException.InvalidArgument bad = assertThrows(LanceException.InvalidArgument.class, () -> ds.createIndex("id",
+          org.lancehost.IndexOptions.scalar(ScalarIndexType.BTREE).partitions(4).name("id_btree")));
+      assertTrue(bad.getMessage().contains("vector index options"), bad.getMessage());
+      assertThrows(LanceException.InvalidArgument.class, () -> ds.createIndex("id", null));
     }
     try (Dataset ds = Dataset.open(uri.toString())) {
       assertEquals("vec_cos", ds.planVectorSearch("vec", Metric.DEFAULT, true, 0).indexName());
