@@ -1504,6 +1504,11 @@ int32_t lance_catalog_list_tables(const LanceCatalog *catalog, const char *const
 
 // Describe table `table` of `namespace`: its location, the storage options to open it with
 // (options the namespace vends override the catalog's own) and its latest version.
+// Since 0.15, vended options that carry `expires_at_millis` are refreshed through this
+// catalog's namespace before they expire, for every open and write of the table in this
+// process that uses exactly the options returned here (e.g. a worker opening a shipped
+// snapshot token with them); a `refresh_offset_millis` is added when the namespace set none
+// (docs/object-storage.md, "Credentials and their lifetime").
 //
 // Caller owns `*out`; free it with `lance_table_info_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns an error code (LANCE_ERR_NOT_FOUND naming an
@@ -1511,7 +1516,9 @@ int32_t lance_catalog_list_tables(const LanceCatalog *catalog, const char *const
 int32_t lance_catalog_describe_table(const LanceCatalog *catalog, const char *const *namespace_, size_t namespace_len, const char *table, LanceTableInfo **out);
 
 // Open table `table` of `namespace` pinned at `version` (0 = latest at open time, then
-// pinned), through the process-wide session.
+// pinned), through the process-wide session. Since 0.15, storage options the namespace vends
+// with `expires_at_millis` are refreshed through it for the life of the handle and of every
+// stream, write and commit made from it (see `lance_catalog_describe_table`).
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments for the
 // duration of the call. Thread-safe. Returns NULL and sets the last error on failure.

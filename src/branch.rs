@@ -78,9 +78,8 @@ pub fn open_branch(uri: &str, storage_options: HashMap<String, String>, branch: 
         v => format!("cannot open branch '{branch}' of table '{uri}' at version {v}"),
     };
     let dataset = session::block_on(async move {
-        crate::snapshot::managed::builder(uri)?
-            .with_session(lance_session)
-            .with_storage_options(opts)
+        let builder = crate::snapshot::managed::builder(uri)?.with_session(lance_session);
+        crate::snapshot::credentials::with_options(builder, uri, opts)
             .with_branch(branch, (version != 0).then_some(version))
             .load()
             .await

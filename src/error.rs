@@ -244,10 +244,16 @@ fn io_error_code(err: &lance::Error) -> LanceErrorCode {
         || text.contains("dns error");
     if transport {
         LanceErrorCode::LANCE_ERR_IO
-    } else if has_status(&text, "403") || text.contains("forbidden") || text.contains("accessdenied") || text.contains("access denied") {
+    } else if has_status(&text, "403")
+        || text.contains("forbidden")
+        || text.contains("accessdenied")
+        || text.contains("access denied")
+        || text.contains("permission denied")
+    {
         LanceErrorCode::LANCE_ERR_PERMISSION_DENIED
     } else if has_status(&text, "401")
         || text.contains("unauthorized")
+        || text.contains("unauthenticated")
         || text.contains("invalidaccesskeyid")
         || text.contains("signaturedoesnotmatch")
         || text.contains("invalidtoken")

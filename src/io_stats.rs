@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use lance::dataset::scanner::Scanner;
 use lance::Dataset;
-use lance_io::object_store::WrappingObjectStore;
+use lance_io::object_store::{StorageOptionsAccessor, WrappingObjectStore};
 use object_store::list::PaginatedListStore;
 use object_store::path::Path;
 use object_store::{
@@ -110,7 +110,7 @@ impl OpStats {
                 .and_then(|s| s.data_cache.clone())
                 .filter(|_| crate::datacache::table_uses_cache(&snapshot.storage_options).unwrap_or(true)),
             endpoint: store_identity(&snapshot.storage_options),
-            credential: Credential::of(&snapshot.storage_options),
+            credential: CredentialSource::of(snapshot),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
@@ -125,7 +125,7 @@ impl OpStats {
             counters: self.counters.clone(),
             cache: None,
             endpoint: store_identity(&snapshot.storage_options),
-            credential: Credential::of(&snapshot.storage_options),
+            credential: CredentialSource::of(snapshot),
         });
         Arc::new(snapshot.dataset.with_object_store_wrappers([wrapper]))
     }
@@ -193,9 +193,52 @@ struct CountingWrapper {
     /// The storage options that tell which server the store's prefix (scheme and bucket)
     /// lives on: two S3-compatible servers may have buckets of the same name.
     endpoint: String,
-    /// The credential the store was opened with: a cached block is served to it only once
-    /// storage accepted it for that object (see `datacache::grants`).
-    credential: Credential,
+    /// The credential the store reads with: a cached block is served to it only once storage
+    /// accepted it for that object (see `datacache::grants`).
+    credential: CredentialSource,
+}
+
+/// Where the credential of a store's reads comes from.
+#[derive(Debug, Clone)]
+enum CredentialSource {
+    /// The snapshot's options, which do not change; `expires_at`: when they say they expire.
+    Fixed { credential: Credential, expires_at: Option<u64> },
+    /// Options a catalog vended and refreshes (`snapshot::credentials`): the current ones.
+    Refreshing(Arc<StorageOptionsAccessor>),
+}
+
+impl CredentialSource {
+    fn of(snapshot: &Snapshot) -> CredentialSource {
+        match snapshot.dataset.storage_options_accessor().filter(|a| a.has_provider()) {
+            Some(accessor) => CredentialSource::Refreshing(accessor),
+            None => CredentialSource::Fixed {
+                credential: Credential::of(&snapshot.storage_options),
+                expires_at: crate::snapshot::credentials::expires_at(&snapshot.storage_options),
+            },
+        }
+    }
+
+    /// The credential reads are made with now; None once it has expired (no grant covers it).
+    /// A refresh that fails (the namespace revoked the table's access) fails the read.
+    async fn current(&self) -> OSResult<Option<Credential>> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        match self {
+            CredentialSource::Fixed { credential, expires_at } => {
+                Ok(if expires_at.is_some_and(|t| t <= now) { None } else { Some(*credential) })
+            }
+            CredentialSource::Refreshing(accessor) => {
+                let options = accessor.get_storage_options().await.map_err(|e| object_store::Error::Generic {
+                    store: "lance-host data cache",
+                    source: Box::new(e),
+                })?;
+                let expired = crate::snapshot::credentials::expires_at(&options.0).is_some_and(|t| t <= now);
+                Ok((!expired).then(|| Credential::of(&options.0)))
+            }
+        }
+    }
 }
 
 /// The storage options that select the server (endpoints, account names), sorted, as one
@@ -221,7 +264,7 @@ impl WrappingObjectStore for CountingWrapper {
             counters: self.counters.clone(),
             cache: self.cache.clone(),
             root: format!("{prefix}|{}", self.endpoint),
-            credential: self.credential,
+            credential: self.credential.clone(),
         })
     }
 
@@ -243,7 +286,7 @@ struct CountingStore {
     cache: Option<Arc<DataCache>>,
     /// The store's identity (scheme and bucket), part of the data cache's keys.
     root: String,
-    credential: Credential,
+    credential: CredentialSource,
 }
 
 impl CountingStore {
@@ -274,8 +317,9 @@ impl ObjectStore for CountingStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> OSResult<GetResult> {
         if let Some(cache) = &self.cache {
+            let credential = self.credential.current().await?;
             return cache
-                .get_opts_as(&self.inner, &self.root, self.credential, location, options, &self.observer())
+                .get_opts_as(&self.inner, &self.root, credential, location, options, &self.observer())
                 .await;
         }
         crate::datacache::passthrough(&self.inner, location, options, &self.observer()).await
@@ -283,8 +327,9 @@ impl ObjectStore for CountingStore {
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> OSResult<Vec<Bytes>> {
         if let Some(cache) = &self.cache {
+            let credential = self.credential.current().await?;
             return cache
-                .get_ranges_as(&self.inner, &self.root, self.credential, location, ranges, &self.observer())
+                .get_ranges_as(&self.inner, &self.root, credential, location, ranges, &self.observer())
                 .await;
         }
         let result = self.inner.get_ranges(location, ranges).await;

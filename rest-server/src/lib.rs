@@ -1,6 +1,7 @@
 //! A Lance REST namespace server for tests: Lance's own REST adapter serving a directory
 //! warehouse, behind a small proxy that enforces authentication (bearer token or API key),
-//! records the headers it sees, and can cap page sizes.
+//! records the headers it sees, can cap page sizes, and can vend storage credentials from an
+//! issuer (`AuthConfig::vend_url`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,6 +29,11 @@ pub struct AuthConfig {
     pub api_key: Option<String>,
     /// Tokens that authenticate but are not allowed to read (answered with 403).
     pub forbidden_token: Option<String>,
+    /// Vend storage credentials: every successful `DescribeTable` answer gets the storage
+    /// options a GET of this URL returns (a JSON object of strings, e.g. short-lived keys with
+    /// `expires_at_millis`) merged into its `storage_options`. A non-2xx answer of the URL
+    /// (the issuer revoked the caller) is passed on as the namespace's PERMISSION_DENIED.
+    pub vend_url: Option<String>,
 }
 
 /// A running server; dropped = stopped.
@@ -145,11 +151,19 @@ async fn proxy(State(state): State<ProxyState>, req: Request) -> Response {
     if let Some(ct) = parts.headers.get("content-type") {
         out = out.header("content-type", ct.as_bytes());
     }
+    let describe = parts.method == axum::http::Method::POST && parts.uri.path().ends_with("/describe")
+        && parts.uri.path().starts_with("/v1/table/") && !parts.uri.path().contains("/version/");
     match out.send().await {
         Ok(resp) => {
             let status = resp.status().as_u16();
             let ct = resp.headers().get("content-type").cloned();
-            let body = resp.bytes().await.unwrap_or_default();
+            let mut body = resp.bytes().await.unwrap_or_default();
+            if let (true, true, Some(url)) = (describe, status == 200, &state.auth.vend_url) {
+                match vend(&state.client, url, &body).await {
+                    Ok(b) => body = b,
+                    Err(resp) => return resp,
+                }
+            }
             let mut builder = Response::builder().status(status);
             if let Some(ct) = ct {
                 builder = builder.header("content-type", ct.as_bytes());
@@ -158,6 +172,43 @@ async fn proxy(State(state): State<ProxyState>, req: Request) -> Response {
         }
         Err(e) => error_response(StatusCode::BAD_GATEWAY, 17, &e.to_string()),
     }
+}
+
+/// `body` (a DescribeTable answer) with the options the issuer at `url` hands out now merged
+/// into its `storage_options`.
+async fn vend(client: &reqwest::Client, url: &str, body: &[u8]) -> Result<axum::body::Bytes, Response> {
+    let issued = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| error_response(StatusCode::BAD_GATEWAY, 17, &format!("credential issuer: {e}")))?;
+    if !issued.status().is_success() {
+        return Err(error_response(
+            StatusCode::FORBIDDEN,
+            CODE_PERMISSION_DENIED,
+            "the credential issuer refused to vend storage credentials for this table",
+        ));
+    }
+    let vended: serde_json::Map<String, serde_json::Value> = issued
+        .json()
+        .await
+        .map_err(|e| error_response(StatusCode::BAD_GATEWAY, 17, &format!("credential issuer answer: {e}")))?;
+    let mut answer: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| error_response(StatusCode::BAD_GATEWAY, 17, &format!("describe answer: {e}")))?;
+    let obj = answer
+        .as_object_mut()
+        .ok_or_else(|| error_response(StatusCode::BAD_GATEWAY, 17, "describe answer is not an object"))?;
+    let options = obj
+        .entry("storage_options")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if !options.is_object() {
+        *options = serde_json::Value::Object(Default::default());
+    }
+    let options = options.as_object_mut().expect("an object");
+    for (k, v) in vended {
+        options.insert(k, v);
+    }
+    Ok(axum::body::Bytes::from(answer.to_string()))
 }
 
 /// Start the server for the directory warehouse at `root` on 127.0.0.1 (ephemeral ports).

@@ -1,7 +1,10 @@
-//! `lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits]`:
-//! serve a directory warehouse as a Lance REST namespace on 127.0.0.1; prints
-//! `LISTENING <port>` and runs until standard input closes. `--batch-commits`: the namespace
-//! manages its tables' versions and commits versions of several tables together.
+//! `lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits]
+//! [--storage KEY=VALUE]... [--vend-url URL]`: serve a directory warehouse as a Lance REST
+//! namespace on 127.0.0.1; prints `LISTENING <port>` and runs until standard input closes.
+//! `--batch-commits`: the namespace manages its tables' versions and commits versions of
+//! several tables together. `--storage`: a storage option the server itself reads the
+//! warehouse with (an object-store root). `--vend-url`: describe answers vend the storage
+//! options that URL issues (`AuthConfig::vend_url`).
 
 use lance_host_rest_server::{start_with, AuthConfig};
 use tokio::io::AsyncReadExt;
@@ -10,11 +13,12 @@ use tokio::io::AsyncReadExt;
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(root) = args.first().cloned() else {
-        eprintln!("usage: lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits]");
+        eprintln!("usage: lance-host-rest-server <warehouse-root> [--bearer-token T] [--api-key K] [--batch-commits] [--storage KEY=VALUE]... [--vend-url URL]");
         std::process::exit(2);
     };
     let mut auth = AuthConfig::default();
     let mut batch_commits = false;
+    let mut backend = std::collections::HashMap::new();
     let mut it = args.iter().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--batch-commits" {
@@ -25,13 +29,18 @@ async fn main() {
         match (flag.as_str(), value) {
             ("--bearer-token", Some(v)) => auth.bearer_token = Some(v),
             ("--api-key", Some(v)) => auth.api_key = Some(v),
+            ("--vend-url", Some(v)) => auth.vend_url = Some(v),
+            ("--storage", Some(v)) if v.contains('=') => {
+                let (k, val) = v.split_once('=').expect("checked");
+                backend.insert(format!("storage.{k}"), val.to_string());
+            }
             _ => {
                 eprintln!("unknown or incomplete argument: {flag}");
                 std::process::exit(2);
             }
         }
     }
-    let server = match start_with(&root, auth, Default::default(), batch_commits).await {
+    let server = match start_with(&root, auth, backend, batch_commits).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("lance-host-rest-server: {e}");

@@ -311,6 +311,16 @@ impl Catalog {
         // The catalog's own options first; what the namespace vends overrides them.
         let mut options = self.storage_options.clone();
         options.extend(resp.storage_options.unwrap_or_default());
+        // Vended options that expire are refreshed through this namespace for as long as the
+        // table is used with them (`snapshot::credentials`).
+        let refresh = crate::snapshot::credentials::NamespaceRefresh {
+            namespace: self.namespace.clone(),
+            table_id: table_id.clone(),
+            base: self.storage_options.clone(),
+            timeout: self.timeout,
+            label: self.label.clone(),
+        };
+        let options = crate::snapshot::credentials::register(&location, options, Arc::new(refresh));
         let version = resp.version.and_then(|v| u64::try_from(v).ok()).filter(|v| *v > 0);
         if resp.managed_versioning == Some(true) {
             // from now on every open and commit of this location in the process goes through

@@ -50,6 +50,11 @@ impl Credential {
         pairs.sort();
         Credential(hash128(&pairs))
     }
+
+    /// The hash (for keying other per-credential records).
+    pub fn as_u128(self) -> u128 {
+        self.0
+    }
 }
 
 /// The grants of this process.

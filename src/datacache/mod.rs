@@ -213,12 +213,13 @@ impl DataCache {
     /// `get_opts` for a caller holding `credential`: a read that the cache served without
     /// storage having accepted this credential for the object within `GRANT_TTL` first asks
     /// storage for the object's metadata with it (one HEAD, counted as a read request) and fails
-    /// as storage fails it. A read that reached storage records the grant.
+    /// as storage fails it. A read that reached storage records the grant. `None`: credentials
+    /// past their expiry, which no grant covers (every served read asks storage first).
     pub async fn get_opts_as(
         self: &Arc<Self>,
         inner: &Arc<dyn ObjectStore>,
         root: &str,
-        credential: Credential,
+        credential: Option<Credential>,
         location: &Path,
         options: GetOptions,
         obs: &Arc<dyn Observer>,
@@ -239,7 +240,7 @@ impl DataCache {
         self: &Arc<Self>,
         inner: &Arc<dyn ObjectStore>,
         root: &str,
-        credential: Credential,
+        credential: Option<Credential>,
         location: &Path,
         ranges: &[Range<u64>],
         obs: &Arc<dyn Observer>,
@@ -263,12 +264,20 @@ impl DataCache {
         &self,
         inner: &Arc<dyn ObjectStore>,
         root: &str,
-        credential: Credential,
+        credential: Option<Credential>,
         location: &Path,
         watch: &Watch,
         obs: &Arc<dyn Observer>,
     ) -> object_store::Result<()> {
         let at = location.as_ref();
+        let Some(credential) = credential else {
+            // expired credentials: storage decides, every time, and nothing is recorded
+            if !watch.reached_storage.load(Ordering::Relaxed) {
+                inner.head(location).await?;
+                obs.storage_read(location, 0);
+            }
+            return Ok(());
+        };
         if watch.reached_storage.load(Ordering::Relaxed) {
             self.grants.record(credential, root, at);
             return Ok(());

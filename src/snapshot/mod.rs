@@ -50,9 +50,8 @@ pub fn open(uri: &str, storage_options: HashMap<String, String>, version: u64) -
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
     let lance_session = session::global()?.lance.clone();
     let dataset = session::block_on(async {
-        let mut builder = crate::snapshot::managed::builder(uri)?
-            .with_session(lance_session)
-            .with_storage_options(storage_options.clone());
+        let builder = crate::snapshot::managed::builder(uri)?.with_session(lance_session);
+        let mut builder = credentials::with_options(builder, uri, storage_options.clone());
         if version != 0 {
             builder = builder.with_version(version);
         }
@@ -191,6 +190,7 @@ impl Snapshot {
     }
 }
 
+pub mod credentials;
 pub mod managed;
 pub mod pipeline;
 mod token;

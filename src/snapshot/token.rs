@@ -163,9 +163,8 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     let opts = storage_options.clone();
     let what = format!("cannot open table '{uri}' at version {version} from its snapshot token");
     let dataset = session::block_on(async move {
-        let mut builder = crate::snapshot::managed::builder(&uri)?
-            .with_session(lance_session)
-            .with_storage_options(opts)
+        let builder = crate::snapshot::managed::builder(&uri)?.with_session(lance_session);
+        let mut builder = crate::snapshot::credentials::with_options(builder, &uri, opts)
             .with_version(version)
             .with_serialized_manifest(&manifest)?;
         if let Some(location) = location {

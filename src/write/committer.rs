@@ -236,7 +236,7 @@ impl<'a> Committer<'a> {
             lance_session,
             base_handler: defer.as_ref().map(|(d, store)| d.handler(store.clone())),
             deferral: defer.map(|(d, _)| d),
-            store_params: options.store_params(),
+            store_params: options.store_params(uri),
             what: format!("cannot commit {} staged write(s) to table '{uri}'", staged.len()),
         })
     }
@@ -265,9 +265,8 @@ impl<'a> Committer<'a> {
 
     /// The table at `version` (None: its latest), through the namespace when one manages it.
     async fn load(&self, version: Option<u64>) -> lance::Result<lance::Dataset> {
-        let mut b = crate::snapshot::managed::builder(self.uri)?
-            .with_session(self.lance_session.clone())
-            .with_storage_options(self.options.storage_options.clone());
+        let b = crate::snapshot::managed::builder(self.uri)?.with_session(self.lance_session.clone());
+        let mut b = crate::snapshot::credentials::with_options(b, self.uri, self.options.storage_options.clone());
         if let Some(v) = version {
             b = b.with_version(v);
         }
@@ -666,9 +665,8 @@ async fn check_absent(
     lance_session: &Arc<lance::session::Session>,
     storage_options: &HashMap<String, String>,
 ) -> lance::Result<()> {
-    let opened = lance::dataset::builder::DatasetBuilder::from_uri(uri)
-        .with_session(lance_session.clone())
-        .with_storage_options(storage_options.clone())
+    let builder = lance::dataset::builder::DatasetBuilder::from_uri(uri).with_session(lance_session.clone());
+    let opened = crate::snapshot::credentials::with_options(builder, uri, storage_options.clone())
         .load()
         .await;
     match opened {

@@ -86,7 +86,7 @@ pub(crate) fn prepare(at: &Snapshot, options: &WriteOptions) -> Result<Guarded> 
         storage_options: storage.clone(),
         ..Default::default()
     }
-    .store_params();
+    .store_params(&uri);
     let statement_id = options.statement_id.clone();
     let pre = pre.clone();
     let what = format!("cannot commit to table '{uri}' (planned at version {planned_at})");
@@ -94,7 +94,8 @@ pub(crate) fn prepare(at: &Snapshot, options: &WriteOptions) -> Result<Guarded> 
         let open = |version: Option<u64>, handler: Option<Arc<Pipeline>>| {
             let (session, storage, uri) = (lance_session.clone(), storage.clone(), uri.clone());
             async move {
-                let mut b = crate::snapshot::managed::builder(&uri)?.with_session(session).with_storage_options(storage);
+                let b = crate::snapshot::managed::builder(&uri)?.with_session(session);
+                let mut b = crate::snapshot::credentials::with_options(b, &uri, storage);
                 if let Some(v) = version {
                     b = b.with_version(v);
                 }

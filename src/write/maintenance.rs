@@ -40,9 +40,7 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         .build();
     let what = format!("cannot clean up table '{uri}'");
     let params = lance_io::object_store::ObjectStoreParams {
-        storage_options_accessor: Some(std::sync::Arc::new(
-            lance_io::object_store::StorageOptionsAccessor::with_static_options(at.storage_options.clone()),
-        )),
+        storage_options_accessor: Some(crate::snapshot::credentials::accessor(&uri, &at.storage_options)),
         ..Default::default()
     };
     let registry = session::global()?.lance.store_registry();
@@ -270,7 +268,7 @@ pub fn update_config(
         .transaction_properties(options.transaction_properties())
         .build();
     let lance_session = session::global()?.lance.clone();
-    let store_params = options.store_params();
+    let store_params = options.store_params(&uri);
     let dataset = at.dataset.clone();
     let result = session::block_on(async {
         let mut builder = lance::dataset::CommitBuilder::new(dataset)

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use lance::dataset::{WriteMode as LanceWriteMode, WriteParams};
 use lance_file::version::LanceFileVersion;
-use lance_io::object_store::{ObjectStoreParams, StorageOptionsAccessor};
+use lance_io::object_store::ObjectStoreParams;
 use lance_table::format::Fragment;
 
 use crate::error::{HostError, LanceErrorCode, Result};
@@ -139,21 +139,21 @@ impl WriteOptions {
         Ok(())
     }
 
-    pub(crate) fn store_params(&self) -> ObjectStoreParams {
+    /// The object-store parameters of a write to the table at `uri` (its options, refreshed
+    /// through the catalog that vended them when one did: `snapshot::credentials`).
+    pub(crate) fn store_params(&self, uri: &str) -> ObjectStoreParams {
         ObjectStoreParams {
-            storage_options_accessor: Some(Arc::new(StorageOptionsAccessor::with_static_options(
-                self.storage_options.clone(),
-            ))),
+            storage_options_accessor: Some(crate::snapshot::credentials::accessor(uri, &self.storage_options)),
             ..Default::default()
         }
     }
 
     /// Lance's write parameters for these options.
-    pub(crate) fn lance_params(&self) -> Result<WriteParams> {
+    pub(crate) fn lance_params(&self, uri: &str) -> Result<WriteParams> {
         self.validate()?;
         let mut p = WriteParams {
             mode: self.mode.to_lance(),
-            store_params: Some(self.store_params()),
+            store_params: Some(self.store_params(uri)),
             session: Some(session::global()?.lance.clone()),
             transaction_properties: self.transaction_properties(),
             enable_stable_row_ids: self.stable_row_ids,

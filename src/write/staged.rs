@@ -264,7 +264,7 @@ pub fn stage(uri: &str, at: Option<&Snapshot>, data: Batches, options: &WriteOpt
     plain.commit_message = None;
     plain.properties.clear();
     plain.preconditions = Default::default(); // they apply to the commit
-    let params = plain.lance_params()?;
+    let params = plain.lance_params(uri)?;
     let secrets = crate::redact::Secrets::from_storage_options(&options.storage_options);
     let dest = match at {
         Some(s) => WriteDestination::Dataset(s.dataset.clone()),
@@ -301,7 +301,6 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
         storage_options: storage_options.clone(),
         ..Default::default()
     };
-    let params = options.store_params();
     // one pass per table: its latest manifest and each planned one are read once, not per share
     let mut tables: Vec<(String, Vec<StagedWrite>)> = Vec::new();
     for s in staged {
@@ -313,7 +312,7 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
     let mut deleted = 0;
     for (uri, shares) in tables {
         let what = format!("cannot delete the staged files of table '{uri}'");
-        let (params, lance_session) = (params.clone(), lance_session.clone());
+        let (params, lance_session) = (options.store_params(&uri), lance_session.clone());
         let opts = storage_options.clone();
         let n = session::block_on(async move {
             let mut versions: Vec<Option<u64>> = vec![None];
@@ -324,9 +323,8 @@ pub fn abort(staged: &[StagedWrite], storage_options: &HashMap<String, String>) 
             }
             let mut in_use = HashSet::new();
             for version in versions {
-                let mut b = crate::snapshot::managed::builder(&uri)?
-                    .with_session(lance_session.clone())
-                    .with_storage_options(opts.clone());
+                let b = crate::snapshot::managed::builder(&uri)?.with_session(lance_session.clone());
+                let mut b = crate::snapshot::credentials::with_options(b, &uri, opts.clone());
                 if let Some(v) = version {
                     b = b.with_version(v);
                 }

@@ -416,12 +416,12 @@ pub(crate) fn check_shipped_fragments(
         storage_options: storage_options.clone(),
         ..Default::default()
     }
-    .store_params();
+    .store_params(uri);
     crate::session::block_on(async {
-        let latest = crate::snapshot::managed::builder(uri)
+        let builder = crate::snapshot::managed::builder(uri)
             .map_err(|e| HostError::from_lance(&what, e))?
-            .with_session(lance_session.clone())
-            .with_storage_options(storage_options.clone())
+            .with_session(lance_session.clone());
+        let latest = crate::snapshot::credentials::with_options(builder, uri, storage_options.clone())
             .load()
             .await
             .map_err(|e| HostError::from_lance(&what, e))?;

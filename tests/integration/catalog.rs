@@ -373,6 +373,7 @@ fn rest_catalog_rejects_bad_credentials_without_leaking_them() {
         bearer_token: Some("right-token-1234".to_string()),
         api_key: Some("right-key-5678".to_string()),
         forbidden_token: Some(format!("{SENTINEL}-forbidden")),
+        ..Default::default()
     });
     let uri = server.uri();
     let mut messages = Vec::new();

@@ -90,13 +90,14 @@ def start_fake_gcs() -> Emulator:
                      "-log-level", "warn"], port, work)
 
 
-def start_moto() -> Emulator:
-    """moto's server (S3, and DynamoDB for `s3+ddb://` commits), the one the Rust tests use."""
+def start_moto(iam_keys: bool = False) -> Emulator:
+    """moto's server (S3, and DynamoDB for `s3+ddb://` commits), the one the Rust tests use;
+    `iam_keys`: it can be switched to accept live IAM access keys only (moto_server.py)."""
     import sys
     port = free_port()
     work = tempfile.mkdtemp(prefix="moto-")
     script = Path(__file__).resolve().parents[1] / "integration" / "moto_server.py"
-    return Emulator([sys.executable, str(script), str(port)], port, work)
+    return Emulator([sys.executable, str(script), str(port), *(["--iam-keys"] if iam_keys else [])], port, work)
 
 
 def s3_options(endpoint: str) -> dict:

@@ -1,0 +1,257 @@
+"""Vended credentials that expire (issue 60): a REST namespace hands out short-lived storage keys
+with `expires_at_millis`, and the library refreshes them through the namespace before they
+expire — for a scan, for a staged write on a worker that opened a shipped snapshot token, for
+the commit — while keys that expired or were revoked are refused by storage and never answered
+from the data cache.
+
+The set-up is real on both sides: moto's S3 server accepts only live IAM access keys
+(`moto_server.py --iam-keys`); an issuer here creates a new IAM key for every vend and deletes
+it when its lifetime ends, so storage itself refuses an expired key; this repo's REST server
+(`--vend-url`) merges what the issuer hands out into every DescribeTable answer. pylance, with
+a long-lived key, writes the table and checks what lance-host wrote."""
+
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pyarrow as pa
+import pytest
+
+import emulators as E
+
+lance = pytest.importorskip("lance")
+boto3 = pytest.importorskip("boto3")
+lh = pytest.importorskip("lance_host")
+
+from test_multi_table import Server  # noqa: E402  (the REST server binary, started per module)
+
+LIFETIME_S = 2.0
+BUCKET = "credwarehouse"
+ROWS, PER_FILE = 6000, 500
+
+
+class Issuer:
+    """Hands out a new IAM access key per request, valid for LIFETIME_S: the key is deleted at
+    moto when its lifetime ends. `revoke()` deletes every live key and refuses further vends."""
+
+    def __init__(self, iam):
+        self.iam, self.lock = iam, threading.Lock()
+        self.live, self.issued, self.deleted = {}, [], set()
+        self.revoked, self.stopping, self.n = False, False, 0
+        issuer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                try:
+                    body = issuer.vend()
+                except PermissionError:
+                    self.send_response(403)
+                    self.end_headers()
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/credentials"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.reaper = threading.Thread(target=self.reap, daemon=True)
+        self.reaper.start()
+
+    def vend(self):
+        with self.lock:
+            if self.revoked:
+                raise PermissionError("revoked")
+            self.n += 1
+            user = f"reader{self.n}"
+        self.iam.create_user(UserName=user)
+        self.iam.add_user_to_group(GroupName="readers", UserName=user)
+        key = self.iam.create_access_key(UserName=user)["AccessKey"]
+        expires = time.time() + LIFETIME_S
+        with self.lock:
+            self.live[key["AccessKeyId"]] = (user, expires)
+            self.issued.append(key["AccessKeyId"])
+        return {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"],
+                "expires_at_millis": str(int(expires * 1000))}
+
+    def delete(self, key_id):
+        user, _ = self.live.pop(key_id)
+        self.iam.delete_access_key(UserName=user, AccessKeyId=key_id)
+        self.deleted.add(key_id)
+
+    def reap(self):
+        while not self.stopping:
+            now = time.time()
+            with self.lock:
+                for key_id in [k for k, (_, exp) in self.live.items() if exp <= now]:
+                    self.delete(key_id)
+            time.sleep(0.05)
+
+    def revoke(self, revoked=True):
+        with self.lock:
+            self.revoked = revoked
+            if revoked:
+                for key_id in list(self.live):
+                    self.delete(key_id)
+
+    def stop(self):
+        self.stopping = True
+        self.reaper.join(10)
+        self.http.shutdown()
+
+
+def table(start, n, tag):
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "tag": [f"{tag}{i % 7}" for i in range(n)]})
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    moto = E.start_moto(iam_keys=True)
+    issuer = server = None
+    try:
+        ep = moto.endpoint
+        E.s3_create_bucket(ep, BUCKET)
+        anon = dict(endpoint_url=ep, region_name="us-east-1", aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam = boto3.client("iam", **anon)
+        iam.create_user(UserName="admin")
+        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        admin_key = iam.create_access_key(UserName="admin")["AccessKey"]
+        iam.create_group(GroupName="readers")
+        iam.put_group_policy(GroupName="readers", PolicyName="s3", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        # from here on moto accepts live IAM keys only
+        req = urllib.request.Request(ep + "/moto-api/reset-auth", data=b"0", method="POST",
+                                     headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(req, timeout=30).read()
+
+        base = {"aws_endpoint": ep, "allow_http": "true", "aws_region": "us-east-1",
+                "aws_virtual_hosted_style_request": "false"}
+        admin = dict(base, aws_access_key_id=admin_key["AccessKeyId"], aws_secret_access_key=admin_key["SecretAccessKey"])
+        root = f"s3://{BUCKET}/warehouse"
+        lance.write_dataset(table(0, ROWS, "base"), f"{root}/t.lance", storage_options=admin, max_rows_per_file=PER_FILE)
+        lance.write_dataset(table(0, 1000, "other"), f"{root}/other.lance", storage_options=admin)
+        issuer = Issuer(boto3.client("iam", endpoint_url=ep, region_name="us-east-1",
+                                     aws_access_key_id=admin_key["AccessKeyId"],
+                                     aws_secret_access_key=admin_key["SecretAccessKey"]))
+        flags = [a for k, v in admin.items() for a in ("--storage", f"{k}={v}")]
+        server = Server(root, *flags, "--vend-url", issuer.url)
+        props = {"type": "rest", "uri": server.uri, **{f"storage.{k}": v for k, v in base.items()}}
+        yield {"admin": admin, "base": base, "props": props, "issuer": issuer, "root": root}
+    finally:
+        if server is not None:
+            server.stop()
+        if issuer is not None:
+            issuer.stop()
+        moto.stop()
+
+
+def test_a_scan_outlives_three_lifetimes(world):
+    issuer = world["issuer"]
+    cat = lh.Catalog(world["props"])
+    ds = cat.open_table("t")
+    first_key = issuer.issued[-1]
+    vends_before = issuer.n
+    started = time.time()
+    reader = ds.scan(columns=["id", "tag"], batch_size=100, fragment_readahead=1, batch_readahead=1)
+    got = []
+    for batch in reader:
+        got.append(batch)
+        time.sleep(0.12)  # 60 batches: ~7 s, more than three lifetimes of 2 s
+    assert time.time() - started > 3 * LIFETIME_S
+    assert first_key in issuer.deleted, "the key the scan started with expired during it"
+    assert issuer.n - vends_before >= 3, "refreshed through the namespace, once per half-life or so"
+    out = pa.Table.from_batches(got).sort_by("id")
+    expected = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"]).to_table(columns=["id", "tag"])
+    assert out.equals(expected.sort_by("id"))
+    # the snapshot pinned three lifetimes ago still reads new data from storage
+    assert ds.scan(columns=["id"], filter="id >= 5990").read_all().num_rows == 10
+
+
+def test_options_that_are_not_refreshed_expire_and_the_cache_never_outlives_them(world):
+    """The same vended options opened by URI with one option changed (so no catalog stands behind
+    them): they work until they expire, and then storage refuses them — also for data the data
+    cache holds from before."""
+    cat = lh.Catalog(world["props"])
+    info = cat.describe_table("t")
+    opts = dict(info.storage_options, client_max_retries="0")
+    ds = lh.open(info.location, storage_options=opts)
+    warm = ds.scan_stream(columns=["tag"])
+    assert warm.read_all().num_rows == ROWS
+    again = ds.scan_stream(columns=["tag"])
+    again.read_all()
+    assert again.io_stats().data_cache_hits > 0, "the cache holds the column"
+    deadline = time.time() + 10 * LIFETIME_S
+    while info.storage_options["aws_access_key_id"] not in world["issuer"].deleted:
+        assert time.time() < deadline
+        time.sleep(0.1)
+    with pytest.raises(lh.PermissionDeniedError):
+        ds.scan(columns=["tag"]).read_all()
+
+
+def test_a_staged_write_on_a_worker_outlives_three_lifetimes(world):
+    issuer = world["issuer"]
+    coordinator = lh.Catalog(world["props"])
+    planned = coordinator.open_table("t")
+    token = planned.export_snapshot()
+
+    # the worker: its own catalog, the shipped token, the options its catalog describes
+    worker = lh.Catalog(world["props"])
+    info = worker.describe_table("t")
+    for secret in (info.storage_options["aws_access_key_id"], info.storage_options["aws_secret_access_key"]):
+        assert secret.encode() not in token, "a token carries no secret"
+    at = lh.open_snapshot(token, storage_options=info.storage_options)
+    first_key = info.storage_options["aws_access_key_id"]
+    n_batches = 24
+
+    def slow():
+        for i in range(n_batches):
+            time.sleep(0.3)  # ~7 s in all
+            yield table(100_000 + i * 100, 100, "new").to_batches()[0]
+
+    started = time.time()
+    schema = table(0, 1, "x").schema
+    share = lh.stage_write(info.location, pa.RecordBatchReader.from_batches(schema, slow()), at=at,
+                           storage_options=info.storage_options, max_rows_per_file=200)
+    assert time.time() - started > 3 * LIFETIME_S
+    assert first_key in issuer.deleted
+    for secret in (info.storage_options["aws_access_key_id"], info.storage_options["aws_secret_access_key"]):
+        assert secret.encode() not in bytes(share), "staged-write bytes carry no secret"
+
+    fresh = coordinator.describe_table("t")
+    ds, result = lh.commit(fresh.location, [share], storage_options=fresh.storage_options)
+    assert result.rows_written == n_batches * 100 and ds.version == planned.version + 1
+    check = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"])
+    assert check.version == ds.version and check.count_rows() == ROWS + n_batches * 100
+    new = check.to_table(filter="id >= 100000").sort_by("id")
+    assert new["id"].to_pylist() == list(range(100_000, 100_000 + n_batches * 100))
+
+
+def test_revoked_credentials_are_permission_denied(world):
+    """Revoked at the issuer: the keys in use are refused by storage at once (a read that
+    reaches it), and within one lifetime no read is answered any more, the data cache's
+    included: the refresh is refused by the namespace."""
+    cat = lh.Catalog(world["props"])
+    ds = cat.open_table("t")
+    assert ds.scan(columns=["id", "tag"]).read_all().num_rows >= ROWS  # warm: the cache holds it
+    other = cat.open_table("other")  # opened, not read
+    world["issuer"].revoke()
+    try:
+        with pytest.raises(lh.PermissionDeniedError):
+            other.scan(columns=["id"]).read_all()
+        time.sleep(LIFETIME_S)
+        with pytest.raises(lh.PermissionDeniedError):
+            ds.scan(columns=["id", "tag"]).read_all()
+        with pytest.raises(lh.PermissionDeniedError):
+            cat.open_table("t")
+    finally:
+        world["issuer"].revoke(False)
+    assert cat.open_table("t").count_rows() >= ROWS
