@@ -624,6 +624,10 @@ typedef struct LanceSplit LanceSplit;
 // `lance_split_plan_free`.
 typedef struct LanceSplitPlan LanceSplitPlan;
 
+// Where a credential callback writes the new storage options (`lance_storage_options_sink_set`).
+// Valid only during the callback.
+typedef struct LanceStorageOptionsSink LanceStorageOptionsSink;
+
 // A list of strings (table names). Opaque; read with `lance_string_list_count` and
 // `lance_string_list_get`, free with `lance_string_list_free`.
 typedef struct LanceStringList LanceStringList;
@@ -803,6 +807,17 @@ typedef struct {
   // Visible rows per split of inserted and updated rows (0 = one fragment per split).
   uint64_t target_rows;
 } LanceChangesParams;
+
+// Asked for new storage options of the table at `table_uri` (valid during the call): set each
+// option with `lance_storage_options_sink_set(sink, key, value)` — all of them, the credential
+// and `expires_at_millis` included (the set replaces the current options) — and return LANCE_OK.
+// Any other return is the refresh's failure: LANCE_ERR_PERMISSION_DENIED or
+// LANCE_ERR_UNAUTHENTICATED fail the operation that needed the options with that code, other
+// codes with LANCE_ERR_IO.
+typedef int32_t (*LanceCredentialsCallback)(const char *table_uri, LanceStorageOptionsSink *sink, void *user_data);
+
+// Called once with `user_data` when the library no longer needs a registration's callback.
+typedef void (*LanceFreeUserData)(void *user_data);
 
 // One fragment of a snapshot.
 typedef struct {
@@ -1663,6 +1678,29 @@ int32_t lance_changes_params_init_v2(LanceChangesParams *out, size_t struct_size
 // may be NULL (the defaults). Thread-safe. Returns an error code; `*out` is not written on
 // failure. Since 0.14.
 int32_t lance_dataset_plan_changes(const LanceDataset *dataset, const LanceChangesParams *params, LanceSplitPlan **out);
+
+// Set one option of the answer of a credential callback. Borrows `key` and `value` (copied).
+// Call only from inside the callback, with the `sink` it was given; thread-safe (each running
+// callback has a sink of its own). Returns LANCE_OK;
+// LANCE_ERR_INVALID_ARGUMENT for NULL arguments or strings that are not UTF-8.
+int32_t lance_storage_options_sink_set(LanceStorageOptionsSink *sink, const char *key, const char *value);
+
+// Register `callback` (since 0.15) as the source of new storage options for the table at
+// `uri`, for a host that keeps credentials in its own secret store: every open and write of
+// that table in this process with exactly `storage_options` (NULL-terminated key/value array;
+// they must carry `expires_at_millis`, epoch milliseconds) refreshes them through the
+// callback shortly before they expire (`refresh_offset_millis`, default one minute or half the
+// remaining lifetime), as options a catalog vends are refreshed through its namespace. A later
+// registration of the same table and options replaces this one; other options never use it.
+//
+// The callback runs on the library's threads, at most one refresh per opened table at a time,
+// possibly concurrently for different tables: it and `user_data` must be usable from any
+// thread until `free_user_data` (may be NULL) is called with `user_data`, once, when no opened
+// table needs them any more. It must not block for long: the operations that wait for the
+// new options wait for it. Borrows `uri` and `storage_options` (copied). Thread-safe. Returns
+// LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL or empty `uri`, a NULL callback, or options
+// without `expires_at_millis` (then `free_user_data` is not called).
+int32_t lance_credentials_register(const char *uri, const char *const *storage_options, LanceCredentialsCallback callback, void *user_data, LanceFreeUserData free_user_data);
 
 // Open the table at `uri` pinned to `version` (0 = the latest version at open time; the
 // handle never moves afterwards). `storage_options` is NULL or a NULL-terminated array of

@@ -30,7 +30,7 @@ __all__ = [
     "FailedPreconditionError", "PermissionDeniedError", "CorruptError", "LanceTimeoutError", "CancelledError",
     "error_class", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
     "Catalog", "TableInfo", "CallContext", "DynamicFilter", "SessionOptions", "configure_session", "session_stats",
-    "flush_data_cache", "set_log_callback", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
+    "flush_data_cache", "set_log_callback", "register_credentials", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
     "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "Expression", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "commit_tables", "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
@@ -2420,6 +2420,57 @@ def set_log_callback(callback: Optional[Callable[[int, str, str], None]], level:
     cb = _ffi.LOG_CALLBACK(trampoline)
     _check(LIB.lance_log_set_callback(cb, None, _choice("log level", level, LOG_LEVELS)))
     _log_callback = cb
+
+
+_credentials = {}  # registration id -> its ctypes trampolines, until the library releases them
+_credentials_released = []  # released trampolines, dropped at the next registration (never while running)
+_credentials_lock = threading.Lock()
+_credentials_next = [0]
+
+
+def register_credentials(uri: str, storage_options: Mapping[str, str],
+                         fetch: Callable[[str], Mapping[str, str]]) -> None:
+    """Refresh the storage options of the table at `uri` through `fetch` (lance_credentials_register),
+    for a host that keeps credentials in its own secret store: every open and write of that table
+    in this process with exactly `storage_options` (which must carry `expires_at_millis`, epoch
+    ms) asks `fetch(table_uri)` for a complete new set of options shortly before the current ones
+    expire. `fetch` runs on library threads; raising `PermissionDeniedError` (or
+    `PermissionError`) fails the operation that needed the options with PERMISSION_DENIED, any
+    other exception with LANCE_ERR_IO."""
+    def trampoline(table_uri, sink, _user):
+        try:
+            options = fetch(table_uri.decode("utf-8", "replace"))
+            for k, v in dict(options).items():
+                rc = LIB.lance_storage_options_sink_set(sink, str(k).encode(), str(v).encode())
+                if rc:
+                    return rc
+            return 0
+        except LanceError as e:
+            return e.code
+        except PermissionError:
+            return 9
+        except Exception:
+            return 3
+
+    with _credentials_lock:
+        _credentials_released.clear()
+        _credentials_next[0] += 1
+        key = _credentials_next[0]
+
+    def release(_user):
+        with _credentials_lock:
+            entry = _credentials.pop(key, None)
+            if entry is not None:
+                _credentials_released.append(entry)
+
+    cb, free = _ffi.CREDENTIALS_CALLBACK(trampoline), _ffi.FREE_USER_DATA(release)
+    with _credentials_lock:
+        _credentials[key] = (cb, free)
+    rc = LIB.lance_credentials_register(uri.encode(), _kv(storage_options), cb, None, free)
+    if rc:
+        with _credentials_lock:
+            _credentials.pop(key, None)
+        _check(rc)
 
 
 def metrics() -> dict:

@@ -221,6 +221,8 @@ class SessionStats(Sized):
 PROGRESS_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p,
                                      ctypes.c_void_p)
 LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+CREDENTIALS_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p)
+FREE_USER_DATA = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 i32 = ctypes.c_int32
 u64 = ctypes.c_uint64
 sz = ctypes.c_size_t
@@ -452,6 +454,8 @@ SIGNATURES = {
     "lance_call_context_free": (None, [P]),
     "lance_call_context_set_progress": (i32, [P, PROGRESS_CALLBACK, P]),
     "lance_log_set_callback": (i32, [LOG_CALLBACK, P, i32]),
+    "lance_credentials_register": (i32, [cstr, cstrp, CREDENTIALS_CALLBACK, P, FREE_USER_DATA]),
+    "lance_storage_options_sink_set": (i32, [P, cstr, cstr]),
     "lance_metric_count": (sz, []),
     "lance_metric": (i32, [sz, ctypes.POINTER(cstr), u64p]),
     "lance_dataset_take_rows": (i32, [P, u64p, sz, cstrp, sz, StreamP]),

@@ -81,6 +81,65 @@ impl StorageOptionsProvider for NamespaceRefresh {
     }
 }
 
+/// Asks the host for new options through a function it registered (a host with its own secret
+/// store): `fetch(table_uri)` runs on a blocking thread of the runtime, one refresh of an
+/// accessor at a time.
+pub struct HostRefresh {
+    pub uri: String,
+    pub fetch: Arc<dyn Fn(&str) -> Result<HashMap<String, String>, String> + Send + Sync>,
+    /// Distinguishes registrations of one table in provider ids.
+    pub serial: u64,
+}
+
+impl fmt::Debug for HostRefresh {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.provider_id())
+    }
+}
+
+#[async_trait]
+impl StorageOptionsProvider for HostRefresh {
+    async fn fetch_storage_options(&self) -> lance::Result<Option<HashMap<String, String>>> {
+        let (fetch, uri) = (self.fetch.clone(), self.uri.clone());
+        let got = tokio::task::spawn_blocking(move || fetch(&uri))
+            .await
+            .map_err(|e| lance::Error::io(format!("the host's credential callback for table '{}' panicked: {e}", self.uri)))?;
+        match got {
+            Ok(options) => Ok(Some(with_refresh_offset(options, now_ms()))),
+            Err(message) => Err(lance::Error::io(format!(
+                "refreshing the storage credentials of table '{}' through the host's callback: {message}",
+                self.uri
+            ))),
+        }
+    }
+
+    fn provider_id(&self) -> String {
+        format!("lance-host:host-callback#{}:{}", self.serial, self.uri)
+    }
+}
+
+/// Record `fetch` as the source of new options for the table at `uri` opened with `options`
+/// (which must expire: `expires_at_millis`).
+pub fn register_host(
+    uri: &str,
+    options: HashMap<String, String>,
+    fetch: Arc<dyn Fn(&str) -> Result<HashMap<String, String>, String> + Send + Sync>,
+) -> crate::error::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    if uri.is_empty() {
+        return Err(crate::error::HostError::invalid("table uri is empty"));
+    }
+    if expires_at(&options).is_none() {
+        return Err(crate::error::HostError::invalid(format!(
+            "storage options registered for refresh must say when they expire ('{EXPIRES_AT_MILLIS}', epoch milliseconds)"
+        )));
+    }
+    let provider = HostRefresh { uri: uri.to_string(), fetch, serial: SERIAL.fetch_add(1, Ordering::Relaxed) };
+    register(uri, options, Arc::new(provider));
+    Ok(())
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
@@ -134,10 +193,15 @@ fn table_key(uri: &str) -> String {
     }
 }
 
+/// The options as a key: every option counts (the data cache's credential hash), except the
+/// refresh offset, which the library may add.
 fn options_key(options: &HashMap<String, String>) -> u128 {
-    // the data cache's credential hash: every option counts
-    let c = crate::datacache::Credential::of(options);
-    c.as_u128()
+    if options.contains_key(REFRESH_OFFSET_MILLIS) {
+        let mut o = options.clone();
+        o.remove(REFRESH_OFFSET_MILLIS);
+        return crate::datacache::Credential::of(&o).as_u128();
+    }
+    crate::datacache::Credential::of(options).as_u128()
 }
 
 /// Record that the table at `location`, opened with `options` (as a catalog described them),
@@ -178,7 +242,7 @@ pub(crate) fn refresher(uri: &str, options: &HashMap<String, String>) -> Option<
 /// recorded a refresher for the pair, else the options as they are.
 pub(crate) fn accessor(uri: &str, options: &HashMap<String, String>) -> Arc<StorageOptionsAccessor> {
     Arc::new(match refresher(uri, options) {
-        Some(p) => StorageOptionsAccessor::with_initial_and_provider(options.clone(), p),
+        Some(p) => StorageOptionsAccessor::with_initial_and_provider(with_refresh_offset(options.clone(), now_ms()), p),
         None => StorageOptionsAccessor::with_static_options(options.clone()),
     })
 }
@@ -189,11 +253,11 @@ pub(crate) fn with_options(
     uri: &str,
     options: HashMap<String, String>,
 ) -> lance::dataset::builder::DatasetBuilder {
-    let refresh = refresher(uri, &options);
-    let b = builder.with_storage_options(options);
-    match refresh {
-        Some(p) => b.with_storage_options_provider(p),
-        None => b,
+    match refresher(uri, &options) {
+        Some(p) => builder
+            .with_storage_options(with_refresh_offset(options, now_ms()))
+            .with_storage_options_provider(p),
+        None => builder.with_storage_options(options),
     }
 }
 

@@ -173,7 +173,7 @@ def test_a_scan_outlives_three_lifetimes(world):
     expected = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"]).to_table(columns=["id", "tag"])
     assert out.equals(expected.sort_by("id"))
     # the snapshot pinned three lifetimes ago still reads new data from storage
-    assert ds.scan(columns=["id"], filter="id >= 5990").read_all().num_rows == 10
+    assert ds.scan(columns=["id"], filter="id >= 5990 AND id < 6000").read_all().num_rows == 10
 
 
 def test_options_that_are_not_refreshed_expire_and_the_cache_never_outlives_them(world):
@@ -233,6 +233,50 @@ def test_a_staged_write_on_a_worker_outlives_three_lifetimes(world):
     assert check.version == ds.version and check.count_rows() == ROWS + n_batches * 100
     new = check.to_table(filter="id >= 100000").sort_by("id")
     assert new["id"].to_pylist() == list(range(100_000, 100_000 + n_batches * 100))
+
+
+def test_a_host_callback_refreshes_the_options_it_registered(world):
+    """A host with its own secret store (no namespace): `register_credentials` for the table and
+    its first options; a slow scan of a table opened by URI with those options outlives three
+    lifetimes, asking the callback for each new set."""
+    issuer, location = world["issuer"], f"{world['root']}/t.lance"
+    asked = []
+
+    def fetch(uri):
+        asked.append(uri)
+        return dict(world["base"], **issuer.vend())
+
+    first = dict(world["base"], **issuer.vend())
+    lh.register_credentials(location, first, fetch)
+    ds = lh.open(location, storage_options=first)
+    got = []
+    started = time.time()
+    for batch in ds.scan(columns=["id"], batch_size=100, fragment_readahead=1, batch_readahead=1):
+        got.append(batch)
+        time.sleep(0.12)
+    assert time.time() - started > 3 * LIFETIME_S
+    assert first["aws_access_key_id"] in issuer.deleted
+    assert len(asked) >= 3 and set(asked) == {location}, asked
+    assert sorted(pa.Table.from_batches(got)["id"].to_pylist())[:3] == [0, 1, 2]
+    assert sum(b.num_rows for b in got) >= ROWS
+    assert ds.scan(columns=["id"], filter="id >= 5990 AND id < 6000").read_all().num_rows == 10
+
+    # options that never expire need no refresh: refused, as is a missing callback's table
+    with pytest.raises(lh.InvalidArgumentError, match="expires_at_millis"):
+        lh.register_credentials(location, world["base"], fetch)
+    with pytest.raises(lh.InvalidArgumentError):
+        lh.register_credentials("", first, fetch)
+
+    # a callback that refuses: the operation needing new options is PERMISSION_DENIED
+    def deny(uri):
+        raise lh.PermissionDeniedError(9, "the secret store refused")
+
+    refused = dict(world["base"], **issuer.vend())
+    lh.register_credentials(location, refused, deny)
+    denied = lh.open(location, storage_options=refused)
+    time.sleep(LIFETIME_S)
+    with pytest.raises(lh.PermissionDeniedError, match="secret store refused|permission denied"):
+        denied.scan(columns=["id"]).read_all()
 
 
 def test_revoked_credentials_are_permission_denied(world):
