@@ -41,6 +41,12 @@ PYSPARK_HOME="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__
   || { tail -300 build/java-maven.log; exit 1; }
 grep -a -E "Tests run:|Reactor Summary|SUCCESS|FAILURE" build/java-maven.log | grep -v " -- in " || true
 
+echo "==> Trino connector (Java 25: mvn install in java/trino, Trino's distributed query runner)"
+JAVA25_HOME="$(scripts/find-java25.sh)"
+(cd java/trino && JAVA_HOME="$JAVA25_HOME" mvn -B -ntp install) > build/java-trino.log 2>&1 \
+  || { tail -300 build/java-trino.log; exit 1; }
+grep -a -E "Tests run:|BUILD" build/java-trino.log | grep -v " -- in " || true
+
 echo "==> Python tests"
 LANCE_HOST_LIB="$PWD/build/prefix/lib/liblance_host.so" \
 LANCE_HOST_TESTKIT="$CARGO_TARGET_DIR/debug/lance-host-testkit" \

@@ -122,8 +122,10 @@ def test_every_readme_block_is_run_by_this_file():
     text = (ROOT / "README.md").read_text()
     languages = [lang for lang, _ in re.findall(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
     # sh: the two commands (CI runs them); cmake: the find_package lines (the C tests' own
-    # CMakeLists.txt does the same). Every other block is run below.
-    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql", "java", "xml"}, languages
+    # CMakeLists.txt does the same); properties: the Trino catalog file, which
+    # java/trino's TrinoConnectorTest reads from the README and runs. Every other block is run below.
+    assert set(languages) <= {"sh", "cmake", "c", "cpp", "python", "sql", "java", "xml", "properties"}, languages
+    assert len(snippets("properties")) == 1
     assert len(snippets("xml")) == 1
     assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
     assert len(snippets("java")) == 2

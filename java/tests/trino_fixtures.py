@@ -1,0 +1,131 @@
+"""Tables for the Trino connector's tests, written by pylance, and pylance's own answers.
+
+    python3 java/tests/trino_fixtures.py <dir>
+
+Writes the directory warehouse <dir>/warehouse (tables `items` and `empty`) and
+<dir>/expected.json: what pylance reads from them. The tests compare Trino's answers through
+lance-host with these; nothing in them is typed in by hand.
+"""
+import datetime as dt
+import decimal
+import json
+import math
+import shutil
+import struct
+import sys
+import time
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+
+
+def big(i):
+    """38 digits, 4 after the point, exactly (from text: Decimal arithmetic would round to 28 digits)."""
+    return decimal.Decimal(f"{10**37 + i * 999_999_937}E-4")
+
+
+def rows(start, n):
+    ids = list(range(start, start + n))
+    value = []
+    for i in ids:
+        if i % 17 == 3:
+            value.append(None)
+        elif i == 5:
+            value.append(float("nan"))
+        elif i == 6:
+            value.append(struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000001))[0])  # a NaN, sign bit set
+        elif i == 8:
+            value.append(-0.0)
+        else:
+            value.append((i * 37 % 1000) / 4.0)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "qty": pa.array([i * 7919 % 1000 for i in ids], pa.int32()),
+        "small": pa.array([(i % 600) - 300 for i in ids], pa.int16()),
+        "tiny": pa.array([(i % 200) - 100 for i in ids], pa.int8()),
+        "value": pa.array(value, pa.float64()),
+        "price": pa.array([decimal.Decimal(i * 1237 % 100000) / 100 for i in ids], pa.decimal128(12, 2)),
+        "big": pa.array([big(i) for i in ids], pa.decimal128(38, 4)),
+        "name": pa.array([None if i % 23 == 5 else (f"名前-{i:06d}" if i % 2 else f"name-{i:06d}") for i in ids]),
+        "category": pa.array([f"c{i % 5}" for i in ids]),
+        "flag": pa.array([i % 3 == 0 for i in ids]),
+        "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i % 365) for i in ids], pa.date32()),
+        "ts": pa.array([1_700_000_000_000_000 + i * 1_000_003 for i in ids], pa.timestamp("us")),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array([float(i + k / 8) for i in ids for k in range(4)], pa.float32()), 4),
+        "meta": pa.StructArray.from_arrays([pa.array([i * 3 for i in ids])], names=["k"]),
+    })
+
+
+def text(v):
+    if v is None:
+        return None
+    if isinstance(v, float):
+        return "bits:%016x" % struct.unpack("<Q", struct.pack("<d", v))[0]
+    if isinstance(v, (dt.date, dt.datetime, decimal.Decimal)):
+        return str(v)
+    return v
+
+
+def utc(t: dt.datetime, shift_s: float) -> str:
+    aware = t if t.tzinfo else t.astimezone()  # a naive time is the local time
+    return (aware.astimezone(dt.timezone.utc) + dt.timedelta(seconds=shift_s)).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def main(root: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    wh = root / "warehouse"
+    wh.mkdir(parents=True)
+    uri = str(wh / "items.lance")
+    lance.write_dataset(rows(0, 3000), uri, max_rows_per_file=1000)
+    time.sleep(0.01)
+    lance.write_dataset(rows(3000, 1000), uri, mode="append")
+    time.sleep(0.01)
+    lance.dataset(uri).delete("id % 10 = 7")
+    ds = lance.dataset(uri)
+    all_rows = ds.to_table().to_pylist()
+    versions = ds.versions()
+
+    def ids(pred):
+        return sorted(r["id"] for r in all_rows if pred(r))
+
+    groups = {}
+    for r in all_rows:
+        g = groups.setdefault(r["category"], {"count": 0, "sum_qty": 0, "sum_price": decimal.Decimal("0.00")})
+        g["count"] += 1
+        g["sum_qty"] += r["qty"]
+        g["sum_price"] += r["price"]
+    for g in groups.values():
+        g["sum_price"] = str(g["sum_price"])
+    v2_time = versions[1]["timestamp"]
+    expected = {
+        "count": ds.count_rows(),
+        "count_v1": lance.dataset(uri, version=1).count_rows(),
+        "count_v2": lance.dataset(uri, version=2).count_rows(),
+        "version": ds.version,
+        # 5 ms after and before the commit of version 2 (versions are >= 10 ms apart; pylance's
+        # time may be a microsecond off), in UTC
+        "v2_after_utc": utc(v2_time, 0.005),
+        "v2_before_utc": utc(v2_time, -0.005),
+        "groups": groups,
+        "ids_qty_lt_100_c1": ids(lambda r: r["qty"] < 100 and r["category"] == "c1"),
+        "ids_name_eq": ids(lambda r: r["name"] == "名前-000043"),
+        "ids_day_and_flag": ids(lambda r: r["day"] == dt.date(2024, 1, 5) and r["flag"]),
+        "ids_price_range": ids(lambda r: decimal.Decimal("500.00") < r["price"] <= decimal.Decimal("600.00")),
+        "ids_small_in": ids(lambda r: r["small"] in (-300, 0, 17) and r["tiny"] < 0),
+        "ids_big_gt": ids(lambda r: r["big"] > big(3000)),
+        "big_3000": str(big(3000)),
+        "ids_name_null": ids(lambda r: r["name"] is None),
+        "count_value_gt_120": sum(1 for r in all_rows
+                                  if r["value"] is not None and not math.isnan(r["value"]) and r["value"] > 120),
+        "first": [{k: text(v) for k, v in r.items() if k != "meta"} for r in sorted(all_rows, key=lambda r: r["id"])[:12]],
+        "vec_41": [float(x) for x in next(r["vec"] for r in all_rows if r["id"] == 41)],
+        "max_big": str(max(r["big"] for r in all_rows)),
+    }
+    lance.write_dataset(pa.table({"id": pa.array([], pa.int64())}), str(wh / "empty.lance"))
+    (root / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

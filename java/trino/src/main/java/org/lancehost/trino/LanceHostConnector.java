@@ -1,0 +1,50 @@
+package org.lancehost.trino;
+
+import io.trino.spi.connector.Connector;
+import io.trino.spi.connector.ConnectorMetadata;
+import io.trino.spi.connector.ConnectorPageSourceProvider;
+import io.trino.spi.connector.ConnectorSession;
+import io.trino.spi.connector.ConnectorSplitManager;
+import io.trino.spi.connector.ConnectorTransactionHandle;
+import io.trino.spi.transaction.IsolationLevel;
+
+/** A lance-host catalog as a Trino connector: read-only in this version. */
+final class LanceHostConnector implements Connector {
+  private final Tables tables;
+  private final LanceHostMetadata metadata;
+  private final LanceHostSplitManager splits;
+  private final LanceHostPageSourceProvider pages;
+
+  LanceHostConnector(Tables tables, long splitRows) {
+    this.tables = tables;
+    this.metadata = new LanceHostMetadata(tables);
+    this.splits = new LanceHostSplitManager(tables, splitRows);
+    this.pages = new LanceHostPageSourceProvider(tables);
+  }
+
+  @Override
+  public ConnectorTransactionHandle beginTransaction(IsolationLevel isolationLevel, boolean readOnly, boolean autoCommit) {
+    return LanceHostTransactionHandle.INSTANCE;
+  }
+
+  @Override
+  public ConnectorMetadata getMetadata(ConnectorSession session, ConnectorTransactionHandle transaction) {
+    return metadata;
+  }
+
+  @Override
+  public ConnectorSplitManager getSplitManager() {
+    return splits;
+  }
+
+  @Override
+  public ConnectorPageSourceProvider getPageSourceProvider() {
+    return pages;
+  }
+
+  @Override
+  public void shutdown() {
+    pages.close();
+    tables.close();
+  }
+}

@@ -1,0 +1,221 @@
+package org.lancehost.trino;
+
+import io.trino.spi.StandardErrorCode;
+import io.trino.spi.TrinoException;
+import io.trino.spi.connector.ColumnHandle;
+import io.trino.spi.connector.ColumnMetadata;
+import io.trino.spi.connector.ConnectorMetadata;
+import io.trino.spi.connector.ConnectorSession;
+import io.trino.spi.connector.ConnectorTableHandle;
+import io.trino.spi.connector.ConnectorTableMetadata;
+import io.trino.spi.connector.ConnectorTableVersion;
+import io.trino.spi.connector.Constraint;
+import io.trino.spi.connector.ConstraintApplicationResult;
+import io.trino.spi.connector.LimitApplicationResult;
+import io.trino.spi.connector.PointerType;
+import io.trino.spi.connector.SchemaTableName;
+import io.trino.spi.connector.SchemaTablePrefix;
+import io.trino.spi.connector.TableColumnsMetadata;
+import io.trino.spi.statistics.Estimate;
+import io.trino.spi.statistics.TableStatistics;
+import io.trino.spi.type.DateType;
+import io.trino.spi.type.DateTimeEncoding;
+import io.trino.spi.type.LongTimestamp;
+import io.trino.spi.type.LongTimestampWithTimeZone;
+import io.trino.spi.type.TimestampType;
+import io.trino.spi.type.TimestampWithTimeZoneType;
+import io.trino.spi.type.Type;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+
+/** Schemas, tables and columns of the catalog; pins each query's version; takes pushdowns. */
+final class LanceHostMetadata implements ConnectorMetadata {
+  private final Tables tables;
+
+  LanceHostMetadata(Tables tables) {
+    this.tables = tables;
+  }
+
+  @Override
+  public List<String> listSchemaNames(ConnectorSession session) {
+    return tables.schemas();
+  }
+
+  @Override
+  public ConnectorTableHandle getTableHandle(ConnectorSession session, SchemaTableName name,
+      Optional<ConnectorTableVersion> startVersion, Optional<ConnectorTableVersion> endVersion) {
+    if (startVersion.isPresent()) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host reads one version of a table; "
+          + "changes between versions are not supported");
+    }
+    Optional<List<String>> ns = tables.namespace(name.getSchemaName());
+    if (ns.isEmpty()) return null;
+    Optional<String> table = tables.tableName(ns.get(), name.getTableName());
+    if (table.isEmpty()) return null;
+    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1);
+    long version;
+    try (Dataset ds = endVersion.isPresent() ? openVersion(session, base, endVersion.get()) : tables.open(base, 0)) {
+      version = ds.version();
+    }
+    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1);
+  }
+
+  /** The table at the version `FOR VERSION AS OF` or `FOR TIMESTAMP AS OF` names. */
+  private Dataset openVersion(ConnectorSession session, LanceHostTableHandle t, ConnectorTableVersion v) {
+    Type type = v.getVersionType();
+    Object value = v.getVersion();
+    if (v.getPointerType() == PointerType.TARGET_ID) {
+      if (!(value instanceof Long id)) {
+        throw new TrinoException(StandardErrorCode.INVALID_ARGUMENTS,
+            "a lance_host table version is a whole number (FOR VERSION AS OF 3), not " + type);
+      }
+      if (id <= 0) {
+        throw new TrinoException(StandardErrorCode.INVALID_ARGUMENTS, "table versions start at 1, got " + id);
+      }
+      try {
+        return tables.open(t, id);
+      } catch (LanceException.NotFound e) {
+        throw new TrinoException(StandardErrorCode.INVALID_ARGUMENTS, e.getMessage(), e);
+      }
+    }
+    Instant at = instant(session, type, value);
+    try {
+      return tables.openAt(t.namespace(), t.table(), at);
+    } catch (LanceException.NotFound e) {
+      throw new TrinoException(StandardErrorCode.INVALID_ARGUMENTS, e.getMessage(), e);
+    }
+  }
+
+  private static Instant instant(ConnectorSession session, Type type, Object value) {
+    if (type instanceof TimestampWithTimeZoneType tz) {
+      if (tz.isShort()) return Instant.ofEpochMilli(DateTimeEncoding.unpackMillisUtc((Long) value));
+      LongTimestampWithTimeZone l = (LongTimestampWithTimeZone) value;
+      return Instant.ofEpochMilli(l.getEpochMillis()).plusNanos(l.getPicosOfMilli() / 1000);
+    }
+    if (type instanceof TimestampType ts) {
+      // a timestamp without a zone is read in the session's time zone, as Trino reads it
+      long micros = ts.isShort() ? (Long) value : ((LongTimestamp) value).getEpochMicros();
+      LocalDateTime local = LocalDateTime.ofEpochSecond(Math.floorDiv(micros, 1_000_000L),
+          (int) Math.floorMod(micros, 1_000_000L) * 1000, ZoneOffset.UTC);
+      return local.atZone(session.getTimeZoneKey().getZoneId()).toInstant();
+    }
+    if (type instanceof DateType) {
+      return LocalDate.ofEpochDay((Long) value).atStartOfDay(session.getTimeZoneKey().getZoneId()).toInstant();
+    }
+    throw new TrinoException(StandardErrorCode.INVALID_ARGUMENTS,
+        "FOR TIMESTAMP AS OF takes a timestamp or a date, not " + type);
+  }
+
+  @Override
+  public ConnectorTableMetadata getTableMetadata(ConnectorSession session, ConnectorTableHandle handle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    List<ColumnMetadata> columns = new ArrayList<>();
+    for (LanceHostColumnHandle c : columns(t).values()) {
+      columns.add(new ColumnMetadata(c.name().toLowerCase(Locale.ROOT), c.type()));
+    }
+    return new ConnectorTableMetadata(new SchemaTableName(t.schema(), t.table().toLowerCase(Locale.ROOT)), columns);
+  }
+
+  /** The mapped columns of the pinned version, by the name Trino uses (lower case). */
+  private Map<String, LanceHostColumnHandle> columns(LanceHostTableHandle t) {
+    Map<String, LanceHostColumnHandle> out = new LinkedHashMap<>();
+    try (Dataset ds = tables.open(t, t.version())) {
+      for (Field f : ds.schema().getFields()) {
+        Optional<Type> type = TypeMapping.trinoType(f);
+        if (type.isEmpty()) continue;
+        String key = f.getName().toLowerCase(Locale.ROOT);
+        LanceHostColumnHandle prev = out.put(key, new LanceHostColumnHandle(f.getName(), type.get()));
+        if (prev != null) {
+          throw new TrinoException(StandardErrorCode.AMBIGUOUS_NAME, "columns '" + prev.name() + "' and '" + f.getName()
+              + "' of table '" + t.table() + "' both answer to '" + key + "' (Trino spells names in lower case)");
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public List<SchemaTableName> listTables(ConnectorSession session, Optional<String> schema) {
+    List<SchemaTableName> out = new ArrayList<>();
+    for (String s : schema.map(List::of).orElseGet(tables::schemas)) {
+      Optional<List<String>> ns = tables.namespace(s);
+      if (ns.isEmpty()) continue;
+      for (String table : tables.tables(ns.get())) {
+        out.add(new SchemaTableName(s, table.toLowerCase(Locale.ROOT)));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public Map<String, ColumnHandle> getColumnHandles(ConnectorSession session, ConnectorTableHandle handle) {
+    return new LinkedHashMap<>(columns((LanceHostTableHandle) handle));
+  }
+
+  @Override
+  public ColumnMetadata getColumnMetadata(ConnectorSession session, ConnectorTableHandle table, ColumnHandle column) {
+    LanceHostColumnHandle c = (LanceHostColumnHandle) column;
+    return new ColumnMetadata(c.name().toLowerCase(Locale.ROOT), c.type());
+  }
+
+  @Override
+  public Iterator<TableColumnsMetadata> streamTableColumns(ConnectorSession session, SchemaTablePrefix prefix) {
+    List<TableColumnsMetadata> out = new ArrayList<>();
+    List<SchemaTableName> names = prefix.getTable().isPresent()
+        ? List.of(new SchemaTableName(prefix.getSchema().orElse(Tables.DEFAULT_SCHEMA), prefix.getTable().get()))
+        : listTables(session, prefix.getSchema());
+    for (SchemaTableName name : names) {
+      LanceHostTableHandle t = (LanceHostTableHandle) getTableHandle(session, name, Optional.empty(), Optional.empty());
+      if (t == null) continue;
+      out.add(TableColumnsMetadata.forTable(name, getTableMetadata(session, t).getColumns()));
+    }
+    return out.iterator();
+  }
+
+  @Override
+  public TableStatistics getTableStatistics(ConnectorSession session, ConnectorTableHandle handle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    try (Dataset ds = tables.open(t, t.version())) {
+      // the rows of the pinned version (from its manifest); a filter's selectivity is Trino's to estimate
+      return TableStatistics.builder().setRowCount(Estimate.of(ds.countRows())).build();
+    }
+  }
+
+  @Override
+  public Optional<ConstraintApplicationResult<ConnectorTableHandle>> applyFilter(ConnectorSession session,
+      ConnectorTableHandle handle, Constraint constraint) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    FilterTranslator.Result r = FilterTranslator.translate(constraint.getSummary());
+    if (r.sql() == null) return Optional.empty();
+    String combined = t.filter() == null ? r.sql() : t.filter() + " AND " + r.sql();
+    if (t.filter() != null && (t.filter().equals(r.sql()) || t.filter().contains(r.sql()))) {
+      return Optional.empty(); // already pushed
+    }
+    if (t.limit() >= 0) {
+      return Optional.empty(); // a limit was pushed first: filtering under it would change the rows
+    }
+    return Optional.of(new ConstraintApplicationResult<>(t.withFilter(combined), r.remaining(),
+        constraint.getExpression(), false));
+  }
+
+  @Override
+  public Optional<LimitApplicationResult<ConnectorTableHandle>> applyLimit(ConnectorSession session,
+      ConnectorTableHandle handle, long limit) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.limit() >= 0 && t.limit() <= limit) return Optional.empty();
+    // each split returns at most `limit` rows (after the pushed filter); Trino limits the total
+    return Optional.of(new LimitApplicationResult<>(t.withLimit(limit), false, false));
+  }
+}

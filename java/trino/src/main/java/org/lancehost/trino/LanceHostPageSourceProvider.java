@@ -1,0 +1,45 @@
+package org.lancehost.trino;
+
+import io.trino.spi.connector.ColumnHandle;
+import io.trino.spi.connector.ConnectorPageSource;
+import io.trino.spi.connector.ConnectorPageSourceProvider;
+import io.trino.spi.connector.ConnectorSession;
+import io.trino.spi.connector.ConnectorSplit;
+import io.trino.spi.connector.ConnectorTableCredentials;
+import io.trino.spi.connector.ConnectorTableHandle;
+import io.trino.spi.connector.ConnectorTransactionHandle;
+import io.trino.spi.connector.DynamicFilter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.lancehost.Dataset;
+
+/** Opens a split's snapshot on the worker and reads it as pages. */
+final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider, AutoCloseable {
+  private final Tables tables;
+  private final BufferAllocator allocator = new RootAllocator();
+
+  LanceHostPageSourceProvider(Tables tables) {
+    this.tables = tables;
+  }
+
+  @Override
+  public ConnectorPageSource createPageSource(ConnectorTransactionHandle transaction, ConnectorSession session,
+      ConnectorSplit split, ConnectorTableHandle table, Optional<ConnectorTableCredentials> credentials,
+      List<ColumnHandle> columns, DynamicFilter dynamicFilter) {
+    LanceHostSplit s = (LanceHostSplit) split;
+    LanceHostTableHandle t = (LanceHostTableHandle) table;
+    List<LanceHostColumnHandle> cols = new ArrayList<>();
+    for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
+    // the worker's own storage options (its catalog's describe), never the planner's
+    Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
+    return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), allocator);
+  }
+
+  @Override
+  public void close() {
+    allocator.close();
+  }
+}

@@ -1,0 +1,34 @@
+package org.lancehost.trino;
+
+import io.trino.spi.connector.ConnectorTableHandle;
+import java.util.List;
+
+/**
+ * A table pinned at one version for the whole query, with what was pushed into its scans.
+ *
+ * @param schema the Trino schema
+ * @param namespace the lance-host namespace of the schema
+ * @param table the table's name as the catalog spells it
+ * @param version the pinned version
+ * @param filter a Lance SQL filter every split's scan applies (null = none): exactly the part of
+ *     Trino's constraint that translates (FilterTranslator)
+ * @param limit rows each split returns at most (-1 = no limit); Trino still applies its own
+ */
+public record LanceHostTableHandle(String schema, List<String> namespace, String table, long version, String filter,
+    long limit) implements ConnectorTableHandle {
+  /** A copy with `filter` as its filter. */
+  LanceHostTableHandle withFilter(String f) {
+    return new LanceHostTableHandle(schema, namespace, table, version, f, limit);
+  }
+
+  /** A copy with `n` as its limit. */
+  LanceHostTableHandle withLimit(long n) {
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, n);
+  }
+
+  @Override
+  public String toString() {
+    return "lance_host:" + schema + "." + table + "@v" + version + (filter == null ? "" : " lance_filter=[" + filter + "]")
+        + (limit < 0 ? "" : " lance_limit=" + limit);
+  }
+}

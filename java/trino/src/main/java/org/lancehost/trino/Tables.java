@@ -1,0 +1,102 @@
+package org.lancehost.trino;
+
+import io.trino.spi.TrinoException;
+import io.trino.spi.connector.SchemaTableName;
+import io.trino.spi.connector.TableNotFoundException;
+import io.trino.spi.StandardErrorCode;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import org.lancehost.Catalog;
+import org.lancehost.Dataset;
+import org.lancehost.LanceException;
+
+/**
+ * The lance-host catalog behind a Trino catalog. Schemas: {@code default} is the catalog's root
+ * namespace, every other schema a namespace directly under it. Trino spells names in lower case;
+ * a table or namespace is found by its name ignoring case (two names that differ only in case
+ * are refused as ambiguous rather than guessed).
+ */
+final class Tables implements AutoCloseable {
+  static final String DEFAULT_SCHEMA = "default";
+
+  private final Catalog catalog;
+
+  Tables(Map<String, String> properties) {
+    this.catalog = Catalog.open(properties);
+  }
+
+  List<String> schemas() {
+    List<String> out = new ArrayList<>();
+    out.add(DEFAULT_SCHEMA);
+    for (List<String> ns : catalog.listNamespaces(List.of(), false)) {
+      String name = ns.get(ns.size() - 1);
+      if (!name.equalsIgnoreCase(DEFAULT_SCHEMA)) out.add(name.toLowerCase(Locale.ROOT));
+    }
+    return out;
+  }
+
+  /** The namespace of a Trino schema, or empty when there is none. */
+  Optional<List<String>> namespace(String schema) {
+    if (schema.equalsIgnoreCase(DEFAULT_SCHEMA)) return Optional.of(List.of());
+    String found = null;
+    for (List<String> ns : catalog.listNamespaces(List.of(), false)) {
+      String name = ns.get(ns.size() - 1);
+      if (name.equalsIgnoreCase(schema)) {
+        if (found != null && !found.equals(name)) {
+          throw new TrinoException(StandardErrorCode.AMBIGUOUS_NAME, "namespaces '" + found + "' and '" + name
+              + "' both answer to schema '" + schema + "' (Trino spells names in lower case)");
+        }
+        found = name;
+      }
+    }
+    return found == null ? Optional.empty() : Optional.of(List.of(found));
+  }
+
+  List<String> tables(List<String> namespace) {
+    return catalog.listTables(namespace);
+  }
+
+  /** The table's name as the catalog spells it, or empty. */
+  Optional<String> tableName(List<String> namespace, String table) {
+    String found = null;
+    for (String name : catalog.listTables(namespace)) {
+      if (name.equalsIgnoreCase(table)) {
+        if (found != null && !found.equals(name)) {
+          throw new TrinoException(StandardErrorCode.AMBIGUOUS_NAME, "tables '" + found + "' and '" + name
+              + "' both answer to '" + table + "' (Trino spells names in lower case)");
+        }
+        found = name;
+      }
+    }
+    return Optional.ofNullable(found);
+  }
+
+  /** The table at `version` (0 = its latest). */
+  Dataset open(LanceHostTableHandle t, long version) {
+    try {
+      return catalog.openTable(t.namespace(), t.table(), version);
+    } catch (LanceException.NotFound e) {
+      throw new TableNotFoundException(new SchemaTableName(t.schema(), t.table()), e.getMessage());
+    }
+  }
+
+  /** The latest version committed at or before `at`. */
+  Dataset openAt(List<String> namespace, String table, Instant at) {
+    Catalog.TableInfo info = catalog.describeTable(namespace, table);
+    return Dataset.openAt(info.location, info.storageOptions, at);
+  }
+
+  /** The storage options a worker opens the table's snapshot with (its own describe). */
+  Map<String, String> storageOptions(LanceHostTableHandle t) {
+    return catalog.describeTable(t.namespace(), t.table()).storageOptions;
+  }
+
+  @Override
+  public void close() {
+    catalog.close();
+  }
+}

@@ -1,0 +1,241 @@
+package org.lancehost.trino;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.trino.Session;
+import io.trino.testing.DistributedQueryRunner;
+import io.trino.testing.MaterializedResult;
+import io.trino.testing.MaterializedRow;
+import io.trino.testing.TestingSession;
+import java.math.BigDecimal;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * The connector in Trino's own distributed query runner (a coordinator and two workers in this
+ * JVM; handles and splits travel between them as JSON) against tables pylance wrote
+ * (java/tests/trino_fixtures.py), every answer compared with pylance's.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class TrinoConnectorTest {
+  private DistributedQueryRunner trino;
+  private JsonNode expected;
+
+  @BeforeAll
+  void start() throws Exception {
+    Path fixtures = Path.of(System.getProperty("lancehost.test.fixtures"));
+    expected = new ObjectMapper().readTree(fixtures.resolve("expected.json").toFile());
+    Session session = TestingSession.testSessionBuilder().setCatalog("lance").setSchema("default").build();
+    trino = DistributedQueryRunner.builder(session).setWorkerCount(2).build();
+    trino.installPlugin(new LanceHostPlugin());
+    trino.createCatalog("lance", "lance_host",
+        Map.of("lance.type", "dir", "lance.root", fixtures.resolve("warehouse").toString()));
+    trino.createCatalog("lance_slices", "lance_host",
+        Map.of("lance.type", "dir", "lance.root", fixtures.resolve("warehouse").toString(),
+            "lance-host.split-target-rows", "700"));
+  }
+
+  @AfterAll
+  void stop() {
+    if (trino != null) trino.close();
+  }
+
+  private MaterializedResult q(String sql) {
+    return trino.execute(sql);
+  }
+
+  private List<Long> ids(String sql) {
+    return q(sql).getMaterializedRows().stream().map(r -> ((Number) r.getField(0)).longValue()).sorted()
+        .collect(Collectors.toList());
+  }
+
+  private List<Long> expectedIds(String key) {
+    List<Long> out = new ArrayList<>();
+    expected.get(key).forEach(n -> out.add(n.asLong()));
+    return out;
+  }
+
+  private String explain(String sql) {
+    return (String) q("EXPLAIN " + sql).getOnlyValue();
+  }
+
+  @Test
+  void schemasTablesAndColumns() {
+    assertTrue(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("default"));
+    assertEquals(java.util.Set.of("items", "empty"), q("SHOW TABLES").getOnlyColumnAsSet());
+    List<String> columns = q("SELECT column_name FROM information_schema.columns WHERE table_name = 'items' "
+        + "ORDER BY ordinal_position").getOnlyColumn().map(Object::toString).collect(Collectors.toList());
+    // the struct column is not mapped and so not shown
+    assertEquals(List.of("id", "qty", "small", "tiny", "value", "price", "big", "name", "category", "flag", "day", "ts",
+        "vec"), columns);
+    assertEquals("array(real)", q("SELECT data_type FROM information_schema.columns WHERE table_name = 'items' "
+        + "AND column_name = 'vec'").getOnlyValue());
+  }
+
+  @Test
+  void countsAndGroupedAggregatesEqualPylance() {
+    for (String catalog : List.of("lance", "lance_slices")) {
+      assertEquals(expected.get("count").asLong(), q("SELECT count(*) FROM " + catalog + ".default.items").getOnlyValue());
+      Map<String, String> got = new TreeMap<>();
+      for (MaterializedRow r : q("SELECT category, count(*), sum(qty), sum(price) FROM " + catalog
+          + ".default.items GROUP BY category").getMaterializedRows()) {
+        got.put((String) r.getField(0), r.getField(1) + "/" + r.getField(2) + "/" + r.getField(3));
+      }
+      Map<String, String> want = new TreeMap<>();
+      expected.get("groups").fields().forEachRemaining(e -> want.put(e.getKey(), e.getValue().get("count").asLong()
+          + "/" + e.getValue().get("sum_qty").asLong() + "/" + new BigDecimal(e.getValue().get("sum_price").asText())));
+      assertEquals(want, got, catalog);
+    }
+    assertEquals(0L, q("SELECT count(*) FROM empty").getOnlyValue());
+    assertEquals(0, q("SELECT id FROM empty").getRowCount());
+  }
+
+  @Test
+  void filtersArePushedAndExact() {
+    String sql = "SELECT id FROM items WHERE qty < 100 AND category = 'c1'";
+    assertEquals(expectedIds("ids_qty_lt_100_c1"), ids(sql));
+    String plan = explain(sql);
+    assertTrue(plan.contains("lance_filter=[") && plan.contains("`qty` < 100") && plan.contains("`category` = 'c1'"), plan);
+    assertFalse(plan.contains("filterPredicate"), "nothing left for Trino to filter: " + plan);
+
+    assertEquals(expectedIds("ids_name_eq"), ids("SELECT id FROM items WHERE name = '名前-000043'"));
+    assertEquals(expectedIds("ids_day_and_flag"), ids("SELECT id FROM items WHERE day = DATE '2024-01-05' AND flag"));
+    assertEquals(expectedIds("ids_price_range"), ids("SELECT id FROM items WHERE price > 500.00 AND price <= 600.00"));
+    assertEquals(expectedIds("ids_small_in"), ids("SELECT id FROM items WHERE small IN (-300, 0, 17) AND tiny < 0"));
+    assertEquals(expectedIds("ids_name_null"), ids("SELECT id FROM items WHERE name IS NULL"));
+    // 38 digits: a literal Lance read as a double would lose them and answer wrongly
+    String big = "SELECT id FROM items WHERE big > CAST('" + expected.get("big_3000").asText() + "' AS decimal(38,4))";
+    assertEquals(expectedIds("ids_big_gt"), ids(big));
+    assertTrue(explain(big).contains("`big` > CAST('"), explain(big));
+    assertTrue(explain("SELECT id FROM items WHERE name IS NULL").contains("`name` IS NULL"));
+  }
+
+  @Test
+  void floatingPointFiltersStayInTrino() {
+    // NaN of either sign and -0.0 compare differently in Lance: Trino filters doubles itself
+    String sql = "SELECT count(*) FROM items WHERE value > 120";
+    assertEquals(expected.get("count_value_gt_120").asLong(), q(sql).getOnlyValue());
+    String plan = explain(sql);
+    assertFalse(plan.contains("`value`"), plan);
+  }
+
+  @Test
+  void valuesOfEveryMappedTypeEqualPylance() {
+    MaterializedResult r = q("SELECT id, qty, small, tiny, value, price, big, name, category, flag, day, ts, vec "
+        + "FROM items WHERE id < 13 ORDER BY id");
+    JsonNode first = expected.get("first");
+    assertEquals(first.size(), r.getRowCount());
+    String[] names = {"id", "qty", "small", "tiny", "value", "price", "big", "name", "category", "flag", "day", "ts", "vec"};
+    for (int i = 0; i < first.size(); i++) {
+      MaterializedRow row = r.getMaterializedRows().get(i);
+      for (int c = 0; c < names.length; c++) {
+        JsonNode want = first.get(i).get(names[c]);
+        Object got = row.getField(c);
+        String what = names[c] + " of row " + i;
+        if (want == null || want.isNull()) {
+          assertEquals(null, got, what);
+        } else if (names[c].equals("value")) {
+          // the double's bits as pylance wrote them (-0.0 keeps its sign); Trino's DOUBLE has
+          // one NaN (it stores doubleToLongBits), so a NaN of either sign reads as NaN
+          double wantValue = Double.longBitsToDouble(Long.parseUnsignedLong(want.asText().substring(5), 16));
+          if (Double.isNaN(wantValue)) {
+            assertTrue(Double.isNaN((Double) got), what);
+          } else {
+            assertEquals(want.asText(), String.format("bits:%016x", Double.doubleToRawLongBits((Double) got)), what);
+          }
+        } else if (names[c].equals("vec")) {
+          List<Float> want4 = new ArrayList<>();
+          want.forEach(x -> want4.add((float) x.asDouble()));
+          assertEquals(want4, got, what);
+        } else if (got instanceof BigDecimal d) {
+          assertEquals(new BigDecimal(want.asText()), d, what);
+        } else if (got instanceof LocalDate d) {
+          assertEquals(want.asText(), d.toString(), what);
+        } else if (got instanceof LocalDateTime t) {
+          String text = t.toLocalDate() + " " + t.toLocalTime().withNano(0)
+              + (t.getNano() == 0 ? "" : String.format(".%06d", t.getNano() / 1000));
+          assertEquals(want.asText(), text.replace("T", " "), what);
+        } else if (got instanceof Number n && want.isNumber()) {
+          assertEquals(want.asLong(), n.longValue(), what);
+        } else {
+          assertEquals(want.isBoolean() ? want.asBoolean() : want.asText(), got, what);
+        }
+      }
+    }
+    List<Float> vec = new ArrayList<>();
+    expected.get("vec_41").forEach(x -> vec.add((float) x.asDouble()));
+    assertEquals(vec, q("SELECT vec FROM items WHERE id = 41").getOnlyValue());
+    assertEquals(new BigDecimal(expected.get("max_big").asText()), q("SELECT max(big) FROM items").getOnlyValue());
+  }
+
+  @Test
+  void decimalSumsThatOverflowAreRefusedNotWrapped() {
+    // 3600 values of 34 integer digits: their sum needs more than 38 digits
+    RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT sum(big) FROM items"));
+    assertTrue(e.getMessage().toLowerCase().contains("overflow"), e.getMessage());
+  }
+
+  @Test
+  void limitsArePushedIntoEachSplit() {
+    assertEquals(7, q("SELECT id FROM items LIMIT 7").getRowCount());
+    assertTrue(explain("SELECT id FROM items LIMIT 7").contains("lance_limit=7"));
+    assertEquals(5, q("SELECT id FROM items WHERE category = 'c3' LIMIT 5").getMaterializedRows().stream()
+        .filter(r -> ((Long) r.getField(0)) % 5 == 3).count());
+  }
+
+  @Test
+  void timeTravelByVersionAndTimestamp() {
+    assertEquals(expected.get("count_v1").asLong(), q("SELECT count(*) FROM items FOR VERSION AS OF 1").getOnlyValue());
+    assertEquals(expected.get("count_v2").asLong(), q("SELECT count(*) FROM items FOR VERSION AS OF 2").getOnlyValue());
+    assertEquals(expected.get("count_v1").asLong(), q("SELECT count(*) FROM items FOR TIMESTAMP AS OF TIMESTAMP '"
+        + expected.get("v2_before_utc").asText() + " UTC'").getOnlyValue());
+    assertEquals(expected.get("count_v2").asLong(), q("SELECT count(*) FROM items FOR TIMESTAMP AS OF TIMESTAMP '"
+        + expected.get("v2_after_utc").asText() + " UTC'").getOnlyValue());
+    RuntimeException missing = assertThrows(RuntimeException.class,
+        () -> q("SELECT count(*) FROM items FOR VERSION AS OF 99"));
+    assertTrue(missing.getMessage().contains("99"), missing.getMessage());
+    assertThrows(RuntimeException.class, () -> q("SELECT count(*) FROM items FOR TIMESTAMP AS OF TIMESTAMP '2001-01-01 00:00:00 UTC'"));
+  }
+
+  @Test
+  void theReadmeCatalogFileWorksAsWritten() throws Exception {
+    String readme = java.nio.file.Files.readString(Path.of(System.getProperty("lancehost.test.root"), "README.md"));
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?ms)^```properties\\n(.*?)^```$").matcher(readme);
+    assertTrue(m.find(), "the README shows a catalog properties file");
+    java.util.Properties p = new java.util.Properties();
+    p.load(new java.io.StringReader(m.group(1)));
+    Map<String, String> props = new java.util.HashMap<>();
+    p.stringPropertyNames().forEach(k -> props.put(k, p.getProperty(k)));
+    String connector = props.remove("connector.name");
+    // the README's warehouse is /data/warehouse; the test's is the fixtures'
+    assertEquals("/data/warehouse", props.put("lance.root",
+        Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse").toString()));
+    trino.createCatalog("readme", connector, props);
+    assertEquals(expected.get("count").asLong(), q("SELECT count(*) FROM readme.default.items").getOnlyValue());
+  }
+
+  @Test
+  void unknownTablesAndBadCatalogProperties() {
+    RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT * FROM nope"));
+    assertTrue(e.getMessage().contains("nope"), e.getMessage());
+    RuntimeException bad = assertThrows(RuntimeException.class,
+        () -> trino.createCatalog("bad", "lance_host", Map.of("root", "/x")));
+    assertTrue(bad.getMessage().contains("prefix 'lance.'") || String.valueOf(bad.getCause()).contains("prefix 'lance.'"),
+        bad.toString());
+  }
+}
