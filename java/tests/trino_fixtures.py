@@ -117,6 +117,7 @@ def main(root: Path) -> None:
         "ids_big_gt": ids(lambda r: r["big"] > big(3000)),
         "big_3000": str(big(3000)),
         "ids_name_null": ids(lambda r: r["name"] is None),
+        "ids_qty_0": ids(lambda r: r["qty"] == 0),
         "count_value_gt_120": sum(1 for r in all_rows
                                   if r["value"] is not None and not math.isnan(r["value"]) and r["value"] > 120),
         "first": [{k: text(v) for k, v in r.items() if k != "meta"} for r in sorted(all_rows, key=lambda r: r["id"])[:12]],

@@ -15,11 +15,11 @@ final class LanceHostConnector implements Connector {
   private final LanceHostSplitManager splits;
   private final LanceHostPageSourceProvider pages;
 
-  LanceHostConnector(Tables tables, long splitRows) {
+  LanceHostConnector(Tables tables, long splitRows, long dynamicFilterWaitMillis) {
     this.tables = tables;
     this.metadata = new LanceHostMetadata(tables);
     this.splits = new LanceHostSplitManager(tables, splitRows);
-    this.pages = new LanceHostPageSourceProvider(tables);
+    this.pages = new LanceHostPageSourceProvider(tables, dynamicFilterWaitMillis);
   }
 
   @Override

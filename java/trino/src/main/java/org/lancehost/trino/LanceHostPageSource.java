@@ -4,8 +4,13 @@ import io.trino.spi.Page;
 import io.trino.spi.block.Block;
 import io.trino.spi.connector.ConnectorPageSource;
 import io.trino.spi.connector.SourcePage;
+import io.trino.spi.connector.ColumnHandle;
+import io.trino.spi.connector.DynamicFilter;
+import io.trino.spi.predicate.TupleDomain;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -18,37 +23,93 @@ import org.lancehost.ScanOptions;
  * One split read as Trino pages: the library's Arrow stream of the split (the table handle's
  * filter and limit pushed into it), each batch converted value by value (TypeMapping). A query
  * that needs no column (count(*)) counts the split's matching rows instead of reading any.
+ *
+ * <p>Dynamic filters: when Trino hands the split a join's dynamic filter that is still being
+ * collected, the source waits for it (up to {@code lance-host.dynamic-filter-wait-ms}, through
+ * {@link #isBlocked()}) before it starts the scan, and pushes what translates of it
+ * (FilterTranslator) into the scan with the handle's filter; an empty build side reads nothing.
+ * Trino still applies the whole dynamic filter itself, so a filter that is incomplete or that
+ * does not translate only costs rows read.
  */
 final class LanceHostPageSource implements ConnectorPageSource {
   private final Dataset dataset;
   private final List<LanceHostColumnHandle> columns;
-  private final ArrowStream stream; // null when no column is read
+  private ArrowStream stream; // null when no column is read
   private long remainingCount; // rows still to hand out when no column is read
   private boolean finished;
   private long completedBytes;
   private long completedPositions;
 
+  private final byte[] split;
+  private final String filter;
+  private final long limit;
+  private final BufferAllocator allocator;
+  private final DynamicFilter dynamicFilter;
+  private final long waitUntilNanos;
+  private boolean started;
+  private String appliedDynamicFilter;
+
   LanceHostPageSource(Dataset dataset, byte[] split, List<LanceHostColumnHandle> columns, String filter, long limit,
-      BufferAllocator allocator) {
+      BufferAllocator allocator, DynamicFilter dynamicFilter, long dynamicFilterWaitMillis) {
     this.dataset = dataset;
     this.columns = columns;
-    try {
-      if (columns.isEmpty()) {
-        long n = dataset.countRows(split, filter);
-        this.remainingCount = limit >= 0 ? Math.min(n, limit) : n;
-        this.stream = null;
-      } else {
-        List<String> names = new ArrayList<>();
-        for (LanceHostColumnHandle c : columns) names.add(c.name());
-        ScanOptions o = ScanOptions.all().columns(names);
-        if (filter != null) o = o.filter(filter);
-        if (limit >= 0) o = o.limit(limit);
-        this.stream = dataset.scan(split, o, allocator);
-      }
-    } catch (RuntimeException e) {
-      dataset.close();
-      throw e;
+    this.split = split;
+    this.filter = filter;
+    this.limit = limit;
+    this.allocator = allocator;
+    this.dynamicFilter = dynamicFilter;
+    this.waitUntilNanos = System.nanoTime() + dynamicFilterWaitMillis * 1_000_000L;
+  }
+
+  /** The dynamic filter a join's build side is still collecting, while it is worth waiting. */
+  private boolean waitingForDynamicFilter() {
+    return !started && dynamicFilter.isAwaitable() && !dynamicFilter.isComplete() && System.nanoTime() < waitUntilNanos;
+  }
+
+  @Override
+  public CompletableFuture<?> isBlocked() {
+    if (!waitingForDynamicFilter()) return NOT_BLOCKED;
+    long left = Math.max(1, (waitUntilNanos - System.nanoTime()) / 1_000_000L);
+    CompletableFuture<?> timeout = CompletableFuture.runAsync(() -> {},
+        CompletableFuture.delayedExecutor(left, TimeUnit.MILLISECONDS));
+    return CompletableFuture.anyOf(dynamicFilter.isBlocked(), timeout);
+  }
+
+  /** Starts the split's stream (or count) with the handle's filter and what the join's dynamic
+   *  filter knows by now, both pushed into the scan. */
+  private void start() {
+    started = true;
+    TupleDomain<ColumnHandle> dynamic = dynamicFilter.getCurrentPredicate();
+    if (dynamic.isNone()) {
+      // the build side is empty: no row of this split can join
+      appliedDynamicFilter = "false";
+      stream = null;
+      remainingCount = 0;
+      return;
     }
+    String sql = filter;
+    FilterTranslator.Result r = FilterTranslator.translate(dynamic);
+    if (r.sql() != null) {
+      appliedDynamicFilter = r.sql();
+      sql = sql == null ? r.sql() : "(" + sql + ") AND (" + r.sql() + ")";
+    }
+    if (columns.isEmpty()) {
+      long n = dataset.countRows(split, sql);
+      remainingCount = limit >= 0 ? Math.min(n, limit) : n;
+      stream = null;
+    } else {
+      List<String> names = new ArrayList<>();
+      for (LanceHostColumnHandle c : columns) names.add(c.name());
+      ScanOptions o = ScanOptions.all().columns(names);
+      if (sql != null) o = o.filter(sql);
+      if (limit >= 0) o = o.limit(limit);
+      stream = dataset.scan(split, o, allocator);
+    }
+  }
+
+  /** The part of the join's dynamic filter this split's scan applied (null = none). */
+  String appliedDynamicFilter() {
+    return appliedDynamicFilter;
   }
 
   @Override
@@ -69,6 +130,10 @@ final class LanceHostPageSource implements ConnectorPageSource {
   @Override
   public SourcePage getNextSourcePage() {
     if (finished) return null;
+    if (!started) {
+      if (waitingForDynamicFilter()) return null; // isBlocked tells Trino when to come back
+      start();
+    }
     if (stream == null) {
       int n = (int) Math.min(remainingCount, 1 << 20);
       remainingCount -= n;

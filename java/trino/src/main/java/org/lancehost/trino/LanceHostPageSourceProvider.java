@@ -21,8 +21,11 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider, 
   private final Tables tables;
   private final BufferAllocator allocator = new RootAllocator();
 
-  LanceHostPageSourceProvider(Tables tables) {
+  private final long dynamicFilterWaitMillis;
+
+  LanceHostPageSourceProvider(Tables tables, long dynamicFilterWaitMillis) {
     this.tables = tables;
+    this.dynamicFilterWaitMillis = dynamicFilterWaitMillis;
   }
 
   @Override
@@ -35,7 +38,8 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider, 
     for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
     // the worker's own storage options (its catalog's describe), never the planner's
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
-    return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), allocator);
+    return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), allocator, dynamicFilter,
+        dynamicFilterWaitMillis);
   }
 
   @Override
