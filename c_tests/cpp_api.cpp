@@ -714,6 +714,24 @@ int main(int argc, char** argv) {
     EXPECT(records.load() > 0);
     EXPECT(!lh::metrics().empty());
 
+    // A credential callback needs options that say when they expire; refused, nothing is kept.
+    bool fetched = false;
+    try {
+      lh::register_credentials(ds.uri(), {{"region", "x"}}, [&fetched](const std::string&) {
+        fetched = true;
+        return std::map<std::string, std::string>{};
+      });
+      EXPECT(false);
+    } catch (const lh::Error& e) {
+      EXPECT(e.code() == LANCE_ERR_INVALID_ARGUMENT);
+      EXPECT(std::string(e.what()).find("expires_at_millis") != std::string::npos);
+    }
+    lh::register_credentials(ds.uri(), {{"expires_at_millis", "99999999999999"}},
+                             [](const std::string&) { return std::map<std::string, std::string>{}; });
+    // a local table with options that never come close to expiring: nothing to refresh
+    EXPECT(lh::Dataset::open(ds.uri(), {{"expires_at_millis", "99999999999999"}}).version() == ds.version());
+    EXPECT(!fetched);
+
     // Errors are exceptions with the library's code and message.
     try {
       lh::Dataset::open(warehouse + "/no_such_table.lance");

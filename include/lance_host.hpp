@@ -2067,6 +2067,40 @@ inline void set_log_callback(std::function<void(int32_t level, const char* targe
   (void)current;
 }
 
+/// Refresh the storage options of the table at `uri` through `fetch`
+/// (lance_credentials_register), for a host that keeps credentials in its own secret store:
+/// every open and write of the table in this process with exactly `storage_options` (which must
+/// carry `expires_at_millis`, epoch ms) calls `fetch(table_uri)` for a complete new set of
+/// options shortly before the current ones expire. `fetch` runs on library threads. Throwing a
+/// library `Error` fails the refresh with its code (LANCE_ERR_PERMISSION_DENIED, ...); any other
+/// exception with LANCE_ERR_IO. Throws `Error` when the registration is refused.
+inline void register_credentials(const std::string& uri, const std::map<std::string, std::string>& storage_options,
+                                 std::function<std::map<std::string, std::string>(const std::string&)> fetch) {
+  using Fetch = std::function<std::map<std::string, std::string>(const std::string&)>;
+  auto* f = new Fetch(std::move(fetch));
+  detail::KeyValues kv(storage_options);
+  const int32_t rc = lance_credentials_register(
+      uri.c_str(), kv.get(),
+      [](const char* table_uri, LanceStorageOptionsSink* sink, void* user) -> int32_t {
+        try {
+          for (const auto& [k, v] : (*static_cast<Fetch*>(user))(table_uri)) {
+            const int32_t set = lance_storage_options_sink_set(sink, k.c_str(), v.c_str());
+            if (set != LANCE_OK) return set;
+          }
+          return LANCE_OK;
+        } catch (const Error& e) {
+          return e.library_code() ? e.code() : static_cast<int32_t>(LANCE_ERR_IO);
+        } catch (...) {
+          return LANCE_ERR_IO;
+        }
+      },
+      f, [](void* user) { delete static_cast<Fetch*>(user); });
+  if (rc != LANCE_OK) {
+    delete f;  // refused: the library keeps nothing
+    throw Error::last();
+  }
+}
+
 /// The library's counters, by name.
 inline std::map<std::string, uint64_t> metrics() {
   std::map<std::string, uint64_t> out;

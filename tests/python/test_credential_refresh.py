@@ -27,7 +27,9 @@ lh = pytest.importorskip("lance_host")
 
 from test_multi_table import Server  # noqa: E402  (the REST server binary, started per module)
 
-LIFETIME_S = 2.0
+# long enough that a refresh (a describe, three IAM calls) lands well within the half-life the
+# library refreshes at, also on a loaded machine
+LIFETIME_S = 4.0
 BUCKET = "credwarehouse"
 ROWS, PER_FILE = 6000, 500
 
@@ -165,7 +167,7 @@ def test_a_scan_outlives_three_lifetimes(world):
     got = []
     for batch in reader:
         got.append(batch)
-        time.sleep(0.12)  # 60 batches: ~7 s, more than three lifetimes of 2 s
+        time.sleep(3.3 * LIFETIME_S / 60)  # 60 batches: 3.3 lifetimes
     assert time.time() - started > 3 * LIFETIME_S
     assert first_key in issuer.deleted, "the key the scan started with expired during it"
     assert issuer.n - vends_before >= 3, "refreshed through the namespace, once per half-life or so"
@@ -214,7 +216,7 @@ def test_a_staged_write_on_a_worker_outlives_three_lifetimes(world):
 
     def slow():
         for i in range(n_batches):
-            time.sleep(0.3)  # ~7 s in all
+            time.sleep(3.3 * LIFETIME_S / n_batches)  # 3.3 lifetimes in all
             yield table(100_000 + i * 100, 100, "new").to_batches()[0]
 
     started = time.time()
@@ -253,7 +255,7 @@ def test_a_host_callback_refreshes_the_options_it_registered(world):
     started = time.time()
     for batch in ds.scan(columns=["id"], batch_size=100, fragment_readahead=1, batch_readahead=1):
         got.append(batch)
-        time.sleep(0.12)
+        time.sleep(3.3 * LIFETIME_S / 60)
     assert time.time() - started > 3 * LIFETIME_S
     assert first["aws_access_key_id"] in issuer.deleted
     assert len(asked) >= 3 and set(asked) == {location}, asked

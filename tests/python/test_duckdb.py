@@ -275,12 +275,17 @@ def test_errors_are_sql_errors(con, uri):
 def test_data_cache_settings_and_figures(con, uri):
     """lance_host_data_cache() reads the data cache's figures; configuring it after first use is
     refused with lance-host's reason; a fresh process configures it before first use."""
-    con.execute(f"SELECT count(*) FROM lance_scan('{uri}')").fetchone()
-    row = con.execute("SELECT * FROM lance_host_data_cache()").fetchone()
-    cols = [d[0] for d in con.description]
-    fig = dict(zip(cols, row))
+    def figures():
+        row = con.execute("SELECT * FROM lance_host_data_cache()").fetchone()
+        return dict(zip([d[0] for d in con.description], row))
+
+    # the figures are the process's: other tests in it may have read object stores through the
+    # cache, so the claim is about this scan's difference
+    before = figures()
+    con.execute(f"SELECT * FROM lance_scan('{uri}')").fetchall()
+    fig = figures()
     assert fig["memory_capacity"] == 256 << 20 and fig["disk_enabled"] == 0
-    assert fig["hits"] == 0 and fig["misses"] == 0, "a local table went through the data cache"
+    assert (fig["hits"], fig["misses"]) == (before["hits"], before["misses"]), "a local table went through the data cache"
     with pytest.raises(duckdb.Error, match="already running"):
         con.execute("SELECT * FROM lance_host_data_cache(memory_bytes := 1048576)").fetchall()
 
