@@ -2,7 +2,7 @@
 
     python3 java/tests/trino_fixtures.py <dir>
 
-Writes the directory warehouse <dir>/warehouse (tables `items` and `empty`) and
+Writes the directory warehouse <dir>/warehouse (tables `items`, `empty` and `sink`) and
 <dir>/expected.json: what pylance reads from them. The tests compare Trino's answers through
 lance-host with these; nothing in them is typed in by hand.
 """
@@ -47,9 +47,9 @@ def rows(start, n):
         "value": pa.array(value, pa.float64()),
         "price": pa.array([decimal.Decimal(i * 1237 % 100000) / 100 for i in ids], pa.decimal128(12, 2)),
         "big": pa.array([big(i) for i in ids], pa.decimal128(38, 4)),
-        "name": pa.array([None if i % 23 == 5 else (f"名前-{i:06d}" if i % 2 else f"name-{i:06d}") for i in ids]),
-        "category": pa.array([f"c{i % 5}" for i in ids]),
-        "flag": pa.array([i % 3 == 0 for i in ids]),
+        "name": pa.array([None if i % 23 == 5 else (f"名前-{i:06d}" if i % 2 else f"name-{i:06d}") for i in ids], pa.string()),
+        "category": pa.array([f"c{i % 5}" for i in ids], pa.string()),
+        "flag": pa.array([i % 3 == 0 for i in ids], pa.bool_()),
         "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i % 365) for i in ids], pa.date32()),
         "ts": pa.array([1_700_000_000_000_000 + i * 1_000_003 for i in ids], pa.timestamp("us")),
         "vec": pa.FixedSizeListArray.from_arrays(pa.array([float(i + k / 8) for i in ids for k in range(4)], pa.float32()), 4),
@@ -125,6 +125,13 @@ def main(root: Path) -> None:
         "max_big": str(max(r["big"] for r in all_rows)),
     }
     lance.write_dataset(pa.table({"id": pa.array([], pa.int64())}), str(wh / "empty.lance"))
+    # sink: what INSERT writes into (the mapped columns of items, no rows yet)
+    sink_cols = ["id", "qty", "small", "tiny", "value", "price", "big", "name", "category", "flag", "day", "ts", "vec"]
+    lance.write_dataset(rows(0, 0).select(sink_cols), str(wh / "sink.lance"))
+    lt500 = [r for r in all_rows if r["id"] < 500]
+    expected["insert_lt_500"] = {"count": len(lt500), "sum_id": sum(r["id"] for r in lt500),
+                                 "sum_price": str(sum((r["price"] for r in lt500), decimal.Decimal("0.00"))),
+                                 "names_null": sum(1 for r in lt500 if r["name"] is None)}
     (root / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False))
 
 

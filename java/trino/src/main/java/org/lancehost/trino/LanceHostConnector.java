@@ -2,24 +2,30 @@ package org.lancehost.trino;
 
 import io.trino.spi.connector.Connector;
 import io.trino.spi.connector.ConnectorMetadata;
+import io.trino.spi.connector.ConnectorPageSinkProvider;
 import io.trino.spi.connector.ConnectorPageSourceProvider;
 import io.trino.spi.connector.ConnectorSession;
 import io.trino.spi.connector.ConnectorSplitManager;
 import io.trino.spi.connector.ConnectorTransactionHandle;
 import io.trino.spi.transaction.IsolationLevel;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 
-/** A lance-host catalog as a Trino connector: read-only in this version. */
+/** A lance-host catalog as a Trino connector: reads, and INSERT into existing tables. */
 final class LanceHostConnector implements Connector {
   private final Tables tables;
   private final LanceHostMetadata metadata;
   private final LanceHostSplitManager splits;
   private final LanceHostPageSourceProvider pages;
+  private final LanceHostPageSinkProvider sinks;
+  private final BufferAllocator allocator = new RootAllocator();
 
   LanceHostConnector(Tables tables, long splitRows, long dynamicFilterWaitMillis) {
     this.tables = tables;
     this.metadata = new LanceHostMetadata(tables);
     this.splits = new LanceHostSplitManager(tables, splitRows);
-    this.pages = new LanceHostPageSourceProvider(tables, dynamicFilterWaitMillis);
+    this.pages = new LanceHostPageSourceProvider(tables, dynamicFilterWaitMillis, allocator);
+    this.sinks = new LanceHostPageSinkProvider(tables, allocator);
   }
 
   @Override
@@ -43,8 +49,13 @@ final class LanceHostConnector implements Connector {
   }
 
   @Override
+  public ConnectorPageSinkProvider getPageSinkProvider() {
+    return sinks;
+  }
+
+  @Override
   public void shutdown() {
-    pages.close();
     tables.close();
+    allocator.close();
   }
 }

@@ -4,7 +4,14 @@ import io.trino.spi.StandardErrorCode;
 import io.trino.spi.TrinoException;
 import io.trino.spi.connector.ColumnHandle;
 import io.trino.spi.connector.ColumnMetadata;
+import io.airlift.slice.Slice;
+import io.trino.spi.connector.ConnectorInsertTableHandle;
 import io.trino.spi.connector.ConnectorMetadata;
+import io.trino.spi.connector.ConnectorOutputMetadata;
+import io.trino.spi.connector.RetryMode;
+import io.trino.spi.statistics.ComputedStatistics;
+import java.util.Collection;
+import org.lancehost.Write;
 import io.trino.spi.connector.ConnectorSession;
 import io.trino.spi.connector.ConnectorTableHandle;
 import io.trino.spi.connector.ConnectorTableMetadata;
@@ -40,7 +47,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.lancehost.Dataset;
 import org.lancehost.LanceException;
 
-/** Schemas, tables and columns of the catalog; pins each query's version; takes pushdowns. */
+/** Schemas, tables and columns of the catalog; pins each query's version; takes pushdowns; INSERT. */
 final class LanceHostMetadata implements ConnectorMetadata {
   private final Tables tables;
 
@@ -208,6 +215,43 @@ final class LanceHostMetadata implements ConnectorMetadata {
     }
     return Optional.of(new ConstraintApplicationResult<>(t.withFilter(combined), r.remaining(),
         constraint.getExpression(), false));
+  }
+
+  @Override
+  public ConnectorInsertTableHandle beginInsert(ConnectorSession session, ConnectorTableHandle handle,
+      List<ColumnHandle> columns, RetryMode retryMode) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (retryMode != RetryMode.NO_RETRIES) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
+          "lance_host INSERT runs without Trino's fault-tolerant retries (retry-policy NONE)");
+    }
+    List<LanceHostColumnHandle> cols = new ArrayList<>();
+    for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
+    try (Dataset ds = tables.open(t, t.version())) {
+      List<String> unmapped = new ArrayList<>();
+      for (Field f : ds.schema().getFields()) {
+        if (TypeMapping.trinoType(f).isEmpty()) unmapped.add(f.getName());
+      }
+      if (!unmapped.isEmpty()) {
+        throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "cannot INSERT into '" + t.table()
+            + "': Trino cannot write its columns " + unmapped + " (types lance_host does not map)");
+      }
+      return new LanceHostInsertHandle(t, tables.describe(t).location, ds.snapshot(), cols);
+    }
+  }
+
+  @Override
+  public Optional<ConnectorOutputMetadata> finishInsert(ConnectorSession session, ConnectorInsertTableHandle handle,
+      List<ConnectorTableHandle> sourceTables, Collection<Slice> fragments, Collection<ComputedStatistics> statistics) {
+    LanceHostInsertHandle insert = (LanceHostInsertHandle) handle;
+    List<byte[]> staged = new ArrayList<>();
+    for (Slice s : fragments) staged.add(s.getBytes());
+    if (staged.isEmpty()) return Optional.empty(); // no rows: no new version
+    // every share of the query in one version; the query id makes a repeated finish commit nothing more
+    Write.commit(insert.location(), staged, Write.Options.mode(Write.APPEND)
+        .statementId("trino:" + session.getQueryId())
+        .storageOptions(tables.describe(insert.table()).storageOptions));
+    return Optional.empty();
   }
 
   @Override

@@ -13,18 +13,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.lancehost.Dataset;
 
 /** Opens a split's snapshot on the worker and reads it as pages. */
-final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider, AutoCloseable {
+final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider {
   private final Tables tables;
-  private final BufferAllocator allocator = new RootAllocator();
+  private final BufferAllocator allocator;
 
   private final long dynamicFilterWaitMillis;
 
-  LanceHostPageSourceProvider(Tables tables, long dynamicFilterWaitMillis) {
+  LanceHostPageSourceProvider(Tables tables, long dynamicFilterWaitMillis, BufferAllocator allocator) {
     this.tables = tables;
+    this.allocator = allocator;
     this.dynamicFilterWaitMillis = dynamicFilterWaitMillis;
   }
 
@@ -40,10 +40,5 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider, 
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
     return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), allocator, dynamicFilter,
         dynamicFilterWaitMillis);
-  }
-
-  @Override
-  public void close() {
-    allocator.close();
   }
 }

@@ -90,6 +90,11 @@ final class Tables implements AutoCloseable {
     return Dataset.openAt(info.location, info.storageOptions, at);
   }
 
+  /** Where the table lives and the options to reach it (this process's own describe). */
+  Catalog.TableInfo describe(LanceHostTableHandle t) {
+    return catalog.describeTable(t.namespace(), t.table());
+  }
+
   /** The storage options a worker opens the table's snapshot with (its own describe). */
   Map<String, String> storageOptions(LanceHostTableHandle t) {
     return catalog.describeTable(t.namespace(), t.table()).storageOptions;

@@ -77,7 +77,7 @@ class TrinoConnectorTest {
   @Test
   void schemasTablesAndColumns() {
     assertTrue(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("default"));
-    assertEquals(java.util.Set.of("items", "empty"), q("SHOW TABLES").getOnlyColumnAsSet());
+    assertTrue(q("SHOW TABLES").getOnlyColumnAsSet().containsAll(java.util.Set.of("items", "empty", "sink")));
     List<String> columns = q("SELECT column_name FROM information_schema.columns WHERE table_name = 'items' "
         + "ORDER BY ordinal_position").getOnlyColumn().map(Object::toString).collect(Collectors.toList());
     // the struct column is not mapped and so not shown
@@ -233,6 +233,58 @@ class TrinoConnectorTest {
       }
     }
     assertEquals(want.size(), probeInput, "the probe side's scans read only the joining rows:\n" + analyzed);
+  }
+
+  /** pylance's view of the sink table: version, rows, sum(id), sum(price), null names. */
+  private JsonNode pylanceSink() throws Exception {
+    Path table = Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse", "sink.lance");
+    String code = "import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1]); t = ds.to_table().to_pylist()\n"
+        + "print(json.dumps({'version': ds.version, 'count': len(t), 'sum_id': sum(r['id'] for r in t),"
+        + " 'sum_price': str(sum((r['price'] for r in t), __import__('decimal').Decimal('0.00'))),"
+        + " 'names_null': sum(1 for r in t if r['name'] is None),"
+        + " 'vec_100041': [r['vec'] for r in t if r['id'] == 100041]}))\n";
+    Process p = new ProcessBuilder(System.getProperty("lancehost.test.python", "python3"), "-c", code, table.toString())
+        .redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    assertEquals(0, p.waitFor(), out);
+    return new ObjectMapper().readTree(out.substring(out.indexOf('{')));
+  }
+
+  @Test
+  void insertCommitsOneVersionThatPylanceReads() throws Exception {
+    JsonNode before = pylanceSink();
+    String columns = "id, qty, small, tiny, value, price, big, name, category, flag, day, ts, vec";
+    MaterializedResult r = q("INSERT INTO sink SELECT id + 100000, qty, small, tiny, value, price, big, name, category, "
+        + "flag, day, ts, vec FROM items WHERE id < 500");
+    JsonNode want = expected.get("insert_lt_500");
+    assertEquals(want.get("count").asLong(), ((Number) r.getOnlyValue()).longValue());
+    JsonNode after = pylanceSink();
+    assertEquals(before.get("version").asLong() + 1, after.get("version").asLong(), "one version per INSERT");
+    assertEquals(before.get("count").asLong() + want.get("count").asLong(), after.get("count").asLong());
+    assertEquals(before.get("sum_id").asLong() + want.get("sum_id").asLong() + 100000L * want.get("count").asLong(),
+        after.get("sum_id").asLong());
+    assertEquals(new BigDecimal(before.get("sum_price").asText()).add(new BigDecimal(want.get("sum_price").asText())),
+        new BigDecimal(after.get("sum_price").asText()));
+    assertEquals(before.get("names_null").asLong() + want.get("names_null").asLong(), after.get("names_null").asLong());
+    List<Float> vec = new ArrayList<>();
+    expected.get("vec_41").forEach(x -> vec.add((float) x.asDouble()));
+    List<Float> written = new ArrayList<>();
+    after.get("vec_100041").get(0).forEach(x -> written.add((float) x.asDouble()));
+    assertEquals(vec, written);
+    // and Trino reads back what it wrote, value for value
+    assertEquals(0L, q("SELECT count(*) FROM ((SELECT " + columns.replace("id,", "id + 100000,")
+        + " FROM items WHERE id < 500) EXCEPT (SELECT " + columns + " FROM sink WHERE id >= 100000 AND id < 100500))")
+        .getOnlyValue());
+
+    // a value the table cannot hold fails the INSERT and commits nothing
+    RuntimeException e = assertThrows(RuntimeException.class, () -> q("INSERT INTO sink (id, vec) VALUES "
+        + "(7, ARRAY[REAL '1.0', REAL '2.0'])"));
+    assertTrue(e.getMessage().contains("vectors of 4 values"), e.getMessage());
+    assertEquals(after.get("version").asLong(), pylanceSink().get("version").asLong(), "nothing committed");
+    // a table with a column Trino cannot write is refused before anything is written
+    RuntimeException unmapped = assertThrows(RuntimeException.class, () -> q("INSERT INTO items (id) VALUES (1)"));
+    assertTrue(unmapped.getMessage().contains("meta"), unmapped.getMessage());
   }
 
   @Test

@@ -1,0 +1,42 @@
+package org.lancehost.trino;
+
+import io.trino.spi.StandardErrorCode;
+import io.trino.spi.TrinoException;
+import io.trino.spi.connector.ConnectorInsertTableHandle;
+import io.trino.spi.connector.ConnectorOutputTableHandle;
+import io.trino.spi.connector.ConnectorPageSink;
+import io.trino.spi.connector.ConnectorPageSinkId;
+import io.trino.spi.connector.ConnectorPageSinkProvider;
+import io.trino.spi.connector.ConnectorSession;
+import io.trino.spi.connector.ConnectorTableCredentials;
+import io.trino.spi.connector.ConnectorTransactionHandle;
+import java.util.Optional;
+import org.apache.arrow.memory.BufferAllocator;
+import org.lancehost.Dataset;
+
+/** Page sinks of INSERTs: each opens the planned version from the handle's token. */
+final class LanceHostPageSinkProvider implements ConnectorPageSinkProvider {
+  private final Tables tables;
+  private final BufferAllocator allocator;
+
+  LanceHostPageSinkProvider(Tables tables, BufferAllocator allocator) {
+    this.tables = tables;
+    this.allocator = allocator;
+  }
+
+  @Override
+  public ConnectorPageSink createPageSink(ConnectorTransactionHandle transaction, ConnectorSession session,
+      ConnectorOutputTableHandle output, Optional<ConnectorTableCredentials> credentials, ConnectorPageSinkId id) {
+    throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host does not create tables from Trino yet");
+  }
+
+  @Override
+  public ConnectorPageSink createPageSink(ConnectorTransactionHandle transaction, ConnectorSession session,
+      ConnectorInsertTableHandle handle, Optional<ConnectorTableCredentials> credentials, ConnectorPageSinkId id) {
+    LanceHostInsertHandle insert = (LanceHostInsertHandle) handle;
+    // the worker's own storage options (its catalog's describe), never the planner's
+    var storage = tables.storageOptions(insert.table());
+    Dataset at = Dataset.fromSnapshot(insert.token(), storage);
+    return new LanceHostPageSink(insert, at, storage, allocator);
+  }
+}
