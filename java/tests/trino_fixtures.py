@@ -118,6 +118,12 @@ def main(root: Path) -> None:
         "big_3000": str(big(3000)),
         "ids_name_null": ids(lambda r: r["name"] is None),
         "ids_qty_0": ids(lambda r: r["qty"] == 0),
+        # top n in Trino's order (NULLS FIRST / LAST as asked; strings by code point)
+        "top_qty_desc_id_6": [r["id"] for r in sorted(all_rows, key=lambda r: (-r["qty"], r["id"]))[:6]],
+        "top_name_nulls_first_id_9": [r["id"] for r in sorted(
+            all_rows, key=lambda r: (r["name"] is not None, r["name"] or "", r["id"]))[:9]],
+        "top_name_desc_nulls_last_id_5": [r["id"] for r in sorted(
+            (r for r in all_rows if r["name"] is not None), key=lambda r: (tuple(-ord(ch) for ch in r["name"]), r["id"]))[:5]],
         "count_value_gt_120": sum(1 for r in all_rows
                                   if r["value"] is not None and not math.isnan(r["value"]) and r["value"] > 120),
         "first": [{k: text(v) for k, v in r.items() if k != "meta"} for r in sorted(all_rows, key=lambda r: r["id"])[:12]],

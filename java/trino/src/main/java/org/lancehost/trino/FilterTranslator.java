@@ -60,6 +60,11 @@ final class FilterTranslator {
     return "`" + name.replace("`", "``") + "`";
   }
 
+  /** Whether Lance sorts values of `t` in Trino's order (used for pushed top-n). */
+  static boolean ordersAsTrino(Type t) {
+    return supported(t);
+  }
+
   private static boolean supported(Type t) {
     return t instanceof BigintType || t instanceof IntegerType || t instanceof SmallintType || t instanceof TinyintType
         || t instanceof BooleanType || t instanceof VarcharType || t instanceof DateType || t instanceof DecimalType;

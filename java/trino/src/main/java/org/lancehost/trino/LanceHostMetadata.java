@@ -22,6 +22,8 @@ import io.trino.spi.connector.LimitApplicationResult;
 import io.trino.spi.connector.PointerType;
 import io.trino.spi.connector.SchemaTableName;
 import io.trino.spi.connector.SchemaTablePrefix;
+import io.trino.spi.connector.SortItem;
+import io.trino.spi.connector.TopNApplicationResult;
 import io.trino.spi.connector.TableColumnsMetadata;
 import io.trino.spi.statistics.Estimate;
 import io.trino.spi.statistics.TableStatistics;
@@ -71,12 +73,12 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (ns.isEmpty()) return null;
     Optional<String> table = tables.tableName(ns.get(), name.getTableName());
     if (table.isEmpty()) return null;
-    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1);
+    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null);
     long version;
     try (Dataset ds = endVersion.isPresent() ? openVersion(session, base, endVersion.get()) : tables.open(base, 0)) {
       version = ds.version();
     }
-    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1);
+    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null);
   }
 
   /** The table at the version `FOR VERSION AS OF` or `FOR TIMESTAMP AS OF` names. */
@@ -218,6 +220,23 @@ final class LanceHostMetadata implements ConnectorMetadata {
   }
 
   @Override
+  public Optional<TopNApplicationResult<ConnectorTableHandle>> applyTopN(ConnectorSession session,
+      ConnectorTableHandle handle, long topNCount, List<SortItem> sortItems, Map<String, ColumnHandle> assignments) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.orderBy() != null || t.limit() >= 0) return Optional.empty();
+    List<String> keys = new ArrayList<>();
+    for (SortItem item : sortItems) {
+      LanceHostColumnHandle c = (LanceHostColumnHandle) assignments.get(item.getName());
+      // only types Lance orders as Trino does: not floating point (NaN), not arrays
+      if (c == null || !FilterTranslator.ordersAsTrino(c.type())) return Optional.empty();
+      keys.add(FilterTranslator.quote(c.name()) + (item.getSortOrder().isAscending() ? " ASC" : " DESC")
+          + (item.getSortOrder().isNullsFirst() ? " NULLS FIRST" : " NULLS LAST"));
+    }
+    // every split returns its own top n in Trino's order; Trino merges them
+    return Optional.of(new TopNApplicationResult<>(t.withTopN(String.join(", ", keys), topNCount), false, false));
+  }
+
+  @Override
   public ConnectorInsertTableHandle beginInsert(ConnectorSession session, ConnectorTableHandle handle,
       List<ColumnHandle> columns, RetryMode retryMode) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
@@ -259,6 +278,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
       ConnectorTableHandle handle, long limit) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
     if (t.limit() >= 0 && t.limit() <= limit) return Optional.empty();
+    if (t.orderBy() != null) return Optional.empty(); // a top-n already caps each split
     // each split returns at most `limit` rows (after the pushed filter); Trino limits the total
     return Optional.of(new LimitApplicationResult<>(t.withLimit(limit), false, false));
   }

@@ -43,6 +43,7 @@ final class LanceHostPageSource implements ConnectorPageSource {
   private final byte[] split;
   private final String filter;
   private final long limit;
+  private final String orderBy;
   private final BufferAllocator allocator;
   private final DynamicFilter dynamicFilter;
   private final long waitUntilNanos;
@@ -50,7 +51,8 @@ final class LanceHostPageSource implements ConnectorPageSource {
   private String appliedDynamicFilter;
 
   LanceHostPageSource(Dataset dataset, byte[] split, List<LanceHostColumnHandle> columns, String filter, long limit,
-      BufferAllocator allocator, DynamicFilter dynamicFilter, long dynamicFilterWaitMillis) {
+      String orderBy, BufferAllocator allocator, DynamicFilter dynamicFilter, long dynamicFilterWaitMillis) {
+    this.orderBy = orderBy;
     this.dataset = dataset;
     this.columns = columns;
     this.split = split;
@@ -102,6 +104,7 @@ final class LanceHostPageSource implements ConnectorPageSource {
       for (LanceHostColumnHandle c : columns) names.add(c.name());
       ScanOptions o = ScanOptions.all().columns(names);
       if (sql != null) o = o.filter(sql);
+      if (orderBy != null) o = o.orderBy(orderBy);
       if (limit >= 0) o = o.limit(limit);
       stream = dataset.scan(split, o, allocator);
     }

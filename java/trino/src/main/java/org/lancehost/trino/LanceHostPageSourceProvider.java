@@ -38,7 +38,7 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider {
     for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
     // the worker's own storage options (its catalog's describe), never the planner's
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
-    return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), allocator, dynamicFilter,
-        dynamicFilterWaitMillis);
+    return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), t.orderBy(), allocator,
+        dynamicFilter, dynamicFilterWaitMillis);
   }
 }

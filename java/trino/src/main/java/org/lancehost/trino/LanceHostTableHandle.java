@@ -13,22 +13,28 @@ import java.util.List;
  * @param filter a Lance SQL filter every split's scan applies (null = none): exactly the part of
  *     Trino's constraint that translates (FilterTranslator)
  * @param limit rows each split returns at most (-1 = no limit); Trino still applies its own
+ * @param orderBy Lance sort keys each split's scan sorts by before its limit (a top-n; null = none)
  */
 public record LanceHostTableHandle(String schema, List<String> namespace, String table, long version, String filter,
-    long limit) implements ConnectorTableHandle {
+    long limit, String orderBy) implements ConnectorTableHandle {
   /** A copy with `filter` as its filter. */
   LanceHostTableHandle withFilter(String f) {
-    return new LanceHostTableHandle(schema, namespace, table, version, f, limit);
+    return new LanceHostTableHandle(schema, namespace, table, version, f, limit, orderBy);
   }
 
   /** A copy with `n` as its limit. */
   LanceHostTableHandle withLimit(long n) {
-    return new LanceHostTableHandle(schema, namespace, table, version, filter, n);
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, orderBy);
+  }
+
+  /** A copy whose splits each return their top `n` rows by `keys`. */
+  LanceHostTableHandle withTopN(String keys, long n) {
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, keys);
   }
 
   @Override
   public String toString() {
     return "lance_host:" + schema + "." + table + "@v" + version + (filter == null ? "" : " lance_filter=[" + filter + "]")
-        + (limit < 0 ? "" : " lance_limit=" + limit);
+        + (orderBy == null ? "" : " lance_order=[" + orderBy + "]") + (limit < 0 ? "" : " lance_limit=" + limit);
   }
 }

@@ -198,6 +198,30 @@ class TrinoConnectorTest {
         .filter(r -> ((Long) r.getField(0)) % 5 == 3).count());
   }
 
+  private List<Long> orderedIds(String sql) {
+    return q(sql).getMaterializedRows().stream().map(r -> ((Number) r.getField(0)).longValue())
+        .collect(Collectors.toList());
+  }
+
+  @Test
+  void topNIsPushedIntoEachSplitInTrinosOrder() {
+    for (String catalog : List.of("lance", "lance_slices")) {
+      String sql = "SELECT id, qty FROM " + catalog + ".default.items ORDER BY qty DESC, id LIMIT 6";
+      assertEquals(expectedIds("top_qty_desc_id_6").stream().toList(), orderedIds(sql));
+      String plan = explain(sql);
+      assertTrue(plan.contains("lance_order=[`qty` DESC NULLS LAST, `id` ASC NULLS LAST]"), plan);
+      // code-point order of strings (the table holds non-ASCII names), NULLs where asked
+      List<Long> want = new ArrayList<>();
+      expected.get("top_name_nulls_first_id_9").forEach(n -> want.add(n.asLong()));
+      assertEquals(want, orderedIds("SELECT id FROM " + catalog + ".default.items ORDER BY name NULLS FIRST, id LIMIT 9"));
+      List<Long> desc = new ArrayList<>();
+      expected.get("top_name_desc_nulls_last_id_5").forEach(n -> desc.add(n.asLong()));
+      assertEquals(desc, orderedIds("SELECT id FROM " + catalog + ".default.items ORDER BY name DESC NULLS LAST, id LIMIT 5"));
+    }
+    // a floating-point key is not pushed (Lance orders NaN otherwise)
+    assertFalse(explain("SELECT id FROM items ORDER BY value LIMIT 3").contains("lance_order"));
+  }
+
   @Test
   void timeTravelByVersionAndTimestamp() {
     assertEquals(expected.get("count_v1").asLong(), q("SELECT count(*) FROM items FOR VERSION AS OF 1").getOnlyValue());
