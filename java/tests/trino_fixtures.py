@@ -98,6 +98,20 @@ def main(root: Path) -> None:
         g["sum_price"] += r["price"]
     for g in groups.values():
         g["sum_price"] = str(g["sum_price"])
+    agg2 = {}
+    for r in all_rows:
+        g = agg2.setdefault(r["category"], {"min_name": None, "max_price": None, "count_name": 0, "sum_small": 0,
+                                             "min_day": None, "max_flag": None})
+        if r["name"] is not None:
+            g["count_name"] += 1
+            g["min_name"] = r["name"] if g["min_name"] is None else min(g["min_name"], r["name"])
+        g["max_price"] = r["price"] if g["max_price"] is None else max(g["max_price"], r["price"])
+        g["sum_small"] += r["small"]
+        g["min_day"] = r["day"] if g["min_day"] is None else min(g["min_day"], r["day"])
+        g["max_flag"] = r["flag"] if g["max_flag"] is None else max(g["max_flag"], r["flag"])
+    for g in agg2.values():
+        g["max_price"], g["min_day"] = str(g["max_price"]), str(g["min_day"])
+    c2 = [r for r in all_rows if r["category"] == "c2"]
     v2_time = versions[1]["timestamp"]
     expected = {
         "count": ds.count_rows(),
@@ -109,6 +123,9 @@ def main(root: Path) -> None:
         "v2_after_utc": utc(v2_time, 0.005),
         "v2_before_utc": utc(v2_time, -0.005),
         "groups": groups,
+        "groups2": agg2,
+        "c2": {"count": len(c2), "sum_qty": sum(r["qty"] for r in c2), "min_day": str(min(r["day"] for r in c2)),
+               "max_day": str(max(r["day"] for r in c2))},
         "ids_qty_lt_100_c1": ids(lambda r: r["qty"] < 100 and r["category"] == "c1"),
         "ids_name_eq": ids(lambda r: r["name"] == "名前-000043"),
         "ids_day_and_flag": ids(lambda r: r["day"] == dt.date(2024, 1, 5) and r["flag"]),

@@ -2,7 +2,20 @@ package org.lancehost.trino;
 
 import io.trino.spi.StandardErrorCode;
 import io.trino.spi.TrinoException;
+import io.trino.spi.connector.AggregateFunction;
+import io.trino.spi.connector.AggregationApplicationResult;
+import io.trino.spi.connector.Assignment;
 import io.trino.spi.connector.ColumnHandle;
+import io.trino.spi.expression.Call;
+import io.trino.spi.expression.ConnectorExpression;
+import io.trino.spi.expression.StandardFunctions;
+import io.trino.spi.expression.Variable;
+import io.trino.spi.type.BigintType;
+import io.trino.spi.type.DecimalType;
+import io.trino.spi.type.IntegerType;
+import io.trino.spi.type.SmallintType;
+import io.trino.spi.type.TinyintType;
+import org.lancehost.AggregateSpec;
 import io.trino.spi.connector.ColumnMetadata;
 import io.airlift.slice.Slice;
 import io.trino.spi.connector.ConnectorInsertTableHandle;
@@ -20,6 +33,7 @@ import io.trino.spi.connector.Constraint;
 import io.trino.spi.connector.ConstraintApplicationResult;
 import io.trino.spi.connector.LimitApplicationResult;
 import io.trino.spi.connector.PointerType;
+import io.trino.spi.connector.ProjectionApplicationResult;
 import io.trino.spi.connector.SchemaTableName;
 import io.trino.spi.connector.SchemaTablePrefix;
 import io.trino.spi.connector.SortItem;
@@ -73,12 +87,12 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (ns.isEmpty()) return null;
     Optional<String> table = tables.tableName(ns.get(), name.getTableName());
     if (table.isEmpty()) return null;
-    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null);
+    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null, null);
     long version;
     try (Dataset ds = endVersion.isPresent() ? openVersion(session, base, endVersion.get()) : tables.open(base, 0)) {
       version = ds.version();
     }
-    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null);
+    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null, null);
   }
 
   /** The table at the version `FOR VERSION AS OF` or `FOR TIMESTAMP AS OF` names. */
@@ -206,6 +220,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<ConstraintApplicationResult<ConnectorTableHandle>> applyFilter(ConnectorSession session,
       ConnectorTableHandle handle, Constraint constraint) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.aggregation() != null) return Optional.empty(); // the rows are aggregates now
     FilterTranslator.Result r = FilterTranslator.translate(constraint.getSummary());
     if (r.sql() == null) return Optional.empty();
     String combined = t.filter() == null ? r.sql() : t.filter() + " AND " + r.sql();
@@ -223,7 +238,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<TopNApplicationResult<ConnectorTableHandle>> applyTopN(ConnectorSession session,
       ConnectorTableHandle handle, long topNCount, List<SortItem> sortItems, Map<String, ColumnHandle> assignments) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.orderBy() != null || t.limit() >= 0) return Optional.empty();
+    if (t.orderBy() != null || t.limit() >= 0 || t.aggregation() != null) return Optional.empty();
     List<String> keys = new ArrayList<>();
     for (SortItem item : sortItems) {
       LanceHostColumnHandle c = (LanceHostColumnHandle) assignments.get(item.getName());
@@ -234,6 +249,108 @@ final class LanceHostMetadata implements ConnectorMetadata {
     }
     // every split returns its own top n in Trino's order; Trino merges them
     return Optional.of(new TopNApplicationResult<>(t.withTopN(String.join(", ", keys), topNCount), false, false));
+  }
+
+  @Override
+  public Optional<ProjectionApplicationResult<ConnectorTableHandle>> applyProjection(ConnectorSession session,
+      ConnectorTableHandle handle, List<ConnectorExpression> projections, Map<String, ColumnHandle> assignments) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.aggregation() != null) return Optional.empty();
+    // integer columns widened to bigint (how Trino sums them) are read as bigint by the scan,
+    // so that an aggregate over them can be pushed; other projections stay Trino's
+    boolean widened = false;
+    List<ConnectorExpression> out = new ArrayList<>();
+    Map<String, Assignment> used = new LinkedHashMap<>();
+    for (ConnectorExpression e : projections) {
+      if (e instanceof Variable v && assignments.get(v.getName()) instanceof LanceHostColumnHandle c) {
+        out.add(v);
+        used.putIfAbsent(v.getName(), new Assignment(v.getName(), c, c.type()));
+        continue;
+      }
+      LanceHostColumnHandle wide = e instanceof Call ? argument(e, assignments) : null;
+      if (wide == null) return Optional.empty();
+      String name = wide.name() + "$bigint";
+      out.add(new Variable(name, BigintType.BIGINT));
+      used.putIfAbsent(name, new Assignment(name, wide, BigintType.BIGINT));
+      widened = true;
+    }
+    if (!widened) return Optional.empty();
+    return Optional.of(new ProjectionApplicationResult<>(t, out, new ArrayList<>(used.values()), false));
+  }
+
+  @Override
+  public Optional<AggregationApplicationResult<ConnectorTableHandle>> applyAggregation(ConnectorSession session,
+      ConnectorTableHandle handle, List<AggregateFunction> aggregates, Map<String, ColumnHandle> assignments,
+      List<List<ColumnHandle>> groupingSets) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.aggregation() != null || t.limit() >= 0 || t.orderBy() != null || groupingSets.size() != 1) {
+      return Optional.empty();
+    }
+    List<String> groupBy = new ArrayList<>();
+    for (ColumnHandle c : groupingSets.get(0)) {
+      LanceHostColumnHandle col = (LanceHostColumnHandle) c;
+      // group keys Lance compares as Trino does (not floating point: NaN and -0.0)
+      if (!FilterTranslator.ordersAsTrino(col.type())) return Optional.empty();
+      groupBy.add(col.name());
+    }
+    List<Integer> functions = new ArrayList<>();
+    List<String> columns = new ArrayList<>();
+    List<String> aliases = new ArrayList<>();
+    List<ConnectorExpression> projections = new ArrayList<>();
+    List<Assignment> outputs = new ArrayList<>();
+    for (int i = 0; i < aggregates.size(); i++) {
+      AggregateFunction f = aggregates.get(i);
+      if (f.isDistinct() || f.getFilter().isPresent() || !f.getSortItems().isEmpty()) return Optional.empty();
+      Integer code = null;
+      String column = null;
+      if (f.getFunctionName().equals("count") && f.getArguments().isEmpty()) {
+        code = AggregateSpec.COUNT_STAR;
+      } else if (f.getArguments().size() == 1 && argument(f.getArguments().get(0), assignments) instanceof
+          LanceHostColumnHandle col) {
+        column = col.name();
+        Type in = col.type();
+        boolean integer = in instanceof BigintType || in instanceof IntegerType || in instanceof SmallintType
+            || in instanceof TinyintType;
+        switch (f.getFunctionName()) {
+          case "count" -> code = AggregateSpec.COUNT;
+          // integers sum to bigint and decimals to decimal(38, s), refused when they pass it, as in Trino
+          case "sum" -> code = (integer || in instanceof DecimalType) ? AggregateSpec.SUM : null;
+          case "min" -> code = FilterTranslator.ordersAsTrino(in) ? AggregateSpec.MIN : null;
+          case "max" -> code = FilterTranslator.ordersAsTrino(in) ? AggregateSpec.MAX : null;
+          default -> code = null;
+        }
+      }
+      if (code == null) return Optional.empty();
+      String alias = "_lance_agg_" + i;
+      functions.add(code);
+      columns.add(column);
+      aliases.add(alias);
+      LanceHostColumnHandle out = new LanceHostColumnHandle(alias, f.getOutputType());
+      projections.add(new Variable(alias, f.getOutputType()));
+      outputs.add(new Assignment(alias, out, f.getOutputType()));
+    }
+    Map<ColumnHandle, ColumnHandle> grouping = new LinkedHashMap<>();
+    for (ColumnHandle c : groupingSets.get(0)) grouping.put(c, c);
+    LanceHostAggregation a = new LanceHostAggregation(groupBy, functions, columns, aliases);
+    return Optional.of(new AggregationApplicationResult<>(t.withAggregation(a), projections, outputs, grouping, false));
+  }
+
+  /**
+   * The column an aggregate's argument is: a column, or an integer column widened to bigint
+   * (Trino sums integers as bigint: the library's sum of the column is the same number).
+   */
+  private static LanceHostColumnHandle argument(ConnectorExpression e, Map<String, ColumnHandle> assignments) {
+    if (e instanceof Variable v) {
+      return assignments.get(v.getName()) instanceof LanceHostColumnHandle c ? c : null;
+    }
+    if (e instanceof Call call && call.getFunctionName().equals(StandardFunctions.CAST_FUNCTION_NAME)
+        && call.getArguments().size() == 1 && call.getType() instanceof BigintType
+        && call.getArguments().get(0) instanceof Variable v
+        && assignments.get(v.getName()) instanceof LanceHostColumnHandle c
+        && (c.type() instanceof IntegerType || c.type() instanceof SmallintType || c.type() instanceof TinyintType)) {
+      return new LanceHostColumnHandle(c.name(), BigintType.BIGINT);
+    }
+    return null;
   }
 
   @Override
@@ -279,6 +396,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
     if (t.limit() >= 0 && t.limit() <= limit) return Optional.empty();
     if (t.orderBy() != null) return Optional.empty(); // a top-n already caps each split
+    if (t.aggregation() != null) return Optional.empty(); // one row per group, all of them needed
     // each split returns at most `limit` rows (after the pushed filter); Trino limits the total
     return Optional.of(new LimitApplicationResult<>(t.withLimit(limit), false, false));
   }

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.lancehost.AggregateSpec;
 import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.IoStats;
@@ -61,6 +62,27 @@ final class LanceHostPageSource implements ConnectorPageSource {
     this.allocator = allocator;
     this.dynamicFilter = dynamicFilter;
     this.waitUntilNanos = System.nanoTime() + dynamicFilterWaitMillis * 1_000_000L;
+  }
+
+  /** The final aggregates of the whole version (`spec`), as pages of the output columns. */
+  LanceHostPageSource(Dataset dataset, List<LanceHostColumnHandle> columns, AggregateSpec spec,
+      BufferAllocator allocator) {
+    this.dataset = dataset;
+    this.columns = columns;
+    this.split = null;
+    this.filter = null;
+    this.limit = -1;
+    this.orderBy = null;
+    this.allocator = allocator;
+    this.dynamicFilter = DynamicFilter.EMPTY;
+    this.waitUntilNanos = 0;
+    this.started = true;
+    try {
+      this.stream = dataset.aggregate(spec, allocator);
+    } catch (RuntimeException e) {
+      dataset.close();
+      throw e;
+    }
   }
 
   /** The dynamic filter a join's build side is still collecting, while it is worth waiting. */

@@ -38,6 +38,9 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider {
     for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
     // the worker's own storage options (its catalog's describe), never the planner's
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
+    if (t.aggregation() != null) {
+      return new LanceHostPageSource(ds, cols, t.aggregation().spec(t.filter()), allocator);
+    }
     return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), t.orderBy(), allocator,
         dynamicFilter, dynamicFilterWaitMillis);
   }

@@ -123,9 +123,10 @@ final class TypeMapping {
   private static void write(Type type, FieldVector v, int i, BlockBuilder b) {
     switch (v) {
       case BigIntVector x -> BigintType.BIGINT.writeLong(b, x.get(i));
-      case IntVector x -> IntegerType.INTEGER.writeLong(b, x.get(i));
-      case SmallIntVector x -> SmallintType.SMALLINT.writeLong(b, x.get(i));
-      case TinyIntVector x -> TinyintType.TINYINT.writeLong(b, x.get(i));
+      // as the column's type, or widened to bigint (a cast pushed into the scan)
+      case IntVector x -> type.writeLong(b, x.get(i));
+      case SmallIntVector x -> type.writeLong(b, x.get(i));
+      case TinyIntVector x -> type.writeLong(b, x.get(i));
       // the float's bits as they are: NaN of either sign stays that NaN
       case Float4Vector x -> RealType.REAL.writeLong(b, Float.floatToRawIntBits(x.get(i)));
       case Float8Vector x -> DoubleType.DOUBLE.writeDouble(b, x.get(i));
