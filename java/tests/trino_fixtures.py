@@ -2,7 +2,7 @@
 
     python3 java/tests/trino_fixtures.py <dir>
 
-Writes the directory warehouse <dir>/warehouse (tables `items`, `empty` and `sink`) and
+Writes the directory warehouse <dir>/warehouse (tables `items`, `empty`, `sink`, `edits`) and
 <dir>/expected.json: what pylance reads from them. The tests compare Trino's answers through
 lance-host with these; nothing in them is typed in by hand.
 """
@@ -151,6 +151,15 @@ def main(root: Path) -> None:
     # sink: what INSERT writes into (the mapped columns of items, no rows yet)
     sink_cols = ["id", "qty", "small", "tiny", "value", "price", "big", "name", "category", "flag", "day", "ts", "vec"]
     lance.write_dataset(rows(0, 0).select(sink_cols), str(wh / "sink.lance"))
+    # edits: what DELETE and UPDATE change
+    edits = rows(0, 1000).select(sink_cols)
+    lance.write_dataset(edits, str(wh / "edits.lance"), max_rows_per_file=400)
+    er = edits.to_pylist()
+    expected["edits"] = {
+        "count": len(er),
+        "deleted_c1_qty_lt_500": sum(1 for r in er if r["category"] == "c1" and r["qty"] < 500),
+        "updated_id_lt_50": sum(1 for r in er if r["id"] < 50 and not (r["category"] == "c1" and r["qty"] < 500)),
+    }
     lt500 = [r for r in all_rows if r["id"] < 500]
     expected["insert_lt_500"] = {"count": len(lt500), "sum_id": sum(r["id"] for r in lt500),
                                  "sum_price": str(sum((r["price"] for r in lt500), decimal.Decimal("0.00"))),

@@ -107,7 +107,8 @@ final class FilterTranslator {
     return any.size() == 1 ? any.get(0) : "(" + String.join(" OR ", any) + ")";
   }
 
-  private static String literal(Type type, Object value) {
+  /** Lance SQL for a value of `type` (null when the type or value does not translate exactly). */
+  static String literal(Type type, Object value) {
     if (type instanceof BooleanType) return ((Boolean) value) ? "true" : "false";
     if (type instanceof BigintType || type instanceof IntegerType || type instanceof SmallintType
         || type instanceof TinyintType) {

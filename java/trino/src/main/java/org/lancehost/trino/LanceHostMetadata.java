@@ -7,6 +7,7 @@ import io.trino.spi.connector.AggregationApplicationResult;
 import io.trino.spi.connector.Assignment;
 import io.trino.spi.connector.ColumnHandle;
 import io.trino.spi.expression.Call;
+import io.trino.spi.expression.Constant;
 import io.trino.spi.expression.ConnectorExpression;
 import io.trino.spi.expression.StandardFunctions;
 import io.trino.spi.expression.Variable;
@@ -22,6 +23,7 @@ import io.trino.spi.connector.ConnectorInsertTableHandle;
 import io.trino.spi.connector.ConnectorMetadata;
 import io.trino.spi.connector.ConnectorOutputMetadata;
 import io.trino.spi.connector.RetryMode;
+import io.trino.spi.connector.RowChangeParadigm;
 import io.trino.spi.statistics.ComputedStatistics;
 import java.util.Collection;
 import org.lancehost.Write;
@@ -59,6 +61,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.lancehost.Dataset;
 import org.lancehost.LanceException;
@@ -87,12 +90,12 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (ns.isEmpty()) return null;
     Optional<String> table = tables.tableName(ns.get(), name.getTableName());
     if (table.isEmpty()) return null;
-    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null, null);
+    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null, null, null);
     long version;
     try (Dataset ds = endVersion.isPresent() ? openVersion(session, base, endVersion.get()) : tables.open(base, 0)) {
       version = ds.version();
     }
-    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null, null);
+    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null, null, null);
   }
 
   /** The table at the version `FOR VERSION AS OF` or `FOR TIMESTAMP AS OF` names. */
@@ -351,6 +354,65 @@ final class LanceHostMetadata implements ConnectorMetadata {
       return new LanceHostColumnHandle(c.name(), BigintType.BIGINT);
     }
     return null;
+  }
+
+  /**
+   * The row identity of Trino's DELETE and UPDATE plans. Only the ones whose predicate is pushed
+   * whole run (applyDelete / applyUpdate: the library deletes or updates by the predicate);
+   * row-level merges through this column are not taken yet, so Trino refuses the others when it
+   * asks to begin a merge.
+   */
+  @Override
+  public ColumnHandle getMergeRowIdColumnHandle(ConnectorSession session, ConnectorTableHandle tableHandle) {
+    return new LanceHostColumnHandle("_rowaddr", BigintType.BIGINT);
+  }
+
+  @Override
+  public RowChangeParadigm getRowChangeParadigm(ConnectorSession session, ConnectorTableHandle tableHandle) {
+    return RowChangeParadigm.CHANGE_ONLY_UPDATED_COLUMNS;
+  }
+
+  @Override
+  public Optional<ConnectorTableHandle> applyDelete(ConnectorSession session, ConnectorTableHandle handle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    // only a DELETE whose whole WHERE was pushed (Trino asks only then) and nothing else
+    if (t.limit() >= 0 || t.orderBy() != null || t.aggregation() != null) return Optional.empty();
+    return Optional.of(t);
+  }
+
+  @Override
+  public OptionalLong executeDelete(ConnectorSession session, ConnectorTableHandle handle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    try (Dataset ds = tables.open(t, t.version())) {
+      // one new version planned at the query's version; concurrent appends are rebased over
+      long[] r = ds.delete(t.filter() == null ? "true" : t.filter());
+      return OptionalLong.of(r[1]);
+    }
+  }
+
+  @Override
+  public Optional<ConnectorTableHandle> applyUpdate(ConnectorSession session, ConnectorTableHandle handle,
+      Map<ColumnHandle, Constant> assignments) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (t.limit() >= 0 || t.orderBy() != null || t.aggregation() != null || t.update() != null) return Optional.empty();
+    Map<String, String> set = new LinkedHashMap<>();
+    for (Map.Entry<ColumnHandle, Constant> e : assignments.entrySet()) {
+      LanceHostColumnHandle c = (LanceHostColumnHandle) e.getKey();
+      Object value = e.getValue().getValue();
+      String sql = value == null ? "NULL" : FilterTranslator.literal(c.type(), value);
+      if (sql == null || !FilterTranslator.ordersAsTrino(c.type())) return Optional.empty();
+      set.put(c.name(), sql);
+    }
+    return Optional.of(t.withUpdate(set));
+  }
+
+  @Override
+  public OptionalLong executeUpdate(ConnectorSession session, ConnectorTableHandle handle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    try (Dataset ds = tables.open(t, t.version())) {
+      Write.Result r = ds.update(t.update(), t.filter(), "trino:" + session.getQueryId());
+      return OptionalLong.of(r.rowsUpdated);
+    }
   }
 
   @Override

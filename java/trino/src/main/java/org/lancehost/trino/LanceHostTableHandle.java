@@ -15,33 +15,41 @@ import java.util.List;
  * @param limit rows each split returns at most (-1 = no limit); Trino still applies its own
  * @param orderBy Lance sort keys each split's scan sorts by before its limit (a top-n; null = none)
  * @param aggregation an aggregation the library computes over the whole version (null = rows)
+ * @param update an UPDATE's assignments: column to Lance SQL literal (null = none)
  */
 public record LanceHostTableHandle(String schema, List<String> namespace, String table, long version, String filter,
-    long limit, String orderBy, LanceHostAggregation aggregation) implements ConnectorTableHandle {
+    long limit, String orderBy, LanceHostAggregation aggregation, java.util.Map<String, String> update)
+    implements ConnectorTableHandle {
   /** A copy with `filter` as its filter. */
   LanceHostTableHandle withFilter(String f) {
-    return new LanceHostTableHandle(schema, namespace, table, version, f, limit, orderBy, aggregation);
+    return new LanceHostTableHandle(schema, namespace, table, version, f, limit, orderBy, aggregation, update);
   }
 
   /** A copy with `n` as its limit. */
   LanceHostTableHandle withLimit(long n) {
-    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, orderBy, aggregation);
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, orderBy, aggregation, update);
   }
 
   /** A copy whose splits each return their top `n` rows by `keys`. */
   LanceHostTableHandle withTopN(String keys, long n) {
-    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, keys, aggregation);
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, n, keys, aggregation, update);
   }
 
   /** A copy that computes `a` instead of returning rows. */
   LanceHostTableHandle withAggregation(LanceHostAggregation a) {
-    return new LanceHostTableHandle(schema, namespace, table, version, filter, limit, orderBy, a);
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, limit, orderBy, a, update);
+  }
+
+  /** A copy that sets `set` (column to Lance SQL literal) in the rows it selects. */
+  LanceHostTableHandle withUpdate(java.util.Map<String, String> set) {
+    return new LanceHostTableHandle(schema, namespace, table, version, filter, limit, orderBy, aggregation, set);
   }
 
   @Override
   public String toString() {
     return "lance_host:" + schema + "." + table + "@v" + version + (filter == null ? "" : " lance_filter=[" + filter + "]")
         + (orderBy == null ? "" : " lance_order=[" + orderBy + "]") + (limit < 0 ? "" : " lance_limit=" + limit)
-        + (aggregation == null ? "" : " lance_aggregate=[" + aggregation + "]");
+        + (aggregation == null ? "" : " lance_aggregate=[" + aggregation + "]")
+        + (update == null ? "" : " lance_update=" + update);
   }
 }
