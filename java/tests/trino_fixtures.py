@@ -112,6 +112,9 @@ def main(root: Path) -> None:
     for g in agg2.values():
         g["max_price"], g["min_day"] = str(g["max_price"]), str(g["min_day"])
     c2 = [r for r in all_rows if r["category"] == "c2"]
+    # the exact nearest rows (no index) to a query vector, as pylance finds them
+    query = [100.3, 100.4, 100.2, 100.6]
+    nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 7, "use_index": False}, columns=["id"])
     v2_time = versions[1]["timestamp"]
     expected = {
         "count": ds.count_rows(),
@@ -122,6 +125,9 @@ def main(root: Path) -> None:
         # time may be a microsecond off), in UTC
         "v2_after_utc": utc(v2_time, 0.005),
         "v2_before_utc": utc(v2_time, -0.005),
+        "nn_query": query,
+        "nn_ids": nn["id"].to_pylist(),
+        "nn_distances": [float(x) for x in nn["_distance"].to_pylist()],
         "groups": groups,
         "groups2": agg2,
         "c2": {"count": len(c2), "sum_qty": sum(r["qty"] for r in c2), "min_day": str(min(r["day"] for r in c2)),

@@ -49,6 +49,11 @@ final class LanceHostConnector implements Connector {
   }
 
   @Override
+  public java.util.Set<io.trino.spi.function.table.ConnectorTableFunction> getTableFunctions() {
+    return java.util.Set.of(new VectorSearchFunction(metadata));
+  }
+
+  @Override
   public ConnectorPageSinkProvider getPageSinkProvider() {
     return sinks;
   }

@@ -39,7 +39,9 @@ import io.trino.spi.connector.ProjectionApplicationResult;
 import io.trino.spi.connector.SchemaTableName;
 import io.trino.spi.connector.SchemaTablePrefix;
 import io.trino.spi.connector.SortItem;
+import io.trino.spi.connector.TableFunctionApplicationResult;
 import io.trino.spi.connector.TopNApplicationResult;
+import io.trino.spi.function.table.ConnectorTableFunctionHandle;
 import io.trino.spi.connector.TableColumnsMetadata;
 import io.trino.spi.statistics.Estimate;
 import io.trino.spi.statistics.TableStatistics;
@@ -90,12 +92,12 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (ns.isEmpty()) return null;
     Optional<String> table = tables.tableName(ns.get(), name.getTableName());
     if (table.isEmpty()) return null;
-    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null, null, null);
+    LanceHostTableHandle base = new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), 0, null, -1, null, null, null, null);
     long version;
     try (Dataset ds = endVersion.isPresent() ? openVersion(session, base, endVersion.get()) : tables.open(base, 0)) {
       version = ds.version();
     }
-    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null, null, null);
+    return new LanceHostTableHandle(name.getSchemaName(), ns.get(), table.get(), version, null, -1, null, null, null, null);
   }
 
   /** The table at the version `FOR VERSION AS OF` or `FOR TIMESTAMP AS OF` names. */
@@ -223,7 +225,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<ConstraintApplicationResult<ConnectorTableHandle>> applyFilter(ConnectorSession session,
       ConnectorTableHandle handle, Constraint constraint) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.aggregation() != null) return Optional.empty(); // the rows are aggregates now
+    if (!t.plainRows()) return Optional.empty(); // aggregates or search results, not the table's rows
     FilterTranslator.Result r = FilterTranslator.translate(constraint.getSummary());
     if (r.sql() == null) return Optional.empty();
     String combined = t.filter() == null ? r.sql() : t.filter() + " AND " + r.sql();
@@ -241,7 +243,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<TopNApplicationResult<ConnectorTableHandle>> applyTopN(ConnectorSession session,
       ConnectorTableHandle handle, long topNCount, List<SortItem> sortItems, Map<String, ColumnHandle> assignments) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.orderBy() != null || t.limit() >= 0 || t.aggregation() != null) return Optional.empty();
+    if (t.orderBy() != null || t.limit() >= 0 || !t.plainRows()) return Optional.empty();
     List<String> keys = new ArrayList<>();
     for (SortItem item : sortItems) {
       LanceHostColumnHandle c = (LanceHostColumnHandle) assignments.get(item.getName());
@@ -258,7 +260,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<ProjectionApplicationResult<ConnectorTableHandle>> applyProjection(ConnectorSession session,
       ConnectorTableHandle handle, List<ConnectorExpression> projections, Map<String, ColumnHandle> assignments) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.aggregation() != null) return Optional.empty();
+    if (!t.plainRows()) return Optional.empty();
     // integer columns widened to bigint (how Trino sums them) are read as bigint by the scan,
     // so that an aggregate over them can be pushed; other projections stay Trino's
     boolean widened = false;
@@ -286,7 +288,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
       ConnectorTableHandle handle, List<AggregateFunction> aggregates, Map<String, ColumnHandle> assignments,
       List<List<ColumnHandle>> groupingSets) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.aggregation() != null || t.limit() >= 0 || t.orderBy() != null || groupingSets.size() != 1) {
+    if (!t.plainRows() || t.limit() >= 0 || t.orderBy() != null || groupingSets.size() != 1) {
       return Optional.empty();
     }
     List<String> groupBy = new ArrayList<>();
@@ -376,7 +378,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<ConnectorTableHandle> applyDelete(ConnectorSession session, ConnectorTableHandle handle) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
     // only a DELETE whose whole WHERE was pushed (Trino asks only then) and nothing else
-    if (t.limit() >= 0 || t.orderBy() != null || t.aggregation() != null) return Optional.empty();
+    if (t.limit() >= 0 || t.orderBy() != null || !t.plainRows()) return Optional.empty();
     return Optional.of(t);
   }
 
@@ -394,7 +396,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public Optional<ConnectorTableHandle> applyUpdate(ConnectorSession session, ConnectorTableHandle handle,
       Map<ColumnHandle, Constant> assignments) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (t.limit() >= 0 || t.orderBy() != null || t.aggregation() != null || t.update() != null) return Optional.empty();
+    if (t.limit() >= 0 || t.orderBy() != null || !t.plainRows() || t.update() != null) return Optional.empty();
     Map<String, String> set = new LinkedHashMap<>();
     for (Map.Entry<ColumnHandle, Constant> e : assignments.entrySet()) {
       LanceHostColumnHandle c = (LanceHostColumnHandle) e.getKey();
@@ -413,6 +415,14 @@ final class LanceHostMetadata implements ConnectorMetadata {
       Write.Result r = ds.update(t.update(), t.filter(), "trino:" + session.getQueryId());
       return OptionalLong.of(r.rowsUpdated);
     }
+  }
+
+  @Override
+  public Optional<TableFunctionApplicationResult<ConnectorTableHandle>> applyTableFunction(ConnectorSession session,
+      ConnectorTableFunctionHandle handle) {
+    if (!(handle instanceof LanceHostSearchFunctionHandle s)) return Optional.empty();
+    return Optional.of(new TableFunctionApplicationResult<>(s.table().withSearch(s.search()),
+        new ArrayList<>(s.columns())));
   }
 
   @Override
@@ -458,7 +468,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
     if (t.limit() >= 0 && t.limit() <= limit) return Optional.empty();
     if (t.orderBy() != null) return Optional.empty(); // a top-n already caps each split
-    if (t.aggregation() != null) return Optional.empty(); // one row per group, all of them needed
+    if (!t.plainRows()) return Optional.empty(); // one row per group or result, all of them needed
     // each split returns at most `limit` rows (after the pushed filter); Trino limits the total
     return Optional.of(new LimitApplicationResult<>(t.withLimit(limit), false, false));
   }

@@ -19,6 +19,7 @@ import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.IoStats;
 import org.lancehost.ScanOptions;
+import org.lancehost.VectorQuery;
 
 /**
  * One split read as Trino pages: the library's Arrow stream of the split (the table handle's
@@ -80,6 +81,37 @@ final class LanceHostPageSource implements ConnectorPageSource {
     try {
       this.stream = dataset.aggregate(spec, allocator);
     } catch (RuntimeException e) {
+      dataset.close();
+      throw e;
+    }
+  }
+
+  /** The exact top k of a nearest-neighbour search over the whole version. */
+  LanceHostPageSource(Dataset dataset, List<LanceHostColumnHandle> columns, LanceHostSearch search,
+      BufferAllocator allocator) {
+    this.dataset = dataset;
+    this.columns = columns;
+    this.split = null;
+    this.filter = null;
+    this.limit = -1;
+    this.orderBy = null;
+    this.allocator = allocator;
+    this.dynamicFilter = DynamicFilter.EMPTY;
+    this.waitUntilNanos = 0;
+    this.started = true;
+    List<ArrowStream> parts = new ArrayList<>();
+    try {
+      List<String> names = new ArrayList<>();
+      for (LanceHostColumnHandle c : columns) {
+        if (!c.name().equals("_distance")) names.add(c.name());
+      }
+      VectorQuery q = VectorQuery.of(search.column(), search.query(), search.k()).columns(names);
+      for (byte[] split : dataset.planVectorSearch(search.column(), VectorQuery.METRIC_DEFAULT, true, 0).splits()) {
+        parts.add(dataset.search(split, q, allocator));
+      }
+      this.stream = Dataset.mergeTopK(parts, search.k(), 0, allocator);
+    } catch (RuntimeException e) {
+      for (ArrowStream s : parts) s.close();
       dataset.close();
       throw e;
     }

@@ -38,6 +38,9 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider {
     for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
     // the worker's own storage options (its catalog's describe), never the planner's
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
+    if (t.search() != null) {
+      return new LanceHostPageSource(ds, cols, t.search(), allocator);
+    }
     if (t.aggregation() != null) {
       return new LanceHostPageSource(ds, cols, t.aggregation().spec(t.filter()), allocator);
     }

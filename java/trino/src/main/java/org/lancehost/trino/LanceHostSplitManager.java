@@ -35,8 +35,8 @@ final class LanceHostSplitManager implements ConnectorSplitManager {
     List<ConnectorSplit> out = new ArrayList<>();
     try (Dataset ds = tables.open(t, t.version())) {
       byte[] token = ds.snapshot();
-      if (t.aggregation() != null) {
-        // the library computes the final aggregate over the whole version (in parallel inside)
+      if (t.aggregation() != null || t.search() != null) {
+        // the library computes the final aggregate or top k over the whole version (in parallel inside)
         return new FixedSplitSource(List.of(new LanceHostSplit(token, new byte[0], ds.countRows())));
       }
       for (byte[] split : (splitRows > 0 ? ds.planScanSlices(splitRows) : ds.planScan(0)).splits()) {

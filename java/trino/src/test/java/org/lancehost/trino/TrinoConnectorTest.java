@@ -390,6 +390,33 @@ class TrinoConnectorTest {
   }
 
   @Test
+  void vectorSearchTableFunctionEqualsPylance() {
+    List<String> q = new ArrayList<>();
+    expected.get("nn_query").forEach(x -> q.add("REAL '" + x.asDouble() + "'"));
+    String sql = "SELECT id, _distance, category FROM TABLE(lance.system.vector_search(table_name => 'items', "
+        + "column_name => 'vec', query_vector => ARRAY[" + String.join(", ", q) + "], k => 7)) ORDER BY _distance, id";
+    MaterializedResult r = q(sql);
+    List<Long> ids = new ArrayList<>();
+    for (MaterializedRow row : r.getMaterializedRows()) ids.add((Long) row.getField(0));
+    assertEquals(expectedIds("nn_ids").stream().sorted().toList(), ids.stream().sorted().toList());
+    for (int i = 0; i < r.getRowCount(); i++) {
+      assertEquals(expected.get("nn_distances").get(i).asDouble(), ((Float) r.getMaterializedRows().get(i).getField(1)), 1e-3);
+      assertEquals("c" + (ids.get(i) % 5), r.getMaterializedRows().get(i).getField(2));
+    }
+    assertTrue(explain(sql).contains("lance_search=[nearest 7 by vec]"), explain(sql));
+    // a filter over the results stays Trino's (a search's results are not the table's rows)
+    assertEquals(ids.stream().filter(id -> id % 2 == 0).count(), q("SELECT count(*) FROM TABLE(lance.system.vector_search("
+        + "table_name => 'items', column_name => 'vec', query_vector => ARRAY[" + String.join(", ", q) + "], k => 7)) WHERE id % 2 = 0")
+        .getOnlyValue());
+    RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.vector_search("
+        + "table_name => 'items', column_name => 'nope', query_vector => ARRAY[REAL '1'], k => 3))"));
+    assertTrue(e.getMessage().contains("no column 'nope'"), e.getMessage());
+    RuntimeException dim = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.vector_search("
+        + "table_name => 'items', column_name => 'vec', query_vector => ARRAY[REAL '1'], k => 3))"));
+    assertTrue(dim.getMessage().toLowerCase().contains("dimension"), dim.getMessage());
+  }
+
+  @Test
   void theReadmeCatalogFileWorksAsWritten() throws Exception {
     String readme = java.nio.file.Files.readString(Path.of(System.getProperty("lancehost.test.root"), "README.md"));
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?ms)^```properties\\n(.*?)^```$").matcher(readme);
