@@ -65,9 +65,9 @@ final class LanceHostPageSource implements ConnectorPageSource {
     this.waitUntilNanos = System.nanoTime() + dynamicFilterWaitMillis * 1_000_000L;
   }
 
-  /** The final aggregates of the whole version (`spec`), as pages of the output columns. */
-  LanceHostPageSource(Dataset dataset, List<LanceHostColumnHandle> columns, AggregateSpec spec,
-      BufferAllocator allocator) {
+  /** A source of one stream the library computes over the whole version (an aggregate, a search). */
+  private LanceHostPageSource(Dataset dataset, List<LanceHostColumnHandle> columns, BufferAllocator allocator,
+      java.util.function.Function<Dataset, ArrowStream> open) {
     this.dataset = dataset;
     this.columns = columns;
     this.split = null;
@@ -79,42 +79,39 @@ final class LanceHostPageSource implements ConnectorPageSource {
     this.waitUntilNanos = 0;
     this.started = true;
     try {
-      this.stream = dataset.aggregate(spec, allocator);
+      this.stream = open.apply(dataset);
     } catch (RuntimeException e) {
       dataset.close();
       throw e;
     }
   }
 
-  /** The exact top k of a nearest-neighbour search over the whole version. */
-  LanceHostPageSource(Dataset dataset, List<LanceHostColumnHandle> columns, LanceHostSearch search,
+  /** The final aggregates of the whole version (`spec`), as pages of the output columns. */
+  static LanceHostPageSource aggregate(Dataset dataset, List<LanceHostColumnHandle> columns, AggregateSpec spec,
       BufferAllocator allocator) {
-    this.dataset = dataset;
-    this.columns = columns;
-    this.split = null;
-    this.filter = null;
-    this.limit = -1;
-    this.orderBy = null;
-    this.allocator = allocator;
-    this.dynamicFilter = DynamicFilter.EMPTY;
-    this.waitUntilNanos = 0;
-    this.started = true;
-    List<ArrowStream> parts = new ArrayList<>();
-    try {
+    return new LanceHostPageSource(dataset, columns, allocator, d -> d.aggregate(spec, allocator));
+  }
+
+  /** The exact top k of a nearest-neighbour search over the whole version. */
+  static LanceHostPageSource search(Dataset dataset, List<LanceHostColumnHandle> columns, LanceHostSearch search,
+      BufferAllocator allocator) {
+    return new LanceHostPageSource(dataset, columns, allocator, d -> {
       List<String> names = new ArrayList<>();
       for (LanceHostColumnHandle c : columns) {
         if (!c.name().equals("_distance")) names.add(c.name());
       }
       VectorQuery q = VectorQuery.of(search.column(), search.query(), search.k()).columns(names);
-      for (byte[] split : dataset.planVectorSearch(search.column(), VectorQuery.METRIC_DEFAULT, true, 0).splits()) {
-        parts.add(dataset.search(split, q, allocator));
+      List<ArrowStream> parts = new ArrayList<>();
+      try {
+        for (byte[] split : d.planVectorSearch(search.column(), VectorQuery.METRIC_DEFAULT, true, 0).splits()) {
+          parts.add(d.search(split, q, allocator));
+        }
+        return Dataset.mergeTopK(parts, search.k(), 0, allocator);
+      } catch (RuntimeException e) {
+        for (ArrowStream s : parts) s.close();
+        throw e;
       }
-      this.stream = Dataset.mergeTopK(parts, search.k(), 0, allocator);
-    } catch (RuntimeException e) {
-      for (ArrowStream s : parts) s.close();
-      dataset.close();
-      throw e;
-    }
+    });
   }
 
   /** The dynamic filter a join's build side is still collecting, while it is worth waiting. */

@@ -39,10 +39,10 @@ final class LanceHostPageSourceProvider implements ConnectorPageSourceProvider {
     // the worker's own storage options (its catalog's describe), never the planner's
     Dataset ds = Dataset.fromSnapshot(s.token(), tables.storageOptions(t));
     if (t.search() != null) {
-      return new LanceHostPageSource(ds, cols, t.search(), allocator);
+      return LanceHostPageSource.search(ds, cols, t.search(), allocator);
     }
     if (t.aggregation() != null) {
-      return new LanceHostPageSource(ds, cols, t.aggregation().spec(t.filter()), allocator);
+      return LanceHostPageSource.aggregate(ds, cols, t.aggregation().spec(t.filter()), allocator);
     }
     return new LanceHostPageSource(ds, s.split(), cols, t.filter(), t.limit(), t.orderBy(), allocator,
         dynamicFilter, dynamicFilterWaitMillis);

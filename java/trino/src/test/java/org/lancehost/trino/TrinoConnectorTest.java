@@ -296,20 +296,25 @@ class TrinoConnectorTest {
     assertEquals(want.size(), probeInput, "the probe side's scans read only the joining rows:\n" + analyzed);
   }
 
-  /** pylance's view of the sink table: version, rows, sum(id), sum(price), null names. */
-  private JsonNode pylanceSink() throws Exception {
-    Path table = Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse", "sink.lance");
-    String code = "import json, sys, lance\n"
+  /** What `expression` (Python, over the table's rows `t` and dataset `ds`) is, as pylance reads `table`. */
+  private JsonNode pylance(String table, String expression) throws Exception {
+    Path path = Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse", table + ".lance");
+    String code = "import decimal, json, sys, lance\n"
         + "ds = lance.dataset(sys.argv[1]); t = ds.to_table().to_pylist()\n"
-        + "print(json.dumps({'version': ds.version, 'count': len(t), 'sum_id': sum(r['id'] for r in t),"
-        + " 'sum_price': str(sum((r['price'] for r in t), __import__('decimal').Decimal('0.00'))),"
-        + " 'names_null': sum(1 for r in t if r['name'] is None),"
-        + " 'vec_100041': [r['vec'] for r in t if r['id'] == 100041]}))\n";
-    Process p = new ProcessBuilder(System.getProperty("lancehost.test.python", "python3"), "-c", code, table.toString())
+        + "print(json.dumps(" + expression + "))\n";
+    Process p = new ProcessBuilder(System.getProperty("lancehost.test.python", "python3"), "-c", code, path.toString())
         .redirectErrorStream(true).start();
     String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), out);
     return new ObjectMapper().readTree(out.substring(out.indexOf('{')));
+  }
+
+  /** pylance's view of the sink table: version, rows, sum(id), sum(price), null names. */
+  private JsonNode pylanceSink() throws Exception {
+    return pylance("sink", "{'version': ds.version, 'count': len(t), 'sum_id': sum(r['id'] for r in t),"
+        + " 'sum_price': str(sum((r['price'] for r in t), decimal.Decimal('0.00'))),"
+        + " 'names_null': sum(1 for r in t if r['name'] is None),"
+        + " 'vec_100041': [r['vec'] for r in t if r['id'] == 100041]}");
   }
 
   @Test
@@ -350,17 +355,9 @@ class TrinoConnectorTest {
 
   /** pylance's view of the edits table: version, rows, and the rows named 'renamed'. */
   private JsonNode pylanceEdits() throws Exception {
-    Path table = Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse", "edits.lance");
-    String code = "import json, sys, lance\n"
-        + "ds = lance.dataset(sys.argv[1]); t = ds.to_table().to_pylist()\n"
-        + "print(json.dumps({'version': ds.version, 'count': len(t),"
+    return pylance("edits", "{'version': ds.version, 'count': len(t),"
         + " 'deleted_left': sum(1 for r in t if r['category'] == 'c1' and r['qty'] < 500),"
-        + " 'renamed': sorted(r['id'] for r in t if r['name'] == 'renamed' and r['qty'] == 7)}))\n";
-    Process p = new ProcessBuilder(System.getProperty("lancehost.test.python", "python3"), "-c", code, table.toString())
-        .redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-    assertEquals(0, p.waitFor(), out);
-    return new ObjectMapper().readTree(out.substring(out.indexOf('{')));
+        + " 'renamed': sorted(r['id'] for r in t if r['name'] == 'renamed' and r['qty'] == 7)}");
   }
 
   @Test
