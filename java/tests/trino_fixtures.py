@@ -2,7 +2,7 @@
 
     python3 java/tests/trino_fixtures.py <dir>
 
-Writes the directory warehouse <dir>/warehouse (tables `items`, `empty`, `sink`, `edits`) and
+Writes the directory warehouse <dir>/warehouse (tables `items`, `empty`, `sink`, `edits`, `docs`) and
 <dir>/expected.json: what pylance reads from them. The tests compare Trino's answers through
 lance-host with these; nothing in them is typed in by hand.
 """
@@ -165,6 +165,26 @@ def main(root: Path) -> None:
         "count": len(er),
         "deleted_c1_qty_lt_500": sum(1 for r in er if r["category"] == "c1" and r["qty"] < 500),
         "updated_id_lt_50": sum(1 for r in er if r["id"] < 50 and not (r["category"] == "c1" and r["qty"] < 500)),
+    }
+    # docs: a text column with an INVERTED index, and rows appended after it (not indexed)
+    words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "ember"]
+
+    def docs(start, n):
+        ids_ = list(range(start, start + n))
+        text_ = [" ".join(words[(i * k + 3) % 8] for k in range(1, 5)) + (" zebra" if i % 97 == 0 else "")
+                 for i in ids_]
+        return pa.table({"id": pa.array(ids_, pa.int64()), "doc": pa.array(text_, pa.string())})
+
+    duri = str(wh / "docs.lance")
+    lance.write_dataset(docs(0, 3000), duri, max_rows_per_file=1000)
+    lance.dataset(duri).create_scalar_index("doc", "INVERTED")
+    lance.write_dataset(docs(3000, 500), duri, mode="append")
+    dds = lance.dataset(duri)
+    zebra = dds.to_table(full_text_query="zebra", columns=["id"], limit=1000)
+    expected["docs"] = {
+        "zebra_ids": sorted(zebra["id"].to_pylist()),
+        "zebra_scores": sorted(float(x) for x in zebra["_score"].to_pylist()),
+        "zebra_count_by_scan": sum(1 for d in dds.to_table(columns=["doc"])["doc"].to_pylist() if "zebra" in d.split()),
     }
     lt500 = [r for r in all_rows if r["id"] < 500]
     expected["insert_lt_500"] = {"count": len(lt500), "sum_id": sum(r["id"] for r in lt500),

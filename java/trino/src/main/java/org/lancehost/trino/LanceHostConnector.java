@@ -50,7 +50,7 @@ final class LanceHostConnector implements Connector {
 
   @Override
   public java.util.Set<io.trino.spi.function.table.ConnectorTableFunction> getTableFunctions() {
-    return java.util.Set.of(new VectorSearchFunction(metadata));
+    return java.util.Set.of(new VectorSearchFunction(metadata), new TextSearchFunction(metadata));
   }
 
   @Override

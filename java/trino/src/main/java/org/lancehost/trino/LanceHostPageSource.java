@@ -19,6 +19,7 @@ import org.lancehost.ArrowStream;
 import org.lancehost.Dataset;
 import org.lancehost.IoStats;
 import org.lancehost.ScanOptions;
+import org.lancehost.TextQuery;
 import org.lancehost.VectorQuery;
 
 /**
@@ -92,17 +93,25 @@ final class LanceHostPageSource implements ConnectorPageSource {
     return new LanceHostPageSource(dataset, columns, allocator, d -> d.aggregate(spec, allocator));
   }
 
-  /** The exact top k of a nearest-neighbour search over the whole version. */
+  /** The top k of a vector or full-text search over the whole version. */
   static LanceHostPageSource search(Dataset dataset, List<LanceHostColumnHandle> columns, LanceHostSearch search,
       BufferAllocator allocator) {
     return new LanceHostPageSource(dataset, columns, allocator, d -> {
       List<String> names = new ArrayList<>();
       for (LanceHostColumnHandle c : columns) {
-        if (!c.name().equals("_distance")) names.add(c.name());
+        if (!c.name().equals("_distance") && !c.name().equals("_score")) names.add(c.name());
       }
-      VectorQuery q = VectorQuery.of(search.column(), search.query(), search.k()).columns(names);
       List<ArrowStream> parts = new ArrayList<>();
       try {
+        if (search.text() != null) {
+          TextQuery q = TextQuery.of(search.column(), search.text(), search.k()).columns(names);
+          byte[] statistics = d.textStatistics(q);
+          for (byte[] split : d.planTextSearch(search.column(), 0).splits()) {
+            parts.add(d.searchText(split, q, statistics, allocator));
+          }
+          return Dataset.mergeText(parts, search.k(), 0, allocator);
+        }
+        VectorQuery q = VectorQuery.of(search.column(), search.query(), search.k()).columns(names);
         for (byte[] split : d.planVectorSearch(search.column(), VectorQuery.METRIC_DEFAULT, true, 0).splits()) {
           parts.add(d.search(split, q, allocator));
         }

@@ -3,27 +3,30 @@ package org.lancehost.trino;
 import java.util.Arrays;
 
 /**
- * A nearest-neighbour search the library runs over the whole pinned version: every split of
- * the search plan (one per index segment, flat splits for unindexed rows), merged into the
- * exact global top `k`.
+ * A search the library runs over the whole pinned version: a nearest-neighbour search (`query`)
+ * or a full-text search (`text`), every split of its plan (one per index segment, flat splits
+ * for unindexed rows) merged into the global top `k` (full text: scored with the version's
+ * corpus statistics, shipped to every split).
  *
- * @param column the vector column as the table spells it
- * @param query the query vector
+ * @param column the vector or text column as the table spells it
+ * @param query the query vector (null for a full-text search)
+ * @param text the query text (null for a vector search)
  * @param k how many rows
  */
-public record LanceHostSearch(String column, float[] query, long k) {
+public record LanceHostSearch(String column, float[] query, String text, long k) {
   @Override
   public boolean equals(Object o) {
-    return o instanceof LanceHostSearch s && s.column.equals(column) && Arrays.equals(s.query, query) && s.k == k;
+    return o instanceof LanceHostSearch s && s.column.equals(column) && Arrays.equals(s.query, query)
+        && java.util.Objects.equals(s.text, text) && s.k == k;
   }
 
   @Override
   public int hashCode() {
-    return column.hashCode() * 31 + Arrays.hashCode(query) * 7 + Long.hashCode(k);
+    return column.hashCode() * 31 + Arrays.hashCode(query) * 7 + java.util.Objects.hashCode(text) + Long.hashCode(k);
   }
 
   @Override
   public String toString() {
-    return "nearest " + k + " by " + column;
+    return text == null ? "nearest " + k + " by " + column : "best " + k + " by " + column + " matching " + text;
   }
 }

@@ -48,9 +48,9 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
     this.metadata = metadata;
   }
 
-  private static Object value(Map<String, Argument> args, String name) {
+  static Object value(Map<String, Argument> args, String name) {
     Object v = ((ScalarArgument) args.get(name)).getValue();
-    if (v == null) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "vector_search: " + name + " is NULL");
+    if (v == null) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "search: " + name + " is NULL");
     return v;
   }
 
@@ -68,32 +68,44 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
       if (q.isNull(i)) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "vector_search: the query has a NULL");
       query[i] = RealType.REAL.getFloat(q, i);
     }
+    LanceHostSearch search = new LanceHostSearch(column, query, null, k);
+    return analysis(metadata, session, schema, table, search, "_distance");
+  }
+
+  /**
+   * The analysis of a search of `table`'s `search.column()`: the table pinned, its mapped
+   * columns and `result` (the score column, real) returned.
+   */
+  static TableFunctionAnalysis analysis(LanceHostMetadata metadata, ConnectorSession session, String schema,
+      String table, LanceHostSearch search, String result) {
+    String fn = result.equals("_distance") ? "vector_search" : "text_search";
     ConnectorTableHandle h = metadata.getTableHandle(session, new SchemaTableName(schema, table), Optional.empty(), Optional.empty());
     if (h == null) {
-      throw new TrinoException(StandardErrorCode.TABLE_NOT_FOUND, "vector_search: no table '" + schema + "." + table + "'");
+      throw new TrinoException(StandardErrorCode.TABLE_NOT_FOUND, fn + ": no table '" + schema + "." + table + "'");
     }
     LanceHostTableHandle t = (LanceHostTableHandle) h;
     List<LanceHostColumnHandle> columns = new ArrayList<>();
-    String vectorColumn = null;
+    String searched = null;
     for (var c : metadata.getColumnHandles(session, t).values()) {
       LanceHostColumnHandle col = (LanceHostColumnHandle) c;
       columns.add(col);
-      if (col.name().equalsIgnoreCase(column)) vectorColumn = col.name();
+      if (col.name().equalsIgnoreCase(search.column())) searched = col.name();
     }
-    if (vectorColumn == null) {
-      throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "vector_search: table '" + table
-          + "' has no column '" + column + "'");
+    if (searched == null) {
+      throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, fn + ": table '" + table
+          + "' has no column '" + search.column() + "'");
     }
-    columns.add(new LanceHostColumnHandle("_distance", RealType.REAL));
+    columns.add(new LanceHostColumnHandle(result, RealType.REAL));
     List<String> names = new ArrayList<>();
     List<Type> types = new ArrayList<>();
     for (LanceHostColumnHandle c : columns) {
       names.add(c.name().toLowerCase(java.util.Locale.ROOT));
       types.add(c.type());
     }
+    LanceHostSearch resolved = new LanceHostSearch(searched, search.query(), search.text(), search.k());
     return TableFunctionAnalysis.builder()
         .returnedType(Descriptor.descriptor(names, types))
-        .handle(new LanceHostSearchFunctionHandle(t, new LanceHostSearch(vectorColumn, query, k), columns))
+        .handle(new LanceHostSearchFunctionHandle(t, resolved, columns))
         .build();
   }
 }

@@ -77,7 +77,7 @@ class TrinoConnectorTest {
   @Test
   void schemasTablesAndColumns() {
     assertTrue(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("default"));
-    assertTrue(q("SHOW TABLES").getOnlyColumnAsSet().containsAll(java.util.Set.of("items", "empty", "sink")));
+    assertTrue(q("SHOW TABLES").getOnlyColumnAsSet().containsAll(java.util.Set.of("items", "empty", "sink", "docs")));
     List<String> columns = q("SELECT column_name FROM information_schema.columns WHERE table_name = 'items' "
         + "ORDER BY ordinal_position").getOnlyColumn().map(Object::toString).collect(Collectors.toList());
     // the struct column is not mapped and so not shown
@@ -411,6 +411,34 @@ class TrinoConnectorTest {
     RuntimeException dim = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.vector_search("
         + "table_name => 'items', column_name => 'vec', query_vector => ARRAY[REAL '1'], k => 3))"));
     assertTrue(dim.getMessage().toLowerCase().contains("dimension"), dim.getMessage());
+  }
+
+  @Test
+  void textSearchTableFunctionEqualsPylance() {
+    JsonNode want = expected.get("docs");
+    // a word in 1 of 97 rows, indexed and appended after the index: every match, pylance's scores
+    MaterializedResult r = q("SELECT id, _score FROM TABLE(lance.system.text_search(table_name => 'docs', "
+        + "column_name => 'doc', query_text => 'zebra', k => 1000))");
+    List<Long> ids = new ArrayList<>();
+    List<Double> scores = new ArrayList<>();
+    for (MaterializedRow row : r.getMaterializedRows()) {
+      ids.add((Long) row.getField(0));
+      scores.add(((Float) row.getField(1)).doubleValue());
+    }
+    ids.sort(null);
+    scores.sort(null);
+    List<Long> wantIds = new ArrayList<>();
+    want.get("zebra_ids").forEach(n -> wantIds.add(n.asLong()));
+    assertEquals(wantIds, ids);
+    assertEquals(want.get("zebra_count_by_scan").asLong(), ids.size(), "every row holding the word");
+    for (int i = 0; i < scores.size(); i++) {
+      assertEquals(want.get("zebra_scores").get(i).asDouble(), scores.get(i), 1e-4);
+    }
+    assertEquals(3L, q("SELECT count(*) FROM TABLE(lance.system.text_search(table_name => 'docs', "
+        + "column_name => 'doc', query_text => 'zebra', k => 3))").getOnlyValue());
+    RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.text_search("
+        + "table_name => 'docs', column_name => 'doc', query_text => 'zebra', k => 0))"));
+    assertTrue(e.getMessage().contains("k must be positive"), e.getMessage());
   }
 
   @Test

@@ -1,0 +1,54 @@
+package org.lancehost.trino;
+
+import io.airlift.slice.Slice;
+import io.airlift.slice.Slices;
+import io.trino.spi.StandardErrorCode;
+import io.trino.spi.TrinoException;
+import io.trino.spi.connector.ConnectorAccessControl;
+import io.trino.spi.connector.ConnectorSession;
+import io.trino.spi.connector.ConnectorTransactionHandle;
+import io.trino.spi.function.table.AbstractConnectorTableFunction;
+import io.trino.spi.function.table.Argument;
+import io.trino.spi.function.table.ReturnTypeSpecification;
+import io.trino.spi.function.table.ScalarArgumentSpecification;
+import io.trino.spi.function.table.TableFunctionAnalysis;
+import io.trino.spi.type.BigintType;
+import io.trino.spi.type.VarcharType;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code TABLE(<catalog>.system.text_search(table_name => 'docs', column_name => 'doc',
+ * query_text => 'river stone', k => 10 [, schema_name => 'default']))}: the k rows of the table's
+ * latest version that best match the words (BM25 over the column's INVERTED index, any word
+ * matching), with every mapped column and {@code _score}. The library scores every index segment
+ * and the unindexed rows with the version's corpus statistics and merges them into the global top
+ * k (one Trino split; the searches run in parallel inside the library).
+ */
+final class TextSearchFunction extends AbstractConnectorTableFunction {
+  private final LanceHostMetadata metadata;
+
+  TextSearchFunction(LanceHostMetadata metadata) {
+    super("system", "text_search", List.of(
+        ScalarArgumentSpecification.builder().name("TABLE_NAME").type(VarcharType.VARCHAR).build(),
+        ScalarArgumentSpecification.builder().name("COLUMN_NAME").type(VarcharType.VARCHAR).build(),
+        ScalarArgumentSpecification.builder().name("QUERY_TEXT").type(VarcharType.VARCHAR).build(),
+        ScalarArgumentSpecification.builder().name("K").type(BigintType.BIGINT).defaultValue(10L).build(),
+        ScalarArgumentSpecification.builder().name("SCHEMA_NAME").type(VarcharType.VARCHAR)
+            .defaultValue(Slices.utf8Slice(Tables.DEFAULT_SCHEMA)).build()),
+        ReturnTypeSpecification.GenericTable.GENERIC_TABLE);
+    this.metadata = metadata;
+  }
+
+  @Override
+  public TableFunctionAnalysis analyze(ConnectorSession session, ConnectorTransactionHandle transaction,
+      Map<String, Argument> args, ConnectorAccessControl accessControl) {
+    String table = ((Slice) VectorSearchFunction.value(args, "TABLE_NAME")).toStringUtf8();
+    String column = ((Slice) VectorSearchFunction.value(args, "COLUMN_NAME")).toStringUtf8();
+    String text = ((Slice) VectorSearchFunction.value(args, "QUERY_TEXT")).toStringUtf8();
+    String schema = ((Slice) VectorSearchFunction.value(args, "SCHEMA_NAME")).toStringUtf8();
+    long k = (Long) VectorSearchFunction.value(args, "K");
+    if (k <= 0) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "text_search: k must be positive, got " + k);
+    return VectorSearchFunction.analysis(metadata, session, schema, table, new LanceHostSearch(column, null, text, k), "_score");
+  }
+}
