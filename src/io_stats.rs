@@ -221,12 +221,9 @@ impl CredentialSource {
     /// The credential reads are made with now; None once it has expired (no grant covers it).
     /// A refresh that fails (the namespace revoked the table's access) fails the read.
     async fn current(&self) -> OSResult<Option<Credential>> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
         match self {
             CredentialSource::Fixed { credential, expires_at } => {
+                let now = crate::snapshot::credentials::now_ms();
                 Ok(if expires_at.is_some_and(|t| t <= now) { None } else { Some(*credential) })
             }
             CredentialSource::Refreshing(accessor) => {
@@ -234,8 +231,7 @@ impl CredentialSource {
                     store: "lance-host data cache",
                     source: Box::new(e),
                 })?;
-                let expired = crate::snapshot::credentials::expires_at(&options.0).is_some_and(|t| t <= now);
-                Ok((!expired).then(|| Credential::of(&options.0)))
+                Ok((!crate::snapshot::credentials::expired(&options.0)).then(|| Credential::of(&options.0)))
             }
         }
     }

@@ -140,7 +140,8 @@ pub fn register_host(
     Ok(())
 }
 
-fn now_ms() -> u64 {
+/// Now, in epoch milliseconds (the unit of `expires_at_millis`).
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
