@@ -301,3 +301,18 @@ def test_revoked_credentials_are_permission_denied(world):
     finally:
         world["issuer"].revoke(False)
     assert cat.open_table("t").count_rows() >= ROWS
+
+
+def test_the_c_entry_points_refuse_bad_arguments():
+    """NULL callback, NULL sink, NULL key: LANCE_ERR_INVALID_ARGUMENT, nothing registered."""
+    from lance_host import _ffi
+    far = {"expires_at_millis": "99999999999999"}
+    kv = (lh.ctypes.c_char_p * 3)(b"expires_at_millis", far["expires_at_millis"].encode(), None)
+    freed = []
+    free = _ffi.FREE_USER_DATA(lambda _u: freed.append(1))
+    assert _ffi.LIB.lance_credentials_register(b"/tmp/t.lance", kv, _ffi.CREDENTIALS_CALLBACK(), None, free) == 1
+    assert "callback is NULL" in _ffi.LIB.lance_last_error_message().decode()
+    assert not freed, "a refused registration keeps nothing and frees nothing"
+    assert _ffi.LIB.lance_credentials_register(None, kv, _ffi.CREDENTIALS_CALLBACK(lambda *a: 0), None, free) == 1
+    assert _ffi.LIB.lance_storage_options_sink_set(None, b"k", b"v") == 1
+    assert "sink is NULL" in _ffi.LIB.lance_last_error_message().decode()

@@ -28,7 +28,7 @@ import java.util.Optional;
 
 /**
  * {@code TABLE(<catalog>.system.vector_search(table_name => 'items', column_name => 'vec',
- * query_vector => ARRAY[...], k => 10 [, schema_name => 'default']))}: the exact top k rows of the table nearest to
+ * query_vector => ARRAY[...], k => 10 [, schema_name => 'default']))}: the top k rows of the table nearest to
  * the query vector by the column's index metric (L2 without an index), with every mapped column
  * and {@code _distance}. The library searches each index segment and the unindexed rows of the
  * pinned version and merges them (one Trino split; the library runs the searches in parallel).
