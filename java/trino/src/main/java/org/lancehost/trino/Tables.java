@@ -95,9 +95,29 @@ final class Tables implements AutoCloseable {
     return catalog.describeTable(t.namespace(), t.table());
   }
 
-  /** The storage options a worker opens the table's snapshot with (its own describe). */
+  /** How long a worker reuses a table's described storage options across its splits. */
+  private static final long DESCRIBE_REUSE_NANOS = 5_000_000_000L;
+
+  private record Described(Map<String, String> options, long at) {}
+
+  private final java.util.concurrent.ConcurrentHashMap<List<String>, Described> described =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * The storage options a worker opens the table's snapshot with (its own describe), reused for
+   * a few seconds so that a query's many splits on one worker ask the catalog once, not once per
+   * split (the library refreshes vended options through the catalog by itself).
+   */
   Map<String, String> storageOptions(LanceHostTableHandle t) {
-    return catalog.describeTable(t.namespace(), t.table()).storageOptions;
+    List<String> key = new java.util.ArrayList<>(t.namespace());
+    key.add(t.table());
+    long now = System.nanoTime();
+    Described d = described.get(key);
+    if (d == null || now - d.at() > DESCRIBE_REUSE_NANOS) {
+      d = new Described(catalog.describeTable(t.namespace(), t.table()).storageOptions, now);
+      described.put(key, d);
+    }
+    return d.options();
   }
 
   @Override
