@@ -43,8 +43,11 @@ class TrinoConnectorTest {
     Session session = TestingSession.testSessionBuilder().setCatalog("lance").setSchema("default").build();
     trino = DistributedQueryRunner.builder(session).setWorkerCount(2).build();
     trino.installPlugin(new LanceHostPlugin());
+    // a long dynamic-filter wait, so that the join test's probe splits get the filter also on a
+    // loaded machine (the wait ends as soon as the build side is done)
     trino.createCatalog("lance", "lance_host",
-        Map.of("lance.type", "dir", "lance.root", fixtures.resolve("warehouse").toString()));
+        Map.of("lance.type", "dir", "lance.root", fixtures.resolve("warehouse").toString(),
+            "lance-host.dynamic-filter-wait-ms", "60000"));
     trino.createCatalog("lance_slices", "lance_host",
         Map.of("lance.type", "dir", "lance.root", fixtures.resolve("warehouse").toString(),
             "lance-host.split-target-rows", "700"));
