@@ -808,6 +808,28 @@ typedef struct {
   uint64_t target_rows;
 } LanceChangesParams;
 
+// A merge-insert statement (`lance_dataset_merge_insert`). Initialize with
+// `lance_merge_insert_init_v2(&m, sizeof m)`: no key columns, matched rows kept, unmatched
+// source rows inserted, unmatched target rows kept. Since 0.6.
+typedef struct {
+  // `sizeof(LanceMergeInsert)` as the caller compiled it (set by the init function).
+  size_t struct_size;
+  // The key columns rows are matched on (at least one).
+  const char *const *on;
+  size_t num_on;
+  // A `LanceWhenMatched`.
+  int32_t when_matched;
+  // A `LanceWhenNotMatched`.
+  int32_t when_not_matched;
+  // The condition of LANCE_WHEN_MATCHED_UPDATE_IF (Lance SQL); NULL otherwise.
+  const char *when_matched_condition;
+  // A `LanceWhenNotMatchedBySource`.
+  int32_t when_not_matched_by_source;
+  // The condition of LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF (Lance SQL on the target's
+  // columns); NULL otherwise.
+  const char *by_source_condition;
+} LanceMergeInsert;
+
 // Asked for new storage options of the table at `table_uri` (valid during the call): set each
 // option with `lance_storage_options_sink_set(sink, key, value)` — all of them, the credential
 // and `expires_at_millis` included (the set replaces the current options) — and return LANCE_OK.
@@ -1263,28 +1285,6 @@ typedef void (*LanceProgressCallback)(const char *stage, uint64_t done, uint64_t
 // `user_data` given at registration.
 typedef void (*LanceLogCallback)(int32_t level, const char *target, const char *message, void *user_data);
 
-// A merge-insert statement (`lance_dataset_merge_insert`). Initialize with
-// `lance_merge_insert_init_v2(&m, sizeof m)`: no key columns, matched rows kept, unmatched
-// source rows inserted, unmatched target rows kept. Since 0.6.
-typedef struct {
-  // `sizeof(LanceMergeInsert)` as the caller compiled it (set by the init function).
-  size_t struct_size;
-  // The key columns rows are matched on (at least one).
-  const char *const *on;
-  size_t num_on;
-  // A `LanceWhenMatched`.
-  int32_t when_matched;
-  // A `LanceWhenNotMatched`.
-  int32_t when_not_matched;
-  // The condition of LANCE_WHEN_MATCHED_UPDATE_IF (Lance SQL); NULL otherwise.
-  const char *when_matched_condition;
-  // A `LanceWhenNotMatchedBySource`.
-  int32_t when_not_matched_by_source;
-  // The condition of LANCE_WHEN_NOT_MATCHED_BY_SOURCE_DELETE_IF (Lance SQL on the target's
-  // columns); NULL otherwise.
-  const char *by_source_condition;
-} LanceMergeInsert;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1678,6 +1678,82 @@ int32_t lance_changes_params_init_v2(LanceChangesParams *out, size_t struct_size
 // may be NULL (the defaults). Thread-safe. Returns an error code; `*out` is not written on
 // failure. Since 0.14.
 int32_t lance_dataset_plan_changes(const LanceDataset *dataset, const LanceChangesParams *params, LanceSplitPlan **out);
+
+// Stage one worker's share of a delete: mark the rows of `split`'s fragments that match the
+// Lance SQL `predicate` deleted in new deletion files WITHOUT committing, and return staged-write
+// bytes (`*out`, `*out_len`, as from `lance_table_stage_write`). `split` is a scan split
+// planned on `dataset` (`lance_dataset_plan_scan`, shipped as bytes); NULL = every fragment.
+// Give every worker its own split, with one predicate: the coordinator commits all shares as
+// one delete in one version with `lance_table_commit` (or discards them with
+// `lance_staged_write_abort`). A predicate that does not parse, a split of another table or
+// version, or a split that is not a scan split is LANCE_ERR_INVALID_ARGUMENT. `out_result` (may
+// be NULL) gets `rows_deleted` (version 0, committed 0).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_stage_delete(const LanceDataset *dataset, const LanceSplit *split, const char *predicate, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
+
+// Stage a merge-insert (as `lance_dataset_merge_insert`) WITHOUT committing: the rows it
+// inserts and rewrites go to new files, and the staged-write bytes (`*out`, `*out_len`) name
+// them. Lance computes a merge-insert over the whole table, so it is one share: the
+// coordinator commits it alone with `lance_table_commit` (its exactly-once statement id,
+// retries and commit message apply there), or discards it with `lance_staged_write_abort`.
+// `out_result` (may be NULL) gets the rows inserted, updated and deleted (version 0,
+// committed 0).
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
+// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
+// outputs are not written on failure. Since 0.7.
+int32_t lance_dataset_stage_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
+
+// Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
+// version planned at the handle's pinned version (concurrent commits Lance can rebase over
+// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse completely (text after
+// the expression, a `$1` placeholder; since 0.11) or names an unknown
+// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
+// `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
+// commits a version (with `rows_deleted` 0).
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
+// passed in keeps its version); `out_result` (may be NULL) gets `rows_deleted`. Borrows its
+// arguments. Thread-safe. Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Set columns of `dataset`'s table with Lance SQL expressions over the row
+// (`UPDATE t SET columns[i] = expressions[i] WHERE predicate`; `predicate` NULL = every row),
+// as one new version planned at the handle's version. An unknown column, an expression or
+// predicate or expression that does not parse completely (text after the expression, a `$1`
+// placeholder; since 0.11) or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
+// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) gets `rows_updated`. Borrows its arguments. Thread-safe. Returns an error
+// code; outputs are not written on failure.
+int32_t lance_dataset_update(const LanceDataset *dataset, const char *const *columns, const char *const *expressions, size_t num_columns, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
+
+// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
+// merge-insert (no key columns; keep matched rows, insert unmatched source rows, keep
+// unmatched target rows) and set `out->struct_size`.
+//
+// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
+// small; `out` is not written on failure.
+int32_t lance_merge_insert_init_v2(LanceMergeInsert *out, size_t struct_size);
+
+// Merge the source rows of `data` into `dataset`'s table by the key columns `spec->on`, as one
+// new version planned at the handle's version (MERGE INTO / upsert): `spec->when_matched`,
+// `when_not_matched` and `when_not_matched_by_source` say what happens to each row. The source
+// has the table's columns; an unknown key column, a condition that does not parse, a source with another
+// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match is LANCE_ERR_CONFLICT
+// (since 0.11); a failing `data` stream is LANCE_ERR_HOST_STREAM; conditions with text after
+// the expression or a placeholder are LANCE_ERR_INVALID_ARGUMENT; nothing is
+// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+// `data` is read on a thread of its own (it may be a lance-host stream).
+//
+// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
+// (may be NULL) gets `rows_inserted`, `rows_updated`, `rows_deleted`, files and bytes written.
+// Takes ownership of `data` (released, also on failure); borrows the rest. Thread-safe.
+// Returns an error code; outputs are not written on failure.
+int32_t lance_dataset_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
 // Set one option of the answer of a credential callback. Borrows `key` and `value` (copied).
 // Call only from inside the callback, with the `sink` it was given; thread-safe (each running
@@ -3053,20 +3129,6 @@ int32_t lance_commit_tables(size_t num_tables, const char *const *uris, const ui
 // bytes, before anything is deleted).
 int32_t lance_staged_write_abort(const uint8_t *const *staged, const size_t *staged_lens, size_t num_staged, const char *const *storage_options, uint64_t *out_files_deleted);
 
-// Stage one worker's share of a delete: mark the rows of `split`'s fragments that match the
-// Lance SQL `predicate` deleted in new deletion files WITHOUT committing, and return staged-write
-// bytes (`*out`, `*out_len`, as from `lance_table_stage_write`). `split` is a scan split
-// planned on `dataset` (`lance_dataset_plan_scan`, shipped as bytes); NULL = every fragment.
-// Give every worker its own split, with one predicate: the coordinator commits all shares as
-// one delete in one version with `lance_table_commit` (or discards them with
-// `lance_staged_write_abort`). A predicate that does not parse, a split of another table or
-// version, or a split that is not a scan split is LANCE_ERR_INVALID_ARGUMENT. `out_result` (may
-// be NULL) gets `rows_deleted` (version 0, committed 0).
-//
-// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
-// Thread-safe. Returns an error code; outputs are not written on failure. Since 0.7.
-int32_t lance_dataset_stage_delete(const LanceDataset *dataset, const LanceSplit *split, const char *predicate, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
-
 // Stage one worker's share of a row-level change (an engine's UPDATE, DELETE or MERGE that read
 // the rows it changes with `_rowaddr`): the rows at `row_addresses` (`num_addresses` values of
 // `_rowaddr` read from `dataset`'s pinned version) are deleted when the coordinator commits.
@@ -3088,68 +3150,6 @@ int32_t lance_dataset_stage_delete(const LanceDataset *dataset, const LanceSplit
 // Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
 // Thread-safe. Returns an error code; outputs are not written on failure. Since 0.13.
 int32_t lance_dataset_stage_row_deletes(const LanceDataset *dataset, const uint64_t *row_addresses, size_t num_addresses, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
-
-// Stage a merge-insert (as `lance_dataset_merge_insert`) WITHOUT committing: the rows it
-// inserts and rewrites go to new files, and the staged-write bytes (`*out`, `*out_len`) name
-// them. Lance computes a merge-insert over the whole table, so it is one share: the
-// coordinator commits it alone with `lance_table_commit` (its exactly-once statement id,
-// retries and commit message apply there), or discards it with `lance_staged_write_abort`.
-// `out_result` (may be NULL) gets the rows inserted, updated and deleted (version 0,
-// committed 0).
-//
-// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Takes ownership of
-// `data` (released, also on failure); borrows the rest. Thread-safe. Returns an error code;
-// outputs are not written on failure. Since 0.7.
-int32_t lance_dataset_stage_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, uint8_t **out, size_t *out_len, LanceWriteResult *out_result);
-
-// Delete the rows of `dataset`'s table that match the Lance SQL `predicate`, as one new
-// version planned at the handle's pinned version (concurrent commits Lance can rebase over
-// are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse completely (text after
-// the expression, a `$1` placeholder; since 0.11) or names an unknown
-// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
-// `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
-// commits a version (with `rows_deleted` 0).
-//
-// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
-// passed in keeps its version); `out_result` (may be NULL) gets `rows_deleted`. Borrows its
-// arguments. Thread-safe. Returns an error code; outputs are not written on failure.
-int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
-
-// Set columns of `dataset`'s table with Lance SQL expressions over the row
-// (`UPDATE t SET columns[i] = expressions[i] WHERE predicate`; `predicate` NULL = every row),
-// as one new version planned at the handle's version. An unknown column, an expression or
-// predicate or expression that does not parse completely (text after the expression, a `$1`
-// placeholder; since 0.11) or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
-// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
-//
-// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
-// (may be NULL) gets `rows_updated`. Borrows its arguments. Thread-safe. Returns an error
-// code; outputs are not written on failure.
-int32_t lance_dataset_update(const LanceDataset *dataset, const char *const *columns, const char *const *expressions, size_t num_columns, const char *predicate, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
-
-// Fill `out`, a caller's struct of `struct_size` bytes (pass `sizeof *out`), with the default
-// merge-insert (no key columns; keep matched rows, insert unmatched source rows, keep
-// unmatched target rows) and set `out->struct_size`.
-//
-// Thread-safe. Returns LANCE_ERR_INVALID_ARGUMENT if `out` is NULL or `struct_size` is too
-// small; `out` is not written on failure.
-int32_t lance_merge_insert_init_v2(LanceMergeInsert *out, size_t struct_size);
-
-// Merge the source rows of `data` into `dataset`'s table by the key columns `spec->on`, as one
-// new version planned at the handle's version (MERGE INTO / upsert): `spec->when_matched`,
-// `when_not_matched` and `when_not_matched_by_source` say what happens to each row. The source
-// has the table's columns; an unknown key column, a condition that does not parse, a source with another
-// schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match is LANCE_ERR_CONFLICT
-// (since 0.11); a failing `data` stream is LANCE_ERR_HOST_STREAM; conditions with text after
-// the expression or a placeholder are LANCE_ERR_INVALID_ARGUMENT; nothing is
-// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
-// `data` is read on a thread of its own (it may be a lance-host stream).
-//
-// `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
-// (may be NULL) gets `rows_inserted`, `rows_updated`, `rows_deleted`, files and bytes written.
-// Takes ownership of `data` (released, also on failure); borrows the rest. Thread-safe.
-// Returns an error code; outputs are not written on failure.
-int32_t lance_dataset_merge_insert(const LanceDataset *dataset, struct ArrowArrayStream *data, const LanceMergeInsert *spec, const LanceWriteParams *params, LanceDataset **out_dataset, LanceWriteResult *out_result);
 
 #ifdef __cplusplus
 }  // extern "C"

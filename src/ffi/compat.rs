@@ -240,7 +240,7 @@ mod tests {
             112,
         )));
         check::<crate::ffi::write::LanceWriteResult>(None);
-        check::<crate::ffi::write::LanceMergeInsert>(None);
+        check::<crate::ffi::changes_by_predicate::LanceMergeInsert>(None);
         check::<crate::ffi::maintenance::LanceCompactParams>(None);
         check::<crate::ffi::maintenance::LanceCompactResult>(None);
         check::<crate::ffi::index_build::LanceVectorIndexParams>(None);

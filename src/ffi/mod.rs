@@ -7,6 +7,7 @@ pub mod blob;
 pub mod branch;
 pub mod catalog;
 pub mod changes;
+pub mod changes_by_predicate;
 pub mod credentials;
 /// cbindgen:ignore
 mod compat;

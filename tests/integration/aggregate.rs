@@ -7,7 +7,7 @@
 use arrow::array::{Array, Int64Array, RecordBatch};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use lance_host::ffi::aggregate::*;
-use lance_host::ffi::write::lance_dataset_delete;
+use lance_host::ffi::changes_by_predicate::lance_dataset_delete;
 use lance_host::ffi::split::*;
 use lance_host::ffi::write::LanceWriteMode;
 use lance_host::LanceErrorCode::*;

@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance::dataset::transaction::Operation;
 use lance_host::ffi::dataset::*;
+use lance_host::ffi::changes_by_predicate::*;
 use lance_host::ffi::write::*;
 use lance_host::write::staged::StagedWrite;
 use lance_host::LanceErrorCode::*;

@@ -9,6 +9,7 @@ use arrow::array::RecordBatchIterator;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use lance_host::ffi::dataset::*;
 use lance_host::ffi::split::lance_bytes_free;
+use lance_host::ffi::changes_by_predicate::*;
 use lance_host::ffi::write::*;
 use lance_host::LanceErrorCode::*;
 use lance_host_testkit::{FaultProxy, Faults};

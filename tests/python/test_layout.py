@@ -132,3 +132,38 @@ def test_every_module_has_a_layer_and_no_import_goes_up():
     assert not gone, f"LAYERS names modules that are gone: {gone}"
     upward = sorted(f"{m} -> {d}" for m, ds in graph.items() for d in ds if layer[d] > layer[m])
     assert not upward, f"imports that go up a layer: {upward}"
+
+
+SIZE_LIMIT = 800
+SOURCE_SUFFIXES = {".rs", ".py", ".java", ".c", ".cpp", ".h", ".hpp", ".sh"}
+
+
+def documented_large_files() -> set:
+    """The files docs/building.md's "Files stay small" section names, with the reason each is
+    larger."""
+    text = (ROOT / "docs" / "building.md").read_text()
+    section = text[text.index("## Files stay small"):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    return set(re.findall(r"^- `([^`]+)`:", section, re.M))
+
+
+def is_test_file(path: str) -> bool:
+    return path.startswith(("tests/", "c_tests/", "testkit/")) or "/src/test/" in path
+
+
+def test_no_source_file_is_above_800_lines_unless_the_docs_say_why():
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    large = set()
+    for path in tracked.splitlines():
+        if Path(path).suffix not in SOURCE_SUFFIXES or is_test_file(path) or not (ROOT / path).is_file():
+            continue
+        with open(ROOT / path, "rb") as f:
+            if sum(1 for _ in f) > SIZE_LIMIT:
+                large.add(path)
+    documented = documented_large_files()
+    assert large - documented == set(), \
+        f"above {SIZE_LIMIT} lines and not in docs/building.md's list: {sorted(large - documented)}"
+    assert documented - large == set(), \
+        f"docs/building.md lists files that are no longer above {SIZE_LIMIT} lines: {sorted(documented - large)}"
