@@ -33,7 +33,7 @@ DIM_KEY = "lance_host.vector_dim"
 def _err(message: str):
     import lance_host as lh
 
-    return lh._error(1, message)
+    return lh.errors._error(1, message)
 
 
 # Ray's extension type for a numpy column of dtype object it could not type: pickled objects.

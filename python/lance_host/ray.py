@@ -76,28 +76,28 @@ class LanceHostDatasource(Datasource):
                  keys=None):
         if keys is not None:
             if not isinstance(keys, tuple) or len(keys) != 2 or not isinstance(keys[0], str):
-                raise lh._error(1, f"read_lance_host: keys must be (column, values), not {keys!r}")
+                raise lh.errors._error(1, f"read_lance_host: keys must be (column, values), not {keys!r}")
             if changes_since is not None:
-                raise lh._error(1, "read_lance_host: keys cannot be combined with changes_since")
+                raise lh.errors._error(1, "read_lance_host: keys cannot be combined with changes_since")
             values = keys[1]
             if not isinstance(values, (pa.Array, pa.ChunkedArray)):
                 try:
                     values = pa.array(values)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
-                    raise lh._error(1, f"read_lance_host: keys must be a pyarrow array or a list of one type: {e}") from None
+                    raise lh.errors._error(1, f"read_lance_host: keys must be a pyarrow array or a list of one type: {e}") from None
             keys = (keys[0], values)
         if tag is not None:
             if version is not None or branch is not None:
-                raise lh._error(1, "read_lance_host: tag names a version and its branch: give it alone")
+                raise lh.errors._error(1, "read_lance_host: tag names a version and its branch: give it alone")
             ds = lh.open_tag(uri, tag, storage_options=storage_options)
         else:
             ds = lh.open(uri, version=version, storage_options=storage_options, branch=branch)
-        lh._check_columns(ds.schema, columns)
+        lh._marshal._check_columns(ds.schema, columns)
         self.version = ds.version
         self._token = ds.export_snapshot()
         if changes_since is not None:
             if filter is not None:
-                raise lh._error(1, "read_lance_host: filter cannot be combined with changes_since (deleted rows are "
+                raise lh.errors._error(1, "read_lance_host: filter cannot be combined with changes_since (deleted rows are "
                                    "read as they were); filter the Ray dataset instead")
             splits = ds.plan_changes(changes_since, target_rows=target_rows)
         else:
@@ -174,7 +174,7 @@ def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter
                  *sorted(_RAY_READ_ARGS)]
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise lh._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
+        raise lh.errors._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
     source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since, tag,
                                  keys=keys)
     read_args.setdefault("override_num_blocks", max(source.splits, 1))
@@ -192,7 +192,7 @@ def _tasks(plan, max_tasks: Optional[int]) -> list:
     try:
         return lh.Split.group(plan, max_tasks)
     except lh.InvalidArgumentError:
-        raise lh._error(1, f"max_tasks must be at least 1, got {max_tasks}") from None
+        raise lh.errors._error(1, f"max_tasks must be at least 1, got {max_tasks}") from None
 
 
 def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Optional[int] = None,
@@ -207,7 +207,7 @@ def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Option
     one per split kind): a task then searches several splits combined into one (`Split.combine`:
     one plan, its segments' candidates merged before the re-rank)."""
     ds = lh.open(uri, version=version, storage_options=storage_options)
-    lh._check_columns(ds.schema, [column] + (list(columns) if columns else []))
+    lh._marshal._check_columns(ds.schema, [column] + (list(columns) if columns else []))
     token = ray.put(ds.export_snapshot())
     plan = _tasks(ds.plan_vector_search(column, metric, use_index), max_tasks)
     query = {"nprobes": nprobes, "refine_factor": refine, "prefilter": filter, "metric": metric,
@@ -259,10 +259,10 @@ class LanceHostDatasink(Datasink):
         import uuid
 
         if mode not in ("append", "overwrite"):
-            raise lh._error(1, f"unknown write mode {mode!r}; valid: 'append', 'overwrite'")
+            raise lh.errors._error(1, f"unknown write mode {mode!r}; valid: 'append', 'overwrite'")
         self.dims = dict(vector_columns or {})
         if any(not isinstance(n, int) or isinstance(n, bool) or n <= 0 for n in self.dims.values()):
-            raise lh._error(1, f"vector_columns must map column names to dimensions >= 1, not {vector_columns!r}")
+            raise lh.errors._error(1, f"vector_columns must map column names to dimensions >= 1, not {vector_columns!r}")
         self.new_schema = bool(new_schema)
         self.uri, self.storage = uri, storage_options
         self.max_rows_per_file, self.commit_message = max_rows_per_file, commit_message

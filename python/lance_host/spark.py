@@ -64,7 +64,6 @@ DataFrame is the global top k; `merge_top_k(df, k)` returns exactly the library'
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from typing import Iterator
@@ -72,6 +71,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from lance_host._vectors import DIM_KEY, conform, parse_dims
+from lance_host.spark_filters import _and, push_filters, to_lance_sql  # noqa: F401 (to_lance_sql stays importable from here)
 
 try:
     from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
@@ -105,7 +105,7 @@ def _check_options(options, valid, what: str) -> None:
             continue
         close = difflib.get_close_matches(k, list(valid), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise lh._error(1, f"lance_host: unknown option {key!r} for {what}{hint}; valid options: "
+        raise lh.errors._error(1, f"lance_host: unknown option {key!r} for {what}{hint}; valid options: "
                            f"{', '.join(valid)}, {', '.join(p + '<key>' for p in prefixes)}")
 
 
@@ -132,27 +132,27 @@ def _open_planning_with_storage(options):
     ts = options.get("timestamp_ms")
     ts_us = options.get("timestamp_us")
     if ts is not None and ts_us is not None:
-        raise lh._error(1, "lance_host: options 'timestamp_ms' and 'timestamp_us' pin two snapshots: give one")
+        raise lh.errors._error(1, "lance_host: options 'timestamp_ms' and 'timestamp_us' pin two snapshots: give one")
     if _uri_option(options):
         uri = _uri_option(options)
     elif "table" in options:
         props = {k[len("catalog."):]: v for k, v in options.items() if k.lower().startswith("catalog.")}
         if not props:
-            raise lh._error(1, "lance_host: option 'table' needs the catalog's properties as catalog.<key> options")
+            raise lh.errors._error(1, "lance_host: option 'table' needs the catalog's properties as catalog.<key> options")
         *namespace, name = options["table"].split(".")
         info = lh.Catalog(props).describe_table(name, namespace)
         uri, storage = info.location, {**info.storage_options, **(storage or {})} or None
     else:
-        raise lh._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
+        raise lh.errors._error(1, "lance_host: set option 'uri', or 'table' with catalog.<key> options")
     branch = options.get("branch")
     tag = options.get("tag")
     if tag is not None:
         if branch is not None or ts is not None or ts_us is not None or version:
-            raise lh._error(1, "lance_host: option 'tag' names a version and its branch: give it alone")
+            raise lh.errors._error(1, "lance_host: option 'tag' names a version and its branch: give it alone")
         return lh.open_tag(uri, tag, storage_options=storage), storage
     if ts is not None or ts_us is not None:
         if branch is not None:
-            raise lh._error(1, "lance_host: options 'timestamp_ms'/'timestamp_us' and 'branch' cannot be combined; pin a version")
+            raise lh.errors._error(1, "lance_host: options 'timestamp_ms'/'timestamp_us' and 'branch' cannot be combined; pin a version")
         if ts_us is not None:
             return lh.open_at_timestamp(uri, timestamp_us=_int_option(options, "timestamp_us", 0),
                                         storage_options=storage), storage
@@ -175,9 +175,9 @@ def _changes_since(options):
         return None
     since = _int_option(options, "changes_since", 0)
     if since < 0:
-        raise lh._error(1, "lance_host: option 'changes_since' must be a version (>= 0)")
+        raise lh.errors._error(1, "lance_host: option 'changes_since' must be a version (>= 0)")
     if options.get("filter"):
-        raise lh._error(1, "lance_host: option 'filter' cannot be combined with 'changes_since' (the deleted rows "
+        raise lh.errors._error(1, "lance_host: option 'filter' cannot be combined with 'changes_since' (the deleted rows "
                            "are read as they were); filter the DataFrame instead")
     return since
 
@@ -290,7 +290,7 @@ def _struct_of(schema: pa.Schema, columns) -> tuple[T.StructType, list[str], lis
     table lacks is InvalidArgumentError naming it and the table's columns."""
     import lance_host as lh
 
-    lh._check_columns(schema, columns)
+    lh._marshal._check_columns(schema, columns)
     fields, names, skipped = [], [], []
     for f in schema:
         if columns is not None and f.name not in columns:
@@ -313,7 +313,7 @@ def _required(options, key: str, what: str) -> str:
 
     value = options.get(key)
     if value is None or str(value) == "":
-        raise lh._error(1, f"lance_host_search: option {key!r} ({what}) is required")
+        raise lh.errors._error(1, f"lance_host_search: option {key!r} ({what}) is required")
     return value
 
 
@@ -327,7 +327,7 @@ def _int_option(options, key: str, default: int) -> int:
     try:
         return int(str(value).strip())
     except ValueError:
-        raise lh._error(1, f"lance_host: option {key!r} must be an integer, not {value!r}") from None
+        raise lh.errors._error(1, f"lance_host: option {key!r} must be an integer, not {value!r}") from None
 
 
 def _vector_option(options) -> list:
@@ -338,93 +338,16 @@ def _vector_option(options) -> list:
     try:
         vector = json.loads(text)
     except ValueError as e:
-        raise lh._error(1, f"lance_host_search: option 'vector' is not JSON ({e}): {text[:80]!r}") from None
+        raise lh.errors._error(1, f"lance_host_search: option 'vector' is not JSON ({e}): {text[:80]!r}") from None
     if not isinstance(vector, list) or not vector or not all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
-        raise lh._error(1, f"lance_host_search: option 'vector' must be a non-empty JSON list of numbers, not {text[:80]!r}")
+        raise lh.errors._error(1, f"lance_host_search: option 'vector' must be a non-empty JSON list of numbers, not {text[:80]!r}")
     return vector
 
 
 def _columns_option(options):
     c = options.get("columns")
     return [x.strip() for x in c.split(",") if x.strip()] if c else None
-
-
-# ---- filters -----------------------------------------------------------------------------
-
-def _ident(attr) -> str | None:
-    if len(attr) != 1:
-        return None  # nested fields stay in Spark
-    name = attr[0]
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _literal(v) -> str | None:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else None
-    if isinstance(v, str):
-        # Lance refuses a filter with a NUL character: such a literal stays in Spark
-        return None if "\0" in v else "'" + v.replace("'", "''") + "'"
-    return None  # dates, timestamps, decimals, binary: kept in Spark
-
-
-def to_lance_sql(f) -> str | None:
-    """Lance SQL for one pushed Spark filter, or None when it does not translate exactly."""
-    from pyspark.sql import datasource as d
-
-    name = type(f).__name__
-    if name in ("IsNull", "IsNotNull"):
-        col = _ident(f.attribute)
-        return None if col is None else f"{col} IS {'NOT ' if name == 'IsNotNull' else ''}NULL"
-    if name == "Not":
-        inner = to_lance_sql(f.child)
-        return None if inner is None else f"NOT ({inner})"
-    if name == "In":
-        col = _ident(f.attribute)
-        lits = [_literal(v) for v in f.value]
-        if col is None or not lits or any(x is None for x in lits):
-            return None
-        return f"{col} IN ({', '.join(lits)})"
-    ops = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
-           "LessThanOrEqual": "<="}
-    if name in ops or name == "EqualNullSafe":
-        col, lit = _ident(f.attribute), _literal(f.value)
-        if col is None or lit is None:
-            return None
-        if name == "EqualNullSafe":  # the value is never NULL here (_literal refuses None)
-            return f"({col} IS NOT NULL AND {col} = {lit})"
-        if isinstance(f.value, float) and name != "EqualTo":
-            # Spark pushes a float literal for a float column. Spark has every NaN equal and
-            # above every number; Lance orders floats totally, a NaN with its sign bit set (what
-            # x86 gives for 0/0) below -inf: with isnan, any NaN is above the literal.
-            if name.startswith("Greater"):
-                return f"({col} {ops[name]} {lit} OR isnan({col}))"
-            return f"({col} {ops[name]} {lit} AND NOT isnan({col}))"
-        return f"{col} {ops[name]} {lit}"
-    del d
-    return None
-
-
-def push_filters(filters, pushed: list) -> list:
-    """pushFilters for a reader: the Lance SQL of every filter that translates exactly is
-    appended to `pushed`; the others are returned, for Spark to apply."""
-    remaining = []
-    for f in filters:
-        sql = to_lance_sql(f)
-        if sql is None:
-            remaining.append(f)
-        else:
-            pushed.append(sql)
-    return remaining
-
-
-def _and(parts) -> str | None:
-    parts = [p for p in parts if p]
-    return " AND ".join(f"({p})" for p in parts) if parts else None
 
 
 # ---- the scan source -------------------------------------------------------------------------
@@ -479,9 +402,9 @@ class LanceHostDataSource(DataSource):
         pinned = getattr(self, "_snapshot", None)
         asked = str(options.get("pushdown", "")).strip().lower()
         if asked not in ("", "true", "false"):
-            raise lh._error(1, f"lance_host: option 'pushdown' must be 'true' or 'false', not {options['pushdown']!r}")
+            raise lh.errors._error(1, f"lance_host: option 'pushdown' must be 'true' or 'false', not {options['pushdown']!r}")
         if asked == "true" and not self._pushes:
-            raise lh._error(1, "lance_host: option pushdown=true needs register(spark, filter_pushdown=True), which "
+            raise lh.errors._error(1, "lance_host: option pushdown=true needs register(spark, filter_pushdown=True), which "
                                "checks first that this Spark does not reuse a pushed reader for later queries")
         if _changes_since(options) is not None:
             return _ScanReader(options, schema, pinned)  # Spark applies every filter
@@ -566,7 +489,7 @@ class LanceHostSearchDataSource(DataSource):
         ds = _pin(self)
         st, _, _ = _struct_of(ds.schema, _columns_option(self.options))
         column = _required(self.options, "column", "the vector column to search")
-        lh._check_columns(ds.schema, [column])
+        lh._marshal._check_columns(ds.schema, [column])
         st = T.StructType([f for f in st.fields if f.name != column or _columns_option(self.options)])
         return st.add("_distance", T.FloatType(), True).add("_rowid", T.LongType(), True)
 
@@ -595,7 +518,7 @@ class _SearchReader(DataSourceReader):
             _int_option(self.options, key, default)
         max_partitions = _int_option(self.options, "max_partitions", 0)
         if max_partitions < 0 or (max_partitions == 0 and str(self.options.get("max_partitions") or "").strip()):
-            raise lh._error(1, f"lance_host: option 'max_partitions' must be at least 1, not {max_partitions}")
+            raise lh.errors._error(1, f"lance_host: option 'max_partitions' must be at least 1, not {max_partitions}")
         plan = ds.plan_vector_search(column, self.options.get("metric"), use_index)
         # A partition searching several splits of a kind combined pays for one plan and one
         # re-rank of their merged candidates instead of one per split.
@@ -656,7 +579,7 @@ def register(spark, filter_pushdown: bool = False) -> None:
                 spark.conf.set("spark.sql.python.filterPushdown.enabled", previous)
             import pyspark
 
-            raise lh._error(4, f"lance_host: filter pushdown is not safe on pyspark {pyspark.__version__}: {problem}; "
+            raise lh.errors._error(4, f"lance_host: filter pushdown is not safe on pyspark {pyspark.__version__}: {problem}; "
                                 "register(spark) without filter_pushdown reads correctly (Spark applies its "
                                 "filters; the 'filter' option is applied by Lance)")
         spark.dataSource.register(_PushingDataSource)
@@ -740,7 +663,7 @@ class _Writer(DataSourceArrowWriter):
         self.options = options
         _check_options(options, _WRITE_OPTIONS, "the lance_host writer")
         if not _uri_option(options):
-            raise lh._error(1, "lance_host: option 'uri' (the table to write) is required; or save(path)")
+            raise lh.errors._error(1, "lance_host: option 'uri' (the table to write) is required; or save(path)")
         self.uri = _uri_option(options)
         self.storage = _storage_options(options) or None
         try:
@@ -758,7 +681,7 @@ class _Writer(DataSourceArrowWriter):
         self.dims.update(parse_dims(options.get("vector_columns"), "option 'vector_columns'"))
         self.new_schema = str(options.get("new_schema", "false")).strip().lower()
         if self.new_schema not in ("true", "false"):
-            raise lh._error(1, f"lance_host: option 'new_schema' must be 'true' or 'false', not {options['new_schema']!r}")
+            raise lh.errors._error(1, f"lance_host: option 'new_schema' must be 'true' or 'false', not {options['new_schema']!r}")
         self.new_schema = self.new_schema == "true"
 
     def write(self, iterator):

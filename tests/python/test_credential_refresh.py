@@ -10,6 +10,7 @@ it when its lifetime ends, so storage itself refuses an expired key; this repo's
 (`--vend-url`) merges what the issuer hands out into every DescribeTable answer. pylance, with
 a long-lived key, writes the table and checks what lance-host wrote."""
 
+import ctypes
 import json
 import threading
 import time
@@ -307,7 +308,7 @@ def test_the_c_entry_points_refuse_bad_arguments():
     """NULL callback, NULL sink, NULL key: LANCE_ERR_INVALID_ARGUMENT, nothing registered."""
     from lance_host import _ffi
     far = {"expires_at_millis": "99999999999999"}
-    kv = (lh.ctypes.c_char_p * 3)(b"expires_at_millis", far["expires_at_millis"].encode(), None)
+    kv = (ctypes.c_char_p * 3)(b"expires_at_millis", far["expires_at_millis"].encode(), None)
     freed = []
     free = _ffi.FREE_USER_DATA(lambda _u: freed.append(1))
     assert _ffi.LIB.lance_credentials_register(b"/tmp/t.lance", kv, _ffi.CREDENTIALS_CALLBACK(), None, free) == 1

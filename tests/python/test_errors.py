@@ -38,13 +38,13 @@ BUILTIN = {1: ValueError, 2: LookupError, 3: OSError, 4: NotImplementedError, 5:
 
 def test_each_code_is_one_subclass_that_is_its_builtin_and_pickles():
     for code, builtin in BUILTIN.items():
-        e = lh._error(code, f"message {code}")
+        e = lh.errors._error(code, f"message {code}")
         assert type(e) is lh.error_class(code) and isinstance(e, lh.LanceError) and isinstance(e, builtin), (code, type(e))
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and back.code == code and back.message == f"message {code}"
         assert back.name == lh.error_code_name(code) and str(back) == str(e)
-    assert isinstance(lh._error(2, "x"), FileNotFoundError)
-    assert lh._error(12, "x").errno == 125 and lh._error(11, "x").errno == 110
+    assert isinstance(lh.errors._error(2, "x"), FileNotFoundError)
+    assert lh.errors._error(12, "x").errno == 125 and lh.errors._error(11, "x").errno == 110
 
 
 def test_stream_errnos_are_the_headers():
@@ -56,9 +56,9 @@ def test_stream_errnos_are_the_headers():
     start = header.index("the errno says the class")
     text = re.sub(r"\s*\n//\s*", " ", header[start:start + 700])  # one line, no comment markers
     listed = {int(n) for n in re.findall(r"\bE[A-Z]+ \((\d+)\)", text)}
-    assert listed == set(lh._ERRNO_CODES), (listed, sorted(lh._ERRNO_CODES))
-    for errno, code in lh._ERRNO_CODES.items():
-        e = lh._error(code, "x")
+    assert listed == set(lh.errors._ERRNO_CODES), (listed, sorted(lh.errors._ERRNO_CODES))
+    for errno, code in lh.errors._ERRNO_CODES.items():
+        e = lh.errors._error(code, "x")
         if isinstance(e, OSError) and code != 3:
             assert e.errno == errno, (code, e.errno)
 
@@ -122,9 +122,9 @@ def test_bad_choices_name_the_valid_ones(table):
     with pytest.raises(lh.InvalidArgumentError, match="unknown match 'near'; valid: 'or'"):
         ds.fts_stats("vec", "x", match="near")
     with pytest.raises(lh.InvalidArgumentError, match="unknown columns 'prise', 'qty'; the table's columns: id, vec"):
-        lh._check_columns(ds.schema, ["id", "prise", "qty"])
+        lh._marshal._check_columns(ds.schema, ["id", "prise", "qty"])
     with pytest.raises(lh.InvalidArgumentError, match="a list of column names, not the string 'id'"):
-        lh._check_columns(ds.schema, "id")
+        lh._marshal._check_columns(ds.schema, "id")
 
 
 def test_a_cancelled_stream_raises_the_same_type_sync_and_async(table):
@@ -271,3 +271,48 @@ def test_engine_errors_are_the_callers_and_readable(tmp_path):
     assert ".rs:" not in str(e.value) and "registry" not in str(e.value)
     with pytest.raises(lh.InvalidArgumentError, match=r"does not exist in dataset schema: \[id, t\]$"):
         ds.update({"nope": "1"})
+
+
+def test_a_mistyped_keyword_names_the_public_function_and_the_closest_keyword(table, tmp_path):
+    """Issue 59: a keyword no option matches is refused by the function the caller called (not a
+    private helper), with the closest keyword it takes; the error is an InvalidArgumentError and
+    the TypeError Python raises for an unexpected keyword, and it pickles as itself."""
+    ds = lh.open(table)
+    cases = [
+        (lambda: ds.scan(colums=["id"]), "Dataset.scan()", "colums", "columns"),
+        (lambda: ds.scan_split(ds.plan_scan()[0], ["id"], limt=3), "Dataset.scan_split()", "limt", "limit"),
+        (lambda: ds.vector_search("vec", [0.0] * DIM, k=3, nprobe=4), "Dataset.vector_search()", "nprobe", "nprobes"),
+        (lambda: ds.search_split(ds.plan_vector_search("vec").splits[0], "vec", [0.0] * DIM, 3, refin=2),
+         "Dataset.search_split()", "refin", "refine"),
+        (lambda: ds.delete("id < 0", comit_retries=1), "Dataset.delete()", "comit_retries", "commit_retries"),
+        (lambda: lh.write_table(str(tmp_path / "w.lance"), pa.table({"id": [1]}), max_row_per_file=5),
+         "lance_host.write_table()", "max_row_per_file", "max_rows_per_file"),
+    ]
+    for call, function, wrong, closest in cases:
+        with pytest.raises(lh.InvalidArgumentError) as e:
+            call()
+        assert isinstance(e.value, TypeError) and e.value.code == 1, type(e.value).__mro__
+        assert f"{function} got an unknown keyword {wrong!r}; did you mean {closest!r}?" in str(e.value), str(e.value)
+        assert "_vector_query" not in str(e.value) and "_scan" not in str(e.value) and "_write" not in str(e.value)
+        again = pickle.loads(pickle.dumps(e.value))
+        assert type(again) is type(e.value) and str(again) == str(e.value)
+    # nothing was written by the refused calls
+    assert not (tmp_path / "w.lance").exists()
+    assert ds.latest_version() == lance.dataset(table).version
+
+
+def test_refine_and_filter_are_the_shared_names_of_refine_factor_and_prefilter(table):
+    """The option names Ray, Spark and DuckDB use work in the package too: `refine` is
+    `refine_factor`, `filter` is `prefilter`; both give pylance's answer, and one option under
+    both names is refused."""
+    ds = lh.open(table)
+    q = [0.3, -0.2, 0.1, 0.5]
+    got = ds.vector_search("vec", q, k=5, refine=3, filter="id >= 200", columns=["id"])
+    old = ds.vector_search("vec", q, k=5, refine_factor=3, prefilter="id >= 200", columns=["id"])
+    want = lance.dataset(table).to_table(columns=["id"], filter="id >= 200", prefilter=True,
+                                         nearest={"column": "vec", "q": np.array(q, np.float32), "k": 5,
+                                                  "refine_factor": 3})
+    assert got["id"].to_pylist() == old["id"].to_pylist() == want["id"].to_pylist()
+    assert all(i >= 200 for i in got["id"].to_pylist()) and got.num_rows == 5
+    with pytest.raises(lh.InvalidArgumentError, match="'prefilter' twice, as 'filter' and 'prefilter'"):
+        ds.vector_search("vec", q, k=5, filter="id > 1", prefilter="id > 2")

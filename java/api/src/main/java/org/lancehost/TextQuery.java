@@ -55,6 +55,11 @@ public final class TextQuery {
     return new TextQuery(column, text, match, slop, k, sql, columns);
   }
 
+  /** {@link #prefilter}, under the name every surface uses (Python, Ray, Spark, DuckDB). */
+  public TextQuery filter(String sql) {
+    return prefilter(sql);
+  }
+
   /** The columns returned with `_score` and `_rowid` (null: every column). */
   public TextQuery columns(List<String> cols) {
     return new TextQuery(column, text, match, slop, k, prefilter, cols == null ? null : cols.toArray(new String[0]));

@@ -59,6 +59,16 @@ public final class VectorQuery {
     return new VectorQuery(column, vector, k, metric, nprobes, refineFactor, sql, columns, withRowId);
   }
 
+  /** {@link #refineFactor}, under the name every surface uses (Python, Ray, Spark, DuckDB). */
+  public VectorQuery refine(int r) {
+    return refineFactor(r);
+  }
+
+  /** {@link #prefilter}, under the name every surface uses (Python, Ray, Spark, DuckDB). */
+  public VectorQuery filter(String sql) {
+    return prefilter(sql);
+  }
+
   /** Columns besides {@code _distance}; empty = every column. */
   public VectorQuery columns(List<String> cols) {
     return new VectorQuery(column, vector, k, metric, nprobes, refineFactor, prefilter,

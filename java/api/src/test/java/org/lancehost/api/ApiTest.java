@@ -478,6 +478,26 @@ class ApiTest {
     }
   }
 
+  /** refine/filter are refineFactor/prefilter under the names the other surfaces use (issue 59). */
+  @Test
+  void refineAndFilterAreTheSharedNamesOfRefineFactorAndPrefilter() {
+    try (Dataset ds = Dataset.open(indexed.get("uri").asText())) {
+      SplitPlan plan = ds.planVectorSearch("vec", VectorQuery.METRIC_DEFAULT, true, 0);
+      VectorQuery base = VectorQuery.of("vec", vector(indexed.get("query")), 10).nprobes(1).columns(List.of("id"));
+      List<List<Long>> answers = new ArrayList<>();
+      for (VectorQuery q : List.of(base.refine(3).filter("id % 3 = 0"), base.refineFactor(3).prefilter("id % 3 = 0"))) {
+        List<ArrowStream> parts = new ArrayList<>();
+        for (byte[] s : plan.splits()) parts.add(ds.search(s, q, allocator));
+        List<Long> ids = new ArrayList<>();
+        for (Map<String, Object> r : rows(Dataset.mergeTopK(parts, 10, 0, allocator))) ids.add(asLong(r.get("id")));
+        answers.add(ids);
+      }
+      assertEquals(answers.get(1), answers.get(0));
+      assertEquals(10, answers.get(0).size());
+      assertTrue(answers.get(0).stream().allMatch(id -> id % 3 == 0), answers.get(0).toString());
+    }
+  }
+
   @Test
   void flatVectorSearchEqualsPylance() {
     searchEqualsPylance(basic, 0);

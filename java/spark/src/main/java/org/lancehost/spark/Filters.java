@@ -136,8 +136,9 @@ final class Filters {
       double d = ((Number) v).doubleValue();
       if (Double.isNaN(d) || Double.isInfinite(d)) return null;
       // The shortest text that reads back as the same double (a float literal widened first, as
-      // Spark compares), in plain notation with a decimal point so it parses as a float.
-      String plain = new BigDecimal(Double.toString(d)).toPlainString();
+      // Spark compares), in plain notation with a decimal point so it parses as a float: 1.0E-5
+      // is 0.00001 (as the Python translation writes it; tests/filters/spark_filters.json).
+      String plain = new BigDecimal(Double.toString(d)).stripTrailingZeros().toPlainString();
       return plain.contains(".") ? plain : plain + ".0";
     }
     if (v instanceof UTF8String || v instanceof String) {

@@ -1,0 +1,142 @@
+"""Aggregates computed inside the splits: the specification `Dataset.aggregate` takes, and the
+merge of per-split partial states."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+import pyarrow as pa
+
+from . import _ffi
+from ._ffi import LIB
+from .errors import _check, InvalidArgumentError
+from ._marshal import _cstrings
+from .stream import IoStats, Stream
+from .split import Split
+from .search import _streams_in
+
+
+AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6,
+                       "count_distinct": 7}
+
+
+class Expression(str):
+    """A Lance SQL expression over the row, aggregated in place of a column:
+    `ds.aggregate([(Expression("l_extendedprice * (1 - l_discount)"), "sum", "revenue")])`.
+    Integer arithmetic inside it is refused (the engine would wrap an overflow): cast to
+    DECIMAL(38, 0) or DOUBLE first. Since 0.15."""
+
+
+def _aggregate_spec(aggregates, group_by, filter):
+    """A LanceAggregateSpec and the buffers it points into (keep both alive for the call)."""
+    if isinstance(aggregates, tuple) and aggregates and isinstance(aggregates[1] if len(aggregates) > 1 else None, str):
+        aggregates = [aggregates]
+    functions, columns, aliases, expressions = [], [], [], []
+    for i, a in enumerate(aggregates):
+        if not isinstance(a, (tuple, list)) or len(a) not in (2, 3):
+            raise InvalidArgumentError(1, f"aggregate {i} is {a!r}: give (column, function) or (column, function, alias)")
+        column, function = a[0], a[1]
+        if column in ([], (), None, "*"):
+            column = None
+        if not isinstance(function, str) or function.lower() not in AGGREGATE_FUNCTIONS:
+            raise InvalidArgumentError(1, f"aggregate {i}: unknown function {function!r}; one of "
+                                       + ", ".join(sorted(AGGREGATE_FUNCTIONS)))
+        code = AGGREGATE_FUNCTIONS[function.lower()]
+        if code == 2 and column is None:
+            code = 1
+        functions.append(code)
+        if isinstance(column, Expression):
+            expressions.append(str(column).encode())
+            columns.append(None)
+        else:
+            expressions.append(None)
+            columns.append(None if column is None else str(column).encode())
+        aliases.append(a[2].encode() if len(a) == 3 and a[2] is not None else None)
+    keys = [group_by] if isinstance(group_by, str) else list(group_by or [])
+    spec = _ffi.AggregateSpec()
+    _check(LIB.lance_aggregate_init_v2(ctypes.byref(spec), ctypes.sizeof(spec)))
+    n = len(functions)
+    f_arr = (ctypes.c_int32 * n)(*functions) if n else None
+    c_arr = (ctypes.c_char_p * n)(*columns) if n else None
+    a_arr = (ctypes.c_char_p * n)(*aliases) if n else None
+    e_arr = (ctypes.c_char_p * n)(*expressions) if n and any(expressions) else None
+    g_arr, g_n = _cstrings(keys)
+    spec.group_by, spec.num_group_by = g_arr, g_n
+    spec.functions = ctypes.cast(f_arr, ctypes.POINTER(ctypes.c_int32)) if n else None
+    spec.columns, spec.aliases, spec.num_aggregates = c_arr, a_arr, n
+    spec.expressions = e_arr
+    if filter is not None:
+        spec.filter_sql = filter.encode()
+    return spec, (f_arr, c_arr, a_arr, g_arr, e_arr)
+
+
+def merge_aggregates(partials) -> pa.Table:
+    """The results from the partial states of splits (lance_aggregate_merge): `partials` are
+    the tables `Dataset.aggregate_split` returned (or `Stream`s / readers of them, e.g. after a
+    trip through Arrow IPC)."""
+    cs = _streams_in(partials)
+    if not cs:
+        raise InvalidArgumentError(1, "no partial states to merge")
+    arr = (_ffi.ArrowArrayStream * len(cs))()
+    for i, c in enumerate(cs):
+        ctypes.memmove(ctypes.byref(arr[i]), ctypes.byref(c), ctypes.sizeof(c))
+    out = _ffi.ArrowArrayStream()
+    _check(LIB.lance_aggregate_merge(arr, len(cs), ctypes.byref(out)))
+    return Stream(out).read_all()
+
+
+class DatasetAggregates:
+    """The counting and aggregate methods of `Dataset`."""
+
+    def count_rows(self, filter: Optional[str] = None) -> int:
+        """Rows of the pinned version, or rows matching the Lance SQL `filter`."""
+        return self.count_rows_with_io(filter)[0]
+
+    def count_rows_with_io(self, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        """`count_rows` and the I/O it made (an unfiltered count reads only metadata: zero I/O
+        figures)."""
+        out, io = ctypes.c_uint64(), _ffi.IoStats.new()
+        if filter is None:
+            _check(LIB.lance_dataset_count_rows(self._h, ctypes.byref(out)))
+            return out.value, IoStats()
+        _check(LIB.lance_dataset_count_rows_where_v2(self._h, filter.encode(), ctypes.byref(out), ctypes.byref(io)))
+        return out.value, IoStats._from(io)
+
+    def count_split_rows(self, split: Split, filter: Optional[str] = None) -> tuple[int, IoStats]:
+        """Rows of one scan split (optionally matching `filter`) and the I/O made."""
+        out, io = ctypes.c_uint64(), _ffi.IoStats.new()
+        _check(LIB.lance_split_count_rows_v2(self._h, split._h, filter.encode() if filter else None,
+                                             ctypes.byref(out), ctypes.byref(io)))
+        return out.value, IoStats._from(io)
+
+    # aggregates computed inside the splits
+    def aggregate(self, aggregates, group_by=None, filter: Optional[str] = None) -> pa.Table:
+        """COUNT/SUM/MIN/MAX/AVG of the pinned version, grouped by `group_by` (a column or
+        columns), over the rows matching the Lance SQL `filter` (lance_dataset_aggregate).
+        `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
+        style: functions `count`, `count_all` (column None or []: COUNT(*)), `sum`, `min`, `max`,
+        `avg` (or `mean`), `count_distinct` (SQL's COUNT(DISTINCT): exact across splits; floats
+        count every NaN once and -0.0 as 0.0); in place of a column, an `Expression` (Lance SQL over the row, e.g.
+        `Expression("price * (1 - discount)")`). Result columns: the group-by columns, then one per aggregate named by
+        its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
+        OutOfRangeError (never wrapped)."""
+        return self.aggregate_with_io(aggregates, group_by, filter)[0]
+
+    def aggregate_with_io(self, aggregates, group_by=None, filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
+        """`aggregate` and the I/O it made."""
+        spec, keep = _aggregate_spec(aggregates, group_by, filter)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate(self._h, ctypes.byref(spec), ctypes.byref(out), ctypes.byref(io)))
+        return Stream(out).read_all(), IoStats._from(io)
+
+    def aggregate_split(self, split: Split, aggregates, group_by=None,
+                        filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
+        """The partial states of one scan split (lance_dataset_aggregate_split) and the I/O made:
+        a small table (group keys, then `agg<i>_<state>` columns) to merge with the other
+        splits' partials by `merge_aggregates`. Works on a shipped split in another process."""
+        spec, keep = _aggregate_spec(aggregates, group_by, filter)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate_split(self._h, split._h, ctypes.byref(spec), ctypes.byref(out),
+                                                 ctypes.byref(io)))
+        return Stream(out).read_all(), IoStats._from(io)
