@@ -5,13 +5,21 @@ allocated."""
 from __future__ import annotations
 
 import ctypes
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from ._ffi import LIB
 from .errors import _choice, _error, _ptr, _UnknownKeywordError
 
+
+#: What a write takes as rows: a pyarrow Table, RecordBatch, RecordBatchReader, or any object
+#: exporting an Arrow C stream (`__arrow_c_stream__`: polars, DuckDB, ...).
+ArrowData = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, Any]
+#: A query vector (a sequence of numbers or a 1-d numpy array), or a batch of them (one per row).
+VectorLike = Union[Sequence[float], Sequence[Sequence[float]], Any]
+#: A raw handle the library returned (a ctypes pointer or its address).
+Handle = Union[ctypes.c_void_p, int, None]
 
 METRICS = {None: 0, "l2": 1, "cosine": 2, "dot": 3, "hamming": 4}
 WRITE_MODES = {"create": 0, "append": 1, "overwrite": 2}

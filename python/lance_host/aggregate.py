@@ -4,7 +4,7 @@ merge of per-split partial states."""
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -71,7 +71,7 @@ def _aggregate_spec(aggregates, group_by, filter):
     return spec, (f_arr, c_arr, a_arr, g_arr, e_arr)
 
 
-def merge_aggregates(partials) -> pa.Table:
+def merge_aggregates(partials: Sequence[pa.Table]) -> pa.Table:
     """The results from the partial states of splits (lance_aggregate_merge): `partials` are
     the tables `Dataset.aggregate_split` returned (or `Stream`s / readers of them, e.g. after a
     trip through Arrow IPC)."""
@@ -111,7 +111,7 @@ class DatasetAggregates:
         return out.value, IoStats._from(io)
 
     # aggregates computed inside the splits
-    def aggregate(self, aggregates, group_by=None, filter: Optional[str] = None) -> pa.Table:
+    def aggregate(self, aggregates: Sequence[tuple], group_by: Union[str, Sequence[str], None] = None, filter: Optional[str] = None) -> pa.Table:
         """COUNT/SUM/MIN/MAX/AVG of the pinned version, grouped by `group_by` (a column or
         columns), over the rows matching the Lance SQL `filter` (lance_dataset_aggregate).
         `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
@@ -123,14 +123,14 @@ class DatasetAggregates:
         OutOfRangeError (never wrapped)."""
         return self.aggregate_with_io(aggregates, group_by, filter)[0]
 
-    def aggregate_with_io(self, aggregates, group_by=None, filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
+    def aggregate_with_io(self, aggregates: Sequence[tuple], group_by: Union[str, Sequence[str], None] = None, filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
         """`aggregate` and the I/O it made."""
         spec, keep = _aggregate_spec(aggregates, group_by, filter)
         out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
         _check(LIB.lance_dataset_aggregate(self._h, ctypes.byref(spec), ctypes.byref(out), ctypes.byref(io)))
         return Stream(out).read_all(), IoStats._from(io)
 
-    def aggregate_split(self, split: Split, aggregates, group_by=None,
+    def aggregate_split(self, split: Split, aggregates: Sequence[tuple], group_by: Union[str, Sequence[str], None] = None,
                         filter: Optional[str] = None) -> tuple[pa.Table, IoStats]:
         """The partial states of one scan split (lance_dataset_aggregate_split) and the I/O made:
         a small table (group keys, then `agg<i>_<state>` columns) to merge with the other

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Union
 
 from . import _ffi
 from ._ffi import LIB
 from .errors import _check
-from ._marshal import _take_bytes
+from ._marshal import _take_bytes, Handle
 from .stream import IoStats
 
 
@@ -38,7 +38,7 @@ class Blobs:
     `info(i)` describes blob i, `read(i, offset, length)` reads a byte range of it without
     reading the rest. Reads may run on several threads at once."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: Handle):
         self._h = handle
 
     def __len__(self) -> int:
@@ -59,7 +59,7 @@ class Blobs:
         _check(LIB.lance_blobs_read_alloc(self._h, i, offset, length, ctypes.byref(out), ctypes.byref(n)))
         return _take_bytes(out, n)
 
-    def readinto(self, i: int, offset: int, buffer) -> int:
+    def readinto(self, i: int, offset: int, buffer: Union[bytearray, memoryview, Any]) -> int:
         """Fill a writable buffer (bytearray, memoryview, numpy array) with the bytes of
         blob i from `offset`; returns the number of bytes read (the buffer's length)."""
         view = memoryview(buffer).cast("B")

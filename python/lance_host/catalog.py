@@ -9,7 +9,7 @@ from typing import Mapping, Optional, Sequence
 from . import _ffi
 from ._ffi import LIB
 from .errors import _check, _error, _ptr
-from ._marshal import _cstrings, _kv
+from ._marshal import _cstrings, _kv, ArrowData
 from .write import _stream_of, _write_params, WriteResult
 from .dataset import Dataset
 
@@ -101,7 +101,7 @@ class Catalog:
         arr, n = self._ns(namespace)
         _check(LIB.lance_catalog_drop_namespace(self._h, arr, n, cascade, missing_ok))
 
-    def create_table(self, table: str, data, namespace: Sequence[str] = (), **params) -> tuple[Dataset, "WriteResult"]:
+    def create_table(self, table: str, data: ArrowData, namespace: Sequence[str] = (), **params) -> tuple[Dataset, "WriteResult"]:
         """CREATE TABLE `table` in `namespace` AS `data` (a pyarrow Table, RecordBatchReader,
         ...; lance_catalog_create_table): the catalog declares it and the rows are written as
         version 1. Params as for `write_table` (mode is always create). A failed write leaves

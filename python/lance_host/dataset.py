@@ -12,7 +12,7 @@ import pyarrow as pa
 from . import _ffi
 from ._ffi import LIB
 from .errors import _check, _error, _ptr
-from ._marshal import _cstrings, _kv, _take_bytes, _take_string
+from ._marshal import _cstrings, _kv, _take_bytes, _take_string, Handle
 from .stream import _import_reader, IoStats, Stream
 from .split import _plan, Split
 from .query import _scan_options
@@ -57,7 +57,7 @@ class TableStatistics:
 class Dataset(DatasetAggregates, DatasetSearch, DatasetIndexes, DatasetWrites):
     """A table pinned at one version (LanceDataset). Thread-safe; free with `close()` or by GC."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: Handle):
         self._h = _ptr(handle)
 
     # identity
@@ -143,25 +143,25 @@ class Dataset(DatasetAggregates, DatasetSearch, DatasetIndexes, DatasetWrites):
         `filter` and `substrait`, which may be given together) (see LanceScanOptions)."""
         return self.scan_stream(columns, filter, **options).reader()
 
-    def scan_stream(self, columns=None, filter=None, **options) -> Stream:
+    def scan_stream(self, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> Stream:
         """`scan` as a `Stream` (I/O statistics, cancellation)."""
         o, keep = _scan_options(columns, filter, **options)
         out = _ffi.ArrowArrayStream()
         _check(LIB.lance_dataset_scan_v2(self._h, ctypes.byref(o), ctypes.byref(out)))
         return Stream(out)
 
-    def explain_scan(self, columns=None, filter=None, **options) -> str:
+    def explain_scan(self, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> str:
         """The scan plan `scan(columns, filter, **options)` would run, as text."""
         o, keep = _scan_options(columns, filter, **options)
         p = ctypes.c_void_p()
         _check(LIB.lance_dataset_explain_scan_v2(self._h, ctypes.byref(o), ctypes.byref(p)))
         return _take_string(p)
 
-    def scan_split(self, split: Split, columns=None, filter=None, **options) -> pa.RecordBatchReader:
+    def scan_split(self, split: Split, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> pa.RecordBatchReader:
         """Scan one scan split (lance_split_scan_v2) as a `pyarrow.RecordBatchReader`."""
         return self.scan_split_stream(split, columns, filter, **options).reader()
 
-    def scan_split_stream(self, split: Split, columns=None, filter=None, **options) -> Stream:
+    def scan_split_stream(self, split: Split, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None, **options) -> Stream:
         """`scan_split` as a `Stream` (I/O statistics, cancellation)."""
         o, keep = _scan_options(columns, filter, **options)
         out = _ffi.ArrowArrayStream()
@@ -216,7 +216,7 @@ class Dataset(DatasetAggregates, DatasetSearch, DatasetIndexes, DatasetWrites):
         _check(LIB.lance_dataset_plan_changes(self._h, ctypes.byref(p), ctypes.byref(h)))
         return _plan(h).splits
 
-    def changes(self, since_version: int = 0, columns=None, **kw) -> pa.Table:
+    def changes(self, since_version: int = 0, columns: Optional[Sequence[str]] = None, **kw) -> pa.Table:
         """Every row changed after `since_version` up to this version, read here: the splits of
         `plan_changes` (same keywords) scanned one after another."""
         parts = [self.scan_split(s, columns).read_all() for s in self.plan_changes(since_version, **kw)]

@@ -4,7 +4,7 @@ runtime filter the host tightens while scans run."""
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -117,7 +117,7 @@ class DynamicFilter:
         row passes)."""
         _check(LIB.lance_dynamic_filter_set_sql(self._live(), sql.encode() if sql is not None else None))
 
-    def set_keys(self, column: str, values) -> None:
+    def set_keys(self, column: str, values: Union[pa.Array, Sequence]) -> None:
         """Replace the predicate with `column IN (values)` (a pyarrow array or a list)."""
         exported = _ExportedKeys(values)
         _check(LIB.lance_dynamic_filter_set_keys(self._live(), column.encode(), ctypes.byref(exported.array),

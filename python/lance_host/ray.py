@@ -18,7 +18,7 @@ manifest read) and scans its split.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -30,6 +30,7 @@ except ImportError as e:  # pragma: no cover - reported to the user who imports 
     raise ImportError("lance_host.ray needs Ray Data (pip install 'ray[data]')") from e
 
 import lance_host as lh
+from lance_host._marshal import VectorLike
 from lance_host._vectors import conform
 
 # Fewest rows a default row slice holds (smaller tables are not cut).
@@ -73,7 +74,7 @@ class LanceHostDatasource(Datasource):
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0,
                  branch: Optional[str] = None, changes_since: Optional[int] = None, tag: Optional[str] = None,
-                 keys=None):
+                 keys: Optional[tuple[str, Any]] = None):
         if keys is not None:
             if not isinstance(keys, tuple) or len(keys) != 2 or not isinstance(keys[0], str):
                 raise lh.errors._error(1, f"read_lance_host: keys must be (column, values), not {keys!r}")
@@ -155,7 +156,7 @@ _RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
                     target_rows: int = 0, branch: Optional[str] = None, changes_since: Optional[int] = None,
-                    tag: Optional[str] = None, keys=None, **read_args):
+                    tag: Optional[str] = None, keys: Optional[tuple[str, Any]] = None, **read_args) -> "ray.data.Dataset":
     """A `ray.data.Dataset` of the table at `version` (latest when None) of `branch` (main when
     None), or at the version `tag` names: one read task per scan split (`target_rows` cuts larger fragments into row slices),
     with the projection and the Lance SQL filter applied by Lance. With `changes_since`, the rows
@@ -195,12 +196,12 @@ def _tasks(plan, max_tasks: Optional[int]) -> list:
         raise lh.errors._error(1, f"max_tasks must be at least 1, got {max_tasks}") from None
 
 
-def vector_search(uri: str, column: str, vector, k: int = 10, *, nprobes: Optional[int] = None,
+def vector_search(uri: str, column: str, vector: VectorLike, k: int = 10, *, nprobes: Optional[int] = None,
                   refine: Optional[int] = None, filter: Optional[str] = None,
                   columns: Optional[Sequence[str]] = None, metric: Optional[str] = None,
                   use_index: bool = True, version: Optional[int] = None,
                   storage_options: Optional[dict] = None, return_pids: bool = False,
-                  max_tasks: Optional[int] = None):
+                  max_tasks: Optional[int] = None) -> Union[pa.Table, tuple[pa.Table, list]]:
     """Distributed vector search: one Ray task per split of the vector plan (index segments and
     unindexed fragments), merged with the library's top-k merge. Returns a pyarrow Table of the
     global top k (projected columns, `_distance`, `_rowid`). `max_tasks` caps the tasks (at least
@@ -225,8 +226,9 @@ def _aggregate_split(token, split: bytes, aggregates, group_by, filter, storage_
     return os.getpid(), part, io.read_requests
 
 
-def aggregate(uri: str, aggregates, *, group_by=None, filter: Optional[str] = None, target_rows: int = 0,
-              version: Optional[int] = None, storage_options: Optional[dict] = None, return_pids: bool = False):
+def aggregate(uri: str, aggregates: Sequence[tuple], *, group_by: Union[str, Sequence[str], None] = None, filter: Optional[str] = None, target_rows: int = 0,
+              version: Optional[int] = None, storage_options: Optional[dict] = None,
+              return_pids: bool = False) -> Union[pa.Table, tuple[pa.Table, list]]:
     """Distributed aggregate: the driver pins the table and plans scan splits (row slices of
     about `target_rows` visible rows; 0 = one per fragment), one Ray task per split computes the
     split's partial states (a few rows per group; only the aggregated, grouped and filtered
@@ -278,7 +280,7 @@ class LanceHostDatasink(Datasink):
         """The sink's name in Ray's progress output."""
         return "LanceHost"
 
-    def write(self, blocks, ctx) -> bytes:
+    def write(self, blocks: Iterable, ctx: Any) -> bytes:
         """Runs in a write task: stages the task's blocks; returns the staged-write bytes."""
         from ray.data.block import BlockAccessor
 
@@ -293,7 +295,7 @@ class LanceHostDatasink(Datasink):
                                storage_options=self.storage, max_rows_per_file=self.max_rows_per_file)
         return bytes(share)
 
-    def on_write_complete(self, write_result) -> None:
+    def on_write_complete(self, write_result: Any) -> None:
         """Runs on the driver after every task succeeded: one commit of all shares."""
         returns = getattr(write_result, "write_returns", write_result)
         shares = [lh.StagedWrite(b) for b in returns if b]
@@ -302,7 +304,7 @@ class LanceHostDatasink(Datasink):
                                     commit_message=self.commit_message)[1]
 
 
-def write_lance_host(dataset, uri: str, mode: str = "append", *, storage_options: Optional[dict] = None,
+def write_lance_host(dataset: "ray.data.Dataset", uri: str, mode: str = "append", *, storage_options: Optional[dict] = None,
                      max_rows_per_file: int = 0, commit_message: Optional[str] = None,
                      vector_columns: Optional[dict] = None, new_schema: bool = False) -> Optional[lh.WriteResult]:
     """Write a `ray.data.Dataset` to the table at `uri` ('append' creates a missing table;
@@ -329,7 +331,7 @@ def _build_segment(uri: str, task: bytes, storage_options):
 def build_index(uri: str, column: str, index_type: str, *, name: Optional[str] = None, replace: bool = False,
                 num_splits: int = 0, unindexed_only: bool = False, merge: bool = False,
                 model: Optional[bytes] = None, storage_options: Optional[dict] = None,
-                return_pids: bool = False, **params):
+                return_pids: bool = False, **params) -> tuple:
     """Build an index with Ray: the driver trains the model (vector types) and plans; one Ray
     task per build split builds its segment; the driver commits every segment as one index in
     one version (lance_host.build_index). Returns (the new version as a lance_host.Dataset,

@@ -4,14 +4,14 @@ per split, and the merges of split results into one answer."""
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import pyarrow as pa
 
 from . import _ffi
 from ._ffi import LIB
 from .errors import _check, InvalidArgumentError
-from ._marshal import _metric, _take_bytes, _take_string
+from ._marshal import _metric, _take_bytes, _take_string, VectorLike
 from .stream import IoStats, Stream
 from .split import _plan, Split, SPLIT_FTS_FLAT, SPLIT_FTS_SEGMENT, SplitPlan
 from .query import _stats_arg, _text_query, _vector_query
@@ -42,18 +42,18 @@ def _merge(fn, streams, k: int, offset: int) -> Stream:
     return Stream(out)
 
 
-def merge_top_k(streams, k: int, offset: int = 0) -> Stream:
+def merge_top_k(streams: Sequence[Union[Stream, pa.RecordBatchReader, pa.Table]], k: int, offset: int = 0) -> Stream:
     """Global top-k by `_distance` (ties by `_rowid`) of vector split results (lance_topk_merge).
     Takes ownership of the inputs (`Stream`s or pyarrow readers/tables)."""
     return _merge(LIB.lance_topk_merge, streams, k, offset)
 
 
-def merge_fts(streams, k: int, offset: int = 0) -> Stream:
+def merge_fts(streams: Sequence[Union[Stream, pa.RecordBatchReader, pa.Table]], k: int, offset: int = 0) -> Stream:
     """Global top-k by `_score` (ties by `_rowid`) of full-text split results (lance_fts_merge)."""
     return _merge(LIB.lance_fts_merge, streams, k, offset)
 
 
-def rrf_merge(vector, text, k: int, rrf_k: float = 60.0) -> Stream:
+def rrf_merge(vector: Union[Stream, pa.RecordBatchReader, pa.Table], text: Union[Stream, pa.RecordBatchReader, pa.Table], k: int, rrf_k: float = 60.0) -> Stream:
     """Reciprocal-rank fusion of a merged vector result and a merged full-text result
     (lance_rrf_merge): `_rowid`, `_relevance_score`, `_distance`, `_score`."""
     v, t = _streams_in([vector, text])
@@ -83,7 +83,7 @@ class DatasetSearch:
         return _plan(h)
 
     # vector search
-    def search_split(self, split: Split, column: str, vector, k: int = 10, **query) -> Stream:
+    def search_split(self, split: Split, column: str, vector: VectorLike, k: int = 10, **query) -> Stream:
         """One vector-search split (lance_split_search_v2). Query options: metric, nprobes,
         refine_factor, ef, prefilter, columns, with_row_id, defer_refine, element_type,
         distance_range=(lower, upper) (lower <= _distance < upper; None = unbounded).
@@ -93,7 +93,7 @@ class DatasetSearch:
         _check(LIB.lance_split_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(out)))
         return Stream(out)
 
-    def vector_search(self, column: str, vector, k: int = 10, *, metric: Optional[str] = None,
+    def vector_search(self, column: str, vector: VectorLike, k: int = 10, *, metric: Optional[str] = None,
                       use_index: bool = True, **query) -> pa.Table:
         """The snapshot's vector top k in this process: every split of the vector plan searched
         (`search_split`, query options as there: nprobes, refine_factor, ef, prefilter, columns)
@@ -103,14 +103,14 @@ class DatasetSearch:
         query = dict(query, with_row_id=True, metric=metric)
         return merge_top_k([self.search_split(s, column, vector, k, **query) for s in plan], k).read_all()
 
-    def explain_search(self, split: Split, column: str, vector, k: int = 10, **query) -> str:
+    def explain_search(self, split: Split, column: str, vector: VectorLike, k: int = 10, **query) -> str:
         """The plan `search_split` would run for this split and query, as text."""
         q, keep = _vector_query(column, vector, k, **query)
         p = ctypes.c_void_p()
         _check(LIB.lance_split_explain_search_v2(self._h, split._h, ctypes.byref(q), ctypes.byref(p)))
         return _take_string(p)
 
-    def refine(self, candidates, column: str, vector, k: int = 10, **query) -> Stream:
+    def refine(self, candidates: Union[Stream, pa.RecordBatchReader, pa.Table], column: str, vector: VectorLike, k: int = 10, **query) -> Stream:
         """Exact re-rank of merged approximate candidates (lance_dataset_refine_v2); takes
         ownership of `candidates`."""
         q, keep = _vector_query(column, vector, k, **query)

@@ -66,7 +66,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
 
@@ -76,6 +76,7 @@ from lance_host.spark_filters import _and, push_filters, to_lance_sql  # noqa: F
 try:
     from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
                                         WriterCommitMessage)
+    import pyspark.sql
     from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - reported to the user who imports this module
     raise ImportError("lance_host.spark needs pyspark 4.1 or later (pip install 'pyspark>=4.1')") from e
@@ -214,7 +215,7 @@ def _planning_snapshot(options, pinned):
 
 # ---- types -------------------------------------------------------------------------------
 
-def spark_type(t: pa.DataType):
+def spark_type(t: pa.DataType) -> Optional["T.DataType"]:
     """The Spark type a column of Arrow type `t` is handed over as (None: not supported)."""
     if pa.types.is_boolean(t):
         return T.BooleanType()
@@ -371,11 +372,11 @@ class LanceHostDataSource(DataSource):
     """spark.read.format("lance_host"): one partition per scan split of a pinned snapshot."""
 
     @classmethod
-    def name(cls):
+    def name(cls) -> str:
         """The format name: spark.read.format("lance_host")."""
         return "lance_host"
 
-    def schema(self):
+    def schema(self) -> "T.StructType":
         """The table's columns (or the `columns` option's) as a Spark schema; opens the table
         once where Spark plans. Raises InvalidArgumentError for an unknown column or option."""
         _check_options(self.options, _READ_OPTIONS, 'format("lance_host")')
@@ -385,12 +386,12 @@ class LanceHostDataSource(DataSource):
             struct = T.StructType(list(struct.fields) + [f for f in _CHANGE_FIELDS if f.name not in struct.names])
         return struct
 
-    def writer(self, schema, overwrite: bool):
+    def writer(self, schema: "T.StructType", overwrite: bool) -> "DataSourceArrowWriter":
         """A writer whose tasks stage their rows and whose driver commits them as one version
         (see `_Writer`)."""
         return _Writer(dict(self.options), schema, overwrite)
 
-    def reader(self, schema):
+    def reader(self, schema: "T.StructType") -> "DataSourceReader":
         """A reader whose partitions are the scan splits of one pinned snapshot. It pushes no
         Spark filter (Spark applies them; the `filter` option is applied by Lance) unless the
         source was registered with filter_pushdown=True on a Spark that passed the reuse probe
@@ -476,11 +477,11 @@ class LanceHostSearchDataSource(DataSource):
     returning its top k with `_distance` and `_rowid`."""
 
     @classmethod
-    def name(cls):
+    def name(cls) -> str:
         """The format name: spark.read.format("lance_host_search")."""
         return "lance_host_search"
 
-    def schema(self):
+    def schema(self) -> "T.StructType":
         """The searched table's columns (or the `columns` option's) plus `_distance` and
         `_rowid`; raises InvalidArgumentError for a missing `column` option or unknown column."""
         import lance_host as lh
@@ -493,7 +494,7 @@ class LanceHostSearchDataSource(DataSource):
         st = T.StructType([f for f in st.fields if f.name != column or _columns_option(self.options)])
         return st.add("_distance", T.FloatType(), True).add("_rowid", T.LongType(), True)
 
-    def reader(self, schema):
+    def reader(self, schema: "T.StructType") -> "DataSourceReader":
         """A reader whose partitions are the vector plan's splits, each returning its top k."""
         _check_options(self.options, _SEARCH_OPTIONS, 'format("lance_host_search")')
         return _SearchReader(dict(self.options), schema, getattr(self, "_snapshot", None))
@@ -544,7 +545,7 @@ class _SearchReader(DataSourceReader):
         _write_stats(o, {"pid": os.getpid(), "split": partition.index, "rows": rows})
 
 
-def merge_top_k(df, k: int) -> pa.Table:
+def merge_top_k(df: "pyspark.sql.DataFrame", k: int) -> pa.Table:
     """The library's merge (lance_topk_merge) of a lance_host_search DataFrame's rows: the global
     top k by `_distance`, ties by `_rowid` — what a single process merging the splits gets."""
     import lance_host as lh
@@ -555,7 +556,7 @@ def merge_top_k(df, k: int) -> pa.Table:
     return lh.merge_top_k([t], k).read_all()
 
 
-def register(spark, filter_pushdown: bool = False) -> None:
+def register(spark: "pyspark.sql.SparkSession", filter_pushdown: bool = False) -> None:
     """Register the "lance_host" and "lance_host_search" formats with a SparkSession.
 
     Spark filters are not pushed to Lance by default: pyspark 4.1 to 4.3 keep the reader a
@@ -623,7 +624,7 @@ class _ProbeReader(DataSourceReader):
                 yield (x,)
 
 
-def pushdown_reuse_problem(spark) -> str | None:
+def pushdown_reuse_problem(spark: "pyspark.sql.SparkSession") -> str | None:
     """What goes wrong when this session's Spark pushes filters into a Python data source, or
     None: one DataFrame of a probe source is counted with `x = 1` (1 row), then without a
     filter (4 rows). Spark filter pushdown must be enabled in the session."""
@@ -728,9 +729,9 @@ def _build_segment(args):
     return os.getpid(), lh.open(uri, storage_options=storage or None).execute_index_build_task(task)
 
 
-def build_index(spark, uri: str, column: str, index_type: str, *, name: str | None = None, replace: bool = False,
+def build_index(spark: "pyspark.sql.SparkSession", uri: str, column: str, index_type: str, *, name: str | None = None, replace: bool = False,
                 num_splits: int = 0, unindexed_only: bool = False, merge: bool = False, model: bytes | None = None,
-                storage_options: dict | None = None, return_pids: bool = False, **params):
+                storage_options: dict | None = None, return_pids: bool = False, **params) -> tuple:
     """Build an index with Spark: the driver trains the model (vector types) and plans; one
     Spark task per build split builds its segment on an executor; the driver commits every
     segment as one index in one version (lance_host.build_index). Returns (the new version as
@@ -765,7 +766,8 @@ def _aggregate_split(args):
     return os.getpid(), sink.getvalue().to_pybytes()
 
 
-def aggregate(spark, uri: str, aggregates, *, group_by=None, filter: str | None = None, target_rows: int = 0,
+def aggregate(spark: "pyspark.sql.SparkSession", uri: str, aggregates: Sequence[tuple], *,
+              group_by: str | Sequence[str] | None = None, filter: str | None = None, target_rows: int = 0,
               version: int | None = None, storage_options: dict | None = None, return_pids: bool = False) -> pa.Table:
     """A distributed aggregate with Spark: the driver pins the table and plans scan splits, one
     Spark task per split computes its partial states on an executor (only the aggregated,

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: pyspark is imported where a filter is translated
+    from pyspark.sql.datasource import Filter
 
 
 def _ident(attr) -> str | None:
@@ -34,7 +38,7 @@ def _literal(v) -> str | None:
     return None  # dates, timestamps, decimals, binary: kept in Spark
 
 
-def to_lance_sql(f) -> str | None:
+def to_lance_sql(f: Filter) -> str | None:
     """Lance SQL for one pushed Spark filter, or None when it does not translate exactly."""
     from pyspark.sql import datasource as d
 
@@ -71,7 +75,7 @@ def to_lance_sql(f) -> str | None:
     return None
 
 
-def push_filters(filters, pushed: list) -> list:
+def push_filters(filters: list, pushed: list) -> list:
     """pushFilters for a reader: the Lance SQL of every filter that translates exactly is
     appended to `pushed`; the others are returned, for Spark to apply."""
     remaining = []

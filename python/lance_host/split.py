@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from ._ffi import LIB
 from .errors import _check, _error, _last_error, _ptr
-from ._marshal import _kv, _take_bytes
+from ._marshal import _kv, _take_bytes, Handle
 
 if TYPE_CHECKING:  # annotations only: these modules build on this one
     from .dataset import Dataset
@@ -23,7 +23,7 @@ class Split:
     """One unit of distributed work on a pinned snapshot. Picklable: it travels as the library's
     versioned, checksummed bytes (`bytes(split)`, `Split.from_bytes`)."""
 
-    def __init__(self, handle):
+    def __init__(self, handle: Handle):
         self._h = _ptr(handle)
 
     @staticmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import AsyncIterator, Callable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -113,7 +113,7 @@ class Stream:
         stream's error)."""
         return pa.Table.from_batches(list(self), schema=self.schema)
 
-    def poll(self, wake: Optional[Callable[[], None]] = None):
+    def poll(self, wake: Optional[Callable[[], None]] = None) -> tuple[str, Optional[pa.RecordBatch]]:
         """Read without blocking (lance_stream_poll_next): returns ("ready", batch),
         ("pending", None) or ("end", None). After "pending", `wake()` is called once, from a
         library thread, when polling again may make progress; it must be quick and must not
@@ -133,7 +133,7 @@ class Stream:
             return "ready", pa.RecordBatch._import_from_c(ctypes.addressof(arr), ctypes.addressof(schema))
         return ("pending" if status.value == _ffi.POLL_PENDING else "end"), None
 
-    async def batches_async(self):
+    async def batches_async(self) -> AsyncIterator[pa.RecordBatch]:
         """The batches as an async iterator for asyncio: polls, and while the stream is
         pending awaits its wake-up instead of blocking the event loop's thread."""
         import asyncio

@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Optional, Sequence
 from . import _ffi
 from ._ffi import LIB
 from .errors import _check, _error
-from ._marshal import _kv, SCALAR_INDEX_TYPES, _take_bytes, VECTOR_INDEX_TYPES
+from ._marshal import _kv, ArrowData, SCALAR_INDEX_TYPES, _take_bytes, VECTOR_INDEX_TYPES
 from .write import _staged_arrays, StagedWrite, _stream_of, _write_params, WriteResult
 from .dataset import Dataset
 
@@ -52,7 +52,7 @@ def open_tag(uri: str, tag: str, storage_options: Optional[Mapping[str, str]] = 
     return Dataset(LIB.lance_dataset_open_tag(uri.encode(), _kv(storage_options), tag.encode()))
 
 
-def write_table(uri: str, data, mode: str = "create", *, at: Optional["Dataset"] = None,
+def write_table(uri: str, data: ArrowData, mode: str = "create", *, at: Optional["Dataset"] = None,
                 **params) -> tuple["Dataset", WriteResult]:
     """Write `data` (a pyarrow Table, RecordBatch, RecordBatchReader or Arrow C stream exporter)
     to the table at `uri` as ONE new version (lance_table_write): mode 'create', 'append' or
@@ -69,7 +69,7 @@ def write_table(uri: str, data, mode: str = "create", *, at: Optional["Dataset"]
     return Dataset(out.value), WriteResult._from(r)
 
 
-def stage_write(uri: str, data, mode: str = "append", *, at: Optional["Dataset"] = None, **params) -> StagedWrite:
+def stage_write(uri: str, data: ArrowData, mode: str = "append", *, at: Optional["Dataset"] = None, **params) -> StagedWrite:
     """Write `data` as one worker's share of a write without committing it
     (lance_table_stage_write). Appends need `at`, the coordinator's pinned version (e.g.
     `open_snapshot(token)` on the worker); a create has none. Ship the returned `StagedWrite`

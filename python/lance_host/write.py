@@ -13,7 +13,7 @@ from . import _ffi
 from ._ffi import LIB
 from .errors import _check, _choice, _error
 from ._marshal import (
-    _byte_arrays, _bytes_list, _cstrings, _keyword_names, _keywords, _kv, _take_bytes, WHEN_MATCHED, WHEN_NOT_MATCHED,
+    _byte_arrays, _bytes_list, ArrowData, _cstrings, _keyword_names, _keywords, _kv, _take_bytes, WHEN_MATCHED, WHEN_NOT_MATCHED,
     WHEN_NOT_MATCHED_BY_SOURCE, WRITE_MODES,
 )
 from .split import Split
@@ -210,7 +210,7 @@ class DatasetWrites:
                                         ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
         return type(self)(out.value), WriteResult._from(r)
 
-    def merge_insert(self, data, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
+    def merge_insert(self, data: ArrowData, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
                      when_not_matched: str = "insert", when_not_matched_by_source: str = "keep", *,
                      when_matched_condition: Optional[str] = None, by_source_condition: Optional[str] = None,
                      **params) -> tuple["Dataset", "WriteResult"]:
@@ -230,7 +230,7 @@ class DatasetWrites:
                                               ctypes.byref(out), ctypes.byref(r)))
         return type(self)(out.value), WriteResult._from(r)
 
-    def stage_merge_insert(self, data, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
+    def stage_merge_insert(self, data: ArrowData, on: Union[str, Sequence[str]], when_matched: str = "do_nothing",
                            when_not_matched: str = "insert", when_not_matched_by_source: str = "keep", *,
                            when_matched_condition: Optional[str] = None,
                            by_source_condition: Optional[str] = None) -> "StagedWrite":

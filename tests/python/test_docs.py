@@ -73,6 +73,37 @@ def test_every_public_function_class_and_property_has_a_docstring():
         [n for n in exported if getattr(lh, n).__module__ not in homes]
 
 
+def test_every_public_function_and_method_has_type_hints():
+    """Issue 59: each parameter of every public function and method of the package's modules (the
+    engine layers' too) is annotated, and so is what it returns (`__init__` apart); `*args` and
+    `**options` are documented by the function they pass to."""
+    import importlib
+    import pkgutil
+
+    checked, missing = 0, []
+    for info in pkgutil.iter_modules(lh.__path__):
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"lance_host.{info.name}")
+        except ImportError:
+            assert info.name in ("spark", "ray"), info.name
+            continue
+        for name, obj in public_api(module):
+            if inspect.isclass(obj):
+                obj = obj.__init__
+                if not inspect.isfunction(obj) or obj.__module__ != module.__name__:
+                    continue
+            sig = inspect.signature(obj)
+            checked += 1
+            bare = [p.name for p in sig.parameters.values() if p.name not in ("self", "cls")
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.annotation is inspect.Parameter.empty]
+            if bare or (sig.return_annotation is inspect.Signature.empty and obj.__name__ != "__init__"):
+                missing.append(f"{name}{sig}")
+    assert checked > 200, checked
+    assert not missing, "without type hints:\n" + "\n".join(missing)
+
+
 def test_every_version_string_is_the_crate_version():
     v = crate_version()
     major, minor, patch = (int(x) for x in v.split("."))
