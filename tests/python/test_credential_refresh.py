@@ -11,16 +11,13 @@ it when its lifetime ends, so storage itself refuses an expired key; this repo's
 a long-lived key, writes the table and checks what lance-host wrote."""
 
 import ctypes
-import json
-import threading
 import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pyarrow as pa
 import pytest
 
 import emulators as E
+from credential_issuer import Issuer, iam_world
 
 lance = pytest.importorskip("lance")
 boto3 = pytest.importorskip("boto3")
@@ -35,82 +32,6 @@ BUCKET = "credwarehouse"
 ROWS, PER_FILE = 6000, 500
 
 
-class Issuer:
-    """Hands out a new IAM access key per request, valid for LIFETIME_S: the key is deleted at
-    moto when its lifetime ends. `revoke()` deletes every live key and refuses further vends."""
-
-    def __init__(self, iam):
-        self.iam, self.lock = iam, threading.Lock()
-        self.live, self.issued, self.deleted = {}, [], set()
-        self.revoked, self.stopping, self.n = False, False, 0
-        issuer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                try:
-                    body = issuer.vend()
-                except PermissionError:
-                    self.send_response(403)
-                    self.end_headers()
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/credentials"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-        self.reaper = threading.Thread(target=self.reap, daemon=True)
-        self.reaper.start()
-
-    def vend(self):
-        with self.lock:
-            if self.revoked:
-                raise PermissionError("revoked")
-            self.n += 1
-            user = f"reader{self.n}"
-        self.iam.create_user(UserName=user)
-        self.iam.add_user_to_group(GroupName="readers", UserName=user)
-        key = self.iam.create_access_key(UserName=user)["AccessKey"]
-        expires = time.time() + LIFETIME_S
-        with self.lock:
-            self.live[key["AccessKeyId"]] = (user, expires)
-            self.issued.append(key["AccessKeyId"])
-        return {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"],
-                "expires_at_millis": str(int(expires * 1000))}
-
-    def delete(self, key_id):
-        user, _ = self.live.pop(key_id)
-        self.iam.delete_access_key(UserName=user, AccessKeyId=key_id)
-        self.deleted.add(key_id)
-
-    def reap(self):
-        while not self.stopping:
-            now = time.time()
-            with self.lock:
-                for key_id in [k for k, (_, exp) in self.live.items() if exp <= now]:
-                    self.delete(key_id)
-            time.sleep(0.05)
-
-    def revoke(self, revoked=True):
-        with self.lock:
-            self.revoked = revoked
-            if revoked:
-                for key_id in list(self.live):
-                    self.delete(key_id)
-
-    def stop(self):
-        self.stopping = True
-        self.reaper.join(10)
-        self.http.shutdown()
-
-
 def table(start, n, tag):
     return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "tag": [f"{tag}{i % 7}" for i in range(n)]})
 
@@ -122,19 +43,7 @@ def world(tmp_path_factory):
     try:
         ep = moto.endpoint
         E.s3_create_bucket(ep, BUCKET)
-        anon = dict(endpoint_url=ep, region_name="us-east-1", aws_access_key_id="setup", aws_secret_access_key="setup")
-        iam = boto3.client("iam", **anon)
-        iam.create_user(UserName="admin")
-        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-        admin_key = iam.create_access_key(UserName="admin")["AccessKey"]
-        iam.create_group(GroupName="readers")
-        iam.put_group_policy(GroupName="readers", PolicyName="s3", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-        # from here on moto accepts live IAM keys only
-        req = urllib.request.Request(ep + "/moto-api/reset-auth", data=b"0", method="POST",
-                                     headers={"Content-Type": "text/plain"})
-        urllib.request.urlopen(req, timeout=30).read()
+        admin_iam, admin_key = iam_world(ep)  # from here on moto accepts live IAM keys only
 
         base = {"aws_endpoint": ep, "allow_http": "true", "aws_region": "us-east-1",
                 "aws_virtual_hosted_style_request": "false"}
@@ -142,9 +51,7 @@ def world(tmp_path_factory):
         root = f"s3://{BUCKET}/warehouse"
         lance.write_dataset(table(0, ROWS, "base"), f"{root}/t.lance", storage_options=admin, max_rows_per_file=PER_FILE)
         lance.write_dataset(table(0, 1000, "other"), f"{root}/other.lance", storage_options=admin)
-        issuer = Issuer(boto3.client("iam", endpoint_url=ep, region_name="us-east-1",
-                                     aws_access_key_id=admin_key["AccessKeyId"],
-                                     aws_secret_access_key=admin_key["SecretAccessKey"]))
+        issuer = Issuer(admin_iam, LIFETIME_S)
         flags = [a for k, v in admin.items() for a in ("--storage", f"{k}={v}")]
         server = Server(root, *flags, "--vend-url", issuer.url)
         props = {"type": "rest", "uri": server.uri, **{f"storage.{k}": v for k, v in base.items()}}

@@ -82,8 +82,9 @@ JNIEXPORT jobjectArray JNI(catalogListTables)(JNIEnv *env, jclass c, jlong h, jo
   return out;
 }
 
-/* Object[]{String location, String[] storage options (key, value, ...), Long latest version}. */
-JNIEXPORT jobjectArray JNI(catalogDescribeTable)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table) {
+/* The table's Catalog.TableInfo (location, storage options as key, value, ..., latest version),
+ * built here: no positional array. */
+JNIEXPORT jobject JNI(catalogDescribeTable)(JNIEnv *env, jclass c, jlong h, jobjectArray ns, jstring table) {
   (void)c;
   int ok = 1;
   char *t = utf8(env, table, "table", &ok);
@@ -94,7 +95,7 @@ JNIEXPORT jobjectArray JNI(catalogDescribeTable)(JNIEnv *env, jclass c, jlong h,
     return NULL;
   }
   LanceTableInfo *info = NULL;
-  jobjectArray out = NULL;
+  jobject out = NULL;
   if (check(env, lance_catalog_describe_table(PTR(LanceCatalog, h), (const char *const *)n.items, n.len, t, &info))) {
     const char *const *opts = lance_table_info_storage_options(info);
     size_t count = 0;
@@ -106,19 +107,10 @@ JNIEXPORT jobjectArray JNI(catalogDescribeTable)(JNIEnv *env, jclass c, jlong h,
       (*env)->SetObjectArrayElement(env, o, (jsize)i, s);
       (*env)->DeleteLocalRef(env, s);
     }
-    jstring loc = new_string(env, lance_table_info_location(info));
-    jclass long_class = (*env)->FindClass(env, "java/lang/Long");
-    jmethodID value_of = long_class ? (*env)->GetStaticMethodID(env, long_class, "valueOf", "(J)Ljava/lang/Long;") : NULL;
-    jobject latest = value_of ? (*env)->CallStaticObjectMethod(env, long_class, value_of,
-                                                               (jlong)lance_table_info_latest_version(info)) : NULL;
-    if (o && loc && latest) {
-      out = (*env)->NewObjectArray(env, 3, g_object, NULL);
-      if (out) {
-        (*env)->SetObjectArrayElement(env, out, 0, loc);
-        (*env)->SetObjectArrayElement(env, out, 1, o);
-        (*env)->SetObjectArrayElement(env, out, 2, latest);
-      }
-    }
+    jstring loc = o ? new_string(env, lance_table_info_location(info)) : NULL;
+    if (loc)
+      out = new_object(env, "org/lancehost/Catalog$TableInfo", "(Ljava/lang/String;[Ljava/lang/String;J)V", loc, o,
+                       (jlong)lance_table_info_latest_version(info));
     lance_table_info_free(info);
   }
   str_array_free(&n);

@@ -29,6 +29,8 @@ jclass g_io_stats;         /* org.lancehost.IoStats */
 jmethodID g_io_stats_new;  /* IoStats(long x 9) */
 jclass g_write_result;      /* org.lancehost.Write$Result */
 jmethodID g_write_result_new; /* Result(long, boolean, long x 6) */
+jclass g_credentials;         /* org.lancehost.Credentials */
+jmethodID g_credentials_answer; /* static String[] answer(Provider, String, int[]) */
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   (void)reserved;
@@ -74,6 +76,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   g_write_result = (*env)->NewGlobalRef(env, c);
   g_write_result_new = (*env)->GetMethodID(env, c, "<init>", "(JZJJJJJJ)V");
   if (!g_write_result_new) return JNI_ERR;
+  c = (*env)->FindClass(env, "org/lancehost/Credentials");
+  if (!c) return JNI_ERR;
+  g_credentials = (*env)->NewGlobalRef(env, c);
+  g_credentials_answer = (*env)->GetStaticMethodID(env, c, "answer",
+                                                   "(Lorg/lancehost/Credentials$Provider;Ljava/lang/String;[I)[Ljava/lang/String;");
+  if (!g_credentials_answer) return JNI_ERR;
   if (!g_exception_of || !g_string_bytes || !g_string_new || !g_utf8 || !g_hs_schema || !g_hs_next || !g_hs_release ||
       !g_hs_close || !g_throwable_string)
     return JNI_ERR;

@@ -26,6 +26,8 @@ extern jobject g_utf8;            /* StandardCharsets.UTF_8 */
 extern jclass g_byte_array;       /* byte[] */
 extern jclass g_object;           /* java.lang.Object */
 extern JavaVM *g_vm;
+extern jclass g_credentials;
+extern jmethodID g_credentials_answer;
 extern jclass g_host_stream;      /* org.lancehost.HostStream */
 extern jmethodID g_hs_schema;     /* Object[] schemaDescription() */
 extern jmethodID g_hs_next;       /* long[] nextBatch() */
@@ -151,7 +153,7 @@ int preconditions_in(JNIEnv *env, WriteIn *w, jlong expected_version, jobjectArr
 void write_in_free(WriteIn *w);
 jobject result_out(JNIEnv *env, const LanceWriteResult *r);
 jobject new_object(JNIEnv *env, const char *cls, const char *sig, ...);
-jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r);
+jobject staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r);
 int index_params(JNIEnv *env, jint kind, jintArray params, IndexParams *out);
 int text_in(JNIEnv *env, TextIn *t, jstring column, jstring text, jint match, jint slop, jlong k,
                    jstring prefilter, jobjectArray columns);

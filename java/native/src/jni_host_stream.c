@@ -291,16 +291,12 @@ jobject result_out(JNIEnv *env, const LanceWriteResult *r) {
                            (jlong)r->rows_deleted, (jlong)r->rows_updated, (jlong)r->rows_inserted);
 }
 
-/* Object[]{byte[] staged, Write.Result result} of a staged write the library returned (takes `bytes`). */
-jobjectArray staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r) {
+/* The org.lancehost.Write.Staged of a staged write the library returned: its bytes and its
+ * Write.Result (takes `bytes`; built here: no positional array). */
+jobject staged_out(JNIEnv *env, uint8_t *bytes, size_t len, const LanceWriteResult *r) {
   jbyteArray b = take_bytes(env, bytes, len);
   jobject res = b ? result_out(env, r) : NULL;
-  jobjectArray out = b && res ? (*env)->NewObjectArray(env, 2, g_object, NULL) : NULL;
-  if (out) {
-    (*env)->SetObjectArrayElement(env, out, 0, b);
-    (*env)->SetObjectArrayElement(env, out, 1, res);
-  }
-  return out;
+  return b && res ? new_object(env, "org/lancehost/Write$Staged", "([BLorg/lancehost/Write$Result;)V", b, res) : NULL;
 }
 
 /* CREATE TABLE AS a Java stream (may hold no batch): its Write.Result. The stream is consumed. */
@@ -358,8 +354,8 @@ JNIEXPORT jobject JNI(tableWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, 
   return out;
 }
 
-/* Stages a Java stream: Object[]{byte[] staged, long[] result}. The stream is consumed. */
-JNIEXPORT jobjectArray JNI(stageWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
+/* Stages a Java stream: its Write.Staged. The stream is consumed. */
+JNIEXPORT jobject JNI(stageWrite)(JNIEnv *env, jclass c, jstring uri, jlong at, jobject source, jint mode,
                                        jobjectArray options, jlong max_rows_per_file) {
   (void)c;
   struct ArrowArrayStream data;
@@ -368,7 +364,7 @@ JNIEXPORT jobjectArray JNI(stageWrite)(JNIEnv *env, jclass c, jstring uri, jlong
   char *u = utf8(env, uri, "uri", &ok);
   WriteIn w;
   memset(&w, 0, sizeof w);
-  jobjectArray out = NULL;
+  jobject out = NULL;
   if (ok && write_in(env, &w, mode, NULL, NULL, options, max_rows_per_file)) {
     LanceWriteResult r;
     memset(&r, 0, sizeof r);

@@ -87,7 +87,7 @@ JNIEXPORT jobjectArray JNI(commitTables)(JNIEnv *env, jclass c, jobjectArray uri
     if (ri) (*env)->DeleteLocalRef(env, ri);
   }
   if (ok && check(env, lance_commit_tables(n, (const char *const *)u, ptrs, lens, counts, params, NULL, rp))) {
-    out = (*env)->NewObjectArray(env, (jsize)n, g_object, NULL);
+    out = (*env)->NewObjectArray(env, (jsize)n, g_write_result, NULL);
     for (size_t i = 0; out && i < n; i++) {
       jobject one = result_out(env, &r[i]);
       if (!one) {
@@ -164,13 +164,13 @@ JNIEXPORT jobject JNI(planChanges)(JNIEnv *env, jclass c, jlong ds, jlong since_
   return plan_out(env, plan);
 }
 
-/* Deletes the rows matching `predicate` as one new version: long[]{version, rows_deleted}. */
-JNIEXPORT jlongArray JNI(datasetDelete)(JNIEnv *env, jclass c, jlong ds, jstring predicate, jstring statement_id) {
+/* Deletes the rows matching `predicate` as one new version: its Write.Result. */
+JNIEXPORT jobject JNI(datasetDelete)(JNIEnv *env, jclass c, jlong ds, jstring predicate, jstring statement_id) {
   (void)c;
   int ok = 1;
   char *p = utf8(env, predicate, "predicate", &ok);
   char *sid = ok ? utf8(env, statement_id, "statement id", &ok) : NULL;
-  jlongArray out = NULL;
+  jobject out = NULL;
   if (ok) {
     LanceWriteParams params;
     lance_write_params_init_v2(&params, sizeof params);
@@ -178,19 +178,15 @@ JNIEXPORT jlongArray JNI(datasetDelete)(JNIEnv *env, jclass c, jlong ds, jstring
     LanceWriteResult r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
-    if (check(env, lance_dataset_delete(PTR(LanceDataset, ds), p, &params, NULL, &r))) {
-      jlong v[2] = {(jlong)r.version, (jlong)r.rows_deleted};
-      out = (*env)->NewLongArray(env, 2);
-      if (out) (*env)->SetLongArrayRegion(env, out, 0, 2, v);
-    }
+    if (check(env, lance_dataset_delete(PTR(LanceDataset, ds), p, &params, NULL, &r))) out = result_out(env, &r);
   }
   free(p);
   free(sid);
   return out;
 }
 
-/* Stages the deletion of rows by address (no I/O): Object[]{byte[] staged, long[] result}. */
-JNIEXPORT jobjectArray JNI(stageRowDeletes)(JNIEnv *env, jclass c, jlong ds, jlongArray addresses) {
+/* Stages the deletion of rows by address (no I/O): its Write.Staged. */
+JNIEXPORT jobject JNI(stageRowDeletes)(JNIEnv *env, jclass c, jlong ds, jlongArray addresses) {
   (void)c;
   if (!addresses) {
     throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "row addresses are null");
@@ -204,20 +200,20 @@ JNIEXPORT jobjectArray JNI(stageRowDeletes)(JNIEnv *env, jclass c, jlong ds, jlo
   r.struct_size = sizeof r;
   uint8_t *bytes = NULL;
   size_t len = 0;
-  jobjectArray out = NULL;
+  jobject out = NULL;
   if (check(env, lance_dataset_stage_row_deletes(PTR(LanceDataset, ds), (const uint64_t *)a, (size_t)n, &bytes, &len, &r)))
     out = staged_out(env, bytes, len, &r);
   (*env)->ReleaseLongArrayElements(env, addresses, a, JNI_ABORT);
   return out;
 }
 
-/* Stages one worker's share of a delete (a scan split's fragments; null = all). */
-JNIEXPORT jobjectArray JNI(stageDelete)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring predicate) {
+/* Stages one worker's share of a delete (a scan split's fragments; null = all): its Write.Staged. */
+JNIEXPORT jobject JNI(stageDelete)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jstring predicate) {
   (void)c;
   int ok = 1;
   char *p = utf8(env, predicate, "predicate", &ok);
   LanceSplit *s = NULL;
-  jobjectArray out = NULL;
+  jobject out = NULL;
   if (ok && (!split || (s = split_in(env, split)))) {
     LanceWriteResult r;
     memset(&r, 0, sizeof r);
@@ -262,7 +258,7 @@ JNIEXPORT jobject JNI(datasetUpdate)(JNIEnv *env, jclass c, jlong ds, jobjectArr
   return out;
 }
 
-/* A merge-insert of a Java stream: committed (long[] result) or staged (Object[]{bytes, result}).
+/* A merge-insert of a Java stream: committed (its Write.Result) or staged (its Write.Staged).
  * `modes` = {when_matched, when_not_matched, when_not_matched_by_source}. The stream is consumed. */
 JNIEXPORT jobject JNI(mergeInsert)(JNIEnv *env, jclass c, jlong ds, jobject source, jobjectArray on, jintArray modes,
                                    jstring matched_condition, jstring by_source_condition, jstring statement_id,

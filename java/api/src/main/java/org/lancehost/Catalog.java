@@ -46,11 +46,7 @@ public final class Catalog implements AutoCloseable {
 
   /** Where a table lives, how to open it, and its latest version. */
   public TableInfo describeTable(List<String> namespace, String table) {
-    Object[] raw = handle.with(p -> Native.catalogDescribeTable(p, ns(namespace), table));
-    String[] kv = (String[]) raw[1];
-    Map<String, String> options = new HashMap<>();
-    for (int i = 0; i + 1 < kv.length; i += 2) options.put(kv[i], kv[i + 1]);
-    return new TableInfo((String) raw[0], Collections.unmodifiableMap(options), (Long) raw[2]);
+    return handle.with(p -> Native.catalogDescribeTable(p, ns(namespace), table));
   }
 
   /** A table on `branch` ("main" = the default one) at `version` of it (0 = its latest). */
@@ -126,9 +122,11 @@ public final class Catalog implements AutoCloseable {
     public final Map<String, String> storageOptions;
     public final long latestVersion;
 
-    TableInfo(String location, Map<String, String> storageOptions, long latestVersion) {
+    TableInfo(String location, String[] storageOptions, long latestVersion) { // built by the JNI glue
+      Map<String, String> options = new HashMap<>();
+      for (int i = 0; i + 1 < storageOptions.length; i += 2) options.put(storageOptions[i], storageOptions[i + 1]);
       this.location = location;
-      this.storageOptions = storageOptions;
+      this.storageOptions = Collections.unmodifiableMap(options);
       this.latestVersion = latestVersion;
     }
   }

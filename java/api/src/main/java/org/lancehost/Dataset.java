@@ -410,12 +410,23 @@ public final class Dataset implements AutoCloseable {
 
   /**
    * Deletes the rows matching a Lance SQL predicate as one new version planned at this snapshot
-   * (this handle keeps its version). Returns {version, rows deleted}. A predicate matching
+   * (this handle keeps its version). Returns {version, rows deleted}, the view of 0.14; {@link
+   * #delete(String, String)} returns the whole {@link Write.Result}. A predicate matching
    * nothing still commits a version, as in Lance.
    */
   public long[] delete(String predicate) {
+    Write.Result r = delete(predicate, null);
+    return new long[] {r.version, r.rowsDeleted};
+  }
+
+  /**
+   * Deletes the rows matching a Lance SQL predicate as one new version planned at this snapshot,
+   * once per statement id (null = none; a retry with the same id commits nothing more). Returns
+   * what it did ({@code version}, {@code rowsDeleted}).
+   */
+  public Write.Result delete(String predicate, String statementId) {
     if (predicate == null) throw new LanceException.InvalidArgument("predicate is null");
-    return handle.with(p -> Native.datasetDelete(p, predicate, null));
+    return handle.with(p -> Native.datasetDelete(p, predicate, statementId));
   }
 
   /**
@@ -502,8 +513,8 @@ public final class Dataset implements AutoCloseable {
   /** {@link #mergeInsert} without the commit: one share, committed alone by {@link Write#commit}. */
   public Write.Staged stageMergeInsert(Schema schema, Iterator<VectorSchemaRoot> source, Merge m) {
     HostStream s = new HostStream(schema, source);
-    return handle.with(p -> new Write.Staged((Object[]) Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
-        m.matchedCondition, m.bySourceCondition, null, true)));
+    return handle.with(p -> (Write.Staged) Native.mergeInsert(p, s, m.on.toArray(new String[0]), m.modes(),
+        m.matchedCondition, m.bySourceCondition, null, true));
   }
 
   /**
@@ -511,7 +522,7 @@ public final class Dataset implements AutoCloseable {
    * snapshot; null = every fragment) matching the predicate, in new deletion files, not committed.
    */
   public Write.Staged stageDelete(byte[] split, String predicate) {
-    return handle.with(p -> new Write.Staged(Native.stageDelete(p, split, predicate)));
+    return handle.with(p -> Native.stageDelete(p, split, predicate));
   }
 
   /**
@@ -522,7 +533,7 @@ public final class Dataset implements AutoCloseable {
    * same rows is a {@link LanceException.Conflict}).
    */
   public Write.Staged stageRowDeletes(long[] rowAddresses) {
-    return handle.with(p -> new Write.Staged(Native.stageRowDeletes(p, rowAddresses)));
+    return handle.with(p -> Native.stageRowDeletes(p, rowAddresses));
   }
 
   /** An index of the table: name, column, type (e.g. IVF_PQ, BTREE, INVERTED), metric (vector indexes). */

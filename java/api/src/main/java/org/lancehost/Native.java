@@ -1,5 +1,7 @@
 package org.lancehost;
 
+import java.util.Map;
+
 /**
  * The JNI entry points over lance_host.h (java/native/src/jni_*.c, one file per area). Package-private:
  * the public classes check handles and own what these return. Every {@code long} is a C pointer;
@@ -59,7 +61,7 @@ final class Native {
   static native void catalogFree(long catalog);
   static native String[][] catalogListNamespaces(long catalog, String[] namespace, boolean recursive);
   static native String[] catalogListTables(long catalog, String[] namespace);
-  static native Object[] catalogDescribeTable(long catalog, String[] namespace, String table);
+  static native Catalog.TableInfo catalogDescribeTable(long catalog, String[] namespace, String table);
   static native long catalogOpenTable(long catalog, String[] namespace, String table, long version);
   static native void catalogCreateNamespace(long catalog, String[] namespace, boolean existOk, String[] properties);
   static native void catalogDropNamespace(long catalog, String[] namespace, boolean cascade, boolean missingOk);
@@ -69,7 +71,7 @@ final class Native {
 
   static native Write.Result tableCommit(String uri, byte[][] staged, int mode, String statementId, String message,
       String[] options, long expectedVersion, String[] requiredConfig);
-  static native Object[] commitTables(String[] uris, byte[][][] staged, String[] statementIds, String[] messages,
+  static native Write.Result[] commitTables(String[] uris, byte[][][] staged, String[] statementIds, String[] messages,
       String[][] options, long[] expectedVersions, String[][] requiredConfigs);
   static native String[] datasetConfig(long ds);
   static native long datasetOpenBranch(String uri, String[] options, String branch, long version);
@@ -84,16 +86,16 @@ final class Native {
   static native Write.Result datasetUpdateConfig(long ds, String[] set, String[] remove, long expectedVersion,
       String[] requiredConfig);
   static native SplitPlan planChanges(long ds, long sinceVersion, long sinceTimestampMs, int types, long targetRows);
-  static native long[] datasetDelete(long ds, String predicate, String statementId);
+  static native Write.Result datasetDelete(long ds, String predicate, String statementId);
   static native long stagedAbort(byte[][] staged, String[] options);
-  static native Object[] stageRowDeletes(long ds, long[] addresses);
-  static native Object[] stageDelete(long ds, byte[] split, String predicate);
+  static native Write.Staged stageRowDeletes(long ds, long[] addresses);
+  static native Write.Staged stageDelete(long ds, byte[] split, String predicate);
   static native Write.Result datasetUpdate(long ds, String[] columns, String[] expressions, String predicate, String statementId);
   static native Object mergeInsert(long ds, HostStream source, String[] on, int[] modes, String matchedCondition,
       String bySourceCondition, String statementId, boolean staged);
   static native Write.Result tableWrite(String uri, long at, HostStream source, int mode, String statementId, String message,
       String[] options, long maxRowsPerFile, long expectedVersion, String[] requiredConfig, boolean stableRowIds);
-  static native Object[] stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
+  static native Write.Staged stageWrite(String uri, long at, HostStream source, int mode, String[] options, long maxRowsPerFile);
 
   static native Maintenance.CompactResult compact(long ds, long targetRows, long rowsPerGroup, float deletionThreshold,
       boolean keepDeletions);
@@ -103,9 +105,10 @@ final class Native {
   static native Maintenance.Tag[] tags(long ds);
   static native byte[] splitsCombine(byte[][] splits);
 
-  static native long[] sessionDefaults();
-  static native void sessionConfigure(long[] values, String dataCacheDiskDir);
-  static native long[] sessionStats();
+  static native void credentialsRegister(String uri, String[] storageOptions, Credentials.Provider provider);
+  static native Session.Options sessionDefaults();
+  static native void sessionConfigure(Session.Options options);
+  static native Map<String, Long> sessionStats();
 
   static native String[] datasetIndexes(long ds);
   static native long createIndex(long ds, int kind, String column, String name, boolean replace, int[] params);

@@ -1,6 +1,6 @@
 package org.lancehost;
 
-import java.util.LinkedHashMap;
+
 import java.util.Map;
 
 /**
@@ -11,80 +11,83 @@ import java.util.Map;
 public final class Session {
   private Session() {}
 
-  /** Session settings; start from {@link #defaults()}. Immutable; setters return copies. */
-  public static final class Options {
-    final long[] v;
-    final String diskDir;
+  /**
+   * Session settings; start from {@link #defaults()}. Immutable; setters return copies. The JNI
+   * glue reads and writes the fields by name (no order is shared with C).
+   */
+  public static final class Options implements Cloneable {
+    long indexCacheBytes;
+    long metadataCacheBytes;
+    long workerThreads;
+    long scanBatchReadahead;
+    long scanFragmentReadahead;
+    long scanIoBufferBytes;
+    long dataCacheMemoryBytes;
+    long dataCacheDiskBytes;
+    long dataCacheBlockBytes;
+    boolean dataCacheDisabled;
+    String dataCacheDiskDir;
 
-    Options(long[] v, String diskDir) {
-      this.v = v;
-      this.diskDir = diskDir;
+    Options() {} // built by the JNI glue (sessionDefaults)
+
+    private Options copy() {
+      try {
+        return (Options) clone();
+      } catch (CloneNotSupportedException e) {
+        throw new AssertionError(e);
+      }
     }
 
-    private Options with(int i, long value) {
+    private static long checked(long value) {
       if (value < 0) throw new LanceException.InvalidArgument("session option values must not be negative");
-      long[] c = v.clone();
-      c[i] = value;
-      return new Options(c, diskDir);
+      return value;
     }
 
     /** Bytes the index cache may hold (0: the library's default). */
-    public Options indexCacheBytes(long n) { return with(0, n); }
+    public Options indexCacheBytes(long n) { Options c = copy(); c.indexCacheBytes = checked(n); return c; }
     /** Bytes the metadata cache may hold (0: the library's default). */
-    public Options metadataCacheBytes(long n) { return with(1, n); }
+    public Options metadataCacheBytes(long n) { Options c = copy(); c.metadataCacheBytes = checked(n); return c; }
     /** Threads of the library's runtime (0: one per core). */
-    public Options workerThreads(int n) { return with(2, n); }
+    public Options workerThreads(int n) { Options c = copy(); c.workerThreads = checked(n); return c; }
     /** Batches a scan decodes ahead of the reader (0: Lance's default). */
-    public Options scanBatchReadahead(int n) { return with(3, n); }
+    public Options scanBatchReadahead(int n) { Options c = copy(); c.scanBatchReadahead = checked(n); return c; }
     /** Fragments a scan reads ahead (0: Lance's default). */
-    public Options scanFragmentReadahead(int n) { return with(4, n); }
+    public Options scanFragmentReadahead(int n) { Options c = copy(); c.scanFragmentReadahead = checked(n); return c; }
     /** Bytes of I/O a scan keeps in flight (0: Lance's default). */
-    public Options scanIoBufferBytes(long n) { return with(5, n); }
+    public Options scanIoBufferBytes(long n) { Options c = copy(); c.scanIoBufferBytes = checked(n); return c; }
     /** Bytes of the data cache's memory tier (0: the library's default). */
-    public Options dataCacheMemoryBytes(long n) { return with(6, n); }
+    public Options dataCacheMemoryBytes(long n) { Options c = copy(); c.dataCacheMemoryBytes = checked(n); return c; }
     /** Bytes of the data cache's disk tier (with a directory; 0: the library's default). */
-    public Options dataCacheDiskBytes(long n) { return with(7, n); }
+    public Options dataCacheDiskBytes(long n) { Options c = copy(); c.dataCacheDiskBytes = checked(n); return c; }
     /** Size of a data-cache block (0: the library's default). */
-    public Options dataCacheBlockBytes(long n) { return with(8, n); }
+    public Options dataCacheBlockBytes(long n) { Options c = copy(); c.dataCacheBlockBytes = checked(n); return c; }
     /** Turns the data cache off. */
-    public Options dataCacheDisabled(boolean off) { return with(9, off ? 1 : 0); }
+    public Options dataCacheDisabled(boolean off) { Options c = copy(); c.dataCacheDisabled = off; return c; }
 
     /** A directory for the data cache's disk tier (null = none). */
-    public Options dataCacheDiskDir(String dir) {
-      return new Options(v, dir);
-    }
+    public Options dataCacheDiskDir(String dir) { Options c = copy(); c.dataCacheDiskDir = dir; return c; }
 
     /** The index cache budget these options set. */
-    public long indexCacheBytes() { return v[0]; }
+    public long indexCacheBytes() { return indexCacheBytes; }
     /** The metadata cache budget these options set. */
-    public long metadataCacheBytes() { return v[1]; }
+    public long metadataCacheBytes() { return metadataCacheBytes; }
     /** The worker threads these options set. */
-    public long workerThreads() { return v[2]; }
+    public long workerThreads() { return workerThreads; }
   }
 
   /** The library's defaults (lance_session_options_default_v2). */
   public static Options defaults() {
-    return new Options(Native.sessionDefaults(), null);
+    return Native.sessionDefaults();
   }
 
   /** Applies `o` to the process's session (before its first use). */
   public static void configure(Options o) {
     if (o == null) throw new LanceException.InvalidArgument("session options are null");
-    Native.sessionConfigure(o.v, o.diskDir);
+    Native.sessionConfigure(o);
   }
-
-  private static final String[] STATS = {"index_hits", "index_misses", "index_entries", "index_bytes", "metadata_hits",
-      "metadata_misses", "metadata_entries", "metadata_bytes", "data_cache_hits", "data_cache_misses",
-      "data_cache_hit_bytes", "data_cache_storage_requests", "data_cache_storage_bytes", "data_cache_evictions",
-      "data_cache_errors", "data_cache_memory_bytes", "data_cache_disk_bytes", "data_cache_memory_capacity",
-      "data_cache_disk_capacity", "data_cache_disk_enabled", "data_cache_disk_write_drops", "text_tail_hits",
-      "text_tail_misses"};
 
   /** The session's cache statistics by name (lance_session_stats_v2's fields). */
   public static Map<String, Long> stats() {
-    long[] v = Native.sessionStats();
-    Map<String, Long> out = new LinkedHashMap<>();
-    for (int i = 0; i < STATS.length; i++) out.put(STATS[i], v[i]);
-    return out;
+    return Native.sessionStats(); // a LinkedHashMap the glue names, in the struct's order
   }
 }

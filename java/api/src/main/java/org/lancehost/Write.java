@@ -50,9 +50,9 @@ public final class Write {
     public final byte[] bytes;
     public final Result result;
 
-    Staged(Object[] raw) {
-      bytes = (byte[]) raw[0];
-      result = (Result) raw[1];
+    Staged(byte[] bytes, Result result) { // built by the JNI glue
+      this.bytes = bytes;
+      this.result = result;
     }
   }
 
@@ -154,8 +154,8 @@ public final class Write {
   /** Writes a worker's share without committing (appends and overwrites need `at`, the pinned snapshot). */
   public static Staged stage(String uri, Dataset at, Schema schema, Iterator<VectorSchemaRoot> batches, Options o) {
     HostStream s = new HostStream(schema, batches);
-    if (at == null) return new Staged(Native.stageWrite(uri, 0, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile));
-    return at.withHandle(h -> new Staged(Native.stageWrite(uri, h, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile)));
+    if (at == null) return Native.stageWrite(uri, 0, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile);
+    return at.withHandle(h -> Native.stageWrite(uri, h, s, o.mode, Dataset.options(o.storage), o.maxRowsPerFile));
   }
 
   /** Commits every share of a statement once (a retry with the same statement id commits nothing more). */
@@ -208,10 +208,7 @@ public final class Write {
       expected[i] = t.options.expectedVersion;
       required[i] = Dataset.options(t.options.requiredConfig);
     }
-    Object[] raw = Native.commitTables(uris, staged, ids, messages, storage, expected, required);
-    java.util.ArrayList<Result> out = new java.util.ArrayList<>(n);
-    for (Object r : raw) out.add((Result) r);
-    return out;
+    return List.of(Native.commitTables(uris, staged, ids, messages, storage, expected, required));
   }
 
   /** Deletes the files of shares that will not be committed; returns the files deleted. */

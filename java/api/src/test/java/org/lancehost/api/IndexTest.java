@@ -229,7 +229,16 @@ class IndexTest {
     Map<String, Long> stats = Session.stats();
     assertTrue(stats.containsKey("index_hits") && stats.containsKey("data_cache_misses"));
     // The session is in use (other tests ran): different settings are refused, the session unaffected.
-    assertThrows(LanceException.FailedPrecondition.class, () -> Session.configure(d.indexCacheBytes(12345 * 4096L)));
+    // The glue reads Session.Options by field name (a wrong name would be a NoSuchFieldError here),
+    // and the refusal names the running session's values: this JVM's session started with the
+    // defaults, which crossed the glue by name the other way.
+    LanceException.FailedPrecondition e = assertThrows(LanceException.FailedPrecondition.class,
+        () -> Session.configure(d.indexCacheBytes(12345 * 4096L)));
+    assertTrue(e.getMessage().contains("worker_threads=" + d.workerThreads() + ", index_cache_bytes="
+        + d.indexCacheBytes() + ", metadata_cache_bytes=" + d.metadataCacheBytes()), e.getMessage());
+    assertTrue(stats.keySet().containsAll(List.of("index_hits", "index_misses", "metadata_bytes", "data_cache_hit_bytes",
+        "data_cache_disk_write_drops", "text_tail_hits", "text_tail_misses")), stats.keySet().toString());
+    assertTrue(stats.values().stream().allMatch(v -> v >= 0), stats.toString());
     assertThrows(LanceException.InvalidArgument.class, () -> d.workerThreads(-1));
   }
 }
