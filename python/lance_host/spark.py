@@ -183,20 +183,55 @@ def _changes_since(options):
     return since
 
 
+def _catalog_table(options):
+    """(catalog properties, namespace, table) when the options name a catalog table, else None."""
+    if _uri_option(options) or "table" not in options:
+        return None
+    props = {k[len("catalog."):]: v for k, v in options.items() if k.lower().startswith("catalog.")}
+    *namespace, name = options["table"].split(".")
+    return props, namespace, name
+
+
+_DESCRIBED = {}  # (catalog properties, namespace, table) -> (when, storage options): this process's describes
+_DESCRIBE_REUSE_S = 5.0
+
+
+def _described_storage(options):
+    """A catalog table's storage options as a catalog of this process describes them now (the
+    `storage.` options over them), reused for a few seconds by the tasks of this process: vended
+    credentials are fresh, and the library refreshes them as they expire (issue 60)."""
+    import time
+
+    import lance_host as lh
+
+    props, namespace, name = _catalog_table(options)
+    key = (tuple(sorted(props.items())), tuple(namespace), name)
+    hit = _DESCRIBED.get(key)
+    if hit is None or time.monotonic() - hit[0] > _DESCRIBE_REUSE_S:
+        info = lh.Catalog(props).describe_table(name, namespace)
+        hit = (time.monotonic(), dict(info.storage_options))
+        _DESCRIBED[key] = hit
+    return {**hit[1], **_storage_options(options)} or None
+
+
 def _pin(source):
     """Open the table for `schema()` and remember the snapshot: Spark pickles the source after
     `schema()` and plans its reader from that copy, so the partitions are planned on the same
     snapshot (the schema and the rows of one DataFrame come from one version, as with Delta)
     without opening the table a second time. The storage options kept are the ones the table
-    opened with, a catalog's vended ones included."""
+    opened with — for a catalog table none: the options a catalog vends never travel with a
+    task, each process describes the table through a catalog of its own."""
     ds, storage = _open_planning_with_storage(source.options)
-    source._snapshot = (ds.export_snapshot(), storage)
+    source._snapshot = (ds.export_snapshot(), None if _catalog_table(source.options) else storage)
     return ds
 
 
 def _task_storage(options, pinned):
-    """The storage options a read task opens the snapshot with: those `schema()` opened the
-    table with (a catalog's vended ones included), else the `storage.` options."""
+    """The storage options a read task opens the snapshot with: a catalog table's as this
+    process's catalog describes them, else those `schema()` opened the table with, else the
+    `storage.` options."""
+    if _catalog_table(options):
+        return _described_storage(options)
     if pinned is not None:
         return pinned[1]
     return _storage_options(options) or None
@@ -208,8 +243,8 @@ def _planning_snapshot(options, pinned):
     import lance_host as lh
 
     if pinned is not None:
-        token, storage = pinned
-        return lh.open_snapshot(token, storage_options=storage)
+        token = pinned[0]
+        return lh.open_snapshot(token, storage_options=_task_storage(options, pinned))
     return _open_planning(options)
 
 

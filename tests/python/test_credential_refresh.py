@@ -224,3 +224,32 @@ def test_the_c_entry_points_refuse_bad_arguments():
     assert _ffi.LIB.lance_credentials_register(None, kv, _ffi.CREDENTIALS_CALLBACK(lambda *a: 0), None, free) == 1
     assert _ffi.LIB.lance_storage_options_sink_set(None, b"k", b"v") == 1
     assert "sink is NULL" in _ffi.LIB.lance_last_error_message().decode()
+
+
+def test_spark_tasks_describe_a_catalog_table_through_their_own_catalog(world):
+    """The Python Spark source reading a catalog table (option `table` with `catalog.<key>`):
+    the driver describes it when the DataFrame is made; its tasks (Python worker processes, where
+    nothing refreshes the driver's key) run after that key expired and was deleted at moto, and
+    read through a describe of their own — the vended options never travel with a task. Shipping
+    the driver's key they failed with PERMISSION_DENIED."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from lance_host.spark import register
+
+    spark = (SparkSession.builder.master("local[2]").appName("lance-host-cred-test")
+             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    try:
+        register(spark)
+        opts = {f"catalog.{k}": v for k, v in world["props"].items()}
+        df = spark.read.format("lance_host").option("table", "t").options(**opts).load()
+        described = world["issuer"].issued[-1]  # the key the driver's describe was given
+        time.sleep(LIFETIME_S + 1.5)
+        assert described in world["issuer"].deleted, "the driver's key expired before the tasks ran"
+        rows = df.select("id").collect()
+        want = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"]).to_table(columns=["id"])
+        assert sorted(r.id for r in rows) == sorted(want["id"].to_pylist())
+        assert df.rdd.getNumPartitions() >= 2, "the rows came from tasks"
+    finally:
+        spark.stop()

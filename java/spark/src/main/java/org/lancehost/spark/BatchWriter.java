@@ -38,9 +38,10 @@ final class BatchWriter implements BatchWrite {
   private final String queryId;
   private final String message;
   private final long maxRowsPerFile;
+  private final CatalogTable table;
 
   BatchWriter(String uri, int mode, byte[] snapshot, Schema target, StructType sparkSchema, HashMap<String, String> storage,
-      String queryId, String message, long maxRowsPerFile) {
+      CatalogTable table, String queryId, String message, long maxRowsPerFile) {
     this.uri = uri;
     this.mode = mode;
     this.snapshot = snapshot;
@@ -50,12 +51,13 @@ final class BatchWriter implements BatchWrite {
     this.queryId = queryId;
     this.message = message;
     this.maxRowsPerFile = maxRowsPerFile;
+    this.table = table;
     new RowsToArrow(sparkSchema, target).close(); // refuse a column mismatch before any task runs
   }
 
   @Override
   public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-    return new Factory(uri, mode, snapshot, schemaJson, sparkSchema, storage, maxRowsPerFile);
+    return new Factory(uri, mode, snapshot, schemaJson, sparkSchema, storage, table, maxRowsPerFile);
   }
 
   @Override
@@ -106,18 +108,25 @@ final class BatchWriter implements BatchWrite {
     final byte[] snapshot;
     final String schemaJson;
     final StructType sparkSchema;
-    final HashMap<String, String> storage;
+    final HashMap<String, String> storage; // null for a catalog table: its tasks describe it
+    final CatalogTable table;
     final long maxRowsPerFile;
 
     Factory(String uri, int mode, byte[] snapshot, String schemaJson, StructType sparkSchema, HashMap<String, String> storage,
-        long maxRowsPerFile) {
+        CatalogTable table, long maxRowsPerFile) {
       this.uri = uri;
       this.mode = mode;
       this.snapshot = snapshot;
       this.schemaJson = schemaJson;
       this.sparkSchema = sparkSchema;
-      this.storage = storage;
+      this.storage = table != null ? null : storage;
+      this.table = table;
       this.maxRowsPerFile = maxRowsPerFile;
+    }
+
+    /** The storage options a task opens and writes with: a catalog table's as its catalog describes them now. */
+    HashMap<String, String> taskStorage() {
+      return table != null ? table.storageOptions() : storage;
     }
 
     @Override
@@ -147,6 +156,7 @@ final class BatchWriter implements BatchWrite {
     private volatile Write.Staged staged;
     private volatile Throwable failure;
     private Dataset at;
+    private HashMap<String, String> storage;
     private boolean wroteAny;
 
     TaskWriter(Factory f) throws java.io.IOException {
@@ -162,7 +172,8 @@ final class BatchWriter implements BatchWrite {
       } catch (java.io.IOException e) {
         throw new LanceException.InvalidArgument("the table's schema does not parse: " + e.getMessage());
       }
-      if (f.snapshot != null) at = Dataset.fromSnapshot(f.snapshot, f.storage);
+      storage = f.taskStorage();
+      if (f.snapshot != null) at = Dataset.fromSnapshot(f.snapshot, storage);
       Iterator<VectorSchemaRoot> batches = new Iterator<>() {
         Object next;
 
@@ -191,7 +202,7 @@ final class BatchWriter implements BatchWrite {
       thread = new Thread(() -> {
         try {
           staged = Write.stage(f.uri, at, target, batches,
-              Write.Options.mode(f.mode).storageOptions(f.storage).maxRowsPerFile(f.maxRowsPerFile));
+              Write.Options.mode(f.mode).storageOptions(storage).maxRowsPerFile(f.maxRowsPerFile));
         } catch (Throwable t) {
           failure = t;
           drain();
@@ -273,7 +284,7 @@ final class BatchWriter implements BatchWrite {
         join();
       }
       // A share that was staged before the abort is discarded here; the driver never sees it.
-      if (staged != null) Write.abort(List.of(staged.bytes), f.storage);
+      if (staged != null) Write.abort(List.of(staged.bytes), storage);
       staged = null;
     }
 

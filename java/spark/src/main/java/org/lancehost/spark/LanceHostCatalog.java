@@ -32,6 +32,7 @@ import org.lancehost.LanceException;
 public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces {
   private String name;
   private Catalog catalog;
+  private Map<String, String> props;
 
   @Override
   public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -39,6 +40,7 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     Map<String, String> props = new HashMap<>();
     for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) props.put(e.getKey(), e.getValue());
     this.catalog = Catalog.open(props);
+    this.props = props;
   }
 
   @Override
@@ -69,7 +71,8 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
     } catch (LanceException.NotFound e) {
       throw new NoSuchTableException(ident);
     }
-    Options o = Options.forTable(info.location, info.storageOptions, version, timestampUs);
+    Options o = Options.forTable(info.location, info.storageOptions, version, timestampUs)
+        .inCatalog(new CatalogTable(props, ident.namespace(), ident.name()));
     return SplitSource.pinned(o, ds -> new Table(o, ds, name + "." + ident));
   }
 
@@ -122,7 +125,8 @@ public final class LanceHostCatalog implements TableCatalog, SupportsNamespaces 
       throw new LanceException.InvalidArgument("VERSION AS OF '" + name + "': " + ident
           + " has no tag or branch of that name (a version is a number)");
     }
-    Options o = Options.forTable(info.location, info.storageOptions, 0, null, branch ? name : null, tag ? name : null);
+    Options o = Options.forTable(info.location, info.storageOptions, 0, null, branch ? name : null, tag ? name : null)
+        .inCatalog(new CatalogTable(props, ident.namespace(), ident.name()));
     return SplitSource.pinned(o, ds -> new Table(o, ds, this.name + "." + ident));
   }
 

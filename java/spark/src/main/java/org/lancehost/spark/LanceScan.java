@@ -208,7 +208,7 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
       // The pushed predicates (and the filter option) restrict the rows the aggregate sees.
       ScanBuilder.AggregatePlan a = new ScanBuilder.AggregatePlan(aggregate.spec.filter(filter), aggregate.schema,
           aggregate.description);
-      return new InputPartition[] {new Partition(null, Snapshots.ship(table.dataset(), table.options.storage), null,
+      return new InputPartition[] {new Partition(null, Snapshots.ship(table.dataset(), table.options), null,
           null, -1, null, 0, a)};
     }
     Dataset ds = table.dataset();
@@ -220,7 +220,7 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
       List<InputPartition> parts = new ArrayList<>();
       Snapshots.Ref ref = null;
       for (byte[] split : ds.planChanges(table.options.changesSince, 0, table.options.targetRows).splits()) {
-        if (ref == null) ref = Snapshots.ship(ds, table.options.storage);
+        if (ref == null) ref = Snapshots.ship(ds, table.options);
         parts.add(new Partition(split, ref, asked, null, -1, null, table.options.batchSize, null, columns));
       }
       return parts.toArray(new InputPartition[0]);
@@ -230,7 +230,7 @@ final class LanceScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     long rows = 0;
     Snapshots.Ref snapshot = null;
     for (byte[] split : plan.splits()) {
-      if (snapshot == null) snapshot = Snapshots.ship(ds, table.options.storage); // once, when there is a split
+      if (snapshot == null) snapshot = Snapshots.ship(ds, table.options); // once, when there is a split
       Partition part = new Partition(split, snapshot, columns, filter, limit, orderBy, table.options.batchSize, null);
       part.keyColumn = runtimeKeyColumn;
       part.keys = runtimeKeys;

@@ -50,6 +50,8 @@ final class Options implements Serializable {
   final long maxRowsPerFile;
   final HashMap<String, String> storage;
   final HashMap<String, String> all;
+  /** The catalog table these options describe (null: a table given by its URI). */
+  CatalogTable catalogTable;
 
   Options(Map<String, String> options, List<String> valid, String what) {
     all = new HashMap<>();
@@ -146,6 +148,12 @@ final class Options implements Serializable {
     if (timestampUs != null) m.put("timestamp_us", Long.toString(timestampUs));
     for (Map.Entry<String, String> e : storageOptions.entrySet()) m.put("storage." + e.getKey(), e.getValue());
     return new Options(m, READ, "a catalog table");
+  }
+
+  /** These options as the catalog table `t`'s (executors describe it through their own catalog). */
+  Options inCatalog(CatalogTable t) {
+    catalogTable = t;
+    return this;
   }
 
   String requireUri() {

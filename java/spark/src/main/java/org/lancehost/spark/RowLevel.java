@@ -92,9 +92,11 @@ final class RowLevel implements SupportsDelta {
     private final String message;
     private final byte[] snapshot;
     private final BatchWriter.Factory inserts;
+    private final CatalogTable catalogTable;
 
     Batch(Table table, StructType rows, String queryId) {
       Options o = table.options;
+      this.catalogTable = o.catalogTable;
       this.uri = o.requireUri();
       this.storage = o.storage;
       this.queryId = queryId;
@@ -106,13 +108,13 @@ final class RowLevel implements SupportsDelta {
         org.apache.arrow.vector.types.pojo.Schema target = table.dataset().schema();
         new RowsToArrow(rows, target).close(); // refuse a column mismatch before any task runs
         this.inserts = new BatchWriter.Factory(uri, Write.APPEND, snapshot, target.toJson(), rows, o.storage,
-            o.maxRowsPerFile);
+            o.catalogTable, o.maxRowsPerFile);
       }
     }
 
     @Override
     public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-      return new Factory(snapshot, storage, inserts);
+      return new Factory(snapshot, catalogTable != null ? null : storage, catalogTable, inserts);
     }
 
     @Override
@@ -161,13 +163,20 @@ final class RowLevel implements SupportsDelta {
   static final class Factory implements DeltaWriterFactory, Serializable {
     private static final long serialVersionUID = 1L;
     final byte[] snapshot;
-    final java.util.HashMap<String, String> storage;
+    final java.util.HashMap<String, String> storage; // null for a catalog table: its tasks describe it
+    final CatalogTable table;
     final BatchWriter.Factory inserts; // null: the command inserts nothing
 
-    Factory(byte[] snapshot, java.util.HashMap<String, String> storage, BatchWriter.Factory inserts) {
+    Factory(byte[] snapshot, java.util.HashMap<String, String> storage, CatalogTable table, BatchWriter.Factory inserts) {
       this.snapshot = snapshot;
       this.storage = storage;
+      this.table = table;
       this.inserts = inserts;
+    }
+
+    /** The storage options a task opens and writes with: a catalog table's as its catalog describes them now. */
+    java.util.HashMap<String, String> taskStorage() {
+      return table != null ? table.storageOptions() : storage;
     }
 
     @Override
@@ -190,6 +199,13 @@ final class RowLevel implements SupportsDelta {
     private long[] addresses = new long[1024];
     private int count;
     private byte[] appended;
+    private java.util.HashMap<String, String> storage;
+
+    /** The options this task opens and writes with (a catalog table's described once, when needed). */
+    private java.util.HashMap<String, String> storage() {
+      if (storage == null) storage = f.taskStorage();
+      return storage;
+    }
 
     TaskWriter(Factory f) throws java.io.IOException {
       this.f = f;
@@ -222,10 +238,10 @@ final class RowLevel implements SupportsDelta {
       appended = inserts == null ? null : ((BatchWriter.Share) inserts.commit()).bytes;
       byte[] deletes = null;
       if (count > 0) {
-        try (Dataset at = Dataset.fromSnapshot(f.snapshot, f.storage)) {
+        try (Dataset at = Dataset.fromSnapshot(f.snapshot, storage())) {
           deletes = at.stageRowDeletes(java.util.Arrays.copyOf(addresses, count)).bytes;
         } catch (RuntimeException e) {
-          if (appended != null) Write.abort(List.of(appended), f.storage);
+          if (appended != null) Write.abort(List.of(appended), storage());
           appended = null;
           throw e;
         }
@@ -236,7 +252,7 @@ final class RowLevel implements SupportsDelta {
     @Override
     public void abort() {
       if (inserts != null) inserts.abort();
-      if (appended != null) Write.abort(List.of(appended), f.storage);
+      if (appended != null) Write.abort(List.of(appended), storage());
       appended = null;
     }
 

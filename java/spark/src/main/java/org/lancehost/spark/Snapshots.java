@@ -24,41 +24,54 @@ final class Snapshots {
   /** Open snapshots an executor keeps when no task uses them. */
   static final int KEEP = 8;
 
-  /** What a partition carries to open the query's snapshot. */
+  /**
+   * What a partition carries to open the query's snapshot: the token, and either the storage
+   * options to open it with (a table given by URI: the user's options) or the catalog table, which
+   * the executor describes through its own catalog (vended credentials never travel in a task).
+   */
   static final class Ref implements Serializable {
     private static final long serialVersionUID = 1L;
     final Broadcast<byte[]> token;
     final HashMap<String, String> storage;
+    final CatalogTable table;
 
-    Ref(Broadcast<byte[]> token, HashMap<String, String> storage) {
+    Ref(Broadcast<byte[]> token, HashMap<String, String> storage, CatalogTable table) {
       this.token = token;
       this.storage = storage;
+      this.table = table;
     }
   }
 
   /** On the driver: ship `ds`'s snapshot to the executors of the active session. */
   static Ref ship(Dataset ds, HashMap<String, String> storage) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkSession.active().sparkContext());
-    return new Ref(jsc.broadcast(ds.snapshot()), storage);
+    return new Ref(jsc.broadcast(ds.snapshot()), storage, null);
+  }
+
+  /** {@link #ship(Dataset, HashMap)} for a table read with `options`: a catalog table by its name. */
+  static Ref ship(Dataset ds, Options options) {
+    if (options.catalogTable == null) return ship(ds, options.storage);
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkSession.active().sparkContext());
+    return new Ref(jsc.broadcast(ds.snapshot()), null, options.catalogTable);
   }
 
   private static final class Key {
     final long broadcast;
-    final HashMap<String, String> storage;
+    final Object source; // the storage options, or the catalog table
 
     Key(Ref r) {
       broadcast = r.token.id();
-      storage = r.storage == null ? new HashMap<>() : r.storage;
+      source = r.table != null ? r.table : r.storage == null ? new HashMap<String, String>() : r.storage;
     }
 
     @Override
     public boolean equals(Object o) {
-      return o instanceof Key && ((Key) o).broadcast == broadcast && ((Key) o).storage.equals(storage);
+      return o instanceof Key && ((Key) o).broadcast == broadcast && ((Key) o).source.equals(source);
     }
 
     @Override
     public int hashCode() {
-      return Objects.hash(broadcast, storage);
+      return Objects.hash(broadcast, source);
     }
   }
 
@@ -105,7 +118,8 @@ final class Snapshots {
     synchronized (OPEN) {
       Entry e = OPEN.get(key);
       if (e == null) {
-        e = new Entry(Dataset.fromSnapshot(ref.token.value(), ref.storage));
+        HashMap<String, String> storage = ref.table != null ? ref.table.storageOptions() : ref.storage;
+        e = new Entry(Dataset.fromSnapshot(ref.token.value(), storage));
         OPEN.put(key, e);
       }
       e.users++;

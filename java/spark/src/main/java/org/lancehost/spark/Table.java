@@ -141,7 +141,8 @@ final class Table implements SupportsRead, SupportsWrite, SupportsDeleteV2, Supp
             mode = org.lancehost.Write.CREATE;
             target = RowsToArrow.arrowSchema(data, options.vectorColumns());
           }
-          return new BatchWriter(options.requireUri(), mode, token, target, data, options.storage, info.queryId(),
+          return new BatchWriter(options.requireUri(), mode, token, target, data, options.storage, options.catalogTable,
+              info.queryId(),
               options.all.get("commit_message"), options.maxRowsPerFile);
         }
 

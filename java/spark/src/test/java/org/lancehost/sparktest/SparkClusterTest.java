@@ -21,16 +21,33 @@ import org.lancehost.api.Fixtures;
 class SparkClusterTest {
   static SparkSession spark;
   static JsonNode basic;
+  /** moto with 4-second IAM keys, their issuer and a REST namespace vending them (java/tests/credentials_fixture.py). */
+  static Process credFixture;
+  static JsonNode cred;
 
   @BeforeAll
-  static void start() {
-    spark = SparkSession.builder().master("local-cluster[2,1,1024]").appName("lance-host-java-cluster")
+  static void start() throws Exception {
+    String server = System.getProperty("lancehost.test.restserver", "");
+    assertFalse(server.isEmpty(), "set -Dlancehost.restserver (the lance-host-rest-server binary)");
+    String script = java.nio.file.Paths.get(System.getProperty("lancehost.test.root"), "java", "tests",
+        "credentials_fixture.py").toString();
+    credFixture = new ProcessBuilder(System.getProperty("lancehost.test.python", "python3"), script, "--rest", server)
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String line = new java.io.BufferedReader(new java.io.InputStreamReader(credFixture.getInputStream(),
+        java.nio.charset.StandardCharsets.UTF_8)).readLine();
+    assertNotNull(line, "credentials_fixture.py ended without a table (its errors are above)");
+    cred = new com.fasterxml.jackson.databind.ObjectMapper().readTree(line);
+    SparkSession.Builder b = SparkSession.builder().master("local-cluster[2,1,1024]").appName("lance-host-java-cluster")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
         .config("spark.executor.extraClassPath", System.getProperty("lancehost.test.jars"))
         .config("spark.sql.catalog.lc", "org.lancehost.spark.LanceHostCatalog")
         .config("spark.sql.catalog.lc.root", Fixtures.root().resolve("cluster-written").toString())
-        .getOrCreate();
+        .config("spark.sql.catalog.cred", "org.lancehost.spark.LanceHostCatalog")
+        .config("spark.sql.catalog.cred.type", "rest")
+        .config("spark.sql.catalog.cred.uri", cred.get("rest").asText());
+    cred.get("base").fields().forEachRemaining(e -> b.config("spark.sql.catalog.cred.storage." + e.getKey(), e.getValue().asText()));
+    spark = b.getOrCreate();
     basic = Fixtures.expected().get("basic");
     // Executors register a while after the context starts (longer on a loaded machine).
     long deadline = System.nanoTime() + 240_000_000_000L;
@@ -45,8 +62,39 @@ class SparkClusterTest {
   }
 
   @AfterAll
-  static void stop() {
+  static void stop() throws Exception {
     spark.stop();
+    credFixture.getOutputStream().close();
+    if (!credFixture.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) credFixture.destroyForcibly();
+  }
+
+  /**
+   * Issue 60: a catalog table's tasks carry the catalog's name and properties, never the storage
+   * options it vended; each executor describes the table through its own catalog. The driver
+   * described the table with a key that lives 4 seconds; the executors (JVMs of their own, where
+   * nothing refreshes that key) read only after it expired and was deleted at the storage — they
+   * get fresh keys from their describe. Shipping the driver's key, they failed with
+   * PERMISSION_DENIED. Then an append through the catalog: its tasks stage with what they describe.
+   */
+  @Test
+  void executorsDescribeACatalogTableThroughTheirOwnCatalog() throws Exception {
+    Dataset<Row> t = spark.table("cred.t");
+    t.queryExecution().analyzed(); // the driver describes the table now
+    Thread.sleep((long) (cred.get("lifetime_s").asDouble() * 1000) + 1500);
+    List<Row> ids = t.select("id").collectAsList();
+    assertEquals(cred.get("count").asLong(), ids.size());
+    assertEquals(cred.get("sum_id").asLong(), ids.stream().mapToLong(r -> r.getLong(0)).sum());
+
+    spark.range(100_000, 100_600, 1, 3).selectExpr("id").writeTo("cred.t").append();
+    String code = "import json, sys, lance\n"
+        + "ds = lance.dataset(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
+        + "t = ds.to_table(filter='id >= 100000')\n"
+        + "print(json.dumps({'rows': ds.count_rows(), 'new': t.num_rows, 'sum_new': sum(t['id'].to_pylist())}))\n";
+    JsonNode py = org.lancehost.api.WriteTestSupport.python(code, cred.get("uri").asText(),
+        new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(cred.get("admin")));
+    assertEquals(cred.get("count").asLong() + 600, py.get("rows").asLong());
+    assertEquals(600, py.get("new").asLong());
+    assertEquals((100_000L + 100_599L) * 600 / 2, py.get("sum_new").asLong());
   }
 
   @Test
