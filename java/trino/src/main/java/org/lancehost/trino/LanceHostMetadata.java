@@ -82,6 +82,57 @@ final class LanceHostMetadata implements ConnectorMetadata {
   }
 
   @Override
+  public void createSchema(ConnectorSession session, String schemaName, Map<String, Object> properties,
+      io.trino.spi.security.TrinoPrincipal owner) {
+    if (!properties.isEmpty()) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host schemas take no properties, not " + properties.keySet());
+    }
+    tables.createSchema(schemaName);
+  }
+
+  @Override
+  public void dropSchema(ConnectorSession session, String schemaName, boolean cascade) {
+    tables.dropSchema(schemaName, cascade);
+  }
+
+  @Override
+  public void createTable(ConnectorSession session, ConnectorTableMetadata tableMetadata, io.trino.spi.connector.SaveMode saveMode) {
+    if (saveMode == io.trino.spi.connector.SaveMode.REPLACE) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "CREATE OR REPLACE TABLE is not supported by lance_host");
+    }
+    if (!tableMetadata.getProperties().isEmpty()) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no properties, not "
+          + tableMetadata.getProperties().keySet());
+    }
+    if (tableMetadata.getComment().isPresent()) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no comment");
+    }
+    SchemaTableName name = tableMetadata.getTable();
+    List<String> ns = tables.namespace(name.getSchemaName()).orElseThrow(() -> new TrinoException(
+        StandardErrorCode.SCHEMA_NOT_FOUND, "schema '" + name.getSchemaName() + "' does not exist"));
+    List<Field> fields = new ArrayList<>();
+    for (ColumnMetadata c : tableMetadata.getColumns()) {
+      if (c.isHidden()) continue;
+      if (c.getComment().isPresent()) {
+        throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host columns take no comment (column '" + c.getName() + "')");
+      }
+      fields.add(TypeMapping.arrowField(c.getName(), c.getType()));
+    }
+    try {
+      tables.createTable(ns, name.getTableName(), new org.apache.arrow.vector.types.pojo.Schema(fields),
+          saveMode == io.trino.spi.connector.SaveMode.IGNORE);
+    } catch (LanceException.InvalidArgument e) {
+      throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void dropTable(ConnectorSession session, ConnectorTableHandle tableHandle) {
+    LanceHostTableHandle t = (LanceHostTableHandle) tableHandle;
+    tables.dropTable(t.namespace(), t.table());
+  }
+
+  @Override
   public ConnectorTableHandle getTableHandle(ConnectorSession session, SchemaTableName name,
       Optional<ConnectorTableVersion> startVersion, Optional<ConnectorTableVersion> endVersion) {
     if (startVersion.isPresent()) {

@@ -120,6 +120,46 @@ final class Tables implements AutoCloseable {
     return d.options();
   }
 
+  /** CREATE SCHEMA: a namespace under the root. */
+  void createSchema(String schema) {
+    if (schema.equalsIgnoreCase(DEFAULT_SCHEMA)) {
+      throw new TrinoException(StandardErrorCode.SCHEMA_ALREADY_EXISTS, "schema '" + DEFAULT_SCHEMA + "' is the catalog's root");
+    }
+    if (namespace(schema).isPresent()) {
+      throw new TrinoException(StandardErrorCode.SCHEMA_ALREADY_EXISTS, "schema '" + schema + "' already exists");
+    }
+    catalog.createNamespace(List.of(schema), false, Map.of());
+  }
+
+  /** DROP SCHEMA [CASCADE]: the namespace and, with cascade, its tables. */
+  void dropSchema(String schema, boolean cascade) {
+    if (schema.equalsIgnoreCase(DEFAULT_SCHEMA)) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "schema '" + DEFAULT_SCHEMA + "' is the catalog's root: it cannot be dropped");
+    }
+    List<String> ns = namespace(schema).orElseThrow(
+        () -> new TrinoException(StandardErrorCode.SCHEMA_NOT_FOUND, "schema '" + schema + "' does not exist"));
+    if (!cascade && !catalog.listTables(ns).isEmpty()) {
+      throw new TrinoException(StandardErrorCode.SCHEMA_NOT_EMPTY, "schema '" + schema + "' is not empty; DROP SCHEMA ... CASCADE drops its tables");
+    }
+    catalog.dropNamespace(ns, cascade, false);
+  }
+
+  /** CREATE TABLE: an empty table of the schema (version 1); false when it exists and `ignoreExisting`. */
+  boolean createTable(List<String> namespace, String table, org.apache.arrow.vector.types.pojo.Schema schema,
+      boolean ignoreExisting) {
+    if (tableName(namespace, table).isPresent()) {
+      if (ignoreExisting) return false;
+      throw new TrinoException(StandardErrorCode.TABLE_ALREADY_EXISTS, "table '" + table + "' already exists");
+    }
+    catalog.createTable(namespace, table, schema, null, Map.of());
+    return true;
+  }
+
+  /** DROP TABLE. */
+  void dropTable(List<String> namespace, String table) {
+    catalog.dropTable(namespace, table, false);
+  }
+
   @Override
   public void close() {
     catalog.close();

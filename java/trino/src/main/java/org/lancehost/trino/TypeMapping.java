@@ -107,6 +107,35 @@ final class TypeMapping {
     return Optional.empty();
   }
 
+  /**
+   * The Lance column CREATE TABLE makes for a Trino column (each reads back as the same Trino
+   * type, VARCHAR(n) as VARCHAR), or a NOT_SUPPORTED error naming it: CHAR, TIME, timestamps
+   * with a zone or another precision than 3 or 6, arrays (a vector column needs a dimension),
+   * maps, rows and the rest.
+   */
+  static Field arrowField(String name, Type type) {
+    ArrowType t;
+    if (type.equals(BigintType.BIGINT)) t = new ArrowType.Int(64, true);
+    else if (type.equals(IntegerType.INTEGER)) t = new ArrowType.Int(32, true);
+    else if (type.equals(SmallintType.SMALLINT)) t = new ArrowType.Int(16, true);
+    else if (type.equals(TinyintType.TINYINT)) t = new ArrowType.Int(8, true);
+    else if (type.equals(RealType.REAL)) t = new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
+    else if (type.equals(DoubleType.DOUBLE)) t = new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
+    else if (type.equals(BooleanType.BOOLEAN)) t = ArrowType.Bool.INSTANCE;
+    else if (type instanceof VarcharType) t = ArrowType.Utf8.INSTANCE;
+    else if (type.equals(VarbinaryType.VARBINARY)) t = ArrowType.Binary.INSTANCE;
+    else if (type.equals(DateType.DATE)) t = new ArrowType.Date(DateUnit.DAY);
+    else if (type.equals(TIMESTAMP_MICROS)) t = new ArrowType.Timestamp(TimeUnit.MICROSECOND, null);
+    else if (type.equals(TIMESTAMP_MILLIS)) t = new ArrowType.Timestamp(TimeUnit.MILLISECOND, null);
+    else if (type instanceof DecimalType d) t = new ArrowType.Decimal(d.getPrecision(), d.getScale(), 128);
+    else {
+      throw new io.trino.spi.TrinoException(io.trino.spi.StandardErrorCode.NOT_SUPPORTED, "lance_host cannot create column '"
+          + name + "' of type " + type + " (supported: BIGINT, INTEGER, SMALLINT, TINYINT, REAL, DOUBLE, BOOLEAN, "
+          + "VARCHAR, VARBINARY, DATE, TIMESTAMP(3), TIMESTAMP(6), DECIMAL)");
+    }
+    return Field.nullable(name, t);
+  }
+
   /** The first `n` values of `v` as a block of `type`. */
   static Block block(Type type, FieldVector v, int n) {
     BlockBuilder b = type.createBlockBuilder(null, n);

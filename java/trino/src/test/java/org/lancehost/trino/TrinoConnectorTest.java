@@ -461,6 +461,79 @@ class TrinoConnectorTest {
     assertEquals(expected.get("count").asLong(), q("SELECT count(*) FROM readme.default.items").getOnlyValue());
   }
 
+  /**
+   * Issue 61: CREATE TABLE makes an empty table pylance reads with the Lance type of each Trino
+   * type, INSERT fills it, Trino reads back what it wrote; CREATE/DROP SCHEMA and DROP TABLE; what
+   * cannot be created is refused naming it, with nothing created.
+   */
+  @Test
+  void createTableInsertAndDropThroughDdl() throws Exception {
+    q("DROP TABLE IF EXISTS created"); // what an earlier run in this build's warehouse may have left
+    q("DROP SCHEMA IF EXISTS extra CASCADE");
+    q("CREATE TABLE created (id BIGINT, n INTEGER, s SMALLINT, t TINYINT, r REAL, d DOUBLE, b BOOLEAN, v VARCHAR(10), "
+        + "bin VARBINARY, day DATE, ts TIMESTAMP(6), tsm TIMESTAMP(3), price DECIMAL(12, 2))");
+    JsonNode made = pylance("created", "{'version': ds.version, 'count': len(t), "
+        + "'types': {f.name: str(f.type) for f in ds.schema}}");
+    assertEquals(0, made.get("count").asLong());
+    Map<String, String> want = new java.util.LinkedHashMap<>();
+    String[][] types = {{"id", "int64"}, {"n", "int32"}, {"s", "int16"}, {"t", "int8"}, {"r", "float"}, {"d", "double"},
+        {"b", "bool"}, {"v", "string"}, {"bin", "binary"}, {"day", "date32[day]"}, {"ts", "timestamp[us]"},
+        {"tsm", "timestamp[ms]"}, {"price", "decimal128(12, 2)"}};
+    for (String[] t : types) want.put(t[0], t[1]);
+    Map<String, String> got = new java.util.LinkedHashMap<>();
+    made.get("types").fields().forEachRemaining(e -> got.put(e.getKey(), e.getValue().asText()));
+    assertEquals(want, got);
+
+    String rows = "(BIGINT '1', -2147483648, SMALLINT '-32768', TINYINT '127', REAL '-0.0', DOUBLE '1e300', true, "
+        + "'é中', X'00ff', DATE '1969-12-31', TIMESTAMP '2024-01-02 03:04:05.123456', "
+        + "TIMESTAMP '1970-01-01 00:00:00.001', DECIMAL '-9999999999.99'), "
+        + "(BIGINT '2', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)";
+    assertEquals(2L, ((Number) q("INSERT INTO created VALUES " + rows).getOnlyValue()).longValue());
+    assertEquals(0L, q("SELECT count(*) FROM ((VALUES " + rows + ") EXCEPT (SELECT * FROM created))").getOnlyValue());
+    JsonNode py = pylance("created", "{'version': ds.version, 'count': len(t), 'one': {k: str(v) for k, v in "
+        + "next(r for r in t if r['id'] == 1).items()}, 'nulls': sum(v is None for v in next(r for r in t if r['id'] == 2).values())}");
+    assertEquals(made.get("version").asLong() + 1, py.get("version").asLong());
+    assertEquals(2, py.get("count").asLong());
+    assertEquals(12, py.get("nulls").asLong());
+    JsonNode one = py.get("one");
+    assertEquals("-2147483648", one.get("n").asText());
+    assertEquals("é中", one.get("v").asText());
+    assertEquals("b'\\x00\\xff'", one.get("bin").asText());
+    assertEquals("1969-12-31", one.get("day").asText());
+    assertEquals("2024-01-02 03:04:05.123456", one.get("ts").asText());
+    assertEquals("1970-01-01 00:00:00.001000", one.get("tsm").asText());
+    assertEquals("-9999999999.99", one.get("price").asText());
+
+    // IF NOT EXISTS leaves the table as it is; without it, an existing table is an error
+    q("CREATE TABLE IF NOT EXISTS created (x BIGINT)");
+    assertEquals(py.get("version").asLong(), pylance("created", "{'version': ds.version}").get("version").asLong());
+    RuntimeException exists = assertThrows(RuntimeException.class, () -> q("CREATE TABLE created (x BIGINT)"));
+    assertTrue(exists.getMessage().contains("already exists"), exists.getMessage());
+    // a type lance_host cannot create is refused naming the column; nothing is created
+    for (String bad : List.of("c CHAR(3)", "a ARRAY(REAL)", "z TIMESTAMP(3) WITH TIME ZONE", "m MAP(BIGINT, BIGINT)")) {
+      RuntimeException e = assertThrows(RuntimeException.class, () -> q("CREATE TABLE refused (id BIGINT, " + bad + ")"));
+      assertTrue(e.getMessage().contains("column '" + bad.split(" ")[0] + "'"), e.getMessage());
+    }
+    assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("refused"));
+
+    q("DROP TABLE created");
+    assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("created"));
+    assertThrows(RuntimeException.class, () -> q("SELECT * FROM created"));
+
+    // schemas are namespaces under the root
+    q("CREATE SCHEMA extra");
+    assertTrue(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("extra"));
+    q("CREATE TABLE extra.t2 (id BIGINT, name VARCHAR)");
+    q("INSERT INTO extra.t2 VALUES (5, 'five'), (6, NULL)");
+    assertEquals(List.of(5L, 6L), ids("SELECT id FROM extra.t2"));
+    RuntimeException notEmpty = assertThrows(RuntimeException.class, () -> q("DROP SCHEMA extra"));
+    assertTrue(notEmpty.getMessage().contains("non-empty") || notEmpty.getMessage().contains("not empty"), notEmpty.getMessage());
+    q("DROP SCHEMA extra CASCADE");
+    assertFalse(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("extra"));
+    assertThrows(RuntimeException.class, () -> q("CREATE SCHEMA \"default\""));
+    assertThrows(RuntimeException.class, () -> q("DROP SCHEMA \"default\""));
+  }
+
   @Test
   void unknownTablesAndBadCatalogProperties() {
     RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT * FROM nope"));
