@@ -422,7 +422,7 @@ final class LanceHostMetadata implements ConnectorMetadata {
 
   @Override
   public RowChangeParadigm getRowChangeParadigm(ConnectorSession session, ConnectorTableHandle tableHandle) {
-    return RowChangeParadigm.CHANGE_ONLY_UPDATED_COLUMNS;
+    return RowChangeParadigm.DELETE_ROW_AND_INSERT_ROW;
   }
 
   @Override
@@ -474,6 +474,52 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (!(handle instanceof LanceHostSearchFunctionHandle s)) return Optional.empty();
     return Optional.of(new TableFunctionApplicationResult<>(s.table().withSearch(s.search()),
         new ArrayList<>(s.columns())));
+  }
+
+  /**
+   * A MERGE, or an UPDATE or DELETE whose predicate or values did not push: Trino reads the rows
+   * with their {@code _rowaddr} at the pinned version and hands each task the rows to delete and
+   * to insert (DELETE_ROW_AND_INSERT_ROW).
+   */
+  @Override
+  public io.trino.spi.connector.ConnectorMergeTableHandle beginMerge(ConnectorSession session,
+      ConnectorTableHandle handle, Map<Integer, Collection<ColumnHandle>> updateCaseColumns, RetryMode retryMode) {
+    LanceHostTableHandle t = (LanceHostTableHandle) handle;
+    if (retryMode != RetryMode.NO_RETRIES) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
+          "lance_host MERGE, UPDATE and DELETE run without Trino's fault-tolerant retries (retry-policy NONE)");
+    }
+    try (Dataset ds = tables.open(t, t.version())) {
+      List<String> unmapped = new ArrayList<>();
+      List<LanceHostColumnHandle> columns = new ArrayList<>();
+      for (Field f : ds.schema().getFields()) {
+        Optional<Type> type = TypeMapping.trinoType(f);
+        if (type.isEmpty()) unmapped.add(f.getName());
+        else columns.add(new LanceHostColumnHandle(f.getName(), type.get()));
+      }
+      if (!unmapped.isEmpty()) {
+        throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "cannot change rows of '" + t.table()
+            + "' row by row: Trino cannot write its columns " + unmapped + " (types lance_host does not map)");
+      }
+      return new LanceHostMergeHandle(t, tables.describe(t).location, ds.snapshot(), columns);
+    }
+  }
+
+  /** Every task's row deletes and appends as ONE version; the query id makes a repeated finish commit nothing more. */
+  @Override
+  public void finishMerge(ConnectorSession session, io.trino.spi.connector.ConnectorMergeTableHandle handle,
+      List<ConnectorTableHandle> sourceTableHandles, Collection<Slice> fragments, Collection<ComputedStatistics> statistics) {
+    LanceHostMergeHandle merge = (LanceHostMergeHandle) handle;
+    List<byte[]> staged = new ArrayList<>();
+    for (Slice s : fragments) staged.add(s.getBytes());
+    if (staged.isEmpty()) return; // no row changed: no new version
+    try {
+      Write.commit(merge.location(), staged, Write.Options.mode(Write.APPEND)
+          .statementId("trino:" + session.getQueryId())
+          .storageOptions(tables.describe(merge.table()).storageOptions));
+    } catch (LanceException.Conflict e) {
+      throw new TrinoException(StandardErrorCode.TRANSACTION_CONFLICT, e.getMessage(), e);
+    }
   }
 
   @Override

@@ -31,6 +31,21 @@ final class LanceHostPageSinkProvider implements ConnectorPageSinkProvider {
   }
 
   @Override
+  public io.trino.spi.connector.ConnectorMergeSink createMergeSink(ConnectorTransactionHandle transaction,
+      ConnectorSession session, io.trino.spi.connector.ConnectorMergeTableHandle handle,
+      Optional<ConnectorTableCredentials> credentials, ConnectorPageSinkId id) {
+    LanceHostMergeHandle merge = (LanceHostMergeHandle) handle;
+    var storage = tables.storageOptions(merge.table()); // the worker's own describe
+    Dataset insertsAt = Dataset.fromSnapshot(merge.token(), storage);
+    try {
+      return new LanceHostMergeSink(merge, insertsAt, Dataset.fromSnapshot(merge.token(), storage), storage, allocator);
+    } catch (RuntimeException e) {
+      insertsAt.close();
+      throw e;
+    }
+  }
+
+  @Override
   public ConnectorPageSink createPageSink(ConnectorTransactionHandle transaction, ConnectorSession session,
       ConnectorInsertTableHandle handle, Optional<ConnectorTableCredentials> credentials, ConnectorPageSinkId id) {
     LanceHostInsertHandle insert = (LanceHostInsertHandle) handle;

@@ -152,6 +152,8 @@ final class TypeMapping {
   private static void write(Type type, FieldVector v, int i, BlockBuilder b) {
     switch (v) {
       case BigIntVector x -> BigintType.BIGINT.writeLong(b, x.get(i));
+      // _rowaddr (unsigned 64-bit; fragment id << 32 | offset) as the bigint of its bits
+      case org.apache.arrow.vector.UInt8Vector x -> BigintType.BIGINT.writeLong(b, x.get(i));
       // as the column's type, or widened to bigint (a cast pushed into the scan)
       case IntVector x -> type.writeLong(b, x.get(i));
       case SmallIntVector x -> type.writeLong(b, x.get(i));

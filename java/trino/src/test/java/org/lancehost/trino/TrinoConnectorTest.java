@@ -382,11 +382,16 @@ class TrinoConnectorTest {
     assertEquals(v1.get("count").asLong(), v2.get("count").asLong(), "an update keeps every row");
     assertEquals(updated, q("SELECT count(*) FROM edits WHERE name = 'renamed' AND qty = 7").getOnlyValue());
 
-    // a predicate that is not pushed (a double) needs row-level merges, which lance_host does not
-    // take from Trino yet: refused, nothing committed
-    RuntimeException e = assertThrows(RuntimeException.class, () -> q("DELETE FROM edits WHERE value > 100"));
-    assertTrue(e.getMessage().toLowerCase().contains("support"), e.getMessage());
-    assertEquals(v2.get("version").asLong(), pylanceEdits().get("version").asLong());
+    // a predicate that is not pushed (a double) runs row by row through Trino's merge API: the rows
+    // pylance sees matching it are deleted, as one version
+    long big = pylance("edits", "{'n': sum(1 for r in t if r['value'] is not None and r['value'] > 100)}").get("n").asLong();
+    assertTrue(big > 0);
+    assertEquals(big, ((Number) q("DELETE FROM edits WHERE value > 100").getOnlyValue()).longValue());
+    JsonNode v3 = pylance("edits", "{'version': ds.version, 'count': len(t), "
+        + "'left': sum(1 for r in t if r['value'] is not None and r['value'] > 100)}");
+    assertEquals(v2.get("version").asLong() + 1, v3.get("version").asLong());
+    assertEquals(v2.get("count").asLong() - big, v3.get("count").asLong());
+    assertEquals(0, v3.get("left").asLong());
   }
 
   @Test
@@ -532,6 +537,60 @@ class TrinoConnectorTest {
     assertFalse(q("SHOW SCHEMAS").getOnlyColumnAsSet().contains("extra"));
     assertThrows(RuntimeException.class, () -> q("CREATE SCHEMA \"default\""));
     assertThrows(RuntimeException.class, () -> q("DROP SCHEMA \"default\""));
+  }
+
+  /**
+   * Issue 61: DELETE and UPDATE whose predicate does not push, and MERGE, run through Trino's
+   * merge API: tasks stage the deleted rows' _rowaddr and the inserted rows at the pinned version,
+   * the coordinator commits them as one version per statement. pylance reads the result, equal to
+   * the rows the statements make of the rows the test wrote.
+   */
+  @Test
+  void mergeUpdateAndDeleteRowByRowCommitOneVersionEach() throws Exception {
+    q("DROP TABLE IF EXISTS merged");
+    q("CREATE TABLE merged (id BIGINT, name VARCHAR, qty INTEGER, price DECIMAL(10, 2))");
+    q("INSERT INTO merged SELECT id, 'n' || CAST(id AS VARCHAR), CAST(id % 10 AS INTEGER), "
+        + "CAST(CAST(id AS DECIMAL(10, 2)) / 4 AS DECIMAL(10, 2)) FROM UNNEST(sequence(0, 299)) AS r(id)");
+    long v0 = pylance("merged", "{'version': ds.version}").get("version").asLong();
+    // the expected rows, from the rows written
+    Map<Long, List<String>> want = new java.util.TreeMap<>();
+    for (long id = 0; id < 300; id++) {
+      want.put(id, List.of("n" + id, Long.toString(id % 10), new BigDecimal(id).divide(new BigDecimal(4))
+          .setScale(2, java.math.RoundingMode.HALF_UP).toPlainString()));
+    }
+
+    assertEquals(30L, ((Number) q("DELETE FROM merged WHERE qty * 2 = 6").getOnlyValue()).longValue());
+    want.values().removeIf(r -> r.get(1).equals("3"));
+    assertEquals(v0 + 1, pylance("merged", "{'version': ds.version}").get("version").asLong(), "one version");
+
+    long updated = want.keySet().stream().filter(id -> id % 7 == 0).count();
+    assertEquals(updated, ((Number) q("UPDATE merged SET name = name || '!', price = price + 1 WHERE id % 7 = 0")
+        .getOnlyValue()).longValue());
+    for (Map.Entry<Long, List<String>> e : want.entrySet()) {
+      if (e.getKey() % 7 != 0) continue;
+      List<String> r = e.getValue();
+      e.setValue(List.of(r.get(0) + "!", r.get(1), new BigDecimal(r.get(2)).add(BigDecimal.ONE).toPlainString()));
+    }
+
+    q("MERGE INTO merged t USING (VALUES (BIGINT '5', 'five'), (BIGINT '12', 'gone'), (BIGINT '1000', 'new')) "
+        + "AS s(id, name) ON t.id = s.id "
+        + "WHEN MATCHED AND s.name = 'gone' THEN DELETE "
+        + "WHEN MATCHED THEN UPDATE SET name = s.name "
+        + "WHEN NOT MATCHED THEN INSERT (id, name, qty, price) VALUES (s.id, s.name, 0, 0)");
+    want.put(5L, List.of("five", want.get(5L).get(1), want.get(5L).get(2)));
+    want.remove(12L);
+    want.put(1000L, List.of("new", "0", "0.00"));
+
+    JsonNode py = pylance("merged", "{'version': ds.version, 'rows': sorted([r['id'], r['name'], str(r['qty']), "
+        + "str(r['price'])] for r in t)}");
+    assertEquals(v0 + 3, py.get("version").asLong(), "one version per statement");
+    List<List<String>> got = new ArrayList<>();
+    py.get("rows").forEach(r -> got.add(List.of(r.get(0).asText(), r.get(1).asText(), r.get(2).asText(), r.get(3).asText())));
+    List<List<String>> expectedRows = new ArrayList<>();
+    want.forEach((id, r) -> expectedRows.add(List.of(Long.toString(id), r.get(0), r.get(1), r.get(2))));
+    assertEquals(expectedRows, got);
+    assertEquals((long) want.size(), q("SELECT count(*) FROM merged").getOnlyValue());
+    q("DROP TABLE merged");
   }
 
   @Test
