@@ -100,6 +100,23 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (saveMode == io.trino.spi.connector.SaveMode.REPLACE) {
       throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "CREATE OR REPLACE TABLE is not supported by lance_host");
     }
+    SchemaTableName name = tableMetadata.getTable();
+    try {
+      tables.createTable(createNamespace(name), name.getTableName(), createSchema(tableMetadata),
+          saveMode == io.trino.spi.connector.SaveMode.IGNORE);
+    } catch (LanceException.InvalidArgument e) {
+      throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, e.getMessage(), e);
+    }
+  }
+
+  /** The namespace a new table goes to (its schema must exist). */
+  private List<String> createNamespace(SchemaTableName name) {
+    return tables.namespace(name.getSchemaName()).orElseThrow(() -> new TrinoException(
+        StandardErrorCode.SCHEMA_NOT_FOUND, "schema '" + name.getSchemaName() + "' does not exist"));
+  }
+
+  /** The Arrow schema of a new table, or NOT_SUPPORTED naming what cannot be created. */
+  private static org.apache.arrow.vector.types.pojo.Schema createSchema(ConnectorTableMetadata tableMetadata) {
     if (!tableMetadata.getProperties().isEmpty()) {
       throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no properties, not "
           + tableMetadata.getProperties().keySet());
@@ -107,9 +124,6 @@ final class LanceHostMetadata implements ConnectorMetadata {
     if (tableMetadata.getComment().isPresent()) {
       throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no comment");
     }
-    SchemaTableName name = tableMetadata.getTable();
-    List<String> ns = tables.namespace(name.getSchemaName()).orElseThrow(() -> new TrinoException(
-        StandardErrorCode.SCHEMA_NOT_FOUND, "schema '" + name.getSchemaName() + "' does not exist"));
     List<Field> fields = new ArrayList<>();
     for (ColumnMetadata c : tableMetadata.getColumns()) {
       if (c.isHidden()) continue;
@@ -118,12 +132,69 @@ final class LanceHostMetadata implements ConnectorMetadata {
       }
       fields.add(TypeMapping.arrowField(c.getName(), c.getType()));
     }
-    try {
-      tables.createTable(ns, name.getTableName(), new org.apache.arrow.vector.types.pojo.Schema(fields),
-          saveMode == io.trino.spi.connector.SaveMode.IGNORE);
-    } catch (LanceException.InvalidArgument e) {
-      throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, e.getMessage(), e);
+    return new org.apache.arrow.vector.types.pojo.Schema(fields);
+  }
+
+  /** CREATE TABLE AS tables created by a query that has not finished them (dropped if it fails). */
+  private final java.util.concurrent.ConcurrentHashMap<String, LanceHostInsertHandle> creating =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * CREATE TABLE AS: the table is created now, empty (version 1), and the query's rows are staged
+   * into it like an INSERT's and committed by {@link #finishCreateTable} (version 2). A query that
+   * fails before that has its table dropped ({@link #cleanupQuery}): no half-made table remains.
+   */
+  @Override
+  public io.trino.spi.connector.ConnectorOutputTableHandle beginCreateTable(ConnectorSession session,
+      ConnectorTableMetadata tableMetadata, Optional<io.trino.spi.connector.ConnectorTableLayout> layout,
+      RetryMode retryMode, boolean replace) {
+    if (replace) throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "CREATE OR REPLACE TABLE is not supported by lance_host");
+    if (retryMode != RetryMode.NO_RETRIES) {
+      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
+          "lance_host CREATE TABLE AS runs without Trino's fault-tolerant retries (retry-policy NONE)");
     }
+    SchemaTableName name = tableMetadata.getTable();
+    List<String> ns = createNamespace(name);
+    org.apache.arrow.vector.types.pojo.Schema schema = createSchema(tableMetadata);
+    tables.createTable(ns, name.getTableName(), schema, false);
+    try {
+      String table = tables.tableName(ns, name.getTableName()).orElseThrow();
+      LanceHostTableHandle t = new LanceHostTableHandle(name.getSchemaName(), ns, table, 0, null, -1, null, null, null, null);
+      try (Dataset ds = tables.open(t, 0)) {
+        t = new LanceHostTableHandle(name.getSchemaName(), ns, table, ds.version(), null, -1, null, null, null, null);
+        List<LanceHostColumnHandle> columns = new ArrayList<>();
+        for (Field f : schema.getFields()) columns.add(new LanceHostColumnHandle(f.getName(), TypeMapping.trinoType(f).orElseThrow()));
+        LanceHostInsertHandle handle = new LanceHostInsertHandle(t, tables.describe(t).location, ds.snapshot(), columns);
+        creating.put(session.getQueryId(), handle);
+        return handle;
+      }
+    } catch (RuntimeException e) {
+      tables.dropTable(ns, name.getTableName());
+      throw e;
+    }
+  }
+
+  @Override
+  public Optional<ConnectorOutputMetadata> finishCreateTable(ConnectorSession session,
+      io.trino.spi.connector.ConnectorOutputTableHandle handle, Collection<Slice> fragments,
+      Collection<ComputedStatistics> statistics) {
+    LanceHostInsertHandle insert = (LanceHostInsertHandle) handle;
+    List<byte[]> staged = new ArrayList<>();
+    for (Slice s : fragments) staged.add(s.getBytes());
+    if (!staged.isEmpty()) {
+      Write.commit(insert.location(), staged, Write.Options.mode(Write.APPEND)
+          .statementId("trino:" + session.getQueryId())
+          .storageOptions(tables.describe(insert.table()).storageOptions));
+    }
+    creating.remove(session.getQueryId()); // finished: the table stays
+    return Optional.empty();
+  }
+
+  /** A CREATE TABLE AS that did not finish drops the table it created. */
+  @Override
+  public void cleanupQuery(ConnectorSession session) {
+    LanceHostInsertHandle unfinished = creating.remove(session.getQueryId());
+    if (unfinished != null) tables.dropTable(unfinished.table().namespace(), unfinished.table().table());
   }
 
   @Override

@@ -27,7 +27,8 @@ final class LanceHostPageSinkProvider implements ConnectorPageSinkProvider {
   @Override
   public ConnectorPageSink createPageSink(ConnectorTransactionHandle transaction, ConnectorSession session,
       ConnectorOutputTableHandle output, Optional<ConnectorTableCredentials> credentials, ConnectorPageSinkId id) {
-    throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host does not create tables from Trino yet");
+    // the rows of a CREATE TABLE AS: an insert into the table the coordinator created
+    return createPageSink(transaction, session, (ConnectorInsertTableHandle) output, credentials, id);
   }
 
   @Override

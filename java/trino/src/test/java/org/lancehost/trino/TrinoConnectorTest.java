@@ -593,6 +593,43 @@ class TrinoConnectorTest {
     q("DROP TABLE merged");
   }
 
+  /**
+   * CREATE TABLE AS: the table is created (version 1) and the query's rows committed into it as one
+   * more version, pylance reading them; a CTAS that fails at run time leaves no table; one with a
+   * column type lance_host cannot create is refused before anything is made.
+   */
+  @Test
+  void createTableAsSelectCommitsTheRowsAndAFailedOneLeavesNoTable() throws Exception {
+    q("DROP TABLE IF EXISTS ctas");
+    JsonNode want = expected.get("insert_lt_500");
+    assertEquals(want.get("count").asLong(), ((Number) q("CREATE TABLE ctas AS SELECT id, name, price, day, ts FROM items "
+        + "WHERE id < 500").getOnlyValue()).longValue());
+    JsonNode py = pylance("ctas", "{'version': ds.version, 'count': len(t), 'sum_id': sum(r['id'] for r in t), "
+        + "'sum_price': str(sum((r['price'] for r in t), decimal.Decimal('0.00'))), "
+        + "'names_null': sum(1 for r in t if r['name'] is None), 'types': [str(f.type) for f in ds.schema]}");
+    assertEquals(2, py.get("version").asLong(), "created, then the rows: two versions");
+    assertEquals(want.get("count").asLong(), py.get("count").asLong());
+    assertEquals(want.get("sum_id").asLong(), py.get("sum_id").asLong());
+    assertEquals(new BigDecimal(want.get("sum_price").asText()), new BigDecimal(py.get("sum_price").asText()));
+    assertEquals(want.get("names_null").asLong(), py.get("names_null").asLong());
+    assertEquals(0L, q("SELECT count(*) FROM ((SELECT id, name, price, day, ts FROM items WHERE id < 500) "
+        + "EXCEPT (SELECT * FROM ctas))").getOnlyValue());
+
+    // fails on the workers after the table was created: the table is dropped again
+    RuntimeException e = assertThrows(RuntimeException.class,
+        () -> q("CREATE TABLE ctas_failed AS SELECT id, 100 / (id - 250) AS x FROM items"));
+    assertTrue(e.getMessage().toLowerCase().contains("division by zero"), e.getMessage());
+    assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("ctas_failed"));
+    assertFalse(java.nio.file.Files.exists(Path.of(System.getProperty("lancehost.test.fixtures"), "warehouse",
+        "ctas_failed.lance")), "nothing of the failed table remains");
+    // a type that cannot be created: refused before anything is made
+    RuntimeException refused = assertThrows(RuntimeException.class,
+        () -> q("CREATE TABLE ctas_vec AS SELECT id, vec FROM items"));
+    assertTrue(refused.getMessage().contains("column 'vec'"), refused.getMessage());
+    assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("ctas_vec"));
+    q("DROP TABLE ctas");
+  }
+
   @Test
   void unknownTablesAndBadCatalogProperties() {
     RuntimeException e = assertThrows(RuntimeException.class, () -> q("SELECT * FROM nope"));
