@@ -508,9 +508,10 @@ final class LanceHostMetadata implements ConnectorMetadata {
   public OptionalLong executeDelete(ConnectorSession session, ConnectorTableHandle handle) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
     try (Dataset ds = tables.open(t, t.version())) {
-      // one new version planned at the query's version; concurrent appends are rebased over
-      long[] r = ds.delete(t.filter() == null ? "true" : t.filter());
-      return OptionalLong.of(r[1]);
+      // one new version planned at the query's version, once per query (the statement id);
+      // concurrent appends are rebased over
+      Write.Result r = ds.delete(t.filter() == null ? "true" : t.filter(), "trino:" + session.getQueryId());
+      return OptionalLong.of(r.rowsDeleted);
     }
   }
 
