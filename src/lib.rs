@@ -26,6 +26,7 @@ pub mod merge;
 pub mod metrics;
 pub mod split;
 pub mod prewarm;
+pub mod read_split;
 pub mod scan;
 pub mod redact;
 pub mod refine;

@@ -1,4 +1,4 @@
-//! Executing splits: scan splits and vector-search splits, as Arrow record batch readers.
+//! Executing vector-search splits (index segments and flat fragments) as Arrow record batch readers.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use arrow::array::{
 use crate::error::{HostError, Result};
 use crate::index::Metric;
 use crate::split::{vector_column, Split, SplitKind};
-use crate::scan::{self, BatchReader, ScanOptions, ROW_ID};
+use crate::scan::{self, BatchReader, ROW_ID};
 use crate::snapshot::Snapshot;
 use crate::io_stats::OpStats;
 
@@ -112,29 +112,6 @@ impl VectorQuery {
     pub fn in_distance_range(&self, d: f32) -> bool {
         self.distance_lower.is_none_or(|l| d >= l) && self.distance_upper.is_none_or(|u| d < u)
     }
-}
-
-/// Execute a scan split (its fragments, with the given scan options) on the split's snapshot.
-pub fn scan_split(snapshot: &Snapshot, split: &Split, opts: &ScanOptions) -> Result<BatchReader> {
-    split.check_snapshot(snapshot)?;
-    if split.kind == SplitKind::Changes {
-        return crate::changes::scan_changes(snapshot, split, opts);
-    }
-    if split.kind != SplitKind::Scan {
-        return Err(HostError::invalid(format!(
-            "split kind {:?} cannot be scanned; use the vector search of splits",
-            split.kind
-        )));
-    }
-    if opts.fragment_ids.is_some() {
-        return Err(HostError::invalid(
-            "fragment_ids must not be set when scanning a split (the split chooses them)",
-        ));
-    }
-    let mut opts = opts.clone();
-    opts.fragment_ids = Some(split.fragment_ids.clone());
-    opts.row_slice = split.rows.map(|r| (split.fragment_ids[0], r));
-    scan::scan(snapshot, &opts)
 }
 
 /// Cast the query to the column's element type after checking its dimension; a batch of

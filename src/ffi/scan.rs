@@ -620,7 +620,7 @@ pub(crate) fn split_scan(
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
         let opts = scan_options_arg(options, layout)?;
-        let reader = crate::search::scan_split(&ds.snapshot, &split.split, &opts)?;
+        let reader = crate::read_split::scan_split(&ds.snapshot, &split.split, &opts)?;
         export_stream(reader, out);
         Ok(())
     })

@@ -116,7 +116,7 @@ LAYERS = [
     ["index", "io_stats", "table_statistics"],
     ["split"],
     ["scan", "stream", "key_filter", "dynamic_filter", "changes", "search", "fts", "take", "blob", "count", "aggregate",
-     "merge", "refine", "prewarm", "branch", "wake"],
+     "merge", "refine", "prewarm", "branch", "wake", "read_split"],
     ["write", "index_build"],
     ["catalog"],
     ["ffi"],
