@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -129,3 +130,30 @@ class Catalog:
 
     def __del__(self):
         self.close()
+
+
+_DESCRIBED: dict = {}  # (properties, namespace, table) -> (when, TableInfo): this process's describes
+_DESCRIBED_LOCK = threading.Lock()
+_CATALOGS: dict = {}  # properties -> Catalog: this process's catalogs
+
+
+def _describe_here(properties: Mapping[str, str], namespace: Sequence[str], table: str,
+                   reuse_s: float = 5.0) -> TableInfo:
+    """A catalog table as a catalog of this process describes it, reused for `reuse_s` seconds by
+    the tasks of this process (an engine's worker describes through its own catalog: vended
+    credentials are fresh when it opens a shipped snapshot, and the library refreshes them as they
+    expire; nothing vended travels with a task)."""
+    import time
+
+    key = (tuple(sorted(properties.items())), tuple(namespace), table)
+    with _DESCRIBED_LOCK:
+        hit = _DESCRIBED.get(key)
+        if hit is not None and time.monotonic() - hit[0] <= reuse_s:
+            return hit[1]
+        catalog = _CATALOGS.get(key[0])
+        if catalog is None:
+            catalog = _CATALOGS[key[0]] = Catalog(dict(properties))
+    info = catalog.describe_table(table, list(namespace))
+    with _DESCRIBED_LOCK:
+        _DESCRIBED[key] = (time.monotonic(), info)
+    return info

@@ -18,7 +18,7 @@ manifest read) and scans its split.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -46,10 +46,43 @@ def _metadata(rows: int) -> BlockMetadata:
     return BlockMetadata(**{k: v for k, v in kw.items() if k in fields or not fields})
 
 
+class _CatalogTable(NamedTuple):
+    """A catalog table as a task carries it: the catalog's properties and the table's name (and the
+    caller's own storage options), never the storage options the catalog vended."""
+    properties: dict
+    namespace: list
+    name: str
+    storage_options: dict
+
+
+def _catalog_table(table: str, catalog, storage_options, what: str) -> tuple[_CatalogTable, str, Optional[dict]]:
+    """The catalog table `table` ("name" or "namespace.name") of the catalog with properties
+    `catalog`, described here: (what tasks carry, its location, the options to open it with)."""
+    from lance_host.catalog import _describe_here
+
+    if not isinstance(catalog, Mapping) or not catalog:
+        raise lh.errors._error(1, f"{what}: catalog must be the catalog's properties (a non-empty mapping), not {catalog!r}")
+    *namespace, name = table.split(".")
+    t = _CatalogTable({str(k): str(v) for k, v in catalog.items()}, namespace, name, dict(storage_options or {}))
+    info = _describe_here(t.properties, t.namespace, t.name, reuse_s=0)
+    return t, info.location, {**info.storage_options, **t.storage_options} or None
+
+
+def _task_options(storage):
+    """The storage options a task opens with: those given, or a catalog table's as a catalog of
+    this worker process describes it now (reused 5 s by the process's tasks; issue 60)."""
+    if isinstance(storage, _CatalogTable):
+        from lance_host.catalog import _describe_here
+
+        info = _describe_here(storage.properties, storage.namespace, storage.name)
+        return {**info.storage_options, **storage.storage_options} or None
+    return storage
+
+
 def _scan_task(token_ref, split: bytes, index: int, columns, filter, storage_options, keys=None):
     def read() -> Iterable[pa.Table]:
         token = ray.get(token_ref)
-        ds = lh.open_snapshot(token, storage_options=storage_options)
+        ds = lh.open_snapshot(token, storage_options=_task_options(storage_options))
         s = lh.Split.from_bytes(split)
         rows = 0
         with ds.scan_split_stream(s, columns=columns, filter=filter,
@@ -74,7 +107,10 @@ class LanceHostDatasource(Datasource):
     def __init__(self, uri: str, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                  version: Optional[int] = None, storage_options: Optional[dict] = None, target_rows: int = 0,
                  branch: Optional[str] = None, changes_since: Optional[int] = None, tag: Optional[str] = None,
-                 keys: Optional[tuple[str, Any]] = None):
+                 keys: Optional[tuple[str, Any]] = None, catalog: Optional[Mapping[str, str]] = None):
+        self._task_storage = storage_options
+        if catalog is not None:  # `uri` names a table of that catalog
+            self._task_storage, uri, storage_options = _catalog_table(uri, catalog, storage_options, "read_lance_host")
         if keys is not None:
             if not isinstance(keys, tuple) or len(keys) != 2 or not isinstance(keys[0], str):
                 raise lh.errors._error(1, f"read_lance_host: keys must be (column, values), not {keys!r}")
@@ -144,7 +180,7 @@ class LanceHostDatasource(Datasource):
         # A split's visible row count is exact without a filter (Ray may answer count() from
         # it); with a filter the number is unknown until the task runs.
         return [
-            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._storage, keys_ref),
+            ReadTask(_scan_task(token_ref, split, i, self._columns, self._filter, self._task_storage, keys_ref),
                      _metadata(None if self._filter or self._keys is not None or rows is None else rows))
             for i, (split, rows) in enumerate(splits)
         ]
@@ -156,7 +192,8 @@ _RAY_READ_ARGS = {"ray_remote_args", "concurrency", "override_num_blocks"}
 def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter: Optional[str] = None,
                     version: Optional[int] = None, storage_options: Optional[dict] = None,
                     target_rows: int = 0, branch: Optional[str] = None, changes_since: Optional[int] = None,
-                    tag: Optional[str] = None, keys: Optional[tuple[str, Any]] = None, **read_args) -> "ray.data.Dataset":
+                    tag: Optional[str] = None, keys: Optional[tuple[str, Any]] = None,
+                    catalog: Optional[Mapping[str, str]] = None, **read_args) -> "ray.data.Dataset":
     """A `ray.data.Dataset` of the table at `version` (latest when None) of `branch` (main when
     None), or at the version `tag` names: one read task per scan split (`target_rows` cuts larger fragments into row slices),
     with the projection and the Lance SQL filter applied by Lance. With `changes_since`, the rows
@@ -166,18 +203,23 @@ def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter
     a pyarrow array or a list), put into Ray's object store once and applied by every task's
     scan like `Dataset.scan(keys=...)`. Other keywords go to `ray.data.read_datasource`
     (ray_remote_args, concurrency, override_num_blocks); any other is InvalidArgumentError naming
-    the valid ones (Ray would hand it to the source, which would ignore it)."""
+    the valid ones (Ray would hand it to the source, which would ignore it). With `catalog` (a
+    catalog's properties, as `lance_host.Catalog` takes them), `uri` names a table of that catalog
+    ("name" or "namespace.name"): the driver describes it to plan, and every read task describes
+    it through a catalog of its own worker process — the storage options the catalog vends never
+    travel with a task, and expiring ones are refreshed where they are used."""
     unknown = sorted(set(read_args) - _RAY_READ_ARGS)
     if unknown:
         import difflib
 
         valid = ["columns", "filter", "keys", "version", "storage_options", "target_rows", "branch", "tag", "changes_since",
+                 "catalog",
                  *sorted(_RAY_READ_ARGS)]
         close = difflib.get_close_matches(unknown[0], valid, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise lh.errors._error(1, f"read_lance_host: unknown keyword {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
     source = LanceHostDatasource(uri, columns, filter, version, storage_options, target_rows, branch, changes_since, tag,
-                                 keys=keys)
+                                 keys=keys, catalog=catalog)
     read_args.setdefault("override_num_blocks", max(source.splits, 1))
     return ray.data.read_datasource(source, **read_args)
 

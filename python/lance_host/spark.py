@@ -194,26 +194,14 @@ def _catalog_table(options):
     return props, namespace, name
 
 
-_DESCRIBED = {}  # (catalog properties, namespace, table) -> (when, storage options): this process's describes
-_DESCRIBE_REUSE_S = 5.0
-
-
 def _described_storage(options):
     """A catalog table's storage options as a catalog of this process describes them now (the
     `storage.` options over them), reused for a few seconds by the tasks of this process: vended
     credentials are fresh, and the library refreshes them as they expire (issue 60)."""
-    import time
-
-    import lance_host as lh
+    from lance_host.catalog import _describe_here
 
     props, namespace, name = _catalog_table(options)
-    key = (tuple(sorted(props.items())), tuple(namespace), name)
-    hit = _DESCRIBED.get(key)
-    if hit is None or time.monotonic() - hit[0] > _DESCRIBE_REUSE_S:
-        info = lh.Catalog(props).describe_table(name, namespace)
-        hit = (time.monotonic(), dict(info.storage_options))
-        _DESCRIBED[key] = hit
-    return {**hit[1], **_storage_options(options)} or None
+    return {**_describe_here(props, namespace, name).storage_options, **_storage_options(options)} or None
 
 
 def _pin(source):

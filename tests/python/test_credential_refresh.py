@@ -253,3 +253,26 @@ def test_spark_tasks_describe_a_catalog_table_through_their_own_catalog(world):
         assert df.rdd.getNumPartitions() >= 2, "the rows came from tasks"
     finally:
         spark.stop()
+
+
+def test_ray_read_tasks_describe_a_catalog_table_through_their_own_catalog(world):
+    """`read_lance_host(table, catalog=props)`: the driver describes the table to plan; the read
+    tasks (Ray worker processes, where nothing refreshes the driver's key) run after that key
+    expired and was deleted at moto, and read through a describe of their own — the vended
+    options never travel with a task."""
+    ray = pytest.importorskip("ray")
+    import lance_host.ray as lhr
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        ds = lhr.read_lance_host("t", catalog=world["props"], columns=["id"], override_num_blocks=4)
+        described = world["issuer"].issued[-1]  # the key the driver's describe was given
+        time.sleep(LIFETIME_S + 1.5)
+        assert described in world["issuer"].deleted, "the driver's key expired before the tasks ran"
+        got = sorted(r["id"] for r in ds.take_all())
+        want = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"]).to_table(columns=["id"])
+        assert got == sorted(want["id"].to_pylist())
+        with pytest.raises(lh.InvalidArgumentError, match="catalog must be"):
+            lhr.read_lance_host("t", catalog="type=rest")
+    finally:
+        ray.shutdown()
