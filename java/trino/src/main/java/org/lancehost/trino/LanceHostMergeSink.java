@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.arrow.memory.BufferAllocator;
 import org.lancehost.Dataset;
+import org.lancehost.Write;
 
 /**
  * One task of a row-level MERGE, UPDATE or DELETE (Trino's DELETE_ROW_AND_INSERT_ROW paradigm: an
@@ -30,6 +31,7 @@ final class LanceHostMergeSink implements ConnectorMergeSink {
   private final LanceHostMergeHandle merge;
   private final LanceHostPageSink inserts;
   private final Dataset at;
+  private final Map<String, String> storage;
   private long[] addresses = new long[1024];
   private int count;
 
@@ -38,6 +40,7 @@ final class LanceHostMergeSink implements ConnectorMergeSink {
     this.merge = merge;
     this.inserts = new LanceHostPageSink(merge.inserts(), insertsAt, storage, allocator);
     this.at = deletesAt;
+    this.storage = storage;
   }
 
   @Override
@@ -60,7 +63,17 @@ final class LanceHostMergeSink implements ConnectorMergeSink {
   public CompletableFuture<Collection<Slice>> finish() {
     try {
       List<Slice> out = new ArrayList<>(inserts.finish().join());
-      if (count > 0) out.add(Slices.wrappedBuffer(at.stageRowDeletes(Arrays.copyOf(addresses, count)).bytes));
+      if (count > 0) {
+        try {
+          out.add(Slices.wrappedBuffer(at.stageRowDeletes(Arrays.copyOf(addresses, count)).bytes));
+        } catch (RuntimeException e) {
+          // the inserted rows' files were staged already: delete them, no commit will use them
+          List<byte[]> staged = new ArrayList<>();
+          for (Slice s : out) staged.add(s.getBytes());
+          if (!staged.isEmpty()) Write.abort(staged, storage);
+          throw e;
+        }
+      }
       return CompletableFuture.completedFuture(out);
     } finally {
       at.close();

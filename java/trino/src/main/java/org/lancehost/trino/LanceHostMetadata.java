@@ -190,6 +190,15 @@ final class LanceHostMetadata implements ConnectorMetadata {
     return Optional.empty();
   }
 
+  /** Deletes the files of shares a failed commit did not take; a failure of that is added to `cause`. */
+  private static void abortQuietly(List<byte[]> staged, Map<String, String> storage, RuntimeException cause) {
+    try {
+      Write.abort(staged, storage);
+    } catch (RuntimeException e) {
+      cause.addSuppressed(e);
+    }
+  }
+
   /** A CREATE TABLE AS that did not finish drops the table it created. */
   @Override
   public void cleanupQuery(ConnectorSession session) {
@@ -585,12 +594,17 @@ final class LanceHostMetadata implements ConnectorMetadata {
     List<byte[]> staged = new ArrayList<>();
     for (Slice s : fragments) staged.add(s.getBytes());
     if (staged.isEmpty()) return; // no row changed: no new version
+    Map<String, String> storage = tables.describe(merge.table()).storageOptions;
     try {
       Write.commit(merge.location(), staged, Write.Options.mode(Write.APPEND)
-          .statementId("trino:" + session.getQueryId())
-          .storageOptions(tables.describe(merge.table()).storageOptions));
-    } catch (LanceException.Conflict e) {
-      throw new TrinoException(StandardErrorCode.TRANSACTION_CONFLICT, e.getMessage(), e);
+          .statementId("trino:" + session.getQueryId()).storageOptions(storage));
+    } catch (RuntimeException e) {
+      // nothing committed: the shares' files are no one's (an abort keeps what a landed commit uses)
+      abortQuietly(staged, storage, e);
+      if (e instanceof LanceException.Conflict) {
+        throw new TrinoException(StandardErrorCode.TRANSACTION_CONFLICT, e.getMessage(), e);
+      }
+      throw e;
     }
   }
 
