@@ -181,6 +181,17 @@ def _write_params(mode: Optional[str], **params):
     return _write_struct(mode, **_keywords(params, _WRITE_OPTIONS))
 
 
+# What a one-call row change (delete, update, merge_insert) takes of the write parameters: the
+# commit's, not the file layout's (a row change writes with the table's own settings).
+_ROW_CHANGE_OPTIONS = ("commit_retries", "retry_timeout_ms", "statement_id", "commit_message",
+                       "transaction_properties", "expected_version", "required_config")
+
+
+def _row_change_params(**params):
+    """`_write_params` of a row change: a write parameter it would not use is refused, not ignored."""
+    return _write_struct(None, **_keywords(params, _ROW_CHANGE_OPTIONS))
+
+
 class DatasetWrites:
     """The write methods of `Dataset`: row changes, staged shares, schema changes, compaction."""
 
@@ -188,9 +199,11 @@ class DatasetWrites:
     def delete(self, predicate: str, **params) -> tuple["Dataset", "WriteResult"]:
         """Delete the rows matching the Lance SQL `predicate` as one new version planned at this
         handle's version (lance_dataset_delete); this handle keeps its version. Returns the new
-        version pinned and its `WriteResult` (`rows_deleted`). Params: commit_retries,
-        retry_timeout_ms."""
-        p, keep = _write_params(None, **params)
+        version pinned and its `WriteResult` (`rows_deleted`). Params (as for update and
+        merge_insert): commit_retries, retry_timeout_ms, statement_id (once per statement),
+        commit_message, transaction_properties, and the preconditions expected_version and
+        required_config; any other write parameter is refused, not ignored."""
+        p, keep = _row_change_params(**params)
         out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
         _check(LIB.lance_dataset_delete(self._h, predicate.encode(), ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
         return type(self)(out.value), WriteResult._from(r)
@@ -204,7 +217,7 @@ class DatasetWrites:
             raise _error(1, "values must be a non-empty mapping of column -> SQL expression")
         cols, n = _cstrings(list(values.keys()))
         exprs, _ = _cstrings([str(v) for v in values.values()])
-        p, keep = _write_params(None, **params)
+        p, keep = _row_change_params(**params)
         out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
         _check(LIB.lance_dataset_update(self._h, cols, exprs, n, where.encode() if where is not None else None,
                                         ctypes.byref(p), ctypes.byref(out), ctypes.byref(r)))
@@ -223,7 +236,7 @@ class DatasetWrites:
         deleted)."""
         m, keep_m = _merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source,
                                 when_matched_condition, by_source_condition)
-        p, keep = _write_params(None, **params)
+        p, keep = _row_change_params(**params)
         c = _stream_of(data)
         out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
         _check(LIB.lance_dataset_merge_insert(self._h, ctypes.byref(c), ctypes.byref(m), ctypes.byref(p),

@@ -316,3 +316,26 @@ def test_refine_and_filter_are_the_shared_names_of_refine_factor_and_prefilter(t
     assert all(i >= 200 for i in got["id"].to_pylist()) and got.num_rows == 5
     with pytest.raises(lh.InvalidArgumentError, match="'prefilter' twice, as 'filter' and 'prefilter'"):
         ds.vector_search("vec", q, k=5, filter="id > 1", prefilter="id > 2")
+
+
+def test_a_row_change_refuses_write_parameters_it_would_not_use(table, tmp_path):
+    """delete, update and merge_insert take the commit's parameters (statement id, retries,
+    preconditions, message); file-layout parameters would be ignored by them, so they are refused
+    naming the function, and nothing is committed."""
+    import shutil
+
+    uri = str(tmp_path / "t.lance")
+    shutil.copytree(table, uri)
+    ds = lh.open(uri)
+    before = lance.dataset(uri).version
+    for call in (lambda: ds.delete("id < 3", max_rows_per_file=10),
+                 lambda: ds.update({"id": "id + 1"}, "id < 3", storage_version="2.1"),
+                 lambda: ds.merge_insert(pa.table({"id": pa.array([1], pa.int64())}), "id", stable_row_ids=True)):
+        with pytest.raises(lh.InvalidArgumentError, match="unknown keyword"):
+            call()
+    assert lance.dataset(uri).version == before
+    # the parameters a row change uses still work: a statement id commits once
+    ds2, first = ds.delete("id < 3", statement_id="del-1")
+    _, again = ds.delete("id < 3", statement_id="del-1")
+    assert first.committed and not again.committed and again.version == first.version
+    assert lance.dataset(uri).count_rows() == 397
