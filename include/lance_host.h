@@ -1710,8 +1710,11 @@ int32_t lance_dataset_stage_merge_insert(const LanceDataset *dataset, struct Arr
 // version planned at the handle's pinned version (concurrent commits Lance can rebase over
 // are fine, others LANCE_ERR_CONFLICT). A predicate that does not parse completely (text after
 // the expression, a `$1` placeholder; since 0.11) or names an unknown
-// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries` and
-// `retry_timeout_ms` apply. As in Lance and pylance, a predicate that matches nothing still
+// column is LANCE_ERR_INVALID_ARGUMENT. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`, `statement_id` (a retry of a
+// statement already committed answers with its version, `committed` 0, nothing written again),
+// `commit_message`, `transaction_properties` and the preconditions `expected_version` and
+// `required_config`; the file-layout fields are not used.
+// As in Lance and pylance, a predicate that matches nothing still
 // commits a version (with `rows_deleted` 0).
 //
 // `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller (the handle
@@ -1724,7 +1727,10 @@ int32_t lance_dataset_delete(const LanceDataset *dataset, const char *predicate,
 // as one new version planned at the handle's version. An unknown column, an expression or
 // predicate or expression that does not parse completely (text after the expression, a `$1`
 // placeholder; since 0.11) or has the wrong type is LANCE_ERR_INVALID_ARGUMENT, nothing
-// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+// written. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`, `statement_id` (a retry of a
+// statement already committed answers with its version, `committed` 0, nothing written again),
+// `commit_message`, `transaction_properties` and the preconditions `expected_version` and
+// `required_config`; the file-layout fields are not used.
 //
 // `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
 // (may be NULL) gets `rows_updated`. Borrows its arguments. Thread-safe. Returns an error
@@ -1746,7 +1752,10 @@ int32_t lance_merge_insert_init_v2(LanceMergeInsert *out, size_t struct_size);
 // schema is LANCE_ERR_INVALID_ARGUMENT; LANCE_WHEN_MATCHED_FAIL with a match is LANCE_ERR_CONFLICT
 // (since 0.11); a failing `data` stream is LANCE_ERR_HOST_STREAM; conditions with text after
 // the expression or a placeholder are LANCE_ERR_INVALID_ARGUMENT; nothing is
-// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`.
+// committed on any failure. `params` (may be NULL): `commit_retries`, `retry_timeout_ms`, `statement_id` (a retry of a
+// statement already committed answers with its version, `committed` 0, nothing written again),
+// `commit_message`, `transaction_properties` and the preconditions `expected_version` and
+// `required_config`; the file-layout fields are not used.
 // `data` is read on a thread of its own (it may be a lance-host stream).
 //
 // `*out_dataset` (if not NULL) gets the new version pinned, owned by the caller; `out_result`
