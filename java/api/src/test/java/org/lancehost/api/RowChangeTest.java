@@ -86,6 +86,40 @@ class RowChangeTest {
     return out;
   }
 
+  /**
+   * Dataset.delete(predicate, statementId): one version per statement — the retry an engine makes
+   * after a lost answer commits nothing more and answers with that version; pylance reads the rows
+   * deleted once. The 0.14 view delete(predicate) still gives {version, rows deleted}.
+   */
+  @Test
+  void aDeleteWithAStatementIdCommitsOnceAndARetrySaysSo() throws Exception {
+    Path uri = table("delete_once", 600);
+    Write.Result first, retry;
+    try (Dataset at = Dataset.open(uri.toString())) {
+      first = at.delete("id < 100", "engine-query-7");
+      retry = at.delete("id < 100", "engine-query-7");
+    }
+    assertTrue(first.committed);
+    assertEquals(100, first.rowsDeleted);
+    assertFalse(retry.committed, "the retry commits nothing more");
+    assertEquals(first.version, retry.version);
+    long[] version = new long[1];
+    Map<Long, String> rows = pylanceRows(uri, version);
+    assertEquals(first.version, version[0]);
+    assertEquals(500, rows.size());
+    assertTrue(rows.keySet().stream().allMatch(id -> id >= 100));
+    try (Dataset at = Dataset.open(uri.toString())) {
+      long[] old = at.delete("id < 150");
+      assertEquals(first.version + 1, old[0]);
+      assertEquals(50, old[1]);
+    }
+    assertThrows(LanceException.InvalidArgument.class, () -> {
+      try (Dataset at = Dataset.open(uri.toString())) {
+        at.delete(null, "x");
+      }
+    });
+  }
+
   /** (id, _rowaddr) of the rows matching `filter`, read by this library from `at`. */
   static List<long[]> addresses(Dataset at, String filter) {
     List<long[]> out = new ArrayList<>();
