@@ -11,5 +11,9 @@ cmake -S . -B build/lib -DCMAKE_BUILD_TYPE=Debug -DLANCE_HOST_CARGO_TARGET_DIR="
 cmake --build build/lib
 rm -rf build/prefix  # no stale library names from an earlier version
 cmake --install build/lib --prefix "$PWD/build/prefix" >/dev/null
-echo "==> building lance-host-testkit"
-cargo build -q -p lance-host-testkit
+echo "==> building lance-host-testkit and the ADBC driver (liblance_host_adbc.so)"
+# One invocation: the two resolve the features of the crates they share together
+# (scripts/feature-sets.py).
+cargo build -q -p lance-host-testkit -p lance-host-adbc
+# The driver sits beside the library it loads.
+cp "$CARGO_TARGET_DIR/debug/liblance_host_adbc.so" build/prefix/lib/

@@ -2,7 +2,8 @@
 """Check that every cargo invocation of the README's two commands resolves the same features for
 every dependency they share, so that the Lance stack is compiled once between them:
   - the library build through CMake (`cargo build -p lance-host --lib`),
-  - the demo's testkit build (`cargo build -p lance-host-testkit`),
+  - the demo's testkit build with the ADBC driver (`cargo build -p lance-host-testkit -p
+    lance-host-adbc`, scripts/build-lib.sh),
   - the tests (`cargo test --workspace`, dev-dependencies included).
 Exits 1 and names the crates whose features differ."""
 import subprocess
@@ -27,7 +28,8 @@ def features(args):
 
 invocations = {
     "library (cargo build -p lance-host --lib)": ["-p", "lance-host", "-e", "normal,build"],
-    "demo testkit (cargo build -p lance-host-testkit)": ["-p", "lance-host-testkit", "-e", "normal,build"],
+    "demo testkit and ADBC driver (cargo build -p lance-host-testkit -p lance-host-adbc)":
+        ["-p", "lance-host-testkit", "-p", "lance-host-adbc", "-e", "normal,build"],
     "tests (cargo test --workspace)": ["--workspace", "-e", "normal,build,dev"],
 }
 resolved = {name: features(args) for name, args in invocations.items()}

@@ -1,0 +1,427 @@
+//! Driver, database and connection.
+//!
+//! - database options = catalog properties of `lance_catalog_open` (`type`, `root`, `uri`,
+//!   `storage.<key>`, `auth`, `header.<Name>`, `parent`, `delimiter`, `timeout_ms`, ...), plus
+//!   ADBC's `uri` (an `http(s)://` URI opens a REST catalog, anything else is a directory
+//!   catalog's `root`) and `lance_host.catalog_name` (the catalog's name in `GetObjects`);
+//! - a connection shares the database's catalog and the library's process-wide session; with
+//!   autocommit off, its bulk ingests are staged and `Commit` makes each table's one version
+//!   (`Rollback`, or closing the connection, deletes the staged files).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use adbc_core::error::{Error, Result, Status};
+use adbc_core::options::{InfoCode, ObjectDepth, OptionConnection, OptionDatabase, OptionValue};
+use adbc_core::{Connection, Database, Driver, Optionable};
+use arrow_array::RecordBatchReader;
+use arrow_schema::Schema;
+
+use crate::api::{self, api, invalid, not_implemented};
+use crate::handles::{self, Catalog, Reader, TableRef};
+use crate::objects;
+use crate::partition::Partition;
+use crate::statement::LanceHostStatement;
+
+pub(crate) fn option_string(value: OptionValue, key: &str) -> Result<String> {
+    match value {
+        OptionValue::String(s) => Ok(s),
+        OptionValue::Int(i) => Ok(i.to_string()),
+        OptionValue::Double(d) => Ok(d.to_string()),
+        _ => Err(invalid(format!("option `{key}` takes a string, not bytes"))),
+    }
+}
+
+pub(crate) fn not_found_option(key: &str) -> Error {
+    Error::with_message_and_status(format!("option `{key}` is not set or not known"), Status::NotFound)
+}
+
+#[derive(Default)]
+pub struct LanceHostDriver;
+
+impl Driver for LanceHostDriver {
+    type DatabaseType = LanceHostDatabase;
+
+    fn new_database(&mut self) -> Result<Self::DatabaseType> {
+        self.new_database_with_opts(std::iter::empty())
+    }
+
+    fn new_database_with_opts(
+        &mut self,
+        opts: impl IntoIterator<Item = (OptionDatabase, OptionValue)>,
+    ) -> Result<Self::DatabaseType> {
+        let mut db = LanceHostDatabase { options: Vec::new(), catalog_name: "lance".into(), catalog: None };
+        for (k, v) in opts {
+            db.set_option(k, v)?;
+        }
+        let properties = db.catalog_properties();
+        db.catalog = Some(Arc::new(Catalog::open(&properties)?));
+        Ok(db)
+    }
+}
+
+pub struct LanceHostDatabase {
+    options: Vec<(String, String)>,
+    catalog_name: String,
+    catalog: Option<Arc<Catalog>>,
+}
+
+impl LanceHostDatabase {
+    fn catalog_properties(&self) -> Vec<(String, String)> {
+        let explicit_type = self.options.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone());
+        let mut out = Vec::new();
+        for (k, v) in &self.options {
+            if k == "uri" {
+                let rest = match explicit_type.as_deref() {
+                    Some(t) => t == "rest",
+                    None => v.starts_with("http://") || v.starts_with("https://"),
+                };
+                if rest {
+                    if explicit_type.is_none() {
+                        out.push(("type".to_string(), "rest".to_string()));
+                    }
+                    out.push(("uri".to_string(), v.clone()));
+                } else {
+                    out.push(("root".to_string(), v.clone()));
+                }
+            } else {
+                out.push((k.clone(), v.clone()));
+            }
+        }
+        out
+    }
+}
+
+fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["token", "secret", "key", "password", "credential", "sas", "header."].iter().any(|s| k.contains(s))
+}
+
+impl Optionable for LanceHostDatabase {
+    type Option = OptionDatabase;
+
+    fn set_option(&mut self, key: Self::Option, value: OptionValue) -> Result<()> {
+        if self.catalog.is_some() {
+            return Err(api::invalid_state("lance-host ADBC: database options are set before AdbcDatabaseInit"));
+        }
+        let k = key.as_ref().to_string();
+        let v = option_string(value, &k)?;
+        if k == "lance_host.catalog_name" {
+            self.catalog_name = v;
+            return Ok(());
+        }
+        if k.starts_with("adbc.") || k == "username" || k == "password" {
+            return Err(not_implemented(format!(
+                "lance-host ADBC: database option `{k}` is not supported (options are catalog properties: type, root, uri, storage.<key>, auth, ...)"
+            )));
+        }
+        self.options.retain(|(existing, _)| existing != &k);
+        self.options.push((k, v));
+        Ok(())
+    }
+
+    fn get_option_string(&self, key: Self::Option) -> Result<String> {
+        let k = key.as_ref();
+        if k == "lance_host.catalog_name" {
+            return Ok(self.catalog_name.clone());
+        }
+        if is_secret(k) {
+            return Err(not_found_option(k));
+        }
+        self.options.iter().find(|(o, _)| o == k).map(|(_, v)| v.clone()).ok_or_else(|| not_found_option(k))
+    }
+
+    fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
+        Err(not_found_option(key.as_ref()))
+    }
+
+    fn get_option_int(&self, key: Self::Option) -> Result<i64> {
+        Err(not_found_option(key.as_ref()))
+    }
+
+    fn get_option_double(&self, key: Self::Option) -> Result<f64> {
+        Err(not_found_option(key.as_ref()))
+    }
+}
+
+impl Database for LanceHostDatabase {
+    type ConnectionType = LanceHostConnection;
+
+    fn new_connection(&self) -> Result<Self::ConnectionType> {
+        self.new_connection_with_opts(std::iter::empty())
+    }
+
+    fn new_connection_with_opts(
+        &self,
+        opts: impl IntoIterator<Item = (OptionConnection, OptionValue)>,
+    ) -> Result<Self::ConnectionType> {
+        let catalog = self.catalog.clone().ok_or_else(|| api::invalid_state("database not initialised"))?;
+        let mut conn = LanceHostConnection {
+            shared: Arc::new(Shared {
+                catalog,
+                catalog_name: self.catalog_name.clone(),
+                txn: Mutex::new(Txn { autocommit: true, pending: Vec::new(), db_schema: Vec::new() }),
+            }),
+        };
+        for (k, v) in opts {
+            conn.set_option(k, v)?;
+        }
+        Ok(conn)
+    }
+}
+
+/// A table's staged shares waiting for the connection's commit.
+pub struct Pending {
+    pub table: TableRef,
+    pub location: String,
+    pub storage_options: Vec<String>,
+    pub shares: Vec<Vec<u8>>,
+    /// The transaction created the table (empty) to stage into: a rollback drops it.
+    pub created: bool,
+}
+
+pub struct Txn {
+    pub autocommit: bool,
+    pub pending: Vec<Pending>,
+    /// The namespace of table names given without one.
+    pub db_schema: Vec<String>,
+}
+
+pub struct Shared {
+    pub catalog: Arc<Catalog>,
+    pub catalog_name: String,
+    pub txn: Mutex<Txn>,
+}
+
+impl Shared {
+    pub fn txn(&self) -> std::sync::MutexGuard<'_, Txn> {
+        self.txn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Resolve a table reference; a bare name lies in the connection's current db_schema.
+    pub fn resolve(&self, table: TableRef) -> TableRef {
+        if table.namespace.is_empty() {
+            TableRef { namespace: self.txn().db_schema.clone(), name: table.name }
+        } else {
+            table
+        }
+    }
+
+    pub fn check_catalog(&self, catalog: Option<&str>) -> Result<bool> {
+        Ok(catalog.is_none_or(|c| c == self.catalog_name))
+    }
+}
+
+pub struct LanceHostConnection {
+    shared: Arc<Shared>,
+}
+
+impl Drop for LanceHostConnection {
+    fn drop(&mut self) {
+        // Closing a connection with uncommitted ingests discards them (their files are deleted).
+        let pending = std::mem::take(&mut self.shared.txn().pending);
+        let _ = discard(&self.shared, pending);
+    }
+}
+
+fn bool_option(v: &str, key: &str) -> Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(format!("option `{key}` takes `true` or `false`, not `{v}`"))),
+    }
+}
+
+impl Optionable for LanceHostConnection {
+    type Option = OptionConnection;
+
+    fn set_option(&mut self, key: Self::Option, value: OptionValue) -> Result<()> {
+        let k = key.as_ref().to_string();
+        let v = option_string(value, &k)?;
+        match key {
+            OptionConnection::AutoCommit => {
+                let on = bool_option(&v, &k)?;
+                let mut txn = self.shared.txn();
+                if on && !txn.autocommit && !txn.pending.is_empty() {
+                    // ADBC: turning autocommit on commits the open transaction.
+                    drop(txn);
+                    self.commit()?;
+                    txn = self.shared.txn();
+                }
+                txn.autocommit = on;
+                Ok(())
+            }
+            OptionConnection::CurrentCatalog => {
+                if v == self.shared.catalog_name {
+                    Ok(())
+                } else {
+                    Err(Error::with_message_and_status(format!("unknown catalog `{v}`"), Status::NotFound))
+                }
+            }
+            OptionConnection::CurrentSchema => {
+                let parts = if v.is_empty() { Vec::new() } else { handles::split_identifier(&v)? };
+                self.shared.txn().db_schema = parts;
+                Ok(())
+            }
+            _ => Err(not_implemented(format!(
+                "lance-host ADBC: connection option `{k}` is not supported (supported: adbc.connection.autocommit, adbc.connection.catalog, adbc.connection.db_schema)"
+            ))),
+        }
+    }
+
+    fn get_option_string(&self, key: Self::Option) -> Result<String> {
+        match key {
+            OptionConnection::AutoCommit => Ok(if self.shared.txn().autocommit { "true" } else { "false" }.into()),
+            OptionConnection::CurrentCatalog => Ok(self.shared.catalog_name.clone()),
+            OptionConnection::CurrentSchema => Ok(objects::schema_name(&self.shared.txn().db_schema)),
+            other => Err(not_found_option(other.as_ref())),
+        }
+    }
+
+    fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
+        Err(not_found_option(key.as_ref()))
+    }
+
+    fn get_option_int(&self, key: Self::Option) -> Result<i64> {
+        Err(not_found_option(key.as_ref()))
+    }
+
+    fn get_option_double(&self, key: Self::Option) -> Result<f64> {
+        Err(not_found_option(key.as_ref()))
+    }
+}
+
+impl Connection for LanceHostConnection {
+    type StatementType = LanceHostStatement;
+
+    fn new_statement(&mut self) -> Result<Self::StatementType> {
+        Ok(LanceHostStatement::new(self.shared.clone()))
+    }
+
+    fn cancel(&mut self) -> Result<()> {
+        Err(not_implemented("lance-host ADBC: cancel a connection by releasing its statements' streams"))
+    }
+
+    fn get_info(&self, codes: Option<HashSet<InfoCode>>) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        let api = api()?;
+        // SAFETY: static string of the library.
+        let version = unsafe { api::cstr((api.lance_host_version)()) };
+        objects::info_reader(codes, &version)
+    }
+
+    fn get_objects(
+        &self,
+        depth: ObjectDepth,
+        catalog: Option<&str>,
+        db_schema: Option<&str>,
+        table_name: Option<&str>,
+        table_type: Option<Vec<&str>>,
+        column_name: Option<&str>,
+    ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        let entries = objects::collect(
+            &self.shared.catalog,
+            &self.shared.catalog_name,
+            depth,
+            catalog,
+            db_schema,
+            table_name,
+            table_type,
+            column_name,
+        )?;
+        objects::objects_reader(&self.shared.catalog_name, entries, depth)
+    }
+
+    fn get_table_schema(&self, catalog: Option<&str>, db_schema: Option<&str>, table_name: &str) -> Result<Schema> {
+        if !self.shared.check_catalog(catalog)? {
+            return Err(Error::with_message_and_status(format!("unknown catalog `{}`", catalog.unwrap_or("")), Status::NotFound));
+        }
+        let table = match db_schema {
+            Some(s) => TableRef::with_schema(Some(s), table_name)?,
+            None => self.shared.resolve(TableRef::with_schema(None, table_name)?),
+        };
+        self.shared.catalog.open_table(&table, 0, None)?.schema()
+    }
+
+    fn get_table_types(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        objects::table_types_reader()
+    }
+
+    fn get_statistic_names(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        Err(not_implemented("lance-host ADBC: GetStatisticNames (the driver has no statistics of its own)"))
+    }
+
+    fn get_statistics(
+        &self,
+        _catalog: Option<&str>,
+        _db_schema: Option<&str>,
+        _table_name: Option<&str>,
+        _approximate: bool,
+    ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        Err(not_implemented("lance-host ADBC: GetStatistics"))
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        let mut txn = self.shared.txn();
+        if txn.autocommit {
+            return Err(api::invalid_state("lance-host ADBC: commit with autocommit on (nothing to commit)"));
+        }
+        let pending = std::mem::take(&mut txn.pending);
+        drop(txn);
+        commit_pending(&self.shared, pending)
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        let mut txn = self.shared.txn();
+        if txn.autocommit {
+            return Err(api::invalid_state("lance-host ADBC: rollback with autocommit on"));
+        }
+        let pending = std::mem::take(&mut txn.pending);
+        drop(txn);
+        discard(&self.shared, pending)
+    }
+
+    fn read_partition(&self, partition: impl AsRef<[u8]>) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+        read_partition(&self.shared, partition.as_ref())
+    }
+}
+
+/// Delete a transaction's staged files and drop the tables it created; the first error is
+/// returned after everything was tried.
+fn discard(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
+    let mut first = Ok(());
+    for p in pending {
+        let r = handles::abort_shares(&p.shares, &p.storage_options);
+        let r = r.and_then(|_| if p.created { shared.catalog.drop_table(&p.table) } else { Ok(()) });
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// Commit the staged shares of a transaction: one version per table.
+fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
+    if pending.len() > 1 {
+        // Refused before anything commits: tables committed one after another could leave
+        // the transaction half-committed.
+        let names: Vec<String> = pending.iter().map(|p| p.table.display()).collect();
+        discard(shared, pending)?;
+        return Err(not_implemented(format!(
+            "lance-host ADBC: a transaction writes one table; this one wrote {} (nothing was committed, the staged files were deleted)",
+            names.join(", ")
+        )));
+    }
+    for p in pending {
+        if let Err(e) = handles::commit_shares(&p.location, &p.shares, &p.storage_options, &handles::WriteSettings::default()) {
+            discard(shared, vec![p])?;
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {
+    let partition = Partition::decode(bytes)?;
+    let info = shared.catalog.describe(&partition.table)?;
+    handles::scan_split(&partition.split, &info.storage_options, &partition.spec)
+}

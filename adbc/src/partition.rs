@@ -1,0 +1,170 @@
+//! Partition descriptors: what `ExecutePartitions` hands out and `ReadPartition` reads, in any
+//! process. A descriptor names the table in the catalog (the reader describes it through its
+//! own connection's catalog for credentials), carries the scan (columns, filter) and one
+//! lance-host split (URI, pinned version, fragments; never credentials).
+//!
+//! Layout (little-endian): `LHADBC` `0x01`, the namespace parts, the table name, the columns
+//! (flag, then the names), the filter (flag, then the text), the split bytes — strings and byte
+//! runs as u32 length + bytes — then an FNV-1a 64 checksum of everything before it.
+
+use adbc_core::error::{Error, Result, Status};
+
+use crate::handles::{ScanSpec, TableRef};
+
+const MAGIC: &[u8] = b"LHADBC\x01";
+
+#[derive(Debug, PartialEq)]
+pub struct Partition {
+    pub table: TableRef,
+    pub spec: ScanSpec,
+    pub split: Vec<u8>,
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn put_strings(out: &mut Vec<u8>, items: &[String]) {
+    out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for s in items {
+        put(out, s.as_bytes());
+    }
+}
+
+impl Partition {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        put_strings(&mut out, &self.table.namespace);
+        put(&mut out, self.table.name.as_bytes());
+        match &self.spec.columns {
+            Some(cols) => {
+                out.push(1);
+                put_strings(&mut out, cols);
+            }
+            None => out.push(0),
+        }
+        match &self.spec.filter {
+            Some(f) => {
+                out.push(1);
+                put(&mut out, f.as_bytes());
+            }
+            None => out.push(0),
+        }
+        put(&mut out, &self.split);
+        let sum = fnv1a(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Partition> {
+        let corrupt = |what: &str| {
+            Error::with_message_and_status(format!("lance-host ADBC: not a partition of this driver ({what})"), Status::InvalidData)
+        };
+        if bytes.len() < MAGIC.len() + 8 || !bytes.starts_with(MAGIC) {
+            if bytes.starts_with(b"LHADBC") {
+                return Err(Error::with_message_and_status(
+                    "lance-host ADBC: a partition of another driver version",
+                    Status::NotImplemented,
+                ));
+            }
+            return Err(corrupt("no descriptor header"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 8);
+        if fnv1a(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
+            return Err(corrupt("checksum mismatch: truncated or damaged bytes"));
+        }
+        let mut r = Cursor { bytes: &body[MAGIC.len()..] };
+        let namespace = r.strings().ok_or_else(|| corrupt("namespace"))?;
+        let name = r.string().ok_or_else(|| corrupt("table name"))?;
+        let columns = match r.byte().ok_or_else(|| corrupt("columns"))? {
+            0 => None,
+            1 => Some(r.strings().ok_or_else(|| corrupt("columns"))?),
+            _ => return Err(corrupt("columns flag")),
+        };
+        let filter = match r.byte().ok_or_else(|| corrupt("filter"))? {
+            0 => None,
+            1 => Some(r.string().ok_or_else(|| corrupt("filter"))?),
+            _ => return Err(corrupt("filter flag")),
+        };
+        let split = r.run().ok_or_else(|| corrupt("split"))?.to_vec();
+        if !r.bytes.is_empty() {
+            return Err(corrupt("trailing bytes"));
+        }
+        Ok(Partition {
+            table: TableRef { namespace, name },
+            spec: ScanSpec { columns, filter, limit: None, batch_size: None },
+            split,
+        })
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (b, rest) = self.bytes.split_first()?;
+        self.bytes = rest;
+        Some(*b)
+    }
+    fn u32(&mut self) -> Option<usize> {
+        if self.bytes.len() < 4 {
+            return None;
+        }
+        let (n, rest) = self.bytes.split_at(4);
+        self.bytes = rest;
+        Some(u32::from_le_bytes(n.try_into().ok()?) as usize)
+    }
+    fn run(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()?;
+        if self.bytes.len() < n {
+            return None;
+        }
+        let (run, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Some(run)
+    }
+    fn string(&mut self) -> Option<String> {
+        String::from_utf8(self.run()?.to_vec()).ok()
+    }
+    fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.u32()?;
+        if n > self.bytes.len() {
+            return None;
+        }
+        (0..n).map(|_| self.string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_damage() {
+        let p = Partition {
+            table: TableRef { namespace: vec!["a".into(), "b c".into()], name: "t\u{e9}".into() },
+            spec: ScanSpec { columns: Some(vec!["x".into()]), filter: Some("x > 1".into()), limit: None, batch_size: None },
+            split: vec![1, 2, 3, 0, 255],
+        };
+        let bytes = p.encode();
+        assert_eq!(Partition::decode(&bytes).unwrap(), p);
+        for cut in 0..bytes.len() {
+            assert!(Partition::decode(&bytes[..cut]).is_err(), "truncated at {cut}");
+        }
+        let mut flipped = bytes.clone();
+        flipped[12] ^= 0x40;
+        assert_eq!(Partition::decode(&flipped).unwrap_err().status, Status::InvalidData);
+    }
+}
