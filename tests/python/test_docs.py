@@ -154,6 +154,7 @@ from jvm_jars import api_classpath, spark_bundle
 
 README_WAREHOUSE = "/data/warehouse"
 README_EXTENSION = "/path/to/build/duckdb/lance_host.duckdb_extension"
+README_ADBC_DRIVER = "/path/to/build/prefix/lib/liblance_host_adbc.so"
 DIM = 16
 QUERY = [0.5] * DIM
 PHRASE = "quick brown fox"
@@ -176,7 +177,7 @@ def test_every_readme_block_is_run_by_this_file():
     assert len(snippets("xml")) == 1
     assert len(snippets("c")) == 1 and len(snippets("cpp")) == 1 and len(snippets("sql")) == 1
     assert len(snippets("java")) == 2
-    assert len(snippets("python")) == 4
+    assert len(snippets("python")) == 5
 
 
 def batch(start, end):
@@ -294,6 +295,18 @@ def test_the_write_snippet(warehouse, tmp_path):
     assert printed(out, "people rows") == [f"{people.count_rows()} at version {people.version}"], out
     assert people.count_rows() == 4 and people.version == 2
     assert people.read_transaction(2).transaction_properties["__lance_commit_message"] == "nightly load"
+
+
+def test_the_adbc_snippet(warehouse, tmp_path):
+    root, ds = warehouse
+    lib = Path(os.environ.get("LANCE_HOST_LIB") or ROOT / "build" / "prefix" / "lib" / "liblance_host.so")
+    code = [c for c in snippets("python") if README_ADBC_DRIVER in c]
+    assert len(code) == 1
+    out = run_python(localize(code[0], root).replace(README_ADBC_DRIVER, str(lib.parent / "liblance_host_adbc.so")),
+                     tmp_path)
+    want = expected(ds)
+    assert printed(out, "adbc rare rows") == [str(want["rare"])], out
+    assert printed(out, "adbc id % 7 rows") == [str(want["id % 7"])], out
 
 
 def test_the_spark_snippet(warehouse, tmp_path):
