@@ -425,7 +425,7 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     retry, row-level changes, index builds, maintenance), and Spark with Ray."""
     root, ds = warehouse
     blocks = python_md_snippets()
-    assert len(blocks) == 5, len(blocks)
+    assert len(blocks) == 6, len(blocks)
     run_python(localize(blocks[0], root), tmp_path)
     writes = run_python(localize(blocks[1], root), tmp_path)
     notes = lance.dataset(str(root / "notes.lance"))
@@ -440,6 +440,11 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     assert lance.dataset(str(root / "versions.lance")).checkout_version(("dev", None)).count_rows() == 110
     engines = run_python(localize(blocks[4], root), tmp_path, timeout=900)
     assert "|category|count|" in engines.replace(" ", "")
+    polars_out = run_python(localize(blocks[5], root), tmp_path)
+    want = sorted((c, n) for c, n in expected(ds)["counts < 900"].items() if c != "rare")
+    assert printed(polars_out, "polars groups") == [str(want)], polars_out
+    assert printed(polars_out, "polars written") == ["10"], polars_out
+    assert lance.dataset(str(root / "small.lance")).count_rows() == 10
 
 
 def test_every_public_member_of_the_java_api_has_javadoc():

@@ -1,0 +1,302 @@
+"""Polars over lance-host: `scan` returns a `LazyFrame` whose source reads the table's lance-host
+splits (an IO plugin, `polars.io.plugins.register_io_source`), and `write_lance_host` writes a
+`DataFrame` as one commit.
+
+Pushdown: Polars hands the source the columns it needs, its predicate and a row count. The
+columns and the row count go into the scan; the parts of the predicate that mean the same in
+Lance SQL (see `to_lance_sql`) go into the scan's filter, and the whole predicate is applied
+again by Polars on what comes back — so a part that does not translate is still applied, and one
+that does only saves reading rows. `LazyFrame.explain()` shows what Polars pushed
+(`PYTHON[lance_host] SCAN ... SELECTION: ...`)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Sequence
+
+import pyarrow as pa
+
+from .tables import open as _open_uri
+from .tables import write_table
+from .write import WriteResult
+
+if TYPE_CHECKING:  # polars is imported when a frame is scanned or written
+    import polars as pl
+
+    from .catalog import Catalog
+    from .dataset import Dataset
+
+_COMPARE = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
+_FLIP = {"Eq": "Eq", "NotEq": "NotEq", "Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq"}
+_INT_SCALARS = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"}
+
+
+def _kind(t: pa.DataType) -> Optional[str]:
+    """The column types whose comparisons mean the same in Polars and Lance SQL. Floats are not
+    among them (Polars has every NaN equal and above every number; Lance orders a NaN with its
+    sign bit set below -inf, and -0.0 below 0.0), nor decimals and times (literal types and time
+    zones differ): their conditions stay with Polars."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "str"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return None
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(node: dict, kind: str) -> Optional[str]:
+    lit = node.get("Literal") if isinstance(node, dict) else None
+    if not isinstance(lit, dict):
+        return None
+    (tag, value), = lit.items() if len(lit) == 1 else ((None, None),)
+    if tag == "Dyn" and isinstance(value, dict) and len(value) == 1:
+        (vt, v), = value.items()
+        if vt == "Int" and kind == "int" and isinstance(v, int):
+            return str(v)
+        if vt == "Str" and kind == "str" and isinstance(v, str):
+            return _string(v)
+        return None
+    if tag == "Scalar" and isinstance(value, dict) and len(value) == 1:
+        (vt, v), = value.items()
+        if vt in _INT_SCALARS and kind == "int" and isinstance(v, int):
+            return str(v)
+        if vt == "String" and kind == "str" and isinstance(v, str):
+            return _string(v)
+        if vt == "Boolean" and kind == "bool" and isinstance(v, bool):
+            return "true" if v else "false"
+    return None
+
+
+def _string(v: str) -> Optional[str]:
+    # Lance refuses a filter holding a NUL character: such a condition stays with Polars
+    return None if "\0" in v else "'" + v.replace("'", "''") + "'"
+
+
+def _list_literal(node: dict, kind: str) -> Optional[list]:
+    """The values of an `is_in` list (Polars serializes it as Arrow IPC), as SQL literals."""
+    try:
+        raw = node["Literal"]["Scalar"]["List"]
+        values = pa.ipc.open_stream(bytes(raw)).read_all().column(0).to_pylist()
+    except (KeyError, TypeError, ValueError, pa.ArrowInvalid):
+        return None
+    out = []
+    for v in values:
+        if v is None or isinstance(v, float):
+            return None
+        if kind == "int" and isinstance(v, int) and not isinstance(v, bool):
+            out.append(str(v))
+        elif kind == "str" and isinstance(v, str) and _string(v) is not None:
+            out.append(_string(v))
+        elif kind == "bool" and isinstance(v, bool):
+            out.append("true" if v else "false")
+        else:
+            return None
+    return out or None
+
+
+def _column(node: dict, schema: pa.Schema) -> Optional[tuple[str, str]]:
+    if not isinstance(node, dict) or set(node) != {"Column"} or not isinstance(node["Column"], str):
+        return None
+    name = node["Column"]
+    if schema.get_field_index(name) < 0:
+        return None
+    kind = _kind(schema.field(name).type)
+    return (_quote(name), kind) if kind else None
+
+
+def _translate(node, schema: pa.Schema) -> Optional[str]:
+    if not isinstance(node, dict) or len(node) != 1:
+        return None
+    (tag, body), = node.items()
+    if tag == "BinaryExpr":
+        op, left, right = body.get("op"), body.get("left"), body.get("right")
+        if op in ("And", "LogicalAnd", "Or", "LogicalOr"):
+            a, b = _translate(left, schema), _translate(right, schema)
+            if a is None or b is None:
+                return None
+            return f"({a}) {'AND' if 'And' in op else 'OR'} ({b})"
+        if op in _COMPARE:
+            col = _column(left, schema)
+            other = right
+            if col is None:
+                col, other, op = _column(right, schema), left, _FLIP[op]
+            if col is None:
+                return None
+            lit = _literal(other, col[1])
+            return None if lit is None else f"{col[0]} {_COMPARE[op]} {lit}"
+        return None
+    if tag == "Function":
+        inputs, function = body.get("input") or [], body.get("function")
+        if not isinstance(function, dict) or set(function) != {"Boolean"}:
+            return None
+        fn = function["Boolean"]
+        if fn == "Not" and len(inputs) == 1:
+            inner = _translate(inputs[0], schema)
+            return None if inner is None else f"NOT ({inner})"
+        if fn in ("IsNull", "IsNotNull") and len(inputs) == 1:
+            if not isinstance(inputs[0], dict) or set(inputs[0]) != {"Column"}:
+                return None
+            name = inputs[0]["Column"]
+            if not isinstance(name, str) or schema.get_field_index(name) < 0:
+                return None
+            return f"{_quote(name)} IS {'NOT ' if fn == 'IsNotNull' else ''}NULL"
+        if isinstance(fn, dict) and set(fn) == {"IsBetween"} and len(inputs) == 3:
+            col = _column(inputs[0], schema)
+            if col is None:
+                return None
+            lo, hi = _literal(inputs[1], col[1]), _literal(inputs[2], col[1])
+            closed = fn["IsBetween"].get("closed") if isinstance(fn["IsBetween"], dict) else None
+            ops = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}.get(closed)
+            if lo is None or hi is None or ops is None:
+                return None
+            return f"{col[0]} {ops[0]} {lo} AND {col[0]} {ops[1]} {hi}"
+        if isinstance(fn, dict) and set(fn) == {"IsIn"} and len(inputs) == 2:
+            col = _column(inputs[0], schema)
+            if col is None or fn["IsIn"].get("nulls_equal") is not False:
+                return None
+            values = _list_literal(inputs[1], col[1])
+            return None if values is None else f"{col[0]} IN ({', '.join(values)})"
+    return None
+
+
+def _conjuncts(node) -> list:
+    if isinstance(node, dict) and set(node) == {"BinaryExpr"} and node["BinaryExpr"].get("op") in ("And", "LogicalAnd"):
+        return _conjuncts(node["BinaryExpr"]["left"]) + _conjuncts(node["BinaryExpr"]["right"])
+    return [node]
+
+
+def to_lance_sql(predicate: "pl.Expr", schema: pa.Schema) -> Optional[str]:
+    """Lance SQL for the parts of a Polars predicate that keep Polars' meaning: of its top-level
+    AND, every condition that translates whole (comparisons of integer, string and boolean
+    columns with literals, `is_between`, `is_in` of literals, `is_null`/`is_not_null`, `&`, `|`,
+    `~` of those). None when no part translates. The rows the SQL drops are rows the predicate
+    drops; the predicate is still applied to the rest."""
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # an expression Polars cannot serialize stays with Polars
+        return None
+    parts = [p for p in (_translate(c, schema) for c in _conjuncts(tree)) if p is not None]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else " AND ".join(f"({p})" for p in parts)
+
+
+def _dataset(source: str, catalog: Optional[Mapping[str, str]], namespace: Sequence[str], version: Optional[int],
+             storage_options: Optional[Mapping[str, str]]) -> "Dataset":
+    if catalog is not None:
+        from .catalog import Catalog
+
+        return Catalog(dict(catalog)).open_table(source, list(namespace), version)
+    return _open_uri(source, version, storage_options)
+
+
+def scan(source: str, *, catalog: Optional[Mapping[str, str]] = None, namespace: Sequence[str] = (),
+         version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None,
+         split_rows: int = 0, batch_size: Optional[int] = None) -> "pl.LazyFrame":
+    """A LazyFrame over a Lance table read through lance-host: `source` is a table URI, or a
+    table name of `namespace` in the catalog of properties `catalog` (as `Catalog` takes them).
+    The version is pinned when `scan` is called (`version` or the latest): every collect of the
+    frame reads that version, split by split (`split_rows` rows per split, 0 = one fragment
+    each), with the columns, filter and row count Polars pushes (see the module's doc)."""
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    ds = _dataset(source, catalog, namespace, version, storage_options)
+    arrow_schema = ds.schema
+    polars_schema = pl.from_arrow(arrow_schema.empty_table()).schema
+    splits = ds.plan_scan(split_rows)
+
+    def read(with_columns: Optional[list], predicate: Optional["pl.Expr"], n_rows: Optional[int],
+             hint: Optional[int]) -> Iterator["pl.DataFrame"]:
+        wanted = list(with_columns) if with_columns is not None else list(arrow_schema.names)
+        needed = list(wanted)
+        sql = None
+        if predicate is not None:
+            for name in predicate.meta.root_names():
+                if name not in needed:
+                    needed.append(name)
+            sql = to_lance_sql(predicate, arrow_schema)
+        options = {}
+        if batch_size or hint:
+            options["batch_size"] = batch_size or hint
+        left = n_rows
+        for split in splits:
+            if left is not None and left <= 0:
+                return
+            if predicate is None and left is not None:
+                options["limit"] = left
+            reader = ds.scan_split(split, columns=needed, filter=sql, **options)
+            try:
+                for batch in reader:
+                    df = pl.from_arrow(pa.Table.from_batches([batch], schema=reader.schema))
+                    if predicate is not None:
+                        df = df.filter(predicate)
+                    df = df.select(wanted)
+                    if left is not None:
+                        df = df.head(left)
+                        left -= df.height
+                    if df.height:
+                        yield df
+                    if left is not None and left <= 0:
+                        return
+            finally:
+                reader.close()
+
+    return register_io_source(
+        read, schema=polars_schema, validate_schema=True, is_pure=True, explain_name="lance_host",
+        explain_detail=f"{ds.uri} at version {ds.version}, {len(splits)} splits")
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    binaries = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
+    return any(any(f(a) for f in group) and any(f(b) for f in group) for group in (strings, binaries))
+
+
+def _conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Polars hands strings and binaries as large (or view) types; an append to a table that
+    stores them as plain ones casts them (the values are unchanged). Anything else is left for
+    the library to accept or refuse."""
+    columns = []
+    for field, column in zip(data.schema, data.columns):
+        index = schema.get_field_index(field.name)
+        if index >= 0 and field.type != schema.field(index).type and _same_kind(field.type, schema.field(index).type):
+            column = column.cast(schema.field(index).type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
+def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
+                     catalog: Optional[Mapping[str, str]] = None, namespace: Sequence[str] = (),
+                     storage_options: Optional[Mapping[str, str]] = None, **params) -> WriteResult:
+    """Write a DataFrame (or a LazyFrame, collected) as ONE new version: `target` is a table URI,
+    or a table name of `namespace` in the catalog of properties `catalog`; mode 'create',
+    'append' or 'overwrite'. `params` are `write_table`'s (statement_id, commit_message, ...).
+    A failure commits nothing."""
+    import polars as pl
+
+    if isinstance(df, pl.LazyFrame):
+        df = df.collect()
+    data = df.to_arrow()
+    if catalog is None:
+        options = dict(storage_options or {}) or None
+        if mode == "append":
+            data = _conform(data, _open_uri(target, None, options).schema)
+        _, result = write_table(target, data, mode, storage_options=options, **params)
+        return result
+    from .catalog import Catalog
+
+    cat: "Catalog" = Catalog(dict(catalog))
+    if mode == "create":
+        _, result = cat.create_table(target, data, list(namespace), **params)
+        return result
+    info = cat.describe_table(target, list(namespace))
+    if mode == "append":
+        data = _conform(data, cat.open_table(target, list(namespace)).schema)
+    _, result = write_table(info.location, data, mode, storage_options=info.storage_options or None, **params)
+    return result
