@@ -40,15 +40,16 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # pyspark and ray[data] run the Spark and Ray tests (pandas pinned below 3 for both).
   # jieba ships the Chinese dictionary the full-text tests lay out for Lance's jieba tokenizer.
   # adbc-driver-manager loads the ADBC driver (liblance_host_adbc.so) as ADBC clients do; polars
-  # runs lance_host.polars.
-  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb, pyspark, ray.data, jieba, adbc_driver_manager, polars" 2>/dev/null ||
+  # and daft run lance_host.polars and lance_host.daft.
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb, pyspark, ray.data, jieba, adbc_driver_manager, polars, daft" 2>/dev/null ||
      [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ] ||
      [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "2.0.0" ] ||
      [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "4.1.1" ] ||
      [ "$(python3 -c 'import ray; print(ray.__version__)' 2>/dev/null)" != "2.52.1" ] ||
-     [ "$(python3 -c 'import polars; print(polars.__version__)' 2>/dev/null)" != "2.1.0" ]; then
-    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0, pyspark 4.1.1, ray[data] 2.52.1, adbc-driver-manager 1.13.0, polars 2.1.0"
-    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0" "pyspark==4.1.1" "ray[data]==2.52.1" "pandas==2.3.3" "jieba==0.42.1" "adbc-driver-manager==1.13.0" "polars==2.1.0")
+     [ "$(python3 -c 'import polars; print(polars.__version__)' 2>/dev/null)" != "2.1.0" ] ||
+     [ "$(python3 -c 'import daft; print(daft.__version__)' 2>/dev/null)" != "0.7.26" ]; then
+    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0, pyspark 4.1.1, ray[data] 2.52.1, adbc-driver-manager 1.13.0, polars 2.1.0, daft 0.7.26"
+    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0" "pyspark==4.1.1" "ray[data]==2.52.1" "pandas==2.3.3" "jieba==0.42.1" "adbc-driver-manager==1.13.0" "polars==2.1.0" "tqdm==4.67.3")
     if ! python3 -m pip --version >/dev/null 2>&1; then
       sudo=""
       if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
@@ -58,5 +59,11 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
     # Debian's own python3 is "externally managed"; a pyenv/venv python is not.
     python3 -m pip install -q "${pkgs[@]}" ||
       python3 -m pip install -q --break-system-packages "${pkgs[@]}"
+    # daft 0.7.26 declares pyarrow < 26, which would take pyarrow back a major version for every
+    # test; installed without its dependencies (tqdm is in the list above, packaging and
+    # typing-extensions come with pytest and pydantic) it passes tests/python/test_daft.py on the
+    # pyarrow the others resolve.
+    python3 -m pip install -q --no-deps "daft==0.7.26" ||
+      python3 -m pip install -q --no-deps --break-system-packages "daft==0.7.26"
   fi
 fi

@@ -120,5 +120,5 @@ if build_profile() != "release":
 
 def __dir__():
     """The package's public names (`__all__`), not the modules and helpers it imports (PEP 562)."""
-    return sorted(set(__all__) | {"spark", "ray", "polars"})
+    return sorted(set(__all__) | {"spark", "ray", "polars", "daft"})
 

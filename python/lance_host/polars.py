@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
+from ._sqltext import comparable_kind, literal, quote_name
 from .tables import open as _open_uri
 from .tables import write_table
-from .write import WriteResult
+from .write import WriteResult, conform_types
 
 if TYPE_CHECKING:  # polars is imported when a frame is scanned or written
     import polars as pl
@@ -31,50 +32,18 @@ _FLIP = {"Eq": "Eq", "NotEq": "NotEq", "Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "
 _INT_SCALARS = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"}
 
 
-def _kind(t: pa.DataType) -> Optional[str]:
-    """The column types whose comparisons mean the same in Polars and Lance SQL. Floats are not
-    among them (Polars has every NaN equal and above every number; Lance orders a NaN with its
-    sign bit set below -inf, and -0.0 below 0.0), nor decimals and times (literal types and time
-    zones differ): their conditions stay with Polars."""
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "str"
-    if pa.types.is_boolean(t):
-        return "bool"
-    return None
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _literal(node: dict, kind: str) -> Optional[str]:
     lit = node.get("Literal") if isinstance(node, dict) else None
-    if not isinstance(lit, dict):
+    if not isinstance(lit, dict) or len(lit) != 1:
         return None
-    (tag, value), = lit.items() if len(lit) == 1 else ((None, None),)
-    if tag == "Dyn" and isinstance(value, dict) and len(value) == 1:
-        (vt, v), = value.items()
-        if vt == "Int" and kind == "int" and isinstance(v, int):
-            return str(v)
-        if vt == "Str" and kind == "str" and isinstance(v, str):
-            return _string(v)
+    (tag, value), = lit.items()
+    if not isinstance(value, dict) or len(value) != 1:
         return None
-    if tag == "Scalar" and isinstance(value, dict) and len(value) == 1:
-        (vt, v), = value.items()
-        if vt in _INT_SCALARS and kind == "int" and isinstance(v, int):
-            return str(v)
-        if vt == "String" and kind == "str" and isinstance(v, str):
-            return _string(v)
-        if vt == "Boolean" and kind == "bool" and isinstance(v, bool):
-            return "true" if v else "false"
+    (vt, v), = value.items()
+    if (tag, vt) in (("Dyn", "Int"), ("Dyn", "Str"), ("Scalar", "String"), ("Scalar", "Boolean")) or \
+            (tag == "Scalar" and vt in _INT_SCALARS):
+        return literal(v, kind)
     return None
-
-
-def _string(v: str) -> Optional[str]:
-    # Lance refuses a filter holding a NUL character: such a condition stays with Polars
-    return None if "\0" in v else "'" + v.replace("'", "''") + "'"
 
 
 def _list_literal(node: dict, kind: str) -> Optional[list]:
@@ -90,8 +59,8 @@ def _list_literal(node: dict, kind: str) -> Optional[list]:
             return None
         if kind == "int" and isinstance(v, int) and not isinstance(v, bool):
             out.append(str(v))
-        elif kind == "str" and isinstance(v, str) and _string(v) is not None:
-            out.append(_string(v))
+        elif kind == "str" and isinstance(v, str) and literal(v, kind) is not None:
+            out.append(literal(v, kind))
         elif kind == "bool" and isinstance(v, bool):
             out.append("true" if v else "false")
         else:
@@ -105,8 +74,8 @@ def _column(node: dict, schema: pa.Schema) -> Optional[tuple[str, str]]:
     name = node["Column"]
     if schema.get_field_index(name) < 0:
         return None
-    kind = _kind(schema.field(name).type)
-    return (_quote(name), kind) if kind else None
+    kind = comparable_kind(schema.field(name).type)
+    return (quote_name(name), kind) if kind else None
 
 
 def _translate(node, schema: pa.Schema) -> Optional[str]:
@@ -144,7 +113,7 @@ def _translate(node, schema: pa.Schema) -> Optional[str]:
             name = inputs[0]["Column"]
             if not isinstance(name, str) or schema.get_field_index(name) < 0:
                 return None
-            return f"{_quote(name)} IS {'NOT ' if fn == 'IsNotNull' else ''}NULL"
+            return f"{quote_name(name)} IS {'NOT ' if fn == 'IsNotNull' else ''}NULL"
         if isinstance(fn, dict) and set(fn) == {"IsBetween"} and len(inputs) == 3:
             col = _column(inputs[0], schema)
             if col is None:
@@ -252,25 +221,6 @@ def scan(source: str, *, catalog: Optional[Mapping[str, str]] = None, namespace:
         explain_detail=f"{ds.uri} at version {ds.version}, {len(splits)} splits")
 
 
-def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
-    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
-    binaries = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
-    return any(any(f(a) for f in group) and any(f(b) for f in group) for group in (strings, binaries))
-
-
-def _conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Polars hands strings and binaries as large (or view) types; an append to a table that
-    stores them as plain ones casts them (the values are unchanged). Anything else is left for
-    the library to accept or refuse."""
-    columns = []
-    for field, column in zip(data.schema, data.columns):
-        index = schema.get_field_index(field.name)
-        if index >= 0 and field.type != schema.field(index).type and _same_kind(field.type, schema.field(index).type):
-            column = column.cast(schema.field(index).type)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=data.column_names)
-
-
 def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
                      catalog: Optional[Mapping[str, str]] = None, namespace: Sequence[str] = (),
                      storage_options: Optional[Mapping[str, str]] = None, **params) -> WriteResult:
@@ -286,7 +236,7 @@ def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
     if catalog is None:
         options = dict(storage_options or {}) or None
         if mode == "append":
-            data = _conform(data, _open_uri(target, None, options).schema)
+            data = conform_types(data, _open_uri(target, None, options).schema)
         _, result = write_table(target, data, mode, storage_options=options, **params)
         return result
     from .catalog import Catalog
@@ -297,6 +247,6 @@ def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
         return result
     info = cat.describe_table(target, list(namespace))
     if mode == "append":
-        data = _conform(data, cat.open_table(target, list(namespace)).schema)
+        data = conform_types(data, cat.open_table(target, list(namespace)).schema)
     _, result = write_table(info.location, data, mode, storage_options=info.storage_options or None, **params)
     return result

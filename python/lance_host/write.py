@@ -378,3 +378,23 @@ class DatasetWrites:
         _check(LIB.lance_dataset_cleanup(self._h, older_than_ms, delete_unverified, ctypes.byref(versions),
                                          ctypes.byref(nbytes)))
         return CleanupResult(versions.value, nbytes.value)
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    binaries = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
+    return any(any(f(a) for f in group) and any(f(b) for f in group) for group in (strings, binaries))
+
+
+def conform_types(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Engines (Polars, Daft) hand strings and binaries as large (or view) types: for an append to
+    a table that stores them otherwise, cast them to the table's type (the values are
+    unchanged). Anything else is left for the library to accept or refuse. Used by the engine
+    layers' appends."""
+    columns = []
+    for field, column in zip(data.schema, data.columns):
+        index = schema.get_field_index(field.name)
+        if index >= 0 and field.type != schema.field(index).type and _same_kind(field.type, schema.field(index).type):
+            column = column.cast(schema.field(index).type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=data.column_names)

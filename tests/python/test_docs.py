@@ -425,7 +425,7 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     retry, row-level changes, index builds, maintenance), and Spark with Ray."""
     root, ds = warehouse
     blocks = python_md_snippets()
-    assert len(blocks) == 6, len(blocks)
+    assert len(blocks) == 7, len(blocks)
     run_python(localize(blocks[0], root), tmp_path)
     writes = run_python(localize(blocks[1], root), tmp_path)
     notes = lance.dataset(str(root / "notes.lance"))
@@ -445,6 +445,10 @@ def test_docs_python_md_snippets_run(warehouse, tmp_path):
     assert printed(polars_out, "polars groups") == [str(want)], polars_out
     assert printed(polars_out, "polars written") == ["10"], polars_out
     assert lance.dataset(str(root / "small.lance")).count_rows() == 10
+    daft_out = run_python(localize(blocks[6], root), tmp_path)
+    rare = ds.count_rows("category = 'rare' AND id < 900")
+    assert printed(daft_out, "daft rare ids") == [str(rare)] and printed(daft_out, "daft written") == [str(rare)]
+    assert lance.dataset(str(root / "rare.lance")).count_rows() == rare
 
 
 def test_every_public_member_of_the_java_api_has_javadoc():

@@ -1,0 +1,40 @@
+"""Lance SQL text for the predicate translations of the engine layers (`polars`, `daft`): which
+column types compare the same in those engines and in Lance, and how names and literals are
+written."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pyarrow as pa
+
+
+def comparable_kind(t: pa.DataType) -> Optional[str]:
+    """'int', 'str' or 'bool' for the column types whose comparisons with a literal mean the same
+    in Polars, Daft and Lance SQL; None for the others. Floats are not among them (the engines
+    and Lance order NaN of either sign and -0.0 differently), nor decimals and times (literal
+    types and time zones differ): conditions on them stay with the engine."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "str"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return None
+
+
+def quote_name(name: str) -> str:
+    """A column name as a Lance SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(value: object, kind: str) -> Optional[str]:
+    """`value` as a Lance SQL literal for a column of `kind`, or None when it is not one of that
+    kind (or a string holding NUL, which Lance refuses in a filter)."""
+    if kind == "bool":
+        return ("true" if value else "false") if isinstance(value, bool) else None
+    if kind == "int":
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    if kind == "str" and isinstance(value, str):
+        return None if "\0" in value else "'" + value.replace("'", "''") + "'"
+    return None
