@@ -39,17 +39,18 @@ if [ "${LANCE_HOST_NEED_PYTHON:-0}" = 1 ]; then
   # duckdb (the Python package) loads the lance-host DuckDB extension in the tests.
   # pyspark and ray[data] run the Spark and Ray tests (pandas pinned below 3 for both).
   # jieba ships the Chinese dictionary the full-text tests lay out for Lance's jieba tokenizer.
-  # adbc-driver-manager loads the ADBC driver (liblance_host_adbc.so) as ADBC clients do; polars
-  # and daft run lance_host.polars and lance_host.daft.
-  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb, pyspark, ray.data, jieba, adbc_driver_manager, polars, daft" 2>/dev/null ||
+  # adbc-driver-manager loads the ADBC driver (liblance_host_adbc.so) as ADBC clients do, and the
+  # substrait package writes the Substrait plans its tests send; polars and daft run
+  # lance_host.polars and lance_host.daft.
+  if ! python3 -c "import pyarrow, pytest, moto.server, flask, flask_cors, lance, duckdb, pyspark, ray.data, jieba, adbc_driver_manager, substrait.proto, polars, daft" 2>/dev/null ||
      [ "$(python3 -c 'import lance; print(lance.__version__)' 2>/dev/null)" != "14.0.2" ] ||
      [ "$(python3 -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "2.0.0" ] ||
      [ "$(python3 -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" != "4.1.1" ] ||
      [ "$(python3 -c 'import ray; print(ray.__version__)' 2>/dev/null)" != "2.52.1" ] ||
      [ "$(python3 -c 'import polars; print(polars.__version__)' 2>/dev/null)" != "2.1.0" ] ||
      [ "$(python3 -c 'import daft; print(daft.__version__)' 2>/dev/null)" != "0.7.26" ]; then
-    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0, pyspark 4.1.1, ray[data] 2.52.1, adbc-driver-manager 1.13.0, polars 2.1.0, daft 0.7.26"
-    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0" "pyspark==4.1.1" "ray[data]==2.52.1" "pandas==2.3.3" "jieba==0.42.1" "adbc-driver-manager==1.13.0" "polars==2.1.0" "tqdm==4.67.3")
+    echo "==> installing Python packages pyarrow, pytest, moto[server], pylance 14.0.2, duckdb 2.0.0, pyspark 4.1.1, ray[data] 2.52.1, adbc-driver-manager 1.13.0, substrait 0.37.1, polars 2.1.0, daft 0.7.26"
+    pkgs=(pyarrow pytest "moto[server]" "pylance==14.0.2" "duckdb==2.0.0" "pyspark==4.1.1" "ray[data]==2.52.1" "pandas==2.3.3" "jieba==0.42.1" "adbc-driver-manager==1.13.0" "substrait==0.37.1" "polars==2.1.0" "tqdm==4.67.3")
     if ! python3 -m pip --version >/dev/null 2>&1; then
       sudo=""
       if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi

@@ -81,6 +81,20 @@ pub struct WriteResult {
     pub committed: u8,
 }
 
+/// `LanceAggregateSpec` of `lance_host.h`.
+#[repr(C)]
+pub struct AggregateSpec {
+    pub struct_size: usize,
+    pub group_by: *const *const c_char,
+    pub num_group_by: usize,
+    pub functions: *const i32,
+    pub columns: *const *const c_char,
+    pub aliases: *const *const c_char,
+    pub num_aggregates: usize,
+    pub filter_sql: *const c_char,
+    pub expressions: *const *const c_char,
+}
+
 pub const WRITE_CREATE: i32 = 0;
 pub const WRITE_APPEND: i32 = 1;
 pub const WRITE_OVERWRITE: i32 = 2;
@@ -160,6 +174,8 @@ library_api! {
     fn lance_split_scan_v2(Handle, Handle, *const ScanOptions, Stream) -> i32;
     fn lance_split_free(Handle) -> ();
     fn lance_bytes_free(*mut u8, usize) -> ();
+    fn lance_aggregate_init_v2(*mut AggregateSpec, usize) -> i32;
+    fn lance_dataset_aggregate(Handle, *const AggregateSpec, Stream, *mut c_void) -> i32;
     fn lance_write_params_init_v2(*mut WriteParams, usize) -> i32;
     fn lance_table_write(*const c_char, Handle, Stream, *const WriteParams, *mut Handle, *mut WriteResult) -> i32;
     fn lance_table_stage_write(*const c_char, Handle, Stream, *const WriteParams, *mut *mut u8, *mut usize, *mut WriteResult) -> i32;

@@ -420,6 +420,51 @@ impl Dataset {
     }
 }
 
+/// Optional C strings (NULL entries) kept alive with their pointer array.
+struct OptStrs {
+    _strings: Vec<Option<std::ffi::CString>>,
+    ptrs: Vec<*const std::ffi::c_char>,
+}
+
+impl OptStrs {
+    fn new(items: &[Option<String>], what: &str) -> Result<OptStrs> {
+        let strings = items
+            .iter()
+            .map(|s| s.as_deref().map(|s| c_string(s, what)).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let ptrs = strings.iter().map(|s| s.as_ref().map_or(ptr::null(), |c| c.as_ptr())).collect();
+        Ok(OptStrs { _strings: strings, ptrs })
+    }
+}
+
+impl Dataset {
+    /// `lance_dataset_aggregate`: group-by columns, then one column per measure.
+    pub fn aggregate(&self, group_by: &[String], measures: &[crate::substrait_plan::Measure], filter: Option<&str>) -> Result<Reader> {
+        let api = api()?;
+        // SAFETY: zeroed then initialised by the library.
+        let mut spec: api::AggregateSpec = unsafe { std::mem::zeroed() };
+        let rc = unsafe { (api.lance_aggregate_init_v2)(&mut spec, std::mem::size_of::<api::AggregateSpec>()) };
+        check(api, rc, "initialising an aggregate")?;
+        let keys = CStrArray::new(group_by, "a group-by column")?;
+        let functions: Vec<i32> = measures.iter().map(|m| m.function).collect();
+        let columns = OptStrs::new(&measures.iter().map(|m| m.column.clone()).collect::<Vec<_>>(), "a column name")?;
+        let expressions = OptStrs::new(&measures.iter().map(|m| m.expression.clone()).collect::<Vec<_>>(), "an expression")?;
+        let filter = filter.map(|f| c_string(f, "the filter")).transpose()?;
+        spec.group_by = keys.as_ptr();
+        spec.num_group_by = keys.len();
+        spec.functions = functions.as_ptr();
+        spec.columns = columns.ptrs.as_ptr();
+        spec.num_aggregates = measures.len();
+        spec.expressions = expressions.ptrs.as_ptr();
+        spec.filter_sql = filter.as_ref().map_or(ptr::null(), |f| f.as_ptr());
+        let mut stream = FFI_ArrowArrayStream::empty();
+        // SAFETY: every array lives until the call returns; the stream is ours after.
+        let rc = unsafe { (api.lance_dataset_aggregate)(self.raw, &spec, &mut stream, ptr::null_mut()) };
+        check(api, rc, "aggregating")?;
+        import_stream(stream)
+    }
+}
+
 /// Scan one serialized split on a worker with its own storage options.
 pub fn scan_split(split_bytes: &[u8], storage_options: &[String], spec: &ScanSpec) -> Result<Reader> {
     let api = api()?;

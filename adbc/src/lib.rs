@@ -11,6 +11,7 @@ mod objects;
 mod partition;
 mod sql;
 mod statement;
+mod substrait_plan;
 
 pub use driver::LanceHostDriver;
 

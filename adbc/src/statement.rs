@@ -37,6 +37,7 @@ use crate::handles::{self, Reader, ScanSpec, TableRef, WriteSettings};
 use crate::objects;
 use crate::partition::Partition;
 use crate::sql;
+use crate::substrait_plan::{self, PlanQuery, Shape};
 
 const KNOWN: &str = "adbc.ingest.target_table, adbc.ingest.target_db_schema, adbc.ingest.target_catalog, adbc.ingest.mode, \
 lance_host.table, lance_host.columns, lance_host.filter, lance_host.limit, lance_host.version, lance_host.branch, \
@@ -46,6 +47,7 @@ lance_host.statement_id, lance_host.commit_message";
 pub struct LanceHostStatement {
     shared: Arc<Shared>,
     sql: Option<sql::Query>,
+    plan: Option<PlanQuery>,
     table: Option<String>,
     columns: Option<Vec<String>>,
     filter: Option<String>,
@@ -73,6 +75,7 @@ impl LanceHostStatement {
         LanceHostStatement {
             shared,
             sql: None,
+            plan: None,
             table: None,
             columns: None,
             filter: None,
@@ -92,8 +95,21 @@ impl LanceHostStatement {
         }
     }
 
-    /// The table and scan a query statement reads.
+    /// The table and scan a query statement reads (a Substrait plan's scan included; its
+    /// aggregate runs through `run_plan`).
     fn query(&self) -> Result<(TableRef, ScanSpec)> {
+        if let Some(plan) = &self.plan {
+            let Shape::Scan { columns } = &plan.shape else {
+                return Err(invalid_state("lance-host ADBC: an aggregate plan is not a scan"));
+            };
+            let spec = ScanSpec {
+                columns: Some(columns.clone()),
+                filter: plan.filter.clone(),
+                limit: plan.limit,
+                batch_size: self.batch_size,
+            };
+            return Ok((self.shared.resolve(plan.table.clone()), spec));
+        }
         let (table, mut spec) = match (&self.sql, &self.table) {
             (Some(_), Some(_)) => {
                 return Err(invalid("lance-host ADBC: a statement has either a SQL query or `lance_host.table`, not both"))
@@ -116,6 +132,27 @@ impl LanceHostStatement {
         };
         spec.batch_size = self.batch_size;
         Ok((self.shared.resolve(table), spec))
+    }
+
+    /// Run the statement's query: a scan, or a Substrait plan's aggregate; the plan's output
+    /// names and (for aggregates) its row limit applied.
+    fn run(&self) -> Result<Reader> {
+        if let Some(plan) = &self.plan {
+            let table = self.shared.resolve(plan.table.clone());
+            let dataset = self.open(&table)?;
+            return match &plan.shape {
+                Shape::Scan { .. } => {
+                    let (_, spec) = self.query()?;
+                    Ok(shaped(dataset.scan(&spec)?, plan.names.clone(), None)?)
+                }
+                Shape::Aggregate { group_by, measures } => {
+                    let reader = dataset.aggregate(group_by, measures, plan.filter.as_deref())?;
+                    Ok(shaped(reader, plan.names.clone(), plan.limit)?)
+                }
+            };
+        }
+        let (table, spec) = self.query()?;
+        self.open(&table)?.scan(&spec)
     }
 
     fn open(&self, table: &TableRef) -> Result<handles::Dataset> {
@@ -252,6 +289,7 @@ impl Optionable for LanceHostStatement {
             OptionStatement::TargetTable => {
                 // A statement does one thing: an ingest target replaces a query.
                 self.sql = None;
+                self.plan = None;
                 self.table = None;
                 self.ingest_table = Some(v);
             }
@@ -282,6 +320,7 @@ impl Optionable for LanceHostStatement {
             _ => match k.as_str() {
                 "lance_host.table" => {
                     self.sql = None;
+                    self.plan = None;
                     self.ingest_table = None;
                     self.table = Some(v);
                 }
@@ -372,8 +411,7 @@ impl Statement for LanceHostStatement {
         if self.bound.is_some() {
             return Err(not_implemented("lance-host ADBC: query parameters are not supported"));
         }
-        let (table, spec) = self.query()?;
-        self.open(&table)?.scan(&spec)
+        self.run()
     }
 
     fn execute_update(&mut self) -> Result<Option<i64>> {
@@ -386,6 +424,10 @@ impl Statement for LanceHostStatement {
     }
 
     fn execute_schema(&mut self) -> Result<Schema> {
+        if self.plan.is_some() {
+            // the plan's output (renamed; an aggregate's types): the schema of its stream
+            return Ok(self.run()?.schema().as_ref().clone());
+        }
         let (table, spec) = self.query()?;
         objects::project(&self.open(&table)?.schema()?, spec.columns.as_ref())
     }
@@ -393,6 +435,22 @@ impl Statement for LanceHostStatement {
     fn execute_partitions(&mut self) -> Result<PartitionedResult> {
         if self.bound.is_some() {
             return Err(not_implemented("lance-host ADBC: query parameters are not supported"));
+        }
+        if let Some(plan) = &self.plan {
+            match &plan.shape {
+                Shape::Aggregate { .. } => {
+                    return Err(not_implemented(
+                        "lance-host ADBC: ExecutePartitions of an aggregate plan (partitions would hold partial states); run it with ExecuteQuery",
+                    ))
+                }
+                Shape::Scan { columns } => {
+                    if plan.names.as_ref().is_some_and(|n| n != columns) {
+                        return Err(not_implemented(
+                            "lance-host ADBC: ExecutePartitions of a plan that renames its output columns",
+                        ));
+                    }
+                }
+            }
         }
         let (table, spec) = self.query()?;
         if spec.limit.is_some() {
@@ -422,8 +480,8 @@ impl Statement for LanceHostStatement {
     }
 
     fn prepare(&mut self) -> Result<()> {
-        if self.ingest_table.is_some() {
-            return Ok(());
+        if self.ingest_table.is_some() || self.plan.is_some() {
+            return Ok(()); // a plan was checked when it was set
         }
         self.query().map(|_| ())
     }
@@ -438,15 +496,83 @@ impl Statement for LanceHostStatement {
         self.columns = None;
         self.filter = None;
         self.limit = None;
+        self.plan = None;
         self.sql = Some(parsed);
         Ok(())
     }
 
-    fn set_substrait_plan(&mut self, _plan: impl AsRef<[u8]>) -> Result<()> {
-        Err(not_implemented("lance-host ADBC: Substrait plans are not supported yet"))
+    fn set_substrait_plan(&mut self, plan: impl AsRef<[u8]>) -> Result<()> {
+        let parsed = substrait_plan::parse(plan.as_ref())?;
+        // a plan replaces any other query or ingest target, as SQL does
+        self.ingest_table = None;
+        self.table = None;
+        self.columns = None;
+        self.filter = None;
+        self.limit = None;
+        self.sql = None;
+        self.plan = Some(parsed);
+        Ok(())
     }
 
     fn cancel(&mut self) -> Result<()> {
         Err(not_implemented("lance-host ADBC: cancel a query by releasing its stream"))
+    }
+}
+
+/// A reader with renamed columns and at most `limit` rows.
+struct Shaped {
+    inner: Reader,
+    schema: arrow_schema::SchemaRef,
+    left: Option<usize>,
+}
+
+fn shaped(inner: Reader, names: Option<Vec<String>>, limit: Option<i64>) -> Result<Reader> {
+    if names.is_none() && limit.is_none() {
+        return Ok(inner);
+    }
+    let schema = inner.schema();
+    let schema = match names {
+        Some(names) => {
+            if names.len() != schema.fields().len() {
+                return Err(invalid(format!(
+                    "lance-host ADBC: the plan names {} output columns, the result has {}",
+                    names.len(),
+                    schema.fields().len()
+                )));
+            }
+            let fields: Vec<arrow_schema::Field> =
+                schema.fields().iter().zip(names).map(|(f, n)| f.as_ref().clone().with_name(n)).collect();
+            Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+        }
+        None => schema,
+    };
+    Ok(Box::new(Shaped { inner, schema, left: limit.map(|l| l.max(0) as usize) }))
+}
+
+impl Iterator for Shaped {
+    type Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == Some(0) {
+            return None;
+        }
+        let batch = match self.inner.next()? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let batch = match self.left {
+            Some(left) if batch.num_rows() > left => batch.slice(0, left),
+            _ => batch,
+        };
+        if let Some(left) = self.left.as_mut() {
+            *left -= batch.num_rows();
+        }
+        Some(RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec()))
+    }
+}
+
+impl RecordBatchReader for Shaped {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
     }
 }

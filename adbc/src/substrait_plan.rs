@@ -1,0 +1,601 @@
+//! Substrait plans (`SetSubstraitPlan`): the relations that map onto lance-host calls, turned
+//! into one scan or one aggregate of a table.
+//!
+//! Accepted, from the root down: `FetchRel` (offset 0) over `AggregateRel` (one grouping set of
+//! column references; measures `count` (no argument = COUNT(*); `DISTINCT` on one argument),
+//! `sum`, `min`, `max`, `avg`, of a column or of an expression) or over `ProjectRel`s (column
+//! references, and expressions an aggregate above takes) and `FilterRel`s over one `ReadRel`
+//! of a named table (its projection mask and filter included). `RelRoot.names` rename the
+//! output. Expressions become Lance SQL: column references, literals (booleans, integers,
+//! finite floats, strings, dates, decimals), the comparison, boolean, null-test and
+//! arithmetic functions (`equal`, `not_equal`, `lt`, `lte`, `gt`, `gte`, `and`, `or`, `not`,
+//! `is_null`, `is_not_null`, `is_nan`, `between`, `add`, `subtract`, `multiply`, `divide`) and
+//! `IN` lists. Comparisons keep Substrait's (IEEE) meaning on floats: a NaN compares false
+//! (Lance orders NaN above or below every number), so `<`, `<=`, `>`, `>=` of a float are
+//! written with `NOT isnan(...)`. Anything else is `NOT_IMPLEMENTED` naming it; integer
+//! arithmetic too (Lance would wrap an overflow).
+
+use std::collections::HashMap;
+
+use adbc_core::error::Result;
+use prost::Message;
+use substrait::proto::aggregate_function::AggregationInvocation;
+use substrait::proto::expression::field_reference::ReferenceType;
+use substrait::proto::expression::literal::LiteralType;
+use substrait::proto::expression::reference_segment;
+use substrait::proto::expression::RexType;
+use substrait::proto::extensions::simple_extension_declaration::MappingType;
+use substrait::proto::fetch_rel::{CountMode, OffsetMode};
+use substrait::proto::function_argument::ArgType;
+use substrait::proto::plan_rel::RelType as PlanRelType;
+use substrait::proto::r#type::Kind;
+use substrait::proto::read_rel::ReadType;
+use substrait::proto::rel::RelType;
+use substrait::proto::rel_common::EmitKind;
+use substrait::proto::{Expression, FunctionArgument, Plan, Rel, RelCommon};
+
+use crate::api::{invalid, not_implemented};
+use crate::handles::TableRef;
+
+/// lance-host aggregate functions (`LanceAggregateFunction`).
+pub const AGG_COUNT_STAR: i32 = 1;
+pub const AGG_COUNT: i32 = 2;
+pub const AGG_SUM: i32 = 3;
+pub const AGG_MIN: i32 = 4;
+pub const AGG_MAX: i32 = 5;
+pub const AGG_AVG: i32 = 6;
+pub const AGG_COUNT_DISTINCT: i32 = 7;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measure {
+    pub function: i32,
+    pub column: Option<String>,
+    pub expression: Option<String>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Shape {
+    Scan { columns: Vec<String> },
+    Aggregate { group_by: Vec<String>, measures: Vec<Measure> },
+}
+
+#[derive(Debug, PartialEq)]
+pub struct PlanQuery {
+    pub table: TableRef,
+    pub shape: Shape,
+    pub filter: Option<String>,
+    pub limit: Option<i64>,
+    /// Output names from `RelRoot.names` (None: the columns' own names).
+    pub names: Option<Vec<String>>,
+}
+
+/// One output column of a relation: Lance SQL text, the plain column it is (if it is one), and
+/// whether its type is floating point.
+#[derive(Clone, Debug)]
+struct Col {
+    sql: String,
+    column: Option<String>,
+    float: bool,
+    integer: bool,
+}
+
+struct Stage {
+    table: TableRef,
+    cols: Vec<Col>,
+    filters: Vec<String>,
+    aggregate: Option<(Vec<String>, Vec<Measure>)>,
+    limit: Option<i64>,
+}
+
+fn unsupported(what: impl std::fmt::Display) -> adbc_core::error::Error {
+    not_implemented(format!("lance-host ADBC Substrait: {what} is not supported"))
+}
+
+pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
+    let plan = Plan::decode(bytes).map_err(|e| invalid(format!("lance-host ADBC Substrait: not a Substrait plan: {e}")))?;
+    let functions: HashMap<u32, String> = plan
+        .extensions
+        .iter()
+        .filter_map(|d| match &d.mapping_type {
+            Some(MappingType::ExtensionFunction(f)) => {
+                Some((f.function_anchor, f.name.split(':').next().unwrap_or("").to_ascii_lowercase()))
+            }
+            _ => None,
+        })
+        .collect();
+    let [relation] = plan.relations.as_slice() else {
+        return Err(unsupported(format!("a plan of {} relations (one is taken)", plan.relations.len())));
+    };
+    let (rel, names) = match &relation.rel_type {
+        Some(PlanRelType::Root(root)) => {
+            (root.input.as_ref().ok_or_else(|| invalid("Substrait RelRoot without input"))?, Some(root.names.clone()))
+        }
+        Some(PlanRelType::Rel(rel)) => (rel, None),
+        None => return Err(invalid("Substrait plan relation without a relation")),
+    };
+    let ctx = Ctx { functions };
+    let stage = ctx.rel(rel)?;
+    let filter = match stage.filters.len() {
+        0 => None,
+        1 => Some(stage.filters[0].clone()),
+        _ => Some(stage.filters.iter().map(|f| format!("({f})")).collect::<Vec<_>>().join(" AND ")),
+    };
+    let shape = match stage.aggregate {
+        Some((group_by, measures)) => {
+            // the output must be the aggregate's own (group keys, then measures) as it is
+            Shape::Aggregate { group_by, measures }
+        }
+        None => {
+            let mut columns = Vec::new();
+            for c in &stage.cols {
+                match &c.column {
+                    Some(name) if !columns.contains(name) => columns.push(name.clone()),
+                    Some(name) => return Err(unsupported(format!("reading column `{name}` twice"))),
+                    None => return Err(unsupported(format!("an expression in the output (`{}`)", c.sql))),
+                }
+            }
+            Shape::Scan { columns }
+        }
+    };
+    let names = names.filter(|n| !n.is_empty());
+    if let Some(n) = &names {
+        let width = match &shape {
+            Shape::Scan { columns } => columns.len(),
+            Shape::Aggregate { group_by, measures } => group_by.len() + measures.len(),
+        };
+        if n.len() != width {
+            return Err(unsupported(format!("RelRoot names for nested types ({} names for {width} columns)", n.len())));
+        }
+    }
+    Ok(PlanQuery { table: stage.table, shape, filter, limit: stage.limit, names })
+}
+
+struct Ctx {
+    functions: HashMap<u32, String>,
+}
+
+fn emit(common: &Option<RelCommon>, cols: Vec<Col>) -> Result<Vec<Col>> {
+    match common.as_ref().and_then(|c| c.emit_kind.as_ref()) {
+        Some(EmitKind::Emit(e)) => e
+            .output_mapping
+            .iter()
+            .map(|i| cols.get(*i as usize).cloned().ok_or_else(|| invalid(format!("Substrait emit of field {i} out of range"))))
+            .collect(),
+        _ => Ok(cols),
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+impl Ctx {
+    fn rel(&self, rel: &Rel) -> Result<Stage> {
+        let kind = rel.rel_type.as_ref().ok_or_else(|| invalid("Substrait relation without a type"))?;
+        match kind {
+            RelType::Read(read) => {
+                let Some(ReadType::NamedTable(named)) = &read.read_type else {
+                    return Err(unsupported("a ReadRel of anything but a named table"));
+                };
+                if named.names.is_empty() {
+                    return Err(invalid("Substrait NamedTable without a name"));
+                }
+                let (namespace, name) = named.names.split_at(named.names.len() - 1);
+                let table = TableRef { namespace: namespace.to_vec(), name: name[0].clone() };
+                let schema = read.base_schema.as_ref().ok_or_else(|| invalid("Substrait ReadRel without base_schema"))?;
+                let types = schema.r#struct.as_ref().map(|s| s.types.clone()).unwrap_or_default();
+                // top-level names only: nested struct fields add names after their parent
+                let mut base = Vec::new();
+                let mut name_iter = schema.names.iter();
+                for t in &types {
+                    let n = name_iter.next().ok_or_else(|| invalid("Substrait base_schema with fewer names than types"))?;
+                    if matches!(t.kind, Some(Kind::Struct(_))) {
+                        return Err(unsupported(format!("a struct column (`{n}`) in the base schema")));
+                    }
+                    let float = matches!(t.kind, Some(Kind::Fp32(_)) | Some(Kind::Fp64(_)));
+                    let integer = matches!(t.kind, Some(Kind::I8(_)) | Some(Kind::I16(_)) | Some(Kind::I32(_)) | Some(Kind::I64(_)));
+                    base.push(Col { sql: quote(n), column: Some(n.clone()), float, integer });
+                }
+                let mut filters = Vec::new();
+                for f in [&read.filter, &read.best_effort_filter].into_iter().flatten() {
+                    filters.push(self.expr(f, &base)?.sql);
+                }
+                let mut cols = match &read.projection {
+                    Some(mask) => {
+                        let select = mask.select.as_ref().map(|s| s.struct_items.clone()).unwrap_or_default();
+                        select
+                            .iter()
+                            .map(|item| {
+                                if item.child.is_some() {
+                                    return Err(unsupported("a projection into nested fields"));
+                                }
+                                base.get(item.field as usize).cloned().ok_or_else(|| invalid("Substrait projection field out of range"))
+                            })
+                            .collect::<Result<Vec<_>>>()?
+                    }
+                    None => base,
+                };
+                cols = emit(&read.common, cols)?;
+                Ok(Stage { table, cols, filters, aggregate: None, limit: None })
+            }
+            RelType::Filter(filter) => {
+                let mut stage = self.rel(filter.input.as_ref().ok_or_else(|| invalid("Substrait FilterRel without input"))?)?;
+                if stage.aggregate.is_some() {
+                    return Err(unsupported("a FilterRel above an aggregate (HAVING)"));
+                }
+                if stage.limit.is_some() {
+                    return Err(unsupported("a FilterRel above a FetchRel"));
+                }
+                let condition = filter.condition.as_ref().ok_or_else(|| invalid("Substrait FilterRel without condition"))?;
+                stage.filters.push(self.expr(condition, &stage.cols)?.sql);
+                stage.cols = emit(&filter.common, stage.cols)?;
+                Ok(stage)
+            }
+            RelType::Project(project) => {
+                let mut stage = self.rel(project.input.as_ref().ok_or_else(|| invalid("Substrait ProjectRel without input"))?)?;
+                if stage.aggregate.is_some() || stage.limit.is_some() {
+                    return Err(unsupported("a ProjectRel above an aggregate or a FetchRel"));
+                }
+                let mut cols = stage.cols.clone();
+                for e in &project.expressions {
+                    cols.push(self.expr(e, &stage.cols)?);
+                }
+                stage.cols = emit(&project.common, cols)?;
+                Ok(stage)
+            }
+            RelType::Aggregate(agg) => {
+                let mut stage = self.rel(agg.input.as_ref().ok_or_else(|| invalid("Substrait AggregateRel without input"))?)?;
+                if stage.aggregate.is_some() || stage.limit.is_some() {
+                    return Err(unsupported("an AggregateRel above an aggregate or a FetchRel"));
+                }
+                let keys: Vec<&Expression> = match agg.groupings.as_slice() {
+                    [] => Vec::new(),
+                    [g] => {
+                        if !g.expression_references.is_empty() {
+                            g.expression_references
+                                .iter()
+                                .map(|i| agg.grouping_expressions.get(*i as usize).ok_or_else(|| invalid("Substrait grouping reference out of range")))
+                                .collect::<Result<_>>()?
+                        } else {
+                            #[allow(deprecated)]
+                            g.grouping_expressions.iter().collect()
+                        }
+                    }
+                    _ => return Err(unsupported("several grouping sets (ROLLUP, CUBE, GROUPING SETS)")),
+                };
+                let mut group_by = Vec::new();
+                let mut out = Vec::new();
+                for k in keys {
+                    let c = self.expr(k, &stage.cols)?;
+                    let name = c.column.clone().ok_or_else(|| unsupported(format!("grouping by an expression (`{}`)", c.sql)))?;
+                    group_by.push(name);
+                    out.push(c);
+                }
+                let mut measures = Vec::new();
+                for m in &agg.measures {
+                    if m.filter.is_some() {
+                        return Err(unsupported("a measure with a filter (FILTER (WHERE ...))"));
+                    }
+                    let f = m.measure.as_ref().ok_or_else(|| invalid("Substrait measure without a function"))?;
+                    let name = self.function_name(f.function_reference)?;
+                    let distinct = f.invocation == AggregationInvocation::Distinct as i32;
+                    let args = f.arguments.iter().map(|a| self.arg(a, &stage.cols)).collect::<Result<Vec<_>>>()?;
+                    let function = match (name.as_str(), args.len(), distinct) {
+                        ("count", 0, false) => AGG_COUNT_STAR,
+                        ("count", 1, false) => AGG_COUNT,
+                        ("count", 1, true) => AGG_COUNT_DISTINCT,
+                        ("sum", 1, false) => AGG_SUM,
+                        ("min", 1, _) => AGG_MIN,
+                        ("max", 1, _) => AGG_MAX,
+                        ("avg" | "mean", 1, false) => AGG_AVG,
+                        _ => {
+                            return Err(unsupported(format!(
+                                "the aggregate `{name}` with {} argument(s){}",
+                                args.len(),
+                                if distinct { " DISTINCT" } else { "" }
+                            )))
+                        }
+                    };
+                    let (column, expression) = match args.first() {
+                        None => (None, None),
+                        Some(c) => match &c.column {
+                            Some(name) => (Some(name.clone()), None),
+                            None if function == AGG_COUNT_DISTINCT => {
+                                return Err(unsupported("COUNT(DISTINCT) of an expression"))
+                            }
+                            None => (None, Some(c.sql.clone())),
+                        },
+                    };
+                    measures.push(Measure { function, column, expression });
+                    out.push(Col { sql: String::new(), column: None, float: false, integer: false });
+                }
+                stage.cols = emit(&agg.common, out)?;
+                if stage.cols.len() != group_by.len() + measures.len() {
+                    return Err(unsupported("an emit that reorders an aggregate's output"));
+                }
+                stage.aggregate = Some((group_by, measures));
+                Ok(stage)
+            }
+            RelType::Fetch(fetch) => {
+                let mut stage = self.rel(fetch.input.as_ref().ok_or_else(|| invalid("Substrait FetchRel without input"))?)?;
+                let offset = match &fetch.offset_mode {
+                    #[allow(deprecated)]
+                    Some(OffsetMode::Offset(o)) => *o,
+                    Some(OffsetMode::OffsetExpr(e)) => literal_i64(e).ok_or_else(|| unsupported("a FetchRel offset that is not a literal"))?,
+                    None => 0,
+                };
+                if offset != 0 {
+                    return Err(unsupported("a FetchRel with an offset"));
+                }
+                let count = match &fetch.count_mode {
+                    #[allow(deprecated)]
+                    Some(CountMode::Count(c)) => Some(*c),
+                    Some(CountMode::CountExpr(e)) => {
+                        Some(literal_i64(e).ok_or_else(|| unsupported("a FetchRel count that is not a literal"))?)
+                    }
+                    None => None,
+                };
+                if let Some(c) = count {
+                    if c < 0 {
+                        // -1: all rows
+                        if c != -1 {
+                            return Err(invalid(format!("Substrait FetchRel count {c}")));
+                        }
+                    } else {
+                        stage.limit = Some(stage.limit.map_or(c, |l| l.min(c)));
+                    }
+                }
+                stage.cols = emit(&fetch.common, stage.cols)?;
+                Ok(stage)
+            }
+            RelType::Sort(_) => Err(unsupported("SortRel (ORDER BY)")),
+            RelType::Join(_) | RelType::HashJoin(_) | RelType::MergeJoin(_) | RelType::NestedLoopJoin(_) | RelType::Cross(_) => {
+                Err(unsupported("a join"))
+            }
+            RelType::Set(_) => Err(unsupported("SetRel (UNION, INTERSECT, EXCEPT)")),
+            RelType::Window(_) => Err(unsupported("a window relation")),
+            RelType::Write(_) | RelType::Ddl(_) | RelType::Update(_) => Err(unsupported("a write relation")),
+            _ => Err(unsupported("this relation type")),
+        }
+    }
+
+    fn function_name(&self, anchor: u32) -> Result<String> {
+        self.functions
+            .get(&anchor)
+            .cloned()
+            .ok_or_else(|| invalid(format!("Substrait function reference {anchor} is not declared in the plan's extensions")))
+    }
+
+    fn arg(&self, a: &FunctionArgument, cols: &[Col]) -> Result<Col> {
+        match &a.arg_type {
+            Some(ArgType::Value(e)) => self.expr(e, cols),
+            _ => Err(unsupported("a function argument that is not a value (an enum or a type)")),
+        }
+    }
+
+    fn expr(&self, e: &Expression, cols: &[Col]) -> Result<Col> {
+        let rex = e.rex_type.as_ref().ok_or_else(|| invalid("Substrait expression without a kind"))?;
+        match rex {
+            RexType::Selection(field) => {
+                let Some(ReferenceType::DirectReference(seg)) = &field.reference_type else {
+                    return Err(unsupported("a masked field reference"));
+                };
+                let Some(reference_segment::ReferenceType::StructField(sf)) = &seg.reference_type else {
+                    return Err(unsupported("a field reference into a list or map"));
+                };
+                if sf.child.is_some() {
+                    return Err(unsupported("a reference to a nested field"));
+                }
+                cols.get(sf.field as usize).cloned().ok_or_else(|| invalid(format!("Substrait field {} out of range", sf.field)))
+            }
+            RexType::Literal(lit) => literal(lit),
+            RexType::ScalarFunction(f) => {
+                let name = self.function_name(f.function_reference)?;
+                let args = f.arguments.iter().map(|a| self.arg(a, cols)).collect::<Result<Vec<_>>>()?;
+                self.call(&name, args)
+            }
+            RexType::SingularOrList(list) => {
+                let value = self.expr(list.value.as_ref().ok_or_else(|| invalid("Substrait IN without a value"))?, cols)?;
+                let options = list.options.iter().map(|o| self.expr(o, cols)).collect::<Result<Vec<_>>>()?;
+                if options.is_empty() {
+                    return Err(invalid("Substrait IN with an empty list"));
+                }
+                if value.float {
+                    return Err(unsupported("IN of a floating-point value"));
+                }
+                let items = options.iter().map(|o| o.sql.as_str()).collect::<Vec<_>>().join(", ");
+                Ok(plain(format!("{} IN ({items})", value.sql)))
+            }
+            RexType::Cast(_) => Err(unsupported("a cast")),
+            RexType::IfThen(_) | RexType::SwitchExpression(_) => Err(unsupported("a CASE expression")),
+            RexType::Subquery(_) => Err(unsupported("a subquery")),
+            RexType::WindowFunction(_) => Err(unsupported("a window function")),
+            _ => Err(unsupported("this expression kind")),
+        }
+    }
+
+    fn call(&self, name: &str, args: Vec<Col>) -> Result<Col> {
+        let cmp = |op: &str| -> Result<Col> {
+            let [a, b] = args.as_slice() else { return Err(invalid(format!("Substrait `{name}` takes 2 arguments"))) };
+            let mut text = format!("{} {op} {}", a.sql, b.sql);
+            // IEEE: a NaN compares false; Lance orders NaN above (or, sign bit set, below)
+            // every number, so ordering comparisons of floats leave NaN out explicitly
+            if matches!(op, "<" | "<=" | ">" | ">=") {
+                for side in [a, b] {
+                    if side.float {
+                        text = format!("{text} AND NOT isnan({})", side.sql);
+                    }
+                }
+            }
+            Ok(plain(format!("({text})")))
+        };
+        let arith = |op: &str| -> Result<Col> {
+            let [a, b] = args.as_slice() else { return Err(invalid(format!("Substrait `{name}` takes 2 arguments"))) };
+            if a.integer || b.integer {
+                return Err(unsupported(format!(
+                    "integer arithmetic (`{name}` of an integer; Lance would wrap an overflow): cast to decimal or double"
+                )));
+            }
+            Ok(Col { sql: format!("({} {op} {})", a.sql, b.sql), column: None, float: a.float || b.float, integer: false })
+        };
+        match name {
+            "equal" => cmp("="),
+            "not_equal" => cmp("!="),
+            "lt" => cmp("<"),
+            "lte" => cmp("<="),
+            "gt" => cmp(">"),
+            "gte" => cmp(">="),
+            "and" | "or" => {
+                if args.is_empty() {
+                    return Err(invalid(format!("Substrait `{name}` without arguments")));
+                }
+                let joined = args.iter().map(|a| format!("({})", a.sql)).collect::<Vec<_>>().join(if name == "and" { " AND " } else { " OR " });
+                Ok(plain(format!("({joined})")))
+            }
+            "not" => match args.as_slice() {
+                [a] => Ok(plain(format!("(NOT ({}))", a.sql))),
+                _ => Err(invalid("Substrait `not` takes 1 argument")),
+            },
+            "is_null" | "is_not_null" => match args.as_slice() {
+                [a] => Ok(plain(format!("({} IS {}NULL)", a.sql, if name == "is_null" { "" } else { "NOT " }))),
+                _ => Err(invalid(format!("Substrait `{name}` takes 1 argument"))),
+            },
+            "is_nan" => match args.as_slice() {
+                [a] if a.float => Ok(plain(format!("isnan({})", a.sql))),
+                _ => Err(unsupported("`is_nan` of anything but one floating-point value")),
+            },
+            "between" => match args.as_slice() {
+                [v, lo, hi] => {
+                    let mut text = format!("{} >= {} AND {} <= {}", v.sql, lo.sql, v.sql, hi.sql);
+                    for side in [v, lo, hi] {
+                        if side.float {
+                            text = format!("{text} AND NOT isnan({})", side.sql);
+                        }
+                    }
+                    Ok(plain(format!("({text})")))
+                }
+                _ => Err(invalid("Substrait `between` takes 3 arguments")),
+            },
+            "add" => arith("+"),
+            "subtract" => arith("-"),
+            "multiply" => arith("*"),
+            "divide" => arith("/"),
+            other => Err(unsupported(format!("the function `{other}`"))),
+        }
+    }
+}
+
+/// A value that is neither a column nor a number (booleans, strings, dates).
+fn plain(sql: String) -> Col {
+    Col { sql, column: None, float: false, integer: false }
+}
+
+fn literal_i64(e: &Expression) -> Option<i64> {
+    match &e.rex_type {
+        Some(RexType::Literal(l)) => match &l.literal_type {
+            Some(LiteralType::I64(v)) => Some(*v),
+            Some(LiteralType::I32(v)) | Some(LiteralType::I16(v)) | Some(LiteralType::I8(v)) => Some(*v as i64),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn literal(lit: &substrait::proto::expression::Literal) -> Result<Col> {
+    let kind = lit.literal_type.as_ref().ok_or_else(|| invalid("Substrait literal without a value"))?;
+    let int = |v: i64| Col { sql: v.to_string(), column: None, float: false, integer: true };
+    Ok(match kind {
+        LiteralType::Boolean(b) => plain(if *b { "true" } else { "false" }.into()),
+        LiteralType::I8(v) | LiteralType::I16(v) | LiteralType::I32(v) => int(*v as i64),
+        LiteralType::I64(v) => int(*v),
+        LiteralType::Fp32(v) => float_literal(*v as f64)?,
+        LiteralType::Fp64(v) => float_literal(*v)?,
+        LiteralType::String(s) => string_literal(s)?,
+        LiteralType::VarChar(v) => string_literal(&v.value)?,
+        LiteralType::FixedChar(s) => string_literal(s)?,
+        LiteralType::Date(days) => {
+            let date = days_to_date(*days as i64);
+            plain(format!("DATE '{date}'"))
+        }
+        LiteralType::Decimal(d) => {
+            let bytes: [u8; 16] = d.value.as_slice().try_into().map_err(|_| invalid("Substrait decimal literal is not 16 bytes"))?;
+            let unscaled = i128::from_le_bytes(bytes);
+            Col { sql: format!("CAST('{}' AS DECIMAL({}, {}))", decimal_text(unscaled, d.scale), d.precision, d.scale), column: None, float: false, integer: false }
+        }
+        LiteralType::Null(_) => return Err(unsupported("a NULL literal (use is_null)")),
+        _ => return Err(unsupported("this literal type")),
+    })
+}
+
+fn float_literal(v: f64) -> Result<Col> {
+    if !v.is_finite() {
+        return Err(unsupported("a NaN or infinite literal"));
+    }
+    // the shortest text that reads back as the same double, with a decimal point
+    let mut text = format!("{v:?}");
+    if !text.contains('.') && !text.contains('e') && !text.contains("inf") {
+        text.push_str(".0");
+    }
+    Ok(Col { sql: format!("CAST({text} AS DOUBLE)"), column: None, float: true, integer: false })
+}
+
+fn string_literal(s: &str) -> Result<Col> {
+    if s.contains('\0') {
+        return Err(unsupported("a string literal holding a NUL character"));
+    }
+    Ok(plain(format!("'{}'", s.replace('\'', "''"))))
+}
+
+fn decimal_text(unscaled: i128, scale: i32) -> String {
+    let negative = unscaled < 0;
+    let digits = unscaled.unsigned_abs().to_string();
+    let scale = scale.max(0) as usize;
+    let text = if scale == 0 {
+        digits
+    } else if digits.len() > scale {
+        format!("{}.{}", &digits[..digits.len() - scale], &digits[digits.len() - scale..])
+    } else {
+        format!("0.{}{}", "0".repeat(scale - digits.len()), digits)
+    };
+    if negative {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+/// Days since 1970-01-01 as YYYY-MM-DD (proleptic Gregorian).
+fn days_to_date(days: i64) -> String {
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!("{:04}-{:02}-{:02}", if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_decimals() {
+        assert_eq!(days_to_date(0), "1970-01-01");
+        assert_eq!(days_to_date(19_723), "2024-01-01");
+        assert_eq!(days_to_date(-1), "1969-12-31");
+        assert_eq!(days_to_date(11_016), "2000-02-29");
+        assert_eq!(decimal_text(12345, 2), "123.45");
+        assert_eq!(decimal_text(-5, 3), "-0.005");
+        assert_eq!(decimal_text(i128::MAX, 0), i128::MAX.to_string());
+    }
+
+    #[test]
+    fn not_a_plan_is_an_error() {
+        assert!(parse(b"\xff\xff\xff").is_err());
+        assert!(parse(b"").is_err()); // an empty plan has no relation
+    }
+}
