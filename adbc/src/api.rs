@@ -95,6 +95,32 @@ pub struct AggregateSpec {
     pub expressions: *const *const c_char,
 }
 
+/// `LanceVectorQuery` of `lance_host.h`.
+#[repr(C)]
+pub struct VectorQuery {
+    pub struct_size: usize,
+    pub column: *const c_char,
+    pub vector: *const c_void,
+    pub dimension: usize,
+    pub element_type: i32,
+    pub k: u64,
+    pub metric: i32,
+    pub nprobes: u32,
+    pub refine_factor: u32,
+    pub ef: u32,
+    pub prefilter_sql: *const c_char,
+    pub columns: *const *const c_char,
+    pub num_columns: usize,
+    pub with_row_id: bool,
+    pub defer_refine: bool,
+    pub num_queries: u64,
+    pub distance_lower: f32,
+    pub distance_upper: f32,
+    pub distance_bounds: u32,
+}
+
+pub const ELEMENT_F32: i32 = 2;
+
 pub const WRITE_CREATE: i32 = 0;
 pub const WRITE_APPEND: i32 = 1;
 pub const WRITE_OVERWRITE: i32 = 2;
@@ -174,6 +200,10 @@ library_api! {
     fn lance_split_scan_v2(Handle, Handle, *const ScanOptions, Stream) -> i32;
     fn lance_split_free(Handle) -> ();
     fn lance_bytes_free(*mut u8, usize) -> ();
+    fn lance_dataset_plan_vector_search(Handle, *const c_char, i32, bool, u64, *mut Handle) -> i32;
+    fn lance_vector_query_init_v2(*mut VectorQuery, usize) -> i32;
+    fn lance_split_search_v2(Handle, Handle, *const VectorQuery, Stream) -> i32;
+    fn lance_topk_merge(Stream, usize, u64, u64, Stream) -> i32;
     fn lance_aggregate_init_v2(*mut AggregateSpec, usize) -> i32;
     fn lance_dataset_aggregate(Handle, *const AggregateSpec, Stream, *mut c_void) -> i32;
     fn lance_write_params_init_v2(*mut WriteParams, usize) -> i32;
@@ -226,7 +256,9 @@ fn load() -> std::result::Result<Api, String> {
             let why = if why.is_null() {
                 String::new()
             } else {
-                unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
+                unsafe { CStr::from_ptr(why) }
+                    .to_string_lossy()
+                    .into_owned()
             };
             tried.push(format!("{} ({why})", candidate.to_string_lossy()));
             continue;
@@ -243,7 +275,10 @@ fn load() -> std::result::Result<Api, String> {
 pub fn api() -> Result<&'static Api> {
     match API.get_or_init(load) {
         Ok(api) => Ok(api),
-        Err(message) => Err(Error::with_message_and_status(message.clone(), Status::Internal)),
+        Err(message) => Err(Error::with_message_and_status(
+            message.clone(),
+            Status::Internal,
+        )),
     }
 }
 
@@ -278,15 +313,22 @@ pub fn last_error(api: &Api, context: &str) -> Error {
 pub fn error_of(api: &Api, code: i32, context: &str, message: &str) -> Error {
     // SAFETY: static string owned by the library.
     let name = unsafe { cstr((api.lance_error_code_name)(code)) };
-    let mut err = Error::with_message_and_status(format!("{context}: {message} [{name}]"), status_of(code));
+    let mut err =
+        Error::with_message_and_status(format!("{context}: {message} [{name}]"), status_of(code));
     // ADBC exposes error details only under this vendor code (ADBC_ERROR_VENDOR_CODE_PRIVATE_DATA);
     // the library's code travels as the details `lance_host.error_code` (its name) and
     // `lance_host.error_number` (the number as decimal text).
     err.vendor_code = i32::MIN;
     err.details = Some(vec![
         ("lance_host.error_code".to_string(), name.into_bytes()),
-        ("lance_host.error_number".to_string(), code.to_string().into_bytes()),
-        ("lance_host.message".to_string(), message.as_bytes().to_vec()),
+        (
+            "lance_host.error_number".to_string(),
+            code.to_string().into_bytes(),
+        ),
+        (
+            "lance_host.message".to_string(),
+            message.as_bytes().to_vec(),
+        ),
     ]);
     err
 }
@@ -355,7 +397,10 @@ impl CStrArray {
             .collect::<Result<Vec<_>>>()?;
         let mut ptrs: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
         ptrs.push(std::ptr::null());
-        Ok(CStrArray { _strings: strings, ptrs })
+        Ok(CStrArray {
+            _strings: strings,
+            ptrs,
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -33,7 +33,10 @@ pub(crate) fn option_string(value: OptionValue, key: &str) -> Result<String> {
 }
 
 pub(crate) fn not_found_option(key: &str) -> Error {
-    Error::with_message_and_status(format!("option `{key}` is not set or not known"), Status::NotFound)
+    Error::with_message_and_status(
+        format!("option `{key}` is not set or not known"),
+        Status::NotFound,
+    )
 }
 
 #[derive(Default)]
@@ -50,7 +53,11 @@ impl Driver for LanceHostDriver {
         &mut self,
         opts: impl IntoIterator<Item = (OptionDatabase, OptionValue)>,
     ) -> Result<Self::DatabaseType> {
-        let mut db = LanceHostDatabase { options: Vec::new(), catalog_name: "lance".into(), catalog: None };
+        let mut db = LanceHostDatabase {
+            options: Vec::new(),
+            catalog_name: "lance".into(),
+            catalog: None,
+        };
         for (k, v) in opts {
             db.set_option(k, v)?;
         }
@@ -68,7 +75,11 @@ pub struct LanceHostDatabase {
 
 impl LanceHostDatabase {
     fn catalog_properties(&self) -> Vec<(String, String)> {
-        let explicit_type = self.options.iter().find(|(k, _)| k == "type").map(|(_, v)| v.clone());
+        let explicit_type = self
+            .options
+            .iter()
+            .find(|(k, _)| k == "type")
+            .map(|(_, v)| v.clone());
         let mut out = Vec::new();
         for (k, v) in &self.options {
             if k == "uri" {
@@ -94,7 +105,17 @@ impl LanceHostDatabase {
 
 fn is_secret(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["token", "secret", "key", "password", "credential", "sas", "header."].iter().any(|s| k.contains(s))
+    [
+        "token",
+        "secret",
+        "key",
+        "password",
+        "credential",
+        "sas",
+        "header.",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
 }
 
 impl Optionable for LanceHostDatabase {
@@ -102,7 +123,9 @@ impl Optionable for LanceHostDatabase {
 
     fn set_option(&mut self, key: Self::Option, value: OptionValue) -> Result<()> {
         if self.catalog.is_some() {
-            return Err(api::invalid_state("lance-host ADBC: database options are set before AdbcDatabaseInit"));
+            return Err(api::invalid_state(
+                "lance-host ADBC: database options are set before AdbcDatabaseInit",
+            ));
         }
         let k = key.as_ref().to_string();
         let v = option_string(value, &k)?;
@@ -128,7 +151,11 @@ impl Optionable for LanceHostDatabase {
         if is_secret(k) {
             return Err(not_found_option(k));
         }
-        self.options.iter().find(|(o, _)| o == k).map(|(_, v)| v.clone()).ok_or_else(|| not_found_option(k))
+        self.options
+            .iter()
+            .find(|(o, _)| o == k)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| not_found_option(k))
     }
 
     fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
@@ -155,12 +182,19 @@ impl Database for LanceHostDatabase {
         &self,
         opts: impl IntoIterator<Item = (OptionConnection, OptionValue)>,
     ) -> Result<Self::ConnectionType> {
-        let catalog = self.catalog.clone().ok_or_else(|| api::invalid_state("database not initialised"))?;
+        let catalog = self
+            .catalog
+            .clone()
+            .ok_or_else(|| api::invalid_state("database not initialised"))?;
         let mut conn = LanceHostConnection {
             shared: Arc::new(Shared {
                 catalog,
                 catalog_name: self.catalog_name.clone(),
-                txn: Mutex::new(Txn { autocommit: true, pending: Vec::new(), db_schema: Vec::new() }),
+                txn: Mutex::new(Txn {
+                    autocommit: true,
+                    pending: Vec::new(),
+                    db_schema: Vec::new(),
+                }),
             }),
         };
         for (k, v) in opts {
@@ -195,13 +229,18 @@ pub struct Shared {
 
 impl Shared {
     pub fn txn(&self) -> std::sync::MutexGuard<'_, Txn> {
-        self.txn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.txn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Resolve a table reference; a bare name lies in the connection's current db_schema.
     pub fn resolve(&self, table: TableRef) -> TableRef {
         if table.namespace.is_empty() {
-            TableRef { namespace: self.txn().db_schema.clone(), name: table.name }
+            TableRef {
+                namespace: self.txn().db_schema.clone(),
+                name: table.name,
+            }
         } else {
             table
         }
@@ -228,7 +267,9 @@ fn bool_option(v: &str, key: &str) -> Result<bool> {
     match v.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err(invalid(format!("option `{key}` takes `true` or `false`, not `{v}`"))),
+        _ => Err(invalid(format!(
+            "option `{key}` takes `true` or `false`, not `{v}`"
+        ))),
     }
 }
 
@@ -271,9 +312,16 @@ impl Optionable for LanceHostConnection {
 
     fn get_option_string(&self, key: Self::Option) -> Result<String> {
         match key {
-            OptionConnection::AutoCommit => Ok(if self.shared.txn().autocommit { "true" } else { "false" }.into()),
+            OptionConnection::AutoCommit => Ok(if self.shared.txn().autocommit {
+                "true"
+            } else {
+                "false"
+            }
+            .into()),
             OptionConnection::CurrentCatalog => Ok(self.shared.catalog_name.clone()),
-            OptionConnection::CurrentSchema => Ok(objects::schema_name(&self.shared.txn().db_schema)),
+            OptionConnection::CurrentSchema => {
+                Ok(objects::schema_name(&self.shared.txn().db_schema))
+            }
             other => Err(not_found_option(other.as_ref())),
         }
     }
@@ -299,10 +347,15 @@ impl Connection for LanceHostConnection {
     }
 
     fn cancel(&mut self) -> Result<()> {
-        Err(not_implemented("lance-host ADBC: cancel a connection by releasing its statements' streams"))
+        Err(not_implemented(
+            "lance-host ADBC: cancel a connection by releasing its statements' streams",
+        ))
     }
 
-    fn get_info(&self, codes: Option<HashSet<InfoCode>>) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+    fn get_info(
+        &self,
+        codes: Option<HashSet<InfoCode>>,
+    ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         let api = api()?;
         // SAFETY: static string of the library.
         let version = unsafe { api::cstr((api.lance_host_version)()) };
@@ -331,13 +384,23 @@ impl Connection for LanceHostConnection {
         objects::objects_reader(&self.shared.catalog_name, entries, depth)
     }
 
-    fn get_table_schema(&self, catalog: Option<&str>, db_schema: Option<&str>, table_name: &str) -> Result<Schema> {
+    fn get_table_schema(
+        &self,
+        catalog: Option<&str>,
+        db_schema: Option<&str>,
+        table_name: &str,
+    ) -> Result<Schema> {
         if !self.shared.check_catalog(catalog)? {
-            return Err(Error::with_message_and_status(format!("unknown catalog `{}`", catalog.unwrap_or("")), Status::NotFound));
+            return Err(Error::with_message_and_status(
+                format!("unknown catalog `{}`", catalog.unwrap_or("")),
+                Status::NotFound,
+            ));
         }
         let table = match db_schema {
             Some(s) => TableRef::with_schema(Some(s), table_name)?,
-            None => self.shared.resolve(TableRef::with_schema(None, table_name)?),
+            None => self
+                .shared
+                .resolve(TableRef::with_schema(None, table_name)?),
         };
         self.shared.catalog.open_table(&table, 0, None)?.schema()
     }
@@ -347,7 +410,9 @@ impl Connection for LanceHostConnection {
     }
 
     fn get_statistic_names(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
-        Err(not_implemented("lance-host ADBC: GetStatisticNames (the driver has no statistics of its own)"))
+        Err(not_implemented(
+            "lance-host ADBC: GetStatisticNames (the driver has no statistics of its own)",
+        ))
     }
 
     fn get_statistics(
@@ -363,7 +428,9 @@ impl Connection for LanceHostConnection {
     fn commit(&mut self) -> Result<()> {
         let mut txn = self.shared.txn();
         if txn.autocommit {
-            return Err(api::invalid_state("lance-host ADBC: commit with autocommit on (nothing to commit)"));
+            return Err(api::invalid_state(
+                "lance-host ADBC: commit with autocommit on (nothing to commit)",
+            ));
         }
         let pending = std::mem::take(&mut txn.pending);
         drop(txn);
@@ -373,14 +440,19 @@ impl Connection for LanceHostConnection {
     fn rollback(&mut self) -> Result<()> {
         let mut txn = self.shared.txn();
         if txn.autocommit {
-            return Err(api::invalid_state("lance-host ADBC: rollback with autocommit on"));
+            return Err(api::invalid_state(
+                "lance-host ADBC: rollback with autocommit on",
+            ));
         }
         let pending = std::mem::take(&mut txn.pending);
         drop(txn);
         discard(&self.shared, pending)
     }
 
-    fn read_partition(&self, partition: impl AsRef<[u8]>) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
+    fn read_partition(
+        &self,
+        partition: impl AsRef<[u8]>,
+    ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         read_partition(&self.shared, partition.as_ref())
     }
 }
@@ -391,7 +463,13 @@ fn discard(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
     let mut first = Ok(());
     for p in pending {
         let r = handles::abort_shares(&p.shares, &p.storage_options);
-        let r = r.and_then(|_| if p.created { shared.catalog.drop_table(&p.table) } else { Ok(()) });
+        let r = r.and_then(|_| {
+            if p.created {
+                shared.catalog.drop_table(&p.table)
+            } else {
+                Ok(())
+            }
+        });
         if first.is_ok() {
             first = r;
         }
@@ -412,7 +490,12 @@ fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
         )));
     }
     for p in pending {
-        if let Err(e) = handles::commit_shares(&p.location, &p.shares, &p.storage_options, &handles::WriteSettings::default()) {
+        if let Err(e) = handles::commit_shares(
+            &p.location,
+            &p.shares,
+            &p.storage_options,
+            &handles::WriteSettings::default(),
+        ) {
             discard(shared, vec![p])?;
             return Err(e);
         }
@@ -423,5 +506,10 @@ fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
 pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {
     let partition = Partition::decode(bytes)?;
     let info = shared.catalog.describe(&partition.table)?;
-    handles::scan_split(&partition.split, &info.storage_options, &partition.spec)
+    handles::run_split(
+        &partition.split,
+        &info.storage_options,
+        &partition.spec,
+        partition.search.as_ref(),
+    )
 }

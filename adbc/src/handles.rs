@@ -21,8 +21,13 @@ impl TableRef {
     /// `ns.sub.table`, `table`, with `"quoted"` parts for names holding dots.
     pub fn parse(text: &str) -> Result<TableRef> {
         let parts = split_identifier(text)?;
-        let (name, namespace) = parts.split_last().ok_or_else(|| api::invalid("empty table name"))?;
-        Ok(TableRef { namespace: namespace.to_vec(), name: name.clone() })
+        let (name, namespace) = parts
+            .split_last()
+            .ok_or_else(|| api::invalid("empty table name"))?;
+        Ok(TableRef {
+            namespace: namespace.to_vec(),
+            name: name.clone(),
+        })
     }
 
     pub fn with_schema(db_schema: Option<&str>, table: &str) -> Result<TableRef> {
@@ -33,7 +38,10 @@ impl TableRef {
             None | Some("") => Vec::new(),
             Some(s) => split_identifier(s)?,
         };
-        Ok(TableRef { namespace, name: table.to_string() })
+        Ok(TableRef {
+            namespace,
+            name: table.to_string(),
+        })
     }
 
     pub fn display(&self) -> String {
@@ -61,7 +69,11 @@ pub fn split_identifier(text: &str) -> Result<Vec<String>> {
                         }
                         Some('"') => break,
                         Some(other) => current.push(other),
-                        None => return Err(api::invalid(format!("unterminated quote in name `{text}`"))),
+                        None => {
+                            return Err(api::invalid(format!(
+                                "unterminated quote in name `{text}`"
+                            )))
+                        }
                     }
                 }
             }
@@ -73,7 +85,9 @@ pub fn split_identifier(text: &str) -> Result<Vec<String>> {
                 quoted_part = false;
             }
             c if quoted_part => {
-                return Err(api::invalid(format!("unexpected `{c}` after a quoted part in name `{text}`")));
+                return Err(api::invalid(format!(
+                    "unexpected `{c}` after a quoted part in name `{text}`"
+                )));
             }
             c => current.push(c),
         }
@@ -111,7 +125,12 @@ pub struct TableInfo {
 impl Catalog {
     pub fn open(properties: &[(String, String)]) -> Result<Catalog> {
         let api = api()?;
-        let flat = CStrArray::new(properties.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]), "a database option")?;
+        let flat = CStrArray::new(
+            properties
+                .iter()
+                .flat_map(|(k, v)| [k.as_str(), v.as_str()]),
+            "a database option",
+        )?;
         // SAFETY: NULL-terminated array kept alive for the call.
         let raw = unsafe { (api.lance_catalog_open)(flat.as_ptr()) };
         if raw.is_null() {
@@ -125,14 +144,20 @@ impl Catalog {
         let api = api()?;
         let mut list: Handle = ptr::null_mut();
         // SAFETY: live catalog; empty parent path.
-        let rc = unsafe { (api.lance_catalog_list_namespaces)(self.raw, ptr::null(), 0, true, &mut list) };
+        let rc = unsafe {
+            (api.lance_catalog_list_namespaces)(self.raw, ptr::null(), 0, true, &mut list)
+        };
         check(api, rc, "listing namespaces")?;
         let mut out = Vec::new();
         // SAFETY: `list` is a live list owned here, freed below.
         unsafe {
             for i in 0..(api.lance_namespace_list_count)(list) {
                 let depth = (api.lance_namespace_list_depth)(list, i);
-                out.push((0..depth).map(|p| cstr((api.lance_namespace_list_part)(list, i, p))).collect());
+                out.push(
+                    (0..depth)
+                        .map(|p| cstr((api.lance_namespace_list_part)(list, i, p)))
+                        .collect(),
+                );
             }
             (api.lance_namespace_list_free)(list);
         }
@@ -144,8 +169,13 @@ impl Catalog {
         let ns = CStrArray::new(namespace, "a namespace name")?;
         let mut list: Handle = ptr::null_mut();
         // SAFETY: live catalog and arrays.
-        let rc = unsafe { (api.lance_catalog_list_tables)(self.raw, ns.as_ptr(), ns.len(), &mut list) };
-        check(api, rc, &format!("listing the tables of namespace `{}`", namespace.join(".")))?;
+        let rc =
+            unsafe { (api.lance_catalog_list_tables)(self.raw, ns.as_ptr(), ns.len(), &mut list) };
+        check(
+            api,
+            rc,
+            &format!("listing the tables of namespace `{}`", namespace.join(".")),
+        )?;
         let mut out = Vec::new();
         // SAFETY: `list` owned here, freed below.
         unsafe {
@@ -163,7 +193,15 @@ impl Catalog {
         let name = c_string(&table.name, "the table name")?;
         let mut info: Handle = ptr::null_mut();
         // SAFETY: live arguments for the call.
-        let rc = unsafe { (api.lance_catalog_describe_table)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), &mut info) };
+        let rc = unsafe {
+            (api.lance_catalog_describe_table)(
+                self.raw,
+                ns.as_ptr(),
+                ns.len(),
+                name.as_ptr(),
+                &mut info,
+            )
+        };
         check(api, rc, &format!("describing table `{}`", table.display()))?;
         // SAFETY: `info` owned here, freed below; strings copied before.
         unsafe {
@@ -178,7 +216,12 @@ impl Catalog {
     }
 
     /// Open a table at `version` (0 = latest), on `branch` if given.
-    pub fn open_table(&self, table: &TableRef, version: u64, branch: Option<&str>) -> Result<Dataset> {
+    pub fn open_table(
+        &self,
+        table: &TableRef,
+        version: u64,
+        branch: Option<&str>,
+    ) -> Result<Dataset> {
         let api = api()?;
         let ns = CStrArray::new(&table.namespace, "a namespace name")?;
         let name = c_string(&table.name, "the table name")?;
@@ -187,25 +230,49 @@ impl Catalog {
             match branch {
                 Some(b) => {
                     let b = c_string(b, "the branch")?;
-                    (api.lance_catalog_open_table_branch)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), b.as_ptr(), version)
+                    (api.lance_catalog_open_table_branch)(
+                        self.raw,
+                        ns.as_ptr(),
+                        ns.len(),
+                        name.as_ptr(),
+                        b.as_ptr(),
+                        version,
+                    )
                 }
-                None => (api.lance_catalog_open_table)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), version),
+                None => (api.lance_catalog_open_table)(
+                    self.raw,
+                    ns.as_ptr(),
+                    ns.len(),
+                    name.as_ptr(),
+                    version,
+                ),
             }
         };
         if raw.is_null() {
-            return Err(api::last_error(api, &format!("opening table `{}`", table.display())));
+            return Err(api::last_error(
+                api,
+                &format!("opening table `{}`", table.display()),
+            ));
         }
         Ok(Dataset { raw })
     }
 
     /// Create `table` holding the rows of `data` (one commit); returns the rows written.
-    pub fn create_table(&self, table: &TableRef, data: Box<dyn RecordBatchReader + Send>, params: &WriteSettings) -> Result<u64> {
+    pub fn create_table(
+        &self,
+        table: &TableRef,
+        data: Box<dyn RecordBatchReader + Send>,
+        params: &WriteSettings,
+    ) -> Result<u64> {
         let api = api()?;
         let ns = CStrArray::new(&table.namespace, "a namespace name")?;
         let name = c_string(&table.name, "the table name")?;
         let mut stream = FFI_ArrowArrayStream::new(data);
         let p = params.build(api, crate::api::WRITE_CREATE, &[])?;
-        let mut result = api::WriteResult { struct_size: std::mem::size_of::<api::WriteResult>(), ..Default::default() };
+        let mut result = api::WriteResult {
+            struct_size: std::mem::size_of::<api::WriteResult>(),
+            ..Default::default()
+        };
         // SAFETY: the library takes ownership of `stream` (released also on failure).
         let rc = unsafe {
             (api.lance_catalog_create_table)(
@@ -230,7 +297,9 @@ impl Catalog {
         let ns = CStrArray::new(&table.namespace, "a namespace name")?;
         let name = c_string(&table.name, "the table name")?;
         // SAFETY: live arguments for the call.
-        let rc = unsafe { (api.lance_catalog_drop_table)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), true) };
+        let rc = unsafe {
+            (api.lance_catalog_drop_table)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), true)
+        };
         check(api, rc, &format!("dropping table `{}`", table.display()))
     }
 }
@@ -252,7 +321,9 @@ impl WriteSettings {
     pub fn build(&self, api: &Api, mode: i32, storage_options: &[String]) -> Result<BuiltParams> {
         // SAFETY: zeroed then initialised by the library with its defaults.
         let mut params: api::WriteParams = unsafe { std::mem::zeroed() };
-        let rc = unsafe { (api.lance_write_params_init_v2)(&mut params, std::mem::size_of::<api::WriteParams>()) };
+        let rc = unsafe {
+            (api.lance_write_params_init_v2)(&mut params, std::mem::size_of::<api::WriteParams>())
+        };
         check(api, rc, "initialising write parameters")?;
         params.mode = mode;
         let mut keep = Vec::new();
@@ -273,7 +344,11 @@ impl WriteSettings {
             params.storage_options = arr.as_ptr();
             Some(arr)
         };
-        Ok(BuiltParams { params, _keep: keep, _options: options })
+        Ok(BuiltParams {
+            params,
+            _keep: keep,
+            _options: options,
+        })
     }
 }
 
@@ -291,6 +366,73 @@ impl Drop for Dataset {
             // SAFETY: owned handle, freed once.
             unsafe { (api.lance_dataset_free)(self.raw) };
         }
+    }
+}
+
+/// A vector search: column, query vector, k and the index's knobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorSearch {
+    pub column: String,
+    pub vector: Vec<f32>,
+    pub k: u64,
+    pub metric: i32,
+    pub nprobes: u32,
+    pub refine_factor: u32,
+    pub use_index: bool,
+}
+
+struct BuiltQuery {
+    query: api::VectorQuery,
+    _column: std::ffi::CString,
+    _columns: Option<CStrArray>,
+    _filter: Option<std::ffi::CString>,
+}
+
+impl VectorSearch {
+    fn build(&self, api: &Api, spec: &ScanSpec) -> Result<BuiltQuery> {
+        // SAFETY: zeroed then initialised by the library with its defaults.
+        let mut query: api::VectorQuery = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            (api.lance_vector_query_init_v2)(&mut query, std::mem::size_of::<api::VectorQuery>())
+        };
+        check(api, rc, "initialising a vector query")?;
+        let column = c_string(&self.column, "the vector column")?;
+        query.column = column.as_ptr();
+        query.vector = self.vector.as_ptr() as *const std::ffi::c_void;
+        query.dimension = self.vector.len();
+        query.element_type = api::ELEMENT_F32;
+        query.k = self.k;
+        query.metric = self.metric;
+        if self.nprobes > 0 {
+            query.nprobes = self.nprobes;
+        }
+        if self.refine_factor > 0 {
+            query.refine_factor = self.refine_factor;
+        }
+        query.with_row_id = true;
+        let columns = match &spec.columns {
+            Some(cols) => {
+                let arr = CStrArray::new(cols, "a column name")?;
+                query.columns = arr.as_ptr();
+                query.num_columns = arr.len();
+                Some(arr)
+            }
+            None => None,
+        };
+        let filter = match &spec.filter {
+            Some(f) => {
+                let c = c_string(f, "the filter")?;
+                query.prefilter_sql = c.as_ptr();
+                Some(c)
+            }
+            None => None,
+        };
+        Ok(BuiltQuery {
+            query,
+            _column: column,
+            _columns: columns,
+            _filter: filter,
+        })
     }
 }
 
@@ -313,7 +455,9 @@ impl ScanSpec {
     fn build(&self, api: &Api) -> Result<BuiltScan> {
         // SAFETY: zeroed then initialised by the library with its defaults.
         let mut options: ScanOptions = unsafe { std::mem::zeroed() };
-        let rc = unsafe { (api.lance_scan_options_init_v2)(&mut options, std::mem::size_of::<ScanOptions>()) };
+        let rc = unsafe {
+            (api.lance_scan_options_init_v2)(&mut options, std::mem::size_of::<ScanOptions>())
+        };
         check(api, rc, "initialising scan options")?;
         let columns = match &self.columns {
             Some(cols) => {
@@ -338,7 +482,11 @@ impl ScanSpec {
         if let Some(b) = self.batch_size {
             options.batch_size = b;
         }
-        Ok(BuiltScan { options, _columns: columns, _filter: filter })
+        Ok(BuiltScan {
+            options,
+            _columns: columns,
+            _filter: filter,
+        })
     }
 }
 
@@ -352,7 +500,9 @@ fn import_stream(stream: FFI_ArrowArrayStream) -> Result<Reader> {
 impl Dataset {
     pub fn version(&self) -> u64 {
         // SAFETY: live handle.
-        api().map(|api| unsafe { (api.lance_dataset_version)(self.raw) }).unwrap_or(0)
+        api()
+            .map(|api| unsafe { (api.lance_dataset_version)(self.raw) })
+            .unwrap_or(0)
     }
 
     pub fn count_rows(&self) -> Result<u64> {
@@ -383,6 +533,60 @@ impl Dataset {
         import_stream(stream)
     }
 
+    /// The vector-search splits of the snapshot (one per index segment, flat ones for the
+    /// rest) as serialized split bytes.
+    pub fn plan_search(&self, search: &VectorSearch) -> Result<Vec<Vec<u8>>> {
+        let api = api()?;
+        let column = c_string(&search.column, "the vector column")?;
+        let mut plan: Handle = ptr::null_mut();
+        // SAFETY: live handle and string.
+        let rc = unsafe {
+            (api.lance_dataset_plan_vector_search)(
+                self.raw,
+                column.as_ptr(),
+                search.metric,
+                search.use_index,
+                0,
+                &mut plan,
+            )
+        };
+        check(api, rc, "planning the vector search")?;
+        serialize_plan(api, plan)
+    }
+
+    /// The global top k: every split searched, the candidates merged (`lance_topk_merge`).
+    pub fn search(&self, search: &VectorSearch, spec: &ScanSpec) -> Result<Reader> {
+        let api = api()?;
+        let splits = self.plan_search(search)?;
+        let built = search.build(api, spec)?;
+        let mut streams: Vec<FFI_ArrowArrayStream> = Vec::new();
+        for bytes in &splits {
+            // SAFETY: borrowed bytes; the split is freed below, its stream stays valid.
+            let split = unsafe { (api.lance_split_deserialize)(bytes.as_ptr(), bytes.len()) };
+            if split.is_null() {
+                return Err(api::last_error(api, "reading a search split"));
+            }
+            let mut stream = FFI_ArrowArrayStream::empty();
+            let rc =
+                unsafe { (api.lance_split_search_v2)(self.raw, split, &built.query, &mut stream) };
+            unsafe { (api.lance_split_free)(split) };
+            check(api, rc, "searching a split")?;
+            streams.push(stream);
+        }
+        let mut out = FFI_ArrowArrayStream::empty();
+        // SAFETY: the merge takes every input stream (released also on failure); the Vec's
+        // elements are then moved-from memory that must not be released again.
+        let rc = unsafe {
+            (api.lance_topk_merge)(streams.as_mut_ptr(), streams.len(), search.k, 0, &mut out)
+        };
+        for s in streams.iter_mut() {
+            // the library took them: forget our copies without running their release
+            unsafe { std::ptr::write(s, FFI_ArrowArrayStream::empty()) };
+        }
+        check(api, rc, "merging the search results")?;
+        import_stream(out)
+    }
+
     /// The scan splits of the snapshot as serialized split bytes.
     pub fn plan_scan(&self, target_rows: u64) -> Result<Vec<Vec<u8>>> {
         let api = api()?;
@@ -390,33 +594,38 @@ impl Dataset {
         // SAFETY: live handle.
         let rc = unsafe { (api.lance_dataset_plan_scan)(self.raw, target_rows, &mut plan) };
         check(api, rc, "planning splits")?;
-        let mut out = Vec::new();
-        let mut failure = None;
-        // SAFETY: `plan` owned here, freed below; each split from `get` owned and freed.
-        unsafe {
-            for i in 0..(api.lance_split_plan_count)(plan) {
-                let split = (api.lance_split_plan_get)(plan, i);
-                if split.is_null() {
-                    failure = Some(api::last_error(api, "reading the split plan"));
-                    break;
-                }
-                let mut bytes: *mut u8 = ptr::null_mut();
-                let mut len = 0usize;
-                let rc = (api.lance_split_serialize)(split, &mut bytes, &mut len);
-                (api.lance_split_free)(split);
-                if rc != 0 {
-                    failure = Some(api::last_error(api, "serializing a split"));
-                    break;
-                }
-                out.push(std::slice::from_raw_parts(bytes, len).to_vec());
-                (api.lance_bytes_free)(bytes, len);
+        serialize_plan(api, plan)
+    }
+}
+
+/// Serialize every split of a plan (then freed) into bytes.
+fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut failure = None;
+    // SAFETY: `plan` owned here, freed below; each split from `get` owned and freed.
+    unsafe {
+        for i in 0..(api.lance_split_plan_count)(plan) {
+            let split = (api.lance_split_plan_get)(plan, i);
+            if split.is_null() {
+                failure = Some(api::last_error(api, "reading the split plan"));
+                break;
             }
-            (api.lance_split_plan_free)(plan);
+            let mut bytes: *mut u8 = ptr::null_mut();
+            let mut len = 0usize;
+            let rc = (api.lance_split_serialize)(split, &mut bytes, &mut len);
+            (api.lance_split_free)(split);
+            if rc != 0 {
+                failure = Some(api::last_error(api, "serializing a split"));
+                break;
+            }
+            out.push(std::slice::from_raw_parts(bytes, len).to_vec());
+            (api.lance_bytes_free)(bytes, len);
         }
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        (api.lance_split_plan_free)(plan);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
 }
 
@@ -432,23 +641,48 @@ impl OptStrs {
             .iter()
             .map(|s| s.as_deref().map(|s| c_string(s, what)).transpose())
             .collect::<Result<Vec<_>>>()?;
-        let ptrs = strings.iter().map(|s| s.as_ref().map_or(ptr::null(), |c| c.as_ptr())).collect();
-        Ok(OptStrs { _strings: strings, ptrs })
+        let ptrs = strings
+            .iter()
+            .map(|s| s.as_ref().map_or(ptr::null(), |c| c.as_ptr()))
+            .collect();
+        Ok(OptStrs {
+            _strings: strings,
+            ptrs,
+        })
     }
 }
 
 impl Dataset {
     /// `lance_dataset_aggregate`: group-by columns, then one column per measure.
-    pub fn aggregate(&self, group_by: &[String], measures: &[crate::substrait_plan::Measure], filter: Option<&str>) -> Result<Reader> {
+    pub fn aggregate(
+        &self,
+        group_by: &[String],
+        measures: &[crate::substrait_plan::Measure],
+        filter: Option<&str>,
+    ) -> Result<Reader> {
         let api = api()?;
         // SAFETY: zeroed then initialised by the library.
         let mut spec: api::AggregateSpec = unsafe { std::mem::zeroed() };
-        let rc = unsafe { (api.lance_aggregate_init_v2)(&mut spec, std::mem::size_of::<api::AggregateSpec>()) };
+        let rc = unsafe {
+            (api.lance_aggregate_init_v2)(&mut spec, std::mem::size_of::<api::AggregateSpec>())
+        };
         check(api, rc, "initialising an aggregate")?;
         let keys = CStrArray::new(group_by, "a group-by column")?;
         let functions: Vec<i32> = measures.iter().map(|m| m.function).collect();
-        let columns = OptStrs::new(&measures.iter().map(|m| m.column.clone()).collect::<Vec<_>>(), "a column name")?;
-        let expressions = OptStrs::new(&measures.iter().map(|m| m.expression.clone()).collect::<Vec<_>>(), "an expression")?;
+        let columns = OptStrs::new(
+            &measures
+                .iter()
+                .map(|m| m.column.clone())
+                .collect::<Vec<_>>(),
+            "a column name",
+        )?;
+        let expressions = OptStrs::new(
+            &measures
+                .iter()
+                .map(|m| m.expression.clone())
+                .collect::<Vec<_>>(),
+            "an expression",
+        )?;
         let filter = filter.map(|f| c_string(f, "the filter")).transpose()?;
         spec.group_by = keys.as_ptr();
         spec.num_group_by = keys.len();
@@ -459,14 +693,21 @@ impl Dataset {
         spec.filter_sql = filter.as_ref().map_or(ptr::null(), |f| f.as_ptr());
         let mut stream = FFI_ArrowArrayStream::empty();
         // SAFETY: every array lives until the call returns; the stream is ours after.
-        let rc = unsafe { (api.lance_dataset_aggregate)(self.raw, &spec, &mut stream, ptr::null_mut()) };
+        let rc =
+            unsafe { (api.lance_dataset_aggregate)(self.raw, &spec, &mut stream, ptr::null_mut()) };
         check(api, rc, "aggregating")?;
         import_stream(stream)
     }
 }
 
-/// Scan one serialized split on a worker with its own storage options.
-pub fn scan_split(split_bytes: &[u8], storage_options: &[String], spec: &ScanSpec) -> Result<Reader> {
+/// Run one serialized split on a worker with its own storage options: its scan, or its part of
+/// a vector search.
+pub fn run_split(
+    split_bytes: &[u8],
+    storage_options: &[String],
+    spec: &ScanSpec,
+    search: Option<&VectorSearch>,
+) -> Result<Reader> {
     let api = api()?;
     // SAFETY: borrowed bytes for the call.
     let split = unsafe { (api.lance_split_deserialize)(split_bytes.as_ptr(), split_bytes.len()) };
@@ -484,11 +725,23 @@ pub fn scan_split(split_bytes: &[u8], storage_options: &[String], spec: &ScanSpe
     }
     let dataset = Dataset { raw: dataset };
     let result = (|| {
-        let built = spec.build(api)?;
         let mut stream = FFI_ArrowArrayStream::empty();
         // SAFETY: live handles; the stream may outlive the dataset and split (documented).
-        let rc = unsafe { (api.lance_split_scan_v2)(dataset.raw, split, &built.options, &mut stream) };
-        check(api, rc, "scanning the partition")?;
+        let rc = match search {
+            Some(v) => {
+                let built = v.build(api, spec)?;
+                unsafe {
+                    (api.lance_split_search_v2)(dataset.raw, split, &built.query, &mut stream)
+                }
+            }
+            None => {
+                let built = spec.build(api)?;
+                unsafe {
+                    (api.lance_split_scan_v2)(dataset.raw, split, &built.options, &mut stream)
+                }
+            }
+        };
+        check(api, rc, "reading the partition")?;
         import_stream(stream)
     })();
     // SAFETY: owned split, freed once; streams of it stay valid.
@@ -497,29 +750,66 @@ pub fn scan_split(split_bytes: &[u8], storage_options: &[String], spec: &ScanSpe
 }
 
 /// Write `data` to the table at `uri` in one commit (append or overwrite).
-pub fn table_write(uri: &str, data: Reader, mode: i32, storage_options: &[String], settings: &WriteSettings) -> Result<api::WriteResult> {
+pub fn table_write(
+    uri: &str,
+    data: Reader,
+    mode: i32,
+    storage_options: &[String],
+    settings: &WriteSettings,
+) -> Result<api::WriteResult> {
     let api = api()?;
     let uri_c = c_string(uri, "the table location")?;
     let p = settings.build(api, mode, storage_options)?;
     let mut stream = FFI_ArrowArrayStream::new(data);
-    let mut result = api::WriteResult { struct_size: std::mem::size_of::<api::WriteResult>(), ..Default::default() };
+    let mut result = api::WriteResult {
+        struct_size: std::mem::size_of::<api::WriteResult>(),
+        ..Default::default()
+    };
     // SAFETY: the library takes `stream`; the rest is borrowed for the call.
-    let rc = unsafe { (api.lance_table_write)(uri_c.as_ptr(), ptr::null_mut(), &mut stream, &p.params, ptr::null_mut(), &mut result) };
+    let rc = unsafe {
+        (api.lance_table_write)(
+            uri_c.as_ptr(),
+            ptr::null_mut(),
+            &mut stream,
+            &p.params,
+            ptr::null_mut(),
+            &mut result,
+        )
+    };
     check(api, rc, "writing")?;
     Ok(result)
 }
 
 /// Stage a share of a write at `at` (the table's pinned version); returns its bytes.
-pub fn stage_write(uri: &str, at: &Dataset, data: Reader, mode: i32, storage_options: &[String]) -> Result<(Vec<u8>, u64)> {
+pub fn stage_write(
+    uri: &str,
+    at: &Dataset,
+    data: Reader,
+    mode: i32,
+    storage_options: &[String],
+) -> Result<(Vec<u8>, u64)> {
     let api = api()?;
     let uri_c = c_string(uri, "the table location")?;
     let p = WriteSettings::default().build(api, mode, storage_options)?;
     let mut stream = FFI_ArrowArrayStream::new(data);
     let mut bytes: *mut u8 = ptr::null_mut();
     let mut len = 0usize;
-    let mut result = api::WriteResult { struct_size: std::mem::size_of::<api::WriteResult>(), ..Default::default() };
+    let mut result = api::WriteResult {
+        struct_size: std::mem::size_of::<api::WriteResult>(),
+        ..Default::default()
+    };
     // SAFETY: the library takes `stream`; outputs are ours after success.
-    let rc = unsafe { (api.lance_table_stage_write)(uri_c.as_ptr(), at.raw, &mut stream, &p.params, &mut bytes, &mut len, &mut result) };
+    let rc = unsafe {
+        (api.lance_table_stage_write)(
+            uri_c.as_ptr(),
+            at.raw,
+            &mut stream,
+            &p.params,
+            &mut bytes,
+            &mut len,
+            &mut result,
+        )
+    };
     check(api, rc, "staging a write")?;
     // SAFETY: library-owned bytes copied, then freed once.
     let out = unsafe { std::slice::from_raw_parts(bytes, len).to_vec() };
@@ -528,16 +818,32 @@ pub fn stage_write(uri: &str, at: &Dataset, data: Reader, mode: i32, storage_opt
 }
 
 /// Commit staged shares of one table as one version.
-pub fn commit_shares(uri: &str, shares: &[Vec<u8>], storage_options: &[String], settings: &WriteSettings) -> Result<api::WriteResult> {
+pub fn commit_shares(
+    uri: &str,
+    shares: &[Vec<u8>],
+    storage_options: &[String],
+    settings: &WriteSettings,
+) -> Result<api::WriteResult> {
     let api = api()?;
     let uri_c = c_string(uri, "the table location")?;
     let p = settings.build(api, crate::api::WRITE_APPEND, storage_options)?;
     let ptrs: Vec<*const u8> = shares.iter().map(|s| s.as_ptr()).collect();
     let lens: Vec<usize> = shares.iter().map(|s| s.len()).collect();
-    let mut result = api::WriteResult { struct_size: std::mem::size_of::<api::WriteResult>(), ..Default::default() };
+    let mut result = api::WriteResult {
+        struct_size: std::mem::size_of::<api::WriteResult>(),
+        ..Default::default()
+    };
     // SAFETY: borrowed arrays for the call.
     let rc = unsafe {
-        (api.lance_table_commit)(uri_c.as_ptr(), ptrs.as_ptr(), lens.as_ptr(), shares.len(), &p.params, ptr::null_mut(), &mut result)
+        (api.lance_table_commit)(
+            uri_c.as_ptr(),
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            shares.len(),
+            &p.params,
+            ptr::null_mut(),
+            &mut result,
+        )
     };
     check(api, rc, "committing the staged writes")?;
     Ok(result)
@@ -551,6 +857,14 @@ pub fn abort_shares(shares: &[Vec<u8>], storage_options: &[String]) -> Result<()
     let options = CStrArray::new(storage_options, "a storage option")?;
     let mut deleted = 0u64;
     // SAFETY: borrowed arrays for the call.
-    let rc = unsafe { (api.lance_staged_write_abort)(ptrs.as_ptr(), lens.as_ptr(), shares.len(), options.as_ptr(), &mut deleted) };
+    let rc = unsafe {
+        (api.lance_staged_write_abort)(
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            shares.len(),
+            options.as_ptr(),
+            &mut deleted,
+        )
+    };
     check(api, rc, "discarding the staged writes")
 }

@@ -12,8 +12,8 @@ use adbc_core::error::Result;
 use adbc_core::options::{InfoCode, ObjectDepth};
 use adbc_core::schemas;
 use arrow_array::{
-    new_empty_array, new_null_array, ArrayRef, BooleanArray, Int16Array, Int32Array, Int64Array, ListArray,
-    RecordBatch, RecordBatchIterator, StringArray, StructArray, UInt32Array, UnionArray,
+    new_empty_array, new_null_array, ArrayRef, BooleanArray, Int16Array, Int32Array, Int64Array,
+    ListArray, RecordBatch, RecordBatchIterator, StringArray, StructArray, UInt32Array, UnionArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema};
@@ -49,7 +49,10 @@ pub fn like(pattern: Option<&str>, value: &str) -> bool {
     }
     match pattern {
         None => true,
-        Some(p) => go(&p.chars().collect::<Vec<_>>(), &value.chars().collect::<Vec<_>>()),
+        Some(p) => go(
+            &p.chars().collect::<Vec<_>>(),
+            &value.chars().collect::<Vec<_>>(),
+        ),
     }
 }
 
@@ -57,7 +60,13 @@ pub fn like(pattern: Option<&str>, value: &str) -> bool {
 pub fn schema_name(parts: &[String]) -> String {
     parts
         .iter()
-        .map(|p| if p.contains('.') || p.contains('"') { format!("\"{}\"", p.replace('"', "\"\"")) } else { p.clone() })
+        .map(|p| {
+            if p.contains('.') || p.contains('"') {
+                format!("\"{}\"", p.replace('"', "\"\""))
+            } else {
+                p.clone()
+            }
+        })
         .collect::<Vec<_>>()
         .join(".")
 }
@@ -81,7 +90,9 @@ pub fn collect(
     }
     let want_tables = !matches!(depth, ObjectDepth::Schemas);
     let want_columns = matches!(depth, ObjectDepth::All | ObjectDepth::Columns);
-    let type_ok = table_types.map(|types| types.iter().any(|t| t.eq_ignore_ascii_case("table"))).unwrap_or(true);
+    let type_ok = table_types
+        .map(|types| types.iter().any(|t| t.eq_ignore_ascii_case("table")))
+        .unwrap_or(true);
     let mut paths = vec![Vec::new()];
     paths.extend(catalog.list_namespaces()?);
     let mut out = Vec::new();
@@ -96,22 +107,39 @@ pub fn collect(
         }
         let tables = if want_tables {
             let mut tables = Vec::new();
-            for table in names.into_iter().filter(|t| type_ok && like(table_filter, t)) {
+            for table in names
+                .into_iter()
+                .filter(|t| type_ok && like(table_filter, t))
+            {
                 let columns = if want_columns {
-                    let dataset = catalog.open_table(&TableRef { namespace: path.clone(), name: table.clone() }, 0, None)?;
+                    let dataset = catalog.open_table(
+                        &TableRef {
+                            namespace: path.clone(),
+                            name: table.clone(),
+                        },
+                        0,
+                        None,
+                    )?;
                     let schema = dataset.schema()?;
                     Some(
                         schema
                             .fields()
                             .iter()
                             .enumerate()
-                            .map(|(i, f)| ColumnEntry { name: f.name().clone(), ordinal: i as i32 + 1, nullable: f.is_nullable() })
+                            .map(|(i, f)| ColumnEntry {
+                                name: f.name().clone(),
+                                ordinal: i as i32 + 1,
+                                nullable: f.is_nullable(),
+                            })
                             .collect(),
                     )
                 } else {
                     None
                 };
-                tables.push(TableEntry { name: table, columns });
+                tables.push(TableEntry {
+                    name: table,
+                    columns,
+                });
             }
             Some(tables)
         } else {
@@ -125,7 +153,10 @@ pub fn collect(
             for t in s.tables.iter_mut().flatten() {
                 if let Some(cols) = t.columns.as_mut() {
                     let kept: Vec<ColumnEntry> = std::mem::take(cols);
-                    *cols = kept.into_iter().filter(|c| like(Some(pattern), &c.name)).collect();
+                    *cols = kept
+                        .into_iter()
+                        .filter(|c| like(Some(pattern), &c.name))
+                        .collect();
                 }
             }
         }
@@ -143,11 +174,18 @@ fn struct_fields(dt: &DataType) -> Fields {
 fn list_of(item: &DataType, lengths: &[Option<usize>], values: ArrayRef) -> Result<ListArray> {
     let offsets = OffsetBuffer::from_lengths(lengths.iter().map(|l| l.unwrap_or(0)));
     let nulls = if lengths.iter().any(|l| l.is_none()) {
-        Some(NullBuffer::from(lengths.iter().map(|l| l.is_some()).collect::<Vec<_>>()))
+        Some(NullBuffer::from(
+            lengths.iter().map(|l| l.is_some()).collect::<Vec<_>>(),
+        ))
     } else {
         None
     };
-    Ok(ListArray::try_new(Arc::new(Field::new_list_field(item.clone(), true)), offsets, values, nulls)?)
+    Ok(ListArray::try_new(
+        Arc::new(Field::new_list_field(item.clone(), true)),
+        offsets,
+        values,
+        nulls,
+    )?)
 }
 
 fn columns_array(cols: &[&ColumnEntry]) -> Result<ArrayRef> {
@@ -156,12 +194,22 @@ fn columns_array(cols: &[&ColumnEntry]) -> Result<ArrayRef> {
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for f in fields.iter() {
         let a: ArrayRef = match f.name().as_str() {
-            "column_name" => Arc::new(StringArray::from_iter_values(cols.iter().map(|c| c.name.as_str()))),
-            "ordinal_position" => Arc::new(Int32Array::from_iter_values(cols.iter().map(|c| c.ordinal))),
-            "xdbc_nullable" => Arc::new(Int16Array::from_iter_values(cols.iter().map(|c| c.nullable as i16))),
-            "xdbc_is_nullable" => {
-                Arc::new(StringArray::from_iter_values(cols.iter().map(|c| if c.nullable { "YES" } else { "NO" })))
+            "column_name" => Arc::new(StringArray::from_iter_values(
+                cols.iter().map(|c| c.name.as_str()),
+            )),
+            "ordinal_position" => {
+                Arc::new(Int32Array::from_iter_values(cols.iter().map(|c| c.ordinal)))
             }
+            "xdbc_nullable" => Arc::new(Int16Array::from_iter_values(
+                cols.iter().map(|c| c.nullable as i16),
+            )),
+            "xdbc_is_nullable" => Arc::new(StringArray::from_iter_values(cols.iter().map(|c| {
+                if c.nullable {
+                    "YES"
+                } else {
+                    "NO"
+                }
+            }))),
             _ => new_null_array(f.data_type(), n),
         };
         arrays.push(a);
@@ -170,7 +218,11 @@ fn columns_array(cols: &[&ColumnEntry]) -> Result<ArrayRef> {
 }
 
 /// The `GetObjects` result for one catalog (or none when the filter excludes it).
-pub fn objects_reader(catalog_name: &str, schemas_list: Option<Vec<SchemaEntry>>, depth: ObjectDepth) -> Result<Reader> {
+pub fn objects_reader(
+    catalog_name: &str,
+    schemas_list: Option<Vec<SchemaEntry>>,
+    depth: ObjectDepth,
+) -> Result<Reader> {
     let schema = schemas::GET_OBJECTS_SCHEMA.clone();
     let Some(schema_entries) = schemas_list else {
         let empty = RecordBatch::new_empty(schema.clone());
@@ -207,14 +259,26 @@ pub fn objects_reader(catalog_name: &str, schemas_list: Option<Vec<SchemaEntry>>
         DataType::List(f) => f.data_type().clone(),
         _ => unreachable!(),
     };
-    let constraint_lens: Vec<Option<usize>> = (0..n_tables).map(|_| if with_constraints { Some(0) } else { None }).collect();
+    let constraint_lens: Vec<Option<usize>> = (0..n_tables)
+        .map(|_| if with_constraints { Some(0) } else { None })
+        .collect();
     let tables = StructArray::try_new(
         table_fields,
         vec![
             Arc::new(StringArray::from_iter_values(table_names.iter())),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n("TABLE", n_tables))),
-            Arc::new(list_of(&schemas::COLUMN_SCHEMA, &table_col_lens, col_values)?),
-            Arc::new(list_of(&constraints_item, &constraint_lens, new_empty_array(&constraints_item))?),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                "TABLE", n_tables,
+            ))),
+            Arc::new(list_of(
+                &schemas::COLUMN_SCHEMA,
+                &table_col_lens,
+                col_values,
+            )?),
+            Arc::new(list_of(
+                &constraints_item,
+                &constraint_lens,
+                new_empty_array(&constraints_item),
+            )?),
         ],
         None,
     )?;
@@ -222,17 +286,31 @@ pub fn objects_reader(catalog_name: &str, schemas_list: Option<Vec<SchemaEntry>>
     let db_schemas = StructArray::try_new(
         schema_fields,
         vec![
-            Arc::new(StringArray::from_iter_values(schema_entries.iter().map(|s| s.name.as_str()))),
-            Arc::new(list_of(&schemas::TABLE_SCHEMA, &schema_table_lens, Arc::new(tables))?),
+            Arc::new(StringArray::from_iter_values(
+                schema_entries.iter().map(|s| s.name.as_str()),
+            )),
+            Arc::new(list_of(
+                &schemas::TABLE_SCHEMA,
+                &schema_table_lens,
+                Arc::new(tables),
+            )?),
         ],
         None,
     )?;
-    let catalog_lens = [if matches!(depth, ObjectDepth::Catalogs) { None } else { Some(schema_entries.len()) }];
+    let catalog_lens = [if matches!(depth, ObjectDepth::Catalogs) {
+        None
+    } else {
+        Some(schema_entries.len())
+    }];
     let batch = RecordBatch::try_new(
         schema.clone(),
         vec![
             Arc::new(StringArray::from(vec![catalog_name])),
-            Arc::new(list_of(&schemas::OBJECTS_DB_SCHEMA_SCHEMA, &catalog_lens, Arc::new(db_schemas))?),
+            Arc::new(list_of(
+                &schemas::OBJECTS_DB_SCHEMA_SCHEMA,
+                &catalog_lens,
+                Arc::new(db_schemas),
+            )?),
         ],
     )?;
     Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
@@ -240,7 +318,10 @@ pub fn objects_reader(catalog_name: &str, schemas_list: Option<Vec<SchemaEntry>>
 
 pub fn table_types_reader() -> Result<Reader> {
     let schema = schemas::GET_TABLE_TYPES_SCHEMA.clone();
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec!["TABLE"]))])?;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(StringArray::from(vec!["TABLE"]))],
+    )?;
     Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
 }
 
@@ -253,17 +334,30 @@ enum InfoValue {
 pub fn info_reader(codes: Option<HashSet<InfoCode>>, library_version: &str) -> Result<Reader> {
     let all: Vec<(InfoCode, InfoValue)> = vec![
         (InfoCode::VendorName, InfoValue::Text("lance-host".into())),
-        (InfoCode::VendorVersion, InfoValue::Text(library_version.into())),
+        (
+            InfoCode::VendorVersion,
+            InfoValue::Text(library_version.into()),
+        ),
         (InfoCode::VendorArrowVersion, InfoValue::Text("58".into())),
-        (InfoCode::DriverName, InfoValue::Text("lance-host ADBC driver".into())),
-        (InfoCode::DriverVersion, InfoValue::Text(env!("CARGO_PKG_VERSION").into())),
+        (
+            InfoCode::DriverName,
+            InfoValue::Text("lance-host ADBC driver".into()),
+        ),
+        (
+            InfoCode::DriverVersion,
+            InfoValue::Text(env!("CARGO_PKG_VERSION").into()),
+        ),
         (InfoCode::DriverArrowVersion, InfoValue::Text("58".into())),
         (InfoCode::DriverAdbcVersion, InfoValue::Int(1_001_000)),
     ];
-    let chosen: Vec<&(InfoCode, InfoValue)> =
-        all.iter().filter(|(code, _)| codes.as_ref().map(|c| c.contains(code)).unwrap_or(true)).collect();
+    let chosen: Vec<&(InfoCode, InfoValue)> = all
+        .iter()
+        .filter(|(code, _)| codes.as_ref().map(|c| c.contains(code)).unwrap_or(true))
+        .collect();
     let schema = schemas::GET_INFO_SCHEMA.clone();
-    let DataType::Union(union_fields, _) = schema.field(1).data_type().clone() else { unreachable!() };
+    let DataType::Union(union_fields, _) = schema.field(1).data_type().clone() else {
+        unreachable!()
+    };
     let mut type_ids = Vec::new();
     let mut offsets = Vec::new();
     let mut texts = Vec::new();
@@ -291,7 +385,12 @@ pub fn info_reader(codes: Option<HashSet<InfoCode>>, library_version: &str) -> R
             _ => new_empty_array(f.data_type()),
         })
         .collect();
-    let values = UnionArray::try_new(union_fields, ScalarBuffer::from(type_ids), Some(ScalarBuffer::from(offsets)), children)?;
+    let values = UnionArray::try_new(
+        union_fields,
+        ScalarBuffer::from(type_ids),
+        Some(ScalarBuffer::from(offsets)),
+        children,
+    )?;
     let names = UInt32Array::from_iter_values(chosen.iter().map(|(code, _)| u32::from(code)));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(names), Arc::new(values)])?;
     Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
@@ -307,7 +406,12 @@ pub fn project(schema: &Schema, columns: Option<&Vec<String>>) -> Result<Schema>
                 let f = schema.field_with_name(c).map_err(|_| {
                     crate::api::invalid(format!(
                         "unknown column `{c}`; the table has: {}",
-                        schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ))
                 })?;
                 fields.push(f.clone());
@@ -334,17 +438,38 @@ mod tests {
     #[test]
     fn get_objects_shape() {
         let cols = vec![
-            ColumnEntry { name: "a".into(), ordinal: 1, nullable: true },
-            ColumnEntry { name: "b".into(), ordinal: 2, nullable: false },
+            ColumnEntry {
+                name: "a".into(),
+                ordinal: 1,
+                nullable: true,
+            },
+            ColumnEntry {
+                name: "b".into(),
+                ordinal: 2,
+                nullable: false,
+            },
         ];
         let entries = vec![
-            SchemaEntry { name: "".into(), tables: Some(vec![TableEntry { name: "t".into(), columns: Some(cols) }]) },
-            SchemaEntry { name: "ns".into(), tables: Some(vec![]) },
+            SchemaEntry {
+                name: "".into(),
+                tables: Some(vec![TableEntry {
+                    name: "t".into(),
+                    columns: Some(cols),
+                }]),
+            },
+            SchemaEntry {
+                name: "ns".into(),
+                tables: Some(vec![]),
+            },
         ];
         let mut reader = objects_reader("lance", Some(entries), ObjectDepth::All).unwrap();
         let batch = reader.next().unwrap().unwrap();
         assert_eq!(batch.schema(), schemas::GET_OBJECTS_SCHEMA.clone());
-        let lists = batch.column(1).as_any().downcast_ref::<ListArray>().unwrap();
+        let lists = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<ListArray>()
+            .unwrap();
         assert_eq!(lists.value(0).len(), 2);
     }
 }

@@ -1,15 +1,18 @@
 //! Partition descriptors: what `ExecutePartitions` hands out and `ReadPartition` reads, in any
 //! process. A descriptor names the table in the catalog (the reader describes it through its
-//! own connection's catalog for credentials), carries the scan (columns, filter) and one
-//! lance-host split (URI, pinned version, fragments; never credentials).
+//! own connection's catalog for credentials), carries the scan (columns, filter), the vector
+//! search of a search split, and one lance-host split (URI, pinned version, fragments or index
+//! segment; never credentials).
 //!
 //! Layout (little-endian): `LHADBC` `0x01`, the namespace parts, the table name, the columns
-//! (flag, then the names), the filter (flag, then the text), the split bytes — strings and byte
+//! (flag, then the names), the filter (flag, then the text), the vector search (flag; column, k
+//! u64, metric i32, nprobes u32, refine u32, use_index u8, the f32 vector), the split bytes —
+//! strings and byte
 //! runs as u32 length + bytes — then an FNV-1a 64 checksum of everything before it.
 
 use adbc_core::error::{Error, Result, Status};
 
-use crate::handles::{ScanSpec, TableRef};
+use crate::handles::{ScanSpec, TableRef, VectorSearch};
 
 const MAGIC: &[u8] = b"LHADBC\x01";
 
@@ -17,6 +20,8 @@ const MAGIC: &[u8] = b"LHADBC\x01";
 pub struct Partition {
     pub table: TableRef,
     pub spec: ScanSpec,
+    /// A vector search the split runs (a search split), or None (a scan split).
+    pub search: Option<VectorSearch>,
     pub split: Vec<u8>,
 }
 
@@ -60,6 +65,20 @@ impl Partition {
             }
             None => out.push(0),
         }
+        match &self.search {
+            Some(v) => {
+                out.push(1);
+                put(&mut out, v.column.as_bytes());
+                out.extend_from_slice(&v.k.to_le_bytes());
+                out.extend_from_slice(&v.metric.to_le_bytes());
+                out.extend_from_slice(&v.nprobes.to_le_bytes());
+                out.extend_from_slice(&v.refine_factor.to_le_bytes());
+                out.push(v.use_index as u8);
+                let floats: Vec<u8> = v.vector.iter().flat_map(|f| f.to_le_bytes()).collect();
+                put(&mut out, &floats);
+            }
+            None => out.push(0),
+        }
         put(&mut out, &self.split);
         let sum = fnv1a(&out);
         out.extend_from_slice(&sum.to_le_bytes());
@@ -68,7 +87,10 @@ impl Partition {
 
     pub fn decode(bytes: &[u8]) -> Result<Partition> {
         let corrupt = |what: &str| {
-            Error::with_message_and_status(format!("lance-host ADBC: not a partition of this driver ({what})"), Status::InvalidData)
+            Error::with_message_and_status(
+                format!("lance-host ADBC: not a partition of this driver ({what})"),
+                Status::InvalidData,
+            )
         };
         if bytes.len() < MAGIC.len() + 8 || !bytes.starts_with(MAGIC) {
             if bytes.starts_with(b"LHADBC") {
@@ -83,7 +105,9 @@ impl Partition {
         if fnv1a(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
             return Err(corrupt("checksum mismatch: truncated or damaged bytes"));
         }
-        let mut r = Cursor { bytes: &body[MAGIC.len()..] };
+        let mut r = Cursor {
+            bytes: &body[MAGIC.len()..],
+        };
         let namespace = r.strings().ok_or_else(|| corrupt("namespace"))?;
         let name = r.string().ok_or_else(|| corrupt("table name"))?;
         let columns = match r.byte().ok_or_else(|| corrupt("columns"))? {
@@ -96,13 +120,64 @@ impl Partition {
             1 => Some(r.string().ok_or_else(|| corrupt("filter"))?),
             _ => return Err(corrupt("filter flag")),
         };
+        let search = match r.byte().ok_or_else(|| corrupt("search"))? {
+            0 => None,
+            1 => {
+                let column = r.string().ok_or_else(|| corrupt("search column"))?;
+                let k =
+                    u64::from_le_bytes(r.take(8).ok_or_else(|| corrupt("k"))?.try_into().unwrap());
+                let metric = i32::from_le_bytes(
+                    r.take(4)
+                        .ok_or_else(|| corrupt("metric"))?
+                        .try_into()
+                        .unwrap(),
+                );
+                let nprobes = u32::from_le_bytes(
+                    r.take(4)
+                        .ok_or_else(|| corrupt("nprobes"))?
+                        .try_into()
+                        .unwrap(),
+                );
+                let refine_factor = u32::from_le_bytes(
+                    r.take(4)
+                        .ok_or_else(|| corrupt("refine"))?
+                        .try_into()
+                        .unwrap(),
+                );
+                let use_index = r.byte().ok_or_else(|| corrupt("use_index"))? != 0;
+                let floats = r.run().ok_or_else(|| corrupt("vector"))?;
+                if floats.len() % 4 != 0 {
+                    return Err(corrupt("vector"));
+                }
+                let vector = floats
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
+                Some(VectorSearch {
+                    column,
+                    vector,
+                    k,
+                    metric,
+                    nprobes,
+                    refine_factor,
+                    use_index,
+                })
+            }
+            _ => return Err(corrupt("search flag")),
+        };
         let split = r.run().ok_or_else(|| corrupt("split"))?.to_vec();
         if !r.bytes.is_empty() {
             return Err(corrupt("trailing bytes"));
         }
         Ok(Partition {
             table: TableRef { namespace, name },
-            spec: ScanSpec { columns, filter, limit: None, batch_size: None },
+            spec: ScanSpec {
+                columns,
+                filter,
+                limit: None,
+                batch_size: None,
+            },
+            search,
             split,
         })
     }
@@ -117,6 +192,14 @@ impl<'a> Cursor<'a> {
         let (b, rest) = self.bytes.split_first()?;
         self.bytes = rest;
         Some(*b)
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.bytes.len() < n {
+            return None;
+        }
+        let (run, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Some(run)
     }
     fn u32(&mut self) -> Option<usize> {
         if self.bytes.len() < 4 {
@@ -154,17 +237,40 @@ mod tests {
     #[test]
     fn round_trip_and_damage() {
         let p = Partition {
-            table: TableRef { namespace: vec!["a".into(), "b c".into()], name: "t\u{e9}".into() },
-            spec: ScanSpec { columns: Some(vec!["x".into()]), filter: Some("x > 1".into()), limit: None, batch_size: None },
+            table: TableRef {
+                namespace: vec!["a".into(), "b c".into()],
+                name: "t\u{e9}".into(),
+            },
+            spec: ScanSpec {
+                columns: Some(vec!["x".into()]),
+                filter: Some("x > 1".into()),
+                limit: None,
+                batch_size: None,
+            },
+            search: Some(VectorSearch {
+                column: "v".into(),
+                vector: vec![0.5, -1.0, f32::MIN_POSITIVE],
+                k: 7,
+                metric: 2,
+                nprobes: 3,
+                refine_factor: 4,
+                use_index: false,
+            }),
             split: vec![1, 2, 3, 0, 255],
         };
         let bytes = p.encode();
         assert_eq!(Partition::decode(&bytes).unwrap(), p);
         for cut in 0..bytes.len() {
-            assert!(Partition::decode(&bytes[..cut]).is_err(), "truncated at {cut}");
+            assert!(
+                Partition::decode(&bytes[..cut]).is_err(),
+                "truncated at {cut}"
+            );
         }
         let mut flipped = bytes.clone();
         flipped[12] ^= 0x40;
-        assert_eq!(Partition::decode(&flipped).unwrap_err().status, Status::InvalidData);
+        assert_eq!(
+            Partition::decode(&flipped).unwrap_err().status,
+            Status::InvalidData
+        );
     }
 }

@@ -67,7 +67,10 @@ fn is_word(c: u8) -> bool {
 
 pub fn parse(sql: &str) -> Result<Query> {
     let text = sql.trim().trim_end_matches(';').trim();
-    for unsupported in ["GROUP", "ORDER", "JOIN", "UNION", "HAVING", "OFFSET", "WITH", "DISTINCT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP"] {
+    for unsupported in [
+        "GROUP", "ORDER", "JOIN", "UNION", "HAVING", "OFFSET", "WITH", "DISTINCT", "INSERT",
+        "UPDATE", "DELETE", "CREATE", "DROP",
+    ] {
         if !find_keyword(text, unsupported).is_empty() {
             return Err(not_implemented(format!(
                 "lance-host ADBC SQL: `{unsupported}` is not supported; accepted: SELECT * | columns FROM table [WHERE condition] [LIMIT n]"
@@ -84,12 +87,18 @@ pub fn parse(sql: &str) -> Result<Query> {
     let from = match from.as_slice() {
         [one] => *one,
         [] => return Err(invalid("lance-host ADBC SQL: SELECT without FROM")),
-        _ => return Err(not_implemented("lance-host ADBC SQL: subqueries are not supported")),
+        _ => {
+            return Err(not_implemented(
+                "lance-host ADBC SQL: subqueries are not supported",
+            ))
+        }
     };
     let wheres = find_keyword(text, "WHERE");
     let limits = find_keyword(text, "LIMIT");
     if wheres.len() > 1 || limits.len() > 1 {
-        return Err(not_implemented("lance-host ADBC SQL: subqueries are not supported"));
+        return Err(not_implemented(
+            "lance-host ADBC SQL: subqueries are not supported",
+        ));
     }
     let where_at = wheres.first().copied();
     let limit_at = limits.first().copied();
@@ -99,17 +108,25 @@ pub fn parse(sql: &str) -> Result<Query> {
         }
     }
     if where_at.is_some_and(|w| w < from) || limit_at.is_some_and(|l| l < from) {
-        return Err(invalid("lance-host ADBC SQL: WHERE and LIMIT come after FROM"));
+        return Err(invalid(
+            "lance-host ADBC SQL: WHERE and LIMIT come after FROM",
+        ));
     }
     let select_list = text["SELECT".len()..from].trim();
     let table_end = where_at.or(limit_at).unwrap_or(text.len());
     let table_text = text[from + "FROM".len()..table_end].trim();
-    let filter = where_at.map(|w| text[w + "WHERE".len()..limit_at.unwrap_or(text.len())].trim().to_string());
+    let filter = where_at.map(|w| {
+        text[w + "WHERE".len()..limit_at.unwrap_or(text.len())]
+            .trim()
+            .to_string()
+    });
     let limit = match limit_at {
         Some(l) => {
             let n = text[l + "LIMIT".len()..].trim();
             Some(n.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
-                invalid(format!("lance-host ADBC SQL: LIMIT takes a non-negative integer, not `{n}`"))
+                invalid(format!(
+                    "lance-host ADBC SQL: LIMIT takes a non-negative integer, not `{n}`"
+                ))
             })?)
         }
         None => None,
@@ -126,7 +143,9 @@ pub fn parse(sql: &str) -> Result<Query> {
         let mut cols = Vec::new();
         for item in split_top_level_commas(select_list) {
             let item = item.trim();
-            let parts = split_identifier(item).ok().filter(|p| p.len() == 1 && is_identifier(item));
+            let parts = split_identifier(item)
+                .ok()
+                .filter(|p| p.len() == 1 && is_identifier(item));
             match parts {
                 Some(mut p) => cols.push(p.remove(0)),
                 None => {
@@ -138,11 +157,21 @@ pub fn parse(sql: &str) -> Result<Query> {
         }
         Some(cols)
     };
-    if table_text.is_empty() || table_text.contains(',') || (table_text.contains(char::is_whitespace) && !table_text.contains('"')) {
-        return Err(not_implemented(format!("lance-host ADBC SQL: FROM takes one table name, not `{table_text}`")));
+    if table_text.is_empty()
+        || table_text.contains(',')
+        || (table_text.contains(char::is_whitespace) && !table_text.contains('"'))
+    {
+        return Err(not_implemented(format!(
+            "lance-host ADBC SQL: FROM takes one table name, not `{table_text}`"
+        )));
     }
     let table = TableRef::parse(table_text)?;
-    Ok(Query { table, columns, filter, limit })
+    Ok(Query {
+        table,
+        columns,
+        filter,
+        limit,
+    })
 }
 
 fn is_identifier(item: &str) -> bool {
@@ -184,8 +213,15 @@ mod tests {
 
     #[test]
     fn accepts_the_subset() {
-        let q = parse("select id, \"Name\" FROM ns.t WHERE id > 3 AND s = 'a where b' limit 10;").unwrap();
-        assert_eq!(q.table, TableRef { namespace: vec!["ns".into()], name: "t".into() });
+        let q = parse("select id, \"Name\" FROM ns.t WHERE id > 3 AND s = 'a where b' limit 10;")
+            .unwrap();
+        assert_eq!(
+            q.table,
+            TableRef {
+                namespace: vec!["ns".into()],
+                name: "t".into()
+            }
+        );
         assert_eq!(q.columns, Some(vec!["id".to_string(), "Name".to_string()]));
         assert_eq!(q.filter.as_deref(), Some("id > 3 AND s = 'a where b'"));
         assert_eq!(q.limit, Some(10));

@@ -16,7 +16,13 @@
 //!   `lance_host.ingest.share` (bytes) and commit shares of all workers in one statement that
 //!   sets `lance_host.ingest.add_share` (bytes) once per share and executes with no data bound;
 //! - `lance_host.statement_id`, `lance_host.commit_message` — for the commit (a retried commit
-//!   with the same statement id commits once).
+//!   with the same statement id commits once);
+//! - `lance_host.vector.column` and `lance_host.vector.query` (comma-separated numbers, or
+//!   little-endian float32 bytes) make the query a vector search of the table (its columns and
+//!   filter, as a prefilter, apply), with `lance_host.vector.k` (default 10), `.nprobes`,
+//!   `.refine`, `.metric` (`l2`, `cosine`, `dot`, `hamming`) and `.use_index` (`false`: exact);
+//!   `ExecuteQuery` returns the global top k, `ExecutePartitions` one partition per index
+//!   segment (and flat pieces for unindexed fragments) whose rows merge by `_distance`.
 //!
 //! A statement does one thing at a time: setting a SQL query drops an ingest target and
 //! `lance_host.table` with its columns, filter and limit; setting either of those drops the SQL.
@@ -33,7 +39,7 @@ use arrow_schema::Schema;
 
 use crate::api::{self, invalid, invalid_state, not_implemented};
 use crate::driver::{not_found_option, option_string, Pending, Shared};
-use crate::handles::{self, Reader, ScanSpec, TableRef, WriteSettings};
+use crate::handles::{self, Reader, ScanSpec, TableRef, VectorSearch, WriteSettings};
 use crate::objects;
 use crate::partition::Partition;
 use crate::sql;
@@ -42,7 +48,8 @@ use crate::substrait_plan::{self, PlanQuery, Shape};
 const KNOWN: &str = "adbc.ingest.target_table, adbc.ingest.target_db_schema, adbc.ingest.target_catalog, adbc.ingest.mode, \
 lance_host.table, lance_host.columns, lance_host.filter, lance_host.limit, lance_host.version, lance_host.branch, \
 lance_host.batch_size, lance_host.partition_rows, lance_host.ingest.stage, lance_host.ingest.add_share, \
-lance_host.statement_id, lance_host.commit_message";
+lance_host.statement_id, lance_host.commit_message, lance_host.vector.column, lance_host.vector.query, \
+lance_host.vector.k, lance_host.vector.nprobes, lance_host.vector.refine, lance_host.vector.metric, lance_host.vector.use_index";
 
 pub struct LanceHostStatement {
     shared: Arc<Shared>,
@@ -64,10 +71,61 @@ pub struct LanceHostStatement {
     shares_to_commit: Vec<Vec<u8>>,
     settings: WriteSettings,
     bound: Option<Reader>,
+    vector: VectorOptions,
+}
+
+/// The `lance_host.vector.*` options.
+struct VectorOptions {
+    column: Option<String>,
+    query: Option<Vec<f32>>,
+    k: u64,
+    metric: i32,
+    nprobes: u32,
+    refine_factor: u32,
+    use_index: bool,
+}
+
+impl Default for VectorOptions {
+    fn default() -> Self {
+        VectorOptions {
+            column: None,
+            query: None,
+            k: 10,
+            metric: 0,
+            nprobes: 0,
+            refine_factor: 0,
+            use_index: true,
+        }
+    }
+}
+
+fn parse_vector(text: &str, key: &str) -> Result<Vec<f32>> {
+    let values = text
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|v| v.trim().parse::<f32>())
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| {
+            invalid(format!(
+                "option `{key}` takes comma-separated numbers (or float32 bytes), not `{text}`"
+            ))
+        })?;
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return Err(invalid(format!(
+            "option `{key}`: the query vector must be finite numbers"
+        )));
+    }
+    Ok(values)
 }
 
 fn parse_u64(v: &str, key: &str) -> Result<u64> {
-    v.trim().parse::<u64>().map_err(|_| invalid(format!("option `{key}` takes a non-negative integer, not `{v}`")))
+    v.trim().parse::<u64>().map_err(|_| {
+        invalid(format!(
+            "option `{key}` takes a non-negative integer, not `{v}`"
+        ))
+    })
 }
 
 impl LanceHostStatement {
@@ -92,6 +150,7 @@ impl LanceHostStatement {
             shares_to_commit: Vec::new(),
             settings: WriteSettings::default(),
             bound: None,
+            vector: VectorOptions::default(),
         }
     }
 
@@ -100,7 +159,9 @@ impl LanceHostStatement {
     fn query(&self) -> Result<(TableRef, ScanSpec)> {
         if let Some(plan) = &self.plan {
             let Shape::Scan { columns } = &plan.shape else {
-                return Err(invalid_state("lance-host ADBC: an aggregate plan is not a scan"));
+                return Err(invalid_state(
+                    "lance-host ADBC: an aggregate plan is not a scan",
+                ));
             };
             let spec = ScanSpec {
                 columns: Some(columns.clone()),
@@ -152,11 +213,63 @@ impl LanceHostStatement {
             };
         }
         let (table, spec) = self.query()?;
+        if let Some(search) = self.vector_search()? {
+            if spec.limit.is_some() {
+                return Err(invalid("lance-host ADBC: a vector search returns `lance_host.vector.k` rows; a LIMIT does not apply"));
+            }
+            return self.open(&table)?.search(&search, &spec);
+        }
         self.open(&table)?.scan(&spec)
     }
 
+    /// The statement's vector search, when `lance_host.vector.column` or `.query` is set.
+    fn vector_search(&self) -> Result<Option<VectorSearch>> {
+        let v = &self.vector;
+        match (&v.column, &v.query) {
+            (None, None) => Ok(None),
+            (Some(column), Some(query)) => {
+                if self.plan.is_some() {
+                    return Err(not_implemented("lance-host ADBC: a vector search with a Substrait plan"));
+                }
+                Ok(Some(VectorSearch {
+                    column: column.clone(),
+                    vector: query.clone(),
+                    k: v.k,
+                    metric: v.metric,
+                    nprobes: v.nprobes,
+                    refine_factor: v.refine_factor,
+                    use_index: v.use_index,
+                }))
+            }
+            _ => Err(invalid("lance-host ADBC: a vector search needs both `lance_host.vector.column` and `lance_host.vector.query`")),
+        }
+    }
+
+    /// The schema of a search's rows: the projected columns, `_distance`, `_rowid`.
+    fn search_schema(&self, dataset: &handles::Dataset, spec: &ScanSpec) -> Result<Schema> {
+        let projected = objects::project(&dataset.schema()?, spec.columns.as_ref())?;
+        let mut fields: Vec<arrow_schema::Field> = projected
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(arrow_schema::Field::new(
+            "_distance",
+            arrow_schema::DataType::Float32,
+            true,
+        ));
+        fields.push(arrow_schema::Field::new(
+            "_rowid",
+            arrow_schema::DataType::UInt64,
+            true,
+        ));
+        Ok(Schema::new(fields))
+    }
+
     fn open(&self, table: &TableRef) -> Result<handles::Dataset> {
-        self.shared.catalog.open_table(table, self.version, self.branch.as_deref())
+        self.shared
+            .catalog
+            .open_table(table, self.version, self.branch.as_deref())
     }
 
     fn ingest_target(&self) -> Result<Option<TableRef>> {
@@ -164,7 +277,11 @@ impl LanceHostStatement {
             None => Ok(None),
             Some(t) => {
                 let table = TableRef::with_schema(self.ingest_schema.as_deref(), t)?;
-                Ok(Some(if self.ingest_schema.is_some() { table } else { self.shared.resolve(table) }))
+                Ok(Some(if self.ingest_schema.is_some() {
+                    table
+                } else {
+                    self.shared.resolve(table)
+                }))
             }
         }
     }
@@ -178,13 +295,23 @@ impl LanceHostStatement {
         };
         let Some(data) = self.bound.take() else {
             if self.shares_to_commit.is_empty() {
-                return Err(invalid_state("lance-host ADBC: ingest without data: bind a batch or a stream first"));
+                return Err(invalid_state(
+                    "lance-host ADBC: ingest without data: bind a batch or a stream first",
+                ));
             }
             let info = described.ok_or_else(|| {
-                Error::with_message_and_status(format!("table `{}` does not exist", target.display()), Status::NotFound)
+                Error::with_message_and_status(
+                    format!("table `{}` does not exist", target.display()),
+                    Status::NotFound,
+                )
             })?;
             let shares = std::mem::take(&mut self.shares_to_commit);
-            let result = handles::commit_shares(&info.location, &shares, &info.storage_options, &self.settings)?;
+            let result = handles::commit_shares(
+                &info.location,
+                &shares,
+                &info.storage_options,
+                &self.settings,
+            )?;
             return Ok(Some(result.rows_written as i64));
         };
         if !self.shares_to_commit.is_empty() {
@@ -194,13 +321,19 @@ impl LanceHostStatement {
         let mode: Option<i32> = match (&self.ingest_mode, exists) {
             (IngestMode::Create, true) => {
                 return Err(Error::with_message_and_status(
-                    format!("table `{}` already exists (ingest mode create)", target.display()),
+                    format!(
+                        "table `{}` already exists (ingest mode create)",
+                        target.display()
+                    ),
                     Status::AlreadyExists,
                 ))
             }
             (IngestMode::Append, false) => {
                 return Err(Error::with_message_and_status(
-                    format!("table `{}` does not exist (ingest mode append)", target.display()),
+                    format!(
+                        "table `{}` does not exist (ingest mode append)",
+                        target.display()
+                    ),
                     Status::NotFound,
                 ))
             }
@@ -224,7 +357,10 @@ impl LanceHostStatement {
             _ => {
                 // In a transaction the table is created empty and the rows are staged for the
                 // commit; a rollback (or closing the connection) drops it again.
-                let empty = RecordBatchIterator::new(Vec::<std::result::Result<RecordBatch, arrow_schema::ArrowError>>::new(), data.schema());
+                let empty = RecordBatchIterator::new(
+                    Vec::<std::result::Result<RecordBatch, arrow_schema::ArrowError>>::new(),
+                    data.schema(),
+                );
                 catalog.create_table(&target, Box::new(empty), &WriteSettings::default())?;
                 match catalog.describe(&target) {
                     Ok(info) => (api::WRITE_APPEND, info, true),
@@ -236,9 +372,9 @@ impl LanceHostStatement {
             }
         };
         if self.stage || !autocommit {
-            let staged = catalog
-                .open_table(&target, 0, None)
-                .and_then(|at| handles::stage_write(&info.location, &at, data, mode, &info.storage_options));
+            let staged = catalog.open_table(&target, 0, None).and_then(|at| {
+                handles::stage_write(&info.location, &at, data, mode, &info.storage_options)
+            });
             let (share, rows) = match staged {
                 Ok(v) => v,
                 Err(e) => {
@@ -265,7 +401,13 @@ impl LanceHostStatement {
             }
             return Ok(Some(rows as i64));
         }
-        let result = handles::table_write(&info.location, data, mode, &info.storage_options, &self.settings)?;
+        let result = handles::table_write(
+            &info.location,
+            data,
+            mode,
+            &info.storage_options,
+            &self.settings,
+        )?;
         Ok(Some(result.rows_written as i64))
     }
 }
@@ -275,6 +417,24 @@ impl Optionable for LanceHostStatement {
 
     fn set_option(&mut self, key: Self::Option, value: OptionValue) -> Result<()> {
         let k = key.as_ref().to_string();
+        if k == "lance_host.vector.query" {
+            if let OptionValue::Bytes(b) = &value {
+                if b.is_empty() || b.len() % 4 != 0 {
+                    return Err(invalid("option `lance_host.vector.query` as bytes takes little-endian float32 values"));
+                }
+                let vector: Vec<f32> = b
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                if vector.iter().any(|v| !v.is_finite()) {
+                    return Err(invalid(
+                        "option `lance_host.vector.query`: the query vector must be finite numbers",
+                    ));
+                }
+                self.vector.query = Some(vector);
+                return Ok(());
+            }
+        }
         if k == "lance_host.ingest.add_share" {
             return match value {
                 OptionValue::Bytes(b) => {
@@ -344,6 +504,40 @@ impl Optionable for LanceHostStatement {
                         _ => return Err(invalid(format!("option `{k}` takes `true` or `false`, not `{v}`"))),
                     }
                 }
+                "lance_host.vector.column" => self.vector.column = Some(v).filter(|c| !c.is_empty()),
+                "lance_host.vector.query" => self.vector.query = Some(parse_vector(&v, &k)?),
+                "lance_host.vector.k" => {
+                    // a refused value leaves the option as it was
+                    let value = parse_u64(&v, &k)?;
+                    if value == 0 {
+                        return Err(invalid(format!("option `{k}` must be at least 1")));
+                    }
+                    self.vector.k = value;
+                }
+                "lance_host.vector.nprobes" => {
+                    self.vector.nprobes = u32::try_from(parse_u64(&v, &k)?).map_err(|_| invalid(format!("option `{k}` is too large")))?
+                }
+                "lance_host.vector.refine" => {
+                    self.vector.refine_factor =
+                        u32::try_from(parse_u64(&v, &k)?).map_err(|_| invalid(format!("option `{k}` is too large")))?
+                }
+                "lance_host.vector.metric" => {
+                    self.vector.metric = match v.to_ascii_lowercase().as_str() {
+                        "" | "default" => 0,
+                        "l2" | "euclidean" => 1,
+                        "cosine" => 2,
+                        "dot" => 3,
+                        "hamming" => 4,
+                        _ => return Err(invalid(format!("option `{k}` takes l2, cosine, dot or hamming, not `{v}`"))),
+                    }
+                }
+                "lance_host.vector.use_index" => {
+                    self.vector.use_index = match v.as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(invalid(format!("option `{k}` takes `true` or `false`, not `{v}`"))),
+                    }
+                }
                 "lance_host.statement_id" => self.settings.statement_id = Some(v),
                 "lance_host.commit_message" => self.settings.commit_message = Some(v),
                 _ => {
@@ -406,10 +600,14 @@ impl Statement for LanceHostStatement {
 
     fn execute(&mut self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
         if self.ingest_table.is_some() {
-            return Err(invalid_state("lance-host ADBC: a bulk ingest runs with ExecuteUpdate"));
+            return Err(invalid_state(
+                "lance-host ADBC: a bulk ingest runs with ExecuteUpdate",
+            ));
         }
         if self.bound.is_some() {
-            return Err(not_implemented("lance-host ADBC: query parameters are not supported"));
+            return Err(not_implemented(
+                "lance-host ADBC: query parameters are not supported",
+            ));
         }
         self.run()
     }
@@ -429,12 +627,17 @@ impl Statement for LanceHostStatement {
             return Ok(self.run()?.schema().as_ref().clone());
         }
         let (table, spec) = self.query()?;
+        if self.vector_search()?.is_some() {
+            return self.search_schema(&self.open(&table)?, &spec);
+        }
         objects::project(&self.open(&table)?.schema()?, spec.columns.as_ref())
     }
 
     fn execute_partitions(&mut self) -> Result<PartitionedResult> {
         if self.bound.is_some() {
-            return Err(not_implemented("lance-host ADBC: query parameters are not supported"));
+            return Err(not_implemented(
+                "lance-host ADBC: query parameters are not supported",
+            ));
         }
         if let Some(plan) = &self.plan {
             match &plan.shape {
@@ -459,24 +662,45 @@ impl Statement for LanceHostStatement {
             ));
         }
         let dataset = self.open(&table)?;
-        let schema = objects::project(&dataset.schema()?, spec.columns.as_ref())?;
-        let partitions = dataset
-            .plan_scan(self.partition_rows)?
+        let search = self.vector_search()?;
+        let (schema, splits) = match &search {
+            Some(v) => (
+                self.search_schema(&dataset, &spec)?,
+                dataset.plan_search(v)?,
+            ),
+            None => (
+                objects::project(&dataset.schema()?, spec.columns.as_ref())?,
+                dataset.plan_scan(self.partition_rows)?,
+            ),
+        };
+        let partitions = splits
             .into_iter()
             .map(|split| {
                 Partition {
                     table: table.clone(),
-                    spec: ScanSpec { columns: spec.columns.clone(), filter: spec.filter.clone(), limit: None, batch_size: None },
+                    spec: ScanSpec {
+                        columns: spec.columns.clone(),
+                        filter: spec.filter.clone(),
+                        limit: None,
+                        batch_size: None,
+                    },
+                    search: search.clone(),
                     split,
                 }
                 .encode()
             })
             .collect();
-        Ok(PartitionedResult { partitions, schema, rows_affected: -1 })
+        Ok(PartitionedResult {
+            partitions,
+            schema,
+            rows_affected: -1,
+        })
     }
 
     fn get_parameter_schema(&self) -> Result<Schema> {
-        Err(not_implemented("lance-host ADBC: query parameters are not supported"))
+        Err(not_implemented(
+            "lance-host ADBC: query parameters are not supported",
+        ))
     }
 
     fn prepare(&mut self) -> Result<()> {
@@ -515,7 +739,9 @@ impl Statement for LanceHostStatement {
     }
 
     fn cancel(&mut self) -> Result<()> {
-        Err(not_implemented("lance-host ADBC: cancel a query by releasing its stream"))
+        Err(not_implemented(
+            "lance-host ADBC: cancel a query by releasing its stream",
+        ))
     }
 }
 
@@ -540,13 +766,21 @@ fn shaped(inner: Reader, names: Option<Vec<String>>, limit: Option<i64>) -> Resu
                     schema.fields().len()
                 )));
             }
-            let fields: Vec<arrow_schema::Field> =
-                schema.fields().iter().zip(names).map(|(f, n)| f.as_ref().clone().with_name(n)).collect();
+            let fields: Vec<arrow_schema::Field> = schema
+                .fields()
+                .iter()
+                .zip(names)
+                .map(|(f, n)| f.as_ref().clone().with_name(n))
+                .collect();
             Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
         }
         None => schema,
     };
-    Ok(Box::new(Shaped { inner, schema, left: limit.map(|l| l.max(0) as usize) }))
+    Ok(Box::new(Shaped {
+        inner,
+        schema,
+        left: limit.map(|l| l.max(0) as usize),
+    }))
 }
 
 impl Iterator for Shaped {
@@ -567,7 +801,10 @@ impl Iterator for Shaped {
         if let Some(left) = self.left.as_mut() {
             *left -= batch.num_rows();
         }
-        Some(RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec()))
+        Some(RecordBatch::try_new(
+            self.schema.clone(),
+            batch.columns().to_vec(),
+        ))
     }
 }
 

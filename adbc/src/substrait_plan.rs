@@ -55,8 +55,13 @@ pub struct Measure {
 
 #[derive(Debug, PartialEq)]
 pub enum Shape {
-    Scan { columns: Vec<String> },
-    Aggregate { group_by: Vec<String>, measures: Vec<Measure> },
+    Scan {
+        columns: Vec<String>,
+    },
+    Aggregate {
+        group_by: Vec<String>,
+        measures: Vec<Measure>,
+    },
 }
 
 #[derive(Debug, PartialEq)]
@@ -88,28 +93,41 @@ struct Stage {
 }
 
 fn unsupported(what: impl std::fmt::Display) -> adbc_core::error::Error {
-    not_implemented(format!("lance-host ADBC Substrait: {what} is not supported"))
+    not_implemented(format!(
+        "lance-host ADBC Substrait: {what} is not supported"
+    ))
 }
 
 pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
-    let plan = Plan::decode(bytes).map_err(|e| invalid(format!("lance-host ADBC Substrait: not a Substrait plan: {e}")))?;
+    let plan = Plan::decode(bytes).map_err(|e| {
+        invalid(format!(
+            "lance-host ADBC Substrait: not a Substrait plan: {e}"
+        ))
+    })?;
     let functions: HashMap<u32, String> = plan
         .extensions
         .iter()
         .filter_map(|d| match &d.mapping_type {
-            Some(MappingType::ExtensionFunction(f)) => {
-                Some((f.function_anchor, f.name.split(':').next().unwrap_or("").to_ascii_lowercase()))
-            }
+            Some(MappingType::ExtensionFunction(f)) => Some((
+                f.function_anchor,
+                f.name.split(':').next().unwrap_or("").to_ascii_lowercase(),
+            )),
             _ => None,
         })
         .collect();
     let [relation] = plan.relations.as_slice() else {
-        return Err(unsupported(format!("a plan of {} relations (one is taken)", plan.relations.len())));
+        return Err(unsupported(format!(
+            "a plan of {} relations (one is taken)",
+            plan.relations.len()
+        )));
     };
     let (rel, names) = match &relation.rel_type {
-        Some(PlanRelType::Root(root)) => {
-            (root.input.as_ref().ok_or_else(|| invalid("Substrait RelRoot without input"))?, Some(root.names.clone()))
-        }
+        Some(PlanRelType::Root(root)) => (
+            root.input
+                .as_ref()
+                .ok_or_else(|| invalid("Substrait RelRoot without input"))?,
+            Some(root.names.clone()),
+        ),
         Some(PlanRelType::Rel(rel)) => (rel, None),
         None => return Err(invalid("Substrait plan relation without a relation")),
     };
@@ -118,7 +136,14 @@ pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
     let filter = match stage.filters.len() {
         0 => None,
         1 => Some(stage.filters[0].clone()),
-        _ => Some(stage.filters.iter().map(|f| format!("({f})")).collect::<Vec<_>>().join(" AND ")),
+        _ => Some(
+            stage
+                .filters
+                .iter()
+                .map(|f| format!("({f})"))
+                .collect::<Vec<_>>()
+                .join(" AND "),
+        ),
     };
     let shape = match stage.aggregate {
         Some((group_by, measures)) => {
@@ -130,8 +155,15 @@ pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
             for c in &stage.cols {
                 match &c.column {
                     Some(name) if !columns.contains(name) => columns.push(name.clone()),
-                    Some(name) => return Err(unsupported(format!("reading column `{name}` twice"))),
-                    None => return Err(unsupported(format!("an expression in the output (`{}`)", c.sql))),
+                    Some(name) => {
+                        return Err(unsupported(format!("reading column `{name}` twice")))
+                    }
+                    None => {
+                        return Err(unsupported(format!(
+                            "an expression in the output (`{}`)",
+                            c.sql
+                        )))
+                    }
                 }
             }
             Shape::Scan { columns }
@@ -144,10 +176,19 @@ pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
             Shape::Aggregate { group_by, measures } => group_by.len() + measures.len(),
         };
         if n.len() != width {
-            return Err(unsupported(format!("RelRoot names for nested types ({} names for {width} columns)", n.len())));
+            return Err(unsupported(format!(
+                "RelRoot names for nested types ({} names for {width} columns)",
+                n.len()
+            )));
         }
     }
-    Ok(PlanQuery { table: stage.table, shape, filter, limit: stage.limit, names })
+    Ok(PlanQuery {
+        table: stage.table,
+        shape,
+        filter,
+        limit: stage.limit,
+        names,
+    })
 }
 
 struct Ctx {
@@ -159,7 +200,11 @@ fn emit(common: &Option<RelCommon>, cols: Vec<Col>) -> Result<Vec<Col>> {
         Some(EmitKind::Emit(e)) => e
             .output_mapping
             .iter()
-            .map(|i| cols.get(*i as usize).cloned().ok_or_else(|| invalid(format!("Substrait emit of field {i} out of range"))))
+            .map(|i| {
+                cols.get(*i as usize)
+                    .cloned()
+                    .ok_or_else(|| invalid(format!("Substrait emit of field {i} out of range")))
+            })
             .collect(),
         _ => Ok(cols),
     }
@@ -171,7 +216,10 @@ fn quote(name: &str) -> String {
 
 impl Ctx {
     fn rel(&self, rel: &Rel) -> Result<Stage> {
-        let kind = rel.rel_type.as_ref().ok_or_else(|| invalid("Substrait relation without a type"))?;
+        let kind = rel
+            .rel_type
+            .as_ref()
+            .ok_or_else(|| invalid("Substrait relation without a type"))?;
         match kind {
             RelType::Read(read) => {
                 let Some(ReadType::NamedTable(named)) = &read.read_type else {
@@ -181,58 +229,111 @@ impl Ctx {
                     return Err(invalid("Substrait NamedTable without a name"));
                 }
                 let (namespace, name) = named.names.split_at(named.names.len() - 1);
-                let table = TableRef { namespace: namespace.to_vec(), name: name[0].clone() };
-                let schema = read.base_schema.as_ref().ok_or_else(|| invalid("Substrait ReadRel without base_schema"))?;
-                let types = schema.r#struct.as_ref().map(|s| s.types.clone()).unwrap_or_default();
+                let table = TableRef {
+                    namespace: namespace.to_vec(),
+                    name: name[0].clone(),
+                };
+                let schema = read
+                    .base_schema
+                    .as_ref()
+                    .ok_or_else(|| invalid("Substrait ReadRel without base_schema"))?;
+                let types = schema
+                    .r#struct
+                    .as_ref()
+                    .map(|s| s.types.clone())
+                    .unwrap_or_default();
                 // top-level names only: nested struct fields add names after their parent
                 let mut base = Vec::new();
                 let mut name_iter = schema.names.iter();
                 for t in &types {
-                    let n = name_iter.next().ok_or_else(|| invalid("Substrait base_schema with fewer names than types"))?;
+                    let n = name_iter.next().ok_or_else(|| {
+                        invalid("Substrait base_schema with fewer names than types")
+                    })?;
                     if matches!(t.kind, Some(Kind::Struct(_))) {
-                        return Err(unsupported(format!("a struct column (`{n}`) in the base schema")));
+                        return Err(unsupported(format!(
+                            "a struct column (`{n}`) in the base schema"
+                        )));
                     }
                     let float = matches!(t.kind, Some(Kind::Fp32(_)) | Some(Kind::Fp64(_)));
-                    let integer = matches!(t.kind, Some(Kind::I8(_)) | Some(Kind::I16(_)) | Some(Kind::I32(_)) | Some(Kind::I64(_)));
-                    base.push(Col { sql: quote(n), column: Some(n.clone()), float, integer });
+                    let integer = matches!(
+                        t.kind,
+                        Some(Kind::I8(_))
+                            | Some(Kind::I16(_))
+                            | Some(Kind::I32(_))
+                            | Some(Kind::I64(_))
+                    );
+                    base.push(Col {
+                        sql: quote(n),
+                        column: Some(n.clone()),
+                        float,
+                        integer,
+                    });
                 }
                 let mut filters = Vec::new();
-                for f in [&read.filter, &read.best_effort_filter].into_iter().flatten() {
+                for f in [&read.filter, &read.best_effort_filter]
+                    .into_iter()
+                    .flatten()
+                {
                     filters.push(self.expr(f, &base)?.sql);
                 }
                 let mut cols = match &read.projection {
                     Some(mask) => {
-                        let select = mask.select.as_ref().map(|s| s.struct_items.clone()).unwrap_or_default();
+                        let select = mask
+                            .select
+                            .as_ref()
+                            .map(|s| s.struct_items.clone())
+                            .unwrap_or_default();
                         select
                             .iter()
                             .map(|item| {
                                 if item.child.is_some() {
                                     return Err(unsupported("a projection into nested fields"));
                                 }
-                                base.get(item.field as usize).cloned().ok_or_else(|| invalid("Substrait projection field out of range"))
+                                base.get(item.field as usize).cloned().ok_or_else(|| {
+                                    invalid("Substrait projection field out of range")
+                                })
                             })
                             .collect::<Result<Vec<_>>>()?
                     }
                     None => base,
                 };
                 cols = emit(&read.common, cols)?;
-                Ok(Stage { table, cols, filters, aggregate: None, limit: None })
+                Ok(Stage {
+                    table,
+                    cols,
+                    filters,
+                    aggregate: None,
+                    limit: None,
+                })
             }
             RelType::Filter(filter) => {
-                let mut stage = self.rel(filter.input.as_ref().ok_or_else(|| invalid("Substrait FilterRel without input"))?)?;
+                let mut stage = self.rel(
+                    filter
+                        .input
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait FilterRel without input"))?,
+                )?;
                 if stage.aggregate.is_some() {
                     return Err(unsupported("a FilterRel above an aggregate (HAVING)"));
                 }
                 if stage.limit.is_some() {
                     return Err(unsupported("a FilterRel above a FetchRel"));
                 }
-                let condition = filter.condition.as_ref().ok_or_else(|| invalid("Substrait FilterRel without condition"))?;
+                let condition = filter
+                    .condition
+                    .as_ref()
+                    .ok_or_else(|| invalid("Substrait FilterRel without condition"))?;
                 stage.filters.push(self.expr(condition, &stage.cols)?.sql);
                 stage.cols = emit(&filter.common, stage.cols)?;
                 Ok(stage)
             }
             RelType::Project(project) => {
-                let mut stage = self.rel(project.input.as_ref().ok_or_else(|| invalid("Substrait ProjectRel without input"))?)?;
+                let mut stage = self.rel(
+                    project
+                        .input
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait ProjectRel without input"))?,
+                )?;
                 if stage.aggregate.is_some() || stage.limit.is_some() {
                     return Err(unsupported("a ProjectRel above an aggregate or a FetchRel"));
                 }
@@ -244,9 +345,15 @@ impl Ctx {
                 Ok(stage)
             }
             RelType::Aggregate(agg) => {
-                let mut stage = self.rel(agg.input.as_ref().ok_or_else(|| invalid("Substrait AggregateRel without input"))?)?;
+                let mut stage = self.rel(
+                    agg.input
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait AggregateRel without input"))?,
+                )?;
                 if stage.aggregate.is_some() || stage.limit.is_some() {
-                    return Err(unsupported("an AggregateRel above an aggregate or a FetchRel"));
+                    return Err(unsupported(
+                        "an AggregateRel above an aggregate or a FetchRel",
+                    ));
                 }
                 let keys: Vec<&Expression> = match agg.groupings.as_slice() {
                     [] => Vec::new(),
@@ -254,20 +361,30 @@ impl Ctx {
                         if !g.expression_references.is_empty() {
                             g.expression_references
                                 .iter()
-                                .map(|i| agg.grouping_expressions.get(*i as usize).ok_or_else(|| invalid("Substrait grouping reference out of range")))
+                                .map(|i| {
+                                    agg.grouping_expressions.get(*i as usize).ok_or_else(|| {
+                                        invalid("Substrait grouping reference out of range")
+                                    })
+                                })
                                 .collect::<Result<_>>()?
                         } else {
                             #[allow(deprecated)]
                             g.grouping_expressions.iter().collect()
                         }
                     }
-                    _ => return Err(unsupported("several grouping sets (ROLLUP, CUBE, GROUPING SETS)")),
+                    _ => {
+                        return Err(unsupported(
+                            "several grouping sets (ROLLUP, CUBE, GROUPING SETS)",
+                        ))
+                    }
                 };
                 let mut group_by = Vec::new();
                 let mut out = Vec::new();
                 for k in keys {
                     let c = self.expr(k, &stage.cols)?;
-                    let name = c.column.clone().ok_or_else(|| unsupported(format!("grouping by an expression (`{}`)", c.sql)))?;
+                    let name = c.column.clone().ok_or_else(|| {
+                        unsupported(format!("grouping by an expression (`{}`)", c.sql))
+                    })?;
                     group_by.push(name);
                     out.push(c);
                 }
@@ -276,10 +393,17 @@ impl Ctx {
                     if m.filter.is_some() {
                         return Err(unsupported("a measure with a filter (FILTER (WHERE ...))"));
                     }
-                    let f = m.measure.as_ref().ok_or_else(|| invalid("Substrait measure without a function"))?;
+                    let f = m
+                        .measure
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait measure without a function"))?;
                     let name = self.function_name(f.function_reference)?;
                     let distinct = f.invocation == AggregationInvocation::Distinct as i32;
-                    let args = f.arguments.iter().map(|a| self.arg(a, &stage.cols)).collect::<Result<Vec<_>>>()?;
+                    let args = f
+                        .arguments
+                        .iter()
+                        .map(|a| self.arg(a, &stage.cols))
+                        .collect::<Result<Vec<_>>>()?;
                     let function = match (name.as_str(), args.len(), distinct) {
                         ("count", 0, false) => AGG_COUNT_STAR,
                         ("count", 1, false) => AGG_COUNT,
@@ -306,8 +430,17 @@ impl Ctx {
                             None => (None, Some(c.sql.clone())),
                         },
                     };
-                    measures.push(Measure { function, column, expression });
-                    out.push(Col { sql: String::new(), column: None, float: false, integer: false });
+                    measures.push(Measure {
+                        function,
+                        column,
+                        expression,
+                    });
+                    out.push(Col {
+                        sql: String::new(),
+                        column: None,
+                        float: false,
+                        integer: false,
+                    });
                 }
                 stage.cols = emit(&agg.common, out)?;
                 if stage.cols.len() != group_by.len() + measures.len() {
@@ -317,11 +450,17 @@ impl Ctx {
                 Ok(stage)
             }
             RelType::Fetch(fetch) => {
-                let mut stage = self.rel(fetch.input.as_ref().ok_or_else(|| invalid("Substrait FetchRel without input"))?)?;
+                let mut stage = self.rel(
+                    fetch
+                        .input
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait FetchRel without input"))?,
+                )?;
                 let offset = match &fetch.offset_mode {
                     #[allow(deprecated)]
                     Some(OffsetMode::Offset(o)) => *o,
-                    Some(OffsetMode::OffsetExpr(e)) => literal_i64(e).ok_or_else(|| unsupported("a FetchRel offset that is not a literal"))?,
+                    Some(OffsetMode::OffsetExpr(e)) => literal_i64(e)
+                        .ok_or_else(|| unsupported("a FetchRel offset that is not a literal"))?,
                     None => 0,
                 };
                 if offset != 0 {
@@ -330,9 +469,10 @@ impl Ctx {
                 let count = match &fetch.count_mode {
                     #[allow(deprecated)]
                     Some(CountMode::Count(c)) => Some(*c),
-                    Some(CountMode::CountExpr(e)) => {
-                        Some(literal_i64(e).ok_or_else(|| unsupported("a FetchRel count that is not a literal"))?)
-                    }
+                    Some(CountMode::CountExpr(e)) => Some(
+                        literal_i64(e)
+                            .ok_or_else(|| unsupported("a FetchRel count that is not a literal"))?,
+                    ),
                     None => None,
                 };
                 if let Some(c) = count {
@@ -349,65 +489,97 @@ impl Ctx {
                 Ok(stage)
             }
             RelType::Sort(_) => Err(unsupported("SortRel (ORDER BY)")),
-            RelType::Join(_) | RelType::HashJoin(_) | RelType::MergeJoin(_) | RelType::NestedLoopJoin(_) | RelType::Cross(_) => {
-                Err(unsupported("a join"))
-            }
+            RelType::Join(_)
+            | RelType::HashJoin(_)
+            | RelType::MergeJoin(_)
+            | RelType::NestedLoopJoin(_)
+            | RelType::Cross(_) => Err(unsupported("a join")),
             RelType::Set(_) => Err(unsupported("SetRel (UNION, INTERSECT, EXCEPT)")),
             RelType::Window(_) => Err(unsupported("a window relation")),
-            RelType::Write(_) | RelType::Ddl(_) | RelType::Update(_) => Err(unsupported("a write relation")),
+            RelType::Write(_) | RelType::Ddl(_) | RelType::Update(_) => {
+                Err(unsupported("a write relation"))
+            }
             _ => Err(unsupported("this relation type")),
         }
     }
 
     fn function_name(&self, anchor: u32) -> Result<String> {
-        self.functions
-            .get(&anchor)
-            .cloned()
-            .ok_or_else(|| invalid(format!("Substrait function reference {anchor} is not declared in the plan's extensions")))
+        self.functions.get(&anchor).cloned().ok_or_else(|| {
+            invalid(format!(
+                "Substrait function reference {anchor} is not declared in the plan's extensions"
+            ))
+        })
     }
 
     fn arg(&self, a: &FunctionArgument, cols: &[Col]) -> Result<Col> {
         match &a.arg_type {
             Some(ArgType::Value(e)) => self.expr(e, cols),
-            _ => Err(unsupported("a function argument that is not a value (an enum or a type)")),
+            _ => Err(unsupported(
+                "a function argument that is not a value (an enum or a type)",
+            )),
         }
     }
 
     fn expr(&self, e: &Expression, cols: &[Col]) -> Result<Col> {
-        let rex = e.rex_type.as_ref().ok_or_else(|| invalid("Substrait expression without a kind"))?;
+        let rex = e
+            .rex_type
+            .as_ref()
+            .ok_or_else(|| invalid("Substrait expression without a kind"))?;
         match rex {
             RexType::Selection(field) => {
                 let Some(ReferenceType::DirectReference(seg)) = &field.reference_type else {
                     return Err(unsupported("a masked field reference"));
                 };
-                let Some(reference_segment::ReferenceType::StructField(sf)) = &seg.reference_type else {
+                let Some(reference_segment::ReferenceType::StructField(sf)) = &seg.reference_type
+                else {
                     return Err(unsupported("a field reference into a list or map"));
                 };
                 if sf.child.is_some() {
                     return Err(unsupported("a reference to a nested field"));
                 }
-                cols.get(sf.field as usize).cloned().ok_or_else(|| invalid(format!("Substrait field {} out of range", sf.field)))
+                cols.get(sf.field as usize)
+                    .cloned()
+                    .ok_or_else(|| invalid(format!("Substrait field {} out of range", sf.field)))
             }
             RexType::Literal(lit) => literal(lit),
             RexType::ScalarFunction(f) => {
                 let name = self.function_name(f.function_reference)?;
-                let args = f.arguments.iter().map(|a| self.arg(a, cols)).collect::<Result<Vec<_>>>()?;
+                let args = f
+                    .arguments
+                    .iter()
+                    .map(|a| self.arg(a, cols))
+                    .collect::<Result<Vec<_>>>()?;
                 self.call(&name, args)
             }
             RexType::SingularOrList(list) => {
-                let value = self.expr(list.value.as_ref().ok_or_else(|| invalid("Substrait IN without a value"))?, cols)?;
-                let options = list.options.iter().map(|o| self.expr(o, cols)).collect::<Result<Vec<_>>>()?;
+                let value = self.expr(
+                    list.value
+                        .as_ref()
+                        .ok_or_else(|| invalid("Substrait IN without a value"))?,
+                    cols,
+                )?;
+                let options = list
+                    .options
+                    .iter()
+                    .map(|o| self.expr(o, cols))
+                    .collect::<Result<Vec<_>>>()?;
                 if options.is_empty() {
                     return Err(invalid("Substrait IN with an empty list"));
                 }
                 if value.float {
                     return Err(unsupported("IN of a floating-point value"));
                 }
-                let items = options.iter().map(|o| o.sql.as_str()).collect::<Vec<_>>().join(", ");
+                let items = options
+                    .iter()
+                    .map(|o| o.sql.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 Ok(plain(format!("{} IN ({items})", value.sql)))
             }
             RexType::Cast(_) => Err(unsupported("a cast")),
-            RexType::IfThen(_) | RexType::SwitchExpression(_) => Err(unsupported("a CASE expression")),
+            RexType::IfThen(_) | RexType::SwitchExpression(_) => {
+                Err(unsupported("a CASE expression"))
+            }
             RexType::Subquery(_) => Err(unsupported("a subquery")),
             RexType::WindowFunction(_) => Err(unsupported("a window function")),
             _ => Err(unsupported("this expression kind")),
@@ -416,7 +588,9 @@ impl Ctx {
 
     fn call(&self, name: &str, args: Vec<Col>) -> Result<Col> {
         let cmp = |op: &str| -> Result<Col> {
-            let [a, b] = args.as_slice() else { return Err(invalid(format!("Substrait `{name}` takes 2 arguments"))) };
+            let [a, b] = args.as_slice() else {
+                return Err(invalid(format!("Substrait `{name}` takes 2 arguments")));
+            };
             let mut text = format!("{} {op} {}", a.sql, b.sql);
             // IEEE: a NaN compares false; Lance orders NaN above (or, sign bit set, below)
             // every number, so ordering comparisons of floats leave NaN out explicitly
@@ -430,13 +604,20 @@ impl Ctx {
             Ok(plain(format!("({text})")))
         };
         let arith = |op: &str| -> Result<Col> {
-            let [a, b] = args.as_slice() else { return Err(invalid(format!("Substrait `{name}` takes 2 arguments"))) };
+            let [a, b] = args.as_slice() else {
+                return Err(invalid(format!("Substrait `{name}` takes 2 arguments")));
+            };
             if a.integer || b.integer {
                 return Err(unsupported(format!(
                     "integer arithmetic (`{name}` of an integer; Lance would wrap an overflow): cast to decimal or double"
                 )));
             }
-            Ok(Col { sql: format!("({} {op} {})", a.sql, b.sql), column: None, float: a.float || b.float, integer: false })
+            Ok(Col {
+                sql: format!("({} {op} {})", a.sql, b.sql),
+                column: None,
+                float: a.float || b.float,
+                integer: false,
+            })
         };
         match name {
             "equal" => cmp("="),
@@ -449,7 +630,11 @@ impl Ctx {
                 if args.is_empty() {
                     return Err(invalid(format!("Substrait `{name}` without arguments")));
                 }
-                let joined = args.iter().map(|a| format!("({})", a.sql)).collect::<Vec<_>>().join(if name == "and" { " AND " } else { " OR " });
+                let joined = args
+                    .iter()
+                    .map(|a| format!("({})", a.sql))
+                    .collect::<Vec<_>>()
+                    .join(if name == "and" { " AND " } else { " OR " });
                 Ok(plain(format!("({joined})")))
             }
             "not" => match args.as_slice() {
@@ -457,12 +642,18 @@ impl Ctx {
                 _ => Err(invalid("Substrait `not` takes 1 argument")),
             },
             "is_null" | "is_not_null" => match args.as_slice() {
-                [a] => Ok(plain(format!("({} IS {}NULL)", a.sql, if name == "is_null" { "" } else { "NOT " }))),
+                [a] => Ok(plain(format!(
+                    "({} IS {}NULL)",
+                    a.sql,
+                    if name == "is_null" { "" } else { "NOT " }
+                ))),
                 _ => Err(invalid(format!("Substrait `{name}` takes 1 argument"))),
             },
             "is_nan" => match args.as_slice() {
                 [a] if a.float => Ok(plain(format!("isnan({})", a.sql))),
-                _ => Err(unsupported("`is_nan` of anything but one floating-point value")),
+                _ => Err(unsupported(
+                    "`is_nan` of anything but one floating-point value",
+                )),
             },
             "between" => match args.as_slice() {
                 [v, lo, hi] => {
@@ -487,14 +678,21 @@ impl Ctx {
 
 /// A value that is neither a column nor a number (booleans, strings, dates).
 fn plain(sql: String) -> Col {
-    Col { sql, column: None, float: false, integer: false }
+    Col {
+        sql,
+        column: None,
+        float: false,
+        integer: false,
+    }
 }
 
 fn literal_i64(e: &Expression) -> Option<i64> {
     match &e.rex_type {
         Some(RexType::Literal(l)) => match &l.literal_type {
             Some(LiteralType::I64(v)) => Some(*v),
-            Some(LiteralType::I32(v)) | Some(LiteralType::I16(v)) | Some(LiteralType::I8(v)) => Some(*v as i64),
+            Some(LiteralType::I32(v)) | Some(LiteralType::I16(v)) | Some(LiteralType::I8(v)) => {
+                Some(*v as i64)
+            }
             _ => None,
         },
         _ => None,
@@ -502,8 +700,16 @@ fn literal_i64(e: &Expression) -> Option<i64> {
 }
 
 fn literal(lit: &substrait::proto::expression::Literal) -> Result<Col> {
-    let kind = lit.literal_type.as_ref().ok_or_else(|| invalid("Substrait literal without a value"))?;
-    let int = |v: i64| Col { sql: v.to_string(), column: None, float: false, integer: true };
+    let kind = lit
+        .literal_type
+        .as_ref()
+        .ok_or_else(|| invalid("Substrait literal without a value"))?;
+    let int = |v: i64| Col {
+        sql: v.to_string(),
+        column: None,
+        float: false,
+        integer: true,
+    };
     Ok(match kind {
         LiteralType::Boolean(b) => plain(if *b { "true" } else { "false" }.into()),
         LiteralType::I8(v) | LiteralType::I16(v) | LiteralType::I32(v) => int(*v as i64),
@@ -518,9 +724,23 @@ fn literal(lit: &substrait::proto::expression::Literal) -> Result<Col> {
             plain(format!("DATE '{date}'"))
         }
         LiteralType::Decimal(d) => {
-            let bytes: [u8; 16] = d.value.as_slice().try_into().map_err(|_| invalid("Substrait decimal literal is not 16 bytes"))?;
+            let bytes: [u8; 16] = d
+                .value
+                .as_slice()
+                .try_into()
+                .map_err(|_| invalid("Substrait decimal literal is not 16 bytes"))?;
             let unscaled = i128::from_le_bytes(bytes);
-            Col { sql: format!("CAST('{}' AS DECIMAL({}, {}))", decimal_text(unscaled, d.scale), d.precision, d.scale), column: None, float: false, integer: false }
+            Col {
+                sql: format!(
+                    "CAST('{}' AS DECIMAL({}, {}))",
+                    decimal_text(unscaled, d.scale),
+                    d.precision,
+                    d.scale
+                ),
+                column: None,
+                float: false,
+                integer: false,
+            }
         }
         LiteralType::Null(_) => return Err(unsupported("a NULL literal (use is_null)")),
         _ => return Err(unsupported("this literal type")),
@@ -536,7 +756,12 @@ fn float_literal(v: f64) -> Result<Col> {
     if !text.contains('.') && !text.contains('e') && !text.contains("inf") {
         text.push_str(".0");
     }
-    Ok(Col { sql: format!("CAST({text} AS DOUBLE)"), column: None, float: true, integer: false })
+    Ok(Col {
+        sql: format!("CAST({text} AS DOUBLE)"),
+        column: None,
+        float: true,
+        integer: false,
+    })
 }
 
 fn string_literal(s: &str) -> Result<Col> {
@@ -553,7 +778,11 @@ fn decimal_text(unscaled: i128, scale: i32) -> String {
     let text = if scale == 0 {
         digits
     } else if digits.len() > scale {
-        format!("{}.{}", &digits[..digits.len() - scale], &digits[digits.len() - scale..])
+        format!(
+            "{}.{}",
+            &digits[..digits.len() - scale],
+            &digits[digits.len() - scale..]
+        )
     } else {
         format!("0.{}{}", "0".repeat(scale - digits.len()), digits)
     };

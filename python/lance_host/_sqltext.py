@@ -11,9 +11,10 @@ import pyarrow as pa
 
 def comparable_kind(t: pa.DataType) -> Optional[str]:
     """'int', 'str' or 'bool' for the column types whose comparisons with a literal mean the same
-    in Polars, Daft and Lance SQL; None for the others. Floats are not among them (the engines
-    and Lance order NaN of either sign and -0.0 differently), nor decimals and times (literal
-    types and time zones differ): conditions on them stay with the engine."""
+    in Polars, Daft and Lance SQL; None for the others. Floats are not among them (Lance puts a
+    NaN above every number and one with its sign bit set below; Polars has every NaN above every
+    number, Daft orders -0.0 below 0.0), nor decimals and times (literal types and time zones
+    differ): conditions on them stay with the engine."""
     if pa.types.is_integer(t):
         return "int"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 import adbc_driver_manager
+import numpy as np
 import adbc_driver_manager.dbapi as dbapi
 import lance
 import lance.namespace as ns_mod
@@ -505,3 +506,93 @@ def test_substrait_refusals_are_adbc_errors(warehouse):
         with pytest.raises(dbapi.Error, match="LANCE_ERR_OUT_OF_RANGE"):
             cur.execute(sx_plan(Rel(aggregate=total), [], {1: "sum"}).SerializeToString())
             cur.fetchall()
+
+
+# ---- vector search -----------------------------------------------------------------------------
+
+DIM = 16
+
+
+def vector_rows(start, end):
+    rng = np.random.default_rng(start)
+    return pa.table({
+        "id": pa.array(range(start, end), pa.int64()),
+        "cat": pa.array(["abc"[i % 3] for i in range(start, end)]),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.random((end - start) * DIM, dtype=np.float32)), DIM),
+    })
+
+
+@pytest.fixture()
+def vectors(tmp_path):
+    root = tmp_path / "wh"
+    uri = str(root / "vecs.lance")
+    ds = lance.write_dataset(vector_rows(0, 2000), uri, max_rows_per_file=500)
+    ds.create_index("emb", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    lance.write_dataset(vector_rows(2000, 2300), uri, mode="append")  # an unindexed tail
+    return root, uri
+
+
+def search_options(query, **extra):
+    opts = {"lance_host.table": "vecs", "lance_host.vector.column": "emb",
+            "lance_host.vector.query": ",".join(repr(float(x)) for x in query)}
+    opts.update({f"lance_host.vector.{k}": str(v) for k, v in extra.items()})
+    return opts
+
+
+def test_vector_search_partitions_merge_to_pylance(vectors):
+    root, uri = vectors
+    query = np.random.default_rng(7).random(DIM, dtype=np.float32)
+    want = lance.dataset(uri).to_table(nearest={"column": "emb", "q": query, "k": 10, "use_index": False},
+                                       columns=["id", "cat"])
+    with connect(root) as conn, conn.cursor() as cur:
+        stmt = cur.adbc_statement
+        stmt.set_options(**search_options(query, k=10, use_index="false"), **{"lance_host.columns": "id,cat",
+                                                                               "lance_host.filter": "id >= 0"})
+        reader, _ = stmt.execute_query()
+        whole = pa.RecordBatchReader._import_from_c(reader.address).read_all()
+        assert whole["id"].to_pylist() == want["id"].to_pylist()
+        assert np.allclose(whole["_distance"].to_numpy(), want["_distance"].to_numpy(), rtol=1e-5)
+        parts, handle, _ = stmt.execute_partitions()
+        schema = pa.Schema._import_from_c(handle.address)
+        assert len(parts) == 5  # exact: one flat piece per fragment
+        pieces = []
+        for p in parts:
+            cur.adbc_read_partition(p)
+            piece = cur.fetch_arrow_table()
+            assert piece.schema.names == schema.names == ["id", "cat", "_distance", "_rowid"]
+            pieces.append(piece)
+        merged = pa.concat_tables(pieces).sort_by([("_distance", "ascending"), ("_rowid", "ascending")]).slice(0, 10)
+        assert merged["id"].to_pylist() == want["id"].to_pylist()
+        # with the index: one partition per index segment plus the unindexed tail, merged to the
+        # same top 10 as ExecuteQuery; refined distances are the exact ones
+        stmt.set_options(**search_options(query, k=10, use_index="true", nprobes=4, refine=20))
+        reader, _ = stmt.execute_query()
+        ann = pa.RecordBatchReader._import_from_c(reader.address).read_all()
+        parts = stmt.execute_partitions()[0]
+        assert len(parts) == 2
+        pieces = []
+        for p in parts:
+            cur.adbc_read_partition(p)
+            pieces.append(cur.fetch_arrow_table())
+        merged = pa.concat_tables(pieces).sort_by([("_distance", "ascending"), ("_rowid", "ascending")]).slice(0, 10)
+        assert merged["id"].to_pylist() == ann["id"].to_pylist()
+        table = lance.dataset(uri).to_table(columns=["id", "emb"]).sort_by("id")
+        embs = np.stack(table["emb"].to_numpy(zero_copy_only=False))
+        exact = ((embs[ann["id"].to_numpy()] - query) ** 2).sum(axis=1)
+        assert np.allclose(ann["_distance"].to_numpy(), exact, rtol=1e-4)
+        # the query as float32 bytes works the same
+        stmt.set_options(**{"lance_host.vector.use_index": "false"})
+        stmt.set_options(**{"lance_host.vector.query": query.astype("<f4").tobytes()})
+        reader, _ = stmt.execute_query()
+        assert pa.RecordBatchReader._import_from_c(reader.address).read_all()["id"].to_pylist() == want["id"].to_pylist()
+        for bad, message in [({"lance_host.vector.query": "1,x"}, "numbers"), ({"lance_host.vector.k": "0"}, "at least 1"),
+                             ({"lance_host.vector.metric": "manhattan"}, "l2, cosine"),
+                             ({"lance_host.vector.query": b"\x00\x00\x80"}, "float32")]:
+            with pytest.raises(dbapi.ProgrammingError, match=message):
+                stmt.set_options(**bad)
+        # refused values left the statement as it was: the same search runs
+        reader, _ = stmt.execute_query()
+        assert pa.RecordBatchReader._import_from_c(reader.address).read_all()["id"].to_pylist() == want["id"].to_pylist()
+        stmt.set_options(**{"lance_host.vector.query": "1,2,3"})  # a wrong dimension: the library says so
+        with pytest.raises(dbapi.Error, match="dimension"):
+            stmt.execute_query()
