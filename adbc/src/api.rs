@@ -121,6 +121,27 @@ pub struct VectorQuery {
 
 pub const ELEMENT_F32: i32 = 2;
 
+/// `LanceFragmentStats` of `lance_host.h`.
+#[repr(C)]
+#[derive(Default)]
+pub struct FragmentStats {
+    pub struct_size: usize,
+    pub fragment_id: u64,
+    pub physical_rows: u64,
+    pub deleted_rows: u64,
+    pub bytes_on_disk: u64,
+    pub has_bytes_on_disk: bool,
+}
+
+/// `LanceColumnStats` of `lance_host.h`.
+#[repr(C)]
+pub struct ColumnStats {
+    pub struct_size: usize,
+    pub name: *const c_char,
+    pub bytes_on_disk: u64,
+    pub has_bytes_on_disk: bool,
+}
+
 pub const WRITE_CREATE: i32 = 0;
 pub const WRITE_APPEND: i32 = 1;
 pub const WRITE_OVERWRITE: i32 = 2;
@@ -200,6 +221,12 @@ library_api! {
     fn lance_split_scan_v2(Handle, Handle, *const ScanOptions, Stream) -> i32;
     fn lance_split_free(Handle) -> ();
     fn lance_bytes_free(*mut u8, usize) -> ();
+    fn lance_dataset_statistics_v2(Handle, *mut Handle, *mut c_void) -> i32;
+    fn lance_table_stats_fragment_count(Handle) -> usize;
+    fn lance_table_stats_fragment_v2(Handle, usize, *mut FragmentStats) -> i32;
+    fn lance_table_stats_column_count(Handle) -> usize;
+    fn lance_table_stats_column_v2(Handle, usize, *mut ColumnStats) -> i32;
+    fn lance_table_stats_free(Handle) -> ();
     fn lance_dataset_plan_vector_search(Handle, *const c_char, i32, bool, u64, *mut Handle) -> i32;
     fn lance_vector_query_init_v2(*mut VectorQuery, usize) -> i32;
     fn lance_split_search_v2(Handle, Handle, *const VectorQuery, Stream) -> i32;

@@ -410,19 +410,87 @@ impl Connection for LanceHostConnection {
     }
 
     fn get_statistic_names(&self) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
-        Err(not_implemented(
-            "lance-host ADBC: GetStatisticNames (the driver has no statistics of its own)",
-        ))
+        // only ADBC's standard statistics: no names of the driver's own
+        let schema = adbc_core::schemas::GET_STATISTIC_NAMES_SCHEMA.clone();
+        let batch = arrow_array::RecordBatch::new_empty(schema.clone());
+        Ok(Box::new(arrow_array::RecordBatchIterator::new(
+            vec![Ok(batch)],
+            schema,
+        )))
     }
 
     fn get_statistics(
         &self,
-        _catalog: Option<&str>,
-        _db_schema: Option<&str>,
-        _table_name: Option<&str>,
-        _approximate: bool,
+        catalog: Option<&str>,
+        db_schema: Option<&str>,
+        table_name: Option<&str>,
+        approximate: bool,
     ) -> Result<Box<dyn RecordBatchReader + Send + 'static>> {
-        Err(not_implemented("lance-host ADBC: GetStatistics"))
+        // The row count of each table's latest version (exact, from the manifest) and, when
+        // approximate values are allowed, each column's average encoded bytes per row.
+        let entries = objects::collect(
+            &self.shared.catalog,
+            &self.shared.catalog_name,
+            ObjectDepth::Tables,
+            catalog,
+            db_schema,
+            table_name,
+            None,
+            None,
+        )?;
+        let Some(entries) = entries else {
+            // the catalog filter excludes the one catalog
+            let schema = adbc_core::schemas::GET_STATISTICS_SCHEMA.clone();
+            let batch = arrow_array::RecordBatch::new_empty(schema.clone());
+            return Ok(Box::new(arrow_array::RecordBatchIterator::new(
+                vec![Ok(batch)],
+                schema,
+            )));
+        };
+        let mut per_schema = Vec::new();
+        for s in entries {
+            let namespace = if s.name.is_empty() {
+                Vec::new()
+            } else {
+                handles::split_identifier(&s.name)?
+            };
+            let mut stats = Vec::new();
+            for t in s.tables.unwrap_or_default() {
+                let table = TableRef {
+                    namespace: namespace.clone(),
+                    name: t.name.clone(),
+                };
+                let figures = self
+                    .shared
+                    .catalog
+                    .open_table(&table, 0, None)?
+                    .statistics()?;
+                stats.push(objects::Statistic {
+                    table: t.name.clone(),
+                    column: None,
+                    key: objects::STAT_ROW_COUNT,
+                    value: objects::StatValue::Int(figures.rows as i64),
+                    approximate: false,
+                });
+                if approximate && figures.rows > 0 {
+                    for (column, bytes) in figures.columns {
+                        if let Some(bytes) = bytes {
+                            stats.push(objects::Statistic {
+                                table: t.name.clone(),
+                                column: Some(column),
+                                key: objects::STAT_AVERAGE_BYTE_WIDTH,
+                                value: objects::StatValue::Float(
+                                    bytes as f64 / figures.rows as f64,
+                                ),
+                                approximate: true,
+                            });
+                        }
+                    }
+                }
+            }
+            per_schema.push((s.name, stats));
+        }
+        objects::statistics_reader(&self.shared.catalog_name, per_schema)
     }
 
     fn commit(&mut self) -> Result<()> {

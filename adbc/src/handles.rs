@@ -598,6 +598,61 @@ impl Dataset {
     }
 }
 
+/// What the planner statistics say of a snapshot: visible rows (exact) and, per top-level
+/// column, its encoded bytes when the format records them.
+pub struct TableStatistics {
+    pub rows: u64,
+    pub columns: Vec<(String, Option<u64>)>,
+}
+
+impl Dataset {
+    pub fn statistics(&self) -> Result<TableStatistics> {
+        let api = api()?;
+        let mut stats: Handle = ptr::null_mut();
+        // SAFETY: live handle; `stats` owned here and freed below.
+        let rc =
+            unsafe { (api.lance_dataset_statistics_v2)(self.raw, &mut stats, ptr::null_mut()) };
+        check(api, rc, "reading the table's statistics")?;
+        let result = (|| {
+            let mut rows = 0u64;
+            // SAFETY: `stats` is live; the structs are ours, sized as the header says.
+            for i in 0..unsafe { (api.lance_table_stats_fragment_count)(stats) } {
+                let mut f = api::FragmentStats {
+                    struct_size: std::mem::size_of::<api::FragmentStats>(),
+                    ..Default::default()
+                };
+                check(
+                    api,
+                    unsafe { (api.lance_table_stats_fragment_v2)(stats, i, &mut f) },
+                    "reading fragment statistics",
+                )?;
+                rows += f.physical_rows - f.deleted_rows;
+            }
+            let mut columns = Vec::new();
+            for i in 0..unsafe { (api.lance_table_stats_column_count)(stats) } {
+                let mut c = api::ColumnStats {
+                    struct_size: std::mem::size_of::<api::ColumnStats>(),
+                    name: ptr::null(),
+                    bytes_on_disk: 0,
+                    has_bytes_on_disk: false,
+                };
+                check(
+                    api,
+                    unsafe { (api.lance_table_stats_column_v2)(stats, i, &mut c) },
+                    "reading column statistics",
+                )?;
+                // SAFETY: the name lives as long as `stats`; copied now.
+                let name = unsafe { cstr(c.name) };
+                columns.push((name, c.has_bytes_on_disk.then_some(c.bytes_on_disk)));
+            }
+            Ok(TableStatistics { rows, columns })
+        })();
+        // SAFETY: owned, freed once.
+        unsafe { (api.lance_table_stats_free)(stats) };
+        result
+    }
+}
+
 /// Serialize every split of a plan (then freed) into bytes.
 fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();

@@ -396,6 +396,113 @@ pub fn info_reader(codes: Option<HashSet<InfoCode>>, library_version: &str) -> R
     Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
 }
 
+/// One statistic of `GetStatistics`.
+pub struct Statistic {
+    pub table: String,
+    pub column: Option<String>,
+    pub key: i16,
+    pub value: StatValue,
+    pub approximate: bool,
+}
+
+pub enum StatValue {
+    Int(i64),
+    Float(f64),
+}
+
+/// ADBC's standard statistic keys the driver reports.
+pub const STAT_AVERAGE_BYTE_WIDTH: i16 = 0;
+pub const STAT_ROW_COUNT: i16 = 6;
+
+/// The `GetStatistics` result: one catalog, its db_schemas with their statistics.
+pub fn statistics_reader(
+    catalog_name: &str,
+    per_schema: Vec<(String, Vec<Statistic>)>,
+) -> Result<Reader> {
+    let schema = schemas::GET_STATISTICS_SCHEMA.clone();
+    let db_fields = struct_fields(&schemas::STATISTICS_DB_SCHEMA_SCHEMA);
+    let stat_fields = struct_fields(&schemas::STATISTICS_SCHEMA);
+    let all: Vec<&Statistic> = per_schema.iter().flat_map(|(_, v)| v.iter()).collect();
+    let DataType::Union(union_fields, _) = schemas::STATISTIC_VALUE_SCHEMA.clone() else {
+        unreachable!()
+    };
+    let mut type_ids = Vec::new();
+    let mut offsets = Vec::new();
+    let (mut ints, mut floats) = (Vec::new(), Vec::new());
+    for st in &all {
+        match st.value {
+            StatValue::Int(v) => {
+                type_ids.push(0i8);
+                offsets.push(ints.len() as i32);
+                ints.push(v);
+            }
+            StatValue::Float(v) => {
+                type_ids.push(2i8);
+                offsets.push(floats.len() as i32);
+                floats.push(v);
+            }
+        }
+    }
+    let children: Vec<ArrayRef> = union_fields
+        .iter()
+        .map(|(id, f)| match id {
+            0 => Arc::new(Int64Array::from(ints.clone())) as ArrayRef,
+            2 => Arc::new(arrow_array::Float64Array::from(floats.clone())) as ArrayRef,
+            _ => new_empty_array(f.data_type()),
+        })
+        .collect();
+    let values = UnionArray::try_new(
+        union_fields,
+        ScalarBuffer::from(type_ids),
+        Some(ScalarBuffer::from(offsets)),
+        children,
+    )?;
+    let stats = StructArray::try_new(
+        stat_fields,
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                all.iter().map(|s| s.table.as_str()),
+            )),
+            Arc::new(StringArray::from(
+                all.iter().map(|s| s.column.clone()).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int16Array::from_iter_values(all.iter().map(|s| s.key))),
+            Arc::new(values),
+            Arc::new(BooleanArray::from(
+                all.iter().map(|s| s.approximate).collect::<Vec<_>>(),
+            )),
+        ],
+        None,
+    )?;
+    let lengths: Vec<Option<usize>> = per_schema.iter().map(|(_, v)| Some(v.len())).collect();
+    let db_schemas = StructArray::try_new(
+        db_fields,
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                per_schema.iter().map(|(n, _)| n.as_str()),
+            )),
+            Arc::new(list_of(
+                &schemas::STATISTICS_SCHEMA,
+                &lengths,
+                Arc::new(stats),
+            )?),
+        ],
+        None,
+    )?;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec![catalog_name])),
+            Arc::new(list_of(
+                &schemas::STATISTICS_DB_SCHEMA_SCHEMA,
+                &[Some(per_schema.len())],
+                Arc::new(db_schemas),
+            )?),
+        ],
+    )?;
+    Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
+}
+
 /// Project `schema` onto `columns` (top-level names), as a scan of those columns returns it.
 pub fn project(schema: &Schema, columns: Option<&Vec<String>>) -> Result<Schema> {
     match columns {

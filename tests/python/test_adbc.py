@@ -596,3 +596,30 @@ def test_vector_search_partitions_merge_to_pylance(vectors):
         stmt.set_options(**{"lance_host.vector.query": "1,2,3"})  # a wrong dimension: the library says so
         with pytest.raises(dbapi.Error, match="dimension"):
             stmt.execute_query()
+
+
+def test_get_statistics_row_counts_and_widths(warehouse):
+    uri = str(warehouse / "events.lance")
+    lance.dataset(uri).delete("id < 100")  # deleted rows do not count
+    lh.Catalog({"root": str(warehouse)}).create_namespace(["ns"])
+    lance.write_dataset(edge_rows(0, 10)[0], str(warehouse / "other.lance"))
+    with connect(warehouse) as conn:
+        exact = conn.adbc_get_statistics(approximate=False).read_all().to_pylist()
+        assert [c["catalog_name"] for c in exact] == ["lance"]
+        by_schema = {s["db_schema_name"]: s["db_schema_statistics"] for s in exact[0]["catalog_db_schemas"]}
+        assert sorted(by_schema) == ["", "ns"] and by_schema["ns"] == []  # the namespace holds no table
+        rows = {(s["table_name"], s["column_name"], s["statistic_key"]): (s["statistic_value"], s["statistic_is_approximate"])
+                for s in by_schema[""]}
+        assert rows == {("events", None, 6): (lance.dataset(uri).count_rows(), False),
+                        ("other", None, 6): (10, False)}
+        approx = conn.adbc_get_statistics(table_name_filter="ev%", approximate=True).read_all().to_pylist()
+        stats = approx[0]["catalog_db_schemas"][0]["db_schema_statistics"]
+        widths = {s["column_name"]: s["statistic_value"] for s in stats if s["statistic_key"] == 0}
+        assert sorted(widths) == sorted(lance.dataset(uri).schema.names)
+        assert all(w > 0 for w in widths.values())
+        # encoded column bytes of the visible rows' files: no more than the data files hold
+        on_disk = sum(p.stat().st_size for p in (warehouse / "events.lance" / "data").iterdir())
+        assert sum(widths.values()) * lance.dataset(uri).count_rows() <= on_disk
+        assert all(s["statistic_is_approximate"] for s in stats if s["statistic_key"] == 0)
+        assert conn.adbc_get_statistics(catalog_filter="nope").read_all().num_rows == 0
+        assert conn.adbc_get_statistic_names().read_all().num_rows == 0
