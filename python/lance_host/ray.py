@@ -68,6 +68,15 @@ def _catalog_table(table: str, catalog, storage_options, what: str) -> tuple[_Ca
     return t, info.location, {**info.storage_options, **t.storage_options} or None
 
 
+def _open_for_tasks(uri: str, version, storage_options, catalog, what: str):
+    """(what tasks carry to open the table, the table pinned here): the storage options given,
+    or, with `catalog`, the catalog table itself (tasks describe it where they run)."""
+    if catalog is None:
+        return storage_options, lh.open(uri, version=version, storage_options=storage_options)
+    table, location, options = _catalog_table(uri, catalog, storage_options, what)
+    return table, lh.open(location, version=version, storage_options=options)
+
+
 def _task_options(storage):
     """The storage options a task opens with: those given, or a catalog table's as a catalog of
     this worker process describes it now (reused 5 s by the process's tasks; issue 60)."""
@@ -226,7 +235,7 @@ def read_lance_host(uri: str, *, columns: Optional[Sequence[str]] = None, filter
 
 @ray.remote
 def _search_split(token, split: bytes, column: str, vector, k: int, query: dict, storage_options):
-    ds = lh.open_snapshot(token, storage_options=storage_options)
+    ds = lh.open_snapshot(token, storage_options=_task_options(storage_options))
     with ds.search_split(lh.Split.from_bytes(split), column, vector, k, **query) as s:
         return os.getpid(), s.read_all()
 
@@ -243,13 +252,16 @@ def vector_search(uri: str, column: str, vector: VectorLike, k: int = 10, *, npr
                   columns: Optional[Sequence[str]] = None, metric: Optional[str] = None,
                   use_index: bool = True, version: Optional[int] = None,
                   storage_options: Optional[dict] = None, return_pids: bool = False,
-                  max_tasks: Optional[int] = None) -> Union[pa.Table, tuple[pa.Table, list]]:
+                  max_tasks: Optional[int] = None,
+                  catalog: Optional[Mapping[str, str]] = None) -> Union[pa.Table, tuple[pa.Table, list]]:
     """Distributed vector search: one Ray task per split of the vector plan (index segments and
     unindexed fragments), merged with the library's top-k merge. Returns a pyarrow Table of the
     global top k (projected columns, `_distance`, `_rowid`). `max_tasks` caps the tasks (at least
     one per split kind): a task then searches several splits combined into one (`Split.combine`:
-    one plan, its segments' candidates merged before the re-rank)."""
-    ds = lh.open(uri, version=version, storage_options=storage_options)
+    one plan, its segments' candidates merged before the re-rank). With `catalog`, `uri` names a
+    table of that catalog, as for `read_lance_host`: every task describes it through a catalog of
+    its own process, so vended credentials never travel with a task."""
+    storage_options, ds = _open_for_tasks(uri, version, storage_options, catalog, "vector_search")
     lh._marshal._check_columns(ds.schema, [column] + (list(columns) if columns else []))
     token = ray.put(ds.export_snapshot())
     plan = _tasks(ds.plan_vector_search(column, metric, use_index), max_tasks)
@@ -263,21 +275,24 @@ def vector_search(uri: str, column: str, vector: VectorLike, k: int = 10, *, npr
 
 @ray.remote
 def _aggregate_split(token, split: bytes, aggregates, group_by, filter, storage_options):
-    ds = lh.open_snapshot(token, storage_options=storage_options)
+    ds = lh.open_snapshot(token, storage_options=_task_options(storage_options))
     part, io = ds.aggregate_split(lh.Split.from_bytes(split), aggregates, group_by=group_by, filter=filter)
     return os.getpid(), part, io.read_requests
 
 
 def aggregate(uri: str, aggregates: Sequence[tuple], *, group_by: Union[str, Sequence[str], None] = None, filter: Optional[str] = None, target_rows: int = 0,
               version: Optional[int] = None, storage_options: Optional[dict] = None,
-              return_pids: bool = False) -> Union[pa.Table, tuple[pa.Table, list]]:
+              return_pids: bool = False,
+              catalog: Optional[Mapping[str, str]] = None) -> Union[pa.Table, tuple[pa.Table, list]]:
     """Distributed aggregate: the driver pins the table and plans scan splits (row slices of
     about `target_rows` visible rows; 0 = one per fragment), one Ray task per split computes the
     split's partial states (a few rows per group; only the aggregated, grouped and filtered
     columns are read), and the driver merges them (`lance_host.merge_aggregates`). `aggregates`,
     `group_by` and `filter` as `Dataset.aggregate`. Returns a pyarrow Table equal to
-    `Dataset.aggregate` on the pinned version (with `return_pids`, also the worker pids)."""
-    ds = lh.open(uri, version=version, storage_options=storage_options)
+    `Dataset.aggregate` on the pinned version (with `return_pids`, also the worker pids). With
+    `catalog`, `uri` names a table of that catalog, described by every task's own process (as for
+    `read_lance_host`)."""
+    storage_options, ds = _open_for_tasks(uri, version, storage_options, catalog, "aggregate")
     token = ray.put(ds.export_snapshot())
     plan = ds.plan_scan(target_rows, slices=True)
     parts = ray.get([_aggregate_split.remote(token, bytes(s), aggregates, group_by, filter, storage_options)

@@ -11,6 +11,7 @@ it when its lifetime ends, so storage itself refuses an expired key; this repo's
 a long-lived key, writes the table and checks what lance-host wrote."""
 
 import ctypes
+import os
 import time
 
 import pyarrow as pa
@@ -274,5 +275,20 @@ def test_ray_read_tasks_describe_a_catalog_table_through_their_own_catalog(world
         assert got == sorted(want["id"].to_pylist())
         with pytest.raises(lh.InvalidArgumentError, match="catalog must be"):
             lhr.read_lance_host("t", catalog="type=rest")
+        # the distributed aggregate and vector search take the catalog too: what their tasks
+        # carry is the catalog table (properties and name), never the options it vended, and the
+        # answers are pylance's
+        carried, pinned = lhr._open_for_tasks("t", None, None, world["props"], "aggregate")
+        assert carried == lhr._CatalogTable(world["props"], [], "t", {})
+        assert pinned.count_rows() >= ROWS
+        py = lance.dataset(f"{world['root']}/t.lance", storage_options=world["admin"])
+        agg, pids = lhr.aggregate("t", [(None, "count_all", "n"), ("id", "sum", "total")], catalog=world["props"],
+                                  return_pids=True)
+        assert agg.to_pylist() == [{"n": py.count_rows(), "total": sum(py.to_table(columns=["id"])["id"].to_pylist())}]
+        assert os.getpid() not in pids
+        with pytest.raises(lh.InvalidArgumentError, match="catalog must be"):
+            lhr.aggregate("t", [(None, "count_all")], catalog={})
+        with pytest.raises(lh.InvalidArgumentError, match="catalog must be"):
+            lhr.vector_search("t", "vec", [0.0], catalog="x")
     finally:
         ray.shutdown()
