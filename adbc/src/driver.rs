@@ -22,6 +22,7 @@ use crate::handles::{self, Catalog, Reader, TableRef};
 use crate::objects;
 use crate::partition::Partition;
 use crate::statement::LanceHostStatement;
+use crate::writes;
 
 pub(crate) fn option_string(value: OptionValue, key: &str) -> Result<String> {
     match value {
@@ -530,7 +531,7 @@ impl Connection for LanceHostConnection {
 fn discard(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
     let mut first = Ok(());
     for p in pending {
-        let r = handles::abort_shares(&p.shares, &p.storage_options);
+        let r = writes::abort_shares(&p.shares, &p.storage_options);
         let r = r.and_then(|_| {
             if p.created {
                 shared.catalog.drop_table(&p.table)
@@ -558,11 +559,11 @@ fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
         )));
     }
     for p in pending {
-        if let Err(e) = handles::commit_shares(
+        if let Err(e) = writes::commit_shares(
             &p.location,
             &p.shares,
             &p.storage_options,
-            &handles::WriteSettings::default(),
+            &writes::WriteSettings::default(),
         ) {
             discard(shared, vec![p])?;
             return Err(e);

@@ -5,10 +5,13 @@ use std::ptr;
 use adbc_core::error::Result;
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use std::sync::Arc;
+
 use arrow_schema::Schema;
 
-use crate::api::{self, api, c_string, check, cstr, Api, CStrArray, Handle, ScanOptions};
+use crate::api::{self, api, c_string, check, cstr, invalid, Api, CStrArray, Handle, ScanOptions};
+use crate::search::VectorSearch;
 
 /// A table's place in the catalog: its namespace path and its name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +103,7 @@ pub fn split_identifier(text: &str) -> Result<Vec<String>> {
 }
 
 pub struct Catalog {
-    raw: Handle,
+    pub(crate) raw: Handle,
 }
 
 // SAFETY: the library documents catalogs as usable by many threads at once.
@@ -256,100 +259,6 @@ impl Catalog {
         }
         Ok(Dataset { raw })
     }
-
-    /// Create `table` holding the rows of `data` (one commit); returns the rows written.
-    pub fn create_table(
-        &self,
-        table: &TableRef,
-        data: Box<dyn RecordBatchReader + Send>,
-        params: &WriteSettings,
-    ) -> Result<u64> {
-        let api = api()?;
-        let ns = CStrArray::new(&table.namespace, "a namespace name")?;
-        let name = c_string(&table.name, "the table name")?;
-        let mut stream = FFI_ArrowArrayStream::new(data);
-        let p = params.build(api, crate::api::WRITE_CREATE, &[])?;
-        let mut result = api::WriteResult {
-            struct_size: std::mem::size_of::<api::WriteResult>(),
-            ..Default::default()
-        };
-        // SAFETY: the library takes ownership of `stream` (released also on failure).
-        let rc = unsafe {
-            (api.lance_catalog_create_table)(
-                self.raw,
-                ns.as_ptr(),
-                ns.len(),
-                name.as_ptr(),
-                &mut stream,
-                &p.params,
-                ptr::null_mut(),
-                &mut result,
-            )
-        };
-        check(api, rc, &format!("creating table `{}`", table.display()))?;
-        Ok(result.rows_written)
-    }
-}
-
-impl Catalog {
-    pub fn drop_table(&self, table: &TableRef) -> Result<()> {
-        let api = api()?;
-        let ns = CStrArray::new(&table.namespace, "a namespace name")?;
-        let name = c_string(&table.name, "the table name")?;
-        // SAFETY: live arguments for the call.
-        let rc = unsafe {
-            (api.lance_catalog_drop_table)(self.raw, ns.as_ptr(), ns.len(), name.as_ptr(), true)
-        };
-        check(api, rc, &format!("dropping table `{}`", table.display()))
-    }
-}
-
-/// Write settings the statement carries into `LanceWriteParams`.
-#[derive(Clone, Default)]
-pub struct WriteSettings {
-    pub statement_id: Option<String>,
-    pub commit_message: Option<String>,
-}
-
-pub struct BuiltParams {
-    pub params: api::WriteParams,
-    _keep: Vec<std::ffi::CString>,
-    _options: Option<CStrArray>,
-}
-
-impl WriteSettings {
-    pub fn build(&self, api: &Api, mode: i32, storage_options: &[String]) -> Result<BuiltParams> {
-        // SAFETY: zeroed then initialised by the library with its defaults.
-        let mut params: api::WriteParams = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            (api.lance_write_params_init_v2)(&mut params, std::mem::size_of::<api::WriteParams>())
-        };
-        check(api, rc, "initialising write parameters")?;
-        params.mode = mode;
-        let mut keep = Vec::new();
-        if let Some(id) = &self.statement_id {
-            let c = c_string(id, "the statement id")?;
-            params.statement_id = c.as_ptr();
-            keep.push(c);
-        }
-        if let Some(m) = &self.commit_message {
-            let c = c_string(m, "the commit message")?;
-            params.commit_message = c.as_ptr();
-            keep.push(c);
-        }
-        let options = if storage_options.is_empty() {
-            None
-        } else {
-            let arr = CStrArray::new(storage_options, "a storage option")?;
-            params.storage_options = arr.as_ptr();
-            Some(arr)
-        };
-        Ok(BuiltParams {
-            params,
-            _keep: keep,
-            _options: options,
-        })
-    }
 }
 
 pub struct Dataset {
@@ -369,73 +278,6 @@ impl Drop for Dataset {
     }
 }
 
-/// A vector search: column, query vector, k and the index's knobs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VectorSearch {
-    pub column: String,
-    pub vector: Vec<f32>,
-    pub k: u64,
-    pub metric: i32,
-    pub nprobes: u32,
-    pub refine_factor: u32,
-    pub use_index: bool,
-}
-
-struct BuiltQuery {
-    query: api::VectorQuery,
-    _column: std::ffi::CString,
-    _columns: Option<CStrArray>,
-    _filter: Option<std::ffi::CString>,
-}
-
-impl VectorSearch {
-    fn build(&self, api: &Api, spec: &ScanSpec) -> Result<BuiltQuery> {
-        // SAFETY: zeroed then initialised by the library with its defaults.
-        let mut query: api::VectorQuery = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            (api.lance_vector_query_init_v2)(&mut query, std::mem::size_of::<api::VectorQuery>())
-        };
-        check(api, rc, "initialising a vector query")?;
-        let column = c_string(&self.column, "the vector column")?;
-        query.column = column.as_ptr();
-        query.vector = self.vector.as_ptr() as *const std::ffi::c_void;
-        query.dimension = self.vector.len();
-        query.element_type = api::ELEMENT_F32;
-        query.k = self.k;
-        query.metric = self.metric;
-        if self.nprobes > 0 {
-            query.nprobes = self.nprobes;
-        }
-        if self.refine_factor > 0 {
-            query.refine_factor = self.refine_factor;
-        }
-        query.with_row_id = true;
-        let columns = match &spec.columns {
-            Some(cols) => {
-                let arr = CStrArray::new(cols, "a column name")?;
-                query.columns = arr.as_ptr();
-                query.num_columns = arr.len();
-                Some(arr)
-            }
-            None => None,
-        };
-        let filter = match &spec.filter {
-            Some(f) => {
-                let c = c_string(f, "the filter")?;
-                query.prefilter_sql = c.as_ptr();
-                Some(c)
-            }
-            None => None,
-        };
-        Ok(BuiltQuery {
-            query,
-            _column: column,
-            _columns: columns,
-            _filter: filter,
-        })
-    }
-}
-
 /// What a scan reads: columns (None = all), a Lance SQL filter, a row limit.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScanSpec {
@@ -445,14 +287,14 @@ pub struct ScanSpec {
     pub batch_size: Option<u64>,
 }
 
-struct BuiltScan {
-    options: ScanOptions,
+pub(crate) struct BuiltScan {
+    pub(crate) options: ScanOptions,
     _columns: Option<CStrArray>,
     _filter: Option<std::ffi::CString>,
 }
 
 impl ScanSpec {
-    fn build(&self, api: &Api) -> Result<BuiltScan> {
+    pub(crate) fn build(&self, api: &Api) -> Result<BuiltScan> {
         // SAFETY: zeroed then initialised by the library with its defaults.
         let mut options: ScanOptions = unsafe { std::mem::zeroed() };
         let rc = unsafe {
@@ -492,7 +334,7 @@ impl ScanSpec {
 
 pub type Reader = Box<dyn RecordBatchReader + Send + 'static>;
 
-fn import_stream(stream: FFI_ArrowArrayStream) -> Result<Reader> {
+pub(crate) fn import_stream(stream: FFI_ArrowArrayStream) -> Result<Reader> {
     let reader = ArrowArrayStreamReader::try_new(stream)?;
     Ok(Box::new(reader))
 }
@@ -533,60 +375,6 @@ impl Dataset {
         import_stream(stream)
     }
 
-    /// The vector-search splits of the snapshot (one per index segment, flat ones for the
-    /// rest) as serialized split bytes.
-    pub fn plan_search(&self, search: &VectorSearch) -> Result<Vec<Vec<u8>>> {
-        let api = api()?;
-        let column = c_string(&search.column, "the vector column")?;
-        let mut plan: Handle = ptr::null_mut();
-        // SAFETY: live handle and string.
-        let rc = unsafe {
-            (api.lance_dataset_plan_vector_search)(
-                self.raw,
-                column.as_ptr(),
-                search.metric,
-                search.use_index,
-                0,
-                &mut plan,
-            )
-        };
-        check(api, rc, "planning the vector search")?;
-        serialize_plan(api, plan)
-    }
-
-    /// The global top k: every split searched, the candidates merged (`lance_topk_merge`).
-    pub fn search(&self, search: &VectorSearch, spec: &ScanSpec) -> Result<Reader> {
-        let api = api()?;
-        let splits = self.plan_search(search)?;
-        let built = search.build(api, spec)?;
-        let mut streams: Vec<FFI_ArrowArrayStream> = Vec::new();
-        for bytes in &splits {
-            // SAFETY: borrowed bytes; the split is freed below, its stream stays valid.
-            let split = unsafe { (api.lance_split_deserialize)(bytes.as_ptr(), bytes.len()) };
-            if split.is_null() {
-                return Err(api::last_error(api, "reading a search split"));
-            }
-            let mut stream = FFI_ArrowArrayStream::empty();
-            let rc =
-                unsafe { (api.lance_split_search_v2)(self.raw, split, &built.query, &mut stream) };
-            unsafe { (api.lance_split_free)(split) };
-            check(api, rc, "searching a split")?;
-            streams.push(stream);
-        }
-        let mut out = FFI_ArrowArrayStream::empty();
-        // SAFETY: the merge takes every input stream (released also on failure); the Vec's
-        // elements are then moved-from memory that must not be released again.
-        let rc = unsafe {
-            (api.lance_topk_merge)(streams.as_mut_ptr(), streams.len(), search.k, 0, &mut out)
-        };
-        for s in streams.iter_mut() {
-            // the library took them: forget our copies without running their release
-            unsafe { std::ptr::write(s, FFI_ArrowArrayStream::empty()) };
-        }
-        check(api, rc, "merging the search results")?;
-        import_stream(out)
-    }
-
     /// The scan splits of the snapshot as serialized split bytes.
     pub fn plan_scan(&self, target_rows: u64) -> Result<Vec<Vec<u8>>> {
         let api = api()?;
@@ -598,63 +386,8 @@ impl Dataset {
     }
 }
 
-/// What the planner statistics say of a snapshot: visible rows (exact) and, per top-level
-/// column, its encoded bytes when the format records them.
-pub struct TableStatistics {
-    pub rows: u64,
-    pub columns: Vec<(String, Option<u64>)>,
-}
-
-impl Dataset {
-    pub fn statistics(&self) -> Result<TableStatistics> {
-        let api = api()?;
-        let mut stats: Handle = ptr::null_mut();
-        // SAFETY: live handle; `stats` owned here and freed below.
-        let rc =
-            unsafe { (api.lance_dataset_statistics_v2)(self.raw, &mut stats, ptr::null_mut()) };
-        check(api, rc, "reading the table's statistics")?;
-        let result = (|| {
-            let mut rows = 0u64;
-            // SAFETY: `stats` is live; the structs are ours, sized as the header says.
-            for i in 0..unsafe { (api.lance_table_stats_fragment_count)(stats) } {
-                let mut f = api::FragmentStats {
-                    struct_size: std::mem::size_of::<api::FragmentStats>(),
-                    ..Default::default()
-                };
-                check(
-                    api,
-                    unsafe { (api.lance_table_stats_fragment_v2)(stats, i, &mut f) },
-                    "reading fragment statistics",
-                )?;
-                rows += f.physical_rows - f.deleted_rows;
-            }
-            let mut columns = Vec::new();
-            for i in 0..unsafe { (api.lance_table_stats_column_count)(stats) } {
-                let mut c = api::ColumnStats {
-                    struct_size: std::mem::size_of::<api::ColumnStats>(),
-                    name: ptr::null(),
-                    bytes_on_disk: 0,
-                    has_bytes_on_disk: false,
-                };
-                check(
-                    api,
-                    unsafe { (api.lance_table_stats_column_v2)(stats, i, &mut c) },
-                    "reading column statistics",
-                )?;
-                // SAFETY: the name lives as long as `stats`; copied now.
-                let name = unsafe { cstr(c.name) };
-                columns.push((name, c.has_bytes_on_disk.then_some(c.bytes_on_disk)));
-            }
-            Ok(TableStatistics { rows, columns })
-        })();
-        // SAFETY: owned, freed once.
-        unsafe { (api.lance_table_stats_free)(stats) };
-        result
-    }
-}
-
 /// Serialize every split of a plan (then freed) into bytes.
-fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let mut failure = None;
     // SAFETY: `plan` owned here, freed below; each split from `get` owned and freed.
@@ -681,77 +414,6 @@ fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
-    }
-}
-
-/// Optional C strings (NULL entries) kept alive with their pointer array.
-struct OptStrs {
-    _strings: Vec<Option<std::ffi::CString>>,
-    ptrs: Vec<*const std::ffi::c_char>,
-}
-
-impl OptStrs {
-    fn new(items: &[Option<String>], what: &str) -> Result<OptStrs> {
-        let strings = items
-            .iter()
-            .map(|s| s.as_deref().map(|s| c_string(s, what)).transpose())
-            .collect::<Result<Vec<_>>>()?;
-        let ptrs = strings
-            .iter()
-            .map(|s| s.as_ref().map_or(ptr::null(), |c| c.as_ptr()))
-            .collect();
-        Ok(OptStrs {
-            _strings: strings,
-            ptrs,
-        })
-    }
-}
-
-impl Dataset {
-    /// `lance_dataset_aggregate`: group-by columns, then one column per measure.
-    pub fn aggregate(
-        &self,
-        group_by: &[String],
-        measures: &[crate::substrait_plan::Measure],
-        filter: Option<&str>,
-    ) -> Result<Reader> {
-        let api = api()?;
-        // SAFETY: zeroed then initialised by the library.
-        let mut spec: api::AggregateSpec = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            (api.lance_aggregate_init_v2)(&mut spec, std::mem::size_of::<api::AggregateSpec>())
-        };
-        check(api, rc, "initialising an aggregate")?;
-        let keys = CStrArray::new(group_by, "a group-by column")?;
-        let functions: Vec<i32> = measures.iter().map(|m| m.function).collect();
-        let columns = OptStrs::new(
-            &measures
-                .iter()
-                .map(|m| m.column.clone())
-                .collect::<Vec<_>>(),
-            "a column name",
-        )?;
-        let expressions = OptStrs::new(
-            &measures
-                .iter()
-                .map(|m| m.expression.clone())
-                .collect::<Vec<_>>(),
-            "an expression",
-        )?;
-        let filter = filter.map(|f| c_string(f, "the filter")).transpose()?;
-        spec.group_by = keys.as_ptr();
-        spec.num_group_by = keys.len();
-        spec.functions = functions.as_ptr();
-        spec.columns = columns.ptrs.as_ptr();
-        spec.num_aggregates = measures.len();
-        spec.expressions = expressions.ptrs.as_ptr();
-        spec.filter_sql = filter.as_ref().map_or(ptr::null(), |f| f.as_ptr());
-        let mut stream = FFI_ArrowArrayStream::empty();
-        // SAFETY: every array lives until the call returns; the stream is ours after.
-        let rc =
-            unsafe { (api.lance_dataset_aggregate)(self.raw, &spec, &mut stream, ptr::null_mut()) };
-        check(api, rc, "aggregating")?;
-        import_stream(stream)
     }
 }
 
@@ -804,122 +466,75 @@ pub fn run_split(
     result
 }
 
-/// Write `data` to the table at `uri` in one commit (append or overwrite).
-pub fn table_write(
-    uri: &str,
-    data: Reader,
-    mode: i32,
-    storage_options: &[String],
-    settings: &WriteSettings,
-) -> Result<api::WriteResult> {
-    let api = api()?;
-    let uri_c = c_string(uri, "the table location")?;
-    let p = settings.build(api, mode, storage_options)?;
-    let mut stream = FFI_ArrowArrayStream::new(data);
-    let mut result = api::WriteResult {
-        struct_size: std::mem::size_of::<api::WriteResult>(),
-        ..Default::default()
-    };
-    // SAFETY: the library takes `stream`; the rest is borrowed for the call.
-    let rc = unsafe {
-        (api.lance_table_write)(
-            uri_c.as_ptr(),
-            ptr::null_mut(),
-            &mut stream,
-            &p.params,
-            ptr::null_mut(),
-            &mut result,
-        )
-    };
-    check(api, rc, "writing")?;
-    Ok(result)
+/// A reader with renamed columns and at most `limit` rows.
+struct Shaped {
+    inner: Reader,
+    schema: arrow_schema::SchemaRef,
+    left: Option<usize>,
 }
 
-/// Stage a share of a write at `at` (the table's pinned version); returns its bytes.
-pub fn stage_write(
-    uri: &str,
-    at: &Dataset,
-    data: Reader,
-    mode: i32,
-    storage_options: &[String],
-) -> Result<(Vec<u8>, u64)> {
-    let api = api()?;
-    let uri_c = c_string(uri, "the table location")?;
-    let p = WriteSettings::default().build(api, mode, storage_options)?;
-    let mut stream = FFI_ArrowArrayStream::new(data);
-    let mut bytes: *mut u8 = ptr::null_mut();
-    let mut len = 0usize;
-    let mut result = api::WriteResult {
-        struct_size: std::mem::size_of::<api::WriteResult>(),
-        ..Default::default()
+pub(crate) fn shaped(
+    inner: Reader,
+    names: Option<Vec<String>>,
+    limit: Option<i64>,
+) -> Result<Reader> {
+    if names.is_none() && limit.is_none() {
+        return Ok(inner);
+    }
+    let schema = inner.schema();
+    let schema = match names {
+        Some(names) => {
+            if names.len() != schema.fields().len() {
+                return Err(invalid(format!(
+                    "lance-host ADBC: the plan names {} output columns, the result has {}",
+                    names.len(),
+                    schema.fields().len()
+                )));
+            }
+            let fields: Vec<arrow_schema::Field> = schema
+                .fields()
+                .iter()
+                .zip(names)
+                .map(|(f, n)| f.as_ref().clone().with_name(n))
+                .collect();
+            Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+        }
+        None => schema,
     };
-    // SAFETY: the library takes `stream`; outputs are ours after success.
-    let rc = unsafe {
-        (api.lance_table_stage_write)(
-            uri_c.as_ptr(),
-            at.raw,
-            &mut stream,
-            &p.params,
-            &mut bytes,
-            &mut len,
-            &mut result,
-        )
-    };
-    check(api, rc, "staging a write")?;
-    // SAFETY: library-owned bytes copied, then freed once.
-    let out = unsafe { std::slice::from_raw_parts(bytes, len).to_vec() };
-    unsafe { (api.lance_bytes_free)(bytes, len) };
-    Ok((out, result.rows_written))
+    Ok(Box::new(Shaped {
+        inner,
+        schema,
+        left: limit.map(|l| l.max(0) as usize),
+    }))
 }
 
-/// Commit staged shares of one table as one version.
-pub fn commit_shares(
-    uri: &str,
-    shares: &[Vec<u8>],
-    storage_options: &[String],
-    settings: &WriteSettings,
-) -> Result<api::WriteResult> {
-    let api = api()?;
-    let uri_c = c_string(uri, "the table location")?;
-    let p = settings.build(api, crate::api::WRITE_APPEND, storage_options)?;
-    let ptrs: Vec<*const u8> = shares.iter().map(|s| s.as_ptr()).collect();
-    let lens: Vec<usize> = shares.iter().map(|s| s.len()).collect();
-    let mut result = api::WriteResult {
-        struct_size: std::mem::size_of::<api::WriteResult>(),
-        ..Default::default()
-    };
-    // SAFETY: borrowed arrays for the call.
-    let rc = unsafe {
-        (api.lance_table_commit)(
-            uri_c.as_ptr(),
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            shares.len(),
-            &p.params,
-            ptr::null_mut(),
-            &mut result,
-        )
-    };
-    check(api, rc, "committing the staged writes")?;
-    Ok(result)
+impl Iterator for Shaped {
+    type Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == Some(0) {
+            return None;
+        }
+        let batch = match self.inner.next()? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let batch = match self.left {
+            Some(left) if batch.num_rows() > left => batch.slice(0, left),
+            _ => batch,
+        };
+        if let Some(left) = self.left.as_mut() {
+            *left -= batch.num_rows();
+        }
+        Some(RecordBatch::try_new(
+            self.schema.clone(),
+            batch.columns().to_vec(),
+        ))
+    }
 }
 
-/// Delete the files of staged shares that will not be committed.
-pub fn abort_shares(shares: &[Vec<u8>], storage_options: &[String]) -> Result<()> {
-    let api = api()?;
-    let ptrs: Vec<*const u8> = shares.iter().map(|s| s.as_ptr()).collect();
-    let lens: Vec<usize> = shares.iter().map(|s| s.len()).collect();
-    let options = CStrArray::new(storage_options, "a storage option")?;
-    let mut deleted = 0u64;
-    // SAFETY: borrowed arrays for the call.
-    let rc = unsafe {
-        (api.lance_staged_write_abort)(
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            shares.len(),
-            options.as_ptr(),
-            &mut deleted,
-        )
-    };
-    check(api, rc, "discarding the staged writes")
+impl RecordBatchReader for Shaped {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
 }

@@ -9,9 +9,12 @@ mod driver;
 mod handles;
 mod objects;
 mod partition;
+mod search;
 mod sql;
 mod statement;
+mod substrait_expr;
 mod substrait_plan;
+mod writes;
 
 pub use driver::LanceHostDriver;
 

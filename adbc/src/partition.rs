@@ -12,7 +12,8 @@
 
 use adbc_core::error::{Error, Result, Status};
 
-use crate::handles::{ScanSpec, TableRef, VectorSearch};
+use crate::handles::{ScanSpec, TableRef};
+use crate::search::VectorSearch;
 
 const MAGIC: &[u8] = b"LHADBC\x01";
 

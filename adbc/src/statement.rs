@@ -39,11 +39,13 @@ use arrow_schema::Schema;
 
 use crate::api::{self, invalid, invalid_state, not_implemented};
 use crate::driver::{not_found_option, option_string, Pending, Shared};
-use crate::handles::{self, Reader, ScanSpec, TableRef, VectorSearch, WriteSettings};
+use crate::handles::{self, shaped, Reader, ScanSpec, TableRef};
 use crate::objects;
 use crate::partition::Partition;
+use crate::search::{parse_vector, VectorOptions, VectorSearch};
 use crate::sql;
 use crate::substrait_plan::{self, PlanQuery, Shape};
+use crate::writes::{self, WriteSettings};
 
 const KNOWN: &str = "adbc.ingest.target_table, adbc.ingest.target_db_schema, adbc.ingest.target_catalog, adbc.ingest.mode, \
 lance_host.table, lance_host.columns, lance_host.filter, lance_host.limit, lance_host.version, lance_host.branch, \
@@ -72,52 +74,6 @@ pub struct LanceHostStatement {
     settings: WriteSettings,
     bound: Option<Reader>,
     vector: VectorOptions,
-}
-
-/// The `lance_host.vector.*` options.
-struct VectorOptions {
-    column: Option<String>,
-    query: Option<Vec<f32>>,
-    k: u64,
-    metric: i32,
-    nprobes: u32,
-    refine_factor: u32,
-    use_index: bool,
-}
-
-impl Default for VectorOptions {
-    fn default() -> Self {
-        VectorOptions {
-            column: None,
-            query: None,
-            k: 10,
-            metric: 0,
-            nprobes: 0,
-            refine_factor: 0,
-            use_index: true,
-        }
-    }
-}
-
-fn parse_vector(text: &str, key: &str) -> Result<Vec<f32>> {
-    let values = text
-        .trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .split(',')
-        .map(|v| v.trim().parse::<f32>())
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|_| {
-            invalid(format!(
-                "option `{key}` takes comma-separated numbers (or float32 bytes), not `{text}`"
-            ))
-        })?;
-    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
-        return Err(invalid(format!(
-            "option `{key}`: the query vector must be finite numbers"
-        )));
-    }
-    Ok(values)
 }
 
 fn parse_u64(v: &str, key: &str) -> Result<u64> {
@@ -306,7 +262,7 @@ impl LanceHostStatement {
                 )
             })?;
             let shares = std::mem::take(&mut self.shares_to_commit);
-            let result = handles::commit_shares(
+            let result = writes::commit_shares(
                 &info.location,
                 &shares,
                 &info.storage_options,
@@ -373,7 +329,7 @@ impl LanceHostStatement {
         };
         if self.stage || !autocommit {
             let staged = catalog.open_table(&target, 0, None).and_then(|at| {
-                handles::stage_write(&info.location, &at, data, mode, &info.storage_options)
+                writes::stage_write(&info.location, &at, data, mode, &info.storage_options)
             });
             let (share, rows) = match staged {
                 Ok(v) => v,
@@ -401,7 +357,7 @@ impl LanceHostStatement {
             }
             return Ok(Some(rows as i64));
         }
-        let result = handles::table_write(
+        let result = writes::table_write(
             &info.location,
             data,
             mode,
@@ -742,74 +698,5 @@ impl Statement for LanceHostStatement {
         Err(not_implemented(
             "lance-host ADBC: cancel a query by releasing its stream",
         ))
-    }
-}
-
-/// A reader with renamed columns and at most `limit` rows.
-struct Shaped {
-    inner: Reader,
-    schema: arrow_schema::SchemaRef,
-    left: Option<usize>,
-}
-
-fn shaped(inner: Reader, names: Option<Vec<String>>, limit: Option<i64>) -> Result<Reader> {
-    if names.is_none() && limit.is_none() {
-        return Ok(inner);
-    }
-    let schema = inner.schema();
-    let schema = match names {
-        Some(names) => {
-            if names.len() != schema.fields().len() {
-                return Err(invalid(format!(
-                    "lance-host ADBC: the plan names {} output columns, the result has {}",
-                    names.len(),
-                    schema.fields().len()
-                )));
-            }
-            let fields: Vec<arrow_schema::Field> = schema
-                .fields()
-                .iter()
-                .zip(names)
-                .map(|(f, n)| f.as_ref().clone().with_name(n))
-                .collect();
-            Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
-        }
-        None => schema,
-    };
-    Ok(Box::new(Shaped {
-        inner,
-        schema,
-        left: limit.map(|l| l.max(0) as usize),
-    }))
-}
-
-impl Iterator for Shaped {
-    type Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.left == Some(0) {
-            return None;
-        }
-        let batch = match self.inner.next()? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
-        let batch = match self.left {
-            Some(left) if batch.num_rows() > left => batch.slice(0, left),
-            _ => batch,
-        };
-        if let Some(left) = self.left.as_mut() {
-            *left -= batch.num_rows();
-        }
-        Some(RecordBatch::try_new(
-            self.schema.clone(),
-            batch.columns().to_vec(),
-        ))
-    }
-}
-
-impl RecordBatchReader for Shaped {
-    fn schema(&self) -> arrow_schema::SchemaRef {
-        self.schema.clone()
     }
 }
