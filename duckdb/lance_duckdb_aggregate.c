@@ -25,7 +25,8 @@ int parse_aggregate(const char* text, int32_t* function, char** column) {
     const char* name;
     int32_t code;
   } names[] = {{"count", LANCE_AGG_COUNT}, {"sum", LANCE_AGG_SUM}, {"min", LANCE_AGG_MIN},
-               {"max", LANCE_AGG_MAX},     {"avg", LANCE_AGG_AVG}, {"mean", LANCE_AGG_AVG}};
+               {"max", LANCE_AGG_MAX},     {"avg", LANCE_AGG_AVG}, {"mean", LANCE_AGG_AVG},
+               {"approx_count_distinct", LANCE_AGG_APPROX_COUNT_DISTINCT}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     if (strlen(names[i].name) == flen && strncasecmp(text, names[i].name, flen) == 0) {
       *function = names[i].code;

@@ -18,7 +18,7 @@ from .search import _streams_in
 
 
 AGGREGATE_FUNCTIONS = {"count_all": 1, "count": 2, "sum": 3, "min": 4, "max": 5, "avg": 6, "mean": 6,
-                       "count_distinct": 7}
+                       "count_distinct": 7, "approx_count_distinct": 8}
 
 
 class Expression(str):
@@ -117,7 +117,8 @@ class DatasetAggregates:
         `aggregates` is a list of `(column, function)` or `(column, function, alias)`, pyarrow
         style: functions `count`, `count_all` (column None or []: COUNT(*)), `sum`, `min`, `max`,
         `avg` (or `mean`), `count_distinct` (SQL's COUNT(DISTINCT): exact across splits; floats
-        count every NaN once and -0.0 as 0.0); in place of a column, an `Expression` (Lance SQL over the row, e.g.
+        count every NaN once and -0.0 as 0.0), `approx_count_distinct` (a HyperLogLog estimate,
+        standard error 1.6 %, whose split partials merge); in place of a column, an `Expression` (Lance SQL over the row, e.g.
         `Expression("price * (1 - discount)")`). Result columns: the group-by columns, then one per aggregate named by
         its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
         OutOfRangeError (never wrapped)."""

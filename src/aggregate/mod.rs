@@ -19,6 +19,7 @@
 //! The partial schema describes itself (field metadata), so a merge needs nothing but the
 //! partial batches.
 
+pub mod hll;
 pub mod spec;
 
 use std::collections::HashMap;
@@ -67,6 +68,8 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
         (State::Min, _) => agg::min(column()),
         (State::Max, _) => agg::max(column()),
         (State::NaNs, _) => agg::count(column()).filter(isnan(column())).build().unwrap_or_else(|_| agg::count(column())),
+        // each split's sketch of its distinct values (NULL left out); the merge takes maxima
+        (State::Hll, _) => hll::udaf(false).call(vec![column()]),
         // each split's distinct values (NULL left out); the merge unites them, normalizing floats
         (State::Distinct, _) => agg::array_agg(column())
             .distinct()
@@ -489,6 +492,7 @@ pub fn merge(partials: Vec<RecordBatch>) -> Result<RecordBatch> {
                 (State::Max, _) => agg::max(c),
                 // every split's list of the group's values; `finish` unites and counts them
                 (State::Distinct, _) => agg::array_agg(c),
+                (State::Hll, _) => hll::udaf(true).call(vec![c]),
             };
             e.alias(schema.field(s.index).name().clone())
         })
@@ -640,6 +644,9 @@ fn finish(merged: &RecordBatch, groups: usize, states: &[StateField]) -> Result<
                 cast(&(Arc::new(out) as ArrayRef), &t).map_err(|e| HostError::internal(format!("{name}: {e}")))?
             }
             ("count_distinct", _) => Arc::new(count_distinct(&find(State::Distinct).ok_or_else(|| missing(&name))?, &name)?),
+            ("approx_count_distinct", _) => {
+                Arc::new(hll::estimates(&find(State::Hll).ok_or_else(|| missing(&name))?).ok_or_else(|| missing(&name))?)
+            }
             ("min", _) => find(State::Min).ok_or_else(|| missing(&name))?,
             ("max", _) => find(State::Max).ok_or_else(|| missing(&name))?,
             (other, _) => return Err(HostError::invalid(format!("partial states of an unknown function '{other}'"))),

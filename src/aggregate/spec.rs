@@ -27,6 +27,10 @@ pub enum Function {
     /// partial states merge exactly (floats: every NaN one value, -0.0 equal to 0.0, as SQL
     /// engines count). Since 0.15.
     CountDistinct = 7,
+    /// APPROX_COUNT_DISTINCT(col): a HyperLogLog estimate of the distinct non-NULL values
+    /// (standard error 1.6 %), shipped as a 4 KiB sketch per group so partial states merge
+    /// (`hll.rs`). Since 0.15.
+    ApproxCountDistinct = 8,
 }
 
 impl Function {
@@ -39,6 +43,7 @@ impl Function {
             5 => Function::Max,
             6 => Function::Avg,
             7 => Function::CountDistinct,
+            8 => Function::ApproxCountDistinct,
             _ => return None,
         })
     }
@@ -47,6 +52,7 @@ impl Function {
         match self {
             Function::CountStar | Function::Count => "count",
             Function::CountDistinct => "count_distinct",
+            Function::ApproxCountDistinct => "approx_count_distinct",
             Function::Sum => "sum",
             Function::Min => "min",
             Function::Max => "max",
@@ -166,6 +172,8 @@ pub enum State {
     NaNs,
     /// COUNT(DISTINCT): the group's distinct non-NULL values, a list of the column's type.
     Distinct,
+    /// APPROX_COUNT_DISTINCT: the group's HyperLogLog sketch (Binary, 4,096 registers).
+    Hll,
 }
 
 impl State {
@@ -177,6 +185,7 @@ impl State {
             State::Max => "max",
             State::NaNs => "nans",
             State::Distinct => "distinct",
+            State::Hll => "hll",
         }
     }
 
@@ -188,6 +197,7 @@ impl State {
             "max" => State::Max,
             "nans" => State::NaNs,
             "distinct" => State::Distinct,
+            "hll" => State::Hll,
             _ => return None,
         })
     }
@@ -318,6 +328,10 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
             (Function::CountDistinct, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. } | Kind::Ordered) => {
                 vec![State::Distinct]
             }
+            (
+                Function::ApproxCountDistinct,
+                Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. } | Kind::Ordered,
+            ) => vec![State::Hll],
             (Function::Sum, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => vec![State::Sum],
             (Function::Avg, Kind::Signed | Kind::Unsigned | Kind::Float | Kind::Decimal128 { .. }) => {
                 vec![State::Sum, State::Count]
@@ -329,7 +343,7 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
             (f, _) => {
                 return Err(HostError::not_supported(format!(
                     "{what}: {} of a {type_name} value is not supported (SUM and AVG take numbers; MIN, MAX and \
-                     COUNT(DISTINCT) numbers, strings, binary, booleans, dates, times and timestamps; COUNT any column)",
+                     COUNT(DISTINCT) and APPROX_COUNT_DISTINCT numbers, strings, binary, booleans, dates, times and timestamps; COUNT any column)",
                     f.sql_name().to_uppercase()
                 )))
             }
@@ -343,6 +357,7 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
 pub fn state_type(state: State, kind: &Kind, input: Option<&DataType>) -> DataType {
     match (state, kind) {
         (State::Count | State::NaNs, _) => DataType::Int64,
+        (State::Hll, _) => DataType::Binary,
         (State::Distinct, _) => DataType::List(std::sync::Arc::new(Field::new("item", input.cloned().unwrap_or(DataType::Null), true))),
         (State::Sum, Kind::Signed | Kind::Unsigned) => DataType::Decimal128(38, 0),
         (State::Sum, Kind::Float) => DataType::Float64,
@@ -366,7 +381,7 @@ pub fn state_column(groups: &[String], i: usize, state: State) -> String {
 /// The result type of an aggregate.
 pub fn result_type(r: &Resolved) -> DataType {
     match (r.aggregate.function, &r.kind) {
-        (Function::CountStar | Function::Count | Function::CountDistinct, _) => DataType::Int64,
+        (Function::CountStar | Function::Count | Function::CountDistinct | Function::ApproxCountDistinct, _) => DataType::Int64,
         (Function::Sum, Kind::Signed) => DataType::Int64,
         (Function::Sum, Kind::Unsigned) => DataType::UInt64,
         (Function::Sum, Kind::Float) => DataType::Float64,

@@ -601,6 +601,12 @@ def test_lance_aggregate_equals_duckdbs_aggregate_over_the_same_rows(con, metric
     duck = con.execute(
         f"SELECT g, count(DISTINCT n), count(DISTINCT dec) FROM lance_scan('{t}') GROUP BY g ORDER BY g NULLS FIRST").fetchall()
     assert ours == duck
+    # approx_count_distinct(col): the HyperLogLog estimate, within 3 standard errors of the exact
+    ours = con.execute(f"SELECT * FROM lance_aggregate('{t}', group_by := ['g'], "
+                       "aggregates := ['approx_count_distinct(n)']) ORDER BY g NULLS FIRST").fetchall()
+    assert [r[0] for r in ours] == [r[0] for r in duck]
+    for (g, approx), (_, exact, _) in zip(ours, duck):
+        assert abs(approx - exact) <= max(2, 0.048 * exact), (g, approx, exact)
     with pytest.raises(duckdb.Error, match=r"DECIMAL\(38, 0\)"):
         con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['sum(n * 2)'])").fetchall()
     cols = [d[0] for d in con.execute(f"SELECT * FROM lance_aggregate('{t}', aggregates := ['count(*)'])").description]

@@ -11,7 +11,8 @@ import java.util.List;
 public final class AggregateSpec implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
   /** LANCE_AGG_* values. */
-  public static final int COUNT_STAR = 1, COUNT = 2, SUM = 3, MIN = 4, MAX = 5, AVG = 6, COUNT_DISTINCT = 7;
+  public static final int COUNT_STAR = 1, COUNT = 2, SUM = 3, MIN = 4, MAX = 5, AVG = 6, COUNT_DISTINCT = 7,
+      APPROX_COUNT_DISTINCT = 8;
 
   final List<String> groupBy;
   final List<Integer> functions;

@@ -414,7 +414,8 @@ class ApiTest {
         .add(org.lancehost.AggregateFunction.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
         .add(AggregateSpec.MAX, "value", "max_value").add(AggregateSpec.AVG, "value", "avg_value")
         .addExpression(AggregateSpec.SUM, "value * 2.0 + CAST(qty AS DOUBLE)", "expr")
-        .add(org.lancehost.AggregateFunction.COUNT_DISTINCT, "qty", "distinct_qty");
+        .add(org.lancehost.AggregateFunction.COUNT_DISTINCT, "qty", "distinct_qty")
+        .add(org.lancehost.AggregateFunction.APPROX_COUNT_DISTINCT, "qty", "approx_qty");
     try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
       List<Map<String, Object>> one = rows(ds.aggregate(spec, allocator));
       // The distributed shape: partial states per split, merged once.
@@ -437,6 +438,9 @@ class ApiTest {
           assertEquals(want, (Double) r.get("expr"), Math.abs(want) * 1e-12);
           // exact across the splits' partial states
           assertEquals(g.get("distinct_qty").asLong(), asLong(r.get("distinct_qty")));
+          // the HyperLogLog estimate: within 3 standard errors (and 2 for the smallest counts)
+          long exact = g.get("distinct_qty").asLong();
+          assertTrue(Math.abs(asLong(r.get("approx_qty")) - exact) <= Math.max(2, 0.048 * exact), r.toString());
         }
       }
       // integer arithmetic could wrap in the engine: refused
