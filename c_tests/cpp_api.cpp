@@ -435,11 +435,15 @@ int main(int argc, char** argv) {
     lh::AggregateQuery expr;
     expr.add_expression(LANCE_AGG_SUM, "CAST(id AS DOUBLE) * 2.0", "twice").add(LANCE_AGG_MAX, "id");
     expr.add(LANCE_AGG_COUNT_DISTINCT, "id", "distinct_ids");  // ids are unique: every matching row
+    expr.add(LANCE_AGG_APPROX_COUNT_DISTINCT, "id", "approx_ids");  // HyperLogLog: within 3 std errors
     expr.filter = aq.filter;
     for (auto& batch : ds.aggregate(expr).first) {
       EXPECT(batch.num_rows() == 1 && batch.values<double>("twice")[0] == 2.0 * static_cast<double>(id_sum));
       EXPECT(batch.values<int64_t>("max(id)")[0] == id_max);
       EXPECT(static_cast<uint64_t>(batch.values<int64_t>("distinct_ids")[0]) == matching);
+      double approx = static_cast<double>(batch.values<int64_t>("approx_ids")[0]);
+      double exact = static_cast<double>(matching);
+      EXPECT(approx >= exact - std::max(2.0, 0.048 * exact) && approx <= exact + std::max(2.0, 0.048 * exact));
     }
     try {
       lh::AggregateQuery wraps;
