@@ -70,7 +70,7 @@ def test_two_builds_at_once_leave_the_checkout_alone_and_give_a_small_wheel(smal
         dyn = subprocess.run(["nm", "-D", "--defined-only", str(bundled)], capture_output=True, text=True, check=True)
         assert "lance_host_test_symbol" in dyn.stdout
         extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
-        assert extras == {"spark", "ray"}, meta
+        assert extras == {"spark", "ray", "polars", "daft"}, meta
         requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
         # Bounded to the versions tried: the pinned pyspark 4.1.1 up to the newest tried, 4.3.x;
         # Ray from the pinned 2.52 to 2.60.
