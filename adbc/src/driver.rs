@@ -40,6 +40,23 @@ pub(crate) fn not_found_option(key: &str) -> Error {
     )
 }
 
+/// The `Optionable` getters of options the driver keeps only as strings: NOT_FOUND.
+macro_rules! no_typed_options {
+    () => {
+        fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
+            Err(not_found_option(key.as_ref()))
+        }
+
+        fn get_option_int(&self, key: Self::Option) -> Result<i64> {
+            Err(not_found_option(key.as_ref()))
+        }
+
+        fn get_option_double(&self, key: Self::Option) -> Result<f64> {
+            Err(not_found_option(key.as_ref()))
+        }
+    };
+}
+
 #[derive(Default)]
 pub struct LanceHostDriver;
 
@@ -159,17 +176,7 @@ impl Optionable for LanceHostDatabase {
             .ok_or_else(|| not_found_option(k))
     }
 
-    fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
-        Err(not_found_option(key.as_ref()))
-    }
-
-    fn get_option_int(&self, key: Self::Option) -> Result<i64> {
-        Err(not_found_option(key.as_ref()))
-    }
-
-    fn get_option_double(&self, key: Self::Option) -> Result<f64> {
-        Err(not_found_option(key.as_ref()))
-    }
+    no_typed_options!();
 }
 
 impl Database for LanceHostDatabase {
@@ -327,17 +334,7 @@ impl Optionable for LanceHostConnection {
         }
     }
 
-    fn get_option_bytes(&self, key: Self::Option) -> Result<Vec<u8>> {
-        Err(not_found_option(key.as_ref()))
-    }
-
-    fn get_option_int(&self, key: Self::Option) -> Result<i64> {
-        Err(not_found_option(key.as_ref()))
-    }
-
-    fn get_option_double(&self, key: Self::Option) -> Result<f64> {
-        Err(not_found_option(key.as_ref()))
-    }
+    no_typed_options!();
 }
 
 impl Connection for LanceHostConnection {

@@ -294,6 +294,24 @@ pub(crate) struct BuiltScan {
 }
 
 impl ScanSpec {
+    /// The columns and the filter as C values, owned by the caller while the library reads
+    /// pointers into them (scans and searches take both).
+    pub(crate) fn c_columns_and_filter(
+        &self,
+    ) -> Result<(Option<CStrArray>, Option<std::ffi::CString>)> {
+        let columns = self
+            .columns
+            .as_ref()
+            .map(|c| CStrArray::new(c, "a column name"))
+            .transpose()?;
+        let filter = self
+            .filter
+            .as_deref()
+            .map(|f| c_string(f, "the filter"))
+            .transpose()?;
+        Ok((columns, filter))
+    }
+
     pub(crate) fn build(&self, api: &Api) -> Result<BuiltScan> {
         // SAFETY: zeroed then initialised by the library with its defaults.
         let mut options: ScanOptions = unsafe { std::mem::zeroed() };
@@ -301,23 +319,14 @@ impl ScanSpec {
             (api.lance_scan_options_init_v2)(&mut options, std::mem::size_of::<ScanOptions>())
         };
         check(api, rc, "initialising scan options")?;
-        let columns = match &self.columns {
-            Some(cols) => {
-                let arr = CStrArray::new(cols, "a column name")?;
-                options.columns = arr.as_ptr();
-                options.num_columns = arr.len();
-                Some(arr)
-            }
-            None => None,
-        };
-        let filter = match &self.filter {
-            Some(f) => {
-                let c = c_string(f, "the filter")?;
-                options.filter_sql = c.as_ptr();
-                Some(c)
-            }
-            None => None,
-        };
+        let (columns, filter) = self.c_columns_and_filter()?;
+        if let Some(arr) = &columns {
+            options.columns = arr.as_ptr();
+            options.num_columns = arr.len();
+        }
+        if let Some(c) = &filter {
+            options.filter_sql = c.as_ptr();
+        }
         if let Some(limit) = self.limit {
             options.limit = limit;
         }

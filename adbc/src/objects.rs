@@ -325,6 +325,32 @@ pub fn table_types_reader() -> Result<Reader> {
     Ok(Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema)))
 }
 
+/// A dense union of `fields`: row `i` is entry `offsets[i]` of the child of type `type_ids[i]`;
+/// `filled` holds the children that have values (by type id), the others are empty.
+fn dense_union(
+    fields: arrow_schema::UnionFields,
+    type_ids: Vec<i8>,
+    offsets: Vec<i32>,
+    filled: Vec<(i8, ArrayRef)>,
+) -> Result<UnionArray> {
+    let children: Vec<ArrayRef> = fields
+        .iter()
+        .map(|(id, f)| {
+            filled
+                .iter()
+                .find(|(t, _)| *t == id)
+                .map(|(_, a)| a.clone())
+                .unwrap_or_else(|| new_empty_array(f.data_type()))
+        })
+        .collect();
+    Ok(UnionArray::try_new(
+        fields,
+        ScalarBuffer::from(type_ids),
+        Some(ScalarBuffer::from(offsets)),
+        children,
+    )?)
+}
+
 enum InfoValue {
     Text(String),
     Int(i64),
@@ -376,20 +402,14 @@ pub fn info_reader(codes: Option<HashSet<InfoCode>>, library_version: &str) -> R
             }
         }
     }
-    let children: Vec<ArrayRef> = union_fields
-        .iter()
-        .map(|(id, f)| match id {
-            0 => Arc::new(StringArray::from(texts.clone())) as ArrayRef,
-            1 => Arc::new(BooleanArray::from(Vec::<bool>::new())) as ArrayRef,
-            2 => Arc::new(Int64Array::from(ints.clone())) as ArrayRef,
-            _ => new_empty_array(f.data_type()),
-        })
-        .collect();
-    let values = UnionArray::try_new(
+    let values = dense_union(
         union_fields,
-        ScalarBuffer::from(type_ids),
-        Some(ScalarBuffer::from(offsets)),
-        children,
+        type_ids,
+        offsets,
+        vec![
+            (0, Arc::new(StringArray::from(texts)) as ArrayRef),
+            (2, Arc::new(Int64Array::from(ints)) as ArrayRef),
+        ],
     )?;
     let names = UInt32Array::from_iter_values(chosen.iter().map(|(code, _)| u32::from(code)));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(names), Arc::new(values)])?;
@@ -443,19 +463,17 @@ pub fn statistics_reader(
             }
         }
     }
-    let children: Vec<ArrayRef> = union_fields
-        .iter()
-        .map(|(id, f)| match id {
-            0 => Arc::new(Int64Array::from(ints.clone())) as ArrayRef,
-            2 => Arc::new(arrow_array::Float64Array::from(floats.clone())) as ArrayRef,
-            _ => new_empty_array(f.data_type()),
-        })
-        .collect();
-    let values = UnionArray::try_new(
+    let values = dense_union(
         union_fields,
-        ScalarBuffer::from(type_ids),
-        Some(ScalarBuffer::from(offsets)),
-        children,
+        type_ids,
+        offsets,
+        vec![
+            (0, Arc::new(Int64Array::from(ints)) as ArrayRef),
+            (
+                2,
+                Arc::new(arrow_array::Float64Array::from(floats)) as ArrayRef,
+            ),
+        ],
     )?;
     let stats = StructArray::try_new(
         stat_fields,

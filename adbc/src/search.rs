@@ -50,23 +50,14 @@ impl VectorSearch {
             query.refine_factor = self.refine_factor;
         }
         query.with_row_id = true;
-        let columns = match &spec.columns {
-            Some(cols) => {
-                let arr = CStrArray::new(cols, "a column name")?;
-                query.columns = arr.as_ptr();
-                query.num_columns = arr.len();
-                Some(arr)
-            }
-            None => None,
-        };
-        let filter = match &spec.filter {
-            Some(f) => {
-                let c = c_string(f, "the filter")?;
-                query.prefilter_sql = c.as_ptr();
-                Some(c)
-            }
-            None => None,
-        };
+        let (columns, filter) = spec.c_columns_and_filter()?;
+        if let Some(arr) = &columns {
+            query.columns = arr.as_ptr();
+            query.num_columns = arr.len();
+        }
+        if let Some(c) = &filter {
+            query.prefilter_sql = c.as_ptr();
+        }
         Ok(BuiltQuery {
             query,
             _column: column,
