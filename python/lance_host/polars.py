@@ -24,7 +24,6 @@ from .write import WriteResult, conform_types
 if TYPE_CHECKING:  # polars is imported when a frame is scanned or written
     import polars as pl
 
-    from .catalog import Catalog
     from .dataset import Dataset
 
 _COMPARE = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
@@ -241,7 +240,7 @@ def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
         return result
     from .catalog import Catalog
 
-    cat: "Catalog" = Catalog(dict(catalog))
+    cat = Catalog(dict(catalog))
     if mode == "create":
         _, result = cat.create_table(target, data, list(namespace), **params)
         return result
