@@ -278,6 +278,11 @@ impl Drop for Dataset {
     }
 }
 
+/// Rows per batch of the driver's scans unless `lance_host.batch_size` says otherwise: every
+/// batch crosses two Arrow C stream hops (the library's, the driver manager's), and at the
+/// library's default of a few thousand rows that cost is 15 % of a scan (bench/ADBC_POLARS.md).
+pub const DEFAULT_BATCH_ROWS: u64 = 65_536;
+
 /// What a scan reads: columns (None = all), a Lance SQL filter, a row limit.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScanSpec {
@@ -330,9 +335,7 @@ impl ScanSpec {
         if let Some(limit) = self.limit {
             options.limit = limit;
         }
-        if let Some(b) = self.batch_size {
-            options.batch_size = b;
-        }
+        options.batch_size = self.batch_size.unwrap_or(DEFAULT_BATCH_ROWS);
         Ok(BuiltScan {
             options,
             _columns: columns,

@@ -175,22 +175,35 @@ def _task_class():
         the pushed columns, filter and limit."""
 
         def __init__(self, token: bytes, split: bytes, arrow_schema: pa.Schema, columns, sql, limit,
-                     storage_options):
+                     storage_options, batch_size):
             self._token, self._split, self._arrow_schema = token, split, arrow_schema
             self._columns, self._sql, self._limit, self._storage_options = columns, sql, limit, storage_options
+            self._batch_size = batch_size
 
         @property
         def schema(self) -> Schema:
             return Schema.from_pyarrow_schema(self._arrow_schema)
 
-        async def read(self) -> AsyncIterator[RecordBatch]:
+        def _open(self):
             ds = open_snapshot(self._token, storage_options=self._storage_options)
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = {"batch_size": self._batch_size}
             if self._limit is not None:
                 options["limit"] = self._limit
-            with ds.scan_split_stream(Split.from_bytes(self._split), columns=self._columns, filter=self._sql,
-                                      **options) as stream:
-                for batch in stream:
+            return ds.scan_split_stream(Split.from_bytes(self._split), columns=self._columns, filter=self._sql,
+                                        **options)
+
+        async def read(self) -> AsyncIterator[RecordBatch]:
+            # the library's calls block: they run on a worker thread, so that Daft's event loop
+            # keeps the other tasks' reads going meanwhile
+            import asyncio
+
+            stream = await asyncio.to_thread(self._open)
+            with stream:
+                batches = iter(stream)
+                while True:
+                    batch = await asyncio.to_thread(next, batches, None)
+                    if batch is None:
+                        return
                     yield RecordBatch.from_arrow_record_batches([batch], self._arrow_schema)
 
     return LanceHostTask
@@ -198,11 +211,12 @@ def _task_class():
 
 def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None, namespace: Sequence[str] = (),
                     version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None,
-                    split_rows: int = 0) -> "daft.DataFrame":
+                    split_rows: int = 0, batch_size: int = 65_536) -> "daft.DataFrame":
     """A Daft DataFrame over a Lance table read through lance-host, one task per split
     (`split_rows` rows each, 0 = one fragment each): `source` is a table URI, or a table name of
     `namespace` in the catalog of properties `catalog`. The version is pinned now (`version` or
-    the latest)."""
+    the latest). Tasks hand Daft batches of `batch_size` rows (Daft's per-batch cost makes the
+    library's default of a few thousand rows 1.5x slower; bench/ADBC_POLARS.md)."""
     from daft.io.source import DataSource
     from daft.schema import Schema
 
@@ -238,7 +252,7 @@ def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None,
             limit = pushdowns.limit if pushdowns.filters is None else None
             schema = pa.schema([arrow_schema.field(c) for c in columns])
             for split in splits:
-                yield task_class(token, split, schema, columns, sql, limit, options)
+                yield task_class(token, split, schema, columns, sql, limit, options, batch_size)
 
     return LanceHostSource().read()
 

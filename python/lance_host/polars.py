@@ -1,6 +1,6 @@
-"""Polars over lance-host: `scan` returns a `LazyFrame` whose source reads the table's lance-host
-splits (an IO plugin, `polars.io.plugins.register_io_source`), and `write_lance_host` writes a
-`DataFrame` as one commit.
+"""Polars over lance-host: `scan` returns a `LazyFrame` whose source reads the table's pinned
+version through lance-host (an IO plugin, `polars.io.plugins.register_io_source`), and
+`write_lance_host` writes a `DataFrame` as one commit.
 
 Pushdown: Polars hands the source the columns it needs, its predicate and a row count. The
 columns and the row count go into the scan; the parts of the predicate that mean the same in
@@ -165,19 +165,20 @@ def _dataset(source: str, catalog: Optional[Mapping[str, str]], namespace: Seque
 
 def scan(source: str, *, catalog: Optional[Mapping[str, str]] = None, namespace: Sequence[str] = (),
          version: Optional[int] = None, storage_options: Optional[Mapping[str, str]] = None,
-         split_rows: int = 0, batch_size: Optional[int] = None) -> "pl.LazyFrame":
+         batch_size: Optional[int] = None) -> "pl.LazyFrame":
     """A LazyFrame over a Lance table read through lance-host: `source` is a table URI, or a
     table name of `namespace` in the catalog of properties `catalog` (as `Catalog` takes them).
     The version is pinned when `scan` is called (`version` or the latest): every collect of the
-    frame reads that version, split by split (`split_rows` rows per split, 0 = one fragment
-    each), with the columns, filter and row count Polars pushes (see the module's doc)."""
+    frame reads that version in one scan (the library reads the fragments concurrently), with the
+    columns, filter and row count Polars pushes (see the module's doc). Polars runs an IO plugin
+    in its own process; to spread one table over machines, use the splits (`Dataset.plan_scan`)
+    through Ray, Spark, Daft or ADBC partitions."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
     ds = _dataset(source, catalog, namespace, version, storage_options)
     arrow_schema = ds.schema
     polars_schema = pl.from_arrow(arrow_schema.empty_table()).schema
-    splits = ds.plan_scan(split_rows)
 
     def read(with_columns: Optional[list], predicate: Optional["pl.Expr"], n_rows: Optional[int],
              hint: Optional[int]) -> Iterator["pl.DataFrame"]:
@@ -189,35 +190,34 @@ def scan(source: str, *, catalog: Optional[Mapping[str, str]] = None, namespace:
                 if name not in needed:
                     needed.append(name)
             sql = to_lance_sql(predicate, arrow_schema)
-        options = {}
-        if batch_size or hint:
-            options["batch_size"] = batch_size or hint
+        # batches of 65,536 rows unless asked otherwise: Polars' per-frame cost makes the
+        # library's default of a few thousand rows slower (bench/ADBC_POLARS.md)
+        options = {"batch_size": batch_size or hint or 65_536}
+        if predicate is None and n_rows is not None:
+            options["limit"] = n_rows
+        # one scan of the pinned version: the library reads its fragments concurrently (a loop
+        # over the splits would read them one after another in this one process)
+        reader = ds.scan(columns=needed, filter=sql, **options)
         left = n_rows
-        for split in splits:
-            if left is not None and left <= 0:
-                return
-            if predicate is None and left is not None:
-                options["limit"] = left
-            reader = ds.scan_split(split, columns=needed, filter=sql, **options)
-            try:
-                for batch in reader:
-                    df = pl.from_arrow(pa.Table.from_batches([batch], schema=reader.schema))
-                    if predicate is not None:
-                        df = df.filter(predicate)
-                    df = df.select(wanted)
-                    if left is not None:
-                        df = df.head(left)
-                        left -= df.height
-                    if df.height:
-                        yield df
-                    if left is not None and left <= 0:
-                        return
-            finally:
-                reader.close()
+        try:
+            for batch in reader:
+                if left is not None and left <= 0:
+                    return
+                df = pl.from_arrow(pa.Table.from_batches([batch], schema=reader.schema))
+                if predicate is not None:
+                    df = df.filter(predicate)
+                df = df.select(wanted)
+                if left is not None:
+                    df = df.head(left)
+                    left -= df.height
+                if df.height:
+                    yield df
+        finally:
+            reader.close()
 
     return register_io_source(
         read, schema=polars_schema, validate_schema=True, is_pure=True, explain_name="lance_host",
-        explain_detail=f"{ds.uri} at version {ds.version}, {len(splits)} splits")
+        explain_detail=f"{ds.uri} at version {ds.version}")
 
 
 def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,

@@ -40,17 +40,17 @@ def table(tmp_path):
 
 @pytest.fixture()
 def spy(monkeypatch):
-    """Every scan_split call: its columns, filter and options, and the rows it returned."""
+    """Every scan call: its columns, filter and options, and the rows it returned."""
     calls = []
-    original = Dataset.scan_split
+    original = Dataset.scan
 
-    def recording(self, split, columns=None, filter=None, **options):
-        reader = original(self, split, columns=columns, filter=filter, **options)
+    def recording(self, columns=None, filter=None, **options):
+        reader = original(self, columns=columns, filter=filter, **options)
         table = reader.read_all()
         calls.append({"columns": columns, "filter": filter, "options": options, "rows": table.num_rows})
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
-    monkeypatch.setattr(Dataset, "scan_split", recording)
+    monkeypatch.setattr(Dataset, "scan", recording)
     return calls
 
 
@@ -111,7 +111,7 @@ def test_pushdown_reaches_the_scan(table, spy):
     got = lf.collect()
     want = pl.from_arrow(lance.dataset(table).to_table()).filter((pl.col("id") >= 1900) & (pl.col("f") > 0))
     assert sorted(got["id"].to_list()) == sorted(want["id"].to_list())
-    assert len(spy) == 4  # one scan per split (fragment)
+    assert len(spy) == 1  # one scan of the pinned version
     assert {c["filter"] for c in spy} == {"`id` >= 1900"}
     assert sum(c["rows"] for c in spy) == 100  # only the pushed part's rows were read
     assert all(set(c["columns"]) == {"id", "cat", "f"} for c in spy)
