@@ -29,13 +29,27 @@ def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def literal(value: object, kind: str) -> Optional[str]:
-    """`value` as a Lance SQL literal for a column of `kind`, or None when it is not one of that
-    kind (or a string holding NUL, which Lance refuses in a filter)."""
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    if pa.types.is_signed_integer(t):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def literal(value: object, kind: str, column_type: Optional[pa.DataType] = None) -> Optional[str]:
+    """`value` as a Lance SQL literal for a column of `kind` (and `column_type`), or None when it
+    is not one of that kind, an integer outside the column type's range (Lance refuses the
+    comparison where the engine answers it), or a string holding NUL (Lance refuses those)."""
     if kind == "bool":
         return ("true" if value else "false") if isinstance(value, bool) else None
     if kind == "int":
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        if column_type is not None and pa.types.is_integer(column_type):
+            lo, hi = _int_range(column_type)
+            if not lo <= value <= hi:
+                return None
+        return str(value)
     if kind == "str" and isinstance(value, str):
         return None if "\0" in value else "'" + value.replace("'", "''") + "'"
     return None

@@ -37,7 +37,7 @@ def _translator(schema: pa.Schema):
             if schema.get_field_index(name) < 0:
                 return None
             # kind None: a column whose comparisons stay with Daft (its NULL tests do not)
-            return ("col", name, comparable_kind(schema.field(name).type))
+            return ("col", name, comparable_kind(schema.field(name).type), schema.field(name).type)
 
         def visit_lit(self, value):
             return ("lit", value)
@@ -67,7 +67,7 @@ def _translator(schema: pa.Schema):
                 a, b, op = b, a, flipped
             if not (isinstance(a, tuple) and a[0] == "col" and a[2] and isinstance(b, tuple) and b[0] == "lit"):
                 return None
-            lit = literal(b[1], a[2])
+            lit = literal(b[1], a[2], a[3])
             return None if lit is None else f"{quote_name(a[1])} {op} {lit}"
 
         def visit_and(self, left, right):
@@ -111,7 +111,7 @@ def _translator(schema: pa.Schema):
             lits = []
             for item in items:
                 v = self.visit(item)
-                lit = literal(v[1], col[2]) if isinstance(v, tuple) and v[0] == "lit" and v[1] is not None else None
+                lit = literal(v[1], col[2], col[3]) if isinstance(v, tuple) and v[0] == "lit" and v[1] is not None else None
                 if lit is None:
                     return None
                 lits.append(lit)

@@ -31,7 +31,7 @@ _FLIP = {"Eq": "Eq", "NotEq": "NotEq", "Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "
 _INT_SCALARS = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"}
 
 
-def _literal(node: dict, kind: str) -> Optional[str]:
+def _literal(node: dict, kind: str, column_type: Optional[pa.DataType] = None) -> Optional[str]:
     lit = node.get("Literal") if isinstance(node, dict) else None
     if not isinstance(lit, dict) or len(lit) != 1:
         return None
@@ -41,11 +41,11 @@ def _literal(node: dict, kind: str) -> Optional[str]:
     (vt, v), = value.items()
     if (tag, vt) in (("Dyn", "Int"), ("Dyn", "Str"), ("Scalar", "String"), ("Scalar", "Boolean")) or \
             (tag == "Scalar" and vt in _INT_SCALARS):
-        return literal(v, kind)
+        return literal(v, kind, column_type)
     return None
 
 
-def _list_literal(node: dict, kind: str) -> Optional[list]:
+def _list_literal(node: dict, kind: str, column_type: Optional[pa.DataType] = None) -> Optional[list]:
     """The values of an `is_in` list (Polars serializes it as Arrow IPC), as SQL literals."""
     try:
         raw = node["Literal"]["Scalar"]["List"]
@@ -56,7 +56,7 @@ def _list_literal(node: dict, kind: str) -> Optional[list]:
     for v in values:
         if v is None or isinstance(v, float):
             return None
-        if kind == "int" and isinstance(v, int) and not isinstance(v, bool):
+        if kind == "int" and literal(v, kind, column_type) is not None:
             out.append(str(v))
         elif kind == "str" and isinstance(v, str) and literal(v, kind) is not None:
             out.append(literal(v, kind))
@@ -74,7 +74,7 @@ def _column(node: dict, schema: pa.Schema) -> Optional[tuple[str, str]]:
     if schema.get_field_index(name) < 0:
         return None
     kind = comparable_kind(schema.field(name).type)
-    return (quote_name(name), kind) if kind else None
+    return (quote_name(name), kind, schema.field(name).type) if kind else None
 
 
 def _translate(node, schema: pa.Schema) -> Optional[str]:
@@ -95,7 +95,7 @@ def _translate(node, schema: pa.Schema) -> Optional[str]:
                 col, other, op = _column(right, schema), left, _FLIP[op]
             if col is None:
                 return None
-            lit = _literal(other, col[1])
+            lit = _literal(other, col[1], col[2])
             return None if lit is None else f"{col[0]} {_COMPARE[op]} {lit}"
         return None
     if tag == "Function":
@@ -117,7 +117,7 @@ def _translate(node, schema: pa.Schema) -> Optional[str]:
             col = _column(inputs[0], schema)
             if col is None:
                 return None
-            lo, hi = _literal(inputs[1], col[1]), _literal(inputs[2], col[1])
+            lo, hi = _literal(inputs[1], col[1], col[2]), _literal(inputs[2], col[1], col[2])
             closed = fn["IsBetween"].get("closed") if isinstance(fn["IsBetween"], dict) else None
             ops = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}.get(closed)
             if lo is None or hi is None or ops is None:
@@ -127,7 +127,7 @@ def _translate(node, schema: pa.Schema) -> Optional[str]:
             col = _column(inputs[0], schema)
             if col is None or fn["IsIn"].get("nulls_equal") is not False:
                 return None
-            values = _list_literal(inputs[1], col[1])
+            values = _list_literal(inputs[1], col[1], col[2])
             return None if values is None else f"{col[0]} IN ({', '.join(values)})"
     return None
 

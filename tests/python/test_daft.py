@@ -69,6 +69,8 @@ def table(tmp_path):
     (lambda: (daft.col("id") > 1) & (daft.col("f") > 0) & (daft.col("cat") == "b"), "(`id` > 1) AND (`cat` = 'b')"),
     (lambda: daft.col("id") + 1 > 5, None),
     (lambda: daft.col("id") > 1.5, None),
+    # a literal outside the column's type: Lance refuses the comparison, Daft answers it
+    (lambda: daft.col("flag").is_null() & (daft.col("id") > 2**63), "`flag` IS NULL"),
 ])
 def test_translation_keeps_daft_meaning(make, sql):
     assert lhd.to_lance_sql(make(), SCHEMA) == sql

@@ -76,6 +76,12 @@ SCHEMA = rows(0, 20).schema
     ((pl.col("id") > 1) & (pl.col("f") > 0) & (pl.col("cat") == "b"), "(`id` > 1) AND (`cat` = 'b')"),
     (pl.col("id") + 1 > 5, None),
     (pl.col("id") > 1.5, None),
+    # an int8 column against literals outside int8: Lance refuses those comparisons, Polars
+    # answers them, so they stay with Polars
+    (pl.col("small") > 300, None),
+    (pl.col("small").is_in([1, 300]), None),
+    (pl.col("small").is_between(-200, 5), None),
+    (pl.col("small") >= -128, "`small` >= -128"),
 ])
 def test_translation_keeps_polars_meaning(expr, sql):
     assert lhp.to_lance_sql(expr, SCHEMA) == sql
@@ -92,6 +98,7 @@ QUERIES = [
     lambda lf: lf.group_by("cat").agg(pl.len(), pl.col("id").sum(), pl.col("d").sum()),
     lambda lf: lf.select(pl.len()),
     lambda lf: lf.select("cat", "id"),
+    lambda lf: lf.filter((pl.col("small") > 300) | (pl.col("small") < -100) | (pl.col("id") < 3)).select("id"),
 ]
 
 
