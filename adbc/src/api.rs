@@ -217,6 +217,7 @@ library_api! {
     fn lance_split_plan_free(Handle) -> ();
     fn lance_split_serialize(Handle, *mut *mut u8, *mut usize) -> i32;
     fn lance_split_deserialize(*const u8, usize) -> Handle;
+    fn lance_split_uri(Handle) -> *const c_char;
     fn lance_split_open_dataset(Handle, Strs) -> Handle;
     fn lance_split_scan_v2(Handle, Handle, *const ScanOptions, Stream) -> i32;
     fn lance_split_free(Handle) -> ();

@@ -574,6 +574,7 @@ pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {
     let info = shared.catalog.describe(&partition.table)?;
     handles::run_split(
         &partition.split,
+        &info.location,
         &info.storage_options,
         &partition.spec,
         partition.search.as_ref(),

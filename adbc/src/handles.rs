@@ -431,8 +431,20 @@ pub(crate) fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
 
 /// Run one serialized split on a worker with its own storage options: its scan, or its part of
 /// a vector search.
+/// The same table location written two ways (`file://` or a trailing `/`).
+fn same_location(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.strip_prefix("file://")
+            .unwrap_or(s)
+            .trim_end_matches('/')
+            .to_string()
+    };
+    norm(a) == norm(b)
+}
+
 pub fn run_split(
     split_bytes: &[u8],
+    location: &str,
     storage_options: &[String],
     spec: &ScanSpec,
     search: Option<&VectorSearch>,
@@ -442,6 +454,17 @@ pub fn run_split(
     let split = unsafe { (api.lance_split_deserialize)(split_bytes.as_ptr(), split_bytes.len()) };
     if split.is_null() {
         return Err(api::last_error(api, "reading the partition's split"));
+    }
+    // the reader's catalog gave credentials for `location`: a split of any other table (a forged
+    // or mixed-up descriptor) is refused rather than opened with them
+    // SAFETY: live split; the string is copied at once.
+    let split_uri = unsafe { cstr((api.lance_split_uri)(split)) };
+    if !same_location(&split_uri, location) {
+        // SAFETY: owned split.
+        unsafe { (api.lance_split_free)(split) };
+        return Err(invalid(format!(
+            "lance-host ADBC: the partition's split reads {split_uri}, but its table is at {location} in this connection's catalog"
+        )));
     }
     let options = CStrArray::new(storage_options, "a storage option")?;
     // SAFETY: live split; options alive for the call.

@@ -190,6 +190,23 @@ def test_partitions_read_in_spawned_processes_equal_pylance(warehouse):
             cur.adbc_read_partition(bytes(broken))
         with pytest.raises(dbapi.DatabaseError):
             cur.adbc_read_partition(b"")
+        # a well-formed descriptor whose split reads another table than the one it names: the
+        # credentials the catalog gives for the named table are not used for the other one
+        lance.write_dataset(edge_rows(0, 10)[0], str(warehouse / "other.lance"))
+        foreign = bytes(lh.open(str(warehouse / "other.lance")).plan_scan(0)[0])
+        with pytest.raises(dbapi.ProgrammingError, match="but its table is at"):
+            cur.adbc_read_partition(forged_partition("events", foreign))
+
+
+def forged_partition(table, split):
+    """A partition descriptor in the driver's documented layout (adbc/src/partition.rs)."""
+    def run(b):
+        return struct.pack("<I", len(b)) + b
+    body = b"LHADBC\x01" + struct.pack("<I", 0) + run(table.encode()) + b"\x00\x00\x00" + run(split)
+    h = 0xcbf29ce484222325
+    for c in body:
+        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return body + struct.pack("<Q", h)
 
 
 def test_ingest_autocommit_one_version_each_and_pylance_reads(tmp_path):
