@@ -261,13 +261,15 @@ impl LanceHostStatement {
                     Status::NotFound,
                 )
             })?;
-            let shares = std::mem::take(&mut self.shares_to_commit);
+            // the shares stay on the statement until their commit succeeds: a retry after a failed
+            // or lost answer commits the same shares (with a statement id, once)
             let result = writes::commit_shares(
                 &info.location,
-                &shares,
+                &self.shares_to_commit,
                 &info.storage_options,
                 &self.settings,
             )?;
+            self.shares_to_commit.clear();
             return Ok(Some(result.rows_written as i64));
         };
         if !self.shares_to_commit.is_empty() {

@@ -304,13 +304,26 @@ def test_staged_shares_of_workers_commit_once(tmp_path):
     def commit():
         with connect(root) as conn, conn.cursor() as cur:
             stmt = cur.adbc_statement
-            stmt.set_options(**{"adbc.ingest.target_table": "t", "lance_host.statement_id": "job-7"})
+            stmt.set_options(**{"adbc.ingest.target_table": "t", "lance_host.statement_id": "job-6"})
             for s in shares:
                 stmt.set_options(**{"lance_host.ingest.add_share": s})
             return stmt.execute_update()
 
-    assert commit() == 190
-    assert commit() == 190  # a retried commit of the same statement commits nothing more
+    # a commit that fails keeps its shares on the statement: the retry commits them
+    with connect(root) as conn, conn.cursor() as cur:
+        stmt = cur.adbc_statement
+        stmt.set_options(**{"adbc.ingest.target_table": "t", "lance_host.statement_id": "job-6",
+                            "lance_host.commit_message": "retried"})
+        for s in shares:
+            stmt.set_options(**{"lance_host.ingest.add_share": s})
+        os.rename(root / "t.lance", root / "moved.lance")  # the table is gone for a moment
+        with pytest.raises(dbapi.Error):
+            stmt.execute_update()
+        os.rename(root / "moved.lance", root / "t.lance")
+        assert stmt.execute_update() == 190
+    assert lance.dataset(str(root / "t.lance")).version == 2
+
+    assert commit() == 190  # the same statement again (a lost answer): nothing more is written
     py = lance.dataset(str(root / "t.lance"))
     assert py.version == 2
     same_bits(py.to_table().sort_by("id"), edge_rows(0, 200)[0].sort_by("id"))
