@@ -157,3 +157,13 @@ def _describe_here(properties: Mapping[str, str], namespace: Sequence[str], tabl
     with _DESCRIBED_LOCK:
         _DESCRIBED[key] = (time.monotonic(), info)
     return info
+
+
+def _check_source_options(what: str, catalog, namespace, storage_options) -> None:
+    """`namespace` names a catalog's namespace; a catalog gives its own storage options
+    (`storage.<key>` properties): refuse what would be ignored."""
+    if catalog is None and namespace:
+        raise _error(1, f"{what}: namespace= names a namespace of a catalog; give catalog= too")
+    if catalog is not None and storage_options:
+        raise _error(1, f"{what}: with catalog=, storage options are the catalog's properties (storage.<key>), "
+                        "not storage_options=")

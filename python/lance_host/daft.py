@@ -220,6 +220,9 @@ def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None,
     from daft.io.source import DataSource
     from daft.schema import Schema
 
+    from .catalog import _check_source_options
+
+    _check_source_options("read_lance_host", catalog, namespace, storage_options)
     if catalog is not None:
         from .catalog import Catalog
 
@@ -257,6 +260,10 @@ def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None,
     return LanceHostSource().read()
 
 
+_LAYOUT_PARAMS = ("max_rows_per_file", "max_rows_per_group", "max_bytes_per_file", "storage_version",
+                  "stable_row_ids")
+
+
 def _sink(uri: str, mode: str, storage_options, params: dict):
     from daft.io.sink import DataSink, WriteResult
     from daft.recordbatch import MicroPartition
@@ -270,6 +277,9 @@ def _sink(uri: str, mode: str, storage_options, params: dict):
             if mode == "append":
                 raise
     token = at.export_snapshot() if at is not None else None
+    # the file layout applies where the shares are written, the rest where they are committed
+    layout = {k: v for k, v in params.items() if k in _LAYOUT_PARAMS}
+    params = {k: v for k, v in params.items() if k not in _LAYOUT_PARAMS}
     table_schema = at.schema if at is not None and mode == "append" else None
     result_schema = pa.schema([("version", pa.uint64()), ("rows_written", pa.uint64()), ("committed", pa.bool_())])
 
@@ -288,7 +298,7 @@ def _sink(uri: str, mode: str, storage_options, params: dict):
                     continue
                 if table_schema is not None:
                     data = conform_types(data, table_schema)
-                staged = stage_write(uri, data, mode, at=pinned, storage_options=storage_options)
+                staged = stage_write(uri, data, mode, at=pinned, storage_options=storage_options, **layout)
                 yield WriteResult(result=bytes(staged), bytes_written=staged.result.bytes_written,
                                   rows_written=staged.result.rows_written)
 
@@ -318,8 +328,9 @@ def write_lance_host(df: "daft.DataFrame", uri: str, mode: str = "append", *,
                      storage_options: Optional[Mapping[str, str]] = None, **params) -> "daft.DataFrame":
     """Write a Daft DataFrame to the table at `uri` as ONE new version: every partition is
     staged as data files on the worker that holds it, and the driver commits all shares once
-    (mode 'create', 'append' or 'overwrite'; `params` are `commit`'s: statement_id,
-    commit_message, ...). A failed commit deletes the staged files; readers see all rows or
+    (mode 'create', 'append' or 'overwrite'; `params`: the file layout's — max_rows_per_file,
+    max_rows_per_group, max_bytes_per_file, storage_version, stable_row_ids — go to every share,
+    the commit's — statement_id, commit_message, ... — to the commit; any other is refused). A failed commit deletes the staged files; readers see all rows or
     none. Returns Daft's one-row result: the version, the rows written, whether it committed
     (False when a statement id had already committed)."""
     options = dict(storage_options or {}) or None

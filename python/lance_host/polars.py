@@ -156,6 +156,9 @@ def to_lance_sql(predicate: "pl.Expr", schema: pa.Schema) -> Optional[str]:
 
 def _dataset(source: str, catalog: Optional[Mapping[str, str]], namespace: Sequence[str], version: Optional[int],
              storage_options: Optional[Mapping[str, str]]) -> "Dataset":
+    from .catalog import _check_source_options
+
+    _check_source_options("scan", catalog, namespace, storage_options)
     if catalog is not None:
         from .catalog import Catalog
 
@@ -229,6 +232,9 @@ def write_lance_host(df: "pl.DataFrame", target: str, mode: str = "create", *,
     A failure commits nothing."""
     import polars as pl
 
+    from .catalog import _check_source_options
+
+    _check_source_options("write_lance_host", catalog, namespace, storage_options)
     if isinstance(df, pl.LazyFrame):
         df = df.collect()
     data = df.to_arrow()

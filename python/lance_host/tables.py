@@ -10,7 +10,7 @@ from . import _ffi
 from ._ffi import LIB
 from .errors import _check, _error
 from ._marshal import _kv, ArrowData, SCALAR_INDEX_TYPES, _take_bytes, VECTOR_INDEX_TYPES
-from .write import _staged_arrays, StagedWrite, _stream_of, _write_params, WriteResult
+from .write import _commit_params, _staged_arrays, StagedWrite, _stream_of, _write_params, WriteResult
 from .dataset import Dataset
 
 
@@ -88,10 +88,12 @@ def commit(uri: str, staged: Sequence[StagedWrite], **params) -> tuple["Dataset"
     append or overwrite; shares of one delete (`Dataset.stage_delete`); or one merge-insert
     (`Dataset.stage_merge_insert`). With `statement_id`, a statement already
     committed returns that version with `committed=False` and writes nothing. A commit that
-    lost to a concurrent writer raises ConflictError. Params as for `write_table` (the staged
-    bytes give the mode)."""
+    lost to a concurrent writer raises ConflictError. Params: the commit's (statement_id,
+    commit_message, transaction_properties, commit_retries, retry_timeout_ms, expected_version,
+    required_config) and storage_options; the staged bytes give the mode, and a file-layout
+    parameter (max_rows_per_file, ...) — decided when the shares were written — is refused."""
     staged = list(staged)
-    p, keep = _write_params(None, **params)
+    p, keep = _commit_params(**params)
     ptrs, lens, bufs = _staged_arrays(staged)
     out, r = ctypes.c_void_p(), _ffi.WriteResult.new()
     _check(LIB.lance_table_commit(uri.encode(), ptrs, lens, len(staged), ctypes.byref(p), ctypes.byref(out),
@@ -118,7 +120,7 @@ def commit_tables(tables: Sequence[tuple]) -> list[tuple["Dataset", WriteResult]
         params = t[2] if len(t) > 2 and t[2] is not None else {}
         if not isinstance(params, Mapping):
             raise _error(1, f"tables[{i}]: params must be a dict, not {params!r}")
-        p, kept = _write_params(None, **params)
+        p, kept = _commit_params(**params)
         ptrs, lens, bufs = _staged_arrays(staged)
         keep += [p, kept, ptrs, lens, bufs]
         uris.append(uri.encode())

@@ -187,6 +187,17 @@ _ROW_CHANGE_OPTIONS = ("commit_retries", "retry_timeout_ms", "statement_id", "co
                        "transaction_properties", "expected_version", "required_config")
 
 
+# What a commit takes: the commit's parameters and the storage options; the file layout was
+# decided when the shares were written.
+_COMMIT_OPTIONS = _ROW_CHANGE_OPTIONS + ("storage_options",)
+
+
+def _commit_params(**params):
+    """`_write_params` of a commit of staged writes: a file-layout parameter (which the commit
+    would not use) is refused, not ignored."""
+    return _write_struct(None, **_keywords(params, _COMMIT_OPTIONS))
+
+
 def _row_change_params(**params):
     """`_write_params` of a row change: a write parameter it would not use is refused, not ignored."""
     return _write_struct(None, **_keywords(params, _ROW_CHANGE_OPTIONS))

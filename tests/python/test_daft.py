@@ -149,6 +149,18 @@ def test_sink_stages_partitions_and_commits_once(tmp_path, table):
     assert py.version == 2 and bits(py.to_table().sort_by("id")) == bits(parts[0].cast(py.schema))
     with pytest.raises(lh.LanceError):
         lhd.write_lance_host(daft.from_arrow(parts), str(tmp_path / "missing.lance"), mode="append")
+    # file-layout parameters go to the shares (here: files of at most 40 rows), commit ones to the
+    # commit; an unknown one is refused, nothing committed
+    lhd.write_lance_host(daft.from_arrow(parts), new, mode="append", max_rows_per_file=40, commit_message="small")
+    py = lance.dataset(new)
+    assert py.version == 3 and py.count_rows() == 400
+    assert max(f.count_rows() for f in py.get_fragments()[1:]) <= 40
+    assert py.read_transaction(3).transaction_properties["__lance_commit_message"] == "small"
+    with pytest.raises(Exception, match="max_rows_per_fil"):
+        lhd.write_lance_host(daft.from_arrow(parts), new, mode="append", max_rows_per_fil=40)
+    assert lance.dataset(new).version == 3
+    with pytest.raises(lh.InvalidArgumentError, match="namespace="):
+        lhd.read_lance_host(table, namespace=["ns"])
 
 
 RAY_SCRIPT = r"""

@@ -169,3 +169,15 @@ def test_writes_are_read_back_by_pylance(tmp_path):
     got = lhp.scan("people", catalog={"root": str(root)}, namespace=["ns"]).select(pl.col("id").sum()).collect()
     assert got.item() == sum(range(10))
     assert math.isnan(lhp.scan(uri).filter(pl.col("id") == 0).select("f").collect().item())
+
+
+def test_options_that_would_be_ignored_are_refused(table, tmp_path):
+    """namespace= without a catalog and storage_options= beside one would be ignored: refused,
+    naming the function; nothing is written."""
+    with pytest.raises(lh.InvalidArgumentError, match="scan: namespace="):
+        lhp.scan(table, namespace=["ns"])
+    with pytest.raises(lh.InvalidArgumentError, match="storage.<key>"):
+        lhp.scan("t", catalog={"root": str(tmp_path)}, storage_options={"k": "v"})
+    with pytest.raises(lh.InvalidArgumentError, match="write_lance_host: namespace="):
+        lhp.write_lance_host(pl.from_arrow(rows(0, 3)), str(tmp_path / "x.lance"), namespace=["ns"])
+    assert not (tmp_path / "x.lance").exists()

@@ -462,3 +462,16 @@ def test_a_handle_opened_from_a_token_commits_as_any_other(tmp_path):
         [i for i in range(300) if i % 2] + list(range(300, 400))
     # The token's handle still reads its version; the latest version is found as usual.
     assert at.count_rows() == 300 and at.latest_version() == 3
+
+
+def test_commit_refuses_file_layout_parameters(tmp_path):
+    """`commit` would not use a file-layout parameter (the shares' files are written): refused
+    naming the function, nothing committed."""
+    import lance_host as lh2
+    uri = str(tmp_path / "c.lance")
+    share = lh2.stage_write(uri, pa.table({"id": pa.array([1, 2], pa.int64())}), mode="create")
+    with pytest.raises(lh2.InvalidArgumentError, match="max_rows_per_file"):
+        lh2.commit(uri, [share], max_rows_per_file=10)
+    assert not (tmp_path / "c.lance" / "_versions").exists()
+    _, r = lh2.commit(uri, [share], commit_message="ok")
+    assert r.rows_written == 2
