@@ -196,7 +196,9 @@ impl Dataset {
 impl Dataset {
     /// The vector-search splits of the snapshot (one per index segment, flat ones for the
     /// rest) as serialized split bytes.
-    pub fn plan_search(&self, search: &VectorSearch) -> Result<Vec<Vec<u8>>> {
+    /// `flat_rows`: unindexed fragments grouped until a flat piece holds that many rows (0 = one
+    /// fragment each).
+    pub fn plan_search(&self, search: &VectorSearch, flat_rows: u64) -> Result<Vec<Vec<u8>>> {
         let api = api()?;
         let column = c_string(&search.column, "the vector column")?;
         let mut plan: Handle = ptr::null_mut();
@@ -207,7 +209,7 @@ impl Dataset {
                 column.as_ptr(),
                 search.metric,
                 search.use_index,
-                0,
+                flat_rows,
                 &mut plan,
             )
         };
@@ -218,7 +220,7 @@ impl Dataset {
     /// The global top k: every split searched, the candidates merged (`lance_topk_merge`).
     pub fn search(&self, search: &VectorSearch, spec: &ScanSpec) -> Result<Reader> {
         let api = api()?;
-        let splits = self.plan_search(search)?;
+        let splits = self.plan_search(search, 0)?;
         let built = search.build(api, spec)?;
         let mut streams: Vec<FFI_ArrowArrayStream> = Vec::new();
         for bytes in &splits {

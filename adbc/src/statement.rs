@@ -624,7 +624,7 @@ impl Statement for LanceHostStatement {
         let (schema, splits) = match &search {
             Some(v) => (
                 self.search_schema(&dataset, &spec)?,
-                dataset.plan_search(v)?,
+                dataset.plan_search(v, self.partition_rows)?,
             ),
             None => (
                 objects::project(&dataset.schema()?, spec.columns.as_ref())?,

@@ -593,6 +593,11 @@ def test_vector_search_partitions_merge_to_pylance(vectors):
             pieces.append(piece)
         merged = pa.concat_tables(pieces).sort_by([("_distance", "ascending"), ("_rowid", "ascending")]).slice(0, 10)
         assert merged["id"].to_pylist() == want["id"].to_pylist()
+        # partition_rows groups the flat pieces: fragments of 500, 500, 500, 500, 300 rows in pieces
+        # of at least 1,000 rows: 1,000, 1,000, 300
+        stmt.set_options(**{"lance_host.partition_rows": "1000"})
+        assert len(stmt.execute_partitions()[0]) == 3
+        stmt.set_options(**{"lance_host.partition_rows": "0"})
         # with the index: one partition per index segment plus the unindexed tail, merged to the
         # same top 10 as ExecuteQuery; refined distances are the exact ones
         stmt.set_options(**search_options(query, k=10, use_index="true", nprobes=4, refine=20))
