@@ -95,6 +95,27 @@ def test_declarations_match_the_header():
         assert in_driver == in_header, f"{name}: driver declares {in_driver} arguments, the header {in_header}"
 
 
+MIRRORS = {"ScanOptions": "LanceScanOptions", "WriteParams": "LanceWriteParams", "WriteResult": "LanceWriteResult",
+           "AggregateSpec": "LanceAggregateSpec", "VectorQuery": "LanceVectorQuery",
+           "FragmentStats": "LanceFragmentStats", "ColumnStats": "LanceColumnStats"}
+
+
+def test_struct_mirrors_match_the_header():
+    """Every `#[repr(C)]` struct the driver declares is the header's struct, field by field in
+    order (a prefix of it: sized structs only grow at the end, and the driver passes its size)."""
+    header = (REPO / "include/lance_host.h").read_text()
+    api = (REPO / "adbc/src/api.rs").read_text()
+    for ours, theirs in MIRRORS.items():
+        end = header.index("} " + theirs + ";")
+        body = header[header.rindex("typedef struct {", 0, end) + len("typedef struct {"):end]
+        c_fields = [re.search(r"(\w+)(\[\d+\])?;$", line.strip()).group(1)
+                    for line in body.splitlines() if line.strip() and not line.strip().startswith("//")]
+        rust = re.search(r"pub struct " + ours + r" \{\n(.*?)\n\}", api, re.S)
+        assert rust, ours
+        r_fields = re.findall(r"^\s*pub (\w+):", rust.group(1), re.M)
+        assert len(r_fields) >= 3 and c_fields[:len(r_fields)] == r_fields, (ours, r_fields, c_fields)
+
+
 def test_get_objects_equals_the_catalog(tmp_path):
     root = tmp_path / "wh"
     cat = lh.Catalog({"root": str(root)})
