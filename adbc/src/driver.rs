@@ -21,24 +21,9 @@ use crate::api::{self, api, invalid, not_implemented};
 use crate::handles::{self, Catalog, Reader, TableRef};
 use crate::objects;
 use crate::partition::Partition;
+use crate::shared::{not_found_option, option_string, Pending, Shared, Txn};
 use crate::statement::LanceHostStatement;
 use crate::writes;
-
-pub(crate) fn option_string(value: OptionValue, key: &str) -> Result<String> {
-    match value {
-        OptionValue::String(s) => Ok(s),
-        OptionValue::Int(i) => Ok(i.to_string()),
-        OptionValue::Double(d) => Ok(d.to_string()),
-        _ => Err(invalid(format!("option `{key}` takes a string, not bytes"))),
-    }
-}
-
-pub(crate) fn not_found_option(key: &str) -> Error {
-    Error::with_message_and_status(
-        format!("option `{key}` is not set or not known"),
-        Status::NotFound,
-    )
-}
 
 /// The `Optionable` getters of options the driver keeps only as strings: NOT_FOUND.
 macro_rules! no_typed_options {
@@ -209,53 +194,6 @@ impl Database for LanceHostDatabase {
             conn.set_option(k, v)?;
         }
         Ok(conn)
-    }
-}
-
-/// A table's staged shares waiting for the connection's commit.
-pub struct Pending {
-    pub table: TableRef,
-    pub location: String,
-    pub storage_options: Vec<String>,
-    pub shares: Vec<Vec<u8>>,
-    /// The transaction created the table (empty) to stage into: a rollback drops it.
-    pub created: bool,
-}
-
-pub struct Txn {
-    pub autocommit: bool,
-    pub pending: Vec<Pending>,
-    /// The namespace of table names given without one.
-    pub db_schema: Vec<String>,
-}
-
-pub struct Shared {
-    pub catalog: Arc<Catalog>,
-    pub catalog_name: String,
-    pub txn: Mutex<Txn>,
-}
-
-impl Shared {
-    pub fn txn(&self) -> std::sync::MutexGuard<'_, Txn> {
-        self.txn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Resolve a table reference; a bare name lies in the connection's current db_schema.
-    pub fn resolve(&self, table: TableRef) -> TableRef {
-        if table.namespace.is_empty() {
-            TableRef {
-                namespace: self.txn().db_schema.clone(),
-                name: table.name,
-            }
-        } else {
-            table
-        }
-    }
-
-    pub fn check_catalog(&self, catalog: Option<&str>) -> Result<bool> {
-        Ok(catalog.is_none_or(|c| c == self.catalog_name))
     }
 }
 
@@ -572,7 +510,7 @@ fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
 pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {
     let partition = Partition::decode(bytes)?;
     let info = shared.catalog.describe(&partition.table)?;
-    handles::run_split(
+    crate::search::run_split(
         &partition.split,
         &info.location,
         &info.storage_options,

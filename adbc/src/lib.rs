@@ -10,6 +10,7 @@ mod handles;
 mod objects;
 mod partition;
 mod search;
+mod shared;
 mod sql;
 mod statement;
 mod substrait_expr;

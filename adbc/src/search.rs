@@ -296,3 +296,75 @@ pub(crate) fn parse_vector(text: &str, key: &str) -> Result<Vec<f32>> {
     }
     Ok(values)
 }
+
+/// The same table location written two ways (`file://` or a trailing `/`).
+fn same_location(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.strip_prefix("file://")
+            .unwrap_or(s)
+            .trim_end_matches('/')
+            .to_string()
+    };
+    norm(a) == norm(b)
+}
+
+/// Run one serialized split on a worker with its own storage options: its scan, or its part of
+/// a vector search. The split must read `location` (the table the caller described).
+pub fn run_split(
+    split_bytes: &[u8],
+    location: &str,
+    storage_options: &[String],
+    spec: &ScanSpec,
+    search: Option<&VectorSearch>,
+) -> Result<Reader> {
+    let api = api()?;
+    // SAFETY: borrowed bytes for the call.
+    let split = unsafe { (api.lance_split_deserialize)(split_bytes.as_ptr(), split_bytes.len()) };
+    if split.is_null() {
+        return Err(api::last_error(api, "reading the partition's split"));
+    }
+    // the reader's catalog gave credentials for `location`: a split of any other table (a forged
+    // or mixed-up descriptor) is refused rather than opened with them
+    // SAFETY: live split; the string is copied at once.
+    let split_uri = unsafe { cstr((api.lance_split_uri)(split)) };
+    if !same_location(&split_uri, location) {
+        // SAFETY: owned split.
+        unsafe { (api.lance_split_free)(split) };
+        return Err(invalid(format!(
+            "lance-host ADBC: the partition's split reads {split_uri}, but its table is at {location} in this connection's catalog"
+        )));
+    }
+    let options = CStrArray::new(storage_options, "a storage option")?;
+    // SAFETY: live split; options alive for the call.
+    let dataset = unsafe { (api.lance_split_open_dataset)(split, options.as_ptr()) };
+    if dataset.is_null() {
+        let e = api::last_error(api, "opening the partition's table");
+        // SAFETY: owned split.
+        unsafe { (api.lance_split_free)(split) };
+        return Err(e);
+    }
+    let dataset = Dataset { raw: dataset };
+    let result = (|| {
+        let mut stream = FFI_ArrowArrayStream::empty();
+        // SAFETY: live handles; the stream may outlive the dataset and split (documented).
+        let rc = match search {
+            Some(v) => {
+                let built = v.build(api, spec)?;
+                unsafe {
+                    (api.lance_split_search_v2)(dataset.raw, split, &built.query, &mut stream)
+                }
+            }
+            None => {
+                let built = spec.build(api)?;
+                unsafe {
+                    (api.lance_split_scan_v2)(dataset.raw, split, &built.options, &mut stream)
+                }
+            }
+        };
+        check(api, rc, "reading the partition")?;
+        import_stream(stream)
+    })();
+    // SAFETY: owned split, freed once; streams of it stay valid.
+    unsafe { (api.lance_split_free)(split) };
+    result
+}

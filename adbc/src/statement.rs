@@ -38,11 +38,11 @@ use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::Schema;
 
 use crate::api::{self, invalid, invalid_state, not_implemented};
-use crate::driver::{not_found_option, option_string, Pending, Shared};
 use crate::handles::{self, shaped, Reader, ScanSpec, TableRef};
 use crate::objects;
 use crate::partition::Partition;
 use crate::search::{parse_vector, VectorOptions, VectorSearch};
+use crate::shared::{not_found_option, option_string, Pending, Shared};
 use crate::sql;
 use crate::substrait_plan::{self, PlanQuery, Shape};
 use crate::writes::{self, WriteSettings};

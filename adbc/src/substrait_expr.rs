@@ -1,5 +1,6 @@
 //! Substrait expressions as Lance SQL (see `substrait_plan.rs` for what is accepted): column
-//! references, literals, the functions that keep their meaning, `IN` lists.
+//! references, literals, the functions that keep their meaning, `IN` lists. The plan's
+//! relations (`substrait_plan.rs`) build on it.
 
 use adbc_core::error::Result;
 use substrait::proto::expression::field_reference::ReferenceType;
@@ -9,8 +10,33 @@ use substrait::proto::expression::RexType;
 use substrait::proto::function_argument::ArgType;
 use substrait::proto::{Expression, FunctionArgument};
 
-use crate::api::invalid;
-use crate::substrait_plan::{unsupported, Col, Ctx};
+use std::collections::HashMap;
+
+use crate::api::{invalid, not_implemented};
+
+/// One output column of a relation: Lance SQL text, the plain column it is (if it is one), and
+/// whether its type is floating point.
+#[derive(Clone, Debug)]
+pub(crate) struct Col {
+    pub(crate) sql: String,
+    pub(crate) column: Option<String>,
+    pub(crate) float: bool,
+    pub(crate) integer: bool,
+}
+
+pub(crate) fn unsupported(what: impl std::fmt::Display) -> adbc_core::error::Error {
+    not_implemented(format!(
+        "lance-host ADBC Substrait: {what} is not supported"
+    ))
+}
+
+pub(crate) struct Ctx {
+    pub(crate) functions: HashMap<u32, String>,
+}
+
+pub(crate) fn quote(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
 
 impl Ctx {
     pub(crate) fn function_name(&self, anchor: u32) -> Result<String> {

@@ -29,9 +29,9 @@ use substrait::proto::rel::RelType;
 use substrait::proto::rel_common::EmitKind;
 use substrait::proto::{Expression, Plan, Rel, RelCommon};
 
-use crate::substrait_expr::literal_i64;
+use crate::substrait_expr::{literal_i64, quote, unsupported, Col, Ctx};
 
-use crate::api::{invalid, not_implemented};
+use crate::api::invalid;
 use crate::handles::TableRef;
 
 /// lance-host aggregate functions (`LanceAggregateFunction`).
@@ -71,28 +71,12 @@ pub struct PlanQuery {
     pub names: Option<Vec<String>>,
 }
 
-/// One output column of a relation: Lance SQL text, the plain column it is (if it is one), and
-/// whether its type is floating point.
-#[derive(Clone, Debug)]
-pub(crate) struct Col {
-    pub(crate) sql: String,
-    pub(crate) column: Option<String>,
-    pub(crate) float: bool,
-    pub(crate) integer: bool,
-}
-
 struct Stage {
     table: TableRef,
     cols: Vec<Col>,
     filters: Vec<String>,
     aggregate: Option<(Vec<String>, Vec<Measure>)>,
     limit: Option<i64>,
-}
-
-pub(crate) fn unsupported(what: impl std::fmt::Display) -> adbc_core::error::Error {
-    not_implemented(format!(
-        "lance-host ADBC Substrait: {what} is not supported"
-    ))
 }
 
 pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
@@ -188,10 +172,6 @@ pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
     })
 }
 
-pub(crate) struct Ctx {
-    pub(crate) functions: HashMap<u32, String>,
-}
-
 fn emit(common: &Option<RelCommon>, cols: Vec<Col>) -> Result<Vec<Col>> {
     match common.as_ref().and_then(|c| c.emit_kind.as_ref()) {
         Some(EmitKind::Emit(e)) => e
@@ -205,10 +185,6 @@ fn emit(common: &Option<RelCommon>, cols: Vec<Col>) -> Result<Vec<Col>> {
             .collect(),
         _ => Ok(cols),
     }
-}
-
-pub(crate) fn quote(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 impl Ctx {
