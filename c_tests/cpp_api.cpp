@@ -403,11 +403,12 @@ int main(int argc, char** argv) {
     }
     // Aggregates: the one-call answer equals the scan's own sums, and the partial states of
     // every (sliced, shipped) split merge to it.
-    int64_t id_sum = 0, id_min = INT64_MAX, id_max = INT64_MIN;
+    int64_t id_sum = 0, id_min = INT64_MAX, id_max = INT64_MIN, below_1000 = 0;
     for (auto& batch : ds.scan(projected)) {
       const int64_t* ids = batch.values<int64_t>("id");
       for (int64_t j = 0; j < batch.num_rows(); j++) {
         id_sum += ids[j];
+        below_1000 += ids[j] < 1000;
         id_min = std::min(id_min, ids[j]);
         id_max = std::max(id_max, ids[j]);
       }
@@ -445,6 +446,24 @@ int main(int argc, char** argv) {
       double exact = static_cast<double>(matching);
       EXPECT(approx >= exact - std::max(2.0, 0.048 * exact) && approx <= exact + std::max(2.0, 0.048 * exact));
     }
+    // a group key of an expression (since 0.15): the rows on each side of 1000
+    lh::AggregateQuery banded;
+    banded.group_by_expression("band", "CASE WHEN id < 1000 THEN 'low' ELSE 'high' END").count_star("n");
+    banded.filter = aq.filter;
+    int64_t low = -1, total = 0;
+    for (auto& batch : ds.aggregate(banded).first) {
+      EXPECT(batch.column_index("band") == 0);
+      const ArrowArray* band = batch.array().children[0];
+      const int32_t* offsets = static_cast<const int32_t*>(band->buffers[1]) + band->offset;
+      const char* text = static_cast<const char*>(band->buffers[2]);
+      for (int64_t j = 0; j < batch.num_rows(); j++) {
+        std::string key(text + offsets[j], text + offsets[j + 1]);
+        int64_t n = batch.values<int64_t>("n")[j];
+        total += n;
+        if (key == "low") low = n;
+      }
+    }
+    EXPECT(low == below_1000 && static_cast<uint64_t>(total) == matching);
     try {
       lh::AggregateQuery wraps;
       wraps.add_expression(LANCE_AGG_SUM, "id * id");

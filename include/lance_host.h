@@ -683,6 +683,13 @@ typedef struct {
   // inside an expression is refused (LANCE_ERR_NOT_SUPPORTED: the engine would wrap an
   // overflow); cast to DECIMAL(38, 0) or DOUBLE. Since 0.15.
   const char *const *expressions;
+  // `num_group_by` Lance SQL expressions over the row, grouped by instead of a column
+  // (`date_part('year', l_shipdate)`, `CASE WHEN ... END`); NULL (the array or an entry) =
+  // the entry of `group_by` is a column. For an expression key, `group_by[i]` names the
+  // result column (NULL: the expression's text). Its type must be one a column key may
+  // have; integer arithmetic is refused as in `expressions`. Partial states of different
+  // key expressions do not merge (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
+  const char *const *group_by_expressions;
 } LanceAggregateSpec;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm). Set

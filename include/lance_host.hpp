@@ -452,8 +452,20 @@ struct AggregateQuery {
     std::string expression;  ///< a Lance SQL expression aggregated instead of a column (since 0.15)
   };
   std::vector<std::string> group_by;
+  /// Lance SQL expressions grouped by instead of a column, by position in `group_by` (shorter,
+  /// or an empty entry: that key is the column `group_by` names). Since 0.15.
+  std::vector<std::string> group_by_expressions;
   std::vector<Item> aggregates;
   std::optional<std::string> filter;
+
+  /// Group by a Lance SQL expression of the row (`"date_part('year', d)"`), its result column
+  /// named `name`; integer arithmetic inside it is refused (LANCE_ERR_NOT_SUPPORTED). Since 0.15.
+  AggregateQuery& group_by_expression(std::string name, std::string expression) {
+    group_by_expressions.resize(group_by.size());
+    group_by.push_back(std::move(name));
+    group_by_expressions.push_back(std::move(expression));
+    return *this;
+  }
 
   AggregateQuery& count_star(std::string alias = {}) {
     aggregates.push_back({LANCE_AGG_COUNT_STAR, {}, std::move(alias), {}});
@@ -477,6 +489,12 @@ struct AggregateSpec {
   explicit AggregateSpec(const AggregateQuery& q) {
     check(lance_aggregate_init_v2(&spec, sizeof spec));
     for (const auto& g : q.group_by) group_by.push_back(g.c_str());
+    bool any_key_expression = false;
+    for (size_t i = 0; i < q.group_by.size(); ++i) {
+      bool has = i < q.group_by_expressions.size() && !q.group_by_expressions[i].empty();
+      group_by_expressions.push_back(has ? q.group_by_expressions[i].c_str() : nullptr);
+      any_key_expression = any_key_expression || has;
+    }
     for (const auto& a : q.aggregates) {
       functions.push_back(static_cast<int32_t>(a.function));
       columns.push_back(a.column.empty() ? nullptr : a.column.c_str());
@@ -492,9 +510,10 @@ struct AggregateSpec {
     spec.num_aggregates = functions.size();
     spec.filter_sql = q.filter ? q.filter->c_str() : nullptr;
     spec.expressions = any_expression ? expressions.data() : nullptr;
+    spec.group_by_expressions = any_key_expression ? group_by_expressions.data() : nullptr;
   }
   LanceAggregateSpec spec;
-  std::vector<const char*> group_by, columns, aliases, expressions;
+  std::vector<const char*> group_by, group_by_expressions, columns, aliases, expressions;
   bool any_expression = false;
   std::vector<int32_t> functions;
 };

@@ -93,6 +93,7 @@ pub struct AggregateSpec {
     pub num_aggregates: usize,
     pub filter_sql: *const c_char,
     pub expressions: *const *const c_char,
+    pub group_by_expressions: *const *const c_char,
 }
 
 /// `LanceVectorQuery` of `lance_host.h`.

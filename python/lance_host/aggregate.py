@@ -28,6 +28,28 @@ class Expression(str):
     DECIMAL(38, 0) or DOUBLE first. Since 0.15."""
 
 
+def _group_keys(group_by):
+    """The group keys' names and expressions (None for a column): `group_by` is a column, an
+    `Expression`, or a list of them and of `(name, Expression)` pairs."""
+    pair = lambda g: isinstance(g, tuple) and len(g) == 2 and isinstance(g[0], str) and isinstance(g[1], Expression)  # noqa: E731
+    if isinstance(group_by, str) or pair(group_by):
+        group_by = [group_by]
+    names, exprs = [], []
+    for i, g in enumerate(group_by or []):
+        if pair(g):
+            names.append(g[0])
+            exprs.append(str(g[1]).encode())
+        elif isinstance(g, Expression):
+            names.append(str(g))
+            exprs.append(str(g).encode())
+        elif isinstance(g, str):
+            names.append(g)
+            exprs.append(None)
+        else:
+            raise InvalidArgumentError(1, f"group key {i} is {g!r}: give a column, an Expression or (name, Expression)")
+    return names, exprs
+
+
 def _aggregate_spec(aggregates, group_by, filter):
     """A LanceAggregateSpec and the buffers it points into (keep both alive for the call)."""
     if isinstance(aggregates, tuple) and aggregates and isinstance(aggregates[1] if len(aggregates) > 1 else None, str):
@@ -53,7 +75,7 @@ def _aggregate_spec(aggregates, group_by, filter):
             expressions.append(None)
             columns.append(None if column is None else str(column).encode())
         aliases.append(a[2].encode() if len(a) == 3 and a[2] is not None else None)
-    keys = [group_by] if isinstance(group_by, str) else list(group_by or [])
+    names, key_exprs = _group_keys(group_by)
     spec = _ffi.AggregateSpec()
     _check(LIB.lance_aggregate_init_v2(ctypes.byref(spec), ctypes.sizeof(spec)))
     n = len(functions)
@@ -61,14 +83,16 @@ def _aggregate_spec(aggregates, group_by, filter):
     c_arr = (ctypes.c_char_p * n)(*columns) if n else None
     a_arr = (ctypes.c_char_p * n)(*aliases) if n else None
     e_arr = (ctypes.c_char_p * n)(*expressions) if n and any(expressions) else None
-    g_arr, g_n = _cstrings(keys)
+    g_arr, g_n = _cstrings(names)
     spec.group_by, spec.num_group_by = g_arr, g_n
+    ge_arr = (ctypes.c_char_p * g_n)(*key_exprs) if any(key_exprs) else None
+    spec.group_by_expressions = ge_arr
     spec.functions = ctypes.cast(f_arr, ctypes.POINTER(ctypes.c_int32)) if n else None
     spec.columns, spec.aliases, spec.num_aggregates = c_arr, a_arr, n
     spec.expressions = e_arr
     if filter is not None:
         spec.filter_sql = filter.encode()
-    return spec, (f_arr, c_arr, a_arr, g_arr, e_arr)
+    return spec, (f_arr, c_arr, a_arr, g_arr, e_arr, ge_arr)
 
 
 def merge_aggregates(partials: Sequence[pa.Table]) -> pa.Table:
@@ -119,7 +143,9 @@ class DatasetAggregates:
         `avg` (or `mean`), `count_distinct` (SQL's COUNT(DISTINCT): exact across splits; floats
         count every NaN once and -0.0 as 0.0), `approx_count_distinct` (a HyperLogLog estimate,
         standard error 1.6 %, whose split partials merge); in place of a column, an `Expression` (Lance SQL over the row, e.g.
-        `Expression("price * (1 - discount)")`). Result columns: the group-by columns, then one per aggregate named by
+        `Expression("price * (1 - discount)")`). A group key is a column, an `Expression`, or
+        `(name, Expression)` (`("year", Expression("date_part('year', d)"))`). Result columns:
+        the group keys, then one per aggregate named by
         its alias or `sum(col)`, `count(*)`, ... An integer SUM beyond int64 raises
         OutOfRangeError (never wrapped)."""
         return self.aggregate_with_io(aggregates, group_by, filter)[0]

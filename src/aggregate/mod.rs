@@ -105,7 +105,27 @@ fn partial_schema(group_fields: &[Field], resolved: &[Resolved]) -> SchemaRef {
     Arc::new(Schema::new_with_metadata(fields, meta))
 }
 
-/// An aggregate's expression argument planned against the table's `schema`: the expression
+/// `text` parsed by DataFusion's SQL planner against `schema`, identifiers as written (Lance's
+/// planner does not fold them to lower case either).
+fn datafusion_expression(schema: &SchemaRef, text: &str) -> std::result::Result<Expr, String> {
+    use lance::deps::datafusion::common::DFSchema;
+    use lance::deps::datafusion::prelude::{SessionConfig, SessionContext};
+    let config = SessionConfig::new().set_bool("datafusion.sql_parser.enable_ident_normalization", false);
+    let ctx = SessionContext::new_with_config(config);
+    let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(|e| e.to_string())?;
+    crate::logging::catch_quietly(|| ctx.parse_sql_expr(text, &df_schema))
+        .map_err(|_| "the SQL planner failed".to_string())?
+        .map_err(|e| e.to_string())
+}
+
+/// Functions whose integer results are exact (they pick one of their arguments, or measure a
+/// value or a date), allowed where integer arithmetic is refused.
+const EXACT_INTEGER_FUNCTIONS: &[&str] = &[
+    "date_part", "datepart", "character_length", "char_length", "length", "octet_length", "bit_length", "strpos",
+    "instr", "ascii", "coalesce", "nullif", "nvl", "ifnull", "greatest", "least",
+];
+
+/// An aggregate's expression argument or group key planned against the table's `schema`: the expression
 /// (types coerced as Lance's scanner coerces a filter's) and its type. Refused: SQL Lance cannot
 /// plan, and integer arithmetic anywhere in it — DataFusion wraps an int64 product or sum that
 /// overflows, which would be a wrong answer; a cast to DECIMAL(38, 0) or DOUBLE computes it
@@ -117,16 +137,25 @@ pub(crate) fn plan_argument(schema: &SchemaRef, text: &str, what: &str) -> Resul
     crate::sql_text::check_expression(what, text)?;
     let planner = lance_datafusion::planner::Planner::new(schema.clone());
     let refused = |e: &dyn std::fmt::Display| HostError::invalid(format!("{what}: Lance cannot plan the expression {text}: {e}"));
-    let parsed = crate::logging::catch_quietly(|| planner.parse_expr(text))
-        .map_err(|_| HostError::invalid(format!("{what}: Lance cannot plan the expression {text}")))?
-        .map_err(|e| refused(&e))?;
+    let parsed = match crate::logging::catch_quietly(|| planner.parse_expr(text)) {
+        Ok(Ok(e)) => e,
+        // constructs Lance's planner does not take (CASE, EXTRACT) in DataFusion's SQL, which
+        // Lance's dialect is a subset of; when that fails too, Lance's reason is the answer
+        Ok(Err(e)) => datafusion_expression(schema, text).map_err(|_| refused(&e))?,
+        Err(_) => return Err(HostError::invalid(format!("{what}: Lance cannot plan the expression {text}"))),
+    };
     let expr = planner.optimize_expr(parsed).map_err(|e| refused(&e))?;
     let df_schema = DFSchema::try_from(schema.as_ref().clone()).map_err(|e| HostError::internal(format!("{what}: {e}")))?;
     let integer = |t: &DataType| t.is_integer();
     let mut bad: Option<String> = None;
     expr.apply(|e| {
         let t = e.get_type(&df_schema).ok();
-        let arithmetic = !matches!(e, Expr::Column(_) | Expr::Literal(..) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Alias(_));
+        let arithmetic = match e {
+            Expr::Column(_) | Expr::Literal(..) | Expr::Cast(_) | Expr::TryCast(_) | Expr::Alias(_) | Expr::Case(_) => false,
+            // functions that pick or measure a value and cannot overflow
+            Expr::ScalarFunction(f) => !EXACT_INTEGER_FUNCTIONS.contains(&f.name()),
+            _ => true,
+        };
         if arithmetic && t.as_ref().is_some_and(integer) {
             bad = Some(e.to_string());
             return Ok(TreeNodeRecursion::Stop);
@@ -144,20 +173,24 @@ pub(crate) fn plan_argument(schema: &SchemaRef, text: &str, what: &str) -> Resul
     Ok((expr, t))
 }
 
-/// Check `spec` against the snapshot: the resolved aggregates and the partial states' schema.
-fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(Vec<Resolved>, SchemaRef)> {
-    let schema: SchemaRef = Arc::new(snapshot.arrow_schema());
-    let resolved = spec::resolve_with(spec, &schema, &|text, what| plan_argument(&schema, text, what))?;
-    let group_fields = spec
-        .group_by
-        .iter()
-        .map(|g| schema.field_with_name(g).cloned().map_err(|_| HostError::invalid(format!("group by: unknown column '{g}'"))))
-        .collect::<Result<Vec<_>>>()?;
+/// A spec checked against a snapshot: its group keys, its aggregates and the partial states'
+/// schema.
+struct Prepared {
+    groups: Vec<spec::GroupKey>,
+    resolved: Vec<Resolved>,
+    schema: SchemaRef,
+}
+
+/// Check `spec` against the snapshot (`Prepared`).
+fn prepare(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<Prepared> {
+    let table: SchemaRef = Arc::new(snapshot.arrow_schema());
+    let (groups, resolved) = spec::resolve_with(spec, &table, &|text, what| plan_argument(&table, text, what))?;
     if let Some(f) = &spec.filter {
         scan::check_sql_filter(snapshot, f)?;
     }
-    let schema = partial_schema(&group_fields, &resolved);
-    Ok((resolved, schema))
+    let fields: Vec<Field> = groups.iter().map(|g| g.field.clone()).collect();
+    let schema = partial_schema(&fields, &resolved);
+    Ok(Prepared { groups, resolved, schema })
 }
 
 /// The partial states of the rows of `fragments` (None = all) — or of one fragment's row slice —
@@ -179,7 +212,7 @@ fn partial(
 fn partial_with(
     snapshot: &Snapshot,
     spec: &AggregateSpec,
-    (resolved, schema): &(Vec<Resolved>, SchemaRef),
+    Prepared { groups, resolved, schema }: &Prepared,
     fragments: Option<&[u64]>,
     slice: Option<(u64, crate::split::RowSlice)>,
     stats: &OpStats,
@@ -203,7 +236,13 @@ fn partial_with(
         scanner.with_row_id();
     }
     scan::apply_memory_bounds(snapshot, &mut scanner, &scan::ScanOptions::default())?;
-    let group: Vec<Expr> = spec.group_by.iter().map(|g| ident(g.clone())).collect();
+    let group: Vec<Expr> = groups
+        .iter()
+        .map(|g| match &g.expression {
+            Some(e) => e.clone().alias(g.field.name().clone()),
+            None => ident(g.field.name().clone()),
+        })
+        .collect();
     let mut aggregates = Vec::new();
     for (i, r) in resolved.iter().enumerate() {
         for s in &r.states {
@@ -375,7 +414,7 @@ pub fn aggregate(snapshot: &Snapshot, spec: &AggregateSpec) -> Result<(RecordBat
     let stats = OpStats::default();
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(16) as u64;
     let rows = snapshot.count_rows()?;
-    if cores < 2 || rows < PARALLEL_MIN_ROWS || counts_from_manifest(snapshot, spec, &prepared.0) {
+    if cores < 2 || rows < PARALLEL_MIN_ROWS || counts_from_manifest(snapshot, spec, &prepared.resolved) {
         let partial = partial_with(snapshot, spec, &prepared, None, None, &stats)?;
         return Ok((merge(vec![partial])?, stats.snapshot()));
     }

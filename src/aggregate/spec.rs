@@ -1,6 +1,8 @@
 //! What an aggregate asks for, checked against a table's schema, and the partial states each
 //! aggregate ships between a split and the merge.
 
+use std::collections::HashMap;
+
 use arrow_schema::{DataType, Field, Schema};
 use lance::deps::datafusion::logical_expr::Expr;
 
@@ -89,12 +91,33 @@ impl Aggregate {
     }
 }
 
-/// An aggregate query over a table: group-by columns, aggregates, an optional Lance SQL filter.
+/// An aggregate query over a table: group keys, aggregates, an optional Lance SQL filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AggregateSpec {
+    /// The group keys' result column names: a column of the table, or the name of the key
+    /// expression beside it in `group_expressions`.
     pub group_by: Vec<String>,
+    /// Lance SQL expressions over the row grouped by instead of a column
+    /// (`date_part('year', l_shipdate)`): empty, or one entry per `group_by` (None = that key
+    /// is the column it names). Since 0.15.
+    pub group_expressions: Vec<Option<String>>,
     pub aggregates: Vec<Aggregate>,
     pub filter: Option<String>,
+}
+
+impl AggregateSpec {
+    /// The expression of group key `i` (None: the key is a column).
+    pub fn group_expression(&self, i: usize) -> Option<&str> {
+        self.group_expressions.get(i).and_then(|e| e.as_deref())
+    }
+}
+
+/// A group key resolved against the schema: its result field and, for an expression key, the
+/// planned expression.
+#[derive(Debug, Clone)]
+pub struct GroupKey {
+    pub field: Field,
+    pub expression: Option<Expr>,
 }
 
 /// How an aggregated column's values add up and compare; decides its states and result type.
@@ -232,13 +255,15 @@ pub type PlanExpression<'a> = &'a dyn Fn(&str, &str) -> Result<(Expr, DataType)>
 /// Check `spec` against `schema` and decide each aggregate's states. Every refusal names the
 /// aggregate (by position and text) and why. A spec with expression arguments needs `plan`.
 pub fn resolve(spec: &AggregateSpec, schema: &Schema) -> Result<Vec<Resolved>> {
-    resolve_with(spec, schema, &|_, what| {
-        Err(HostError::not_supported(format!("{what}: expression arguments are planned against a table")))
-    })
+    let (_, resolved) = resolve_with(spec, schema, &|_, what| {
+        Err(HostError::not_supported(format!("{what}: expressions are planned against a table")))
+    })?;
+    Ok(resolved)
 }
 
-/// `resolve`, planning expression arguments with `plan`.
-pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression) -> Result<Vec<Resolved>> {
+/// `resolve`, planning expression arguments and group keys with `plan`: the group keys and the
+/// aggregates.
+pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression) -> Result<(Vec<GroupKey>, Vec<Resolved>)> {
     if spec.aggregates.is_empty() {
         return Err(HostError::invalid("an aggregate spec needs at least one aggregate"));
     }
@@ -264,23 +289,8 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
             .field_with_name(name)
             .map_err(|_| HostError::invalid(format!("{what}: unknown column '{name}'")))
     };
-    let mut seen = std::collections::HashSet::new();
-    for g in &spec.group_by {
-        if !seen.insert(g.as_str()) {
-            return Err(HostError::invalid(format!("group-by column '{g}' is given more than once")));
-        }
-        let f = field(g, "group by")?;
-        if matches!(Kind::of(f.data_type()), Kind::Other) && !matches!(f.data_type(), DataType::Dictionary(_, _)) {
-            return Err(HostError::not_supported(format!(
-                "group by '{g}': grouping on {} columns is not supported (group on scalar columns)",
-                f.data_type()
-            )));
-        }
-    }
-    let mut names = std::collections::HashSet::new();
-    for g in &spec.group_by {
-        names.insert(g.clone());
-    }
+    let keys = resolve_group_keys(spec, schema, plan)?;
+    let mut names: std::collections::HashSet<String> = spec.group_by.iter().cloned().collect();
     let mut out = Vec::with_capacity(spec.aggregates.len());
     for (i, a) in spec.aggregates.iter().enumerate() {
         let what = format!("aggregate {i} ({})", a.name());
@@ -350,7 +360,53 @@ pub fn resolve_with(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression)
         };
         out.push(Resolved { aggregate: a.clone(), kind, input, states, argument });
     }
-    Ok(out)
+    Ok((keys, out))
+}
+
+/// The group keys of `spec`: each a column of `schema` or an expression planned by `plan`, of a
+/// type rows can be grouped by; names unique.
+fn resolve_group_keys(spec: &AggregateSpec, schema: &Schema, plan: PlanExpression) -> Result<Vec<GroupKey>> {
+    if !spec.group_expressions.is_empty() && spec.group_expressions.len() != spec.group_by.len() {
+        return Err(HostError::invalid(format!(
+            "{} group-by expressions for {} group keys (give one entry per key, None for a column)",
+            spec.group_expressions.len(),
+            spec.group_by.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut keys = Vec::with_capacity(spec.group_by.len());
+    for (i, g) in spec.group_by.iter().enumerate() {
+        if g.is_empty() {
+            return Err(HostError::invalid(format!("group key {i} has an empty name")));
+        }
+        if !seen.insert(g.as_str()) {
+            return Err(HostError::invalid(format!("group key '{g}' is given more than once")));
+        }
+        let (field, expression) = match spec.group_expression(i) {
+            None => {
+                let f = schema.field_with_name(g).map_err(|_| HostError::invalid(format!("group by: unknown column '{g}'")))?;
+                (f.clone(), None)
+            }
+            Some(text) => {
+                let what = format!("group key {i} ({g} = {text})");
+                if text.trim().is_empty() {
+                    return Err(HostError::invalid(format!("{what}: the expression is empty")));
+                }
+                let (expr, t) = plan(text, &what)?;
+                let meta = HashMap::from([(META_INPUT.to_string(), text.to_string())]);
+                (Field::new(g, t, true).with_metadata(meta), Some(expr))
+            }
+        };
+        let t = field.data_type();
+        if matches!(Kind::of(t), Kind::Other) && !matches!(t, DataType::Dictionary(_, _)) {
+            return Err(HostError::not_supported(format!(
+                "group by '{g}': grouping on {t} values is not supported (group on numbers, strings, binary, booleans, \
+                 dates, times, timestamps or dictionaries)"
+            )));
+        }
+        keys.push(GroupKey { field, expression });
+    }
+    Ok(keys)
 }
 
 /// The type of a state column for an aggregate of `kind` over `input`.

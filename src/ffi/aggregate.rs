@@ -76,6 +76,13 @@ pub struct LanceAggregateSpec {
     /// inside an expression is refused (LANCE_ERR_NOT_SUPPORTED: the engine would wrap an
     /// overflow); cast to DECIMAL(38, 0) or DOUBLE. Since 0.15.
     pub expressions: *const *const c_char,
+    /// `num_group_by` Lance SQL expressions over the row, grouped by instead of a column
+    /// (`date_part('year', l_shipdate)`, `CASE WHEN ... END`); NULL (the array or an entry) =
+    /// the entry of `group_by` is a column. For an expression key, `group_by[i]` names the
+    /// result column (NULL: the expression's text). Its type must be one a column key may
+    /// have; integer arithmetic is refused as in `expressions`. Partial states of different
+    /// key expressions do not merge (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
+    pub group_by_expressions: *const *const c_char,
 }
 
 impl Default for LanceAggregateSpec {
@@ -90,6 +97,7 @@ impl Default for LanceAggregateSpec {
             num_aggregates: 0,
             filter_sql: std::ptr::null(),
             expressions: std::ptr::null(),
+            group_by_expressions: std::ptr::null(),
         }
     }
 }
@@ -133,7 +141,26 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
             aggregate::spec::MAX_GROUP_BY
         )));
     }
-    let group_by = if s.num_group_by == 0 { Vec::new() } else { str_list_arg(s.group_by, s.num_group_by, "spec->group_by")? };
+    let group_expressions = opt_str_list(s.group_by_expressions, s.num_group_by, "spec->group_by_expressions")?;
+    let group_by = if s.num_group_by == 0 {
+        Vec::new()
+    } else if s.group_by_expressions.is_null() {
+        str_list_arg(s.group_by, s.num_group_by, "spec->group_by")?
+    } else {
+        opt_str_list(s.group_by, s.num_group_by, "spec->group_by")?
+            .into_iter()
+            .zip(&group_expressions)
+            .enumerate()
+            .map(|(i, (name, expression))| {
+                name.or_else(|| expression.clone()).ok_or_else(|| {
+                    HostError::invalid(format!(
+                        "spec->group_by[{i}] is NULL: give a column, or an expression in spec->group_by_expressions[{i}]"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    let group_expressions = if group_expressions.iter().all(Option::is_none) { Vec::new() } else { group_expressions };
     let functions = slice_arg(s.functions, s.num_aggregates, "spec->functions")?;
     let columns = opt_str_list(s.columns, s.num_aggregates, "spec->columns")?;
     let aliases = opt_str_list(s.aliases, s.num_aggregates, "spec->aliases")?;
@@ -151,7 +178,7 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
         })
         .collect::<Result<Vec<_>>>()?;
     let filter = opt_str_arg(s.filter_sql, "spec->filter_sql")?.map(str::to_string);
-    Ok(AggregateSpec { group_by, aggregates, filter })
+    Ok(AggregateSpec { group_by, group_expressions, aggregates, filter })
 }
 
 /// Hand a computed batch and its I/O to the caller's `out` and `io` (already checked).

@@ -213,3 +213,79 @@ fn expression_arguments_are_aggregated_and_unsafe_ones_refused() {
     bad.functions = star.as_ptr();
     refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "COUNT(*) takes no column or expression");
 }
+
+#[test]
+fn group_keys_may_be_expressions() {
+    use arrow::array::{BooleanArray, StringArray};
+    let uri = table_uri("aggregate_key_expr");
+    let p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    write(&uri, std::ptr::null(), vec![rows(0..1000), rows(1000..2000)], &p).unwrap();
+    let ds = Ds::open(&uri, 0);
+    // GROUP BY band = CASE ..., <the boolean expression's text>; COUNT(*)
+    let band = cstr("band");
+    let case = cstr("CASE WHEN id < 500 THEN 'low' ELSE 'high' END");
+    let below = cstr("CAST(id AS DOUBLE) < 1500.0");
+    let names = [band.as_ptr(), std::ptr::null()];
+    let exprs = [case.as_ptr(), below.as_ptr()];
+    let functions = [1];
+    let mut s = spec();
+    s.group_by = names.as_ptr();
+    s.group_by_expressions = exprs.as_ptr();
+    s.num_group_by = 2;
+    s.functions = functions.as_ptr();
+    s.num_aggregates = 1;
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &s, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    let batches = read(&mut out);
+    let b = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    assert_eq!(b.schema().field(0).name(), "band");
+    assert_eq!(b.schema().field(1).name(), "CAST(id AS DOUBLE) < 1500.0");
+    let keys = b.column(0).as_any().downcast_ref::<StringArray>().expect("a string key");
+    let flags = b.column(1).as_any().downcast_ref::<BooleanArray>().expect("a boolean key");
+    let mut got: Vec<(String, bool, i64)> =
+        (0..b.num_rows()).map(|i| (keys.value(i).to_string(), flags.value(i), int(&[b.clone()], "count(*)")[i].unwrap())).collect();
+    got.sort();
+    let want = |band: &str, below: bool| (0..2000).filter(|i| ((*i < 500) == (band == "low")) && ((*i < 1500) == below)).count() as i64;
+    assert_eq!(
+        got,
+        vec![("high".into(), false, want("high", false)), ("high".into(), true, want("high", true)), ("low".into(), true, want("low", true))]
+    );
+
+    // a 72-byte caller (expression arguments, no key expressions): the field is never read
+    let mut old = s;
+    old.struct_size = 72;
+    old.group_by_expressions = 1 as *const *const std::os::raw::c_char;
+    let id = cstr("id");
+    let col = [id.as_ptr()];
+    old.group_by = col.as_ptr();
+    old.num_group_by = 1;
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &old, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    assert_eq!(read(&mut out).iter().map(|b| b.num_rows()).sum::<usize>(), 2000);
+
+    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| {
+        let mut out = FFI_ArrowArrayStream::empty();
+        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
+        assert_eq!(rc, code as i32, "{needle}: {}", last_message());
+        assert!(last_message().contains(needle), "{needle}: {}", last_message());
+        assert!(out.release.is_none());
+    };
+    // neither a name nor an expression
+    let none = [std::ptr::null(), std::ptr::null()];
+    let mut bad = s;
+    bad.group_by = none.as_ptr();
+    bad.group_by_expressions = none.as_ptr();
+    refused(&bad, LANCE_ERR_INVALID_ARGUMENT, "spec->group_by[0] is NULL");
+    // integer arithmetic; a list; an unknown column
+    for (text, code, needle) in [
+        ("id % 7", LANCE_ERR_NOT_SUPPORTED, "DECIMAL(38, 0)"),
+        ("make_array(id, id)", LANCE_ERR_NOT_SUPPORTED, "grouping on"),
+        ("nope || 'x'", LANCE_ERR_INVALID_ARGUMENT, "nope"),
+    ] {
+        let t = cstr(text);
+        let e = [t.as_ptr(), below.as_ptr()];
+        let mut bad = s;
+        bad.group_by_expressions = e.as_ptr();
+        refused(&bad, code, needle);
+    }
+}
