@@ -149,7 +149,7 @@ impl Dataset {
     /// `lance_dataset_aggregate`: group-by columns, then one column per measure.
     pub fn aggregate(
         &self,
-        group_by: &[String],
+        group_by: &[crate::substrait_plan::GroupKey],
         measures: &[crate::substrait_plan::Measure],
         filter: Option<&str>,
     ) -> Result<Reader> {
@@ -160,7 +160,15 @@ impl Dataset {
             (api.lance_aggregate_init_v2)(&mut spec, std::mem::size_of::<api::AggregateSpec>())
         };
         check(api, rc, "initialising an aggregate")?;
-        let keys = CStrArray::new(group_by, "a group-by column")?;
+        let names: Vec<String> = group_by.iter().map(|k| k.name.clone()).collect();
+        let keys = CStrArray::new(&names, "a group-by column")?;
+        let key_expressions = OptStrs::new(
+            &group_by
+                .iter()
+                .map(|k| k.expression.clone())
+                .collect::<Vec<_>>(),
+            "a group-by expression",
+        )?;
         let functions: Vec<i32> = measures.iter().map(|m| m.function).collect();
         let columns = OptStrs::new(
             &measures
@@ -179,6 +187,9 @@ impl Dataset {
         let filter = filter.map(|f| c_string(f, "the filter")).transpose()?;
         spec.group_by = keys.as_ptr();
         spec.num_group_by = keys.len();
+        if group_by.iter().any(|k| k.expression.is_some()) {
+            spec.group_by_expressions = key_expressions.ptrs.as_ptr();
+        }
         spec.functions = functions.as_ptr();
         spec.columns = columns.ptrs.as_ptr();
         spec.num_aggregates = measures.len();

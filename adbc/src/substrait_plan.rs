@@ -56,9 +56,17 @@ pub enum Shape {
         columns: Vec<String>,
     },
     Aggregate {
-        group_by: Vec<String>,
+        group_by: Vec<GroupKey>,
         measures: Vec<Measure>,
     },
+}
+
+/// A group key of an aggregate plan: a column, or a Lance SQL expression named by its text
+/// (the plan's output names rename it).
+#[derive(Debug, PartialEq)]
+pub struct GroupKey {
+    pub name: String,
+    pub expression: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -75,7 +83,7 @@ struct Stage {
     table: TableRef,
     cols: Vec<Col>,
     filters: Vec<String>,
-    aggregate: Option<(Vec<String>, Vec<Measure>)>,
+    aggregate: Option<(Vec<GroupKey>, Vec<Measure>)>,
     limit: Option<i64>,
 }
 
@@ -355,10 +363,10 @@ impl Ctx {
                 let mut out = Vec::new();
                 for k in keys {
                     let c = self.expr(k, &stage.cols)?;
-                    let name = c.column.clone().ok_or_else(|| {
-                        unsupported(format!("grouping by an expression (`{}`)", c.sql))
-                    })?;
-                    group_by.push(name);
+                    group_by.push(GroupKey {
+                        name: c.column.clone().unwrap_or_else(|| c.sql.clone()),
+                        expression: c.column.is_none().then(|| c.sql.clone()),
+                    });
                     out.push(c);
                 }
                 let mut measures = Vec::new();

@@ -504,6 +504,26 @@ def test_substrait_filter_and_aggregate_equal_pyarrow(warehouse):
             assert a == pytest.approx(b, rel=1e-12) or (a != a and b != b)
 
 
+def test_substrait_grouping_by_an_expression_equals_pyarrow(warehouse):
+    py_table = lance.dataset(str(warehouse / "events.lance")).to_table()
+    schema = py_table.schema
+    key, functions = pyarrow_filter(pc.field("id") > 500, schema)  # a boolean key: id > 500
+    functions.update({100: "count", 101: "sum"})
+    i = {n: k for k, n in enumerate(schema.names)}
+    agg = AggregateRel(input=sx_read("events", schema), grouping_expressions=[key],
+                       groupings=[AggregateRel.Grouping(expression_references=[0])],
+                       measures=[AggregateRel.Measure(measure=AggregateFunction(function_reference=100)),
+                                 AggregateRel.Measure(measure=AggregateFunction(
+                                     function_reference=101, arguments=[FunctionArgument(value=sx_field(i["id"]))]))])
+    with connect(warehouse) as conn, conn.cursor() as cur:
+        cur.execute(sx_plan(Rel(aggregate=agg), ["big", "n", "sum_id"], functions).SerializeToString())
+        got = {r["big"]: (r["n"], r["sum_id"]) for r in cur.fetch_arrow_table().to_pylist()}
+    keyed = py_table.append_column("big", pc.greater(py_table["id"], 500))
+    want = {r["big"]: (r["count_all"], r["id_sum"])
+            for r in keyed.group_by("big").aggregate([([], "count_all"), ("id", "sum")]).to_pylist()}
+    assert got == want and len(want) == 2
+
+
 def test_substrait_scan_plans_and_partitions(warehouse):
     py_table = lance.dataset(str(warehouse / "events.lance")).to_table()
     schema = py_table.schema
