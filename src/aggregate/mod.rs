@@ -236,6 +236,13 @@ fn partial_with(
         scanner.with_row_id();
     }
     scan::apply_memory_bounds(snapshot, &mut scanner, &scan::ScanOptions::default())?;
+    if snapshot.is_local() && spec.filter.is_some() {
+        // Lance reads columns wider than 10 bytes on a local disk after the filter, row by row
+        // address, which pays off when a filter keeps ~0.1 % of the rows; an aggregate reads
+        // every kept row of its columns, and reading them with the filter's columns was 1.6x
+        // faster at 98 % kept, 2x at 10 %, 3.3x at 30 %, equal at 1.7 % (bench/TPCH.md)
+        scanner.materialization_style(lance::dataset::scanner::MaterializationStyle::AllEarly);
+    }
     let group: Vec<Expr> = groups
         .iter()
         .map(|g| match &g.expression {
