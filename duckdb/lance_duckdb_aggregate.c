@@ -81,6 +81,19 @@ int run_aggregate(BindData* b, struct ArrowArrayStream* out, const char** err) {
       any_expr = 1;
     }
   }
+  /* A group key that names no column is a Lance SQL expression too, named by its text. */
+  const char* key_exprs[64] = {0};
+  int any_key_expr = 0;
+  for (size_t i = 0; i < b->agg_ngroup; i++) {
+    const char* g = b->agg_group[i];
+    int is_column = g == NULL;
+    for (int64_t c = 0; g && !is_column && c < schema.n_children; c++)
+      is_column = schema.children[c]->name && strcmp(schema.children[c]->name, g) == 0;
+    if (!is_column) {
+      key_exprs[i] = g;
+      any_key_expr = 1;
+    }
+  }
   if (schema.release) schema.release(&schema);
   if (!columns || !expressions) {
     free(columns);
@@ -89,6 +102,7 @@ int run_aggregate(BindData* b, struct ArrowArrayStream* out, const char** err) {
     return 0;
   }
   spec.group_by = (const char* const*)b->agg_group;
+  spec.group_by_expressions = any_key_expr ? key_exprs : NULL;
   spec.num_group_by = b->agg_ngroup;
   spec.functions = b->agg_function;
   spec.columns = columns;

@@ -3,7 +3,8 @@
 
 /* ---- aggregates -------------------------------------------------------------------------- */
 
-JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by, jintArray functions,
+JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by,
+                               jobjectArray group_expressions, jintArray functions,
                                jobjectArray columns, jobjectArray aliases, jobjectArray expressions,
                                jstring filter_sql) {
   (void)c;
@@ -29,6 +30,16 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
     str_array_free(&names);
     return 0;
   }
+  StrArray key_exprs;
+  if (!str_array(env, group_expressions, "group-by expressions", 1, &key_exprs)) {
+    str_array_free(&g);
+    str_array_free(&cols);
+    str_array_free(&names);
+    str_array_free(&exprs);
+    return 0;
+  }
+  int any_key_expression = 0;
+  for (size_t i = 0; i < key_exprs.len; i++) any_key_expression |= key_exprs.items[i] != NULL;
   int ok = 1;
   char *filter = utf8(env, filter_sql, "filter", &ok);
   jlong out = 0;
@@ -36,6 +47,10 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
   if (ok && ((columns && cols.len != (size_t)nf) || (aliases && names.len != (size_t)nf) ||
              (expressions && exprs.len != (size_t)nf))) {
     throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions, columns, names and expressions differ in length");
+    ok = 0;
+  }
+  if (ok && group_expressions && key_exprs.len != g.len) {
+    throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "group keys and group-by expressions differ in length");
     ok = 0;
   }
   LanceSplit *s = NULL;
@@ -50,6 +65,7 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
     spec.columns = (const char *const *)cols.items;
     spec.aliases = (const char *const *)names.items;
     spec.expressions = (const char *const *)exprs.items;
+    spec.group_by_expressions = any_key_expression ? (const char *const *)key_exprs.items : NULL;
     spec.num_aggregates = (size_t)nf;
     spec.filter_sql = filter;
     struct ArrowArrayStream *stream = new_stream(env);
@@ -66,6 +82,7 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
   str_array_free(&cols);
   str_array_free(&names);
   str_array_free(&exprs);
+  str_array_free(&key_exprs);
   return out;
 }
 

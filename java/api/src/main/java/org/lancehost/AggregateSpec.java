@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Aggregates for {@link Dataset#aggregate}: group-by columns, aggregate functions over columns
+ * Aggregates for {@link Dataset#aggregate}: group keys (columns or expressions), aggregate functions over columns
  * (COUNT(*), COUNT, SUM, MIN, MAX, AVG) with optional result names, and a Lance SQL filter.
  * Immutable; each method returns a copy.
  */
@@ -15,6 +15,11 @@ public final class AggregateSpec implements java.io.Serializable {
       APPROX_COUNT_DISTINCT = 8;
 
   final List<String> groupBy;
+  /**
+   * Per group key: a Lance SQL expression grouped by (the key's name in {@link #groupBy}), or
+   * null for a column. Null when the spec was serialized before 0.15.
+   */
+  final List<String> groupExpressions;
   final List<Integer> functions;
   final List<String> columns;
   final List<String> aliases;
@@ -22,9 +27,10 @@ public final class AggregateSpec implements java.io.Serializable {
   final List<String> expressions;
   final String filter;
 
-  private AggregateSpec(List<String> groupBy, List<Integer> functions, List<String> columns, List<String> aliases,
-      List<String> expressions, String filter) {
+  private AggregateSpec(List<String> groupBy, List<String> groupExpressions, List<Integer> functions,
+      List<String> columns, List<String> aliases, List<String> expressions, String filter) {
     this.groupBy = groupBy;
+    this.groupExpressions = groupExpressions;
     this.functions = functions;
     this.columns = columns;
     this.aliases = aliases;
@@ -34,12 +40,41 @@ public final class AggregateSpec implements java.io.Serializable {
 
   /** An empty spec: no group-by columns, no aggregates (add at least one), no filter. */
   public static AggregateSpec create() {
-    return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), List.of(), null);
+    return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), List.of(), List.of(), null);
   }
 
-  /** Groups by these columns (scalar columns; NULL keys form their own group). */
+  /**
+   * Groups by these columns (scalar columns; NULL keys form their own group), replacing the keys
+   * given before.
+   */
   public AggregateSpec groupBy(String... cols) {
-    return new AggregateSpec(List.of(cols), functions, columns, aliases, expressions, filter);
+    List<String> none = new ArrayList<>();
+    for (int i = 0; i < cols.length; i++) none.add(null);
+    return new AggregateSpec(List.of(cols), none, functions, columns, aliases, expressions, filter);
+  }
+
+  /**
+   * Adds a group key computed by a Lance SQL expression of the row (e.g. {@code
+   * groupByExpression("ship_year", "date_part('year', l_shipdate)")}), its result column named
+   * `name`. Its type must be one a column key may have; integer arithmetic inside it is refused
+   * ({@link LanceException.NotSupported}). Since 0.15.
+   */
+  public AggregateSpec groupByExpression(String name, String expression) {
+    if (name == null) throw new LanceException.InvalidArgument("group key name is null");
+    if (expression == null) throw new LanceException.InvalidArgument("group key expression is null");
+    List<String> g = new ArrayList<>(groupBy);
+    g.add(name);
+    List<String> e = new ArrayList<>(keyExpressions());
+    e.add(expression);
+    return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter);
+  }
+
+  /** One entry per group key (null: a column), also for a spec serialized before 0.15. */
+  List<String> keyExpressions() {
+    if (groupExpressions != null) return groupExpressions;
+    List<String> none = new ArrayList<>();
+    for (int i = 0; i < groupBy.size(); i++) none.add(null);
+    return none;
   }
 
   /** Adds COUNT(*) named `alias` (null: {@code count(*)}). */
@@ -73,7 +108,7 @@ public final class AggregateSpec implements java.io.Serializable {
     a.add(alias);
     List<String> e = new ArrayList<>(expressions);
     e.add(expression);
-    return new AggregateSpec(groupBy, f, c, a, e, filter);
+    return new AggregateSpec(groupBy, groupExpressions, f, c, a, e, filter);
   }
 
   /** Adds `function` over `column`; `alias` null = the default name. */
@@ -88,7 +123,7 @@ public final class AggregateSpec implements java.io.Serializable {
 
   /** Aggregates only the rows matching a Lance SQL filter (null: every row). */
   public AggregateSpec filter(String sql) {
-    return new AggregateSpec(groupBy, functions, columns, aliases, expressions, sql);
+    return new AggregateSpec(groupBy, groupExpressions, functions, columns, aliases, expressions, sql);
   }
 
   int[] functionArray() {

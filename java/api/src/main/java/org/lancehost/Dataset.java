@@ -378,7 +378,8 @@ public final class Dataset implements AutoCloseable {
     String[] c = spec.columns.toArray(new String[0]);
     String[] a = spec.aliases.toArray(new String[0]);
     String[] e = spec.expressions.toArray(new String[0]);
-    long h = handle.withLong(p -> Native.aggregate(p, split, g, spec.functionArray(), c, a, e, spec.filter));
+    String[] ge = spec.keyExpressions().toArray(new String[0]);
+    long h = handle.withLong(p -> Native.aggregate(p, split, g, ge, spec.functionArray(), c, a, e, spec.filter));
     return new ArrowStream(h, allocator);
   }
 

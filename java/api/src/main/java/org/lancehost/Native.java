@@ -53,7 +53,8 @@ final class Native {
       int nprobes, int refineFactor, String prefilter, String[] columns, boolean withRowId);
   static native long topkMerge(long[] streams, long k, long offset);
 
-  static native long aggregate(long ds, byte[] split, String[] groupBy, int[] functions, String[] columns,
+  static native long aggregate(long ds, byte[] split, String[] groupBy, String[] groupExpressions, int[] functions,
+      String[] columns,
       String[] aliases, String[] expressions, String filter);
   static native long aggregateMerge(long[] streams);
 

@@ -450,6 +450,41 @@ class ApiTest {
     }
   }
 
+  @Test
+  void groupKeysMayBeExpressions() {
+    // per category, the rows whose value is set and the others: the fixture's counts
+    AggregateSpec spec = AggregateSpec.create().groupBy("category").groupByExpression("has_value", "value IS NOT NULL")
+        .countStar("n").add(AggregateSpec.SUM, "qty", "sum_qty");
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      List<ArrowStream> partials = new ArrayList<>();
+      for (byte[] s : ds.planScanSlices(700).splits()) partials.add(ds.aggregate(s, spec, allocator));
+      for (List<Map<String, Object>> got : List.of(rows(ds.aggregate(spec, allocator)),
+          rows(Dataset.mergeAggregates(partials, allocator)))) {
+        Map<String, long[]> seen = new HashMap<>();
+        for (Map<String, Object> r : got) {
+          long[] c = seen.computeIfAbsent(r.get("category").toString(), k -> new long[3]);
+          if ((Boolean) r.get("has_value")) {
+            c[0] += asLong(r.get("n"));
+            c[2] += asLong(r.get("sum_qty"));
+          } else {
+            c[1] += asLong(r.get("n"));
+          }
+        }
+        JsonNode groups = basic.get("groups");
+        assertEquals(groups.size(), seen.size());
+        for (Map.Entry<String, long[]> en : seen.entrySet()) {
+          JsonNode g = groups.get(en.getKey());
+          assertEquals(g.get("n_value").asLong(), en.getValue()[0], en.getKey());
+          assertEquals(g.get("count").asLong() - g.get("n_value").asLong(), en.getValue()[1], en.getKey());
+          assertEquals(g.get("sum_qty_where_value").asLong(), en.getValue()[2], en.getKey());
+        }
+      }
+      LanceException e = assertThrows(LanceException.NotSupported.class, () -> rows(ds.aggregate(
+          AggregateSpec.create().groupByExpression("twice", "qty * 2").countStar(null), allocator)));
+      assertTrue(e.getMessage().contains("DECIMAL(38, 0)"), e.getMessage());
+    }
+  }
+
   static float[] vector(JsonNode q) {
     float[] v = new float[q.size()];
     for (int i = 0; i < v.length; i++) v[i] = (float) q.get(i).asDouble();
