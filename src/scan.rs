@@ -362,7 +362,59 @@ pub fn configure_scanner(
     if !opts.order_by.is_empty() {
         scanner.order_by(Some(orderings(snapshot, &opts.order_by, &opts.columns)?)).map_err(lance_err)?;
     }
+    choose_materialization(snapshot, scanner, opts);
     apply_memory_bounds(snapshot, scanner, opts)
+}
+
+/// Rows a filtered scan of a local table reads to estimate how many rows its filter keeps.
+const SAMPLE_ROWS: i64 = 8192;
+/// The share of sampled rows kept from which a filtered local scan reads every column together
+/// with the filter's columns (early materialization).
+const EARLY_FROM_SHARE: f64 = 0.05;
+
+/// On a local disk Lance reads the columns wider than 10 bytes (and strings) of a filtered scan
+/// after the filter, by row address, which pays off when the filter keeps few rows (Lance
+/// assumes 0.1 %) and costs up to 3x when it keeps many (bench/SCAN_FILTERED.md). The filter is
+/// tried on the first rows of the scan's first fragment (its own columns only); from 5 % kept,
+/// every column is read with the filter's. An estimate that cannot be made (no filter, filters
+/// on row ids, a row limit or an order, an object store) leaves Lance's choice. The answer is
+/// the same either way; only the reading differs.
+fn choose_materialization(snapshot: &Snapshot, scanner: &mut Scanner, opts: &ScanOptions) {
+    if !snapshot.is_local() || opts.limit.is_some() || !opts.order_by.is_empty() {
+        return;
+    }
+    let Ok(Some(filter)) = scanner.get_expr_filter() else {
+        return;
+    };
+    if sampled_share(snapshot, &filter, opts).is_some_and(|share| share >= EARLY_FROM_SHARE) {
+        scanner.materialization_style(lance::dataset::scanner::MaterializationStyle::AllEarly);
+    }
+}
+
+/// The share of the first `SAMPLE_ROWS` rows of the scan's first fragment that `filter` keeps
+/// (None when it cannot be told).
+fn sampled_share(snapshot: &Snapshot, filter: &lance::deps::datafusion::logical_expr::Expr, opts: &ScanOptions) -> Option<f64> {
+    use arrow::array::{Array, BooleanArray};
+    let columns = lance_datafusion::planner::Planner::column_names_in_expr(filter);
+    if columns.is_empty() || columns.iter().any(|c| c.starts_with("_row")) {
+        return None;
+    }
+    let mut sample = snapshot.dataset.scan();
+    sample.project(&columns).ok()?;
+    let first = opts.fragment_ids.as_ref().and_then(|ids| ids.first().copied()).or(opts.row_slice.map(|(f, _)| f));
+    if let Some(id) = first {
+        sample.with_fragments(resolve_fragments(snapshot, &[id]).ok()?);
+    }
+    sample.limit(Some(SAMPLE_ROWS), None).ok()?;
+    sample.with_file_reader_options(reader_options());
+    let batch = session::block_on(async move { sample.try_into_batch().await }).ok()?.ok()?;
+    if batch.num_rows() == 0 {
+        return None;
+    }
+    let planner = lance_datafusion::planner::Planner::new(batch.schema());
+    let kept = planner.create_physical_expr(filter).ok()?.evaluate(&batch).ok()?.into_array(batch.num_rows()).ok()?;
+    let kept = kept.as_any().downcast_ref::<BooleanArray>()?;
+    Some(kept.true_count() as f64 / batch.num_rows() as f64)
 }
 
 /// Bound what a scan holds in flight: the scan's own settings, else the session's defaults.
