@@ -89,6 +89,7 @@ def _lh_aggs(aggs):
 def query_runner(side, query, uri, parquet, extension):
     """A function running `query` on `side`, returning rows as tuples in the order of Q1_SQL's
     columns, or a scan runner returning the decoded Arrow bytes."""
+    import pyarrow as pa
     aggs, flt, text = QUERIES[query]
     keys = KEYS[query]
     if side == "lance-host (one call)":
@@ -97,7 +98,6 @@ def query_runner(side, query, uri, parquet, extension):
         return lambda: ds.aggregate(_lh_aggs(aggs), group_by=keys, filter=flt).to_pylist()
     if side.startswith("lance-host (splits"):
         import multiprocessing
-        import pyarrow as pa
         import lance_host as lh
         pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(uri,))
         ds = lh.open(uri)
@@ -111,7 +111,6 @@ def query_runner(side, query, uri, parquet, extension):
     if side == "pylance + pyarrow":
         import decimal
         import lance
-        import pyarrow as pa
         import pyarrow.compute as pc
         one = pa.scalar(decimal.Decimal(1), pa.decimal128(15, 2))
 

@@ -122,6 +122,21 @@ pub struct VectorQuery {
 
 pub const ELEMENT_F32: i32 = 2;
 
+/// `LanceTextQuery` of `lance_host.h`.
+#[repr(C)]
+pub struct TextQuery {
+    pub struct_size: usize,
+    pub column: *const c_char,
+    pub text: *const c_char,
+    pub match_kind: i32,
+    pub slop: u32,
+    pub k: u64,
+    pub prefilter_sql: *const c_char,
+    pub columns: *const *const c_char,
+    pub num_columns: usize,
+    pub with_row_id: bool,
+}
+
 /// `LanceFragmentStats` of `lance_host.h`.
 #[repr(C)]
 #[derive(Default)]
@@ -233,6 +248,11 @@ library_api! {
     fn lance_vector_query_init_v2(*mut VectorQuery, usize) -> i32;
     fn lance_split_search_v2(Handle, Handle, *const VectorQuery, Stream) -> i32;
     fn lance_topk_merge(Stream, usize, u64, u64, Stream) -> i32;
+    fn lance_text_query_init(*mut TextQuery, usize) -> i32;
+    fn lance_dataset_plan_fts(Handle, *const c_char, u64, *mut Handle) -> i32;
+    fn lance_dataset_fts_stats(Handle, *const TextQuery, *mut *mut u8, *mut usize, *mut c_void) -> i32;
+    fn lance_split_fts_search(Handle, Handle, *const TextQuery, *const u8, usize, Stream) -> i32;
+    fn lance_fts_merge(Stream, usize, u64, u64, Stream) -> i32;
     fn lance_aggregate_init_v2(*mut AggregateSpec, usize) -> i32;
     fn lance_dataset_aggregate(Handle, *const AggregateSpec, Stream, *mut c_void) -> i32;
     fn lance_write_params_init_v2(*mut WriteParams, usize) -> i32;

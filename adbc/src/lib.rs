@@ -15,6 +15,7 @@ mod sql;
 mod statement;
 mod substrait_expr;
 mod substrait_plan;
+mod text;
 mod writes;
 
 pub use driver::LanceHostDriver;

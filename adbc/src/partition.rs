@@ -5,8 +5,10 @@
 //! segment; never credentials).
 //!
 //! Layout (little-endian): `LHADBC` `0x01`, the namespace parts, the table name, the columns
-//! (flag, then the names), the filter (flag, then the text), the vector search (flag; column, k
-//! u64, metric i32, nprobes u32, refine u32, use_index u8, the f32 vector), the split bytes —
+//! (flag, then the names), the filter (flag, then the text), the search (flag 0: none; 1: a vector
+//! search — column, k u64, metric i32, nprobes u32, refine u32, use_index u8, the f32 vector; 2: a
+//! full-text search — column, text, match i32, slop u32, k u64, the snapshot's BM25 statistics
+//! as the library wrote them), the split bytes —
 //! strings and byte
 //! runs as u32 length + bytes — then an FNV-1a 64 checksum of everything before it.
 
@@ -14,6 +16,15 @@ use adbc_core::error::{Error, Result, Status};
 
 use crate::handles::{ScanSpec, TableRef};
 use crate::search::VectorSearch;
+use crate::text::TextSearch;
+
+/// The search a partition's split runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Search {
+    Vector(VectorSearch),
+    /// A full-text search and the BM25 statistics of the whole snapshot.
+    Text(TextSearch, Vec<u8>),
+}
 
 const MAGIC: &[u8] = b"LHADBC\x01";
 
@@ -21,8 +32,8 @@ const MAGIC: &[u8] = b"LHADBC\x01";
 pub struct Partition {
     pub table: TableRef,
     pub spec: ScanSpec,
-    /// A vector search the split runs (a search split), or None (a scan split).
-    pub search: Option<VectorSearch>,
+    /// The search the split runs (a search split), or None (a scan split).
+    pub search: Option<Search>,
     pub split: Vec<u8>,
 }
 
@@ -67,7 +78,16 @@ impl Partition {
             None => out.push(0),
         }
         match &self.search {
-            Some(v) => {
+            Some(Search::Text(t, stats)) => {
+                out.push(2);
+                put(&mut out, t.column.as_bytes());
+                put(&mut out, t.text.as_bytes());
+                out.extend_from_slice(&t.match_kind.to_le_bytes());
+                out.extend_from_slice(&t.slop.to_le_bytes());
+                out.extend_from_slice(&t.k.to_le_bytes());
+                put(&mut out, stats);
+            }
+            Some(Search::Vector(v)) => {
                 out.push(1);
                 put(&mut out, v.column.as_bytes());
                 out.extend_from_slice(&v.k.to_le_bytes());
@@ -154,7 +174,7 @@ impl Partition {
                     .chunks_exact(4)
                     .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
                     .collect();
-                Some(VectorSearch {
+                Some(Search::Vector(VectorSearch {
                     column,
                     vector,
                     k,
@@ -162,7 +182,36 @@ impl Partition {
                     nprobes,
                     refine_factor,
                     use_index,
-                })
+                }))
+            }
+            2 => {
+                let column = r.string().ok_or_else(|| corrupt("text column"))?;
+                let text = r.string().ok_or_else(|| corrupt("query text"))?;
+                let match_kind = i32::from_le_bytes(
+                    r.take(4)
+                        .ok_or_else(|| corrupt("match"))?
+                        .try_into()
+                        .unwrap(),
+                );
+                let slop = u32::from_le_bytes(
+                    r.take(4)
+                        .ok_or_else(|| corrupt("slop"))?
+                        .try_into()
+                        .unwrap(),
+                );
+                let k =
+                    u64::from_le_bytes(r.take(8).ok_or_else(|| corrupt("k"))?.try_into().unwrap());
+                let stats = r.run().ok_or_else(|| corrupt("statistics"))?.to_vec();
+                Some(Search::Text(
+                    TextSearch {
+                        column,
+                        text,
+                        match_kind,
+                        slop,
+                        k,
+                    },
+                    stats,
+                ))
             }
             _ => return Err(corrupt("search flag")),
         };
@@ -248,7 +297,7 @@ mod tests {
                 limit: None,
                 batch_size: None,
             },
-            search: Some(VectorSearch {
+            search: Some(Search::Vector(VectorSearch {
                 column: "v".into(),
                 vector: vec![0.5, -1.0, f32::MIN_POSITIVE],
                 k: 7,
@@ -256,11 +305,32 @@ mod tests {
                 nprobes: 3,
                 refine_factor: 4,
                 use_index: false,
-            }),
+            })),
             split: vec![1, 2, 3, 0, 255],
         };
         let bytes = p.encode();
         assert_eq!(Partition::decode(&bytes).unwrap(), p);
+        let text = Partition {
+            search: Some(Search::Text(
+                TextSearch {
+                    column: "body".into(),
+                    text: "lance \u{e9}t\u{e9}".into(),
+                    match_kind: 2,
+                    slop: 1,
+                    k: 5,
+                },
+                vec![9, 8, 7],
+            )),
+            ..Partition::decode(&bytes).unwrap()
+        };
+        let text_bytes = text.encode();
+        assert_eq!(Partition::decode(&text_bytes).unwrap(), text);
+        for cut in 0..text_bytes.len() {
+            assert!(
+                Partition::decode(&text_bytes[..cut]).is_err(),
+                "truncated at {cut}"
+            );
+        }
         for cut in 0..bytes.len() {
             assert!(
                 Partition::decode(&bytes[..cut]).is_err(),

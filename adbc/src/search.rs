@@ -320,13 +320,13 @@ fn same_location(a: &str, b: &str) -> bool {
 }
 
 /// Run one serialized split on a worker with its own storage options: its scan, or its part of
-/// a vector search. The split must read `location` (the table the caller described).
+/// a vector or full-text search. The split must read `location` (the table the caller described).
 pub fn run_split(
     split_bytes: &[u8],
     location: &str,
     storage_options: &[String],
     spec: &ScanSpec,
-    search: Option<&VectorSearch>,
+    search: Option<&crate::partition::Search>,
 ) -> Result<Reader> {
     let api = api()?;
     // SAFETY: borrowed bytes for the call.
@@ -359,7 +359,11 @@ pub fn run_split(
         let mut stream = FFI_ArrowArrayStream::empty();
         // SAFETY: live handles; the stream may outlive the dataset and split (documented).
         let rc = match search {
-            Some(v) => {
+            Some(crate::partition::Search::Text(t, stats)) => {
+                let built = t.build(api, spec)?;
+                return import_stream(dataset.text_split(split, &built, stats)?);
+            }
+            Some(crate::partition::Search::Vector(v)) => {
                 let built = v.build(api, spec)?;
                 unsafe {
                     (api.lance_split_search_v2)(dataset.raw, split, &built.query, &mut stream)

@@ -41,17 +41,20 @@ use crate::api::{self, invalid, invalid_state, not_implemented};
 use crate::handles::{self, shaped, Reader, ScanSpec, TableRef};
 use crate::objects;
 use crate::partition::Partition;
+use crate::partition::Search;
 use crate::search::{parse_vector, VectorOptions, VectorSearch};
 use crate::shared::{not_found_option, option_string, Pending, Shared};
 use crate::sql;
 use crate::substrait_plan::{self, PlanQuery, Shape};
+use crate::text::{TextOptions, TextSearch};
 use crate::writes::{self, WriteSettings};
 
 const KNOWN: &str = "adbc.ingest.target_table, adbc.ingest.target_db_schema, adbc.ingest.target_catalog, adbc.ingest.mode, \
 lance_host.table, lance_host.columns, lance_host.filter, lance_host.limit, lance_host.version, lance_host.branch, \
 lance_host.batch_size, lance_host.partition_rows, lance_host.ingest.stage, lance_host.ingest.add_share, \
 lance_host.statement_id, lance_host.commit_message, lance_host.vector.column, lance_host.vector.query, \
-lance_host.vector.k, lance_host.vector.nprobes, lance_host.vector.refine, lance_host.vector.metric, lance_host.vector.use_index";
+lance_host.vector.k, lance_host.vector.nprobes, lance_host.vector.refine, lance_host.vector.metric, lance_host.vector.use_index, \
+lance_host.fts.column, lance_host.fts.query, lance_host.fts.k, lance_host.fts.match, lance_host.fts.slop";
 
 pub struct LanceHostStatement {
     shared: Arc<Shared>,
@@ -74,6 +77,7 @@ pub struct LanceHostStatement {
     settings: WriteSettings,
     bound: Option<Reader>,
     vector: VectorOptions,
+    text: TextOptions,
 }
 
 fn parse_u64(v: &str, key: &str) -> Result<u64> {
@@ -107,6 +111,7 @@ impl LanceHostStatement {
             settings: WriteSettings::default(),
             bound: None,
             vector: VectorOptions::default(),
+            text: TextOptions::default(),
         }
     }
 
@@ -169,13 +174,39 @@ impl LanceHostStatement {
             };
         }
         let (table, spec) = self.query()?;
+        let text = self.text_search()?; // first: it refuses a vector search beside it
         if let Some(search) = self.vector_search()? {
             if spec.limit.is_some() {
                 return Err(invalid("lance-host ADBC: a vector search returns `lance_host.vector.k` rows; a LIMIT does not apply"));
             }
             return self.open(&table)?.search(&search, &spec);
         }
+        if let Some(search) = text {
+            if spec.limit.is_some() {
+                return Err(invalid("lance-host ADBC: a full-text search returns `lance_host.fts.k` rows; a LIMIT does not apply"));
+            }
+            return self.open(&table)?.text_search(&search, &spec);
+        }
         self.open(&table)?.scan(&spec)
+    }
+
+    /// The statement's full-text search, when `lance_host.fts.column` or `.query` is set (not
+    /// beside a vector search or a Substrait plan).
+    fn text_search(&self) -> Result<Option<TextSearch>> {
+        let Some(search) = self.text.search()? else {
+            return Ok(None);
+        };
+        if self.plan.is_some() {
+            return Err(not_implemented(
+                "lance-host ADBC: a full-text search with a Substrait plan",
+            ));
+        }
+        if self.vector.column.is_some() || self.vector.query.is_some() {
+            return Err(not_implemented(
+                "lance-host ADBC: a vector and a full-text search in one statement (hybrid search is not offered here)",
+            ));
+        }
+        Ok(Some(search))
     }
 
     /// The statement's vector search, when `lance_host.vector.column` or `.query` is set.
@@ -201,8 +232,14 @@ impl LanceHostStatement {
         }
     }
 
-    /// The schema of a search's rows: the projected columns, `_distance`, `_rowid`.
-    fn search_schema(&self, dataset: &handles::Dataset, spec: &ScanSpec) -> Result<Schema> {
+    /// The schema of a search's rows: the projected columns, `score` (`_distance` or
+    /// `_score`), `_rowid`.
+    fn search_schema(
+        &self,
+        dataset: &handles::Dataset,
+        spec: &ScanSpec,
+        score: &str,
+    ) -> Result<Schema> {
         let projected = objects::project(&dataset.schema()?, spec.columns.as_ref())?;
         let mut fields: Vec<arrow_schema::Field> = projected
             .fields()
@@ -210,7 +247,7 @@ impl LanceHostStatement {
             .map(|f| f.as_ref().clone())
             .collect();
         fields.push(arrow_schema::Field::new(
-            "_distance",
+            score,
             arrow_schema::DataType::Float32,
             true,
         ));
@@ -435,6 +472,7 @@ impl Optionable for LanceHostStatement {
                     return Err(not_implemented("lance-host ADBC: incremental execution is not supported"));
                 }
             }
+            _ if self.text.set(&k, v.clone())? => {}
             _ => match k.as_str() {
                 "lance_host.table" => {
                     self.sql = None;
@@ -515,7 +553,7 @@ impl Optionable for LanceHostStatement {
             "lance_host.columns" => self.columns.as_ref().map(|c| c.join(",")),
             "lance_host.version" => Some(self.version.to_string()),
             "lance_host.statement_id" => self.settings.statement_id.clone(),
-            _ => None,
+            _ => self.text.get(k),
         };
         v.ok_or_else(|| not_found_option(k))
     }
@@ -585,8 +623,11 @@ impl Statement for LanceHostStatement {
             return Ok(self.run()?.schema().as_ref().clone());
         }
         let (table, spec) = self.query()?;
+        if self.text_search()?.is_some() {
+            return self.search_schema(&self.open(&table)?, &spec, "_score");
+        }
         if self.vector_search()?.is_some() {
-            return self.search_schema(&self.open(&table)?, &spec);
+            return self.search_schema(&self.open(&table)?, &spec, "_distance");
         }
         objects::project(&self.open(&table)?.schema()?, spec.columns.as_ref())
     }
@@ -620,11 +661,24 @@ impl Statement for LanceHostStatement {
             ));
         }
         let dataset = self.open(&table)?;
-        let search = self.vector_search()?;
+        let text = self.text_search()?;
+        let search = match (self.vector_search()?, text) {
+            (Some(v), _) => Some(Search::Vector(v)),
+            // the BM25 statistics of the whole snapshot, once, shipped with every partition
+            (None, Some(t)) => {
+                let stats = dataset.text_stats(&t, &spec)?;
+                Some(Search::Text(t, stats))
+            }
+            (None, None) => None,
+        };
         let (schema, splits) = match &search {
-            Some(v) => (
-                self.search_schema(&dataset, &spec)?,
+            Some(Search::Vector(v)) => (
+                self.search_schema(&dataset, &spec, "_distance")?,
                 dataset.plan_search(v, self.partition_rows)?,
+            ),
+            Some(Search::Text(t, _)) => (
+                self.search_schema(&dataset, &spec, "_score")?,
+                dataset.plan_text(t, self.partition_rows)?,
             ),
             None => (
                 objects::project(&dataset.schema()?, spec.columns.as_ref())?,
