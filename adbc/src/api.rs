@@ -259,6 +259,7 @@ library_api! {
     fn lance_table_write(*const c_char, Handle, Stream, *const WriteParams, *mut Handle, *mut WriteResult) -> i32;
     fn lance_table_stage_write(*const c_char, Handle, Stream, *const WriteParams, *mut *mut u8, *mut usize, *mut WriteResult) -> i32;
     fn lance_table_commit(*const c_char, *const *const u8, *const usize, usize, *const WriteParams, *mut Handle, *mut WriteResult) -> i32;
+    fn lance_commit_tables(usize, Strs, *const *const *const u8, *const *const usize, *const usize, *const *const WriteParams, *mut Handle, *const *mut WriteResult) -> i32;
     fn lance_staged_write_abort(*const *const u8, *const usize, usize, Strs, *mut u64) -> i32;
 }
 

@@ -481,17 +481,34 @@ fn discard(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
     first
 }
 
-/// Commit the staged shares of a transaction: one version per table.
+/// Commit the staged shares of a transaction: one version per table. Several tables commit
+/// together through the library's multi-table commit (their namespace must commit several
+/// tables at once), never one after another: that could leave the transaction half-committed.
 fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
     if pending.len() > 1 {
-        // Refused before anything commits: tables committed one after another could leave
-        // the transaction half-committed.
-        let names: Vec<String> = pending.iter().map(|p| p.table.display()).collect();
-        discard(shared, pending)?;
-        return Err(not_implemented(format!(
-            "lance-host ADBC: a transaction writes one table; this one wrote {} (nothing was committed, the staged files were deleted)",
-            names.join(", ")
-        )));
+        let tables: Vec<(&str, &[Vec<u8>], &[String])> = pending
+            .iter()
+            .map(|p| {
+                (
+                    p.location.as_str(),
+                    p.shares.as_slice(),
+                    p.storage_options.as_slice(),
+                )
+            })
+            .collect();
+        if let Err(e) = writes::commit_tables(&tables) {
+            let names: Vec<String> = pending.iter().map(|p| p.table.display()).collect();
+            discard(shared, pending)?;
+            return Err(Error {
+                message: format!(
+                    "{} (the transaction wrote {}: nothing was committed, the staged files were deleted)",
+                    e.message,
+                    names.join(", ")
+                ),
+                ..e
+            });
+        }
+        return Ok(());
     }
     for p in pending {
         if let Err(e) = writes::commit_shares(
