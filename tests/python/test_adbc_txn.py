@@ -5,7 +5,8 @@ pylance reads both through the namespace; a rollback leaves both as they were an
 staged files. Where the namespace cannot commit tables together (a directory catalog), the
 commit is refused whole: nothing committed, the staged files deleted."""
 
-import pyarrow as pa
+from pathlib import Path
+
 import pytest
 
 dbapi = pytest.importorskip("adbc_driver_manager.dbapi")
@@ -27,7 +28,7 @@ def server(tmp_path):
 
 
 def data_files(ds):
-    return sorted(p.name for p in (__import__("pathlib").Path(ds.uri.removeprefix("file://")) / "data").iterdir())
+    return sorted(p.name for p in (Path(ds.uri.removeprefix("file://")) / "data").iterdir())
 
 
 def test_two_tables_commit_together_through_the_namespace(server):
