@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+from aggregates import generate, same, vm_kib  # noqa: E402  (the table, the answer check, VmHWM)
 
 Q1_FILTER = "l_shipdate <= date '1998-09-02'"  # DATE '1998-12-01' - INTERVAL 90 DAY
 Q6_FILTER = ("l_shipdate >= date '1994-01-01' AND l_shipdate < date '1995-01-01' "
@@ -67,13 +69,6 @@ SIDES = ["lance-host (one call)", "lance-host (splits + merge, 2 workers)", "pyl
          "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB lance_aggregate", "Polars on Parquet"]
 SCANS = {"4 decimal columns": ["l_quantity", "l_extendedprice", "l_discount", "l_tax"], "l_comment": ["l_comment"]}
 SCAN_SIDES = ["lance-host", "pylance", "DuckDB on Parquet", "Polars on Parquet"]
-
-
-def vm_kib(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 def cpu_seconds():
@@ -230,21 +225,6 @@ def _worker_partial(job):
     return sink.getvalue().to_pybytes(), vm_kib("VmHWM")
 
 
-def same(a, b):
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if len(x) != len(y):
-            return False
-        for u, v in zip(x, y):
-            if isinstance(u, float) and isinstance(v, float):
-                if abs(u - v) > max(1e-9 * max(abs(u), abs(v)), 0.0051):
-                    return False
-            elif u != v:
-                return False
-    return True
-
-
 def floors(work):
     """GB per CPU-second of one thread copying 1 GiB of memory, and of reading the table's data
     files from the page cache (read twice; the second pass is timed)."""
@@ -290,8 +270,6 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args)
-    sys.path.insert(0, str(ROOT))
-    from aggregates import generate
     from report import publish, rotated, spread
 
     work = Path(args.work or tempfile.mkdtemp(prefix="lh-tpch-"))

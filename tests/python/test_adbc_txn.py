@@ -15,16 +15,10 @@ lh = pytest.importorskip("lance_host")
 ln = pytest.importorskip("lance.namespace")
 
 from test_adbc import driver_path  # noqa: E402
-from test_multi_table import Server, make_tables, pylance_ids, rows  # noqa: E402
+import test_multi_table  # noqa: E402
+from test_multi_table import make_tables, pylance_ids, rows  # noqa: E402
 
-
-@pytest.fixture()
-def server(tmp_path):
-    s = Server(tmp_path / "warehouse", "--batch-commits")
-    try:
-        yield s
-    finally:
-        s.stop()
+server = test_multi_table.server  # the REST server with batch commits (a fixture)
 
 
 def data_files(ds):
