@@ -37,6 +37,16 @@ fn int(batches: &[RecordBatch], name: &str) -> Vec<Option<i64>> {
         .collect()
 }
 
+/// `lance_dataset_aggregate` of `s` fails with `code` and a message containing `needle`, and
+/// hands out no stream.
+fn refused_with(ds: &Ds, s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str) {
+    let mut out = FFI_ArrowArrayStream::empty();
+    let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
+    assert_eq!(rc, code as i32, "{needle}: {}", last_message());
+    assert!(last_message().contains(needle), "{needle}: {}", last_message());
+    assert!(out.release.is_none(), "no stream on failure");
+}
+
 #[test]
 fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
     let uri = table_uri("aggregate");
@@ -91,13 +101,7 @@ fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
     check(&read(&mut merged));
 
     // bad specs: each refused with INVALID_ARGUMENT naming what is wrong
-    let refused = |s: &LanceAggregateSpec, needle: &str| {
-        let mut out = FFI_ArrowArrayStream::empty();
-        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
-        assert_eq!(rc, LANCE_ERR_INVALID_ARGUMENT as i32, "{needle}: {}", last_message());
-        assert!(last_message().contains(needle), "{needle}: {}", last_message());
-        assert!(out.release.is_none(), "no stream on failure");
-    };
+    let refused = |s: &LanceAggregateSpec, needle: &str| refused_with(&ds, s, LANCE_ERR_INVALID_ARGUMENT, needle);
     refused(&spec(), "at least one aggregate");
     let mut bad = s;
     bad.functions = std::ptr::null();
@@ -170,13 +174,7 @@ fn expression_arguments_are_aggregated_and_unsafe_ones_refused() {
     assert_eq!(lance_dataset_aggregate(ds.ptr(), &old, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
     assert_eq!(int(&read(&mut out), "sum(id)"), vec![Some((0..2000).sum::<i64>())]);
 
-    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| {
-        let mut out = FFI_ArrowArrayStream::empty();
-        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
-        assert_eq!(rc, code as i32, "{needle}: {}", last_message());
-        assert!(last_message().contains(needle), "{needle}: {}", last_message());
-        assert!(out.release.is_none());
-    };
+    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| refused_with(&ds, s, code, needle);
     // integer arithmetic: the engine would wrap an overflow
     let wraps = cstr("id * id");
     let e = [wraps.as_ptr(), std::ptr::null()];
@@ -263,13 +261,7 @@ fn group_keys_may_be_expressions() {
     assert_eq!(lance_dataset_aggregate(ds.ptr(), &old, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
     assert_eq!(read(&mut out).iter().map(|b| b.num_rows()).sum::<usize>(), 2000);
 
-    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| {
-        let mut out = FFI_ArrowArrayStream::empty();
-        let rc = lance_dataset_aggregate(ds.ptr(), s, &mut out, std::ptr::null_mut());
-        assert_eq!(rc, code as i32, "{needle}: {}", last_message());
-        assert!(last_message().contains(needle), "{needle}: {}", last_message());
-        assert!(out.release.is_none());
-    };
+    let refused = |s: &LanceAggregateSpec, code: lance_host::LanceErrorCode, needle: &str| refused_with(&ds, s, code, needle);
     // neither a name nor an expression
     let none = [std::ptr::null(), std::ptr::null()];
     let mut bad = s;
