@@ -1,0 +1,175 @@
+"""The release library's footprint (issue 60): its stripped size, its sections, the code each
+group of crates brings (object stores, tokenizers, TLS, DataFusion, Lance, ...), and the time a
+process takes to load it. Writes bench/FOOTPRINT.md and bench/FOOTPRINT.json.
+
+    python3 bench/footprint.py --lib <release liblance_host.so> [--runs 9]
+
+Per-crate sizes come from the library's own symbol table (`nm --size-sort`, demangled): each
+function or datum is counted for the crate that defines it (for a generic instantiated by another
+crate, the crate of the generic's path). That splits one build; it is not a build without the
+feature, whose size would also lose the callers' glue. Load time: a fresh process `dlopen`s the
+library (RTLD_NOW, as a host links it) and calls `lance_host_version`; median of alternating runs
+of the stripped and the unstripped file, page cache warm.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+# crate-name prefixes -> the feature or layer they belong to (first match wins)
+GROUPS = [
+    ("object stores: Google Cloud Storage", [r"object_store::gcp", r"google_cloud"]),
+    ("object stores: Azure", [r"object_store::azure", r"azure_"]),
+    ("object stores: S3 (object_store)", [r"object_store::aws"]),
+    ("object stores: OSS, COS, TOS, HF (opendal)", [r"opendal"]),
+    ("object stores: AWS SDK (DynamoDB commits, credentials)", [r"aws_sdk_", r"aws_smithy_", r"aws_config", r"aws_types",
+                                                                 r"aws_credential", r"aws_sigv4", r"aws_runtime"]),
+    ("object stores: common (object_store)", [r"object_store"]),
+    ("tokenizers: jieba (Chinese)", [r"jieba"]),
+    ("tokenizers: lindera (Japanese)", [r"lindera"]),
+    ("full-text: tantivy", [r"tantivy"]),
+    ("TLS and crypto", [r"rustls", r"ring::", r"aws_lc", r"openssl", r"webpki", r"sha2", r"hmac", r"md5"]),
+    ("HTTP", [r"hyper", r"reqwest", r"h2::", r"http::", r"tower"]),
+    ("DataFusion", [r"datafusion"]),
+    ("Lance", [r"lance"]),
+    ("Arrow and Parquet", [r"arrow", r"parquet"]),
+    ("Substrait and protobuf", [r"substrait", r"prost", r"pbjson"]),
+    ("async runtime", [r"tokio", r"futures"]),
+    ("compression", [r"zstd", r"lz4", r"snap", r"flate2", r"miniz", r"brotli", r"bzip2", r"xz"]),
+    ("Rust standard library", [r"std::", r"core::", r"alloc::", r"hashbrown"]),
+]
+
+
+def crate_of(symbol):
+    """The crate path a demangled symbol starts with (impl blocks: the implementing type's; a
+    generic of the standard library, e.g. `core::ptr::drop_in_place<T>`: its type argument's)."""
+    s = symbol
+    for _ in range(4):
+        s = re.sub(r"^(<|&|\*|\(|dyn |mut |const |impl )+", "", s)
+        if re.match(r"^(core|alloc|std)::", s) and "<" in s:
+            s = s[s.index("<") + 1:]
+            continue
+        break
+    return s
+
+
+def group_of(symbol):
+    path = crate_of(symbol)
+    for name, prefixes in GROUPS:
+        if any(path.startswith(p) or path.startswith(p.replace("::", "")) for p in prefixes):
+            return name
+    if re.match(r"^[A-Za-z_][A-Za-z0-9_]*::", path):
+        return "other Rust crates"
+    return "C/C++ and unnamed"
+
+
+def load_time(path):
+    code = ("import ctypes, os, time; t = time.perf_counter(); "
+            f"lib = ctypes.CDLL({str(path)!r}, mode=os.RTLD_NOW); lib.lance_host_version(); "
+            "print(time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr)
+    return float(out.stdout.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default=os.environ.get("LANCE_HOST_LIB"))
+    ap.add_argument("--runs", type=int, default=9)
+    args = ap.parse_args()
+    lib = Path(args.lib)
+    work = Path(tempfile.mkdtemp(prefix="lh-footprint-"))
+    stripped = work / "liblance_host.so"
+    shutil.copy(lib, stripped)
+    subprocess.run(["strip", "--strip-all", str(stripped)], check=True)
+    sections = {}
+    for line in subprocess.run(["size", "-A", str(stripped)], capture_output=True, text=True, check=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
+            sections[parts[0]] = int(parts[1])
+    sizes = collections.Counter()
+    counts = collections.Counter()
+    other = collections.Counter()
+    nm = subprocess.run(["nm", "-C", "--size-sort", "--defined-only", str(lib)], capture_output=True, text=True,
+                        check=True).stdout
+    for line in nm.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) < 3:
+            continue
+        size, kind, name = int(parts[0], 16), parts[1], parts[2]
+        if kind.lower() not in ("t", "r", "d", "b", "w", "v"):
+            continue
+        g = group_of(name)
+        if g == "other Rust crates":
+            other[crate_of(name).split("::")[0]] += size
+        sizes[g] += size
+        counts[g] += 1
+    times = {"stripped": [], "unstripped": []}
+    load_time(lib)
+    load_time(stripped)
+    for i in range(args.runs):
+        for name, path in ((("stripped", stripped), ("unstripped", lib)) if i % 2 == 0 else
+                           (("unstripped", lib), ("stripped", stripped))):
+            times[name].append(load_time(path))
+    stripped_bytes = stripped.stat().st_size
+    result = {"file_bytes": lib.stat().st_size, "stripped_bytes": stripped_bytes, "sections": sections,
+              "groups": dict(sizes), "symbols": dict(counts), "other_crates": dict(other.most_common(40)), "load_seconds": times}
+    (ROOT / "FOOTPRINT.json").write_text(json.dumps(result, indent=1))
+    shutil.rmtree(work)
+    mb = lambda b: b / 1e6  # noqa: E731
+    attributed = sum(sizes.values())
+    lines = [
+        "# Footprint of the release library",
+        "",
+        f"`python3 bench/footprint.py --runs {args.runs}` on the release build of this checkout "
+        "(`cargo build --release`, the features `scripts/feature-sets.py` aligns: every object store and tokenizer the "
+        f"library ships). File: **{mb(lib.stat().st_size):.0f} MB**; stripped of symbols and debug info "
+        f"(`strip --strip-all`): **{mb(stripped_bytes):.0f} MB** (issue 60's goal: at most 150 MB).",
+        "",
+        "| section of the stripped file | MB |",
+        "| --- | ---: |",
+    ]
+    for name, size in sorted(sections.items(), key=lambda kv: -kv[1])[:6]:
+        lines.append(f"| `{name}` | {mb(size):.1f} |")
+    lines += [
+        "",
+        f"Code and data by what brings it (the symbol table: {mb(attributed):.0f} MB attributed to {sum(counts.values()):,} "
+        "symbols; the rest of the file is unwinding tables, relocations and unnamed data):",
+        "",
+        "| group | MB | symbols |",
+        "| --- | ---: | ---: |",
+    ]
+    for name, size in sizes.most_common():
+        lines.append(f"| {name} | {mb(size):.1f} | {counts[name]:,} |")
+    lines += ["", "The largest of the other Rust crates: " + ", ".join(
+        f"`{c}` {mb(b):.1f} MB" for c, b in other.most_common(12)) + "."]
+    med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    lines += [
+        "",
+        f"Load time (a fresh process: `dlopen` with RTLD_NOW and the first call), median (min–max) of {args.runs} "
+        f"alternating runs: stripped **{med['stripped']:.1f} ms** ({min(times['stripped']) * 1000:.1f}–"
+        f"{max(times['stripped']) * 1000:.1f}), unstripped {med['unstripped']:.1f} ms "
+        f"({min(times['unstripped']) * 1000:.1f}–{max(times['unstripped']) * 1000:.1f}) (goal: at most 20 ms).",
+        "",
+        "What this does not show: the size of a build without a feature (each feature also brings glue in its "
+        "callers, counted here under the caller's crate), and the cold-cache load time (the page cache holds the file "
+        "in every run).",
+    ]
+    text = "\n".join(lines)
+    (ROOT / "FOOTPRINT.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
