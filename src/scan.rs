@@ -377,10 +377,12 @@ const EARLY_FROM_SHARE: f64 = 0.05;
 /// assumes 0.1 %) and costs up to 3x when it keeps many (bench/SCAN_FILTERED.md). The filter is
 /// tried on the first rows of the scan's first fragment (its own columns only); from 5 % kept,
 /// every column is read with the filter's. An estimate that cannot be made (no filter, filters
-/// on row ids, a row limit or an order, an object store) leaves Lance's choice. The answer is
+/// on row ids, a runtime key set, a row limit or an order, an object store) leaves Lance's
+/// choice. The answer is
 /// the same either way; only the reading differs.
 fn choose_materialization(snapshot: &Snapshot, scanner: &mut Scanner, opts: &ScanOptions) {
-    if !snapshot.is_local() || opts.limit.is_some() || !opts.order_by.is_empty() {
+    // a key set (up to millions of values) would be hashed once more just for the estimate
+    if !snapshot.is_local() || opts.limit.is_some() || !opts.order_by.is_empty() || opts.key_filter.is_some() {
         return;
     }
     let Ok(Some(filter)) = scanner.get_expr_filter() else {

@@ -58,5 +58,11 @@ def test_scans_the_estimate_does_not_apply_to_keep_lances_reading(table):
     # a row limit, and a filter on row ids, keep Lance's default reading
     assert late(ds.explain_scan(columns=["k", "d", "s"], filter="k >= 100", limit=50))
     assert len(rows(ds.scan(columns=["k", "d", "s"], filter="k >= 100", limit=50))) == 50
+    # a runtime key set (millions of values would be hashed again for an estimate), even with a
+    # filter keeping most rows
+    keys = ("k", pa.array(range(0, N, 2), pa.int64()))
+    assert late(ds.explain_scan(columns=["k", "d", "s"], filter="k >= 100", keys=keys))
+    want = rows(lance.dataset(table).to_table(columns=["k", "d", "s"], filter="k >= 100 AND k % 2 = 0"))
+    assert rows(ds.scan(columns=["k", "d", "s"], filter="k >= 100", keys=keys)) == want
     # no filter: one read
     assert not late(ds.explain_scan(columns=["k", "d", "s"]))
