@@ -362,7 +362,6 @@ pub fn configure_scanner(
     if !opts.order_by.is_empty() {
         scanner.order_by(Some(orderings(snapshot, &opts.order_by, &opts.columns)?)).map_err(lance_err)?;
     }
-    choose_materialization(snapshot, scanner, opts);
     apply_memory_bounds(snapshot, scanner, opts)
 }
 
@@ -380,7 +379,7 @@ const EARLY_FROM_SHARE: f64 = 0.05;
 /// on row ids, a runtime key set, a row limit or an order, an object store) leaves Lance's
 /// choice. The answer is
 /// the same either way; only the reading differs.
-fn choose_materialization(snapshot: &Snapshot, scanner: &mut Scanner, opts: &ScanOptions) {
+fn choose_materialization(snapshot: &Snapshot, scanner: &mut Scanner, opts: &ScanOptions, stats: &OpStats) {
     // a key set (up to millions of values) would be hashed once more just for the estimate
     if !snapshot.is_local() || opts.limit.is_some() || !opts.order_by.is_empty() || opts.key_filter.is_some() {
         return;
@@ -388,20 +387,25 @@ fn choose_materialization(snapshot: &Snapshot, scanner: &mut Scanner, opts: &Sca
     let Ok(Some(filter)) = scanner.get_expr_filter() else {
         return;
     };
-    if sampled_share(snapshot, &filter, opts).is_some_and(|share| share >= EARLY_FROM_SHARE) {
+    if sampled_share(snapshot, &filter, opts, stats).is_some_and(|share| share >= EARLY_FROM_SHARE) {
         scanner.materialization_style(lance::dataset::scanner::MaterializationStyle::AllEarly);
     }
 }
 
 /// The share of the first `SAMPLE_ROWS` rows of the scan's first fragment that `filter` keeps
-/// (None when it cannot be told).
-fn sampled_share(snapshot: &Snapshot, filter: &lance::deps::datafusion::logical_expr::Expr, opts: &ScanOptions) -> Option<f64> {
+/// (None when it cannot be told). Its reads count in the scan's I/O statistics (`stats`).
+fn sampled_share(
+    snapshot: &Snapshot,
+    filter: &lance::deps::datafusion::logical_expr::Expr,
+    opts: &ScanOptions,
+    stats: &OpStats,
+) -> Option<f64> {
     use arrow::array::{Array, BooleanArray};
     let columns = lance_datafusion::planner::Planner::column_names_in_expr(filter);
     if columns.is_empty() || columns.iter().any(|c| c.starts_with("_row")) {
         return None;
     }
-    let mut sample = snapshot.dataset.scan();
+    let mut sample = stats.dataset(snapshot).scan();
     sample.project(&columns).ok()?;
     let first = opts.fragment_ids.as_ref().and_then(|ids| ids.first().copied()).or(opts.row_slice.map(|(f, _)| f));
     if let Some(id) = first {
@@ -476,6 +480,7 @@ fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, Op
     let stats = OpStats::default();
     let mut scanner = stats.dataset(snapshot).scan();
     configure_scanner(snapshot, &mut scanner, opts)?;
+    choose_materialization(snapshot, &mut scanner, opts, &stats);
     stats.attach(&mut scanner);
     Ok((scanner, stats))
 }
@@ -504,7 +509,8 @@ pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
 }
 
 /// The plan Lance would run for this scan (which index answers the filter, what is pushed into
-/// the read), as Lance's own plan text; nothing is read.
+/// the read), as Lance's own plan text; nothing is read but the sample of a filtered local scan
+/// (`choose_materialization`).
 pub fn explain_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<String> {
     let (scanner, _) = prepared_scan(snapshot, opts)?;
     Ok(crate::error::local_paths(snapshot.uri(), &explain(scanner)?))

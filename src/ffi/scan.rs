@@ -562,7 +562,9 @@ pub(crate) fn dataset_scan(
 
 /// Describe the plan Lance would run for `lance_dataset_scan_v2` with the same options — which
 /// scalar index answers the filter, what is pushed into the read, the projection — as Lance's
-/// own plan text. Nothing is read. `options` may be NULL.
+/// own plan text, with the reading the scan would choose for its columns. Nothing is read but,
+/// for a filtered scan of a local table, the filter's columns of the first 8,192 rows (the
+/// estimate `lance_dataset_scan_v2` makes too; `docs/operations.md`). `options` may be NULL.
 ///
 /// Caller owns `*out`; free it with `lance_string_free`. Borrows its arguments. Thread-safe.
 /// Returns an error code as `lance_dataset_scan_v2`; `out` is not written on failure.
