@@ -522,13 +522,14 @@ def test_the_library_says_how_it_was_built():
 
 def test_the_namespace_shows_only_the_public_api():
     """dir(lance_host) lists the public API, not what the package imports (ctypes, pa, LIB,
-    typing names), and every name it lists exists (spark and ray as submodules)."""
+    typing names), and every name it lists exists (spark, ray, polars and daft as submodules)."""
     import lance_host
 
     names = dir(lance_host)
     assert not {"ctypes", "pa", "LIB", "Optional", "threading", "dataclass"} & set(names)
     assert set(lance_host.__all__) <= set(names)
-    assert all(hasattr(lance_host, n) for n in names if n not in ("spark", "ray"))
+    # the engine adapters are submodules, imported on use (their engines are optional extras)
+    assert all(hasattr(lance_host, n) for n in names if n not in ("spark", "ray", "polars", "daft"))
 
 
 def test_a_debug_library_warns_once_when_the_package_loads():
