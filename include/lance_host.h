@@ -177,8 +177,11 @@ struct ArrowArrayStream {
 // Largest batch of queries one call accepts.
 #define MAX_BATCH (1 << 16)
 
-// Current snapshot token format.
+// Format of full snapshot tokens.
 #define SNAPSHOT_FORMAT 3
+
+// Format of split-scoped snapshot tokens.
+#define SCOPED_FORMAT 4
 
 // Finished batches a driven stream may hold ready for the host beyond the one being read.
 // The scan itself keeps its own bounded read-ahead (`batch_readahead`, `io_buffer_bytes`).
@@ -2744,7 +2747,26 @@ int32_t lance_splits_combine(const LanceSplit *const *splits, size_t count, Lanc
 // Returns an error code; outputs are not written on failure.
 int32_t lance_split_serialize(const LanceSplit *split, uint8_t **out, size_t *out_len);
 
+// Export a split-scoped snapshot token for scan split `split` of `dataset`: the token of
+// `lance_dataset_export_snapshot` with the pinned manifest cut down to the split's fragments,
+// so its size and a worker's open time follow the split, not the table (a full token grows
+// with every fragment of the table). Open it with `lance_snapshot_open`, as a full token. The
+// handle it opens runs scan splits of those fragments — scans, counts and aggregates of a
+// split (`lance_split_scan_v2`, `lance_split_count_rows_v2`, `lance_dataset_aggregate_split`) — and
+// refuses every other call that reads the table (LANCE_ERR_INVALID_ARGUMENT naming its
+// fragments), since it sees only part of the table; its version, URI and schema are the
+// table's. Token format 4 since 0.15: a worker of an earlier library refuses it
+// (LANCE_ERR_NOT_SUPPORTED). Never carries storage options or secrets.
+//
+// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+// Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL arguments or a split of
+// another table or version (or outside the reach of a split-scoped `dataset`);
+// LANCE_ERR_NOT_SUPPORTED for a split that is not a scan split (search, full-text and change
+// splits need the full token). Outputs are not written on failure.
+int32_t lance_dataset_export_split_snapshot(const LanceDataset *dataset, const LanceSplit *split, uint8_t **out, size_t *out_len);
+
 // Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot`,
+// `lance_dataset_export_split_snapshot`,
 // `lance_dataset_fts_stats` or `lance_blobs_read_alloc`, passing
 // the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
 // use of it.

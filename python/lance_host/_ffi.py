@@ -274,6 +274,7 @@ SIGNATURES = {
     "lance_table_stats_free": (None, [P]),
     "lance_string_free": (None, [P]),
     "lance_dataset_export_snapshot": (i32, [P, ctypes.POINTER(u8p), szp]),
+    "lance_dataset_export_split_snapshot": (i32, [P, P, ctypes.POINTER(u8p), szp]),
     "lance_snapshot_open": (P, [cstr, sz, cstrp]),
     "lance_last_error_code": (i32, []),
     "lance_last_error_message": (cstr, []),

@@ -114,6 +114,14 @@ class Dataset(DatasetAggregates, DatasetSearch, DatasetIndexes, DatasetWrites):
         _check(LIB.lance_dataset_export_snapshot(self._h, ctypes.byref(out), ctypes.byref(n)))
         return _take_bytes(out, n)
 
+    def export_split_snapshot(self, split) -> bytes:
+        """A token carrying only what scan split `split` reads: the manifest cut down to its
+        fragments (lance_dataset_export_split_snapshot). The dataset `open_snapshot` makes of it
+        runs scan splits of those fragments and refuses whole-table calls."""
+        out, n = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t()
+        _check(LIB.lance_dataset_export_split_snapshot(self._h, split._h, ctypes.byref(out), ctypes.byref(n)))
+        return _take_bytes(out, n)
+
     def statistics(self) -> TableStatistics:
         """Per-fragment rows and bytes and per-column bytes on disk, with the I/O made to get them."""
         h, io = ctypes.c_void_p(), _ffi.IoStats.new()

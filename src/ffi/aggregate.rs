@@ -235,7 +235,7 @@ pub extern "C" fn lance_dataset_aggregate_split(
         let spec = spec_arg(spec)?;
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (batch, stats) = aggregate::aggregate_split(&ds.snapshot, &s.split, &spec)?;
+        let (batch, stats) = aggregate::aggregate_split(ds.split_table(&s.split)?, &s.split, &spec)?;
         hand_out(batch, stats, out, io)
     })
 }
@@ -261,7 +261,7 @@ pub extern "C" fn lance_dataset_aggregate(
         let spec = spec_arg(spec)?;
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (batch, stats) = aggregate::aggregate(&ds.snapshot, &spec)?;
+        let (batch, stats) = aggregate::aggregate(ds.table()?, &spec)?;
         hand_out(batch, stats, out, io)
     })
 }

@@ -101,7 +101,7 @@ pub extern "C" fn lance_dataset_take_blobs(
         let column = str_arg(column, "column")?;
         let ids = slice_arg(row_ids, num_row_ids, "row_ids")?;
         let out = out_arg(out, "out")?;
-        let blobs = blob::take_blobs(&ds.snapshot, column, ids)?;
+        let blobs = blob::take_blobs(ds.table()?, column, ids)?;
         let uris = (0..blobs.len())
             .map(|i| Ok(blobs.info(i)?.and_then(|b| b.uri).map(|u| owned_cstring(&u))))
             .collect::<crate::Result<Vec<_>>>()?;

@@ -68,7 +68,7 @@ pub extern "C" fn lance_dataset_create_branch(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
-        dataset_out(branch::create_branch(&ds.snapshot, name, version)?, out_dataset)
+        dataset_out(branch::create_branch(ds.table()?, name, version)?, out_dataset)
     })
 }
 
@@ -83,7 +83,7 @@ pub extern "C" fn lance_dataset_delete_branch(dataset: *const LanceDataset, name
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
-        branch::delete_branch(&ds.snapshot, name)
+        branch::delete_branch(ds.table()?, name)
     })
 }
 
@@ -102,7 +102,7 @@ pub extern "C" fn lance_dataset_branches(dataset: *const LanceDataset, out: *mut
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let items = branch::list_branches(&ds.snapshot)?
+        let items = branch::list_branches(ds.table()?)?
             .into_iter()
             .map(|b| {
                 let parent = b.parent.as_deref().unwrap_or(branch::MAIN);
@@ -172,6 +172,6 @@ pub extern "C" fn lance_dataset_shallow_clone(
         let ds = handle_ref(dataset, "dataset")?;
         let target = str_arg(target_uri, "target_uri")?;
         let options = kv_arg(storage_options, "storage_options")?;
-        dataset_out(branch::shallow_clone(&ds.snapshot, target, options)?, out_dataset)
+        dataset_out(branch::shallow_clone(ds.table()?, target, options)?, out_dataset)
     })
 }

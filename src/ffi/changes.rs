@@ -110,7 +110,7 @@ pub extern "C" fn lance_dataset_plan_changes(
             types: u8::try_from(p.change_types).unwrap_or(u8::MAX),
             target_rows: p.target_rows,
         };
-        *out = export_plan(changes::plan_changes(&ds.snapshot, &req)?);
+        *out = export_plan(changes::plan_changes(ds.table()?, &req)?);
         Ok(())
     })
 }

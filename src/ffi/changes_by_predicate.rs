@@ -46,7 +46,7 @@ pub extern "C" fn lance_dataset_stage_delete(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = changes_by_predicate::stage_delete_split(&ds.snapshot, split, predicate)?;
+        let staged = changes_by_predicate::stage_delete_split(ds.table()?, split, predicate)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -78,7 +78,7 @@ pub extern "C" fn lance_dataset_stage_merge_insert(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = changes_by_predicate::stage_merge_insert(&ds.snapshot, reader, &spec, &WriteOptions::default())?;
+        let staged = changes_by_predicate::stage_merge_insert(ds.table()?, reader, &spec, &WriteOptions::default())?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -110,7 +110,7 @@ pub extern "C" fn lance_dataset_delete(
         let predicate = str_arg(predicate, "predicate")?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = changes_by_predicate::delete(&ds.snapshot, predicate, &options)?;
+        let (snapshot, summary) = changes_by_predicate::delete(ds.table()?, predicate, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -287,7 +287,7 @@ pub extern "C" fn lance_dataset_update(
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let assignments: Vec<(String, String)> = columns.into_iter().zip(expressions).collect();
-        let (snapshot, summary) = changes_by_predicate::update(&ds.snapshot, &assignments, predicate, &options)?;
+        let (snapshot, summary) = changes_by_predicate::update(ds.table()?, &assignments, predicate, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -336,7 +336,7 @@ pub extern "C" fn lance_dataset_merge_insert(
         let spec = merge_arg(spec)?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = changes_by_predicate::merge_insert(&ds.snapshot, reader, &spec, &options)?;
+        let (snapshot, summary) = changes_by_predicate::merge_insert(ds.table()?, reader, &spec, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })

@@ -138,7 +138,7 @@ pub extern "C" fn lance_dataset_free(dataset: *mut LanceDataset) {
 /// Borrows `dataset`. Thread-safe. Returns 0 and sets the last error if `dataset` is NULL.
 #[no_mangle]
 pub extern "C" fn lance_dataset_version(dataset: *const LanceDataset) -> u64 {
-    guard_value(0, || Ok(handle_ref(dataset, "dataset")?.snapshot.version()))
+    guard_value(0, || Ok(handle_ref(dataset, "dataset")?.pinned().version()))
 }
 
 /// The table URI of the handle.
@@ -171,7 +171,7 @@ pub extern "C" fn lance_dataset_count_rows(dataset: *const LanceDataset, out: *m
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        *out = ds.snapshot.count_rows()?;
+        *out = ds.table()?.count_rows()?;
         Ok(())
     })
 }
@@ -188,7 +188,7 @@ pub extern "C" fn lance_dataset_schema(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let schema = ds.snapshot.arrow_schema();
+        let schema = ds.pinned().arrow_schema();
         let ffi = FFI_ArrowSchema::try_from(&schema)
             .map_err(|e| HostError::internal(format!("cannot export schema: {e}")))?;
         // SAFETY: `out` is valid for writes; the previous content is not a live schema
@@ -213,7 +213,7 @@ pub extern "C" fn lance_dataset_fragments(
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
         let items: Vec<LanceFragmentInfo> = ds
-            .snapshot
+            .table()?
             .fragments()?
             .into_iter()
             .map(Into::into)
@@ -239,7 +239,7 @@ pub extern "C" fn lance_dataset_latest_version(dataset: *const LanceDataset, out
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        *out = ds.snapshot.latest_version()?;
+        *out = ds.pinned().latest_version()?;
         Ok(())
     })
 }
@@ -259,7 +259,7 @@ pub extern "C" fn lance_dataset_versions(
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
         let mut items: Vec<LanceVersionInfo> = ds
-            .snapshot
+            .table()?
             .versions()?
             .into_iter()
             .map(Into::into)
@@ -308,7 +308,7 @@ pub(crate) fn dataset_count_rows_where(
         let filter = opt_str_arg(filter_sql, "filter_sql")?;
         let out = out_arg(out, "out")?;
         let io = out_slot(io, layout, "io")?;
-        let (n, stats) = crate::count::count_rows(&ds.snapshot, None, filter)?;
+        let (n, stats) = crate::count::count_rows(ds.table()?, None, filter)?;
         *out = n;
         if let Some(io) = io {
             io.write(&stats.into());
@@ -428,7 +428,7 @@ pub(crate) fn dataset_statistics(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let io = out_slot(io, layout, "io")?;
-        let (st, io_stats) = crate::table_statistics::statistics(&ds.snapshot)?;
+        let (st, io_stats) = crate::table_statistics::statistics(ds.table()?)?;
         let fragments = st
             .fragments
             .iter()
@@ -561,7 +561,7 @@ pub extern "C" fn lance_dataset_export_snapshot(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
-        (*out, *out_len) = into_array(ds.snapshot.export_token()?);
+        (*out, *out_len) = into_array(ds.table()?.export_token()?);
         Ok(())
     })
 }
@@ -586,6 +586,7 @@ pub extern "C" fn lance_snapshot_open(
             return Err(HostError::invalid("bytes is empty"));
         }
         let options = kv_arg(storage_options, "storage_options")?;
-        Ok(into_handle(LanceDataset::new(snapshot::open_token(b, options)?)))
+        let (snapshot, scope) = snapshot::open_token(b, options)?;
+        Ok(into_handle(LanceDataset::with_scope(snapshot, scope)))
     })
 }

@@ -36,7 +36,7 @@ pub extern "C" fn lance_dynamic_filter_new(
         let ds = handle_ref(dataset, "dataset")?;
         let columns = str_list_arg(columns, num_columns, "columns")?;
         let out = out_arg(out, "out")?;
-        let filter = DynamicFilter::new(&ds.snapshot, &columns)?;
+        let filter = DynamicFilter::new(ds.table()?, &columns)?;
         *out = super::into_handle(LanceDynamicFilter { filter });
         Ok(())
     })

@@ -153,7 +153,7 @@ pub extern "C" fn lance_dataset_plan_fts(
         let ds = handle_ref(dataset, "dataset")?;
         let column = str_arg(column, "column")?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(fts::plan_text(&ds.snapshot, column, flat_target_rows)?);
+        *out = export_plan(fts::plan_text(ds.table()?, column, flat_target_rows)?);
         Ok(())
     })
 }
@@ -184,7 +184,7 @@ pub extern "C" fn lance_dataset_fts_stats(
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
         let io = out_slot(io, Layout::Sized, "io")?;
-        let (stats, io_stats) = fts::corpus_stats(&ds.snapshot, &q)?;
+        let (stats, io_stats) = fts::corpus_stats(ds.table()?, &q)?;
         if let Some(io) = io {
             io.write(&io_stats.into());
         }
@@ -229,7 +229,7 @@ pub extern "C" fn lance_split_fts_search(
         let out = out_arg(out, "out")?;
         let q = query_arg(query)?;
         let corpus = stats_arg(stats, stats_len)?;
-        let reader = fts::search_split(&ds.snapshot, &split.split, &q, corpus.as_ref())?;
+        let reader = fts::search_split(ds.split_table(&split.split)?, &split.split, &q, corpus.as_ref())?;
         export_stream(reader, out);
         Ok(())
     })
@@ -256,7 +256,7 @@ pub extern "C" fn lance_split_explain_fts(
         let out = out_arg(out, "out")?;
         let q = query_arg(query)?;
         let corpus = stats_arg(stats, stats_len)?;
-        let text = fts::explain_split(&ds.snapshot, &split.split, &q, corpus.as_ref())?;
+        let text = fts::explain_split(ds.split_table(&split.split)?, &split.split, &q, corpus.as_ref())?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
     })

@@ -5,6 +5,8 @@
 use std::ffi::CString;
 
 use crate::split::{Split, SplitPlan};
+use crate::error::Result;
+use crate::snapshot::scope::Scope;
 use crate::snapshot::Snapshot;
 use crate::io_stats::IoStats;
 
@@ -14,7 +16,9 @@ use super::sized::Extensible;
 /// A table pinned at one version. Opaque; create with `lance_dataset_open`, free with
 /// `lance_dataset_free`.
 pub struct LanceDataset {
-    pub(crate) snapshot: Snapshot,
+    /// Reached through `table`, `split_table` or `pinned`, which ask the scope first.
+    snapshot: Snapshot,
+    scope: Scope,
     pub(crate) uri: CString,
     pub(crate) storage_format: CString,
     /// The branch the handle is on ("main" for the default branch).
@@ -23,15 +27,45 @@ pub struct LanceDataset {
 
 impl LanceDataset {
     pub(crate) fn new(snapshot: Snapshot) -> Self {
+        Self::with_scope(snapshot, Scope::Whole)
+    }
+
+    /// A handle of a snapshot token, with the reach the token gives.
+    pub(crate) fn with_scope(snapshot: Snapshot, scope: Scope) -> Self {
         let uri = owned_cstring(snapshot.uri());
         let storage_format = owned_cstring(&snapshot.storage_format());
         let branch = owned_cstring(crate::branch::branch_of(&snapshot).as_deref().unwrap_or(crate::branch::MAIN));
         Self {
             snapshot,
+            scope,
             uri,
             storage_format,
             branch,
         }
+    }
+
+    /// The snapshot for work on the whole table (or on any part the caller names other than
+    /// through a split): refused on a handle of a split-scoped token.
+    pub(crate) fn table(&self) -> Result<&Snapshot> {
+        self.scope.check_whole()?;
+        Ok(&self.snapshot)
+    }
+
+    /// The snapshot for work on `split`.
+    pub(crate) fn split_table(&self, split: &Split) -> Result<&Snapshot> {
+        self.scope.check_split(split)?;
+        Ok(&self.snapshot)
+    }
+
+    /// The snapshot for what every handle answers whatever its reach: its table, version,
+    /// schema and storage format.
+    pub(crate) fn pinned(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The handle's reach.
+    pub(crate) fn scope(&self) -> &Scope {
+        &self.scope
     }
 }
 

@@ -120,7 +120,7 @@ pub extern "C" fn lance_dataset_indexes(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let items = index::describe_indexes(&ds.snapshot)?
+        let items = index::describe_indexes(ds.table()?)?
             .into_iter()
             .map(Into::into)
             .collect();
@@ -251,7 +251,7 @@ pub extern "C" fn lance_dataset_prewarm_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(index_name, "index_name")?;
-        prewarm::prewarm_index(&ds.snapshot, name).map(|_| ())
+        prewarm::prewarm_index(ds.table()?, name).map(|_| ())
     })
 }
 
@@ -281,7 +281,7 @@ pub(crate) fn prewarm_index_with_stats(
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(index_name, "index_name")?;
         let out = required_out(out, layout, "out")?;
-        out.write(&prewarm::prewarm_index(&ds.snapshot, name)?.into());
+        out.write(&prewarm::prewarm_index(ds.table()?, name)?.into());
         Ok(())
     })
 }
@@ -331,7 +331,7 @@ pub(crate) fn prewarm_index_segments(
             .chunks_exact(16)
             .map(|c| uuid::Uuid::from_bytes(c.try_into().expect("16-byte chunk")))
             .collect();
-        let stats = prewarm::prewarm_index_segments(&ds.snapshot, name, &uuids)?;
+        let stats = prewarm::prewarm_index_segments(ds.table()?, name, &uuids)?;
         if let Some(out) = out {
             out.write(&stats.into());
         }

@@ -291,7 +291,7 @@ pub extern "C" fn lance_dataset_create_vector_index(
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
         let options = vector_options(params)?;
-        let snapshot = index_build::create_vector_index(&ds.snapshot, &target, &options)?;
+        let snapshot = index_build::create_vector_index(ds.table()?, &target, &options)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -318,7 +318,7 @@ pub extern "C" fn lance_dataset_create_scalar_index(
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
         let kind = scalar_kind(params)?;
-        let snapshot = index_build::create_scalar_index(&ds.snapshot, &target, kind)?;
+        let snapshot = index_build::create_scalar_index(ds.table()?, &target, kind)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -345,7 +345,7 @@ pub extern "C" fn lance_dataset_create_inverted_index(
         let ds = handle_ref(dataset, "dataset")?;
         let target = target(column, name, replace)?;
         let options = inverted_options(params)?;
-        let snapshot = index_build::create_inverted_index(&ds.snapshot, &target, &options)?;
+        let snapshot = index_build::create_inverted_index(ds.table()?, &target, &options)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -366,7 +366,7 @@ pub extern "C" fn lance_dataset_drop_index(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
-        let snapshot = index_build::drop_index(&ds.snapshot, name)?;
+        let snapshot = index_build::drop_index(ds.table()?, name)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -391,7 +391,7 @@ pub extern "C" fn lance_dataset_optimize_indexes(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = opt_str_arg(name, "name")?;
-        let snapshot = index_build::optimize_indexes(&ds.snapshot, name, num_segments_to_merge as usize)?;
+        let snapshot = index_build::optimize_indexes(ds.table()?, name, num_segments_to_merge as usize)?;
         dataset_out(snapshot, out_dataset)
     })
 }

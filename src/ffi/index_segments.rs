@@ -113,7 +113,7 @@ pub extern "C" fn lance_dataset_train_vector_index(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (model, stats) = distributed::train_vector(&ds.snapshot, column, &options)?;
+        let (model, stats) = distributed::train_vector(ds.table()?, column, &options)?;
         bytes_out(model, stats, out, out_len, io)
     })
 }
@@ -148,7 +148,7 @@ pub extern "C" fn lance_dataset_plan_vector_index_build(
         let model = slice_arg(model, model_len, "model")?;
         let options = plan_options(plan)?;
         out_arg(out, "out")?;
-        let tasks = distributed::plan(&ds.snapshot, &target, &Spec::Vector(model), &options)?;
+        let tasks = distributed::plan(ds.table()?, &target, &Spec::Vector(model), &options)?;
         list_out(tasks, out)
     })
 }
@@ -176,7 +176,7 @@ pub extern "C" fn lance_dataset_plan_inverted_index_build(
         let options = inverted_options(params)?;
         let plan = plan_options(plan)?;
         out_arg(out, "out")?;
-        let tasks = distributed::plan(&ds.snapshot, &target, &Spec::Inverted(options), &plan)?;
+        let tasks = distributed::plan(ds.table()?, &target, &Spec::Inverted(options), &plan)?;
         list_out(tasks, out)
     })
 }
@@ -202,7 +202,7 @@ pub extern "C" fn lance_dataset_plan_scalar_index_build(
         let kind = scalar_kind(params)?;
         let plan = plan_options(plan)?;
         out_arg(out, "out")?;
-        let tasks = distributed::plan(&ds.snapshot, &target, &Spec::Scalar(kind), &plan)?;
+        let tasks = distributed::plan(ds.table()?, &target, &Spec::Scalar(kind), &plan)?;
         list_out(tasks, out)
     })
 }
@@ -235,7 +235,7 @@ pub extern "C" fn lance_index_build_task_execute(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (segment, stats) = distributed::execute_task(&ds.snapshot, task)?;
+        let (segment, stats) = distributed::execute_task(ds.table()?, task)?;
         bytes_out(segment, stats, out, out_len, io)
     })
 }
@@ -268,7 +268,7 @@ pub extern "C" fn lance_dataset_commit_index_build(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let segments = byte_list_arg(segments, segment_lens, num_segments, "segments")?;
-        let snapshot = distributed::commit(&ds.snapshot, &segments, merge)?;
+        let snapshot = distributed::commit(ds.table()?, &segments, merge)?;
         dataset_out(snapshot, out_dataset)
     })
 }

@@ -129,7 +129,7 @@ pub extern "C" fn lance_dataset_compact(
         let ds = handle_ref(dataset, "dataset")?;
         let options = compact_options(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = compaction::compact(&ds.snapshot, &options)?;
+        let (snapshot, summary) = compaction::compact(ds.table()?, &options)?;
         compact_out(snapshot, summary, out_dataset, out_result)
     })
 }
@@ -208,7 +208,7 @@ pub extern "C" fn lance_dataset_plan_compaction(
         let ds = handle_ref(dataset, "dataset")?;
         let options = compact_options(params)?;
         out_arg(out, "out")?;
-        let items = compaction::plan(&ds.snapshot, &options)?;
+        let items = compaction::plan(ds.table()?, &options)?;
         *out_arg(out, "out")? = into_handle(LanceBytesList { items });
         Ok(())
     })
@@ -237,7 +237,7 @@ pub extern "C" fn lance_compaction_task_execute(
         let task = slice_arg(task, task_len, "task")?;
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
-        let result = compaction::execute_task(&ds.snapshot, task)?;
+        let result = compaction::execute_task(ds.table()?, task)?;
         let (p, n) = into_array(result);
         *out_arg(out, "out")? = p;
         *out_arg(out_len, "out_len")? = n;
@@ -273,7 +273,7 @@ pub extern "C" fn lance_dataset_commit_compaction(
         let results = byte_list_arg(results, result_lens, num_results, "results")?;
         let options = compact_options(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = compaction::commit(&ds.snapshot, &results, &options)?;
+        let (snapshot, summary) = compaction::commit(ds.table()?, &results, &options)?;
         compact_out(snapshot, summary, out_dataset, out_result)
     })
 }
@@ -299,7 +299,7 @@ pub extern "C" fn lance_dataset_cleanup(
 ) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
-        let s = maintenance::cleanup(&ds.snapshot, Duration::from_millis(older_than_ms), delete_unverified)?;
+        let s = maintenance::cleanup(ds.table()?, Duration::from_millis(older_than_ms), delete_unverified)?;
         if !out_versions_removed.is_null() {
             *out_arg(out_versions_removed, "out_versions_removed")? = s.versions_removed;
         }
@@ -322,7 +322,7 @@ pub extern "C" fn lance_dataset_create_tag(dataset: *const LanceDataset, name: *
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
-        maintenance::create_tag(&ds.snapshot, name, version)?;
+        maintenance::create_tag(ds.table()?, name, version)?;
         Ok(())
     })
 }
@@ -335,7 +335,7 @@ pub extern "C" fn lance_dataset_delete_tag(dataset: *const LanceDataset, name: *
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let name = str_arg(name, "name")?;
-        maintenance::delete_tag(&ds.snapshot, name)
+        maintenance::delete_tag(ds.table()?, name)
     })
 }
 
@@ -353,7 +353,7 @@ pub extern "C" fn lance_dataset_tags(dataset: *const LanceDataset, out: *mut *mu
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let items = maintenance::list_tags(&ds.snapshot)?
+        let items = maintenance::list_tags(ds.table()?)?
             .into_iter()
             .map(|(n, v)| (owned_cstring(&n), v))
             .collect();
@@ -423,7 +423,7 @@ pub extern "C" fn lance_dataset_open_tag(
 pub extern "C" fn lance_dataset_restore(dataset: *const LanceDataset, out_dataset: *mut *mut LanceDataset) -> i32 {
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
-        let snapshot = maintenance::restore(&ds.snapshot)?;
+        let snapshot = maintenance::restore(ds.table()?)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -451,7 +451,7 @@ pub extern "C" fn lance_dataset_add_columns(
         let names = str_list_arg(names, num_columns, "names")?;
         let expressions = str_list_arg(expressions, num_columns, "expressions")?;
         let columns: Vec<(String, String)> = names.into_iter().zip(expressions).collect();
-        let snapshot = schema::add_columns(&ds.snapshot, &columns)?;
+        let snapshot = schema::add_columns(ds.table()?, &columns)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -478,7 +478,7 @@ pub extern "C" fn lance_dataset_add_null_columns(
         }
         let columns = arrow_schema::Schema::try_from(ffi)
             .map_err(|e| HostError::invalid(format!("columns is not a struct schema: {e}")))?;
-        let snapshot = schema::add_null_columns(&ds.snapshot, columns)?;
+        let snapshot = schema::add_null_columns(ds.table()?, columns)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -500,7 +500,7 @@ pub extern "C" fn lance_dataset_drop_columns(
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let names = str_list_arg(names, num_columns, "names")?;
-        let snapshot = schema::drop_columns(&ds.snapshot, &names)?;
+        let snapshot = schema::drop_columns(ds.table()?, &names)?;
         dataset_out(snapshot, out_dataset)
     })
 }
@@ -536,7 +536,7 @@ pub extern "C" fn lance_dataset_update_config(
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
         let updates = maintenance::ConfigUpdates::new(set, remove)?;
-        let (snapshot, summary) = maintenance::update_config(&ds.snapshot, &updates, &options)?;
+        let (snapshot, summary) = maintenance::update_config(ds.table()?, &updates, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -553,7 +553,7 @@ pub extern "C" fn lance_dataset_config(dataset: *const LanceDataset, out: *mut *
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        let pairs = maintenance::config(&ds.snapshot);
+        let pairs = maintenance::config(ds.table()?);
         *out = into_handle(LanceStringList::of(pairs.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])));
         Ok(())
     })

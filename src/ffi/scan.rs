@@ -554,7 +554,7 @@ pub(crate) fn dataset_scan(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let opts = scan_options_arg(options, layout)?;
-        let reader = scan::scan(&ds.snapshot, &opts)?;
+        let reader = scan::scan(ds.table()?, &opts)?;
         export_stream(reader, out);
         Ok(())
     })
@@ -587,7 +587,7 @@ pub(crate) fn dataset_explain_scan(
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
         let opts = scan_options_arg(options, layout)?;
-        let text = scan::explain_scan(&ds.snapshot, &opts)?;
+        let text = scan::explain_scan(ds.table()?, &opts)?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
     })
@@ -622,7 +622,7 @@ pub(crate) fn split_scan(
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
         let opts = scan_options_arg(options, layout)?;
-        let reader = crate::read_split::scan_split(&ds.snapshot, &split.split, &opts)?;
+        let reader = crate::read_split::scan_split(ds.split_table(&split.split)?, &split.split, &opts)?;
         export_stream(reader, out);
         Ok(())
     })

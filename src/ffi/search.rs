@@ -225,7 +225,7 @@ pub(crate) fn split_search(
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
         let q = query_arg(query, layout)?;
-        let reader = search::search_split(&ds.snapshot, &split.split, &q)?;
+        let reader = search::search_split(ds.split_table(&split.split)?, &split.split, &q)?;
         export_stream(reader, out);
         Ok(())
     })
@@ -259,7 +259,7 @@ pub(crate) fn split_explain_search(
         let split = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
         let q = query_arg(query, layout)?;
-        let text = search::explain_search(&ds.snapshot, &split.split, &q)?;
+        let text = search::explain_search(ds.split_table(&split.split)?, &split.split, &q)?;
         *out = super::owned_cstring(&text).into_raw();
         Ok(())
     })
@@ -304,7 +304,7 @@ pub(crate) fn dataset_refine(
         let ds = handle_ref(dataset, "dataset")?;
         let q = query_arg(query, layout)?;
         let out = out_arg(out, "out")?;
-        let refined = crate::refine::refine_candidates(&ds.snapshot, &q, reader)?;
+        let refined = crate::refine::refine_candidates(ds.table()?, &q, reader)?;
         // The figures of the refine's own reads plus those of the candidates' searches.
         let own = refined.stats();
         let total = OpStats::sum(input_stats.iter().chain(std::iter::once(&own)));

@@ -111,7 +111,7 @@ fn plan_scan_ffi(dataset: *const LanceDataset, target_rows: u64, slices: bool, o
     guard_code(|| {
         let ds = handle_ref(dataset, "dataset")?;
         let out = out_arg(out, "out")?;
-        *out = export_plan(split::plan_scan(&ds.snapshot, target_rows, slices)?);
+        *out = export_plan(split::plan_scan(ds.table()?, target_rows, slices)?);
         Ok(())
     })
 }
@@ -143,7 +143,7 @@ pub extern "C" fn lance_dataset_plan_vector_search(
         let metric = metric_arg(metric)?;
         let out = out_arg(out, "out")?;
         *out = export_plan(split::plan_vector(
-            &ds.snapshot,
+            ds.table()?,
             column,
             metric,
             use_index,
@@ -392,7 +392,42 @@ pub extern "C" fn lance_split_serialize(
     })
 }
 
+/// Export a split-scoped snapshot token for scan split `split` of `dataset`: the token of
+/// `lance_dataset_export_snapshot` with the pinned manifest cut down to the split's fragments,
+/// so its size and a worker's open time follow the split, not the table (a full token grows
+/// with every fragment of the table). Open it with `lance_snapshot_open`, as a full token. The
+/// handle it opens runs scan splits of those fragments — scans, counts and aggregates of a
+/// split (`lance_split_scan_v2`, `lance_split_count_rows_v2`, `lance_dataset_aggregate_split`) — and
+/// refuses every other call that reads the table (LANCE_ERR_INVALID_ARGUMENT naming its
+/// fragments), since it sees only part of the table; its version, URI and schema are the
+/// table's. Token format 4 since 0.15: a worker of an earlier library refuses it
+/// (LANCE_ERR_NOT_SUPPORTED). Never carries storage options or secrets.
+///
+/// Caller owns `*out`; free it with `lance_bytes_free(*out, *out_len)`. Borrows its arguments.
+/// Thread-safe. Returns LANCE_OK; LANCE_ERR_INVALID_ARGUMENT for NULL arguments or a split of
+/// another table or version (or outside the reach of a split-scoped `dataset`);
+/// LANCE_ERR_NOT_SUPPORTED for a split that is not a scan split (search, full-text and change
+/// splits need the full token). Outputs are not written on failure.
+#[no_mangle]
+pub extern "C" fn lance_dataset_export_split_snapshot(
+    dataset: *const LanceDataset,
+    split: *const LanceSplit,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+) -> i32 {
+    guard_code(|| {
+        let ds = handle_ref(dataset, "dataset")?;
+        let s = handle_ref(split, "split")?;
+        let out = out_arg(out, "out")?;
+        let out_len = out_arg(out_len, "out_len")?;
+        let token = ds.pinned().export_split_token(ds.scope(), &s.split)?;
+        (*out, *out_len) = into_array(token);
+        Ok(())
+    })
+}
+
 /// Free bytes returned by `lance_split_serialize`, `lance_dataset_export_snapshot`,
+/// `lance_dataset_export_split_snapshot`,
 /// `lance_dataset_fts_stats` or `lance_blobs_read_alloc`, passing
 /// the length it returned. NULL is ignored. Call once per buffer, not concurrently with other
 /// use of it.
@@ -475,7 +510,7 @@ pub(crate) fn split_count_rows(
         let filter = super::opt_str_arg(filter_sql, "filter_sql")?;
         let out = out_arg(out, "out")?;
         let io = super::sized::out_slot(io, layout, "io")?;
-        let (n, stats) = crate::count::count_split(&ds.snapshot, &s.split, filter)?;
+        let (n, stats) = crate::count::count_split(ds.split_table(&s.split)?, &s.split, filter)?;
         *out = n;
         if let Some(io) = io {
             io.write(&stats.into());

@@ -31,7 +31,7 @@ pub extern "C" fn lance_dataset_take_rows(
         let ids = slice_arg(row_ids, num_row_ids, "row_ids")?;
         let cols = str_list_arg(columns, num_columns, "columns")?;
         let out = out_arg(out, "out")?;
-        let reader = take::take_rows(&ds.snapshot, ids, &cols)?;
+        let reader = take::take_rows(ds.table()?, ids, &cols)?;
         export_stream(reader, out);
         Ok(())
     })

@@ -310,7 +310,7 @@ pub extern "C" fn lance_table_write(
         let at = optional_dataset(at)?;
         let options = params_arg(params)?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let (snapshot, summary) = table::write(uri, at.map(|d| &d.snapshot), reader, &options)?;
+        let (snapshot, summary) = table::write(uri, at.map(|d| d.table()).transpose()?, reader, &options)?;
         write_result(out_result, summary)?;
         dataset_out(snapshot, out_dataset)
     })
@@ -349,7 +349,7 @@ pub extern "C" fn lance_table_stage_write(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = staged::stage(uri, at.map(|d| &d.snapshot), reader, &options)?;
+        let staged = staged::stage(uri, at.map(|d| d.table()).transpose()?, reader, &options)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }
@@ -535,7 +535,7 @@ pub extern "C" fn lance_dataset_stage_row_deletes(
         out_arg(out, "out")?;
         out_arg(out_len, "out_len")?;
         out_slot(out_result, Layout::Sized, "out_result")?;
-        let staged = changes_by_address::stage_row_deletes(&ds.snapshot, addresses)?;
+        let staged = changes_by_address::stage_row_deletes(ds.table()?, addresses)?;
         staged_out(&staged, out, out_len, out_result)
     })
 }

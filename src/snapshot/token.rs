@@ -5,9 +5,13 @@
 //! len + bytes | manifest: u32 len + protobuf bytes (Lance's own manifest message) | index
 //! section: u32 len + protobuf bytes (Lance's index metadata of that version; format 2 on) |
 //! manifest location (format 3 on): naming scheme u8 (1 = V1, 2 = V2) | size: u8 present + u64 |
-//! e-tag: u8 present + u32 len + bytes | identity: u8 present + u32 len + bytes.
+//! e-tag: u8 present + u32 len + bytes | identity: u8 present + u32 len + bytes | scope (format 4
+//! on, split-scoped tokens only): u32 count + that many u64 fragment ids, sorted, which are
+//! exactly the fragments of the cut-down manifest.
 //! Storage options (credentials) are never part of it. Formats 1 (no index section) and 2 (no
-//! manifest location) are read too.
+//! manifest location) are read too. Full tokens are written at format 3, so a worker of an
+//! earlier library still opens them; a split-scoped token is format 4, which such a worker
+//! refuses (NOT_SUPPORTED) rather than mistaking it for the whole table.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,14 +20,18 @@ use lance::Dataset;
 use lance_table::format::IndexMetadata;
 use lance_table::io::commit::{CommitHandler, ManifestLocation, ManifestNamingScheme};
 
+use super::scope::Scope;
 use super::{validate_uri, Snapshot};
+use crate::split::Split;
 use crate::bytes::{Reader, Writer};
 use crate::error::{HostError, Result};
 use crate::session;
 
 const MAGIC: &[u8; 4] = b"LHSN";
-/// Current snapshot token format.
+/// Format of full snapshot tokens.
 pub const SNAPSHOT_FORMAT: u8 = 3;
+/// Format of split-scoped snapshot tokens.
+pub const SCOPED_FORMAT: u8 = 4;
 const KIND: &str = "snapshot token";
 /// Longest uri, manifest, index section or e-tag a token may carry.
 const MAX_LEN: usize = 1 << 30;
@@ -36,9 +44,35 @@ impl Snapshot {
     /// The snapshot token: table URI, pinned version, the pinned manifest, its index metadata
     /// and where the manifest lives, checksummed.
     pub fn export_token(&self) -> Result<Vec<u8>> {
+        self.token(None)
+    }
+
+    /// A split-scoped snapshot token: the token of `export_token` with the manifest cut down to
+    /// the fragments of scan split `split`, whose size follows the split's, not the table's. A
+    /// handle opened from it runs scan splits of those fragments and refuses everything else
+    /// (`Scope`). `scope` is the reach of the handle exporting it.
+    pub fn export_split_token(&self, scope: &Scope, split: &Split) -> Result<Vec<u8>> {
+        split.check_snapshot(self)?;
+        scope.check_split(split)?;
+        super::scope::check_exportable(split)?;
+        let mut ids = split.fragment_ids.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        self.token(Some(&ids))
+    }
+
+    /// Token bytes; `only` = the sorted fragment ids of a split-scoped token.
+    fn token(&self, only: Option<&[u64]>) -> Result<Vec<u8>> {
         use lance::index::DatasetIndexExt;
         use prost::Message;
-        let manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest()).encode_to_vec();
+        let mut manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest());
+        if let Some(ids) = only {
+            manifest.fragments.retain(|f| ids.binary_search(&f.id).is_ok());
+            if manifest.fragments.len() != ids.len() {
+                return Err(HostError::invalid("the split names a fragment its snapshot does not have"));
+            }
+        }
+        let manifest = manifest.encode_to_vec();
         let ds = self.dataset.clone();
         let indices = session::block_on(async move { ds.load_indices().await })?
             .map_err(|e| HostError::from_lance("cannot read the index metadata", e))?;
@@ -49,7 +83,14 @@ impl Snapshot {
         let mut w = Writer::default();
         w.u64(self.version()).blob(self.uri().as_bytes()).blob(&manifest).blob(&section);
         encode_location(&mut w, self.dataset.manifest_location());
-        Ok(crate::bytes::seal(MAGIC, SNAPSHOT_FORMAT, &w.0))
+        let Some(ids) = only else {
+            return Ok(crate::bytes::seal(MAGIC, SNAPSHOT_FORMAT, &w.0));
+        };
+        w.u32(ids.len() as u32);
+        for id in ids {
+            w.u64(*id);
+        }
+        Ok(crate::bytes::seal(MAGIC, SCOPED_FORMAT, &w.0))
     }
 }
 
@@ -115,10 +156,11 @@ struct Token {
     manifest: Vec<u8>,
     section: Option<Vec<u8>>,
     location: Option<ShippedManifest>,
+    scope: Scope,
 }
 
 fn decode(bytes: &[u8]) -> Result<Token> {
-    let (format, body) = crate::bytes::open(bytes, MAGIC, &[1, 2, SNAPSHOT_FORMAT], KIND)?;
+    let (format, body) = crate::bytes::open(bytes, MAGIC, &[1, 2, SNAPSHOT_FORMAT, SCOPED_FORMAT], KIND)?;
     let truncated = || corrupt("truncated");
     let mut r = Reader::new(body, 0, MAX_LEN);
     let version = r.u64().ok_or_else(truncated)?;
@@ -132,6 +174,19 @@ fn decode(bytes: &[u8]) -> Result<Token> {
         None
     };
     let location = if format >= 3 { Some(decode_location(&mut r)?) } else { None };
+    let scope = if format >= SCOPED_FORMAT {
+        let n = r.u32().ok_or_else(truncated)? as usize;
+        if n == 0 || n > r.remaining() / 8 {
+            return Err(corrupt("bad fragment count of a split scope"));
+        }
+        let ids = (0..n).map(|_| r.u64().ok_or_else(truncated)).collect::<Result<Vec<_>>>()?;
+        if ids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(corrupt("the fragments of a split scope are not sorted"));
+        }
+        Scope::Fragments(ids)
+    } else {
+        Scope::Whole
+    };
     if r.remaining() != 0 {
         return Err(corrupt("trailing bytes"));
     }
@@ -141,13 +196,15 @@ fn decode(bytes: &[u8]) -> Result<Token> {
         manifest,
         section,
         location,
+        scope,
     })
 }
 
 /// Open the table of a snapshot token at its pinned version from the shipped manifest and its
-/// shipped location, without reading the manifest from storage or asking where it is. Damaged
-/// bytes are CORRUPT.
-pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<Snapshot> {
+/// shipped location, without reading the manifest from storage or asking where it is, with the
+/// reach the token gives (a split-scoped token: its fragments' scan splits). Damaged bytes are
+/// CORRUPT.
+pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<(Snapshot, Scope)> {
     crate::metrics::op(crate::metrics::Op::Open);
     crate::datacache::table_uses_cache(&storage_options)?;
     let Token {
@@ -156,6 +213,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
         manifest,
         section,
         location,
+        scope,
     } = decode(bytes)?;
     validate_uri(&uri)?;
     let secrets = crate::redact::Secrets::from_storage_options(&storage_options);
@@ -178,13 +236,21 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     if dataset.version_id() != version {
         return Err(corrupt("the shipped manifest is not the token's version"));
     }
+    if let Scope::Fragments(ids) = &scope {
+        let mut carried: Vec<u64> = dataset.manifest().fragments.iter().map(|f| f.id).collect();
+        carried.sort_unstable();
+        if &carried != ids {
+            return Err(corrupt("the manifest of a split-scoped token is not its scope's fragments"));
+        }
+    }
     if let Some(section) = section {
         seed_index_metadata(&dataset, &section).map_err(|e| corrupt(&e.message))?;
     }
-    Ok(Snapshot {
+    let snapshot = Snapshot {
         dataset: Arc::new(dataset),
         storage_options,
-    })
+    };
+    Ok((snapshot, scope))
 }
 
 /// The commit handler Lance would pick for the table, except that the token's version resolves
@@ -266,7 +332,38 @@ mod tests {
             };
             encode_location(&mut w, &ml);
         }
+        if format >= SCOPED_FORMAT {
+            w.u32(2).u64(3).u64(8);
+        }
         crate::bytes::seal(MAGIC, format, &w.0)
+    }
+
+    #[test]
+    fn scoped_tokens_carry_their_fragments_and_refuse_bad_scopes() {
+        use crate::error::LanceErrorCode::LANCE_ERR_CORRUPT;
+        let loc = location(ManifestNamingScheme::V2, Some(5), None, None);
+        assert_eq!(decode(&body(3, Some(&loc))).unwrap().scope, Scope::Whole);
+        let good = body(SCOPED_FORMAT, Some(&loc));
+        assert_eq!(decode(&good).unwrap().scope, Scope::Fragments(vec![3, 8]));
+        let (_, b) = crate::bytes::open(&good, MAGIC, &[SCOPED_FORMAT], KIND).unwrap();
+        let scope_at = b.len() - (4 + 16);
+        for (ids, what) in [(vec![8u64, 3], "not sorted"), (vec![3, 3], "not sorted"), (vec![], "fragment count")] {
+            let mut body = b[..scope_at].to_vec();
+            let mut w = Writer::default();
+            w.u32(ids.len() as u32);
+            ids.iter().for_each(|i| {
+                w.u64(*i);
+            });
+            body.extend_from_slice(&w.0);
+            let err = decode(&crate::bytes::seal(MAGIC, SCOPED_FORMAT, &body)).err().unwrap();
+            assert_eq!(err.code, LANCE_ERR_CORRUPT);
+            assert!(err.message.contains(what), "{what}: {}", err.message);
+        }
+        // a count larger than the bytes that follow
+        let mut body = b[..scope_at].to_vec();
+        body.extend_from_slice(&1000u32.to_le_bytes());
+        body.extend_from_slice(&3u64.to_le_bytes());
+        assert_eq!(decode(&crate::bytes::seal(MAGIC, SCOPED_FORMAT, &body)).err().unwrap().code, LANCE_ERR_CORRUPT);
     }
 
     #[test]
@@ -306,7 +403,7 @@ mod tests {
             .unwrap();
         }
         let v1 = super::super::open(&uri, HashMap::new(), 1).unwrap();
-        let at = open_token(&v1.export_token().unwrap(), HashMap::new()).unwrap();
+        let (at, _) = open_token(&v1.export_token().unwrap(), HashMap::new()).unwrap();
         assert_eq!(at.version(), 1);
         let ds = at.dataset.clone();
         let (v2, rows, location) = session::block_on(async move {
