@@ -633,6 +633,22 @@ int main(int argc, char** argv) {
     EXPECT(!ds.explain_scan().empty());
     auto token = ds.export_snapshot();
     EXPECT(lh::Dataset::open_snapshot(token).version() == ds.version());
+    {
+      // A split-scoped token: smaller, runs its split, refuses whole-table calls.
+      auto scoped = ds.export_split_snapshot(first);
+      EXPECT(scoped.size() < token.size());
+      lh::Dataset worker = lh::Dataset::open_snapshot(scoped);
+      EXPECT(worker.version() == ds.version() && worker.uri() == ds.uri());
+      EXPECT(worker.count_split_rows(first).first == first.row_count());
+      bool refused = false;
+      try {
+        worker.count_rows();
+      } catch (const lh::Error& e) {
+        refused = e.code() == LANCE_ERR_INVALID_ARGUMENT &&
+                  std::string(e.what()).find("split-scoped") != std::string::npos;
+      }
+      EXPECT(refused);
+    }
     EXPECT(lh::Dataset::open_at_timestamp(ds.uri(), INT64_MAX).version() == ds.version());
     EXPECT(lh::Dataset::open_at_timestamp_us(ds.uri(), INT64_MAX).version() == ds.version());
     {

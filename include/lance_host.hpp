@@ -1075,6 +1075,15 @@ class Dataset {
     check(lance_dataset_export_snapshot(p_.get(), &b, &n));
     return detail::take_bytes(b, n);
   }
+  /// The token of one scan split: the manifest cut down to the split's fragments
+  /// (lance_dataset_export_split_snapshot). The dataset `open_snapshot` makes of it runs scan
+  /// splits of those fragments and throws LANCE_ERR_INVALID_ARGUMENT for whole-table calls.
+  std::vector<uint8_t> export_split_snapshot(const Split& split) const {
+    uint8_t* b = nullptr;
+    size_t n = 0;
+    check(lance_dataset_export_split_snapshot(p_.get(), split.get(), &b, &n));
+    return detail::take_bytes(b, n);
+  }
   std::string storage_format() const { return lance_dataset_storage_format(p_.get()); }
   uint64_t latest_version() const {
     uint64_t v = 0;
