@@ -65,13 +65,25 @@ impl Snapshot {
     fn token(&self, only: Option<&[u64]>) -> Result<Vec<u8>> {
         use lance::index::DatasetIndexExt;
         use prost::Message;
-        let mut manifest = lance_table::format::pb::Manifest::from(self.dataset.manifest());
-        if let Some(ids) = only {
-            manifest.fragments.retain(|f| ids.binary_search(&f.id).is_ok());
-            if manifest.fragments.len() != ids.len() {
-                return Err(HostError::invalid("the split names a fragment its snapshot does not have"));
+        let pinned = self.dataset.manifest();
+        let manifest = match only {
+            None => lance_table::format::pb::Manifest::from(pinned),
+            Some(ids) => {
+                // Lance keeps a manifest's fragments sorted by id: each is found by bisection,
+                // so a planner exporting one token per split never walks the whole list.
+                let fragments = &pinned.fragments;
+                let picked = ids
+                    .iter()
+                    .map(|id| match fragments.binary_search_by_key(id, |f| f.id) {
+                        Ok(at) => Ok(fragments[at].clone()),
+                        Err(_) => Err(HostError::invalid(format!("the split names fragment {id}, which its snapshot does not have"))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut cut = pinned.clone();
+                cut.fragments = Arc::new(picked);
+                lance_table::format::pb::Manifest::from(&cut)
             }
-        }
+        };
         let manifest = manifest.encode_to_vec();
         let ds = self.dataset.clone();
         let indices = session::block_on(async move { ds.load_indices().await })?
