@@ -105,6 +105,29 @@ pub struct AggregateSpec {
     pub filter: Option<String>,
 }
 
+/// The group keys of a spec given as two parallel lists, as the C ABI takes them: key `i` is the
+/// column `names[i]` names, or the expression `expressions[i]` named `names[i]` (None: named
+/// by its own text). Returns `AggregateSpec::group_by` and `group_expressions` (empty when no
+/// key is an expression). `lists` names the two lists in messages.
+pub fn group_keys(
+    names: Vec<Option<String>>,
+    expressions: Vec<Option<String>>,
+    lists: (&str, &str),
+) -> Result<(Vec<String>, Vec<Option<String>>)> {
+    let group_by = names
+        .into_iter()
+        .zip(&expressions)
+        .enumerate()
+        .map(|(i, (name, expression))| {
+            name.or_else(|| expression.clone()).ok_or_else(|| {
+                HostError::invalid(format!("{}[{i}] is NULL: give a column, or an expression in {}[{i}]", lists.0, lists.1))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let expressions = if expressions.iter().all(Option::is_none) { Vec::new() } else { expressions };
+    Ok((group_by, expressions))
+}
+
 impl AggregateSpec {
     /// The expression of group key `i` (None: the key is a column).
     pub fn group_expression(&self, i: usize) -> Option<&str> {

@@ -141,26 +141,13 @@ fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
             aggregate::spec::MAX_GROUP_BY
         )));
     }
-    let group_expressions = opt_str_list(s.group_by_expressions, s.num_group_by, "spec->group_by_expressions")?;
-    let group_by = if s.num_group_by == 0 {
-        Vec::new()
-    } else if s.group_by_expressions.is_null() {
-        str_list_arg(s.group_by, s.num_group_by, "spec->group_by")?
+    let (group_by, group_expressions) = if s.group_by_expressions.is_null() {
+        (str_list_arg(s.group_by, s.num_group_by, "spec->group_by")?, Vec::new())
     } else {
-        opt_str_list(s.group_by, s.num_group_by, "spec->group_by")?
-            .into_iter()
-            .zip(&group_expressions)
-            .enumerate()
-            .map(|(i, (name, expression))| {
-                name.or_else(|| expression.clone()).ok_or_else(|| {
-                    HostError::invalid(format!(
-                        "spec->group_by[{i}] is NULL: give a column, or an expression in spec->group_by_expressions[{i}]"
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?
+        let names = opt_str_list(s.group_by, s.num_group_by, "spec->group_by")?;
+        let expressions = opt_str_list(s.group_by_expressions, s.num_group_by, "spec->group_by_expressions")?;
+        aggregate::spec::group_keys(names, expressions, ("spec->group_by", "spec->group_by_expressions"))?
     };
-    let group_expressions = if group_expressions.iter().all(Option::is_none) { Vec::new() } else { group_expressions };
     let functions = slice_arg(s.functions, s.num_aggregates, "spec->functions")?;
     let columns = opt_str_list(s.columns, s.num_aggregates, "spec->columns")?;
     let aliases = opt_str_list(s.aliases, s.num_aggregates, "spec->aliases")?;
