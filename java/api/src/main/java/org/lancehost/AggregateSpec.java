@@ -69,6 +69,19 @@ public final class AggregateSpec implements java.io.Serializable {
     return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter);
   }
 
+  /**
+   * Adds a group key that is column `column`, after the keys given so far (mixing column and
+   * expression keys in their order). Since 0.15.
+   */
+  public AggregateSpec groupByColumn(String column) {
+    if (column == null) throw new LanceException.InvalidArgument("group key column is null");
+    List<String> g = new ArrayList<>(groupBy);
+    g.add(column);
+    List<String> e = new ArrayList<>(keyExpressions());
+    e.add(null);
+    return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter);
+  }
+
   /** One entry per group key (null: a column), also for a spec serialized before 0.15. */
   List<String> keyExpressions() {
     if (groupExpressions != null) return groupExpressions;

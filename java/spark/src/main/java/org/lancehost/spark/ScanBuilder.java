@@ -157,16 +157,24 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     StructType schema = table.schema();
     List<StructField> out = new ArrayList<>();
     AggregateSpec spec = AggregateSpec.create();
-    List<String> groups = new ArrayList<>();
+    int k = 0;
     for (Expression g : agg.groupByExpressions()) {
       String col = plainColumn(g);
-      if (col == null) return null;
+      if (col == null) {
+        // a date part of a DATE column: an INT both compute from the calendar date
+        String sql = datePartKey(g);
+        if (sql == null) return null;
+        String name = "__lh_group_" + k++;
+        spec = spec.groupByExpression(name, sql);
+        out.add(new StructField(name, DataTypes.IntegerType, true, Metadata.empty()));
+        continue;
+      }
+      k++;
       DataType t = schema.fields()[schema.fieldIndex(col)].dataType();
       if (!groupable(t)) return null;
-      groups.add(col);
+      spec = spec.groupByColumn(col);
       out.add(new StructField(col, t, true, Metadata.empty()));
     }
-    spec = spec.groupBy(groups.toArray(new String[0]));
     int i = 0;
     for (AggregateFunc f : agg.aggregateExpressions()) {
       String alias = "agg_" + i++;
@@ -223,6 +231,31 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
           Metadata.empty()));
     }
     return new AggregatePlan(spec, new StructType(out.toArray(new StructField[0])), describe(agg));
+  }
+
+  /**
+   * Lance SQL for a Spark group key that extracts the YEAR, QUARTER, MONTH or DAY of a DATE
+   * column ({@code year(d)}, {@code quarter(d)}, {@code month(d)}, {@code dayofmonth(d)}), or null.
+   * Both sides compute it as an INT from the proleptic Gregorian date (NULL for a NULL date);
+   * other parts (day of week, week of year: other numbering conventions) and other expressions
+   * are left to Spark.
+   */
+  private String datePartKey(Expression e) {
+    if (!(e instanceof org.apache.spark.sql.connector.expressions.Extract)) return null;
+    org.apache.spark.sql.connector.expressions.Extract x = (org.apache.spark.sql.connector.expressions.Extract) e;
+    String part;
+    switch (x.field().toUpperCase(java.util.Locale.ROOT)) {
+      case "YEAR": part = "year"; break;
+      case "QUARTER": part = "quarter"; break;
+      case "MONTH": part = "month"; break;
+      case "DAY": part = "day"; break;
+      default: return null;
+    }
+    String col = plainColumn(x.source());
+    if (col == null || !table.schema().fields()[table.schema().fieldIndex(col)].dataType().equals(DataTypes.DateType)) {
+      return null;
+    }
+    return "CAST(date_part('" + part + "', `" + col.replace("`", "``") + "`) AS INT)";
   }
 
   private static String describe(Aggregation agg) {
