@@ -69,6 +69,18 @@ JNIEXPORT jbyteArray JNI(datasetExportSnapshot)(JNIEnv *env, jclass c, jlong ds)
   return take_bytes(env, out, len);
 }
 
+JNIEXPORT jbyteArray JNI(datasetExportSplitSnapshot)(JNIEnv *env, jclass c, jlong ds, jbyteArray split) {
+  (void)c;
+  LanceSplit *s = split_in(env, split);
+  if (!s) return NULL;
+  uint8_t *out = NULL;
+  size_t len = 0;
+  int32_t rc = lance_dataset_export_split_snapshot(PTR(LanceDataset, ds), s, &out, &len);
+  lance_split_free(s);
+  if (!check(env, rc)) return NULL;
+  return take_bytes(env, out, len);
+}
+
 JNIEXPORT jlong JNI(datasetVersion)(JNIEnv *env, jclass c, jlong ds) {
   (void)env;
   (void)c;

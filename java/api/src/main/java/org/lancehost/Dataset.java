@@ -96,6 +96,22 @@ public final class Dataset implements AutoCloseable {
     return handle.with(Native::datasetExportSnapshot);
   }
 
+  /**
+   * The snapshot of one scan split, to ship with it instead of {@link #snapshot()}: the pinned
+   * manifest cut down to the split's fragments, so its size and a worker's open time follow the
+   * split, not the table. The dataset {@link #fromSnapshot} opens from it scans, counts and
+   * aggregates scan splits of those fragments and throws {@link LanceException.InvalidArgument}
+   * for every call that reads the whole table. Thread-safe; the bytes carry no storage options.
+   *
+   * @param split a scan split of this dataset's plan (bytes from {@link SplitPlan})
+   * @return the token bytes
+   * @throws LanceException.NotSupported for a search, full-text or change split
+   * @throws LanceException.InvalidArgument for a split of another table or version
+   */
+  public byte[] splitSnapshot(byte[] split) {
+    return handle.with(p -> Native.datasetExportSplitSnapshot(p, split));
+  }
+
   /** The version this handle is pinned to. */
   public long version() {
     return handle.withLong(Native::datasetVersion);

@@ -26,6 +26,7 @@ final class Native {
   static native long splitOpenDataset(byte[] split, String[] options);
   static native void datasetFree(long ds);
   static native byte[] datasetExportSnapshot(long ds);
+  static native byte[] datasetExportSplitSnapshot(long ds, byte[] split);
   static native long datasetVersion(long ds);
   static native long datasetLatestVersion(long ds);
   static native String datasetUri(long ds);

@@ -409,6 +409,33 @@ class ApiTest {
   }
 
   @Test
+  void splitScopedSnapshotsRunTheirSplitsAndRefuseTheWholeTable() {
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      byte[] full = ds.snapshot();
+      Set<Long> all = new HashSet<>();
+      long n = 0;
+      for (byte[] split : ds.planScanSlices(700).splits()) {
+        byte[] scoped = ds.splitSnapshot(split);
+        assertTrue(scoped.length < full.length, scoped.length + " vs " + full.length);
+        try (Dataset w = Dataset.fromSnapshot(scoped, null)) {
+          assertEquals(ds.version(), w.version());
+          for (Map<String, Object> r : rows(w.scan(split, ScanOptions.all().columns("id"), allocator))) {
+            all.add(asLong(r.get("id")));
+            n++;
+          }
+          LanceException.InvalidArgument e = assertThrows(LanceException.InvalidArgument.class, w::countRows);
+          assertTrue(e.getMessage().contains("split-scoped"), e.getMessage());
+          assertThrows(LanceException.InvalidArgument.class, w::snapshot);
+        }
+      }
+      assertEquals(basic.get("count").asLong(), n);
+      assertEquals(n, all.size(), "no row twice");
+      byte[] flat = ds.planVectorSearch("vec", VectorQuery.METRIC_DEFAULT, false, 0).splits().get(0);
+      assertThrows(LanceException.NotSupported.class, () -> ds.splitSnapshot(flat));
+    }
+  }
+
+  @Test
   void aggregatesEqualPylance() {
     AggregateSpec spec = AggregateSpec.create().groupBy("category").countStar("n")
         .add(org.lancehost.AggregateFunction.SUM, "qty", "sum_qty").add(AggregateSpec.MIN, "value", "min_value")
