@@ -235,6 +235,8 @@ library_api! {
     fn lance_split_deserialize(*const u8, usize) -> Handle;
     fn lance_split_uri(Handle) -> *const c_char;
     fn lance_split_open_dataset(Handle, Strs) -> Handle;
+    fn lance_dataset_export_split_snapshot(Handle, Handle, *mut *mut u8, *mut usize) -> i32;
+    fn lance_snapshot_open(*const u8, usize, Strs) -> Handle;
     fn lance_split_scan_v2(Handle, Handle, *const ScanOptions, Stream) -> i32;
     fn lance_split_free(Handle) -> ();
     fn lance_bytes_free(*mut u8, usize) -> ();

@@ -533,5 +533,6 @@ pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {
         &info.storage_options,
         &partition.spec,
         partition.search.as_ref(),
+        partition.token.as_deref(),
     )
 }

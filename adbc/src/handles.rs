@@ -397,6 +397,29 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// The split-scoped snapshot token of scan split `split` (serialized split bytes).
+    pub fn split_snapshot(&self, split: &[u8]) -> Result<Vec<u8>> {
+        let api = api()?;
+        // SAFETY: borrowed bytes for the call.
+        let s = unsafe { (api.lance_split_deserialize)(split.as_ptr(), split.len()) };
+        if s.is_null() {
+            return Err(api::last_error(api, "reading a planned split"));
+        }
+        let mut bytes: *mut u8 = ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: live handles; the split is freed once, after the call.
+        let rc =
+            unsafe { (api.lance_dataset_export_split_snapshot)(self.raw, s, &mut bytes, &mut len) };
+        unsafe { (api.lance_split_free)(s) };
+        check(api, rc, "exporting a split's snapshot")?;
+        // SAFETY: library-owned bytes copied, then freed once.
+        let out = unsafe { std::slice::from_raw_parts(bytes, len).to_vec() };
+        unsafe { (api.lance_bytes_free)(bytes, len) };
+        Ok(out)
+    }
+}
+
 /// Serialize every split of a plan (then freed) into bytes.
 pub(crate) fn serialize_plan(api: &Api, plan: Handle) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();

@@ -8,9 +8,10 @@
 //! (flag, then the names), the filter (flag, then the text), the search (flag 0: none; 1: a vector
 //! search — column, k u64, metric i32, nprobes u32, refine u32, use_index u8, the f32 vector; 2: a
 //! full-text search — column, text, match i32, slop u32, k u64, the snapshot's BM25 statistics
-//! as the library wrote them), the split bytes —
-//! strings and byte
-//! runs as u32 length + bytes — then an FNV-1a 64 checksum of everything before it.
+//! as the library wrote them), the split bytes, and (format 2 on) the split's snapshot token
+//! (flag, then the bytes: a scan split's split-scoped token, which ReadPartition opens instead of
+//! reading the manifest from storage) — strings and byte runs as u32 length + bytes — then an
+//! FNV-1a 64 checksum of everything before it. Format 1 descriptors (no token) are read too.
 
 use adbc_core::error::{Error, Result, Status};
 
@@ -26,7 +27,9 @@ pub enum Search {
     Text(TextSearch, Vec<u8>),
 }
 
-const MAGIC: &[u8] = b"LHADBC\x01";
+const MAGIC: &[u8] = b"LHADBC\x02";
+/// Descriptors of the previous format: no snapshot token.
+const MAGIC_1: &[u8] = b"LHADBC\x01";
 
 #[derive(Debug, PartialEq)]
 pub struct Partition {
@@ -35,6 +38,9 @@ pub struct Partition {
     /// The search the split runs (a search split), or None (a scan split).
     pub search: Option<Search>,
     pub split: Vec<u8>,
+    /// The split's split-scoped snapshot token (scan splits), or None: the reader opens the
+    /// split's table at its version from storage.
+    pub token: Option<Vec<u8>>,
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -101,6 +107,13 @@ impl Partition {
             None => out.push(0),
         }
         put(&mut out, &self.split);
+        match &self.token {
+            Some(t) => {
+                out.push(1);
+                put(&mut out, t);
+            }
+            None => out.push(0),
+        }
         let sum = fnv1a(&out);
         out.extend_from_slice(&sum.to_le_bytes());
         out
@@ -113,7 +126,8 @@ impl Partition {
                 Status::InvalidData,
             )
         };
-        if bytes.len() < MAGIC.len() + 8 || !bytes.starts_with(MAGIC) {
+        let format_1 = bytes.starts_with(MAGIC_1);
+        if bytes.len() < MAGIC.len() + 8 || !(bytes.starts_with(MAGIC) || format_1) {
             if bytes.starts_with(b"LHADBC") {
                 return Err(Error::with_message_and_status(
                     "lance-host ADBC: a partition of another driver version",
@@ -216,6 +230,15 @@ impl Partition {
             _ => return Err(corrupt("search flag")),
         };
         let split = r.run().ok_or_else(|| corrupt("split"))?.to_vec();
+        let token = if format_1 {
+            None
+        } else {
+            match r.byte().ok_or_else(|| corrupt("token"))? {
+                0 => None,
+                1 => Some(r.run().ok_or_else(|| corrupt("token"))?.to_vec()),
+                _ => return Err(corrupt("token flag")),
+            }
+        };
         if !r.bytes.is_empty() {
             return Err(corrupt("trailing bytes"));
         }
@@ -229,6 +252,7 @@ impl Partition {
             },
             search,
             split,
+            token,
         })
     }
 }
@@ -307,9 +331,38 @@ mod tests {
                 use_index: false,
             })),
             split: vec![1, 2, 3, 0, 255],
+            token: None,
         };
         let bytes = p.encode();
         assert_eq!(Partition::decode(&bytes).unwrap(), p);
+        // a scan split with its token
+        let scan = Partition {
+            search: None,
+            token: Some(b"LHSN\x04token".to_vec()),
+            ..Partition::decode(&bytes).unwrap()
+        };
+        let scan_bytes = scan.encode();
+        assert_eq!(Partition::decode(&scan_bytes).unwrap(), scan);
+        for cut in 0..scan_bytes.len() {
+            assert!(
+                Partition::decode(&scan_bytes[..cut]).is_err(),
+                "truncated at {cut}"
+            );
+        }
+        // a format-1 descriptor (no token) of an earlier driver is read
+        let mut old = MAGIC_1.to_vec();
+        let body = &scan_bytes[MAGIC.len()..scan_bytes.len() - 8];
+        let token_len = 1 + 4 + scan.token.as_ref().unwrap().len();
+        old.extend_from_slice(&body[..body.len() - token_len]);
+        let sum = fnv1a(&old);
+        old.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(
+            Partition::decode(&old).unwrap(),
+            Partition {
+                token: None,
+                ..scan
+            }
+        );
         let text = Partition {
             search: Some(Search::Text(
                 TextSearch {

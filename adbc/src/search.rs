@@ -327,6 +327,7 @@ pub fn run_split(
     storage_options: &[String],
     spec: &ScanSpec,
     search: Option<&crate::partition::Search>,
+    token: Option<&[u8]>,
 ) -> Result<Reader> {
     let api = api()?;
     // SAFETY: borrowed bytes for the call.
@@ -346,8 +347,13 @@ pub fn run_split(
         )));
     }
     let options = CStrArray::new(storage_options, "a storage option")?;
-    // SAFETY: live split; options alive for the call.
-    let dataset = unsafe { (api.lance_split_open_dataset)(split, options.as_ptr()) };
+    // The split's own snapshot token when the descriptor carries one (no manifest read); the
+    // library refuses to run a split on a token of another table or version.
+    // SAFETY: live split or borrowed token bytes; options alive for the call.
+    let dataset = match token {
+        Some(t) => unsafe { (api.lance_snapshot_open)(t.as_ptr(), t.len(), options.as_ptr()) },
+        None => unsafe { (api.lance_split_open_dataset)(split, options.as_ptr()) },
+    };
     if dataset.is_null() {
         let e = api::last_error(api, "opening the partition's table");
         // SAFETY: owned split.

@@ -688,7 +688,13 @@ impl Statement for LanceHostStatement {
         let partitions = splits
             .into_iter()
             .map(|split| {
-                Partition {
+                // a scan split ships the manifest of its own fragments: the reader opens it
+                // without reading the table's manifest, whose size grows with the table
+                let token = match search {
+                    None => Some(dataset.split_snapshot(&split)?),
+                    Some(_) => None,
+                };
+                Ok(Partition {
                     table: table.clone(),
                     spec: ScanSpec {
                         columns: spec.columns.clone(),
@@ -698,10 +704,11 @@ impl Statement for LanceHostStatement {
                     },
                     search: search.clone(),
                     split,
+                    token,
                 }
-                .encode()
+                .encode())
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         Ok(PartitionedResult {
             partitions,
             schema,

@@ -219,15 +219,50 @@ def test_partitions_read_in_spawned_processes_equal_pylance(warehouse):
             cur.adbc_read_partition(forged_partition("events", foreign))
 
 
-def forged_partition(table, split):
-    """A partition descriptor in the driver's documented layout (adbc/src/partition.rs)."""
+def forged_partition(table, split, token=None):
+    """A partition descriptor in the driver's documented layout (adbc/src/partition.rs): format
+    1 without a token, format 2 with one."""
     def run(b):
         return struct.pack("<I", len(b)) + b
-    body = b"LHADBC\x01" + struct.pack("<I", 0) + run(table.encode()) + b"\x00\x00\x00" + run(split)
+    magic = b"LHADBC\x01" if token is None else b"LHADBC\x02"
+    body = magic + struct.pack("<I", 0) + run(table.encode()) + b"\x00\x00\x00" + run(split)
+    if token is not None:
+        body += b"\x01" + run(token)
     h = 0xcbf29ce484222325
     for c in body:
         h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return body + struct.pack("<Q", h)
+
+
+def test_scan_partitions_carry_their_split_scoped_snapshot(warehouse):
+    """A scan partition carries its split's own snapshot token: reading it needs no manifest
+    from storage — it still reads the pinned version after that version's manifest is gone —
+    and a token of another table beside the split is refused."""
+    uri = str(warehouse / "events.lance")
+    want = lance.dataset(uri).to_table(columns=["id", "f"], filter="id > 600").sort_by("id")
+    with connect(warehouse) as conn, conn.cursor() as cur:
+        parts, _ = cur.adbc_execute_partitions("SELECT id, f FROM events WHERE id > 600")
+    assert all(p.startswith(b"LHADBC\x02") for p in parts)
+    versions = Path(uri) / "_versions"
+    pinned = set(os.listdir(versions))
+    lance.write_dataset(edge_rows(1000, 1010)[0], uri, mode="append")  # the table moves on
+    for name in pinned:
+        os.remove(versions / name)  # and the pinned version's manifest goes
+    with pytest.raises(Exception):
+        lance.dataset(uri, version=1)
+    with connect(warehouse) as conn, conn.cursor() as cur:
+        got = []
+        for p in parts:
+            cur.adbc_read_partition(p)
+            got.append(cur.fetch_arrow_table())
+        same_bits(pa.concat_tables(got).sort_by("id"), want)
+        lance.write_dataset(edge_rows(0, 10)[0], str(warehouse / "other.lance"))
+        other = lh.open(str(warehouse / "other.lance"))
+        foreign_token = other.export_split_snapshot(other.plan_scan(0)[0])
+        split = bytes(lh.open(uri).plan_scan(0)[0])
+        with pytest.raises(dbapi.ProgrammingError, match="split belongs to table"):
+            cur.adbc_read_partition(forged_partition("events", split, foreign_token))
+            cur.fetch_arrow_table()
 
 
 def test_ingest_autocommit_one_version_each_and_pylance_reads(tmp_path):
