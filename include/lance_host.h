@@ -1963,6 +1963,8 @@ int32_t lance_dataset_export_snapshot(const LanceDataset *dataset, uint8_t **out
 // version, from the shipped manifest, through the process-wide session. `storage_options`
 // (NULL-terminated key/value array or NULL) are the worker's own credentials. Splits of the
 // coordinator's plan run on the returned handle as on one opened by `lance_split_open_dataset`.
+// A split-scoped token (`lance_dataset_export_split_snapshot`) opens a handle that runs scan
+// splits of the fragments it carries and refuses whole-table calls (LANCE_ERR_INVALID_ARGUMENT).
 //
 // Caller owns the result; free it with `lance_dataset_free`. Borrows its arguments.
 // Thread-safe. Returns NULL and sets the last error on failure: LANCE_ERR_CORRUPT for
