@@ -62,6 +62,11 @@ public final class AggregateSpec implements java.io.Serializable {
   public AggregateSpec groupByExpression(String name, String expression) {
     if (name == null) throw new LanceException.InvalidArgument("group key name is null");
     if (expression == null) throw new LanceException.InvalidArgument("group key expression is null");
+    return withKey(name, expression);
+  }
+
+  /** This spec with one more group key: `name`, computed by `expression` (null: the column). */
+  private AggregateSpec withKey(String name, String expression) {
     List<String> g = new ArrayList<>(groupBy);
     g.add(name);
     List<String> e = new ArrayList<>(keyExpressions());
@@ -75,11 +80,7 @@ public final class AggregateSpec implements java.io.Serializable {
    */
   public AggregateSpec groupByColumn(String column) {
     if (column == null) throw new LanceException.InvalidArgument("group key column is null");
-    List<String> g = new ArrayList<>(groupBy);
-    g.add(column);
-    List<String> e = new ArrayList<>(keyExpressions());
-    e.add(null);
-    return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter);
+    return withKey(column, null);
   }
 
   /** One entry per group key (null: a column), also for a spec serialized before 0.15. */
