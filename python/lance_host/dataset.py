@@ -114,7 +114,7 @@ class Dataset(DatasetAggregates, DatasetSearch, DatasetIndexes, DatasetWrites):
         _check(LIB.lance_dataset_export_snapshot(self._h, ctypes.byref(out), ctypes.byref(n)))
         return _take_bytes(out, n)
 
-    def export_split_snapshot(self, split) -> bytes:
+    def export_split_snapshot(self, split: Split) -> bytes:
         """A token carrying only what scan split `split` reads: the manifest cut down to its
         fragments (lance_dataset_export_split_snapshot). The dataset `open_snapshot` makes of it
         runs scan splits of those fragments and refuses whole-table calls."""

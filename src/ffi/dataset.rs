@@ -588,7 +588,7 @@ pub extern "C" fn lance_snapshot_open(
             return Err(HostError::invalid("bytes is empty"));
         }
         let options = kv_arg(storage_options, "storage_options")?;
-        let (snapshot, scope) = snapshot::open_token(b, options)?;
-        Ok(into_handle(LanceDataset::with_scope(snapshot, scope)))
+        let (snapshot, fragments) = snapshot::open_token(b, options)?;
+        Ok(into_handle(LanceDataset::with_scope(snapshot, crate::split::scope::Scope::of_token(fragments))))
     })
 }

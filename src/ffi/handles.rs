@@ -6,7 +6,7 @@ use std::ffi::CString;
 
 use crate::split::{Split, SplitPlan};
 use crate::error::Result;
-use crate::snapshot::scope::Scope;
+use crate::split::scope::Scope;
 use crate::snapshot::Snapshot;
 use crate::io_stats::IoStats;
 

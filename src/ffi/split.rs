@@ -420,7 +420,7 @@ pub extern "C" fn lance_dataset_export_split_snapshot(
         let s = handle_ref(split, "split")?;
         let out = out_arg(out, "out")?;
         let out_len = out_arg(out_len, "out_len")?;
-        let token = ds.pinned().export_split_token(ds.scope(), &s.split)?;
+        let token = split::scope::export_split_token(ds.pinned(), ds.scope(), &s.split)?;
         (*out, *out_len) = into_array(token);
         Ok(())
     })

@@ -193,6 +193,5 @@ impl Snapshot {
 pub mod credentials;
 pub mod managed;
 pub mod pipeline;
-pub mod scope;
 mod token;
 pub use token::open_token;

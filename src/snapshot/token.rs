@@ -20,9 +20,7 @@ use lance::Dataset;
 use lance_table::format::IndexMetadata;
 use lance_table::io::commit::{CommitHandler, ManifestLocation, ManifestNamingScheme};
 
-use super::scope::Scope;
 use super::{validate_uri, Snapshot};
-use crate::split::Split;
 use crate::bytes::{Reader, Writer};
 use crate::error::{HostError, Result};
 use crate::session;
@@ -47,18 +45,14 @@ impl Snapshot {
         self.token(None)
     }
 
-    /// A split-scoped snapshot token: the token of `export_token` with the manifest cut down to
-    /// the fragments of scan split `split`, whose size follows the split's, not the table's. A
-    /// handle opened from it runs scan splits of those fragments and refuses everything else
-    /// (`Scope`). `scope` is the reach of the handle exporting it.
-    pub fn export_split_token(&self, scope: &Scope, split: &Split) -> Result<Vec<u8>> {
-        split.check_snapshot(self)?;
-        scope.check_split(split)?;
-        super::scope::check_exportable(split)?;
-        let mut ids = split.fragment_ids.clone();
-        ids.sort_unstable();
-        ids.dedup();
-        self.token(Some(&ids))
+    /// A split-scoped snapshot token (`crate::split::scope`): the token of `export_token` with
+    /// the manifest cut down to fragments `ids` (sorted, distinct), whose size follows theirs,
+    /// not the table's.
+    pub fn export_fragments_token(&self, ids: &[u64]) -> Result<Vec<u8>> {
+        if ids.is_empty() || ids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(HostError::invalid("a split-scoped token needs fragment ids, sorted and distinct"));
+        }
+        self.token(Some(ids))
     }
 
     /// Token bytes; `only` = the sorted fragment ids of a split-scoped token.
@@ -168,7 +162,8 @@ struct Token {
     manifest: Vec<u8>,
     section: Option<Vec<u8>>,
     location: Option<ShippedManifest>,
-    scope: Scope,
+    /// The fragments of a split-scoped token (None: a full token).
+    scope: Option<Vec<u64>>,
 }
 
 fn decode(bytes: &[u8]) -> Result<Token> {
@@ -195,9 +190,9 @@ fn decode(bytes: &[u8]) -> Result<Token> {
         if ids.windows(2).any(|w| w[0] >= w[1]) {
             return Err(corrupt("the fragments of a split scope are not sorted"));
         }
-        Scope::Fragments(ids)
+        Some(ids)
     } else {
-        Scope::Whole
+        None
     };
     if r.remaining() != 0 {
         return Err(corrupt("trailing bytes"));
@@ -213,10 +208,10 @@ fn decode(bytes: &[u8]) -> Result<Token> {
 }
 
 /// Open the table of a snapshot token at its pinned version from the shipped manifest and its
-/// shipped location, without reading the manifest from storage or asking where it is, with the
-/// reach the token gives (a split-scoped token: its fragments' scan splits). Damaged bytes are
-/// CORRUPT.
-pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<(Snapshot, Scope)> {
+/// shipped location, without reading the manifest from storage or asking where it is. Returns
+/// the fragments a split-scoped token carries beside it (None for a full token): the handle may
+/// read only those (`crate::split::scope`). Damaged bytes are CORRUPT.
+pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Result<(Snapshot, Option<Vec<u64>>)> {
     crate::metrics::op(crate::metrics::Op::Open);
     crate::datacache::table_uses_cache(&storage_options)?;
     let Token {
@@ -248,7 +243,7 @@ pub fn open_token(bytes: &[u8], storage_options: HashMap<String, String>) -> Res
     if dataset.version_id() != version {
         return Err(corrupt("the shipped manifest is not the token's version"));
     }
-    if let Scope::Fragments(ids) = &scope {
+    if let Some(ids) = &scope {
         let mut carried: Vec<u64> = dataset.manifest().fragments.iter().map(|f| f.id).collect();
         carried.sort_unstable();
         if &carried != ids {
@@ -354,9 +349,9 @@ mod tests {
     fn scoped_tokens_carry_their_fragments_and_refuse_bad_scopes() {
         use crate::error::LanceErrorCode::LANCE_ERR_CORRUPT;
         let loc = location(ManifestNamingScheme::V2, Some(5), None, None);
-        assert_eq!(decode(&body(3, Some(&loc))).unwrap().scope, Scope::Whole);
+        assert_eq!(decode(&body(3, Some(&loc))).unwrap().scope, None);
         let good = body(SCOPED_FORMAT, Some(&loc));
-        assert_eq!(decode(&good).unwrap().scope, Scope::Fragments(vec![3, 8]));
+        assert_eq!(decode(&good).unwrap().scope, Some(vec![3, 8]));
         let (_, b) = crate::bytes::open(&good, MAGIC, &[SCOPED_FORMAT], KIND).unwrap();
         let scope_at = b.len() - (4 + 16);
         for (ids, what) in [(vec![8u64, 3], "not sorted"), (vec![3, 3], "not sorted"), (vec![], "fragment count")] {

@@ -11,6 +11,7 @@ use crate::index::Metric;
 use crate::snapshot::Snapshot;
 
 mod plan;
+pub mod scope;
 
 pub(crate) use plan::segment_and_flat_splits;
 pub use plan::{default_metric, is_multivector, plan_scan, plan_vector, vector_column, visible_in_slice};

@@ -8,6 +8,7 @@
 //! the scope first and is refused; split calls are let through for scan splits inside it.
 
 use crate::error::{HostError, Result};
+use crate::snapshot::Snapshot;
 use crate::split::{Split, SplitKind};
 
 /// The reach of a handle.
@@ -21,6 +22,12 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The reach of a handle opened from a token that carries `fragments` (None: a full token;
+    /// `crate::snapshot::open_token`).
+    pub fn of_token(fragments: Option<Vec<u64>>) -> Scope {
+        fragments.map_or(Scope::Whole, Scope::Fragments)
+    }
+
     /// Whole-table work: refused on a split-scoped handle.
     pub fn check_whole(&self) -> Result<()> {
         match self {
@@ -56,10 +63,14 @@ impl Scope {
     }
 }
 
-/// Which splits a split-scoped token may be made for: scan splits (whole fragments or a row
-/// slice). Search, full-text and change splits read index metadata, corpus statistics or other
-/// versions that reach beyond their fragments.
-pub(crate) fn check_exportable(split: &Split) -> Result<()> {
+/// The split-scoped snapshot token of scan split `split` of `snapshot`, exported through a
+/// handle of reach `scope`: the snapshot's token with the manifest cut down to the split's
+/// fragments. Only scan splits (whole fragments or a row slice) get one: search, full-text and
+/// change splits read index metadata, corpus statistics or other versions that reach beyond
+/// their fragments.
+pub fn export_split_token(snapshot: &Snapshot, scope: &Scope, split: &Split) -> Result<Vec<u8>> {
+    split.check_snapshot(snapshot)?;
+    scope.check_split(split)?;
     if split.kind != SplitKind::Scan {
         return Err(HostError::not_supported(format!(
             "split-scoped snapshot tokens are made for scan splits only, not for a {:?} split; \
@@ -67,7 +78,10 @@ pub(crate) fn check_exportable(split: &Split) -> Result<()> {
             split.kind
         )));
     }
-    Ok(())
+    let mut ids = split.fragment_ids.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    snapshot.export_fragments_token(&ids)
 }
 
 fn list(ids: &[u64]) -> String {
