@@ -6,8 +6,9 @@ Pushdown: Daft hands the source the columns it needs, its filter and a limit. Co
 limit go into each task's scan; the parts of the filter that mean the same in Lance SQL (see
 `to_lance_sql`) become the scan's filter. Daft applies its whole filter again to what the
 source returns, so what does not translate is still applied, and what does only saves reading
-rows. Tasks carry split bytes and the snapshot token: a worker opens the pinned version without
-reading the manifest, with its own storage options."""
+rows. Tasks carry split bytes and the split's own snapshot token (the manifest cut down to the
+split's fragments, a few hundred bytes whatever the table's size): a worker opens the pinned
+version without reading the manifest, with its own storage options."""
 
 from __future__ import annotations
 
@@ -171,8 +172,8 @@ def _task_class():
     from daft.schema import Schema
 
     class LanceHostTask(DataSourceTask):
-        """One split of the pinned snapshot: opened from the token on the worker, scanned with
-        the pushed columns, filter and limit."""
+        """One split of the pinned snapshot: opened on the worker from the split's own snapshot
+        token, scanned with the pushed columns, filter and limit."""
 
         def __init__(self, token: bytes, split: bytes, arrow_schema: pa.Schema, columns, sql, limit,
                      storage_options, batch_size):
@@ -233,8 +234,9 @@ def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None,
         options = dict(storage_options or {}) or None
         ds = _open_uri(source, version, options)
     arrow_schema = ds.schema
-    token = ds.export_snapshot()
-    splits = [bytes(s) for s in ds.plan_scan(split_rows)]
+    # each task carries its split and that split's own snapshot token (the pinned manifest cut
+    # down to the split's fragments): its bytes and its open do not grow with the table
+    splits = [(bytes(s), ds.export_split_snapshot(s)) for s in ds.plan_scan(split_rows)]
     task_class = _task_class()
 
     class LanceHostSource(DataSource):
@@ -254,7 +256,7 @@ def read_lance_host(source: str, *, catalog: Optional[Mapping[str, str]] = None,
             # a limit is exact per task only without a filter Daft applies afterwards
             limit = pushdowns.limit if pushdowns.filters is None else None
             schema = pa.schema([arrow_schema.field(c) for c in columns])
-            for split in splits:
+            for split, token in splits:
                 yield task_class(token, split, schema, columns, sql, limit, options, batch_size)
 
     return LanceHostSource().read()

@@ -109,7 +109,12 @@ def test_pushdown_reaches_each_split(table, monkeypatch):
     original = Dataset.scan_split_stream
 
     def recording(self, split, columns=None, filter=None, **options):
-        calls.append({"columns": columns, "filter": filter, "options": options})
+        try:  # the task's dataset comes from its split's own token: it refuses whole-table calls
+            self.count_rows()
+            scoped = False
+        except lh.InvalidArgumentError as e:
+            scoped = "split-scoped" in e.message
+        calls.append({"columns": columns, "filter": filter, "options": options, "scoped": scoped})
         return original(self, split, columns=columns, filter=filter, **options)
 
     monkeypatch.setattr(Dataset, "scan_split_stream", recording)
@@ -120,6 +125,7 @@ def test_pushdown_reaches_each_split(table, monkeypatch):
     assert len(calls) == 4  # one task per split (fragment)
     assert {c["filter"] for c in calls} == {"`id` >= 1900"}
     assert all(set(c["columns"]) == {"id", "f"} for c in calls)
+    assert all(c["scoped"] for c in calls)
 
 
 def test_sink_stages_partitions_and_commits_once(tmp_path, table):
