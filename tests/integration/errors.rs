@@ -393,3 +393,36 @@ fn sized_structs_of_older_and_newer_callers() {
         v[0] * 10000 + v[1] * 100 + v[2]
     });
 }
+
+/// `lance_dataset_export_split_snapshot` names each NULL argument, writes no output on failure,
+/// and the token of a scoped handle's own split is accepted while a scoped handle refuses a
+/// split of a fragment it does not carry.
+#[test]
+fn split_snapshot_export_refuses_null_arguments_and_foreign_fragments() {
+    use lance_host::ffi::split::*;
+    let ds = Ds::open(&people_uri(), 0);
+    let mut plan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut plan), 0, "{}", last_message());
+    assert!(lance_split_plan_count(plan) >= 2, "the fixture has several fragments");
+    let (first, second) = (lance_split_plan_get(plan, 0), lance_split_plan_get(plan, 1));
+    let (mut out, mut len) = (std::ptr::null_mut::<u8>(), 0usize);
+    assert_err(lance_dataset_export_split_snapshot(std::ptr::null(), first, &mut out, &mut len), LANCE_ERR_INVALID_ARGUMENT, "dataset");
+    assert_err(lance_dataset_export_split_snapshot(ds.ptr(), std::ptr::null(), &mut out, &mut len), LANCE_ERR_INVALID_ARGUMENT, "split");
+    assert_err(lance_dataset_export_split_snapshot(ds.ptr(), first, std::ptr::null_mut(), &mut len), LANCE_ERR_INVALID_ARGUMENT, "out");
+    assert_err(lance_dataset_export_split_snapshot(ds.ptr(), first, &mut out, std::ptr::null_mut()), LANCE_ERR_INVALID_ARGUMENT, "out_len");
+    assert!(out.is_null() && len == 0, "no output written on failure");
+    assert_eq!(lance_dataset_export_split_snapshot(ds.ptr(), first, &mut out, &mut len), 0, "{}", last_message());
+    let scoped = lance_snapshot_open(out, len, std::ptr::null());
+    assert!(!scoped.is_null(), "{}", last_message());
+    lance_bytes_free(out, len);
+    let (mut again, mut again_len) = (std::ptr::null_mut::<u8>(), 0usize);
+    assert_eq!(lance_dataset_export_split_snapshot(scoped, first, &mut again, &mut again_len), 0, "{}", last_message());
+    lance_bytes_free(again, again_len);
+    assert_err(lance_dataset_export_split_snapshot(scoped, second, &mut again, &mut again_len), LANCE_ERR_INVALID_ARGUMENT, "does not carry");
+    let mut n = 0u64;
+    assert_err(lance_dataset_count_rows(scoped, &mut n), LANCE_ERR_INVALID_ARGUMENT, "split-scoped");
+    lance_dataset_free(scoped);
+    lance_split_free(first);
+    lance_split_free(second);
+    lance_split_plan_free(plan);
+}
