@@ -126,6 +126,29 @@ int main(int argc, char** argv) {
   CHECK(lance_last_error_code() == LANCE_ERR_CORRUPT);
   lance_bytes_free(token, token_len);
 
+  /* Split-scoped tokens: each split's own token counts that split; together they count the
+   * table; a whole-table count on one is refused. */
+  LanceSplitPlan* scoped_plan = NULL;
+  CHECK_OK(lance_dataset_plan_scan(ds, 0, &scoped_plan));
+  uint64_t scoped_total = 0;
+  for (size_t i = 0; i < lance_split_plan_count(scoped_plan); i++) {
+    LanceSplit* sp = lance_split_plan_get(scoped_plan, i);
+    CHECK(sp != NULL);
+    CHECK_OK(lance_dataset_export_split_snapshot(ds, sp, &token, &token_len));
+    LanceDataset* part = lance_snapshot_open(token, token_len, NULL);
+    lance_bytes_free(token, token_len);
+    CHECK(part != NULL);
+    uint64_t k = 0;
+    CHECK_OK(lance_split_count_rows_v2(part, sp, NULL, &k, NULL));
+    scoped_total += k;
+    CHECK(lance_dataset_count_rows_where_v2(part, NULL, &n, NULL) == LANCE_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(lance_last_error_message(), "split-scoped") != NULL);
+    lance_dataset_free(part);
+    lance_split_free(sp);
+  }
+  lance_split_plan_free(scoped_plan);
+  CHECK_EQ_U64(scoped_total, all);
+
   /* Explain: the BTREE answers `id < 100`. */
   LanceScanOptions o;
   CHECK_OK(lance_scan_options_init_v2(&o, sizeof(LanceScanOptions)));
