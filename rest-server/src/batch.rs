@@ -38,6 +38,9 @@ struct State {
     lock: tokio::sync::Mutex<()>,
     /// The newest version registered through this namespace, per table (main branch).
     registered: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// A test fault (`--lose-answer-marker`): while this file exists, the next commit that
+    /// lands removes it and answers with an error, as if its answer were lost on the way back.
+    lose_marker: Option<PathBuf>,
 }
 
 fn table_key(id: &[String]) -> String {
@@ -66,7 +69,11 @@ fn local_file(object_path: &str) -> PathBuf {
 impl BatchCommitNamespace {
     /// Wrap `inner` (a directory namespace over `root`, with version tracking) and finish any
     /// batch a previous run of the server journaled but did not publish completely.
-    pub async fn open(inner: Arc<dyn LanceNamespace>, root: &str) -> std::result::Result<Self, String> {
+    pub async fn open(
+        inner: Arc<dyn LanceNamespace>,
+        root: &str,
+        lose_marker: Option<PathBuf>,
+    ) -> std::result::Result<Self, String> {
         let journal_dir = Path::new(root).join("_batch_commits");
         let registered = match std::fs::read_to_string(journal_dir.join("registered.json")) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| format!("damaged registered.json: {e}"))?,
@@ -77,6 +84,7 @@ impl BatchCommitNamespace {
             journal_dir,
             lock: tokio::sync::Mutex::new(()),
             registered: std::sync::Mutex::new(registered),
+            lose_marker,
         };
         let mut pending: Vec<PathBuf> = match std::fs::read_dir(&ns.journal_dir) {
             Ok(dir) => dir
@@ -107,13 +115,25 @@ impl BatchCommitNamespace {
     /// disconnects drops the request's future; the batch must not stop half-way).
     async fn commit(&self, entries: Vec<CreateTableVersionRequest>) -> Result<Vec<CreateTableVersionResponse>> {
         let state = self.state.clone();
-        tokio::spawn(async move { state.commit_versions(entries).await })
+        let published = tokio::spawn(async move { state.commit_versions(entries).await })
             .await
-            .map_err(|e| internal(format!("the batch commit task failed: {e}")))?
+            .map_err(|e| internal(format!("the batch commit task failed: {e}")))??;
+        self.state.lose_answer()?;
+        Ok(published)
     }
 }
 
 impl State {
+    /// The test fault: a commit that landed answers with an error once per marker file.
+    fn lose_answer(&self) -> Result<()> {
+        match &self.lose_marker {
+            Some(marker) if std::fs::remove_file(marker).is_ok() => Err(internal(
+                "the commit landed but its answer was lost (test fault --lose-answer-marker)".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Record that `version` of table `id` was registered here (main branch only).
     fn record(&self, id: Option<&[String]>, branch: Option<&str>, version: i64) -> Result<()> {
         let (Some(id), None | Some("main")) = (id, branch) else { return Ok(()) };
@@ -259,6 +279,7 @@ namespace_impl! {
                 let (id, version, branch) = (request.id.clone(), request.version, request.branch.clone());
                 let answer = state.inner.create_table_version(request).await?;
                 state.record(id.as_deref(), branch.as_deref(), version)?;
+                state.lose_answer()?;
                 Ok(answer)
             })
             .await

@@ -227,6 +227,11 @@ pub async fn start_with_backend(
     start_with(root, auth, backend_properties, false).await
 }
 
+/// The property of `start_with` that names the lost-answer test fault's marker file: while the
+/// file exists, the next version committed through the namespace removes it and is answered
+/// with an error although it landed (a lost answer, for testing clients' retries).
+pub const LOSE_ANSWER_MARKER: &str = "lance_host.test.lose_answer_marker";
+
 /// `start_with_backend`; with `batch_commits`, the namespace also commits versions of several
 /// tables together (`batch_commit_tables`, `batch_create_table_versions`; see `batch`) and
 /// manages its tables' versions (version tracking is switched on).
@@ -236,6 +241,11 @@ pub async fn start_with(
     mut backend_properties: HashMap<String, String>,
     batch_commits: bool,
 ) -> Result<ServerHandle, String> {
+    // the test fault travels as a property of its own; the directory namespace never sees it
+    let lose_marker = backend_properties.remove(LOSE_ANSWER_MARKER).map(std::path::PathBuf::from);
+    if lose_marker.is_some() && !batch_commits {
+        return Err("the lost-answer test fault needs batch commits (the namespace commits versions)".into());
+    }
     if batch_commits {
         backend_properties.insert("table_version_tracking_enabled".into(), "true".into());
     }
@@ -246,7 +256,7 @@ pub async fn start_with(
         .await
         .map_err(|e| format!("cannot open warehouse {root}: {e}"))?;
     if batch_commits {
-        backend = Arc::new(batch::BatchCommitNamespace::open(backend, root).await?);
+        backend = Arc::new(batch::BatchCommitNamespace::open(backend, root, lose_marker).await?);
     }
     let adapter = RestAdapter::new(
         backend,

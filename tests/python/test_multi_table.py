@@ -147,6 +147,33 @@ def test_a_repeated_commit_with_statement_ids_returns_the_versions(server):
     assert pylance_ids(server, "a") == (2, list(range(105)))
 
 
+def test_a_lost_answer_is_an_unknown_outcome_and_the_repeated_commit_finds_the_versions(tmp_path):
+    """The namespace registers the batch, then its answer is lost (the server's test fault):
+    the caller hears that the outcome is unknown, the staged files stay (the versions use
+    them), and the same commit again returns the versions that landed without a second one."""
+    marker = tmp_path / "lose-next-answer"
+    s = Server(tmp_path / "warehouse", "--batch-commits", "--lose-answer-marker", str(marker))
+    try:
+        cat = lh.Catalog({"type": "rest", "uri": s.uri})
+        t = make_tables(cat, ["a", "b"])
+        shares = {k: lh.stage_write(v.uri, rows(100, 110, k), "append", at=v) for k, v in t.items()}
+        tables = [(t[k].uri, [shares[k]], {"statement_id": f"lost-1/{k}"}) for k in ("a", "b")]
+        marker.touch()
+        with pytest.raises(lh.LanceError, match="outcome is unknown") as e:
+            lh.commit_tables(tables)
+        assert not isinstance(e.value, (lh.NotSupportedError, lh.ConflictError, lh.InvalidArgumentError))
+        assert not marker.exists()
+        assert pylance_ids(s, "a") == (2, list(range(110)))
+        assert pylance_ids(s, "b") == (2, list(range(110)))
+        again = lh.commit_tables(tables)
+        assert [r.version for _, r in again] == [2, 2]
+        assert [r.committed for _, r in again] == [False, False]
+        assert pylance_ids(s, "a") == (2, list(range(110)))
+        assert pylance_tags(s, "b") == ["base"] * 100 + ["b"] * 10
+    finally:
+        s.stop()
+
+
 def test_bad_calls_commit_nothing(server, tmp_path):
     cat = lh.Catalog({"type": "rest", "uri": server.uri})
     t = make_tables(cat, ["a", "b"])
