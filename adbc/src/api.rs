@@ -385,6 +385,15 @@ pub fn error_of(api: &Api, code: i32, context: &str, message: &str) -> Error {
     err
 }
 
+/// The library's error code an error of `error_of` carries (None: the driver's own error).
+pub fn library_code(err: &Error) -> Option<i32> {
+    err.details
+        .as_ref()?
+        .iter()
+        .find(|(k, _)| k == "lance_host.error_number")
+        .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse().ok())
+}
+
 /// Check a status-returning call.
 pub fn check(api: &Api, code: i32, context: &str) -> Result<()> {
     if code == 0 {

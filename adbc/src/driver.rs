@@ -6,7 +6,9 @@
 //!   catalog's `root`) and `lance_host.catalog_name` (the catalog's name in `GetObjects`);
 //! - a connection shares the database's catalog and the library's process-wide session; with
 //!   autocommit off, its bulk ingests are staged and `Commit` makes each table's one version
-//!   (`Rollback`, or closing the connection, deletes the staged files).
+//!   (`Rollback`, or closing the connection, deletes the staged files). Each table's commit
+//!   carries a statement id: a `Commit` whose answer was lost keeps the transaction open with
+//!   its writes, and the next `Commit` commits them once (see `commit_pending`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -186,6 +188,7 @@ impl Database for LanceHostDatabase {
                 txn: Mutex::new(Txn {
                     autocommit: true,
                     pending: Vec::new(),
+                    unknown_outcome: false,
                     db_schema: Vec::new(),
                 }),
             }),
@@ -203,9 +206,15 @@ pub struct LanceHostConnection {
 
 impl Drop for LanceHostConnection {
     fn drop(&mut self) {
-        // Closing a connection with uncommitted ingests discards them (their files are deleted).
-        let pending = std::mem::take(&mut self.shared.txn().pending);
-        let _ = discard(&self.shared, pending);
+        // Closing a connection with uncommitted ingests discards them (their files are deleted),
+        // unless the last commit's outcome is unknown: its files may belong to a version now.
+        let (pending, unknown) = {
+            let mut txn = self.shared.txn();
+            (std::mem::take(&mut txn.pending), txn.unknown_outcome)
+        };
+        if !unknown {
+            let _ = discard(&self.shared, pending);
+        }
     }
 }
 
@@ -437,8 +446,22 @@ impl Connection for LanceHostConnection {
             ));
         }
         let pending = std::mem::take(&mut txn.pending);
+        let retry = txn.unknown_outcome;
         drop(txn);
-        commit_pending(&self.shared, pending)
+        match commit_pending(&self.shared, pending, retry) {
+            Ok(()) => {
+                self.shared.txn().unknown_outcome = false;
+                Ok(())
+            }
+            Err(Failure::Definite(e)) => Err(e),
+            Err(Failure::Unknown(e, pending)) => {
+                // the transaction stays open with the same shares and statement ids
+                let mut txn = self.shared.txn();
+                txn.pending = pending;
+                txn.unknown_outcome = true;
+                Err(e)
+            }
+        }
     }
 
     fn rollback(&mut self) -> Result<()> {
@@ -447,6 +470,9 @@ impl Connection for LanceHostConnection {
             return Err(api::invalid_state(
                 "lance-host ADBC: rollback with autocommit on",
             ));
+        }
+        if txn.unknown_outcome {
+            return Err(api::invalid_state(crate::shared::UNKNOWN_OUTCOME_PENDING));
         }
         let pending = std::mem::take(&mut txn.pending);
         drop(txn);
@@ -481,47 +507,90 @@ fn discard(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
     first
 }
 
-/// Commit the staged shares of a transaction: one version per table. Several tables commit
-/// together through the library's multi-table commit (their namespace must commit several
-/// tables at once), never one after another: that could leave the transaction half-committed.
-fn commit_pending(shared: &Shared, pending: Vec<Pending>) -> Result<()> {
-    if pending.len() > 1 {
-        let tables: Vec<(&str, &[Vec<u8>], &[String])> = pending
+/// How a transaction's commit failed.
+enum Failure {
+    /// Nothing was committed; the staged files were deleted and created tables dropped.
+    Definite(Error),
+    /// The commit may have landed (its answer was lost): the shares are given back, kept.
+    Unknown(Error, Vec<Pending>),
+}
+
+/// Library codes after which a commit surely committed nothing (lance_host.h: a refused share,
+/// a conflict, a check that failed, a namespace that cannot commit the tables together).
+/// Any other failure (I/O, a lost answer, a timeout, an internal error) may have landed.
+const DEFINITE: [i32; 6] = [
+    1,  // INVALID_ARGUMENT
+    2,  // NOT_FOUND
+    4,  // NOT_SUPPORTED
+    7,  // FAILED_PRECONDITION
+    10, // CORRUPT
+    13, // CONFLICT
+];
+
+/// Whether `e` says that nothing was committed. An error the driver made itself before calling
+/// the library (it carries no library code) committed nothing either.
+fn nothing_committed(e: &Error) -> bool {
+    match api::library_code(e) {
+        Some(code) => DEFINITE.contains(&code),
+        None => true,
+    }
+}
+
+/// Commit the staged shares of a transaction: one version per table, each table's commit
+/// carrying its statement id. Several tables commit together through the library's multi-table
+/// commit (their namespace must commit several tables at once), never one after another: that
+/// could leave the transaction half-committed. A definite failure deletes the staged files; a
+/// failure that may have landed keeps them and gives the shares back. `retry`: an earlier commit
+/// of these shares lost its answer; whatever this one says, its files are never deleted.
+fn commit_pending(
+    shared: &Shared,
+    pending: Vec<Pending>,
+    retry: bool,
+) -> std::result::Result<(), Failure> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let outcome = if pending.len() > 1 {
+        let tables: Vec<(&str, &[Vec<u8>], &[String], &str)> = pending
             .iter()
             .map(|p| {
                 (
                     p.location.as_str(),
                     p.shares.as_slice(),
                     p.storage_options.as_slice(),
+                    p.statement_id.as_str(),
                 )
             })
             .collect();
-        if let Err(e) = writes::commit_tables(&tables) {
-            let names: Vec<String> = pending.iter().map(|p| p.table.display()).collect();
-            discard(shared, pending)?;
-            return Err(Error {
-                message: format!(
-                    "{} (the transaction wrote {}: nothing was committed, the staged files were deleted)",
-                    e.message,
-                    names.join(", ")
-                ),
-                ..e
-            });
-        }
-        return Ok(());
+        writes::commit_tables(&tables)
+    } else {
+        let p = &pending[0];
+        let settings = writes::WriteSettings {
+            statement_id: Some(p.statement_id.clone()),
+            ..Default::default()
+        };
+        writes::commit_shares(&p.location, &p.shares, &p.storage_options, &settings).map(|_| ())
+    };
+    let Err(e) = outcome else { return Ok(()) };
+    let names: Vec<String> = pending.iter().map(|p| p.table.display()).collect();
+    let names = names.join(", ");
+    if retry || !nothing_committed(&e) {
+        let message = format!(
+            "{} (the transaction wrote {names}; the outcome is unknown: the commit may have landed. The transaction stays open with its writes: Commit again, which commits them once)",
+            e.message
+        );
+        return Err(Failure::Unknown(Error { message, ..e }, pending));
     }
-    for p in pending {
-        if let Err(e) = writes::commit_shares(
-            &p.location,
-            &p.shares,
-            &p.storage_options,
-            &writes::WriteSettings::default(),
-        ) {
-            discard(shared, vec![p])?;
-            return Err(e);
-        }
+    if let Err(d) = discard(shared, pending) {
+        return Err(Failure::Definite(d));
     }
-    Ok(())
+    Err(Failure::Definite(Error {
+        message: format!(
+            "{} (the transaction wrote {names}: nothing was committed, the staged files were deleted)",
+            e.message
+        ),
+        ..e
+    }))
 }
 
 pub(crate) fn read_partition(shared: &Shared, bytes: &[u8]) -> Result<Reader> {

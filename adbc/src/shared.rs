@@ -25,6 +25,9 @@ pub(crate) fn not_found_option(key: &str) -> Error {
     )
 }
 
+/// Why an ingest or a rollback is refused while the last commit's outcome is unknown.
+pub const UNKNOWN_OUTCOME_PENDING: &str = "lance-host ADBC: the transaction's last Commit lost its answer, so its writes may have landed: Commit again to complete it (the writes commit once: a commit that landed is found by its statement ids and not repeated); neither a new ingest nor a Rollback can be taken until then";
+
 /// A table's staged shares waiting for the connection's commit.
 pub struct Pending {
     pub table: TableRef,
@@ -33,11 +36,29 @@ pub struct Pending {
     pub shares: Vec<Vec<u8>>,
     /// The transaction created the table (empty) to stage into: a rollback drops it.
     pub created: bool,
+    /// The statement id the table's commit carries, made with the entry: a commit tried again
+    /// after a lost answer commits these shares once (the library finds the statement if it
+    /// landed and commits nothing more).
+    pub statement_id: String,
+}
+
+/// A statement id no other transaction takes: this process, the time, and a counter.
+pub fn new_statement_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("adbc-txn/{}-{nanos}-{n}", std::process::id())
 }
 
 pub struct Txn {
     pub autocommit: bool,
     pub pending: Vec<Pending>,
+    /// The last `Commit` failed without saying whether it landed (its answer was lost): the
+    /// pending shares may be committed. Until a `Commit` succeeds, ingests and `Rollback` are
+    /// refused, and closing the connection keeps the staged files and the tables.
+    pub unknown_outcome: bool,
     /// The namespace of table names given without one.
     pub db_schema: Vec<String>,
 }

@@ -43,7 +43,7 @@ use crate::objects;
 use crate::partition::Partition;
 use crate::partition::Search;
 use crate::search::{parse_vector, VectorOptions, VectorSearch};
-use crate::shared::{not_found_option, option_string, Pending, Shared};
+use crate::shared::{not_found_option, option_string, Pending, Shared, UNKNOWN_OUTCOME_PENDING};
 use crate::sql;
 use crate::substrait_plan::{self, PlanQuery, Shape};
 use crate::text::{TextOptions, TextSearch};
@@ -336,7 +336,13 @@ impl LanceHostStatement {
             (IngestMode::Append | IngestMode::CreateAppend, true) => Some(api::WRITE_APPEND),
             (IngestMode::Replace, true) => Some(api::WRITE_OVERWRITE),
         };
-        let autocommit = self.shared.txn().autocommit;
+        let (autocommit, unknown) = {
+            let txn = self.shared.txn();
+            (txn.autocommit, txn.unknown_outcome)
+        };
+        if unknown && !self.stage {
+            return Err(invalid_state(UNKNOWN_OUTCOME_PENDING));
+        }
         let (mode, info, created) = match (mode, described) {
             (Some(mode), Some(info)) => (mode, info, false),
             _ if self.stage => {
@@ -391,6 +397,7 @@ impl LanceHostStatement {
                         storage_options: info.storage_options,
                         shares: vec![share],
                         created,
+                        statement_id: crate::shared::new_statement_id(),
                     }),
                 }
             }

@@ -206,31 +206,35 @@ pub fn commit_shares(
     Ok(result)
 }
 
-/// Commit the staged shares of several tables together (`lance_commit_tables`): every table
-/// gets one new version or none does. The library refuses (nothing committed) tables that one
+/// Commit the staged shares of several tables together (`lance_commit_tables`), each table's
+/// with its statement id: every table gets one new version or none does. The library refuses (nothing committed) tables that one
 /// namespace with batch commits does not manage.
-pub fn commit_tables(tables: &[(&str, &[Vec<u8>], &[String])]) -> Result<()> {
+pub fn commit_tables(tables: &[(&str, &[Vec<u8>], &[String], &str)]) -> Result<()> {
     let api = api()?;
     let uris = tables
         .iter()
-        .map(|(uri, _, _)| c_string(uri, "the table location"))
+        .map(|(uri, _, _, _)| c_string(uri, "the table location"))
         .collect::<Result<Vec<_>>>()?;
     let uri_ptrs: Vec<*const std::ffi::c_char> = uris.iter().map(|u| u.as_ptr()).collect();
     let share_ptrs: Vec<Vec<*const u8>> = tables
         .iter()
-        .map(|(_, shares, _)| shares.iter().map(|s| s.as_ptr()).collect())
+        .map(|(_, shares, _, _)| shares.iter().map(|s| s.as_ptr()).collect())
         .collect();
     let share_lens: Vec<Vec<usize>> = tables
         .iter()
-        .map(|(_, shares, _)| shares.iter().map(|s| s.len()).collect())
+        .map(|(_, shares, _, _)| shares.iter().map(|s| s.len()).collect())
         .collect();
     let staged: Vec<*const *const u8> = share_ptrs.iter().map(|v| v.as_ptr()).collect();
     let lens: Vec<*const usize> = share_lens.iter().map(|v| v.as_ptr()).collect();
     let counts: Vec<usize> = share_ptrs.iter().map(Vec::len).collect();
     let params = tables
         .iter()
-        .map(|(_, _, options)| {
-            WriteSettings::default().build(api, crate::api::WRITE_APPEND, options)
+        .map(|(_, _, options, statement_id)| {
+            let settings = WriteSettings {
+                statement_id: Some(statement_id.to_string()),
+                ..Default::default()
+            };
+            settings.build(api, crate::api::WRITE_APPEND, options)
         })
         .collect::<Result<Vec<_>>>()?;
     let param_ptrs: Vec<*const api::WriteParams> =
