@@ -207,6 +207,25 @@ def main(root: Path) -> None:
     lance.write_dataset(nans, str(nan_dir / "nans.lance"), max_rows_per_file=200)
     pq.write_table(nans, str(root / "nans.parquet"))
     expected["nans"] = {"root": str(nan_dir), "uri": str(nan_dir / "nans.lance"), "parquet": str(root / "nans.parquet")}
+
+    # dates: dates at the edges of date parts (NULLs, the day before the epoch, leap days, year
+    # and quarter boundaries, years 1601 to 2399) as a Lance table and as Parquet, for Spark on
+    # Parquet to judge the date-part group keys the connector pushes
+    base = [dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(1600 + 1, 1, 1), dt.date(2000, 2, 29),
+            dt.date(1900, 2, 28), dt.date(2399, 12, 31), dt.date(2024, 3, 31), dt.date(2024, 4, 1),
+            dt.date(1969, 7, 20), dt.date(1999, 12, 31)]
+    day_values = [None if i % 7 == 3 else
+                  (base[i % len(base)] if i % 2 == 0 else dt.date(1601, 1, 1) + dt.timedelta(days=(i * 7919) % 292000))
+                  for i in range(1200)]
+    dates = pa.table({"id": pa.array(range(1200), pa.int64()), "day": pa.array(day_values, pa.date32()),
+                      "cat": pa.array([f"k{i % 3}" for i in range(1200)]),
+                      "qty": pa.array([i % 11 for i in range(1200)], pa.int64())})
+    date_dir = root / "date-tables"
+    date_dir.mkdir()
+    lance.write_dataset(dates, str(date_dir / "dates.lance"), max_rows_per_file=400)
+    pq.write_table(dates, str(root / "dates.parquet"))
+    expected["dates"] = {"uri": str(date_dir / "dates.lance"), "parquet": str(root / "dates.parquet"),
+                         "nulls": sum(1 for d in day_values if d is None)}
     (root / "expected.json").write_text(json.dumps(expected))
 
 
