@@ -5,6 +5,7 @@ both are checked against one table of cases, `tests/filters/spark_filters.json`.
 
 from __future__ import annotations
 
+import datetime
 import math
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -35,7 +36,9 @@ def _literal(v) -> str | None:
     if isinstance(v, str):
         # Lance refuses a filter with a NUL character: such a literal stays in Spark
         return None if "\0" in v else "'" + v.replace("'", "''") + "'"
-    return None  # dates, timestamps, decimals, binary: kept in Spark
+    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
+        return f"DATE '{v.isoformat()}'"  # years 1 to 9999, four digits
+    return None  # timestamps, decimals, binary: kept in Spark
 
 
 def to_lance_sql(f: Filter) -> str | None:

@@ -2,9 +2,11 @@
 `tests/filters/spark_filters.json`. Here pyspark's filter objects go through
 `lance_host.spark_filters.to_lance_sql` and must give the table's SQL (or none); and every SQL of
 the table, the JVM connector's too, must select through pylance exactly the rows Spark's
-semantics keep, on rows with NULLs, NaNs of both signs, -0.0, infinities and the int32 extremes.
+semantics keep, on rows with NULLs, NaNs of both signs, -0.0, infinities, the int32 extremes and
+dates from year 1 to 9999.
 The JVM's `FiltersTest` checks Filters.java against the same table."""
 
+import datetime as dt
 import json
 import math
 import struct
@@ -29,6 +31,9 @@ def rows():
     xs = [0.0, -0.0, 1.0, -1.0, 2.5, 2.0, 1e-06, 1e300, -1e300, math.inf, -math.inf, math.nan, NEG_NAN, None,
           0.09, 0.1, 3.0]
     cats = [None, "c0", "c1", "c2", "it's", "é中", "cx"]
+    days = [None, dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 1, 5), dt.date(2000, 2, 29),
+            dt.date(1601, 1, 1), dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(9999, 12, 30),
+            dt.date(2000, 1, 1), dt.date(1999, 12, 31), dt.date(2024, 1, 6), dt.date(1, 1, 2)]
     for i in range(40):
         x = xs[i % len(xs)]
         out.append({
@@ -38,6 +43,7 @@ def rows():
             "f": None if x is None else float(np.float32(x if abs(x) < 1e38 or not math.isfinite(x) else 1e38)),
             "cat": cats[i % len(cats)],
             "b": [True, False, None][i % 3],
+            "d": days[i % len(days)],
         })
     return out
 
@@ -47,13 +53,15 @@ def table(tmp_path_factory):
     uri = str(tmp_path_factory.mktemp("spark_filters") / "t.lance")
     data = rows()
     schema = pa.schema([("id", pa.int64()), ("n", pa.int32()), ("x", pa.float64()), ("f", pa.float32()),
-                        ("cat", pa.string()), ("b", pa.bool_())])
+                        ("cat", pa.string()), ("b", pa.bool_()), ("d", pa.date32())])
     lance.write_dataset(pa.Table.from_pylist(data, schema=schema), uri)
     return lance.dataset(uri), data
 
 
 def value(column, v):
     """A case's literal as pyspark pushes it for the column's type."""
+    if TABLE["schema"].get(column) == "date":
+        return dt.date.fromisoformat(v)
     if TABLE["schema"].get(column) in ("double", "float"):
         v = float(v)  # "NaN", "Infinity", "-Infinity" and numbers
         return float(np.float32(v)) if TABLE["schema"][column] == "float" else v

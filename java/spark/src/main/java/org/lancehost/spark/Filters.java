@@ -1,6 +1,7 @@
 package org.lancehost.spark;
 
 import java.math.BigDecimal;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -16,8 +17,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * Spark predicates to Lance SQL, exactly where the translation keeps Spark's meaning:
  * comparisons (=, <>, <, <=, >, >=, <=>), IN, IS [NOT] NULL, AND, OR and NOT over top-level
- * columns of integer, floating-point, string and boolean type, with literals of those types
- * (floating-point ones finite). Order comparisons of floating-point columns are written with
+ * columns of integer, floating-point, string, boolean and date type, with literals of those types
+ * (floating-point ones finite, dates of the years 1 to 9999, written {@code DATE 'yyyy-mm-dd'}). Order comparisons of floating-point columns are written with
  * {@code isnan} so that every NaN, whatever its sign bit, is above every number as in Spark.
  * Anything else returns null and stays in Spark.
  */
@@ -107,7 +108,7 @@ final class Filters {
   private static boolean supported(DataType t) {
     return t.equals(DataTypes.ByteType) || t.equals(DataTypes.ShortType) || t.equals(DataTypes.IntegerType)
         || t.equals(DataTypes.LongType) || t.equals(DataTypes.FloatType) || t.equals(DataTypes.DoubleType)
-        || t.equals(DataTypes.StringType) || t.equals(DataTypes.BooleanType);
+        || t.equals(DataTypes.StringType) || t.equals(DataTypes.BooleanType) || t.equals(DataTypes.DateType);
   }
 
   /** A top-level column of a type Lance compares as Spark does (not unsigned), quoted; else null. */
@@ -130,6 +131,13 @@ final class Filters {
     Object v = ((Literal<?>) e).value();
     DataType t = ((Literal<?>) e).dataType();
     if (v == null || !supported(t)) return null;
+    if (t.equals(DataTypes.DateType)) {
+      // days since the epoch; a year outside 1..9999 has no plain DATE literal: it stays in Spark
+      if (!(v instanceof Integer)) return null;
+      LocalDate day = LocalDate.ofEpochDay((Integer) v);
+      if (day.getYear() < 1 || day.getYear() > 9999) return null;
+      return "DATE '" + day + "'";
+    }
     if (v instanceof Boolean) return ((Boolean) v) ? "true" : "false";
     if (v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long) return v.toString();
     if (v instanceof Float || v instanceof Double) {

@@ -106,7 +106,7 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
   /**
    * ORDER BY ... LIMIT n: each split returns its own top n, sorted by Lance; Spark sorts the
    * splits' rows and keeps the global top n. Pushed only over plain columns Lance orders as Spark
-   * does (integers, strings and booleans; not floating point, where Lance orders a NaN with its
+   * does (integers, strings, booleans and dates; not floating point, where Lance orders a NaN with its
    * sign bit set below every number and Spark above), and only when every predicate was pushed
    * (a split's top n must be of the rows Spark keeps).
    */

@@ -52,6 +52,7 @@ class FiltersTest {
         case "float": type = DataTypes.FloatType; break;
         case "string": type = DataTypes.StringType; break;
         case "boolean": type = DataTypes.BooleanType; break;
+        case "date": type = DataTypes.DateType; break;
         default: throw new IllegalArgumentException(e.getValue().asText());
       }
       fields.add(DataTypes.createStructField(e.getKey(), type, true));
@@ -70,6 +71,7 @@ class FiltersTest {
     else if (type.equals(DataTypes.IntegerType)) value = v.asInt();
     else if (type.equals(DataTypes.LongType)) value = v.asLong();
     else if (type.equals(DataTypes.BooleanType)) value = v.asBoolean();
+    else if (type.equals(DataTypes.DateType)) value = (int) java.time.LocalDate.parse(v.asText()).toEpochDay();
     else value = UTF8String.fromString(v.asText());
     return new LiteralValue<>(value, type);
   }
