@@ -115,6 +115,9 @@ def main(root: Path) -> None:
     # the exact nearest rows (no index) to a query vector, as pylance finds them
     query = [100.3, 100.4, 100.2, 100.6]
     nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 7, "use_index": False}, columns=["id"])
+    # ... and among the rows of category c2 only (a prefilter)
+    nn_c2 = ds.to_table(nearest={"column": "vec", "q": query, "k": 7, "use_index": False}, columns=["id"],
+                        filter="category = 'c2'", prefilter=True)
     v2_time = versions[1]["timestamp"]
     expected = {
         "count": ds.count_rows(),
@@ -128,6 +131,8 @@ def main(root: Path) -> None:
         "nn_query": query,
         "nn_ids": nn["id"].to_pylist(),
         "nn_distances": [float(x) for x in nn["_distance"].to_pylist()],
+        "nn_c2_ids": nn_c2["id"].to_pylist(),
+        "nn_c2_distances": [float(x) for x in nn_c2["_distance"].to_pylist()],
         "groups": groups,
         "groups2": agg2,
         "c2": {"count": len(c2), "sum_qty": sum(r["qty"] for r in c2), "min_day": str(min(r["day"] for r in c2)),
@@ -186,6 +191,9 @@ def main(root: Path) -> None:
         "zebra_scores": sorted(float(x) for x in zebra["_score"].to_pylist()),
         "zebra_count_by_scan": sum(1 for d in dds.to_table(columns=["doc"])["doc"].to_pylist() if "zebra" in d.split()),
     }
+    # the same word among the rows with id >= 1500 only (a prefilter; indexed and appended rows)
+    zebra_late = dds.to_table(full_text_query="zebra", columns=["id"], limit=1000, filter="id >= 1500", prefilter=True)
+    expected["docs"]["zebra_late_ids"] = sorted(zebra_late["id"].to_pylist())
     lt500 = [r for r in all_rows if r["id"] < 500]
     expected["insert_lt_500"] = {"count": len(lt500), "sum_id": sum(r["id"] for r in lt500),
                                  "sum_price": str(sum((r["price"] for r in lt500), decimal.Decimal("0.00"))),

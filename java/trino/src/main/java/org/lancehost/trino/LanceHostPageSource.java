@@ -105,6 +105,7 @@ final class LanceHostPageSource implements ConnectorPageSource {
       try {
         if (search.text() != null) {
           TextQuery q = TextQuery.of(search.column(), search.text(), search.k()).columns(names);
+          if (search.filter() != null) q = q.prefilter(search.filter());
           byte[] statistics = d.textStatistics(q);
           for (byte[] split : d.planTextSearch(search.column(), 0).splits()) {
             parts.add(d.searchText(split, q, statistics, allocator));
@@ -112,6 +113,7 @@ final class LanceHostPageSource implements ConnectorPageSource {
           return Dataset.mergeText(parts, search.k(), 0, allocator);
         }
         VectorQuery q = VectorQuery.of(search.column(), search.query(), search.k()).columns(names);
+        if (search.filter() != null) q = q.prefilter(search.filter());
         for (byte[] split : d.planVectorSearch(search.column(), VectorQuery.METRIC_DEFAULT, true, 0).splits()) {
           parts.add(d.search(split, q, allocator));
         }

@@ -12,21 +12,25 @@ import java.util.Arrays;
  * @param query the query vector (null for a full-text search)
  * @param text the query text (null for a vector search)
  * @param k how many rows
+ * @param filter a Lance SQL filter the rows must pass before they are searched (a prefilter: the
+ *     top k of the matching rows), or null
  */
-public record LanceHostSearch(String column, float[] query, String text, long k) {
+public record LanceHostSearch(String column, float[] query, String text, long k, String filter) {
   @Override
   public boolean equals(Object o) {
     return o instanceof LanceHostSearch s && s.column.equals(column) && Arrays.equals(s.query, query)
-        && java.util.Objects.equals(s.text, text) && s.k == k;
+        && java.util.Objects.equals(s.text, text) && s.k == k && java.util.Objects.equals(s.filter, filter);
   }
 
   @Override
   public int hashCode() {
-    return column.hashCode() * 31 + Arrays.hashCode(query) * 7 + java.util.Objects.hashCode(text) + Long.hashCode(k);
+    return column.hashCode() * 31 + Arrays.hashCode(query) * 7 + java.util.Objects.hashCode(text) + Long.hashCode(k)
+        + java.util.Objects.hashCode(filter) * 13;
   }
 
   @Override
   public String toString() {
-    return text == null ? "nearest " + k + " by " + column : "best " + k + " by " + column + " matching " + text;
+    String what = text == null ? "nearest " + k + " by " + column : "best " + k + " by " + column + " matching " + text;
+    return filter == null ? what : what + " where " + filter;
   }
 }

@@ -19,9 +19,10 @@ import java.util.Map;
 
 /**
  * {@code TABLE(<catalog>.system.text_search(table_name => 'docs', column_name => 'doc',
- * query_text => 'river stone', k => 10 [, schema_name => 'default']))}: the k rows of the table's
- * latest version that best match the words (BM25 over the column's INVERTED index, any word
- * matching), with every mapped column and {@code _score}. The library scores every index segment
+ * query_text => 'river stone', k => 10 [, schema_name => 'default'] [, filter => 'lance sql']))}: the k
+ * rows of the table's latest version that best match the words (BM25 over the column's INVERTED
+ * index, any word matching), with every mapped column and {@code _score}; with {@code filter}, the
+ * best k of the rows matching it (a prefilter in Lance SQL). The library scores every index segment
  * and the unindexed rows with the version's corpus statistics and merges them into the global top
  * k (one Trino split; the searches run in parallel inside the library).
  */
@@ -35,7 +36,8 @@ final class TextSearchFunction extends AbstractConnectorTableFunction {
         ScalarArgumentSpecification.builder().name("QUERY_TEXT").type(VarcharType.VARCHAR).build(),
         ScalarArgumentSpecification.builder().name("K").type(BigintType.BIGINT).defaultValue(10L).build(),
         ScalarArgumentSpecification.builder().name("SCHEMA_NAME").type(VarcharType.VARCHAR)
-            .defaultValue(Slices.utf8Slice(Tables.DEFAULT_SCHEMA)).build()),
+            .defaultValue(Slices.utf8Slice(Tables.DEFAULT_SCHEMA)).build(),
+        ScalarArgumentSpecification.builder().name("FILTER").type(VarcharType.VARCHAR).defaultValue(null).build()),
         ReturnTypeSpecification.GenericTable.GENERIC_TABLE);
     this.metadata = metadata;
   }
@@ -49,6 +51,7 @@ final class TextSearchFunction extends AbstractConnectorTableFunction {
     String schema = ((Slice) VectorSearchFunction.value(args, "SCHEMA_NAME")).toStringUtf8();
     long k = (Long) VectorSearchFunction.value(args, "K");
     if (k <= 0) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "text_search: k must be positive, got " + k);
-    return VectorSearchFunction.analysis(metadata, session, schema, table, new LanceHostSearch(column, null, text, k), "_score");
+    return VectorSearchFunction.analysis(metadata, session, schema, table, new LanceHostSearch(column, null, text, k,
+        VectorSearchFunction.filter(args)), "_score");
   }
 }

@@ -28,9 +28,10 @@ import java.util.Optional;
 
 /**
  * {@code TABLE(<catalog>.system.vector_search(table_name => 'items', column_name => 'vec',
- * query_vector => ARRAY[...], k => 10 [, schema_name => 'default']))}: the top k rows of the table nearest to
- * the query vector by the column's index metric (L2 without an index), with every mapped column
- * and {@code _distance}. The library searches each index segment and the unindexed rows of the
+ * query_vector => ARRAY[...], k => 10 [, schema_name => 'default'] [, filter => 'lance sql']))}: the top k rows
+ * of the table nearest to the query vector by the column's index metric (L2 without an index), with every
+ * mapped column and {@code _distance}; with {@code filter}, the top k of the rows matching it (a
+ * prefilter in Lance SQL, as every surface's {@code filter} option). The library searches each index segment and the unindexed rows of the
  * pinned version and merges them (one Trino split; the library runs the searches in parallel).
  */
 final class VectorSearchFunction extends AbstractConnectorTableFunction {
@@ -43,7 +44,8 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
         ScalarArgumentSpecification.builder().name("QUERY_VECTOR").type(new ArrayType(RealType.REAL)).build(),
         ScalarArgumentSpecification.builder().name("K").type(BigintType.BIGINT).defaultValue(10L).build(),
         ScalarArgumentSpecification.builder().name("SCHEMA_NAME").type(VarcharType.VARCHAR)
-            .defaultValue(io.airlift.slice.Slices.utf8Slice(Tables.DEFAULT_SCHEMA)).build()),
+            .defaultValue(io.airlift.slice.Slices.utf8Slice(Tables.DEFAULT_SCHEMA)).build(),
+        ScalarArgumentSpecification.builder().name("FILTER").type(VarcharType.VARCHAR).defaultValue(null).build()),
         ReturnTypeSpecification.GenericTable.GENERIC_TABLE);
     this.metadata = metadata;
   }
@@ -52,6 +54,17 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
     Object v = ((ScalarArgument) args.get(name)).getValue();
     if (v == null) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "search: " + name + " is NULL");
     return v;
+  }
+
+  /** The optional FILTER argument: null when absent; an empty or NUL-bearing one is refused. */
+  static String filter(Map<String, Argument> args) {
+    Object v = ((ScalarArgument) args.get("FILTER")).getValue();
+    if (v == null) return null;
+    String sql = ((Slice) v).toStringUtf8();
+    if (sql.isBlank() || sql.indexOf('\0') >= 0) {
+      throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "search: filter must be Lance SQL, got '" + sql + "'");
+    }
+    return sql;
   }
 
   @Override
@@ -68,7 +81,7 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
       if (q.isNull(i)) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "vector_search: the query has a NULL");
       query[i] = RealType.REAL.getFloat(q, i);
     }
-    LanceHostSearch search = new LanceHostSearch(column, query, null, k);
+    LanceHostSearch search = new LanceHostSearch(column, query, null, k, filter(args));
     return analysis(metadata, session, schema, table, search, "_distance");
   }
 
@@ -102,7 +115,7 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
       names.add(c.name().toLowerCase(java.util.Locale.ROOT));
       types.add(c.type());
     }
-    LanceHostSearch resolved = new LanceHostSearch(searched, search.query(), search.text(), search.k());
+    LanceHostSearch resolved = new LanceHostSearch(searched, search.query(), search.text(), search.k(), search.filter());
     return TableFunctionAnalysis.builder()
         .returnedType(Descriptor.descriptor(names, types))
         .handle(new LanceHostSearchFunctionHandle(t, resolved, columns))

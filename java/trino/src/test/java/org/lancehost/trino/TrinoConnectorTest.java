@@ -420,6 +420,44 @@ class TrinoConnectorTest {
         + "table_name => 'items', column_name => 'vec', query_vector => ARRAY[REAL '1'], k => 3))"));
     assertTrue(dim.getMessage().toLowerCase().contains("dimension"), dim.getMessage());
   }
+  @Test
+  void prefilteredSearchesEqualPylance() {
+    List<String> q = new ArrayList<>();
+    expected.get("nn_query").forEach(x -> q.add("REAL '" + x.asDouble() + "'"));
+    // the nearest 7 among the rows of category c2, not the c2 rows among the nearest 7
+    String sql = "SELECT id, _distance, category FROM TABLE(lance.system.vector_search(table_name => 'items', "
+        + "column_name => 'vec', query_vector => ARRAY[" + String.join(", ", q) + "], k => 7, "
+        + "filter => 'category = ''c2''')) ORDER BY _distance, id";
+    MaterializedResult r = q(sql);
+    assertEquals(7, r.getRowCount());
+    List<Long> ids = new ArrayList<>();
+    for (int i = 0; i < r.getRowCount(); i++) {
+      MaterializedRow row = r.getMaterializedRows().get(i);
+      ids.add((Long) row.getField(0));
+      assertEquals("c2", row.getField(2));
+      assertEquals(expected.get("nn_c2_distances").get(i).asDouble(), (Float) row.getField(1), 1e-3);
+    }
+    assertEquals(expectedIds("nn_c2_ids").stream().sorted().toList(), ids.stream().sorted().toList());
+    assertTrue(explain(sql).contains("where category = 'c2'"), explain(sql));
+    // full text: the matches among rows with id >= 1500, indexed and appended alike
+    MaterializedResult t = q("SELECT id FROM TABLE(lance.system.text_search(table_name => 'docs', "
+        + "column_name => 'doc', query_text => 'zebra', k => 1000, filter => 'id >= 1500'))");
+    List<Long> textIds = new ArrayList<>();
+    for (MaterializedRow row : t.getMaterializedRows()) textIds.add((Long) row.getField(0));
+    textIds.sort(null);
+    List<Long> want = new ArrayList<>();
+    expected.get("docs").get("zebra_late_ids").forEach(n -> want.add(n.asLong()));
+    assertEquals(want, textIds);
+    assertTrue(!want.isEmpty() && want.get(0) >= 1500, want.toString());
+    // a filter that is not Lance SQL, or an empty one, fails the query
+    RuntimeException bad = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.vector_search("
+        + "table_name => 'items', column_name => 'vec', query_vector => ARRAY[" + String.join(", ", q) + "], k => 3, "
+        + "filter => 'no_such_column > 1'))"));
+    assertTrue(bad.getMessage().contains("no_such_column"), bad.getMessage());
+    RuntimeException empty = assertThrows(RuntimeException.class, () -> q("SELECT * FROM TABLE(lance.system.text_search("
+        + "table_name => 'docs', column_name => 'doc', query_text => 'zebra', filter => ' '))"));
+    assertTrue(empty.getMessage().contains("filter must be Lance SQL"), empty.getMessage());
+  }
 
   @Test
   void textSearchTableFunctionEqualsPylance() {
