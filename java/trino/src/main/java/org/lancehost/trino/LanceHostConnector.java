@@ -53,6 +53,14 @@ final class LanceHostConnector implements Connector {
     return java.util.Set.of(new VectorSearchFunction(metadata), new TextSearchFunction(metadata));
   }
 
+  /** {@code vector_columns}: which ARRAY(REAL) / ARRAY(DOUBLE) columns of a new table are vectors, and their length. */
+  @Override
+  public java.util.List<io.trino.spi.session.PropertyMetadata<?>> getTableProperties() {
+    return java.util.List.of(io.trino.spi.session.PropertyMetadata.stringProperty(LanceHostMetadata.VECTOR_COLUMNS,
+        "Vector columns of a new table with their length, 'name:length[,name:length...]': ARRAY(REAL) or "
+            + "ARRAY(DOUBLE) columns stored as fixed-size lists (searchable)", null, false));
+  }
+
   @Override
   public ConnectorPageSinkProvider getPageSinkProvider() {
     return sinks;

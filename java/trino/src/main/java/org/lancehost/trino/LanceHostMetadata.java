@@ -115,11 +115,49 @@ final class LanceHostMetadata implements ConnectorMetadata {
         StandardErrorCode.SCHEMA_NOT_FOUND, "schema '" + name.getSchemaName() + "' does not exist"));
   }
 
+  /** The table property naming a new table's vector columns and their lengths. */
+  static final String VECTOR_COLUMNS = "vector_columns";
+
+  /**
+   * The vector columns property, {@code name:length[,name:length...]}, as a map (lower-case names,
+   * as Trino spells columns); INVALID_TABLE_PROPERTY naming what is wrong.
+   */
+  static Map<String, Integer> vectorColumns(String text) {
+    Map<String, Integer> out = new java.util.LinkedHashMap<>();
+    if (text == null) return out;
+    for (String part : text.split(",", -1)) {
+      String[] kv = part.trim().split(":", -1);
+      Integer length = null;
+      if (kv.length == 2 && !kv[0].isBlank()) {
+        try {
+          length = Integer.parseInt(kv[1].trim());
+        } catch (NumberFormatException notANumber) {
+          length = null;
+        }
+      }
+      if (length == null || length <= 0) {
+        throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, "vector_columns takes 'name:length[,name:length...]' "
+            + "with a positive length, not '" + text + "'");
+      }
+      if (out.put(kv[0].trim().toLowerCase(java.util.Locale.ROOT), length) != null) {
+        throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, "vector_columns names '" + kv[0].trim() + "' twice");
+      }
+    }
+    return out;
+  }
+
   /** The Arrow schema of a new table, or NOT_SUPPORTED naming what cannot be created. */
   private static org.apache.arrow.vector.types.pojo.Schema createSchema(ConnectorTableMetadata tableMetadata) {
-    if (!tableMetadata.getProperties().isEmpty()) {
-      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no properties, not "
-          + tableMetadata.getProperties().keySet());
+    Map<String, Integer> vectors = vectorColumns((String) tableMetadata.getProperties().get(VECTOR_COLUMNS));
+    for (String name : vectors.keySet()) {
+      boolean found = false;
+      for (ColumnMetadata c : tableMetadata.getColumns()) {
+        found |= !c.isHidden() && c.getName().equalsIgnoreCase(name);
+      }
+      if (!found) {
+        throw new TrinoException(StandardErrorCode.INVALID_TABLE_PROPERTY, "vector_columns names '" + name
+            + "', which is not a column of the table");
+      }
     }
     if (tableMetadata.getComment().isPresent()) {
       throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host tables take no comment");
@@ -130,7 +168,9 @@ final class LanceHostMetadata implements ConnectorMetadata {
       if (c.getComment().isPresent()) {
         throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "lance_host columns take no comment (column '" + c.getName() + "')");
       }
-      fields.add(TypeMapping.arrowField(c.getName(), c.getType()));
+      Integer length = vectors.get(c.getName().toLowerCase(java.util.Locale.ROOT));
+      fields.add(length == null ? TypeMapping.arrowField(c.getName(), c.getType())
+          : TypeMapping.vectorField(c.getName(), c.getType(), length));
     }
     return new org.apache.arrow.vector.types.pojo.Schema(fields);
   }

@@ -110,8 +110,8 @@ final class TypeMapping {
   /**
    * The Lance column CREATE TABLE makes for a Trino column (each reads back as the same Trino
    * type, VARCHAR(n) as VARCHAR), or a NOT_SUPPORTED error naming it: CHAR, TIME, timestamps
-   * with a zone or another precision than 3 or 6, arrays (a vector column needs a dimension),
-   * maps, rows and the rest.
+   * with a zone or another precision than 3 or 6, arrays (a vector column needs its length in the
+   * table property {@code vector_columns}: {@link #vectorField}), maps, rows and the rest.
    */
   static Field arrowField(String name, Type type) {
     ArrowType t;
@@ -131,9 +131,28 @@ final class TypeMapping {
     else {
       throw new io.trino.spi.TrinoException(io.trino.spi.StandardErrorCode.NOT_SUPPORTED, "lance_host cannot create column '"
           + name + "' of type " + type + " (supported: BIGINT, INTEGER, SMALLINT, TINYINT, REAL, DOUBLE, BOOLEAN, "
-          + "VARCHAR, VARBINARY, DATE, TIMESTAMP(3), TIMESTAMP(6), DECIMAL)");
+          + "VARCHAR, VARBINARY, DATE, TIMESTAMP(3), TIMESTAMP(6), DECIMAL; ARRAY(REAL) and ARRAY(DOUBLE) as vectors "
+          + "named with their length in the table property vector_columns = 'name:length')");
     }
     return Field.nullable(name, t);
+  }
+
+  /**
+   * The vector column CREATE TABLE makes for an ARRAY(REAL) or ARRAY(DOUBLE) column named in the
+   * table's {@code vector_columns}: a fixed-size list of `length` floats (doubles), read back as
+   * the same array type; INVALID_TABLE_PROPERTY for a column of another type.
+   */
+  static Field vectorField(String name, Type type, int length) {
+    FloatingPointPrecision precision;
+    if (type.equals(new ArrayType(RealType.REAL))) precision = FloatingPointPrecision.SINGLE;
+    else if (type.equals(new ArrayType(DoubleType.DOUBLE))) precision = FloatingPointPrecision.DOUBLE;
+    else {
+      throw new io.trino.spi.TrinoException(io.trino.spi.StandardErrorCode.INVALID_TABLE_PROPERTY, "vector_columns names '"
+          + name + "' of type " + type + "; a vector column is ARRAY(REAL) or ARRAY(DOUBLE)");
+    }
+    Field item = Field.nullable("item", new ArrowType.FloatingPoint(precision));
+    return new Field(name, org.apache.arrow.vector.types.pojo.FieldType.nullable(new ArrowType.FixedSizeList(length)),
+        java.util.List.of(item));
   }
 
   /** The first `n` values of `v` as a block of `type`. */

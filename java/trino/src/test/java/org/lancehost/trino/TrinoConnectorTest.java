@@ -663,9 +663,51 @@ class TrinoConnectorTest {
     // a type that cannot be created: refused before anything is made
     RuntimeException refused = assertThrows(RuntimeException.class,
         () -> q("CREATE TABLE ctas_vec AS SELECT id, vec FROM items"));
-    assertTrue(refused.getMessage().contains("column 'vec'"), refused.getMessage());
+    assertTrue(refused.getMessage().contains("column 'vec'") && refused.getMessage().contains("vector_columns"),
+        refused.getMessage());
     assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("ctas_vec"));
     q("DROP TABLE ctas");
+  }
+  /**
+   * CREATE TABLE AS of a vector column keeps it a vector when the table property
+   * {@code vector_columns} gives its length: pylance reads a fixed-size list of the same floats,
+   * and the new table is searchable; bad lengths and names are refused before anything is made.
+   */
+  @Test
+  void createTableAsSelectKeepsVectorColumnsNamedInVectorColumns() throws Exception {
+    q("DROP TABLE IF EXISTS ctas_vectors");
+    long n = ((Number) q("SELECT count(*) FROM items WHERE id < 100").getOnlyValue()).longValue();
+    assertTrue(n > 50, "rows: " + n);
+    assertEquals(n, ((Number) q("CREATE TABLE ctas_vectors WITH (vector_columns = 'vec:4') AS "
+        + "SELECT id, vec FROM items WHERE id < 100").getOnlyValue()).longValue());
+    JsonNode py = pylance("ctas_vectors", "{'types': [str(f.type) for f in ds.schema], 'rows': len(t), "
+        + "'same': all(r['vec'] == [r['id'] + k / 8 for k in range(4)] for r in t)}");
+    assertEquals("fixed_size_list<item: float>[4]", py.get("types").get(1).asText(), py.toString());
+    assertEquals(n, py.get("rows").asLong());
+    assertTrue(py.get("same").asBoolean(), py.toString());
+    // searchable: the nearest row to the vector of id 42 is id 42
+    assertEquals(42L, q("SELECT id FROM TABLE(lance.system.vector_search(table_name => 'ctas_vectors', "
+        + "column_name => 'vec', query_vector => ARRAY[REAL '42', REAL '42.125', REAL '42.25', REAL '42.375'], k => 1))")
+        .getOnlyValue());
+    q("DROP TABLE ctas_vectors");
+    // CREATE TABLE with the property: an empty table whose column is a vector of doubles
+    q("CREATE TABLE made_vectors (id BIGINT, v ARRAY(DOUBLE)) WITH (vector_columns = 'v:3')");
+    q("INSERT INTO made_vectors VALUES (1, ARRAY[1.0, 2.0, 3.0])");
+    assertEquals("fixed_size_list<item: double>[3]",
+        pylance("made_vectors", "{'types': [str(f.type) for f in ds.schema]}").get("types").get(1).asText());
+    RuntimeException wrongLength = assertThrows(RuntimeException.class,
+        () -> q("INSERT INTO made_vectors VALUES (2, ARRAY[1.0, 2.0])"));
+    assertTrue(wrongLength.getMessage().contains("length") || wrongLength.getMessage().contains("3"), wrongLength.getMessage());
+    q("DROP TABLE made_vectors");
+    // refused before anything is made: a length that is not positive, a name that is no column,
+    // a column that is not an array of floats, and a vector without a length
+    for (String[] bad : new String[][] {{"vec:0", "positive length"}, {"nope:4", "not a column"},
+        {"id:4", "ARRAY(REAL) or ARRAY(DOUBLE)"}, {"vec", "name:length"}}) {
+      RuntimeException e = assertThrows(RuntimeException.class, () -> q("CREATE TABLE ctas_bad WITH (vector_columns = '"
+          + bad[0] + "') AS SELECT id, vec FROM items"));
+      assertTrue(e.getMessage().contains(bad[1]), bad[0] + ": " + e.getMessage());
+      assertFalse(q("SHOW TABLES").getOnlyColumnAsSet().contains("ctas_bad"));
+    }
   }
 
   @Test
