@@ -50,7 +50,8 @@ APPEND_ROWS = 1_000_000
 # ---- set-up (the parent, with pylance) -------------------------------------------------------
 
 def make_tables(uri, parquet, rows):
-    """The table as pylance writes it (30 fragments) and the same rows as Parquet (pyarrow)."""
+    """The table as pylance writes it (30 fragments) and the same rows as Parquet (pyarrow), one
+    file per fragment."""
     import lance
     import numpy as np
     import pyarrow as pa
@@ -78,7 +79,9 @@ def make_tables(uri, parquet, rows):
     lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), uri + ".tmp", max_rows_per_file=100_000)
     os.rename(uri + ".tmp", uri)
     os.makedirs(parquet)
-    pq.write_table(lance.dataset(uri).to_table(), os.path.join(parquet, "part-0.parquet"))
+    # one file per Lance fragment: Spark reads both sides with the same parallelism
+    for i, frag in enumerate(lance.dataset(uri).get_fragments()):
+        pq.write_table(frag.to_table(), os.path.join(parquet, f"part-{i:03d}.parquet"))
 
 
 def spark35_python():
@@ -277,7 +280,7 @@ def main():
              f"lance-host: its Spark 3.5 bundle over a release library; lance-spark: "
              f"`{':'.join(LANCE_SPARK)}` from Maven Central. Table: {args.rows:,} rows written by pylance "
              f"{lance.__version__} in {args.rows // 100_000} fragments (id bigint, cat string, price double, "
-             f"qty int), and the same rows as one Parquet file. {args.runs} processes per side and work, sides "
+             f"qty int), and the same rows as Parquet files, one per fragment. {args.runs} processes per side and work, sides "
              "rotating; each process runs the work once untimed, then times it. Cells: median (min-max) ms; "
              "ratios: medians of the per-run ratios of time to lance-host's time (above 1: slower than "
              "lance-host); peak: the driver JVM's VmHWM in MiB, median.", "",
