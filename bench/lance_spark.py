@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from report import publish, rotated, spread
+from spark_jvm import make_table, same
 
 ROOT = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("LANCE_HOST_BENCH_DIR", Path.home() / ".cache" / "lance-host" / "bench"))
@@ -50,38 +51,18 @@ APPEND_ROWS = 1_000_000
 # ---- set-up (the parent, with pylance) -------------------------------------------------------
 
 def make_tables(uri, parquet, rows):
-    """The table as pylance writes it (30 fragments) and the same rows as Parquet (pyarrow), one
-    file per fragment."""
+    """The table of bench/spark_jvm.py as pylance writes it (30 fragments) and the same rows as
+    Parquet (pyarrow), one file per fragment: Spark reads both with the same parallelism."""
     import lance
-    import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if Path(uri).exists() and Path(parquet).exists():
+    make_table(uri, rows)
+    if Path(parquet).exists():
         return
-
-    def batches():
-        rng = np.random.default_rng(7)
-        step = 250_000
-        for start in range(0, rows, step):
-            n = min(step, rows - start)
-            ids = np.arange(start, start + n, dtype=np.int64)
-            yield pa.record_batch({
-                "id": ids,
-                "cat": pa.array([f"c{i % 10}" for i in ids]),
-                "price": rng.uniform(0, 300, n),
-                "qty": (ids % 97).astype(np.int32),
-            })
-
-    for p in (uri, parquet):
-        shutil.rmtree(p, ignore_errors=True)
-    schema = next(batches()).schema
-    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), uri + ".tmp", max_rows_per_file=100_000)
-    os.rename(uri + ".tmp", uri)
-    os.makedirs(parquet)
-    # one file per Lance fragment: Spark reads both sides with the same parallelism
+    os.makedirs(parquet + ".tmp", exist_ok=True)
     for i, frag in enumerate(lance.dataset(uri).get_fragments()):
-        pq.write_table(frag.to_table(), os.path.join(parquet, f"part-{i:03d}.parquet"))
+        pq.write_table(frag.to_table(), os.path.join(parquet + ".tmp", f"part-{i:03d}.parquet"))
+    os.rename(parquet + ".tmp", parquet)
 
 
 def spark35_python():
@@ -201,14 +182,6 @@ def child(args):
 
 # ---- the parent ------------------------------------------------------------------------------
 
-def same(a, b):
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) or isinstance(b, float):
-        return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
-    return a == b
-
-
 def appended(side, target, seed_rows):
     """What an append left: rows and new versions, read by pylance (Parquet: pyarrow)."""
     if side == "parquet":
@@ -239,13 +212,14 @@ def main():
     import lance
     import pyarrow.parquet as pq
 
-    table = str(CACHE / f"ls{args.rows}" / "t.lance")
-    parquet = str(CACHE / f"ls{args.rows}" / "t.parquet")
+    table = str(CACHE / f"spark{args.rows}" / "t.lance")  # the table of bench/spark_jvm.py
+    parquet = str(CACHE / f"spark{args.rows}" / "t.parquet")
     Path(table).parent.mkdir(parents=True, exist_ok=True)
     make_tables(table, parquet, args.rows)
     seed = str(CACHE / "ls_append_seed" / "t.lance")
     if not Path(seed).exists():
-        lance.write_dataset(lance.dataset(table).to_table(limit=1000), seed)
+        # the columns the append writes (the 3M-row table also has a vector column)
+        lance.write_dataset(lance.dataset(table).to_table(limit=1000, columns=["id", "cat", "price", "qty"]), seed)
         os.makedirs(seed + ".parquet")
         pq.write_table(lance.dataset(seed).to_table(), os.path.join(seed + ".parquet", "part-0.parquet"))
     seed_rows = lance.dataset(seed).count_rows()
@@ -280,7 +254,7 @@ def main():
              f"lance-host: its Spark 3.5 bundle over a release library; lance-spark: "
              f"`{':'.join(LANCE_SPARK)}` from Maven Central. Table: {args.rows:,} rows written by pylance "
              f"{lance.__version__} in {args.rows // 100_000} fragments (id bigint, cat string, price double, "
-             f"qty int), and the same rows as Parquet files, one per fragment. {args.runs} processes per side and work, sides "
+             f"qty int, vec: 16 float32; the work reads the first four), and the same rows as Parquet files, one per fragment. {args.runs} processes per side and work, sides "
              "rotating; each process runs the work once untimed, then times it. Cells: median (min-max) ms; "
              "ratios: medians of the per-run ratios of time to lance-host's time (above 1: slower than "
              "lance-host); peak: the driver JVM's VmHWM in MiB, median.", "",
