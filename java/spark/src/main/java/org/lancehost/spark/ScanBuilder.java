@@ -149,6 +149,23 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
     return aggregate != null;
   }
 
+  /** The pinned version's rows (from its manifest, read once per scan builder); -1 before. */
+  private long liveRows = -1;
+
+  /**
+   * Whether a SUM of a column of type `t` stays within int64 whatever the rows hold: a TINYINT,
+   * SMALLINT or INT value is at most 2^31 in magnitude, so the sum of fewer than 2^32 rows is
+   * below 2^63. Spark's wrapping sum (without ANSI mode) and the library's checked sum then
+   * agree on every table of that size. A BIGINT sum can overflow: false.
+   */
+  private boolean sumCannotOverflow(DataType t) {
+    if (!t.equals(DataTypes.ByteType) && !t.equals(DataTypes.ShortType) && !t.equals(DataTypes.IntegerType)) {
+      return false;
+    }
+    if (liveRows < 0) liveRows = table.dataset().countRows();
+    return liveRows < (1L << 32);
+  }
+
   /** The aggregate Lance computes with Spark's result types, or null when it is not exactly Spark's. */
   private AggregatePlan plan(Aggregation agg) {
     // Grouping alone (what SELECT DISTINCT or a count over groups asks) is left to Spark: the
@@ -224,8 +241,12 @@ final class ScanBuilder implements org.apache.spark.sql.connector.read.ScanBuild
       DataType result = resultType(fn, t);
       if (result == null) return null;
       // An integer SUM past int64 is an error in the library (never a wrapped value) and in
-      // Spark with ANSI mode; without it Spark wraps, so the sum is left to Spark.
-      if (fn == AggregateSpec.SUM && integral(t) && !org.apache.spark.sql.internal.SQLConf.get().ansiEnabled()) return null;
+      // Spark with ANSI mode; without it Spark wraps, so the sum is left to Spark unless it
+      // cannot overflow at all.
+      if (fn == AggregateSpec.SUM && integral(t) && !org.apache.spark.sql.internal.SQLConf.get().ansiEnabled()
+          && !sumCannotOverflow(t)) {
+        return null;
+      }
       spec = spec.add(fn, col, alias);
       out.add(new StructField(alias, result, fn != AggregateSpec.COUNT && fn != AggregateSpec.COUNT_DISTINCT,
           Metadata.empty()));
