@@ -281,10 +281,11 @@ def main():
                      f"| {peaks} | {'yes' if ok else 'NO'} |")
         data[work] = {s: [{"ms": x["ms"], "peak_mib": x["peak_mib"]} for x in r[s]] for s in SIDES}
         data[work]["same_answer"] = ok
-    lines += ["", "What each side does differently: `count` — lance-host answers COUNT(*) from the manifest "
-              "(aggregate pushdown); lance-spark and Parquet: see the plan (Spark counts rows or row groups). "
-              "`grouped_sum` — lance-host computes the aggregate in the library per split (complete pushdown); "
-              "lance-spark and Parquet ship the rows to Spark. `filtered` — every side pushes the predicate to its "
+    lines += ["", "What each side does differently: `count` — both Lance connectors answer COUNT(*) from the table's "
+              "metadata (lance-host: a pushed aggregate; lance-spark: a local row count), Spark's Parquet reader "
+              "counts the files' rows. `grouped_sum` — lance-host computes the aggregate in the library per split "
+              "(complete pushdown; on Spark 3.5 without ANSI mode since the INT sum of a table under 2^32 rows "
+              "cannot overflow); lance-spark and Parquet ship the rows to Spark. `filtered` — every side pushes the predicate to its "
               "reader. `scan` — nothing is pushed but the columns: every row reaches Spark on every side. `append` "
               "— lance-host stages the tasks' files and commits once; lance-spark writes fragments per task and "
               "commits once; Parquet writes files."]
