@@ -18,6 +18,7 @@ from pathlib import Path
 
 import lance
 import pyarrow as pa
+from lance.query import FullTextOperator, MatchQuery, PhraseQuery
 
 
 def big(i):
@@ -182,7 +183,7 @@ def main(root: Path) -> None:
 
     duri = str(wh / "docs.lance")
     lance.write_dataset(docs(0, 3000), duri, max_rows_per_file=1000)
-    lance.dataset(duri).create_scalar_index("doc", "INVERTED")
+    lance.dataset(duri).create_scalar_index("doc", "INVERTED", with_position=True)
     lance.write_dataset(docs(3000, 500), duri, mode="append")
     dds = lance.dataset(duri)
     zebra = dds.to_table(full_text_query="zebra", columns=["id"], limit=1000)
@@ -194,6 +195,11 @@ def main(root: Path) -> None:
     # the same word among the rows with id >= 1500 only (a prefilter; indexed and appended rows)
     zebra_late = dds.to_table(full_text_query="zebra", columns=["id"], limit=1000, filter="id >= 1500", prefilter=True)
     expected["docs"]["zebra_late_ids"] = sorted(zebra_late["id"].to_pylist())
+    # how terms match: both words anywhere, the two as a phrase, the phrase with one word between
+    for key, query in [("stone_ember_all", MatchQuery("stone ember", "doc", operator=FullTextOperator.AND)),
+                       ("stone_ember_phrase", PhraseQuery("stone ember", "doc")),
+                       ("stone_ember_slop1", PhraseQuery("stone ember", "doc", slop=1))]:
+        expected["docs"][key] = sorted(dds.to_table(full_text_query=query, columns=["id"], limit=5000)["id"].to_pylist())
     lt500 = [r for r in all_rows if r["id"] < 500]
     expected["insert_lt_500"] = {"count": len(lt500), "sum_id": sum(r["id"] for r in lt500),
                                  "sum_price": str(sum((r["price"] for r in lt500), decimal.Decimal("0.00"))),

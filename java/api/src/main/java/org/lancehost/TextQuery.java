@@ -39,7 +39,6 @@ public final class TextQuery {
     return new TextQuery(column, text, kind, slop, k, prefilter, columns);
   }
 
-  /** Words allowed between phrase terms. */
   /** How the terms match. */
   public TextQuery match(TextMatch kind) {
     return match(kind.code);

@@ -104,7 +104,8 @@ final class LanceHostPageSource implements ConnectorPageSource {
       List<ArrowStream> parts = new ArrayList<>();
       try {
         if (search.text() != null) {
-          TextQuery q = TextQuery.of(search.column(), search.text(), search.k()).columns(names);
+          TextQuery q = TextQuery.of(search.column(), search.text(), search.k()).columns(names)
+              .match(search.match()).slop(search.slop());
           if (search.filter() != null) q = q.prefilter(search.filter());
           byte[] statistics = d.textStatistics(q);
           for (byte[] split : d.planTextSearch(search.column(), 0).splits()) {

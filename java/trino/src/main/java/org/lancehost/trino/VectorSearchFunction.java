@@ -81,7 +81,7 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
       if (q.isNull(i)) throw new TrinoException(StandardErrorCode.INVALID_FUNCTION_ARGUMENT, "vector_search: the query has a NULL");
       query[i] = RealType.REAL.getFloat(q, i);
     }
-    LanceHostSearch search = new LanceHostSearch(column, query, null, k, filter(args));
+    LanceHostSearch search = LanceHostSearch.vector(column, query, k, filter(args));
     return analysis(metadata, session, schema, table, search, "_distance");
   }
 
@@ -115,7 +115,7 @@ final class VectorSearchFunction extends AbstractConnectorTableFunction {
       names.add(c.name().toLowerCase(java.util.Locale.ROOT));
       types.add(c.type());
     }
-    LanceHostSearch resolved = new LanceHostSearch(searched, search.query(), search.text(), search.k(), search.filter());
+    LanceHostSearch resolved = search.withColumn(searched);
     return TableFunctionAnalysis.builder()
         .returnedType(Descriptor.descriptor(names, types))
         .handle(new LanceHostSearchFunctionHandle(t, resolved, columns))

@@ -488,6 +488,37 @@ class TrinoConnectorTest {
   }
 
   @Test
+  void textSearchMatchesAnyAllOrThePhraseAsPylanceDoes() {
+    JsonNode want = expected.get("docs");
+    String call = "SELECT id FROM TABLE(lance.system.text_search(table_name => 'docs', column_name => 'doc', "
+        + "query_text => 'stone ember', k => 5000";
+    Map<String, String> cases = new java.util.LinkedHashMap<>();
+    cases.put("stone_ember_all", ", match => 'all'");
+    cases.put("stone_ember_phrase", ", match => 'PHRASE'");
+    cases.put("stone_ember_slop1", ", match => 'phrase', slop => 1");
+    Map<String, List<Long>> got = new java.util.HashMap<>();
+    for (var c : cases.entrySet()) {
+      List<Long> wantIds = new ArrayList<>();
+      want.get(c.getKey()).forEach(n -> wantIds.add(n.asLong()));
+      got.put(c.getKey(), ids(call + c.getValue() + "))"));
+      assertEquals(wantIds, got.get(c.getKey()), c.getKey());
+    }
+    // the three are different row sets (a phrase is rarer than both words, a slop widens it), and
+    // `any` (the default) matches more than `all`
+    assertTrue(got.get("stone_ember_phrase").size() < got.get("stone_ember_slop1").size()
+        && got.get("stone_ember_slop1").size() < got.get("stone_ember_all").size(), got.toString());
+    assertTrue(ids(call + "))").size() > got.get("stone_ember_all").size());
+    assertTrue(explain(call + ", match => 'phrase', slop => 1))").contains("matching the phrase (slop 1) stone ember"),
+        explain(call + ", match => 'phrase', slop => 1))"));
+    for (String[] bad : new String[][] {{", match => 'near'", "match must be 'any', 'all' or 'phrase'"},
+        {", match => 'phrase', slop => -1", "slop must be between 0"},
+        {", slop => 2", "slop applies to match => 'phrase' only"}}) {
+      RuntimeException e = assertThrows(RuntimeException.class, () -> q(call + bad[0] + "))"));
+      assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
+    }
+  }
+
+  @Test
   void theReadmeCatalogFileWorksAsWritten() throws Exception {
     String readme = java.nio.file.Files.readString(Path.of(System.getProperty("lancehost.test.root"), "README.md"));
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?ms)^```properties\\n(.*?)^```$").matcher(readme);
