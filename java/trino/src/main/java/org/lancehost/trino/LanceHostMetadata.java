@@ -183,16 +183,13 @@ final class LanceHostMetadata implements ConnectorMetadata {
    * CREATE TABLE AS: the table is created now, empty (version 1), and the query's rows are staged
    * into it like an INSERT's and committed by {@link #finishCreateTable} (version 2). A query that
    * fails before that has its table dropped ({@link #cleanupQuery}): no half-made table remains.
+   * Under fault-tolerant execution the finish gets only the shares of the task attempts Trino kept.
    */
   @Override
   public io.trino.spi.connector.ConnectorOutputTableHandle beginCreateTable(ConnectorSession session,
       ConnectorTableMetadata tableMetadata, Optional<io.trino.spi.connector.ConnectorTableLayout> layout,
       RetryMode retryMode, boolean replace) {
     if (replace) throw new TrinoException(StandardErrorCode.NOT_SUPPORTED, "CREATE OR REPLACE TABLE is not supported by lance_host");
-    if (retryMode != RetryMode.NO_RETRIES) {
-      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
-          "lance_host CREATE TABLE AS runs without Trino's fault-tolerant retries (retry-policy NONE)");
-    }
     SchemaTableName name = tableMetadata.getTable();
     List<String> ns = createNamespace(name);
     org.apache.arrow.vector.types.pojo.Schema schema = createSchema(tableMetadata);
@@ -600,16 +597,13 @@ final class LanceHostMetadata implements ConnectorMetadata {
   /**
    * A MERGE, or an UPDATE or DELETE whose predicate or values did not push: Trino reads the rows
    * with their {@code _rowaddr} at the pinned version and hands each task the rows to delete and
-   * to insert (DELETE_ROW_AND_INSERT_ROW).
+   * to insert (DELETE_ROW_AND_INSERT_ROW). Any retry policy: the finish commits only the shares
+   * of the task attempts Trino kept.
    */
   @Override
   public io.trino.spi.connector.ConnectorMergeTableHandle beginMerge(ConnectorSession session,
       ConnectorTableHandle handle, Map<Integer, Collection<ColumnHandle>> updateCaseColumns, RetryMode retryMode) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (retryMode != RetryMode.NO_RETRIES) {
-      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
-          "lance_host MERGE, UPDATE and DELETE run without Trino's fault-tolerant retries (retry-policy NONE)");
-    }
     try (Dataset ds = tables.open(t, t.version())) {
       List<String> unmapped = new ArrayList<>();
       List<LanceHostColumnHandle> columns = new ArrayList<>();
@@ -648,14 +642,15 @@ final class LanceHostMetadata implements ConnectorMetadata {
     }
   }
 
+  /**
+   * INSERT: planned at the handle's version, staged by the writer tasks, committed as one version
+   * by {@link #finishInsert}. Any retry policy: a retried task stages its share again, and Trino
+   * hands the finish only the shares of the attempts it kept.
+   */
   @Override
   public ConnectorInsertTableHandle beginInsert(ConnectorSession session, ConnectorTableHandle handle,
       List<ColumnHandle> columns, RetryMode retryMode) {
     LanceHostTableHandle t = (LanceHostTableHandle) handle;
-    if (retryMode != RetryMode.NO_RETRIES) {
-      throw new TrinoException(StandardErrorCode.NOT_SUPPORTED,
-          "lance_host INSERT runs without Trino's fault-tolerant retries (retry-policy NONE)");
-    }
     List<LanceHostColumnHandle> cols = new ArrayList<>();
     for (ColumnHandle c : columns) cols.add((LanceHostColumnHandle) c);
     try (Dataset ds = tables.open(t, t.version())) {
