@@ -81,21 +81,22 @@ def _lh_aggs(aggs):
     return [(lh.Expression(a) if a in EXPR else a, f, n) for a, f, n in aggs]
 
 
-def query_runner(side, query, uri, parquet, extension):
+def query_runner(side, query, uri, parquet, extension, opts=None):
     """A function running `query` on `side`, returning rows as tuples in the order of Q1_SQL's
-    columns, or a scan runner returning the decoded Arrow bytes."""
+    columns, or a scan runner returning the decoded Arrow bytes. `opts`: the storage options of
+    an object-store `uri` and `parquet` (bench/tpch_s3.py)."""
     import pyarrow as pa
     aggs, flt, text = QUERIES[query]
     keys = KEYS[query]
     if side == "lance-host (one call)":
         import lance_host as lh
-        ds = lh.open(uri)
+        ds = lh.open(uri, storage_options=opts)
         return lambda: ds.aggregate(_lh_aggs(aggs), group_by=keys, filter=flt).to_pylist()
     if side.startswith("lance-host (splits"):
         import multiprocessing
         import lance_host as lh
-        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(uri,))
-        ds = lh.open(uri)
+        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(uri, opts))
+        ds = lh.open(uri, storage_options=opts)
 
         def run():
             plan = ds.plan_scan(ds.count_rows() // 2 + 1)
@@ -110,7 +111,7 @@ def query_runner(side, query, uri, parquet, extension):
         one = pa.scalar(decimal.Decimal(1), pa.decimal128(15, 2))
 
         def run():
-            t = lance.dataset(uri).to_table(columns=COLUMNS[query], filter=flt)
+            t = lance.dataset(uri, storage_options=opts).to_table(columns=COLUMNS[query], filter=flt)
             if query == "Q6":
                 return [{"revenue": pc.sum(pc.multiply(t["l_extendedprice"], t["l_discount"])).as_py()}]
             # price * (1 - discount) is decimal(32, 4); times (1 + tax) would need precision 49, so
@@ -127,7 +128,7 @@ def query_runner(side, query, uri, parquet, extension):
 
         def run():
             f = pl.col
-            lf = pl.scan_parquet(parquet)
+            lf = pl.scan_parquet(parquet, storage_options=opts)
             # Polars keeps a decimal product at its left operand's scale (rounding every row), so
             # the money columns are summed as decimals and the expressions computed in doubles
             if query == "Q6":
@@ -208,10 +209,10 @@ def child(args):
 _DS = None
 
 
-def _worker_init(uri):
+def _worker_init(uri, opts=None):
     global _DS
     import lance_host as lh
-    _DS = lh.open(uri)
+    _DS = lh.open(uri, storage_options=opts)
 
 
 def _worker_partial(job):
