@@ -87,6 +87,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.environ.get("LANCE_HOST_LIB"))
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=LIB",
+                    help="another build of the library to compare (its stripped size, .text and load time)")
+    ap.add_argument("--label", default="release", help="what the --lib build is, in the comparison table")
     args = ap.parse_args()
     lib = Path(args.lib)
     work = Path(tempfile.mkdtemp(prefix="lh-footprint-"))
@@ -123,8 +126,28 @@ def main():
                            (("unstripped", lib), ("stripped", stripped))):
             times[name].append(load_time(path))
     stripped_bytes = stripped.stat().st_size
+    # other builds: stripped size, .text and load time, runs alternating with this build's
+    builds = {args.label: {"path": stripped, "bytes": stripped_bytes, "text": sections.get(".text", 0), "load": []}}
+    for spec in args.also:
+        label, path = spec.split("=", 1)
+        copy = work / f"also-{len(builds)}.so"
+        shutil.copy(path, copy)
+        subprocess.run(["strip", "--strip-all", str(copy)], check=True)
+        text = 0
+        for line in subprocess.run(["size", "-A", str(copy)], capture_output=True, text=True, check=True).stdout.splitlines():
+            if line.startswith(".text "):
+                text = int(line.split()[1])
+        load_time(copy)
+        builds[label] = {"path": copy, "bytes": copy.stat().st_size, "text": text, "load": []}
+    if len(builds) > 1:
+        order = list(builds)
+        for i in range(args.runs):
+            for label in order[i % len(order):] + order[:i % len(order)]:
+                builds[label]["load"].append(load_time(builds[label]["path"]))
     result = {"file_bytes": lib.stat().st_size, "stripped_bytes": stripped_bytes, "sections": sections,
-              "groups": dict(sizes), "symbols": dict(counts), "other_crates": dict(other.most_common(40)), "load_seconds": times}
+              "groups": dict(sizes), "symbols": dict(counts), "other_crates": dict(other.most_common(40)), "load_seconds": times,
+              "builds": {k: {"stripped_bytes": v["bytes"], "text_bytes": v["text"], "load_seconds": v["load"]}
+                         for k, v in builds.items()}}
     (ROOT / "FOOTPRINT.json").write_text(json.dumps(result, indent=1))
     shutil.rmtree(work)
     mb = lambda b: b / 1e6  # noqa: E731
@@ -166,6 +189,13 @@ def main():
         "callers, counted here under the caller's crate), and the cold-cache load time (the page cache holds the file "
         "in every run).",
     ]
+    if len(builds) > 1:
+        lines += ["", f"Builds compared (stripped; load time as above, median (min–max) of {args.runs} runs, builds "
+                  "alternating):", "", "| build | stripped MB | `.text` MB | load time, ms |", "| --- | ---: | ---: | ---: |"]
+        for label, b in builds.items():
+            ms = [x * 1000 for x in b["load"]]
+            lines.append(f"| {label} | {mb(b['bytes']):.0f} | {mb(b['text']):.0f} | "
+                         f"{statistics.median(ms):.1f} ({min(ms):.1f}–{max(ms):.1f}) |")
     text = "\n".join(lines)
     (ROOT / "FOOTPRINT.md").write_text(text + "\n")
     print(text)
