@@ -83,6 +83,50 @@ def load_time(path):
     return float(out.stdout.strip())
 
 
+SPEED_WORK = ["TPC-H Q1, one call", "scan of the 4 decimal columns"]
+
+
+def speed_child(work, uri):
+    """One timed execution of `work` on `uri` after a warm-up, with the library $LANCE_HOST_LIB."""
+    import time
+    sys.path.insert(0, str(ROOT))
+    from tpch import SCANS, query_runner
+    if work == SPEED_WORK[0]:
+        run = query_runner("lance-host (one call)", "Q1", uri, None, None)
+    else:
+        import lance_host as lh
+        ds = lh.open(uri)
+
+        def run():
+            return sum(b.nbytes for b in ds.scan(columns=SCANS["4 decimal columns"]))
+    run()
+    start = time.perf_counter()
+    out = run()
+    answer = sorted(map(str, out)) if isinstance(out, list) else out  # groups come in any order
+    print(json.dumps({"seconds": time.perf_counter() - start, "answer": str(answer)}))
+
+
+def speed(builds, table, runs):
+    """Per work and build: the seconds of `runs` fresh processes, builds alternating."""
+    out = {w: {label: [] for label in builds} for w in SPEED_WORK}
+    order = list(builds)
+    for w in SPEED_WORK:
+        answers = set()
+        for i in range(runs):
+            for label in order[i % len(order):] + order[:i % len(order)]:
+                env = dict(os.environ, LANCE_HOST_LIB=str(builds[label]["path"]),
+                           PYTHONPATH=str(ROOT.parent / "python"))
+                r = subprocess.run([sys.executable, __file__, "--speed-child", w, str(Path(table) / "lineitem.lance")],
+                                   env=env, capture_output=True, text=True, timeout=1800)
+                if r.returncode != 0:
+                    raise SystemExit(r.stderr[-3000:])
+                got = json.loads(r.stdout.strip().splitlines()[-1])
+                answers.add(got["answer"])
+                out[w][label].append(got["seconds"])
+        assert len(answers) == 1, f"{w}: the builds answered differently"
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.environ.get("LANCE_HOST_LIB"))
@@ -90,7 +134,12 @@ def main():
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=LIB",
                     help="another build of the library to compare (its stripped size, .text and load time)")
     ap.add_argument("--label", default="release", help="what the --lib build is, in the comparison table")
+    ap.add_argument("--speed-table", help="with --also: a directory holding bench/tpch.py's lineitem.lance; each build "
+                    "runs TPC-H Q1 (one call) and a scan of its four decimal columns there, in fresh processes")
+    ap.add_argument("--speed-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.speed_child:
+        return speed_child(*args.speed_child)
     lib = Path(args.lib)
     work = Path(tempfile.mkdtemp(prefix="lh-footprint-"))
     stripped = work / "liblance_host.so"
@@ -144,10 +193,11 @@ def main():
         for i in range(args.runs):
             for label in order[i % len(order):] + order[:i % len(order)]:
                 builds[label]["load"].append(load_time(builds[label]["path"]))
+    speeds = speed(builds, args.speed_table, args.runs) if args.speed_table and len(builds) > 1 else {}
     result = {"file_bytes": lib.stat().st_size, "stripped_bytes": stripped_bytes, "sections": sections,
               "groups": dict(sizes), "symbols": dict(counts), "other_crates": dict(other.most_common(40)), "load_seconds": times,
               "builds": {k: {"stripped_bytes": v["bytes"], "text_bytes": v["text"], "load_seconds": v["load"]}
-                         for k, v in builds.items()}}
+                         for k, v in builds.items()}, "speed_seconds": speeds}
     (ROOT / "FOOTPRINT.json").write_text(json.dumps(result, indent=1))
     shutil.rmtree(work)
     mb = lambda b: b / 1e6  # noqa: E731
@@ -196,6 +246,17 @@ def main():
             ms = [x * 1000 for x in b["load"]]
             lines.append(f"| {label} | {mb(b['bytes']):.0f} | {mb(b['text']):.0f} | "
                          f"{statistics.median(ms):.1f} ({min(ms):.1f}–{max(ms):.1f}) |")
+    if speeds:
+        first = list(builds)[0]
+        lines += ["", f"Speed of each build on bench/tpch.py's lineitem table in `{args.speed_table}` (a fresh process per run "
+                  "after a warm-up, "
+                  f"builds alternating, {args.runs} runs; answers equal):", "",
+                  "| work | build | seconds: median (min–max) | × " + first + " |", "| --- | --- | --- | ---: |"]
+        for w, per in speeds.items():
+            for label, secs in per.items():
+                ratio = statistics.median([a / b for a, b in zip(secs, per[first])])
+                lines.append(f"| {w} | {label} | {statistics.median(secs):.3f} ({min(secs):.3f}–{max(secs):.3f}) | "
+                             f"{ratio:.2f} |")
     text = "\n".join(lines)
     (ROOT / "FOOTPRINT.md").write_text(text + "\n")
     print(text)
