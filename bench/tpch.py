@@ -81,10 +81,11 @@ def _lh_aggs(aggs):
     return [(lh.Expression(a) if a in EXPR else a, f, n) for a, f, n in aggs]
 
 
-def query_runner(side, query, uri, parquet, extension, opts=None):
+def query_runner(side, query, uri, parquet, extension, opts=None, data_cache=True):
     """A function running `query` on `side`, returning rows as tuples in the order of Q1_SQL's
     columns, or a scan runner returning the decoded Arrow bytes. `opts`: the storage options of
-    an object-store `uri` and `parquet` (bench/tpch_s3.py)."""
+    an object-store `uri` and `parquet`; `data_cache=False` turns the data cache off in the
+    splits side's worker processes too (bench/tpch_s3.py)."""
     import pyarrow as pa
     aggs, flt, text = QUERIES[query]
     keys = KEYS[query]
@@ -95,7 +96,7 @@ def query_runner(side, query, uri, parquet, extension, opts=None):
     if side.startswith("lance-host (splits"):
         import multiprocessing
         import lance_host as lh
-        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(uri, opts))
+        pool = multiprocessing.get_context("spawn").Pool(2, initializer=_worker_init, initargs=(uri, opts, data_cache))
         ds = lh.open(uri, storage_options=opts)
 
         def run():
@@ -209,9 +210,13 @@ def child(args):
 _DS = None
 
 
-def _worker_init(uri, opts=None):
+def _worker_init(uri, opts=None, data_cache=True):
     global _DS
     import lance_host as lh
+    if not data_cache:
+        session = lh.SessionOptions.defaults()
+        session.data_cache_disabled = True
+        lh.configure_session(session)
     _DS = lh.open(uri, storage_options=opts)
 
 

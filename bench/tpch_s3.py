@@ -43,7 +43,7 @@ def child(side, query, opts, log):
     lh.configure_session(session)
     base = vm_kib("VmRSS")
     mark = len(write.requests_in(log))
-    run = query_runner(side, query, URI, PARQUET, None, opts)
+    run = query_runner(side, query, URI, PARQUET, None, opts, data_cache=False)
     run()  # warm-up: opens the table
     cold = len(write.requests_in(log, mark))
     mark = len(write.requests_in(log))
