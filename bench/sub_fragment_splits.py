@@ -107,14 +107,14 @@ def main():
     ray.shutdown()
     shutil.rmtree(work, ignore_errors=True)
 
+    import lance_host
     lib = os.environ.get("LANCE_HOST_LIB", "the installed package's library")
-    build = "debug" if "/debug/" in lib or "build/prefix" in lib else "as installed"
+    build = lance_host.build_profile()
     lines = [
         "# Spark and Ray reads of a one-fragment table: row slices against one split per fragment",
         "",
         f"`python3 bench/sub_fragment_splits.py --rows {args.rows} --runs {args.runs}` on this 2-core machine; "
-        f"library: `{lib}` ({build} build — times are indicative: a release build decodes faster, "
-        "which makes the scan's share smaller and the engines' own overhead larger). "
+        f"library: `{lib}` ({build} build{'' if build == 'release' else ' — times are indicative: a release build decodes faster, which makes the scan share smaller and the engines own overhead larger'}). "
         f"{count:,} visible rows in one fragment (1 in 50 deleted); each run counts the rows and sums `val` "
         "(columns id, val) and checks both against pylance's. Median (min–max) seconds of "
         f"{args.runs} alternating runs after one warm-up of each side.",
@@ -135,7 +135,7 @@ def main():
         "its rows' pages: scanning the slices one after another in one process takes about the time of one",
         "whole-fragment scan), and Lance already decodes one split with both cores. So slices pay off where the",
         "engine's own per-partition work is the bottleneck (Ray's block handling runs in two processes instead",
-        "of one) and cost a little where it is not (Spark starts a Python worker and unpickles the reader per",
+        "of one) and cost where it is not (Spark starts a Python worker and unpickles the reader per",
         "partition; at this size that fixed cost is a visible share of the run).",
     ]
     publish(ROOT / "SUB_FRAGMENT_SPLITS.md", lines)
