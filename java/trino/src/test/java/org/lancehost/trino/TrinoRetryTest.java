@@ -75,6 +75,12 @@ class TrinoRetryTest {
   @AfterAll
   void stop() throws Exception {
     if (trino != null) trino.close();
+    for (Path dir : new Path[] {warehouse, exchange}) {
+      if (dir == null) continue;
+      try (var paths = Files.walk(dir)) {
+        for (Path p : (Iterable<Path>) paths.sorted(java.util.Comparator.reverseOrder())::iterator) Files.delete(p);
+      }
+    }
   }
 
   private static void copy(Path from, Path to) throws Exception {
