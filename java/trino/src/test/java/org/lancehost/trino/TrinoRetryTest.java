@@ -38,8 +38,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * Writes under Trino's fault-tolerant execution (retry-policy TASK, a file-system exchange): a
- * task attempt of every stage of the statement is made to fail, Trino runs it again, and the table
+ * Writes under Trino's fault-tolerant execution (retry-policy TASK, and QUERY for CREATE TABLE AS
+ * and INSERT; a file-system exchange): a task attempt of every stage of the statement is made to
+ * fail, Trino runs it (or the whole query) again, and the table
  * pylance reads afterwards holds each row once, in one new version — the commit takes only the
  * shares of the attempts Trino kept.
  */
@@ -99,14 +100,24 @@ class TrinoRetryTest {
    * (the table writer's or the merge writer's).
    */
   private int runWithFailures(String sql) {
+    return runWithFailures(sql, RetryPolicy.TASK);
+  }
+
+  /** {@link #runWithFailures(String)} under `policy` (QUERY: Trino runs the whole query again). */
+  private int runWithFailures(String sql, RetryPolicy policy) {
     String token = "lance-host-retry-" + UUID.randomUUID();
-    Session session = Session.builder(trino.getDefaultSession()).setTraceToken(Optional.of(token)).build();
-    for (int stage = 0; stage <= 3; stage++) {
+    Session session = Session.builder(trino.getDefaultSession()).setTraceToken(Optional.of(token))
+        .setSystemProperty("retry_policy", policy.name()).build();
+    for (int stage = policy == RetryPolicy.QUERY ? 1 : 0; stage <= 3; stage++) {
       trino.injectTaskFailure(token, stage, 0, 0, InjectedFailureType.TASK_FAILURE, Optional.of(ErrorType.INTERNAL_ERROR));
     }
     MaterializedResultWithPlan r = trino.executeWithPlan(session, sql);
     QueryInfo info = trino.getCoordinator().getQueryManager().getFullQueryInfo(r.queryId());
-    assertEquals(RetryPolicy.TASK, info.getRetryPolicy());
+    assertEquals(policy, info.getRetryPolicy());
+    if (policy == RetryPolicy.QUERY) {
+      // the stages shown are the last attempt's; the query's statistics keep the failed ones
+      return info.getQueryStats().getFailedTasks();
+    }
     int failed = 0;
     for (StageInfo stage : StagesInfo.getAllStages(info.getStages())) {
       boolean writes = PlanNodeSearcher.searchFrom(stage.plan().getRoot())
@@ -156,6 +167,23 @@ class TrinoRetryTest {
     java.util.List<Long> got = new java.util.ArrayList<>();
     after.get("new").forEach(n -> got.add(n.asLong()));
     assertEquals(want, got);
+    assertEquals(after.get("count").asLong(), after.get("distinct").asLong(), "no row twice");
+  }
+
+  @Test
+  void createTableAsAndInsertUnderQueryRetriesWriteEachRowOnce() throws Exception {
+    JsonNode items = pylance("items", ROWS);
+    int failed = runWithFailures("CREATE TABLE copied_q AS SELECT id, qty, name FROM items", RetryPolicy.QUERY);
+    assertTrue(failed >= 1, "a writing task attempt failed and the query ran again: " + failed);
+    JsonNode copied = pylance("copied_q", ROWS);
+    assertEquals(2, copied.get("version").asLong());
+    assertEquals(items.get("ids"), copied.get("ids"));
+    assertEquals(items.get("names"), copied.get("names"));
+    failed = runWithFailures("INSERT INTO copied_q SELECT id + 1000000, qty, name FROM items", RetryPolicy.QUERY);
+    assertTrue(failed >= 1, "a writing task attempt failed and the query ran again: " + failed);
+    JsonNode after = pylance("copied_q", "{'version': ds.version, 'count': len(t), 'distinct': len(set(r['id'] for r in t))}");
+    assertEquals(3, after.get("version").asLong(), "one version per statement");
+    assertEquals(2L * items.get("count").asLong(), after.get("count").asLong());
     assertEquals(after.get("count").asLong(), after.get("distinct").asLong(), "no row twice");
   }
 
