@@ -33,7 +33,8 @@ public record LanceHostSearch(String column, float[] query, String text, long k,
   @Override
   public boolean equals(Object o) {
     return o instanceof LanceHostSearch s && s.column.equals(column) && Arrays.equals(s.query, query)
-        && java.util.Objects.equals(s.text, text) && s.k == k && java.util.Objects.equals(s.filter, filter) && s.match == match && s.slop == slop;
+        && java.util.Objects.equals(s.text, text) && s.k == k && java.util.Objects.equals(s.filter, filter)
+        && s.match == match && s.slop == slop;
   }
 
   @Override

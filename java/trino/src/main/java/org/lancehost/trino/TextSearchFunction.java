@@ -16,8 +16,8 @@ import io.trino.spi.type.BigintType;
 import io.trino.spi.type.VarcharType;
 import java.util.List;
 import java.util.Locale;
-import org.lancehost.TextMatch;
 import java.util.Map;
+import org.lancehost.TextMatch;
 
 /**
  * {@code TABLE(<catalog>.system.text_search(table_name => 'docs', column_name => 'doc',

@@ -512,7 +512,9 @@ class TrinoConnectorTest {
         explain(call + ", match => 'phrase', slop => 1))"));
     for (String[] bad : new String[][] {{", match => 'near'", "match must be 'any', 'all' or 'phrase'"},
         {", match => 'phrase', slop => -1", "slop must be between 0"},
-        {", slop => 2", "slop applies to match => 'phrase' only"}}) {
+        {", slop => 2", "slop applies to match => 'phrase' only"},
+        {", match => CAST(NULL AS VARCHAR)", "MATCH is NULL"},
+        {", match => 'phrase', slop => CAST(NULL AS BIGINT)", "SLOP is NULL"}}) {
       RuntimeException e = assertThrows(RuntimeException.class, () -> q(call + bad[0] + "))"));
       assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
     }
