@@ -83,7 +83,29 @@ def load_time(path):
     return float(out.stdout.strip())
 
 
-SPEED_WORK = ["TPC-H Q1, one call", "scan of the 4 decimal columns"]
+SPEED_WORK = ["TPC-H Q1, one call", "scan of the 4 decimal columns", "vector search, IVF_PQ, 50 queries",
+              "full-text search, 50 queries"]
+
+
+def search_tables(directory):
+    """A 200,000-row table of 128-d vectors with an IVF_PQ index and one of 200,000 documents with
+    an INVERTED index, written by pylance into `directory` once."""
+    import lance
+    import numpy as np
+    import pyarrow as pa
+    rng = np.random.default_rng(60)
+    vectors, docs = directory / "vectors.lance", directory / "docs.lance"
+    if not vectors.exists():
+        v = rng.standard_normal((200_000, 128), dtype=np.float32)
+        t = pa.table({"id": pa.array(np.arange(200_000)),
+                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 128)})
+        lance.write_dataset(t, str(vectors)).create_index("vec", "IVF_PQ", num_partitions=64, num_sub_vectors=16)
+    if not docs.exists():
+        words = np.array([f"w{i}" for i in range(2000)])
+        text = [" ".join(words[rng.zipf(1.3, 8) % 2000]) for _ in range(200_000)]
+        t = pa.table({"id": pa.array(np.arange(200_000)), "doc": pa.array(text)})
+        lance.write_dataset(t, str(docs)).create_scalar_index("doc", "INVERTED")
+    return vectors, docs
 
 
 def speed_child(work, uri):
@@ -93,6 +115,22 @@ def speed_child(work, uri):
     from tpch import SCANS, query_runner
     if work == SPEED_WORK[0]:
         run = query_runner("lance-host (one call)", "Q1", uri, None, None)
+    elif work in SPEED_WORK[2:]:
+        import lance_host as lh
+        import numpy as np
+        vectors, docs = search_tables(Path(uri).parent)
+        if work == SPEED_WORK[2]:
+            ds = lh.open(str(vectors))
+            queries = np.random.default_rng(7).standard_normal((50, 128), dtype=np.float32)
+
+            def run():
+                return [ds.vector_search("vec", q, 10, columns=["id"])["id"].to_pylist() for q in queries]
+        else:
+            ds = lh.open(str(docs))
+            texts = [f"w{i} w{i + 7}" for i in range(1, 51)]
+
+            def run():
+                return [ds.full_text_search("doc", t, 10, columns=["id"])["id"].to_pylist() for t in texts]
     else:
         import lance_host as lh
         ds = lh.open(uri)
@@ -108,6 +146,7 @@ def speed_child(work, uri):
 
 def speed(builds, table, runs):
     """Per work and build: the seconds of `runs` fresh processes, builds alternating."""
+    search_tables(Path(table))  # written once, before any timed run
     out = {w: {label: [] for label in builds} for w in SPEED_WORK}
     order = list(builds)
     for w in SPEED_WORK:
@@ -248,8 +287,8 @@ def main():
                          f"{statistics.median(ms):.1f} ({min(ms):.1f}–{max(ms):.1f}) |")
     if speeds:
         first = list(builds)[0]
-        lines += ["", f"Speed of each build on bench/tpch.py's lineitem table in `{args.speed_table}` (a fresh process per run "
-                  "after a warm-up, "
+        lines += ["", f"Speed of each build on bench/tpch.py's lineitem table in `{args.speed_table}` and on a vector table "
+                  "and a document table written there (`search_tables`), a fresh process per run after a warm-up, "
                   f"builds alternating, {args.runs} runs; answers equal):", "",
                   "| work | build | seconds: median (min–max) | × " + first + " |", "| --- | --- | --- | ---: |"]
         for w, per in speeds.items():
