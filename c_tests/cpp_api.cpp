@@ -279,6 +279,15 @@ int main(int argc, char** argv) {
   EXPECT(lh::library_is_compatible());
   EXPECT(lh::library_version() == LANCE_HOST_VERSION);
   EXPECT(lh::library_build_profile() == "debug" || lh::library_build_profile() == "release");
+  {
+    // the test command builds the default features: every store and tokenizer, no mimalloc (dev)
+    const std::vector<std::string> features = lh::library_build_features();
+    for (const char* want : {"store-azure", "store-gcs", "store-oss", "store-cos", "store-tos", "store-hf",
+                             "commit-dynamodb", "tokenizer-jieba", "tokenizer-lindera"}) {
+      EXPECT(std::find(features.begin(), features.end(), want) != features.end());
+    }
+    for (const std::string& f : features) EXPECT(!f.empty() && f.find(',') == std::string::npos);
+  }
   try {
     // Session settings before first use: a smaller data cache with 32 KiB blocks; a bad block
     // size is an Error with the library's code.

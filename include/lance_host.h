@@ -2046,6 +2046,16 @@ const char *lance_host_version(void);
 // The library owns the string (static storage); do not free it. Thread-safe.
 const char *lance_host_build_profile(void);
 
+// The optional features this build of the library carries, comma-separated: the object stores
+// beyond S3 and local paths (`store-azure`, `store-gcs`, `store-oss`, `store-cos`, `store-tos`,
+// `store-hf`), `commit-dynamodb` (`s3+ddb://`), the full-text tokenizers `tokenizer-jieba` and
+// `tokenizer-lindera`, and `mimalloc` (the allocator). The default build has all but
+// `mimalloc`, which release builds through CMake add; docs/building.md lists them. An empty
+// string is a build with none of them. Names may be added in later versions; none is renamed.
+//
+// The library owns the string (static storage); do not free it. Thread-safe; never fails.
+const char *lance_host_build_features(void);
+
 // Version of the loaded library as `major * 10000 + minor * 100 + patch` (0.4.0 is 400), to
 // compare with `LANCE_HOST_VERSION_NUMBER` of the header a caller was built with: the library
 // serves the caller if it has the same major version and a number at least as large

@@ -87,6 +87,20 @@ inline std::string library_version() { return lance_host_version(); }
 /// How the loaded library was compiled: "release" or "debug" (many times slower).
 inline std::string library_build_profile() { return lance_host_build_profile(); }
 
+/// The optional features of the loaded library (lance_host_build_features), e.g. "store-gcs".
+inline std::vector<std::string> library_build_features() {
+  std::vector<std::string> out;
+  std::string text = lance_host_build_features();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 /// Whether the loaded library serves code built with this header: same major version and at
 /// least this header's version (see "ABI compatibility" in the README). Call once at start-up.
 inline bool library_is_compatible() {

@@ -104,6 +104,9 @@ impl HostError {
         if let Some(scheme) = crate::storage::unknown_scheme_in(&err.to_string()) {
             return Self::unsupported_scheme(context, scheme);
         }
+        if let Some(e) = missing_tokenizer(context, &err.to_string()) {
+            return e;
+        }
         let text = summarize_s3_xml(&without_internal_fields(&strip_location(&err.to_string())));
         Self::new(code, format!("{context}: {text}"))
     }
@@ -120,6 +123,9 @@ impl HostError {
     /// and debug dumps removed.
     pub fn from_engine(context: &str, e: impl fmt::Display) -> HostError {
         let text = e.to_string();
+        if let Some(e) = missing_tokenizer(context, &text) {
+            return e;
+        }
         let code = if text.contains("Invalid user input:") {
             LanceErrorCode::LANCE_ERR_INVALID_ARGUMENT
         } else {
@@ -160,6 +166,29 @@ impl fmt::Display for HostError {
 }
 
 impl std::error::Error for HostError {}
+
+/// The tokenizers a build may lack: (prefix of Lance's tokenizer name, the Cargo feature, built in).
+const OPTIONAL_TOKENIZERS: &[(&str, &str, bool)] = &[
+    ("jieba", "tokenizer-jieba", cfg!(feature = "tokenizer-jieba")),
+    ("lindera", "tokenizer-lindera", cfg!(feature = "tokenizer-lindera")),
+];
+
+/// Lance's "unknown base tokenizer <name>" for a tokenizer this build was compiled without, as
+/// `NOT_SUPPORTED` naming the feature (an index written elsewhere with jieba or lindera, searched
+/// or updated through a build without it). With the feature built in, Lance says the same when it
+/// finds no language-model directory; that message stays as it is.
+fn missing_tokenizer(context: &str, text: &str) -> Option<HostError> {
+    const MARK: &str = "unknown base tokenizer ";
+    let start = text.find(MARK)? + MARK.len();
+    let name: String = text[start..].chars().take_while(|c| !c.is_whitespace() && *c != ',' && *c != ')').collect();
+    let (_, feature, _) = OPTIONAL_TOKENIZERS.iter().find(|(prefix, _, built)| {
+        !built && (name == *prefix || name.starts_with(&format!("{prefix}/")))
+    })?;
+    Some(HostError::not_supported(format!(
+        "{context}: the full-text index uses the tokenizer '{name}', which this build of lance-host does not \
+         have (it was built without the Cargo feature `{feature}`)"
+    )))
+}
 
 fn namespace_source(err: &lance::Error) -> Option<&lance_namespace::error::NamespaceError> {
     match err {
@@ -354,6 +383,34 @@ fn schema_dump_names(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tokenizer_left_out_of_the_build_is_not_supported() {
+        for (name, prefix, feature, built) in [
+            ("jieba/default", "jieba", "tokenizer-jieba", cfg!(feature = "tokenizer-jieba")),
+            ("jieba", "jieba", "tokenizer-jieba", cfg!(feature = "tokenizer-jieba")),
+            ("lindera/ipadic", "lindera", "tokenizer-lindera", cfg!(feature = "tokenizer-lindera")),
+        ] {
+            let text = format!("Invalid user input: unknown base tokenizer {name}, /x/lance-index/src/a.rs:1:2");
+            assert!(name.starts_with(prefix));
+            match missing_tokenizer("full-text search", &text) {
+                Some(e) => {
+                    assert!(!built, "{name}: built in, yet reported missing");
+                    assert_eq!(e.code, LanceErrorCode::LANCE_ERR_NOT_SUPPORTED);
+                    assert!(e.message.starts_with("full-text search: ") && e.message.contains(&format!("'{name}'")), "{}", e.message);
+                    assert!(e.message.contains(feature), "{}", e.message);
+                }
+                None => assert!(built, "{name}: left out of the build, yet not reported"),
+            }
+            let e = HostError::from_engine("full-text search", &text);
+            assert_eq!(e.code == LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, !built, "{}", e.message);
+        }
+        // tokenizers every build has, and other messages, are never rewritten
+        for text in ["Invalid user input: unknown base tokenizer whitespace2", "Invalid user input: jieba dictionary missing",
+            "unknown base tokenizer jiebax"] {
+            assert!(missing_tokenizer("x", text).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn http_status_is_not_found_inside_ports() {

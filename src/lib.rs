@@ -5,6 +5,7 @@
 
 pub mod aggregate;
 pub mod blob;
+pub mod build_info;
 pub(crate) mod bytes;
 pub mod cancel;
 pub mod columns;

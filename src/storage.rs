@@ -2,22 +2,31 @@
 //! directory catalog's root check and by the error mapping of every call that opens, writes or
 //! clones a table), and the refusal of any other scheme with `LANCE_ERR_NOT_SUPPORTED`.
 //!
-//! The schemes are those of the Lance object-store providers compiled in (Cargo features of
-//! `lance` and `lance-io`: `aws`, `azure`, `gcp`, `oss`, `tencent`, `tos`, `huggingface`,
-//! `dynamodb`). A path without a scheme, or with a one-letter scheme (a drive letter), is a
-//! local path, as in Lance.
+//! The schemes are those of the Lance object-store providers compiled in: `s3://` always, the
+//! others by the library's Cargo features (`store-azure`, `store-gcs`, `store-oss`, `store-cos`,
+//! `store-tos`, `store-hf`, `commit-dynamodb`; all on by default), which turn on the matching
+//! features of `lance` and `lance-io`. A path without a scheme, or with a one-letter scheme (a
+//! drive letter), is a local path, as in Lance.
 
 /// Every scheme a table URI may carry, with what serves it (for messages and docs/object-storage.md).
 pub const SCHEMES: &[(&str, &str)] = &[
     ("file", "local file system"),
     ("s3", "Amazon S3 and S3-compatible stores"),
+    #[cfg(feature = "commit-dynamodb")]
     ("s3+ddb", "S3 with commits through a DynamoDB table"),
+    #[cfg(feature = "store-azure")]
     ("az", "Azure Blob Storage"),
+    #[cfg(feature = "store-azure")]
     ("abfss", "Azure Data Lake Storage Gen2"),
+    #[cfg(feature = "store-gcs")]
     ("gs", "Google Cloud Storage"),
+    #[cfg(feature = "store-oss")]
     ("oss", "Alibaba Cloud OSS"),
+    #[cfg(feature = "store-cos")]
     ("cos", "Tencent Cloud COS"),
+    #[cfg(feature = "store-tos")]
     ("tos", "Volcengine TOS"),
+    #[cfg(feature = "store-hf")]
     ("hf", "Hugging Face Hub (read-only)"),
     ("memory", "process memory (tests)"),
 ];
@@ -72,18 +81,67 @@ mod tests {
     use super::*;
     use crate::error::{HostError, LanceErrorCode};
 
+    /// A URI of each scheme a build may have, with the feature that brings it ("" = always).
+    const URIS: &[(&str, &str)] = &[
+        ("/tmp/t.lance", ""), ("file:///tmp/t.lance", ""), ("s3://b/t", ""), ("S3://b/t", ""), ("C://x", ""),
+        ("relative/t", ""), ("memory://t", ""), ("az://c/t", "store-azure"), ("abfss://c@a.dfs.core.windows.net/t", "store-azure"),
+        ("gs://b/t", "store-gcs"), ("oss://b/t", "store-oss"), ("cos://b/t", "store-cos"), ("tos://b/t", "store-tos"),
+        ("hf://datasets/o/r", "store-hf"), ("s3+ddb://b/t?ddbTableName=x", "commit-dynamodb"),
+    ];
+
+    fn enabled(feature: &str) -> bool {
+        match feature {
+            "" => true,
+            "store-azure" => cfg!(feature = "store-azure"),
+            "store-gcs" => cfg!(feature = "store-gcs"),
+            "store-oss" => cfg!(feature = "store-oss"),
+            "store-cos" => cfg!(feature = "store-cos"),
+            "store-tos" => cfg!(feature = "store-tos"),
+            "store-hf" => cfg!(feature = "store-hf"),
+            "commit-dynamodb" => cfg!(feature = "commit-dynamodb"),
+            other => panic!("unknown feature {other}"),
+        }
+    }
+
     #[test]
     fn schemes_and_local_paths() {
-        for uri in ["/tmp/t.lance", "file:///tmp/t.lance", "s3://b/t", "S3://b/t", "az://c/t", "abfss://c@a.dfs.core.windows.net/t",
-            "gs://b/t", "oss://b/t", "cos://b/t", "tos://b/t", "hf://datasets/o/r", "s3+ddb://b/t?ddbTableName=x", "C://x", "relative/t"]
-        {
-            assert!(check_uri("table URI", uri).is_ok(), "{uri}");
+        for &(uri, feature) in URIS {
+            let scheme = scheme_of(uri).unwrap_or("(local)");
+            match check_uri("table URI", uri) {
+                Ok(()) => assert!(enabled(feature), "{uri} accepted without the feature {feature}"),
+                Err(m) => {
+                    assert!(!enabled(feature), "{uri} refused with the feature {feature}: {m}");
+                    assert!(m.contains(&format!("'{scheme}://'")) && m.contains("s3://"), "{m}");
+                }
+            }
         }
         for (uri, scheme) in [("hdfs://nn:8020/t", "hdfs"), ("abfs://c/t", "abfs"), ("ftp://h/t", "ftp"), ("s3a://b/t", "s3a")] {
             let e = HostError::not_supported(check_uri("table URI", uri).unwrap_err());
             assert_eq!(e.code, LanceErrorCode::LANCE_ERR_NOT_SUPPORTED, "{uri}");
             assert!(e.message.contains(&format!("'{scheme}://'")), "{}", e.message);
-            assert!(e.message.contains("gs://") && e.message.contains("az://"), "{}", e.message);
+            for (s, _) in SCHEMES {
+                assert!(e.message.contains(&format!("{s}://")), "{s} missing: {}", e.message);
+            }
+        }
+    }
+
+    /// The list agrees with the stores Lance was built with: every listed scheme has a Lance
+    /// provider, and every scheme a Lance provider of this build serves is listed (a store
+    /// feature turned on without its entry, or the reverse, fails here in that build).
+    #[test]
+    fn schemes_match_the_lance_providers_built_in() {
+        let registry = lance_io::object_store::ObjectStoreRegistry::default();
+        for (s, _) in SCHEMES {
+            assert!(registry.get_provider(s).is_some(), "{s}:// listed but Lance has no provider");
+        }
+        for &(uri, feature) in URIS {
+            let Some(scheme) = scheme_of(uri) else { continue };
+            let scheme = scheme.to_ascii_lowercase();
+            // `s3+ddb` shares the S3 provider; whether it commits depends on `commit-dynamodb`.
+            if scheme == "s3+ddb" {
+                continue;
+            }
+            assert_eq!(registry.get_provider(&scheme).is_some(), enabled(feature), "{scheme}://");
         }
     }
 

@@ -82,6 +82,7 @@ from .tables import (  # noqa: F401
 from .catalog import Catalog, TableInfo  # noqa: F401
 from .session import (  # noqa: F401
     build_profile,
+    build_features,
     CallContext,
     configure_session,
     flush_data_cache,
@@ -100,7 +101,7 @@ __all__ = [
     "error_class", "open", "open_at_timestamp", "open_snapshot", "Dataset", "Split", "Stream", "IoStats",
     "Catalog", "TableInfo", "CallContext", "DynamicFilter", "SessionOptions", "configure_session", "session_stats",
     "flush_data_cache", "set_log_callback", "register_credentials", "metrics", "merge_top_k", "merge_fts", "rrf_merge", "version",
-    "build_profile", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
+    "build_profile", "build_features", "version_number", "error_code_name", "SPLIT_SCAN", "SPLIT_INDEX_SEGMENT", "SPLIT_FLAT", "SPLIT_FTS_SEGMENT",
     "SPLIT_FTS_FLAT", "ConflictError", "HostStreamError", "OutOfRangeError", "merge_aggregates", "AGGREGATE_FUNCTIONS", "Expression", "WriteResult", "StagedWrite", "write_table", "stage_write", "commit",
     "commit_tables", "abort_staged", "CompactResult", "CleanupResult", "open_tag", "build_index", "__version__",
 ]

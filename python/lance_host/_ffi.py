@@ -281,6 +281,7 @@ SIGNATURES = {
     "lance_error_code_name": (cstr, [i32]),
     "lance_host_version": (cstr, []),
     "lance_host_build_profile": (cstr, []),
+    "lance_host_build_features": (cstr, []),
     "lance_host_version_number": (ctypes.c_uint32, []),
     "lance_text_query_init": (i32, [ctypes.POINTER(TextQuery), sz]),
     "lance_dataset_plan_fts": (i32, [P, cstr, u64, ctypes.POINTER(P)]),

@@ -26,6 +26,14 @@ def build_profile() -> str:
     return LIB.lance_host_build_profile().decode()
 
 
+def build_features() -> list:
+    """The optional features of the loaded library (lance_host_build_features): the object
+    stores beyond S3 ("store-gcs", "store-azure", ...), "commit-dynamodb", the CJK tokenizers
+    ("tokenizer-jieba", "tokenizer-lindera") and "mimalloc"; docs/building.md lists them."""
+    text = LIB.lance_host_build_features().decode()
+    return text.split(",") if text else []
+
+
 def version_number() -> int:
     """major * 10000 + minor * 100 + patch (lance_host_version_number)."""
     return LIB.lance_host_version_number()

@@ -109,6 +109,19 @@ pub extern "C" fn lance_host_build_profile() -> *const c_char {
     }
 }
 
+/// The optional features this build of the library carries, comma-separated: the object stores
+/// beyond S3 and local paths (`store-azure`, `store-gcs`, `store-oss`, `store-cos`, `store-tos`,
+/// `store-hf`), `commit-dynamodb` (`s3+ddb://`), the full-text tokenizers `tokenizer-jieba` and
+/// `tokenizer-lindera`, and `mimalloc` (the allocator). The default build has all but
+/// `mimalloc`, which release builds through CMake add; docs/building.md lists them. An empty
+/// string is a build with none of them. Names may be added in later versions; none is renamed.
+///
+/// The library owns the string (static storage); do not free it. Thread-safe; never fails.
+#[no_mangle]
+pub extern "C" fn lance_host_build_features() -> *const c_char {
+    crate::build_info::features().as_ptr()
+}
+
 const fn parse_version_part(s: &str) -> u32 {
     let b = s.as_bytes();
     let mut i = 0;

@@ -250,7 +250,22 @@ def test_schemes_this_build_cannot_open_are_refused(uri):
         with pytest.raises(lh.NotSupportedError) as e:
             call()
         scheme = uri.split("://")[0]
-        assert f"'{scheme}://'" in str(e.value) and "gs://" in str(e.value) and "az://" in str(e.value)
+        assert f"'{scheme}://'" in str(e.value) and "s3://" in str(e.value)
+        # the message names exactly the stores this build carries (lance_host.build_features())
+        features = lh.build_features()
+        for listed, feature in [("gs://", "store-gcs"), ("az://", "store-azure"), ("abfss://", "store-azure"),
+                                ("oss://", "store-oss"), ("cos://", "store-cos"), ("tos://", "store-tos"),
+                                ("hf://", "store-hf"), ("s3+ddb://", "commit-dynamodb")]:
+            assert (listed in str(e.value)) == (feature in features), (listed, str(e.value))
+
+
+def test_the_test_build_carries_every_store_and_tokenizer():
+    """The test command builds the library's default features: every store and tokenizer Lance
+    has (the store and CJK tests above and in test_cjk_fts.py rely on it), no name twice."""
+    features = lh.build_features()
+    assert len(features) == len(set(features)) and all(features)
+    assert {"store-azure", "store-gcs", "store-oss", "store-cos", "store-tos", "store-hf", "commit-dynamodb",
+            "tokenizer-jieba", "tokenizer-lindera"} <= set(features), features
 
 
 @pytest.mark.parametrize("scheme,prefix,keys", [

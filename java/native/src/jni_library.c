@@ -13,6 +13,11 @@ JNIEXPORT jstring JNI(buildProfile)(JNIEnv *env, jclass c) {
   return new_string(env, lance_host_build_profile());
 }
 
+JNIEXPORT jstring JNI(buildFeatures)(JNIEnv *env, jclass c) {
+  (void)c;
+  return new_string(env, lance_host_build_features());
+}
+
 JNIEXPORT jstring JNI(errorCodeName)(JNIEnv *env, jclass c, jint code) {
   (void)c;
   return new_string(env, lance_error_code_name(code));

@@ -1,6 +1,7 @@
 package org.lancehost;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /** The library as a whole: its version, build profile and process-wide counters. */
@@ -15,6 +16,17 @@ public final class LanceHost {
   /** "release" or "debug": how the loaded library was built. */
   public static String buildProfile() {
     return Native.buildProfile();
+  }
+
+  /**
+   * The optional features of the loaded library: the object stores beyond S3 ({@code store-gcs},
+   * {@code store-azure}, {@code store-oss}, {@code store-cos}, {@code store-tos}, {@code
+   * store-hf}), {@code commit-dynamodb}, the CJK tokenizers ({@code tokenizer-jieba}, {@code
+   * tokenizer-lindera}) and {@code mimalloc}; empty for a build with none of them.
+   */
+  public static List<String> buildFeatures() {
+    String text = Native.buildFeatures();
+    return text.isEmpty() ? List.of() : List.of(text.split(","));
   }
 
   /**

@@ -17,6 +17,8 @@ final class Native {
 
   static native String version();
   static native String buildProfile();
+
+  static native String buildFeatures();
   static native String errorCodeName(int code);
   static native String[] metrics();
   static native void logSetLevel(int level);

@@ -129,6 +129,9 @@ class ApiTest {
   void versionAndProfile() {
     assertTrue(LanceHost.version().matches("\\d+\\.\\d+\\.\\d+.*"), LanceHost.version());
     assertTrue(List.of("debug", "release").contains(LanceHost.buildProfile()));
+    // the test command builds the default features: every store and tokenizer
+    assertTrue(LanceHost.buildFeatures().containsAll(List.of("store-azure", "store-gcs", "store-oss", "store-cos",
+        "store-tos", "store-hf", "commit-dynamodb", "tokenizer-jieba", "tokenizer-lindera")), LanceHost.buildFeatures().toString());
     assertTrue(LanceHost.metrics().containsKey("ops.open"));
   }
 
