@@ -1296,8 +1296,9 @@ typedef struct {
   uint64_t text_tail_misses;
 } LanceSessionStats;
 
-// Receives one progress report of a long call (index builds): Lance's stage name (e.g.
-// "train_ivf", "train_pq", "shuffle", "load_data"; valid only during the call), units `done`
+// Receives one progress report of a long call (index builds, writes, compaction, cleanup): the
+// stage's name (an index build's are Lance's, e.g. "train_ivf", "train_pq", "shuffle",
+// "load_data"; then "write", "compact", "cleanup"; valid only during the call), units `done`
 // of `total` (0 = unknown), what a unit is ("rows", "partitions", "batches", ...; valid only
 // during the call), and the `user_data` given to `lance_call_context_set_progress`.
 typedef void (*LanceProgressCallback)(const char *stage, uint64_t done, uint64_t total, const char *unit, void *user_data);
@@ -3034,9 +3035,14 @@ int32_t lance_call_context_enter(const LanceCallContext *context);
 // Returns LANCE_OK, or LANCE_ERR_INVALID_ARGUMENT for NULL.
 int32_t lance_call_context_cancel(const LanceCallContext *context);
 
-// Send the progress reports of calls bound to `context` (index builds: training, shuffling,
-// writing, merging, each with done / total) to `callback`; NULL stops them. Each stage
-// reports done = 0 when it starts and done = total when it ends. Reports come from library
+// Send the progress reports of calls bound to `context` to `callback`; NULL stops them. Index
+// builds report training, shuffling, writing and merging, each with done / total; one-call and
+// staged writes report stage "write": rows taken from the host's stream so far, every 65,536
+// rows, with total 0 until the stream ends (then done = total = its rows; a failed stream
+// never reports its end); compaction reports "compact", rewrite tasks done of all (none when
+// there is nothing to do); cleanup reports "cleanup", 3 steps (old versions and their files,
+// statement records, staging manifests). Each stage reports done = 0 when it starts and
+// done = total when it ends. Reports come from library
 // threads one at a time (never concurrently for one context), while the call runs; the
 // callback must not call into this library and should return quickly. `user_data` must stay
 // valid until the context is freed or the callback replaced.

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use lance::dataset::index::DatasetIndexRemapperOptions;
-use lance::dataset::optimize::{commit_compaction, compact_files, plan_compaction, CompactionOptions, CompactionTask, RewriteResult};
+use futures::{StreamExt, TryStreamExt};
+use lance::dataset::optimize::{commit_compaction, plan_compaction, CompactionMetrics, CompactionOptions, CompactionTask, RewriteResult};
+use lance::index::DatasetIndexExt;
 
 use super::commit_error;
 use crate::bytes::{self, Reader, Writer};
@@ -70,8 +72,9 @@ pub fn compact(at: &Snapshot, options: &CompactOptions) -> Result<(Snapshot, Com
     let uri = at.uri().to_string();
     let mut dataset = (*at.dataset).clone();
     let what = format!("cannot compact table '{uri}'");
+    let progress = crate::cancel::current();
     let (dataset, metrics) = session::block_on(async move {
-        let m = compact_files(&mut dataset, o, None).await?;
+        let m = compact_reporting(&mut dataset, o, progress).await?;
         Ok::<_, lance::Error>((dataset, m))
     })?
     .map_err(|e| commit_error(&what, planned_at, e).with_local_paths(&uri))?;
@@ -83,6 +86,54 @@ pub fn compact(at: &Snapshot, options: &CompactOptions) -> Result<(Snapshot, Com
         },
         summary,
     ))
+}
+
+/// Lance's `compact_files` (plan, rewrite the tasks concurrently, commit with the indexes
+/// remapped) with a progress report to `progress` (the bound call context) as each task's
+/// rewrite completes: stage "compact", `done` of `total` tasks, unit "tasks".
+async fn compact_reporting(
+    dataset: &mut lance::Dataset,
+    options: CompactionOptions,
+    progress: Option<crate::cancel::Token>,
+) -> lance::Result<CompactionMetrics> {
+    let plan = plan_compaction(dataset, &options).await?;
+    // as compact_files: a tagged fragment-reuse history needs deferred remapping, refused
+    // before any file is rewritten (the commit checks it again)
+    if !plan.options.defer_index_remap
+        && dataset.manifest().writer_feature_flags & lance_table::feature_flags::FLAG_FRAGMENT_REUSE_INDEX != 0
+        && dataset.load_indices().await?.iter().any(lance_table::system_index::frag_reuse::metadata::is_tagged)
+    {
+        return Err(lance::Error::not_supported(
+            "compacting a table with a tagged fragment reuse history requires deferred index remapping, which \
+             lance-host does not set",
+        ));
+    }
+    if plan.tasks.is_empty() {
+        return Ok(CompactionMetrics::default());
+    }
+    let total = plan.tasks.len() as u64;
+    let report = |done: u64| {
+        if let Some(t) = &progress {
+            t.report(&crate::cancel::Progress { stage: "compact", done, total, unit: "tasks" });
+        }
+    };
+    report(0);
+    let threads = plan.options.num_threads.unwrap_or_else(lance_core::utils::tokio::get_num_compute_intensive_cpus);
+    let at = dataset.clone();
+    let mut done = 0;
+    let rewritten: Vec<RewriteResult> = futures::stream::iter(plan.compaction_tasks().collect::<Vec<_>>())
+        .map(|task| {
+            let at = &at;
+            async move { task.execute(at).await }
+        })
+        .buffer_unordered(threads.max(1))
+        .inspect_ok(|_| {
+            done += 1;
+            report(done);
+        })
+        .try_collect()
+        .await?;
+    commit_compaction(dataset, rewritten, Arc::new(DatasetIndexRemapperOptions::default()), &plan.options).await
 }
 
 impl CompactSummary {

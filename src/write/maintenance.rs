@@ -45,12 +45,23 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
     };
     let registry = session::global()?.lance.store_registry();
     let managed = crate::snapshot::managed::main_branch(&uri)?.map(|m| m.store);
+    // progress (the bound call context's): stage "cleanup", three steps — Lance's cleanup of old
+    // versions and their files, the statement records, the staging manifests
+    let progress = crate::cancel::current();
+    let step = move |done: u64| {
+        if let Some(t) = &progress {
+            t.report(&crate::cancel::Progress { stage: "cleanup", done, total: 3, unit: "steps" });
+        }
+    };
     let (stats, records_bytes) = session::block_on(async move {
+        step(0);
         let stats = ds.cleanup_with_policy(policy).await?;
+        step(1);
         // the statement records (src/write/statement.rs) whose versions the cleanup removed
         let oldest_kept = ds.versions().await?.iter().map(|v| v.version).min().unwrap_or(0);
         let (store, base) = lance_io::object_store::ObjectStore::from_uri_and_params(registry, &uri, &params).await?;
         let (_, bytes) = super::statement::forget_before(&store, &base, cutoff, oldest_kept).await?;
+        step(2);
         let latest_version = ds.latest_version_id().await?;
         let unverified_cutoff = if delete_unverified { cutoff } else { cutoff.min(chrono::Utc::now() - chrono::Duration::days(7)) };
         let staged_bytes = if uri.starts_with("s3+ddb") {
@@ -58,6 +69,7 @@ pub fn cleanup(at: &Snapshot, older_than: Duration, delete_unverified: bool) -> 
         } else {
             forget_staging_manifests(&store, &base, unverified_cutoff, latest_version, managed.as_ref()).await?
         };
+        step(3);
         Ok::<_, lance::Error>((stats, bytes + staged_bytes))
     })?
     .map_err(|e| HostError::from_lance(&what, e).with_local_paths(at.uri()))?;

@@ -49,6 +49,26 @@ struct Watched {
     failure: HostFailure,
     batch: u64,
     done: bool,
+    /// The progress receiver of the call context bound when the write started.
+    progress: Option<crate::cancel::Token>,
+    /// Rows taken from the host's stream, and how many of them the last report gave.
+    rows: u64,
+    reported: u64,
+}
+
+/// Rows between two progress reports of a write (besides its first and its last).
+const REPORT_EVERY_ROWS: u64 = 65_536;
+
+impl Watched {
+    /// Stage "write": rows taken from the host's stream so far (`total` 0: unknown until the
+    /// stream ends, when `done` = `total` = every row).
+    fn report(&mut self, end: bool) {
+        if let Some(t) = &self.progress {
+            let total = if end { self.rows } else { 0 };
+            t.report(&crate::cancel::Progress { stage: "write", done: self.rows, total, unit: "rows" });
+            self.reported = self.rows;
+        }
+    }
 }
 
 impl Iterator for Watched {
@@ -60,6 +80,9 @@ impl Iterator for Watched {
         }
         let i = self.batch;
         self.batch += 1;
+        if i == 0 {
+            self.report(false);
+        }
         // Importing a host's batch can panic inside arrow (a batch whose layout does not match
         // the stream's schema): that is the host stream's failure, not a crash.
         let item = match crate::logging::catch_quietly(|| self.inner.next()) {
@@ -81,6 +104,7 @@ impl Iterator for Watched {
         match item {
             None => {
                 self.done = true;
+                self.report(true);
                 None
             }
             Some(Err(e)) => {
@@ -98,7 +122,13 @@ impl Iterator for Watched {
                 self.failure.set(msg.clone());
                 Some(Err(ArrowError::SchemaError(msg)))
             }
-            Some(Ok(b)) => Some(Ok(b)),
+            Some(Ok(b)) => {
+                self.rows += b.num_rows() as u64;
+                if self.rows - self.reported >= REPORT_EVERY_ROWS {
+                    self.report(false);
+                }
+                Some(Ok(b))
+            }
         }
     }
 }
@@ -109,8 +139,9 @@ impl RecordBatchReader for Watched {
     }
 }
 
-/// `data` watched: its failures are recorded in the returned [`HostFailure`], and a batch whose
-/// schema is not the stream's ends it with an error.
+/// `data` watched: its failures are recorded in the returned [`HostFailure`], a batch whose
+/// schema is not the stream's ends it with an error, and the rows taken from it are reported to
+/// the progress receiver of the call context bound to the calling thread (stage "write").
 pub(crate) fn watch(data: Batches) -> (Batches, HostFailure) {
     let failure = HostFailure::default();
     let schema = data.schema();
@@ -120,6 +151,9 @@ pub(crate) fn watch(data: Batches) -> (Batches, HostFailure) {
         failure: failure.clone(),
         batch: 0,
         done: false,
+        progress: crate::cancel::current(),
+        rows: 0,
+        reported: 0,
     };
     (Box::new(watched), failure)
 }
