@@ -2,8 +2,9 @@
 directory with the shared library put into the package.
 
 - The library is `$LANCE_HOST_LIB` when set (an already built liblance_host.so, e.g. the one
-  `scripts/build-lib.sh` installs), else it is built here with `cargo build --release --lib`
-  from the repository this directory belongs to (a cold release build of the Lance stack takes
+  `scripts/build-lib.sh` installs), else it is built here with `cargo build --release --lib
+  --features mimalloc` (the release library CMake builds: every store and tokenizer, mimalloc
+  as its allocator) from the repository this directory belongs to (a cold release build of the Lance stack takes
   ~30 minutes on 2 cores).
 - The bundled copy carries no debug info (`objcopy --strip-debug`, when binutils is there).
   With `$LANCE_HOST_DEBUG_DIR` set, the debug info and the symbol table are kept there as
@@ -37,7 +38,8 @@ def _built_library():
         return Path(src)
     repo = HERE.parent
     target = Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "lance-host" / "target"))
-    subprocess.run(["cargo", "build", "--release", "--lib", "--manifest-path", str(repo / "Cargo.toml")],
+    subprocess.run(["cargo", "build", "--release", "--lib", "--features", "mimalloc",
+                    "--manifest-path", str(repo / "Cargo.toml")],
                    check=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
     return target / "release" / LIB_NAME
 

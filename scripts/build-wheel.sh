@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lance-host/target}"
 if [ "${1:-}" = "--release" ]; then
-  cargo build --release --lib
+  cargo build --release --lib --features mimalloc  # the release library CMake builds
   lib="$CARGO_TARGET_DIR/release/liblance_host.so"
 elif [ -n "${1:-}" ]; then
   echo "usage: $0 [--release]" >&2; exit 2
