@@ -3037,7 +3037,7 @@ int32_t lance_call_context_cancel(const LanceCallContext *context);
 
 // Send the progress reports of calls bound to `context` to `callback`; NULL stops them. Index
 // builds report training, shuffling, writing and merging, each with done / total; one-call and
-// staged writes report stage "write": rows taken from the host's stream so far, every 65,536
+// staged writes and merge-inserts (their source) report stage "write": rows taken from the host's stream so far, every 65,536
 // rows, with total 0 until the stream ends (then done = total = its rows; a failed stream
 // never reports its end); compaction reports "compact", rewrite tasks done of all (none when
 // there is nothing to do); cleanup reports "cleanup", 3 steps (old versions and their files,

@@ -69,6 +69,17 @@ def test_a_staged_write_reports_its_share(tmp_path):
     assert lance.dataset(uri).to_table().sort_by("id").equals(rows(0, 100_010))
 
 
+def test_a_merge_insert_reports_its_source_rows(tmp_path):
+    uri = str(tmp_path / "m.lance")
+    lance.write_dataset(rows(0, 50_000), uri)
+    source = rows(40_000, 80_000)  # 10,000 rows update, 70,000 insert
+    reports, ctx = recording()
+    with ctx:
+        lh.open(uri).merge_insert(reader(source), on="id", when_matched="update_all", when_not_matched="insert")
+    check_write_reports(reports, 80_000)
+    assert lance.dataset(uri).to_table().sort_by("id").equals(rows(0, 120_000))
+
+
 def test_a_failing_host_stream_reports_no_end(tmp_path):
     """A write whose host stream fails never reports done = total (it did not finish)."""
     uri = str(tmp_path / "f.lance")
