@@ -71,9 +71,17 @@ pub fn unsupported_message(what: &str, scheme: &str) -> String {
 /// REST catalog returned).
 pub fn unknown_scheme_in(text: &str) -> Option<&str> {
     const MARK: &str = "No object store provider found for scheme: '";
-    let start = text.find(MARK)? + MARK.len();
-    let len = text[start..].find('\'')?;
-    Some(&text[start..start + len])
+    if let Some(at) = text.find(MARK) {
+        let start = at + MARK.len();
+        let len = text[start..].find('\'')?;
+        return Some(&text[start..start + len]);
+    }
+    // S3 is built in, its DynamoDB commit store is not (`commit-dynamodb`): Lance opens the
+    // store and refuses the commit handler
+    if text.contains("`s3+ddb://` scheme requires `dynamodb` feature") && !cfg!(feature = "commit-dynamodb") {
+        return Some("s3+ddb");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -150,6 +158,9 @@ mod tests {
         let text = "Invalid user input: No object store provider found for scheme: 'hdfs'\nValid schemes: file, s3";
         assert_eq!(unknown_scheme_in(text), Some("hdfs"));
         assert_eq!(unknown_scheme_in("Invalid user input: something else"), None);
+        // a build without `commit-dynamodb`: Lance refuses `s3+ddb://` at its commit handler
+        let ddb = "Invalid user input: `s3+ddb://` scheme requires `dynamodb` feature to be enabled, /x/commit.rs:1:2";
+        assert_eq!(unknown_scheme_in(ddb), (!cfg!(feature = "commit-dynamodb")).then_some("s3+ddb"));
         let e = HostError::unsupported_scheme("open table 'hdfs://x/t'", "hdfs");
         assert_eq!(e.code, LanceErrorCode::LANCE_ERR_NOT_SUPPORTED);
         assert!(e.message.starts_with("open table 'hdfs://x/t': "), "{}", e.message);
