@@ -276,9 +276,10 @@ def main():
         f"{max(times['stripped']) * 1000:.1f}), unstripped {med['unstripped']:.1f} ms "
         f"({min(times['unstripped']) * 1000:.1f}–{max(times['unstripped']) * 1000:.1f}) (goal: at most 20 ms).",
         "",
-        "What this does not show: the size of a build without a feature (each feature also brings glue in its "
-        "callers, counted here under the caller's crate), and the cold-cache load time (the page cache holds the file "
-        "in every run).",
+        "What the symbol table does not show: the glue a feature brings into its callers (counted under the caller's "
+        "crate; " + ("the builds compared below were built without features, which includes it"
+                     if args.also else "a build without the feature would show it") + "), and the cold-cache load "
+        "time (the page cache holds the file in every run).",
     ]
     if len(builds) > 1:
         first = builds[args.label]

@@ -110,7 +110,7 @@ def test_no_module_imports_in_a_circle():
 # The layers of src/, bottom up (docs/building.md, "Where a new piece goes"): a module may use
 # modules of its own layer or below, never above. A new module gets its place here.
 LAYERS = [
-    ["error", "storage", "bytes", "redact", "sql_text", "runtime", "cancel", "logging", "lance_env", "columns"],
+    ["error", "storage", "build_info", "bytes", "redact", "sql_text", "runtime", "cancel", "logging", "lance_env", "columns"],
     ["datacache", "session", "metrics"],
     ["snapshot"],
     ["index", "io_stats", "table_statistics"],
