@@ -3037,12 +3037,12 @@ int32_t lance_call_context_cancel(const LanceCallContext *context);
 
 // Send the progress reports of calls bound to `context` to `callback`; NULL stops them. Index
 // builds report training, shuffling, writing and merging, each with done / total; one-call and
-// staged writes and merge-inserts (their source) report stage "write": rows taken from the host's stream so far, every 65,536
-// rows, with total 0 until the stream ends (then done = total = its rows; a failed stream
-// never reports its end); compaction reports "compact", rewrite tasks done of all (none when
-// there is nothing to do); cleanup reports "cleanup", 3 steps (old versions and their files,
-// statement records, staging manifests). Each stage reports done = 0 when it starts and
-// done = total when it ends. Reports come from library
+// staged writes and merge-inserts (their source) report stage "write": rows taken from the
+// host's stream so far, every 65,536 rows, with total 0 until the stream ends (then done =
+// total = its rows; a failed stream never reports its end); compaction reports "compact",
+// rewrite tasks done of all (none when there is nothing to do); cleanup reports "cleanup", 3
+// steps (old versions and their files, statement records, staging manifests). Each stage
+// reports done = 0 when it starts and done = total when it ends. Reports come from library
 // threads one at a time (never concurrently for one context), while the call runs; the
 // callback must not call into this library and should return quickly. `user_data` must stay
 // valid until the context is freed or the callback replaced.
