@@ -19,6 +19,15 @@ pub struct TableRef {
     pub name: String,
 }
 
+impl From<&lance_host_substrait::TableRef> for TableRef {
+    fn from(t: &lance_host_substrait::TableRef) -> Self {
+        TableRef {
+            namespace: t.namespace.clone(),
+            name: t.name.clone(),
+        }
+    }
+}
+
 impl TableRef {
     /// `ns.sub.table`, `table`, with `"quoted"` parts for names holding dots.
     pub fn parse(text: &str) -> Result<TableRef> {

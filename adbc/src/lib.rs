@@ -13,8 +13,6 @@ mod search;
 mod shared;
 mod sql;
 mod statement;
-mod substrait_expr;
-mod substrait_plan;
 mod text;
 mod writes;
 

@@ -149,8 +149,8 @@ impl Dataset {
     /// `lance_dataset_aggregate`: group-by columns, then one column per measure.
     pub fn aggregate(
         &self,
-        group_by: &[crate::substrait_plan::GroupKey],
-        measures: &[crate::substrait_plan::Measure],
+        group_by: &[lance_host_substrait::GroupKey],
+        measures: &[lance_host_substrait::Measure],
         filter: Option<&str>,
     ) -> Result<Reader> {
         let api = api()?;

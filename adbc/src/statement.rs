@@ -45,7 +45,7 @@ use crate::partition::Search;
 use crate::search::{parse_vector, VectorOptions, VectorSearch};
 use crate::shared::{not_found_option, option_string, Pending, Shared, UNKNOWN_OUTCOME_PENDING};
 use crate::sql;
-use crate::substrait_plan::{self, PlanQuery, Shape};
+use lance_host_substrait::{PlanQuery, Shape};
 use crate::text::{TextOptions, TextSearch};
 use crate::writes::{self, WriteSettings};
 
@@ -130,7 +130,7 @@ impl LanceHostStatement {
                 limit: plan.limit,
                 batch_size: self.batch_size,
             };
-            return Ok((self.shared.resolve(plan.table.clone()), spec));
+            return Ok((self.shared.resolve(TableRef::from(&plan.table)), spec));
         }
         let (table, mut spec) = match (&self.sql, &self.table) {
             (Some(_), Some(_)) => {
@@ -160,7 +160,7 @@ impl LanceHostStatement {
     /// names and (for aggregates) its row limit applied.
     fn run(&self) -> Result<Reader> {
         if let Some(plan) = &self.plan {
-            let table = self.shared.resolve(plan.table.clone());
+            let table = self.shared.resolve(TableRef::from(&plan.table));
             let dataset = self.open(&table)?;
             return match &plan.shape {
                 Shape::Scan { .. } => {
@@ -752,7 +752,13 @@ impl Statement for LanceHostStatement {
     }
 
     fn set_substrait_plan(&mut self, plan: impl AsRef<[u8]>) -> Result<()> {
-        let parsed = substrait_plan::parse(plan.as_ref())?;
+        let parsed = lance_host_substrait::parse(plan.as_ref()).map_err(|e| {
+            let message = format!("lance-host ADBC {e}");
+            match e.kind {
+                lance_host_substrait::ErrorKind::Invalid => invalid(message),
+                lance_host_substrait::ErrorKind::Unsupported => not_implemented(message),
+            }
+        })?;
         // a plan replaces any other query or ingest target, as SQL does
         self.ingest_table = None;
         self.table = None;

@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 
-use adbc_core::error::Result;
 use prost::Message;
 use substrait::proto::aggregate_function::AggregationInvocation;
 use substrait::proto::extensions::simple_extension_declaration::MappingType;
@@ -29,10 +28,23 @@ use substrait::proto::rel::RelType;
 use substrait::proto::rel_common::EmitKind;
 use substrait::proto::{Expression, Plan, Rel, RelCommon};
 
-use crate::substrait_expr::{literal_i64, quote, unsupported, Col, Ctx};
+use crate::expr::{literal_i64, quote, Col, Ctx};
+use crate::{invalid, unsupported, Result};
 
-use crate::api::invalid;
-use crate::handles::TableRef;
+/// The table a plan's `ReadRel` names: its namespace path and its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableRef {
+    pub namespace: Vec<String>,
+    pub name: String,
+}
+
+/// What a column of the table is, for the translation: a floating-point column's ordering
+/// comparisons leave NaN out (IEEE), an integer column's arithmetic is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnKind {
+    pub float: bool,
+    pub integer: bool,
+}
 
 /// lance-host aggregate functions (`LanceAggregateFunction`).
 pub const AGG_COUNT_STAR: i32 = 1;
@@ -87,12 +99,19 @@ struct Stage {
     limit: Option<i64>,
 }
 
+/// A plan's query, with the kind of each column taken from the plan's `ReadRel.base_schema`
+/// (a host that declares a column's type wrongly gets the meaning of the declared type; see
+/// `parse_with`).
 pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
-    let plan = Plan::decode(bytes).map_err(|e| {
-        invalid(format!(
-            "lance-host ADBC Substrait: not a Substrait plan: {e}"
-        ))
-    })?;
+    parse_with(bytes, None)
+}
+
+/// A plan's query; `columns` (when given) are the table's own columns: a `base_schema` name
+/// that is not among them is refused, and each column's kind is the table's, whatever type the
+/// plan declares for it.
+pub fn parse_with(bytes: &[u8], columns: Option<&HashMap<String, ColumnKind>>) -> Result<PlanQuery> {
+    let plan = Plan::decode(bytes)
+        .map_err(|e| invalid(format!("Substrait: not a Substrait plan: {e}")))?;
     let functions: HashMap<u32, String> = plan
         .extensions
         .iter()
@@ -120,7 +139,7 @@ pub fn parse(bytes: &[u8]) -> Result<PlanQuery> {
         Some(PlanRelType::Rel(rel)) => (rel, None),
         None => return Err(invalid("Substrait plan relation without a relation")),
     };
-    let ctx = Ctx { functions };
+    let ctx = Ctx { functions, columns };
     let stage = ctx.rel(rel)?;
     let filter = match stage.filters.len() {
         0 => None,
@@ -195,7 +214,7 @@ fn emit(common: &Option<RelCommon>, cols: Vec<Col>) -> Result<Vec<Col>> {
     }
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn rel(&self, rel: &Rel) -> Result<Stage> {
         let kind = rel
             .rel_type
@@ -235,14 +254,24 @@ impl Ctx {
                             "a struct column (`{n}`) in the base schema"
                         )));
                     }
-                    let float = matches!(t.kind, Some(Kind::Fp32(_)) | Some(Kind::Fp64(_)));
-                    let integer = matches!(
-                        t.kind,
-                        Some(Kind::I8(_))
-                            | Some(Kind::I16(_))
-                            | Some(Kind::I32(_))
-                            | Some(Kind::I64(_))
-                    );
+                    let kind = match self.columns {
+                        Some(columns) => *columns.get(n.as_str()).ok_or_else(|| {
+                            invalid(format!(
+                                "Substrait base_schema names `{n}`, which is not a column of the table"
+                            ))
+                        })?,
+                        None => ColumnKind {
+                            float: matches!(t.kind, Some(Kind::Fp32(_)) | Some(Kind::Fp64(_))),
+                            integer: matches!(
+                                t.kind,
+                                Some(Kind::I8(_))
+                                    | Some(Kind::I16(_))
+                                    | Some(Kind::I32(_))
+                                    | Some(Kind::I64(_))
+                            ),
+                        },
+                    };
+                    let ColumnKind { float, integer } = kind;
                     base.push(Col {
                         sql: quote(n),
                         column: Some(n.clone()),

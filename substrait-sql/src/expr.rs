@@ -1,8 +1,7 @@
-//! Substrait expressions as Lance SQL (see `substrait_plan.rs` for what is accepted): column
+//! Substrait expressions as Lance SQL (see `plan.rs` for what is accepted): column
 //! references, literals, the functions that keep their meaning, `IN` lists. The plan's
-//! relations (`substrait_plan.rs`) build on it.
+//! relations (`plan.rs`) build on it.
 
-use adbc_core::error::Result;
 use substrait::proto::expression::field_reference::ReferenceType;
 use substrait::proto::expression::literal::LiteralType;
 use substrait::proto::expression::reference_segment;
@@ -12,7 +11,7 @@ use substrait::proto::{Expression, FunctionArgument};
 
 use std::collections::HashMap;
 
-use crate::api::{invalid, not_implemented};
+use crate::{invalid, unsupported, Result};
 
 /// One output column of a relation: Lance SQL text, the plain column it is (if it is one), and
 /// whether its type is floating point.
@@ -24,21 +23,17 @@ pub(crate) struct Col {
     pub(crate) integer: bool,
 }
 
-pub(crate) fn unsupported(what: impl std::fmt::Display) -> adbc_core::error::Error {
-    not_implemented(format!(
-        "lance-host ADBC Substrait: {what} is not supported"
-    ))
-}
-
-pub(crate) struct Ctx {
+pub(crate) struct Ctx<'a> {
     pub(crate) functions: HashMap<u32, String>,
+    /// The table's columns, when the caller knows them (`plan::parse_with`).
+    pub(crate) columns: Option<&'a HashMap<String, crate::ColumnKind>>,
 }
 
-pub(crate) fn quote(name: &str) -> String {
+pub fn quote(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
-impl Ctx {
+impl Ctx<'_> {
     pub(crate) fn function_name(&self, anchor: u32) -> Result<String> {
         self.functions.get(&anchor).cloned().ok_or_else(|| {
             invalid(format!(
@@ -307,7 +302,7 @@ pub(crate) fn string_literal(s: &str) -> Result<Col> {
     Ok(plain(format!("'{}'", s.replace('\'', "''"))))
 }
 
-pub(crate) fn decimal_text(unscaled: i128, scale: i32) -> String {
+pub fn decimal_text(unscaled: i128, scale: i32) -> String {
     let negative = unscaled < 0;
     let digits = unscaled.unsigned_abs().to_string();
     let scale = scale.max(0) as usize;
@@ -330,7 +325,7 @@ pub(crate) fn decimal_text(unscaled: i128, scale: i32) -> String {
 }
 
 /// Days since 1970-01-01 as YYYY-MM-DD (proleptic Gregorian).
-pub(crate) fn days_to_date(days: i64) -> String {
+pub fn days_to_date(days: i64) -> String {
     let z = days + 719468;
     let era = z.div_euclid(146097);
     let doe = z.rem_euclid(146097);
@@ -346,7 +341,7 @@ pub(crate) fn days_to_date(days: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::substrait_plan::parse;
+    use crate::plan::parse;
 
     #[test]
     fn dates_and_decimals() {
