@@ -693,6 +693,18 @@ typedef struct {
   // have; integer arithmetic is refused as in `expressions`. Partial states of different
   // key expressions do not merge (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
   const char *const *group_by_expressions;
+  // A serialized Substrait `Plan` (`substrait_plan_len` bytes) that says the whole spec:
+  // its root an `AggregateRel` with one grouping set (keys: columns or expressions; measures
+  // `count` — no argument: COUNT(*), DISTINCT: COUNT(DISTINCT) —, `sum`, `min`, `max`,
+  // `avg`, of a column or of an expression a `ProjectRel` below computes) over `ProjectRel`s
+  // and `FilterRel`s over one `ReadRel` (its filter and projection included); `RelRoot.names`
+  // name the result columns. The `ReadRel`'s named table is not looked up: the spec runs on
+  // the dataset it is given to, whose columns the `base_schema` names; each column's type is
+  // the table's, not the declared one. Expressions mean what Substrait says (a float NaN
+  // compares false). NULL or 0 bytes: the fields above say the spec; with a plan they must
+  // be empty (no group-by, no aggregates, no filter). Since 0.15.
+  const uint8_t *substrait_plan;
+  size_t substrait_plan_len;
 } LanceAggregateSpec;
 
 // I/O statistics of one operation (a scan, split search, take or prewarm). Set

@@ -125,7 +125,8 @@ class AggregateSpec(Sized):
     _fields_ = [("struct_size", ctypes.c_size_t), ("group_by", cstrp), ("num_group_by", ctypes.c_size_t),
                 ("functions", ctypes.POINTER(ctypes.c_int32)), ("columns", cstrp), ("aliases", cstrp),
                 ("num_aggregates", ctypes.c_size_t), ("filter_sql", cstr), ("expressions", cstrp),
-                ("group_by_expressions", cstrp)]
+                ("group_by_expressions", cstrp), ("substrait_plan", ctypes.POINTER(ctypes.c_uint8)),
+                ("substrait_plan_len", ctypes.c_size_t)]
 
 
 class CompactParams(Sized):

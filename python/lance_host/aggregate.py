@@ -95,6 +95,21 @@ def _aggregate_spec(aggregates, group_by, filter):
     return spec, (f_arr, c_arr, a_arr, g_arr, e_arr, ge_arr)
 
 
+def _substrait_spec(plan):
+    """A LanceAggregateSpec holding a serialized Substrait plan, and the buffer it points into."""
+    if not isinstance(plan, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(1, f"a Substrait plan is bytes (Plan.SerializeToString()), not {type(plan).__name__}")
+    data = bytes(plan)
+    if not data:
+        raise InvalidArgumentError(1, "the Substrait plan is empty")
+    spec = _ffi.AggregateSpec()
+    _check(LIB.lance_aggregate_init_v2(ctypes.byref(spec), ctypes.sizeof(spec)))
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    spec.substrait_plan = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8))
+    spec.substrait_plan_len = len(data)
+    return spec, buf
+
+
 def merge_aggregates(partials: Sequence[pa.Table]) -> pa.Table:
     """The results from the partial states of splits (lance_aggregate_merge): `partials` are
     the tables `Dataset.aggregate_split` returned (or `Stream`s / readers of them, e.g. after a
@@ -163,6 +178,27 @@ class DatasetAggregates:
         a small table (group keys, then `agg<i>_<state>` columns) to merge with the other
         splits' partials by `merge_aggregates`. Works on a shipped split in another process."""
         spec, keep = _aggregate_spec(aggregates, group_by, filter)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate_split(self._h, split._h, ctypes.byref(spec), ctypes.byref(out),
+                                                 ctypes.byref(io)))
+        return Stream(out).read_all(), IoStats._from(io)
+
+    def aggregate_substrait(self, plan: bytes) -> pa.Table:
+        """`aggregate` of a serialized Substrait plan (`LanceAggregateSpec.substrait_plan`): an
+        `AggregateRel` with one grouping set over `ProjectRel`s and `FilterRel`s over one
+        `ReadRel` whose `base_schema` names this table's columns (its named table is not looked
+        up). `RelRoot.names` name the result columns. A plan without an aggregate, or with a
+        `FetchRel`, is refused; what the plan asks beyond the translation raises
+        NotSupportedError naming it (docs/aggregates.md)."""
+        spec, keep = _substrait_spec(plan)
+        out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
+        _check(LIB.lance_dataset_aggregate(self._h, ctypes.byref(spec), ctypes.byref(out), ctypes.byref(io)))
+        return Stream(out).read_all()
+
+    def aggregate_split_substrait(self, split: Split, plan: bytes) -> tuple[pa.Table, IoStats]:
+        """`aggregate_split` of a serialized Substrait plan (as `aggregate_substrait`): the
+        split's partial states, to merge with `merge_aggregates`."""
+        spec, keep = _substrait_spec(plan)
         out, io = _ffi.ArrowArrayStream(), _ffi.IoStats.new()
         _check(LIB.lance_dataset_aggregate_split(self._h, split._h, ctypes.byref(spec), ctypes.byref(out),
                                                  ctypes.byref(io)))

@@ -22,6 +22,7 @@
 mod expr;
 pub mod hll;
 pub mod spec;
+pub mod substrait;
 
 use std::collections::HashMap;
 use std::sync::Arc;

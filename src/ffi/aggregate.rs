@@ -83,6 +83,18 @@ pub struct LanceAggregateSpec {
     /// have; integer arithmetic is refused as in `expressions`. Partial states of different
     /// key expressions do not merge (LANCE_ERR_INVALID_ARGUMENT). Since 0.15.
     pub group_by_expressions: *const *const c_char,
+    /// A serialized Substrait `Plan` (`substrait_plan_len` bytes) that says the whole spec:
+    /// its root an `AggregateRel` with one grouping set (keys: columns or expressions; measures
+    /// `count` — no argument: COUNT(*), DISTINCT: COUNT(DISTINCT) —, `sum`, `min`, `max`,
+    /// `avg`, of a column or of an expression a `ProjectRel` below computes) over `ProjectRel`s
+    /// and `FilterRel`s over one `ReadRel` (its filter and projection included); `RelRoot.names`
+    /// name the result columns. The `ReadRel`'s named table is not looked up: the spec runs on
+    /// the dataset it is given to, whose columns the `base_schema` names; each column's type is
+    /// the table's, not the declared one. Expressions mean what Substrait says (a float NaN
+    /// compares false). NULL or 0 bytes: the fields above say the spec; with a plan they must
+    /// be empty (no group-by, no aggregates, no filter). Since 0.15.
+    pub substrait_plan: *const u8,
+    pub substrait_plan_len: usize,
 }
 
 impl Default for LanceAggregateSpec {
@@ -98,6 +110,8 @@ impl Default for LanceAggregateSpec {
             filter_sql: std::ptr::null(),
             expressions: std::ptr::null(),
             group_by_expressions: std::ptr::null(),
+            substrait_plan: std::ptr::null(),
+            substrait_plan_len: 0,
         }
     }
 }
@@ -125,8 +139,42 @@ fn opt_str_list(p: *const *const c_char, n: usize, name: &str) -> Result<Vec<Opt
         .collect()
 }
 
-fn spec_arg(p: *const LanceAggregateSpec) -> Result<AggregateSpec> {
+/// A spec as the caller gave it: its fields, or a Substrait plan read against the table the
+/// call runs on (`resolve`).
+enum SpecArg {
+    Fields(AggregateSpec),
+    Plan(Vec<u8>),
+}
+
+impl SpecArg {
+    fn resolve(self, table: &crate::snapshot::Snapshot) -> Result<AggregateSpec> {
+        match self {
+            SpecArg::Fields(spec) => Ok(spec),
+            SpecArg::Plan(bytes) => aggregate::substrait::spec_from_plan(&bytes, &table.arrow_schema()),
+        }
+    }
+}
+
+fn spec_arg(p: *const LanceAggregateSpec) -> Result<SpecArg> {
     let s = read_in(p, Layout::Sized, "spec")?.ok_or_else(|| HostError::invalid("spec is NULL"))?;
+    let plan = slice_arg(s.substrait_plan, s.substrait_plan_len, "spec->substrait_plan")?;
+    if !plan.is_empty() {
+        let given = [
+            (s.num_group_by > 0, "group-by keys"),
+            (s.num_aggregates > 0, "aggregates"),
+            (!s.filter_sql.is_null(), "a filter"),
+        ];
+        if let Some((_, what)) = given.iter().find(|(set, _)| *set) {
+            return Err(HostError::invalid(format!(
+                "spec->substrait_plan is given with {what}: a plan says the whole spec (leave num_group_by, num_aggregates and filter_sql empty)"
+            )));
+        }
+        return Ok(SpecArg::Plan(plan.to_vec()));
+    }
+    fields_spec(&s).map(SpecArg::Fields)
+}
+
+fn fields_spec(s: &LanceAggregateSpec) -> Result<AggregateSpec> {
     if s.num_aggregates > aggregate::spec::MAX_AGGREGATES {
         return Err(HostError::invalid(format!(
             "spec->num_aggregates is {}; at most {}",
@@ -222,7 +270,9 @@ pub extern "C" fn lance_dataset_aggregate_split(
         let spec = spec_arg(spec)?;
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (batch, stats) = aggregate::aggregate_split(ds.split_table(&s.split)?, &s.split, &spec)?;
+        let table = ds.split_table(&s.split)?;
+        let spec = spec.resolve(table)?;
+        let (batch, stats) = aggregate::aggregate_split(table, &s.split, &spec)?;
         hand_out(batch, stats, out, io)
     })
 }
@@ -248,7 +298,9 @@ pub extern "C" fn lance_dataset_aggregate(
         let spec = spec_arg(spec)?;
         let out = out_arg(out, "out")?;
         out_slot(io, Layout::Sized, "io")?;
-        let (batch, stats) = aggregate::aggregate(ds.table()?, &spec)?;
+        let table = ds.table()?;
+        let spec = spec.resolve(table)?;
+        let (batch, stats) = aggregate::aggregate(table, &spec)?;
         hand_out(batch, stats, out, io)
     })
 }

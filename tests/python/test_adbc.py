@@ -452,52 +452,8 @@ def test_driver_manager_loads_by_entrypoint(warehouse):
 # ---- Substrait plans ---------------------------------------------------------------------------
 
 from substrait.proto import (  # noqa: E402
-    AggregateFunction, AggregateRel, Expression, ExtendedExpression, FetchRel, FilterRel, FunctionArgument,
-    NamedStruct, Plan, PlanRel, ProjectRel, ReadRel, Rel, RelRoot, SimpleExtensionDeclaration, SortRel, Type)
-import pyarrow.substrait as pa_substrait  # noqa: E402
-
-
-def sx_field(i):
-    return Expression(selection=Expression.FieldReference(
-        direct_reference=Expression.ReferenceSegment(struct_field=Expression.ReferenceSegment.StructField(field=i)),
-        root_reference=Expression.FieldReference.RootReference()))
-
-
-def sx_call(anchor, *args):
-    return Expression(scalar_function=Expression.ScalarFunction(
-        function_reference=anchor, arguments=[FunctionArgument(value=a) for a in args]))
-
-
-SX_TYPES = {"int64": Type(i64=Type.I64()), "double": Type(fp64=Type.FP64()), "string": Type(string=Type.String()),
-            "decimal128(38, 0)": Type(decimal=Type.Decimal(precision=38, scale=0)),
-            "timestamp[us]": Type(precision_timestamp=Type.PrecisionTimestamp(precision=6))}
-
-
-def sx_read(table_name, schema, filter_expr=None, project=None):
-    read = ReadRel(base_schema=NamedStruct(names=schema.names, struct=Type.Struct(
-        types=[SX_TYPES[str(f.type)] for f in schema])), named_table=ReadRel.NamedTable(names=[table_name]))
-    if filter_expr is not None:
-        read.filter.CopyFrom(filter_expr)
-    if project is not None:
-        read.projection.CopyFrom(Expression.MaskExpression(select=Expression.MaskExpression.StructSelect(
-            struct_items=[Expression.MaskExpression.StructItem(field=i) for i in project])))
-    return Rel(read=read)
-
-
-def sx_plan(rel, names, functions):
-    plan = Plan(relations=[PlanRel(root=RelRoot(input=rel, names=names))])
-    for anchor, name in functions.items():
-        plan.extensions.append(SimpleExtensionDeclaration(extension_function=SimpleExtensionDeclaration.ExtensionFunction(
-            function_anchor=anchor, name=name)))
-    return plan
-
-
-def pyarrow_filter(expr, schema):
-    """A filter as pyarrow's Substrait producer writes it: the expression and its functions."""
-    ext = ExtendedExpression()
-    ext.ParseFromString(bytes(pa_substrait.serialize_expressions([expr], ["cond"], schema)))
-    functions = {d.extension_function.function_anchor: d.extension_function.name for d in ext.extensions}
-    return ext.referred_expr[0].expression, functions
+    AggregateFunction, AggregateRel, Expression, FetchRel, FilterRel, FunctionArgument, ProjectRel, Rel, SortRel)
+from substrait_plans import pyarrow_filter, sx_call, sx_field, sx_plan, sx_read  # noqa: E402
 
 
 def test_substrait_filter_and_aggregate_equal_pyarrow(warehouse):

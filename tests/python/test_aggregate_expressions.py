@@ -36,13 +36,18 @@ def _lineitem(n, seed):
     })
 
 
-@pytest.fixture(scope="module")
-def lineitem(tmp_path_factory):
+def write_lineitem(tmp_path_factory):
+    """Lineitem-shaped rows pylance wrote in 10 fragments, some rows deleted: (uri, its rows)."""
     uri = str(tmp_path_factory.mktemp("tpch") / "lineitem.lance")
     lance.write_dataset(_lineitem(ROWS // 2, 1), uri, max_rows_per_file=4000)
     lance.write_dataset(_lineitem(ROWS // 2, 2), uri, mode="append", max_rows_per_file=4000)
     lance.dataset(uri).delete("l_quantity > CAST(49.5 AS DECIMAL(15, 2))")  # deletion vectors too
     return uri, lance.dataset(uri).to_table()
+
+
+@pytest.fixture(scope="module")
+def lineitem(tmp_path_factory):
+    return write_lineitem(tmp_path_factory)
 
 
 Q1 = """
