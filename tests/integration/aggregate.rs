@@ -281,3 +281,150 @@ fn group_keys_may_be_expressions() {
         refused(&bad, code, needle);
     }
 }
+
+/// A serialized plan: COUNT(*), SUM(id) named `n` and `total` over the rows whose `id` is at
+/// least `min_id` (`FilterRel` over a `ReadRel` of `id` int64 and `name` string).
+fn count_and_sum_plan(min_id: i64) -> Vec<u8> {
+    use prost::Message;
+    use substrait::proto::expression::field_reference::{ReferenceType, RootType};
+    use substrait::proto::expression::literal::LiteralType;
+    use substrait::proto::expression::reference_segment::{self, StructField};
+    use substrait::proto::expression::{FieldReference, Literal, ReferenceSegment, RexType, ScalarFunction};
+    use substrait::proto::extensions::simple_extension_declaration::{ExtensionFunction, MappingType};
+    use substrait::proto::extensions::SimpleExtensionDeclaration;
+    use substrait::proto::function_argument::ArgType;
+    use substrait::proto::r#type::{Kind, Nullability, String as SString, Struct, I64};
+    use substrait::proto::read_rel::{NamedTable, ReadType};
+    use substrait::proto::{aggregate_rel, plan_rel, rel, AggregateFunction, AggregateRel, Expression, FilterRel};
+    use substrait::proto::{FunctionArgument, NamedStruct, Plan, PlanRel, ReadRel, Rel, RelRoot, Type};
+    let field = |i: i32| Expression {
+        rex_type: Some(RexType::Selection(Box::new(FieldReference {
+            reference_type: Some(ReferenceType::DirectReference(ReferenceSegment {
+                reference_type: Some(reference_segment::ReferenceType::StructField(Box::new(StructField { field: i, child: None }))),
+            })),
+            root_type: Some(RootType::RootReference(Default::default())),
+        }))),
+    };
+    let arg = |e: Expression| FunctionArgument { arg_type: Some(ArgType::Value(e)) };
+    let nullable = Nullability::Nullable as i32;
+    let read = ReadRel {
+        base_schema: Some(NamedStruct {
+            names: vec!["id".into(), "name".into()],
+            r#struct: Some(Struct {
+                types: vec![
+                    Type { kind: Some(Kind::I64(I64 { nullability: nullable, ..Default::default() })) },
+                    Type { kind: Some(Kind::String(SString { nullability: nullable, ..Default::default() })) },
+                ],
+                nullability: nullable,
+                ..Default::default()
+            }),
+        }),
+        read_type: Some(ReadType::NamedTable(NamedTable { names: vec!["any_name".into()], ..Default::default() })),
+        ..Default::default()
+    };
+    let min = Expression { rex_type: Some(RexType::Literal(Literal { literal_type: Some(LiteralType::I64(min_id)), ..Default::default() })) };
+    let condition = Expression {
+        rex_type: Some(RexType::ScalarFunction(ScalarFunction { function_reference: 1, arguments: vec![arg(field(0)), arg(min)], ..Default::default() })),
+    };
+    let filter = FilterRel {
+        input: Some(Box::new(Rel { rel_type: Some(rel::RelType::Read(Box::new(read))) })),
+        condition: Some(Box::new(condition)),
+        ..Default::default()
+    };
+    let measure = |anchor: u32, args: Vec<FunctionArgument>| aggregate_rel::Measure {
+        measure: Some(AggregateFunction { function_reference: anchor, arguments: args, ..Default::default() }),
+        filter: None,
+    };
+    let agg = AggregateRel {
+        input: Some(Box::new(Rel { rel_type: Some(rel::RelType::Filter(Box::new(filter))) })),
+        measures: vec![measure(2, vec![]), measure(3, vec![arg(field(0))])],
+        ..Default::default()
+    };
+    let declare = |anchor: u32, name: &str| SimpleExtensionDeclaration {
+        mapping_type: Some(MappingType::ExtensionFunction(ExtensionFunction { function_anchor: anchor, name: name.into(), ..Default::default() })),
+    };
+    #[allow(deprecated)]
+    let plan = Plan {
+        relations: vec![PlanRel {
+            rel_type: Some(plan_rel::RelType::Root(RelRoot {
+                input: Some(Rel { rel_type: Some(rel::RelType::Aggregate(Box::new(agg))) }),
+                names: vec!["n".into(), "total".into()],
+            })),
+        }],
+        extensions: vec![declare(1, "gte"), declare(2, "count"), declare(3, "sum")],
+        ..Default::default()
+    };
+    plan.encode_to_vec()
+}
+
+#[test]
+fn a_spec_may_be_a_substrait_plan() {
+    let uri = table_uri("aggregate_substrait");
+    let p = params(LanceWriteMode::LANCE_WRITE_CREATE);
+    write(&uri, std::ptr::null(), vec![rows(0..1000), rows(1000..2500)], &p).unwrap();
+    let ds = Ds::open(&uri, 0);
+    let bytes = count_and_sum_plan(600);
+    let kept: Vec<i64> = (600..2500).collect();
+    let mut s = spec();
+    s.substrait_plan = bytes.as_ptr();
+    s.substrait_plan_len = bytes.len();
+    let check = |b: &[RecordBatch]| {
+        assert_eq!(b[0].schema().field(0).name(), "n");
+        assert_eq!(int(b, "n"), vec![Some(kept.len() as i64)]);
+        let total = b[0].column_by_name("total").expect("total");
+        let total = arrow::compute::cast(total, &arrow::datatypes::DataType::Int64).unwrap();
+        assert_eq!(total.as_any().downcast_ref::<Int64Array>().unwrap().value(0), kept.iter().sum::<i64>());
+    };
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &s, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    check(&read(&mut out));
+
+    // the same plan's partial states of every sliced split merge to the same answer
+    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan_slices(ds.ptr(), 700, &mut plan), 0, "{}", last_message());
+    let n = lance_split_plan_count(plan);
+    assert!(n >= 3, "{n} splits");
+    let mut partials = Vec::new();
+    for i in 0..n {
+        let split = lance_split_plan_get(plan, i);
+        let mut part = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_aggregate_split(ds.ptr(), split, &s, &mut part, std::ptr::null_mut()), 0, "{}", last_message());
+        partials.push(part);
+        lance_split_free(split);
+    }
+    lance_split_plan_free(plan);
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_aggregate_merge(partials.as_mut_ptr(), partials.len(), &mut merged), 0, "{}", last_message());
+    check(&read(&mut merged));
+
+    // a plan says the whole spec: fields beside it are refused, not merged with it
+    let functions = [1];
+    let mut both = s;
+    both.functions = functions.as_ptr();
+    both.num_aggregates = 1;
+    refused_with(&ds, &both, LANCE_ERR_INVALID_ARGUMENT, "a plan says the whole spec");
+    let f = cstr("id > 5");
+    let mut both = s;
+    both.filter_sql = f.as_ptr();
+    refused_with(&ds, &both, LANCE_ERR_INVALID_ARGUMENT, "with a filter");
+    let mut dangling = s;
+    dangling.substrait_plan = std::ptr::null();
+    refused_with(&ds, &dangling, LANCE_ERR_INVALID_ARGUMENT, "spec->substrait_plan is NULL");
+    let garbage = [0xffu8, 0xff, 0xff];
+    let mut bad = s;
+    bad.substrait_plan = garbage.as_ptr();
+    bad.substrait_plan_len = garbage.len();
+    refused_with(&ds, &bad, LANCE_ERR_INVALID_ARGUMENT, "not a Substrait plan");
+
+    // an 80-byte caller (before 0.15) never has its plan fields read
+    let functions = [1];
+    let mut old = s;
+    old.struct_size = 80;
+    old.substrait_plan = 1 as *const u8;
+    old.substrait_plan_len = usize::MAX;
+    old.functions = functions.as_ptr();
+    old.num_aggregates = 1;
+    let mut out = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_dataset_aggregate(ds.ptr(), &old, &mut out, std::ptr::null_mut()), 0, "{}", last_message());
+    assert_eq!(int(&read(&mut out), "count(*)"), vec![Some(2500)]);
+}
