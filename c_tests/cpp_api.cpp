@@ -27,6 +27,36 @@
     }                                                                       \
   } while (0)
 
+// Protobuf wire format, enough to write a small Substrait plan by hand.
+static std::string pb_varint(uint64_t v) {
+  std::string out;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    out.push_back(static_cast<char>(v ? (b | 0x80) : b));
+  } while (v);
+  return out;
+}
+static std::string pb_bytes(int field, const std::string& body) {
+  return pb_varint(static_cast<uint64_t>(field) << 3 | 2) + pb_varint(body.size()) + body;
+}
+static std::string pb_uint(int field, uint64_t v) { return pb_varint(static_cast<uint64_t>(field) << 3) + pb_varint(v); }
+
+// SELECT count(*) AS n FROM t: Plan{extensions: [count as anchor 1], relations: [PlanRel{root:
+// RelRoot{input: Rel{aggregate: AggregateRel{input: Rel{read: ReadRel{base_schema: (id i64),
+// named_table: t}}, measures: [count()]}}, names: [n]}}]} (field numbers of substrait's protos).
+static std::vector<uint8_t> count_star_plan() {
+  std::string i64_type = pb_bytes(7, "");
+  std::string base = pb_bytes(1, "id") + pb_bytes(2, pb_bytes(1, i64_type));
+  std::string read = pb_bytes(2, base) + pb_bytes(7, pb_bytes(1, "t"));
+  std::string measure = pb_bytes(1, pb_uint(1, 1));
+  std::string aggregate = pb_bytes(2, pb_bytes(1, read)) + pb_bytes(4, measure);
+  std::string root = pb_bytes(1, pb_bytes(4, aggregate)) + pb_bytes(2, "n");
+  std::string declaration = pb_bytes(3, pb_uint(2, 1) + pb_bytes(3, "count"));
+  std::string plan = pb_bytes(2, declaration) + pb_bytes(3, pb_bytes(2, root));
+  return std::vector<uint8_t>(plan.begin(), plan.end());
+}
+
 static std::string fact(const std::string& warehouse, const std::string& key) {
   std::ifstream f(warehouse + "/FIXTURE");
   std::string line;
@@ -473,6 +503,28 @@ int main(int argc, char** argv) {
       }
     }
     EXPECT(low == below_1000 && static_cast<uint64_t>(total) == matching);
+    // the same query as a Substrait plan (since 0.15): COUNT(*) of a ReadRel, named "n"
+    {
+      lh::AggregateQuery fields;
+      fields.count_star();
+      int64_t rows = -1;
+      for (auto& batch : ds.aggregate(fields).first) rows = batch.values<int64_t>("count(*)")[0];
+      auto plan = lh::AggregateQuery::from_substrait(count_star_plan());
+      int64_t got = -1;
+      for (auto& batch : ds.aggregate(plan).first) got = batch.values<int64_t>("n")[0];
+      std::vector<lh::Stream> plan_partials;
+      for (size_t i = 0; i < sliced.size(); i++) plan_partials.push_back(std::move(ds.aggregate_split(sliced.at(i), plan).first));
+      int64_t merged = -1;
+      for (auto& batch : lh::aggregate_merge(std::move(plan_partials))) merged = batch.values<int64_t>("n")[0];
+      EXPECT(rows > 0 && got == rows && merged == rows);
+      try {
+        auto garbage = lh::AggregateQuery::from_substrait({0xff, 0xff, 0xff});
+        ds.aggregate(garbage);
+        EXPECT(false);
+      } catch (const lh::Error& e) {
+        EXPECT(e.library_code() == LANCE_ERR_INVALID_ARGUMENT && std::string(e.what()).find("Substrait") != std::string::npos);
+      }
+    }
     try {
       lh::AggregateQuery wraps;
       wraps.add_expression(LANCE_AGG_SUM, "id * id");

@@ -471,6 +471,16 @@ struct AggregateQuery {
   std::vector<std::string> group_by_expressions;
   std::vector<Item> aggregates;
   std::optional<std::string> filter;
+  /// A serialized Substrait `Plan` saying the whole query (LanceAggregateSpec.substrait_plan):
+  /// when not empty, `group_by`, `aggregates` and `filter` must be. Since 0.15.
+  std::vector<uint8_t> substrait_plan;
+
+  /// The query a serialized Substrait plan says (its root an `AggregateRel`). Since 0.15.
+  static AggregateQuery from_substrait(std::vector<uint8_t> plan) {
+    AggregateQuery q;
+    q.substrait_plan = std::move(plan);
+    return q;
+  }
 
   /// Group by a Lance SQL expression of the row (`"date_part('year', d)"`), its result column
   /// named `name`; integer arithmetic inside it is refused (LANCE_ERR_NOT_SUPPORTED). Since 0.15.
@@ -525,6 +535,8 @@ struct AggregateSpec {
     spec.filter_sql = q.filter ? q.filter->c_str() : nullptr;
     spec.expressions = any_expression ? expressions.data() : nullptr;
     spec.group_by_expressions = any_key_expression ? group_by_expressions.data() : nullptr;
+    spec.substrait_plan = q.substrait_plan.empty() ? nullptr : q.substrait_plan.data();
+    spec.substrait_plan_len = q.substrait_plan.size();
   }
   LanceAggregateSpec spec;
   std::vector<const char*> group_by, group_by_expressions, columns, aliases, expressions;
