@@ -57,6 +57,20 @@ def rows(table: pa.Table, columns):
     return out
 
 
+def id_lt_5000_plan(schema: pa.Schema) -> bytes:
+    """A serialized Substrait plan: category AS cat, COUNT(*) AS n, SUM(qty) AS sum_qty of the
+    rows whose id is below 5000, over a ReadRel of `schema` (id, category, qty)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
+    from substrait.proto import AggregateRel, Expression, FilterRel, Rel
+    from substrait_plans import sx_call, sx_field, sx_measure, sx_plan, sx_read
+
+    below = sx_call(1, sx_field(0), Expression(literal=Expression.Literal(i64=5000)))
+    agg = AggregateRel(input=Rel(filter=FilterRel(input=sx_read("basic", schema), condition=below)),
+                       grouping_expressions=[sx_field(1)], groupings=[AggregateRel.Grouping(expression_references=[0])],
+                       measures=[sx_measure(2), sx_measure(3, sx_field(2))])
+    return sx_plan(Rel(aggregate=agg), ["cat", "n", "sum_qty"], {1: "lt", 2: "count", 3: "sum"}).SerializeToString()
+
+
 def main(root: Path) -> None:
     if root.exists():
         shutil.rmtree(root)
@@ -97,6 +111,8 @@ def main(root: Path) -> None:
         g = groups_5000.setdefault(r["category"], {"count": 0, "sum_qty": 0})
         g["count"] += 1
         g["sum_qty"] += r["qty"]
+    # the same aggregate as a Substrait plan: cat, count(*) AS n, sum(qty) AS sum_qty WHERE id < 5000
+    substrait_plan = id_lt_5000_plan(pa.schema([ds.schema.field(n) for n in ("id", "category", "qty")]))
     query = rng.standard_normal(DIM).astype(np.float32)
     nn = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "use_index": False},
                      columns=["id"], with_row_id=True)
@@ -131,6 +147,7 @@ def main(root: Path) -> None:
         "head_vec_ids": ds.to_table(limit=5)["id"].to_pylist(),
         "groups": groups,
         "groups_id_lt_5000": groups_5000,
+        "substrait_plan_id_lt_5000": substrait_plan.hex(),
         "sum_qty": int(pc.sum(agg["qty"]).as_py()),
         "query": [float(x) for x in query],
         "nn_ids": nn["id"].to_pylist(),

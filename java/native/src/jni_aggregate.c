@@ -6,7 +6,7 @@
 JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split, jobjectArray group_by,
                                jobjectArray group_expressions, jintArray functions,
                                jobjectArray columns, jobjectArray aliases, jobjectArray expressions,
-                               jstring filter_sql) {
+                               jstring filter_sql, jbyteArray substrait_plan) {
   (void)c;
   if (!functions) {
     throw_code(env, LANCE_ERR_INVALID_ARGUMENT, "aggregate functions are null");
@@ -56,7 +56,9 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
   LanceSplit *s = NULL;
   if (ok && split && !(s = split_in(env, split))) ok = 0;
   jint *fns = ok ? (*env)->GetIntArrayElements(env, functions, NULL) : NULL;
-  if (fns) {
+  jsize plan_len = substrait_plan ? (*env)->GetArrayLength(env, substrait_plan) : 0;
+  jbyte *plan = fns && plan_len > 0 ? (*env)->GetByteArrayElements(env, substrait_plan, NULL) : NULL;
+  if (fns && (plan_len == 0 || plan)) {
     LanceAggregateSpec spec;
     lance_aggregate_init_v2(&spec, sizeof spec);
     spec.group_by = (const char *const *)g.items;
@@ -68,14 +70,17 @@ JNIEXPORT jlong JNI(aggregate)(JNIEnv *env, jclass c, jlong ds, jbyteArray split
     spec.group_by_expressions = any_key_expression ? (const char *const *)key_exprs.items : NULL;
     spec.num_aggregates = (size_t)nf;
     spec.filter_sql = filter;
+    spec.substrait_plan = (const uint8_t *)plan;
+    spec.substrait_plan_len = (size_t)plan_len;
     struct ArrowArrayStream *stream = new_stream(env);
     if (stream) {
       int32_t rc = s ? lance_dataset_aggregate_split(PTR(LanceDataset, ds), s, &spec, stream, NULL)
                      : lance_dataset_aggregate(PTR(LanceDataset, ds), &spec, stream, NULL);
       out = stream_out(env, rc, stream);
     }
-    (*env)->ReleaseIntArrayElements(env, functions, fns, JNI_ABORT);
   }
+  if (plan) (*env)->ReleaseByteArrayElements(env, substrait_plan, plan, JNI_ABORT);
+  if (fns) (*env)->ReleaseIntArrayElements(env, functions, fns, JNI_ABORT);
   if (s) lance_split_free(s);
   free(filter);
   str_array_free(&g);

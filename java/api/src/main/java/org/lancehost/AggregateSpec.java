@@ -26,9 +26,20 @@ public final class AggregateSpec implements java.io.Serializable {
   /** Per aggregate: a Lance SQL expression aggregated instead of its column, or null. */
   final List<String> expressions;
   final String filter;
+  /**
+   * A serialized Substrait plan saying the whole spec ({@link #fromSubstrait}), or null. Null
+   * too when the spec was serialized before 0.15.
+   */
+  final byte[] substraitPlan;
 
   private AggregateSpec(List<String> groupBy, List<String> groupExpressions, List<Integer> functions,
       List<String> columns, List<String> aliases, List<String> expressions, String filter) {
+    this(groupBy, groupExpressions, functions, columns, aliases, expressions, filter, null);
+  }
+
+  private AggregateSpec(List<String> groupBy, List<String> groupExpressions, List<Integer> functions,
+      List<String> columns, List<String> aliases, List<String> expressions, String filter, byte[] substraitPlan) {
+    this.substraitPlan = substraitPlan;
     this.groupBy = groupBy;
     this.groupExpressions = groupExpressions;
     this.functions = functions;
@@ -44,13 +55,35 @@ public final class AggregateSpec implements java.io.Serializable {
   }
 
   /**
+   * The spec a serialized Substrait {@code Plan} says (LanceAggregateSpec.substrait_plan): its
+   * root an {@code AggregateRel} with one grouping set over {@code ProjectRel}s and {@code
+   * FilterRel}s over one {@code ReadRel} whose {@code base_schema} names the table's columns (its
+   * named table is not looked up: the spec runs on the dataset it is given to). {@code
+   * RelRoot.names} name the result columns. The plan is copied. A spec made here takes no group
+   * keys, aggregates or filter besides (the library refuses them with {@link
+   * LanceException.InvalidArgument}); a plan the translation does not take is {@link
+   * LanceException.NotSupported} naming what it refused, bytes that are no plan {@link
+   * LanceException.InvalidArgument}. Since 0.15.
+   *
+   * @param plan the serialized plan; not null or empty
+   * @return the spec
+   * @throws LanceException.InvalidArgument if {@code plan} is null or empty
+   */
+  public static AggregateSpec fromSubstrait(byte[] plan) {
+    if (plan == null || plan.length == 0) {
+      throw new LanceException.InvalidArgument("the Substrait plan is null or empty");
+    }
+    return new AggregateSpec(List.of(), List.of(), List.of(), List.of(), List.of(), List.of(), null, plan.clone());
+  }
+
+  /**
    * Groups by these columns (scalar columns; NULL keys form their own group), replacing the keys
    * given before.
    */
   public AggregateSpec groupBy(String... cols) {
     List<String> none = new ArrayList<>();
     for (int i = 0; i < cols.length; i++) none.add(null);
-    return new AggregateSpec(List.of(cols), none, functions, columns, aliases, expressions, filter);
+    return new AggregateSpec(List.of(cols), none, functions, columns, aliases, expressions, filter, substraitPlan);
   }
 
   /**
@@ -71,7 +104,7 @@ public final class AggregateSpec implements java.io.Serializable {
     g.add(name);
     List<String> e = new ArrayList<>(keyExpressions());
     e.add(expression);
-    return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter);
+    return new AggregateSpec(g, e, functions, columns, aliases, expressions, filter, substraitPlan);
   }
 
   /**
@@ -122,7 +155,7 @@ public final class AggregateSpec implements java.io.Serializable {
     a.add(alias);
     List<String> e = new ArrayList<>(expressions);
     e.add(expression);
-    return new AggregateSpec(groupBy, groupExpressions, f, c, a, e, filter);
+    return new AggregateSpec(groupBy, groupExpressions, f, c, a, e, filter, substraitPlan);
   }
 
   /** Adds `function` over `column`; `alias` null = the default name. */
@@ -137,7 +170,7 @@ public final class AggregateSpec implements java.io.Serializable {
 
   /** Aggregates only the rows matching a Lance SQL filter (null: every row). */
   public AggregateSpec filter(String sql) {
-    return new AggregateSpec(groupBy, groupExpressions, functions, columns, aliases, expressions, sql);
+    return new AggregateSpec(groupBy, groupExpressions, functions, columns, aliases, expressions, sql, substraitPlan);
   }
 
   int[] functionArray() {

@@ -395,7 +395,8 @@ public final class Dataset implements AutoCloseable {
     String[] a = spec.aliases.toArray(new String[0]);
     String[] e = spec.expressions.toArray(new String[0]);
     String[] ge = spec.keyExpressions().toArray(new String[0]);
-    long h = handle.withLong(p -> Native.aggregate(p, split, g, ge, spec.functionArray(), c, a, e, spec.filter));
+    long h = handle.withLong(p -> Native.aggregate(p, split, g, ge, spec.functionArray(), c, a, e, spec.filter,
+        spec.substraitPlan));
     return new ArrowStream(h, allocator);
   }
 

@@ -58,7 +58,7 @@ final class Native {
 
   static native long aggregate(long ds, byte[] split, String[] groupBy, String[] groupExpressions, int[] functions,
       String[] columns,
-      String[] aliases, String[] expressions, String filter);
+      String[] aliases, String[] expressions, String filter, byte[] substraitPlan);
   static native long aggregateMerge(long[] streams);
 
   static native long catalogOpen(String[] properties);

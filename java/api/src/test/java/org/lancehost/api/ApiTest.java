@@ -481,6 +481,36 @@ class ApiTest {
   }
 
   @Test
+  void aSpecMayBeASubstraitPlan() {
+    // written by the fixture generator with the substrait package: cat, count(*), sum(qty) WHERE id < 5000
+    byte[] plan = java.util.HexFormat.of().parseHex(basic.get("substrait_plan_id_lt_5000").asText());
+    AggregateSpec spec = AggregateSpec.fromSubstrait(plan);
+    plan[0] ^= 0x55; // the spec holds its own copy
+    try (Dataset ds = Dataset.open(basic.get("uri").asText())) {
+      List<ArrowStream> partials = new ArrayList<>();
+      for (byte[] s : ds.planScanSlices(700).splits()) partials.add(ds.aggregate(s, spec, allocator));
+      for (List<Map<String, Object>> got : List.of(rows(ds.aggregate(spec, allocator)),
+          rows(Dataset.mergeAggregates(partials, allocator)))) {
+        JsonNode groups = basic.get("groups_id_lt_5000");
+        assertEquals(groups.size(), got.size());
+        for (Map<String, Object> r : got) {
+          JsonNode g = groups.get(r.get("cat").toString());
+          assertEquals(g.get("count").asLong(), asLong(r.get("n")));
+          assertEquals(g.get("sum_qty").asLong(), asLong(r.get("sum_qty")));
+        }
+      }
+      // a plan says the whole spec: a filter beside it is refused, not combined
+      LanceException e = assertThrows(LanceException.InvalidArgument.class,
+          () -> rows(ds.aggregate(spec.filter("id > 3"), allocator)));
+      assertTrue(e.getMessage().contains("a plan says the whole spec"), e.getMessage());
+      e = assertThrows(LanceException.InvalidArgument.class,
+          () -> rows(ds.aggregate(AggregateSpec.fromSubstrait(new byte[] {-1, -1, -1}), allocator)));
+      assertTrue(e.getMessage().contains("not a Substrait plan"), e.getMessage());
+      assertThrows(LanceException.InvalidArgument.class, () -> AggregateSpec.fromSubstrait(new byte[0]));
+    }
+  }
+
+  @Test
   void groupKeysMayBeExpressions() {
     // per category, the rows whose value is set and the others: the fixture's counts
     AggregateSpec spec = AggregateSpec.create().groupBy("category").groupByExpression("has_value", "value IS NOT NULL")
