@@ -56,10 +56,32 @@ lance_host.statement_id, lance_host.commit_message, lance_host.vector.column, la
 lance_host.vector.k, lance_host.vector.nprobes, lance_host.vector.refine, lance_host.vector.metric, lance_host.vector.use_index, \
 lance_host.fts.column, lance_host.fts.query, lance_host.fts.k, lance_host.fts.match, lance_host.fts.slop";
 
+/// A Substrait plan as set (its query as the plan declares its columns) and its bytes, read
+/// again against the table's own columns when it runs (`LanceHostStatement::plan_on_table`).
+struct Plan {
+    query: PlanQuery,
+    bytes: Vec<u8>,
+}
+
+impl std::ops::Deref for Plan {
+    type Target = PlanQuery;
+    fn deref(&self) -> &PlanQuery {
+        &self.query
+    }
+}
+
+fn plan_error(e: lance_host_substrait::Error) -> adbc_core::error::Error {
+    let message = format!("lance-host ADBC {e}");
+    match e.kind {
+        lance_host_substrait::ErrorKind::Invalid => invalid(message),
+        lance_host_substrait::ErrorKind::Unsupported => not_implemented(message),
+    }
+}
+
 pub struct LanceHostStatement {
     shared: Arc<Shared>,
     sql: Option<sql::Query>,
-    plan: Option<PlanQuery>,
+    plan: Option<Plan>,
     table: Option<String>,
     columns: Option<Vec<String>>,
     filter: Option<String>,
@@ -118,7 +140,7 @@ impl LanceHostStatement {
     /// The table and scan a query statement reads (a Substrait plan's scan included; its
     /// aggregate runs through `run_plan`).
     fn query(&self) -> Result<(TableRef, ScanSpec)> {
-        if let Some(plan) = &self.plan {
+        if let Some((plan, _)) = self.plan_on_table()? {
             let Shape::Scan { columns } = &plan.shape else {
                 return Err(invalid_state(
                     "lance-host ADBC: an aggregate plan is not a scan",
@@ -159,12 +181,15 @@ impl LanceHostStatement {
     /// Run the statement's query: a scan, or a Substrait plan's aggregate; the plan's output
     /// names and (for aggregates) its row limit applied.
     fn run(&self) -> Result<Reader> {
-        if let Some(plan) = &self.plan {
-            let table = self.shared.resolve(TableRef::from(&plan.table));
-            let dataset = self.open(&table)?;
+        if let Some((plan, dataset)) = self.plan_on_table()? {
             return match &plan.shape {
-                Shape::Scan { .. } => {
-                    let (_, spec) = self.query()?;
+                Shape::Scan { columns } => {
+                    let spec = ScanSpec {
+                        columns: Some(columns.clone()),
+                        filter: plan.filter.clone(),
+                        limit: plan.limit,
+                        batch_size: self.batch_size,
+                    };
                     Ok(shaped(dataset.scan(&spec)?, plan.names.clone(), None)?)
                 }
                 Shape::Aggregate { group_by, measures } => {
@@ -257,6 +282,20 @@ impl LanceHostStatement {
             true,
         ));
         Ok(Schema::new(fields))
+    }
+
+    /// The statement's Substrait plan read against its table's own columns, and the opened
+    /// table: a column's kind (floating point, integer) is the table's whatever type the plan's
+    /// `base_schema` declares, so a NaN compares as Substrait says and integer arithmetic stays
+    /// refused; a name the table lacks is refused. None without a plan.
+    fn plan_on_table(&self) -> Result<Option<(PlanQuery, handles::Dataset)>> {
+        let Some(plan) = &self.plan else {
+            return Ok(None);
+        };
+        let dataset = self.open(&self.shared.resolve(TableRef::from(&plan.table)))?;
+        let kinds = lance_host_substrait::ColumnKind::of_schema(&dataset.schema()?);
+        let query = lance_host_substrait::parse_with(&plan.bytes, Some(&kinds)).map_err(plan_error)?;
+        Ok(Some((query, dataset)))
     }
 
     fn open(&self, table: &TableRef) -> Result<handles::Dataset> {
@@ -752,13 +791,8 @@ impl Statement for LanceHostStatement {
     }
 
     fn set_substrait_plan(&mut self, plan: impl AsRef<[u8]>) -> Result<()> {
-        let parsed = lance_host_substrait::parse(plan.as_ref()).map_err(|e| {
-            let message = format!("lance-host ADBC {e}");
-            match e.kind {
-                lance_host_substrait::ErrorKind::Invalid => invalid(message),
-                lance_host_substrait::ErrorKind::Unsupported => not_implemented(message),
-            }
-        })?;
+        let bytes = plan.as_ref().to_vec();
+        let parsed = Plan { query: lance_host_substrait::parse(&bytes).map_err(plan_error)?, bytes };
         // a plan replaces any other query or ingest target, as SQL does
         self.ingest_table = None;
         self.table = None;

@@ -6,29 +6,11 @@
 //! that table, and each column's kind (floating point, integer) is the table's, not the type the
 //! plan declares, so a plan cannot change what a comparison or a sum means.
 
-use std::collections::HashMap;
-
-use arrow_schema::{DataType, Schema};
+use arrow_schema::Schema;
 use lance_host_substrait::{ColumnKind, ErrorKind, PlanQuery, Shape};
 
 use super::spec::{Aggregate, AggregateSpec, Function};
 use crate::error::{HostError, Result};
-
-/// The kind of each top-level column of `schema`, as the translation needs it.
-fn column_kinds(schema: &Schema) -> HashMap<String, ColumnKind> {
-    schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let t = f.data_type();
-            let kind = ColumnKind {
-                float: matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64),
-                integer: t.is_integer(),
-            };
-            (f.name().clone(), kind)
-        })
-        .collect()
-}
 
 fn plan_error(e: lance_host_substrait::Error) -> HostError {
     match e.kind {
@@ -49,7 +31,7 @@ pub fn spec_from_plan(plan: &[u8], schema: &Schema) -> Result<AggregateSpec> {
     if plan.is_empty() {
         return Err(HostError::invalid("the Substrait plan is empty"));
     }
-    let kinds = column_kinds(schema);
+    let kinds = ColumnKind::of_schema(schema);
     let PlanQuery { shape, filter, limit, names, .. } =
         lance_host_substrait::parse_with(plan, Some(&kinds)).map_err(plan_error)?;
     let Shape::Aggregate { group_by, measures } = shape else {
@@ -97,7 +79,7 @@ pub fn spec_from_plan(plan: &[u8], schema: &Schema) -> Result<AggregateSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_schema::Field;
+    use arrow_schema::{DataType, Field};
 
     #[test]
     fn kinds_follow_the_table() {
@@ -108,7 +90,7 @@ mod tests {
             Field::new("d", DataType::Decimal128(15, 2), true),
             Field::new("s", DataType::Utf8, true),
         ]);
-        let k = column_kinds(&schema);
+        let k = ColumnKind::of_schema(&schema);
         assert_eq!(k["i"], ColumnKind { float: false, integer: true });
         assert_eq!(k["u"], ColumnKind { float: false, integer: true });
         assert_eq!(k["f"], ColumnKind { float: true, integer: false });

@@ -46,6 +46,25 @@ pub struct ColumnKind {
     pub integer: bool,
 }
 
+impl ColumnKind {
+    /// The kind of each top-level column of a table's Arrow schema, for `parse_with`.
+    pub fn of_schema(schema: &arrow_schema::Schema) -> HashMap<String, ColumnKind> {
+        use arrow_schema::DataType;
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let t = f.data_type();
+                let kind = ColumnKind {
+                    float: matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64),
+                    integer: t.is_integer(),
+                };
+                (f.name().clone(), kind)
+            })
+            .collect()
+    }
+}
+
 /// lance-host aggregate functions (`LanceAggregateFunction`).
 pub const AGG_COUNT_STAR: i32 = 1;
 pub const AGG_COUNT: i32 = 2;

@@ -452,8 +452,8 @@ def test_driver_manager_loads_by_entrypoint(warehouse):
 # ---- Substrait plans ---------------------------------------------------------------------------
 
 from substrait.proto import (  # noqa: E402
-    AggregateFunction, AggregateRel, Expression, FetchRel, FilterRel, FunctionArgument, ProjectRel, Rel, SortRel)
-from substrait_plans import pyarrow_filter, sx_call, sx_field, sx_plan, sx_read  # noqa: E402
+    AggregateFunction, AggregateRel, Expression, FetchRel, FilterRel, FunctionArgument, ProjectRel, Rel, SortRel, Type)
+from substrait_plans import pyarrow_filter, sx_call, sx_field, sx_measure, sx_plan, sx_read  # noqa: E402
 
 
 def test_substrait_filter_and_aggregate_equal_pyarrow(warehouse):
@@ -538,6 +538,36 @@ def test_substrait_scan_plans_and_partitions(warehouse):
             cur.adbc_read_partition(p)
             merged.append(cur.fetch_arrow_table())
         assert pa.concat_tables(merged).sort_by("id").equals(want.sort_by("id"))
+
+
+def test_substrait_plans_take_the_tables_column_types_not_the_declared_ones(warehouse):
+    """A plan declaring the float column `f` (NaN of both signs) an integer: `f < 2.0` still
+    leaves every NaN out, as pyarrow does; an integer column declared a double still has its
+    arithmetic refused; a column the table lacks is refused."""
+    py_table = lance.dataset(str(warehouse / "events.lance")).to_table()
+    schema = py_table.schema
+    i = {n: k for k, n in enumerate(schema.names)}
+    as_int = {"f": Type(i64=Type.I64())}
+    cond = sx_call(1, sx_field(i["f"]), Expression(literal=Expression.Literal(fp64=2.0)))
+    scan = Rel(filter=FilterRel(input=sx_read("events", schema, types=as_int), condition=cond))
+    count = Rel(aggregate=AggregateRel(input=scan, measures=[sx_measure(2)]))
+    want = py_table.filter(pc.less(py_table["f"], 2.0))
+    assert pc.sum(pc.is_nan(py_table["f"])).as_py() > 0
+    with connect(warehouse) as conn, conn.cursor() as cur:
+        cur.execute(sx_plan(scan, [], {1: "lt"}).SerializeToString())
+        assert sorted(cur.fetch_arrow_table()["id"].to_pylist()) == sorted(want["id"].to_pylist())
+        cur.execute(sx_plan(count, ["n"], {1: "lt", 2: "count"}).SerializeToString())
+        assert cur.fetch_arrow_table().to_pylist() == [{"n": want.num_rows}]
+        wraps = Rel(project=ProjectRel(input=sx_read("events", schema, types={"id": Type(fp64=Type.FP64())}),
+                                       expressions=[sx_call(3, sx_field(i["id"]), sx_field(i["id"]))]))
+        with pytest.raises(dbapi.NotSupportedError, match="integer arithmetic"):
+            cur.execute(sx_plan(Rel(aggregate=AggregateRel(input=wraps, measures=[sx_measure(4, sx_field(len(schema)))])),
+                                [], {3: "add", 4: "sum"}).SerializeToString())
+            cur.fetchall()
+        missing = schema.append(pa.field("nope", pa.int64()))
+        with pytest.raises(dbapi.ProgrammingError, match="`nope`, which is not a column"):
+            cur.execute(sx_plan(sx_read("events", missing), [], {}).SerializeToString())
+            cur.fetchall()
 
 
 def test_substrait_refusals_are_adbc_errors(warehouse):
