@@ -19,6 +19,7 @@
 //! The partial schema describes itself (field metadata), so a merge needs nothing but the
 //! partial batches.
 
+mod decimal_sum;
 mod expr;
 pub mod hll;
 pub mod spec;
@@ -62,8 +63,9 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
         (State::Count, _) => agg::count(column()),
         (State::Sum, Kind::Signed | Kind::Unsigned) => agg::sum(df_cast(column(), DataType::Decimal128(38, 0))),
         (State::Sum, Kind::Float) => agg::sum(df_cast(column(), DataType::Float64)),
-        // DataFusion's Decimal128 SUM wraps past 38 digits: sum in 76, check when it narrows
-        (State::Sum, Kind::Decimal128 { scale, .. }) => agg::sum(df_cast(column(), DataType::Decimal256(76, *scale))),
+        // DataFusion's Decimal128 SUM wraps past 38 digits: sum in 76 (in i128 until a group's
+        // sum leaves it), check when it narrows
+        (State::Sum, Kind::Decimal128 { .. }) => decimal_sum::udaf().call(vec![column()]),
         (State::Sum, _) => agg::sum(column()),
         (State::Min, Kind::Float) => agg::min(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::min(column())),
         (State::Max, Kind::Float) => agg::max(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::max(column())),

@@ -273,6 +273,21 @@ def test_decimal_sums_below_the_limit_equal_python_decimal(tmp_path):
             assert list(g.values())[-1] == sum(r["d"] for r in rows if r["k"] == g["k"])
 
 
+def test_decimal_sums_that_pass_i128_on_the_way_are_exact(tmp_path):
+    """Running sums that leave i128 (past 1.7e38) and come back below 10^38: the exact totals,
+    grouped and not (the sum is kept in i128 until it would leave it, then carried in 256
+    bits). A partial state must fit 38 digits itself, so this is the one-call path."""
+    uri = str(tmp_path / "t")
+    e37 = 10**37
+    vals = [9 * e37, 9 * e37, 9 * e37, 9 * e37, -9 * e37, -9 * e37, -8 * e37, -8 * e37]
+    lance.write_dataset(decimal_table(vals), uri)
+    ds = lh.open(uri)
+    assert ds.aggregate([("d", "sum"), ("d", "mean")]).to_pylist() == \
+        [{"sum(d)": decimal.Decimal(2 * e37), "avg(d)": decimal.Decimal(2 * e37 // 8)}]
+    by_k = {r["k"]: r["sum(d)"] for r in ds.aggregate([("d", "sum")], group_by=["k"]).to_pylist()}
+    assert by_k == {0: decimal.Decimal(e37), 1: decimal.Decimal(e37)}
+
+
 # ---- item 9: partials of different aggregates under one alias are refused --------------------
 
 def test_partials_of_different_inputs_with_one_alias_do_not_merge(tmp_path):
