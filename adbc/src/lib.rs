@@ -9,6 +9,7 @@ mod driver;
 mod handles;
 mod objects;
 mod partition;
+mod plan;
 mod search;
 mod shared;
 mod sql;

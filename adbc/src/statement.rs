@@ -45,6 +45,7 @@ use crate::partition::Search;
 use crate::search::{parse_vector, VectorOptions, VectorSearch};
 use crate::shared::{not_found_option, option_string, Pending, Shared, UNKNOWN_OUTCOME_PENDING};
 use crate::sql;
+use crate::plan::Plan;
 use lance_host_substrait::{PlanQuery, Shape};
 use crate::text::{TextOptions, TextSearch};
 use crate::writes::{self, WriteSettings};
@@ -55,28 +56,6 @@ lance_host.batch_size, lance_host.partition_rows, lance_host.ingest.stage, lance
 lance_host.statement_id, lance_host.commit_message, lance_host.vector.column, lance_host.vector.query, \
 lance_host.vector.k, lance_host.vector.nprobes, lance_host.vector.refine, lance_host.vector.metric, lance_host.vector.use_index, \
 lance_host.fts.column, lance_host.fts.query, lance_host.fts.k, lance_host.fts.match, lance_host.fts.slop";
-
-/// A Substrait plan as set (its query as the plan declares its columns) and its bytes, read
-/// again against the table's own columns when it runs (`LanceHostStatement::plan_on_table`).
-struct Plan {
-    query: PlanQuery,
-    bytes: Vec<u8>,
-}
-
-impl std::ops::Deref for Plan {
-    type Target = PlanQuery;
-    fn deref(&self) -> &PlanQuery {
-        &self.query
-    }
-}
-
-fn plan_error(e: lance_host_substrait::Error) -> adbc_core::error::Error {
-    let message = format!("lance-host ADBC {e}");
-    match e.kind {
-        lance_host_substrait::ErrorKind::Invalid => invalid(message),
-        lance_host_substrait::ErrorKind::Unsupported => not_implemented(message),
-    }
-}
 
 pub struct LanceHostStatement {
     shared: Arc<Shared>,
@@ -293,9 +272,7 @@ impl LanceHostStatement {
             return Ok(None);
         };
         let dataset = self.open(&self.shared.resolve(TableRef::from(&plan.table)))?;
-        let kinds = lance_host_substrait::ColumnKind::of_schema(&dataset.schema()?);
-        let query = lance_host_substrait::parse_with(&plan.bytes, Some(&kinds)).map_err(plan_error)?;
-        Ok(Some((query, dataset)))
+        Ok(Some((plan.on_table(&dataset)?, dataset)))
     }
 
     fn open(&self, table: &TableRef) -> Result<handles::Dataset> {
@@ -791,8 +768,7 @@ impl Statement for LanceHostStatement {
     }
 
     fn set_substrait_plan(&mut self, plan: impl AsRef<[u8]>) -> Result<()> {
-        let bytes = plan.as_ref().to_vec();
-        let parsed = Plan { query: lance_host_substrait::parse(&bytes).map_err(plan_error)?, bytes };
+        let parsed = Plan::parse(plan.as_ref())?;
         // a plan replaces any other query or ingest target, as SQL does
         self.ingest_table = None;
         self.table = None;
