@@ -252,10 +252,12 @@ pub extern "C" fn lance_aggregate_init_v2(out: *mut LanceAggregateSpec, struct_s
 /// Borrows its arguments; `*out` is owned by the caller (release it). Thread-safe. Returns
 /// LANCE_ERR_INVALID_ARGUMENT for NULL arguments, an unknown column, a bad function value, an
 /// empty or unparsable filter, duplicate result names, more than 1024 aggregates or 64 group-by
-/// columns, a split of another table or version or not a scan split; LANCE_ERR_NOT_SUPPORTED
-/// for a function the column's type does not take (SUM of a string, MIN of a vector) or a
-/// group-by on a list or vector column; or the I/O error. Outputs are not written on failure.
-/// Since 0.12.
+/// columns, a split of another table or version or not a scan split, a `substrait_plan` that
+/// is no plan, has no `AggregateRel`, names a column the table lacks or comes with other
+/// fields; LANCE_ERR_NOT_SUPPORTED for a function the column's type does not take (SUM of a
+/// string, MIN of a vector), a group-by on a list or vector column, or a plan asking what the
+/// translation does not take (a `FetchRel`, a join, a function without a Lance SQL
+/// equivalent); or the I/O error. Outputs are not written on failure. Since 0.12.
 #[no_mangle]
 pub extern "C" fn lance_dataset_aggregate_split(
     dataset: *const LanceDataset,

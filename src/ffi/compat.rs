@@ -248,12 +248,13 @@ mod tests {
         check::<crate::ffi::index_segments::LanceIndexBuildPlanParams>(None);
         check::<crate::ffi::index_build::LanceInvertedIndexParams>(None);
         // 0.12: new struct; 0.15: expression arguments (64 -> 72 bytes), then group-key
-        // expressions (72 -> 80 bytes).
+        // expressions (72 -> 80 bytes), then the Substrait plan (80 -> 96 bytes).
         check::<crate::ffi::aggregate::LanceAggregateSpec>(Some((
             offset_of!(crate::ffi::aggregate::LanceAggregateSpec, expressions),
-            80,
+            96,
         )));
         assert_eq!(offset_of!(crate::ffi::aggregate::LanceAggregateSpec, group_by_expressions), 72);
+        assert_eq!(offset_of!(crate::ffi::aggregate::LanceAggregateSpec, substrait_plan), 80);
         // 0.14: new struct, first revision.
         check::<crate::ffi::changes::LanceChangesParams>(None);
     }
