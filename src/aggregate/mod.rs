@@ -19,7 +19,7 @@
 //! The partial schema describes itself (field metadata), so a merge needs nothing but the
 //! partial batches.
 
-mod decimal_sum;
+mod exact_sum;
 mod expr;
 pub mod hll;
 pub mod spec;
@@ -61,11 +61,10 @@ fn state_expr(r: &Resolved, state: State) -> Expr {
     match (state, &r.kind) {
         (State::Count, Kind::None) => agg::count(lit(1i64)),
         (State::Count, _) => agg::count(column()),
-        (State::Sum, Kind::Signed | Kind::Unsigned) => agg::sum(df_cast(column(), DataType::Decimal128(38, 0))),
+        // DataFusion's Decimal128 SUM wraps past i128: integers and decimals sum exactly in 76
+        // digits (in i128 until a group's sum leaves it), checked when the state narrows to 38
+        (State::Sum, Kind::Signed | Kind::Unsigned | Kind::Decimal128 { .. }) => exact_sum::udaf().call(vec![column()]),
         (State::Sum, Kind::Float) => agg::sum(df_cast(column(), DataType::Float64)),
-        // DataFusion's Decimal128 SUM wraps past 38 digits: sum in 76 (in i128 until a group's
-        // sum leaves it), check when it narrows
-        (State::Sum, Kind::Decimal128 { .. }) => decimal_sum::udaf().call(vec![column()]),
         (State::Sum, _) => agg::sum(column()),
         (State::Min, Kind::Float) => agg::min(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::min(column())),
         (State::Max, Kind::Float) => agg::max(column()).filter(not(isnan(column()))).build().unwrap_or_else(|_| agg::max(column())),

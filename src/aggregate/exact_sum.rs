@@ -1,8 +1,10 @@
-//! SUM of a Decimal128 column or expression, exact in 76 digits without widening every value.
+//! SUM of an integer or Decimal128 column or expression, exact in 76 digits without widening
+//! every value.
 //!
-//! DataFusion's Decimal128 SUM wraps past i128, so the states summed in Decimal256(76, s) — a
-//! cast of every value to 256 bits and a 256-bit add per row, a fifth of TPC-H Q1's time
-//! (bench/TPCH.md). Here each value is added to an i128 per group with a checked add; when a
+//! DataFusion's Decimal128 SUM wraps past i128, so the states summed decimals in
+//! Decimal256(76, s) — a cast of every value to 256 bits and a 256-bit add per row, a fifth of
+//! TPC-H Q1's time (bench/TPCH.md) — and integers in Decimal128(38, 0) after a cast of every
+//! value. Here each value is added to an i128 per group with a checked add; when a
 //! group's running sum would leave i128, the running sum moves into a 256-bit carry and the
 //! i128 starts again from the value. The total (carry + running sum) is the exact sum, of the
 //! same type as before (Decimal256(76, s)), so the partial states and their narrowing to 38 digits
@@ -12,7 +14,10 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal256Array};
-use arrow::datatypes::{i256, Decimal128Type, Decimal256Type};
+use arrow::datatypes::{
+    i256, ArrowPrimitiveType, Decimal128Type, Decimal256Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow_schema::DataType;
 use lance::deps::datafusion::common::{Result as DfResult, ScalarValue};
 use lance::deps::datafusion::error::DataFusionError;
@@ -74,7 +79,7 @@ struct DecimalSum {
 
 impl AggregateUDFImpl for DecimalSum {
     fn name(&self) -> &str {
-        "lance_host_decimal_sum"
+        "lance_host_exact_sum"
     }
 
     fn signature(&self) -> &Signature {
@@ -84,7 +89,10 @@ impl AggregateUDFImpl for DecimalSum {
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
         match arg_types {
             [DataType::Decimal128(_, s)] => Ok(DataType::Decimal256(PRECISION, *s)),
-            other => Err(DataFusionError::Plan(format!("lance_host_decimal_sum takes one Decimal128, not {other:?}"))),
+            [t] if t.is_integer() => Ok(DataType::Decimal256(PRECISION, 0)),
+            other => Err(DataFusionError::Plan(format!(
+                "lance_host_exact_sum takes one integer or Decimal128, not {other:?}"
+            ))),
         }
     }
 
@@ -104,26 +112,47 @@ impl AggregateUDFImpl for DecimalSum {
 fn scale_of(args: &AccumulatorArgs) -> DfResult<i8> {
     match args.return_field.data_type() {
         DataType::Decimal256(_, s) => Ok(*s),
-        other => Err(DataFusionError::Internal(format!("lance_host_decimal_sum returns {other}"))),
+        other => Err(DataFusionError::Internal(format!("lance_host_exact_sum returns {other}"))),
     }
 }
 
-/// `f(value)` for each row of `values` (a Decimal128 column) that is not NULL and that
-/// `filter` (if any) keeps, with the row's index.
+/// `f(row, value)` for each row of `values` (an integer or Decimal128 column; a decimal's value
+/// is its unscaled integer) that is not NULL and that `filter` (if any) keeps.
 #[inline]
-fn each_value(values: &ArrayRef, filter: Option<&BooleanArray>, mut f: impl FnMut(usize, i128)) -> DfResult<()> {
-    let values = values
-        .as_primitive_opt::<Decimal128Type>()
-        .ok_or_else(|| DataFusionError::Internal(format!("lance_host_decimal_sum of {}", values.data_type())))?;
+fn each_value(values: &ArrayRef, filter: Option<&BooleanArray>, f: impl FnMut(usize, i128)) -> DfResult<()> {
+    match values.data_type() {
+        DataType::Decimal128(_, _) => each_native::<Decimal128Type>(values, filter, f),
+        DataType::Int64 => each_native::<Int64Type>(values, filter, f),
+        DataType::Int32 => each_native::<Int32Type>(values, filter, f),
+        DataType::Int16 => each_native::<Int16Type>(values, filter, f),
+        DataType::Int8 => each_native::<Int8Type>(values, filter, f),
+        DataType::UInt64 => each_native::<UInt64Type>(values, filter, f),
+        DataType::UInt32 => each_native::<UInt32Type>(values, filter, f),
+        DataType::UInt16 => each_native::<UInt16Type>(values, filter, f),
+        DataType::UInt8 => each_native::<UInt8Type>(values, filter, f),
+        other => Err(DataFusionError::Internal(format!("lance_host_exact_sum of {other}"))),
+    }
+}
+
+#[inline]
+fn each_native<T: ArrowPrimitiveType>(
+    values: &ArrayRef,
+    filter: Option<&BooleanArray>,
+    mut f: impl FnMut(usize, i128),
+) -> DfResult<()>
+where
+    T::Native: Into<i128>,
+{
+    let values = values.as_primitive::<T>();
     let raw = values.values();
     match (values.nulls(), filter) {
-        (None, None) => raw.iter().enumerate().for_each(|(i, v)| f(i, *v)),
+        (None, None) => raw.iter().enumerate().for_each(|(i, v)| f(i, (*v).into())),
         (nulls, filter) => {
             for (i, v) in raw.iter().enumerate() {
                 let valid = nulls.is_none_or(|n| n.is_valid(i));
                 let kept = filter.is_none_or(|m| m.is_valid(i) && m.value(i));
                 if valid && kept {
-                    f(i, *v);
+                    f(i, (*v).into());
                 }
             }
         }
@@ -135,7 +164,7 @@ fn each_value(values: &ArrayRef, filter: Option<&BooleanArray>, mut f: impl FnMu
 fn each_state(states: &ArrayRef, filter: Option<&BooleanArray>, mut f: impl FnMut(usize, i256) -> DfResult<()>) -> DfResult<()> {
     let states = states
         .as_primitive_opt::<Decimal256Type>()
-        .ok_or_else(|| DataFusionError::Internal(format!("lance_host_decimal_sum state of {}", states.data_type())))?;
+        .ok_or_else(|| DataFusionError::Internal(format!("lance_host_exact_sum state of {}", states.data_type())))?;
     for i in 0..states.len() {
         if states.is_valid(i) && filter.is_none_or(|m| m.is_valid(i) && m.value(i)) {
             f(i, states.value(i))?;
@@ -231,7 +260,7 @@ impl GroupsAccumulator for Groups {
     }
 }
 
-/// The exact SUM of a Decimal128 argument, as Decimal256(76, its scale).
+/// The exact SUM of an integer or Decimal128 argument, as Decimal256(76, its scale; integers 0).
 pub fn udaf() -> AggregateUDF {
     AggregateUDF::new_from_impl(DecimalSum { signature: Signature::any(1, Volatility::Immutable) })
 }
@@ -259,6 +288,22 @@ mod tests {
         assert_eq!(sum_of(&[Some(i128::MIN), Some(-1)]), Some(i256::from_i128(i128::MIN).wrapping_sub(i256::ONE)));
         assert_eq!(sum_of(&[None, None]), None);
         assert_eq!(sum_of(&[Some(-7), None, Some(3)]), Some(i256::from_i128(-4)));
+    }
+
+    #[test]
+    fn integers_of_every_width_sum_without_a_cast() {
+        use arrow::array::{Int8Array, UInt64Array};
+        let mut g = Groups { sums: Vec::new(), scale: 0 };
+        let big: ArrayRef = Arc::new(UInt64Array::from(vec![Some(u64::MAX), Some(u64::MAX), None, Some(1)]));
+        g.update_batch(&[big], &[0, 0, 0, 1], None, 2).unwrap();
+        let small: ArrayRef = Arc::new(Int8Array::from(vec![Some(-128), Some(127)]));
+        g.update_batch(&[small], &[1, 1], None, 2).unwrap();
+        let out = g.evaluate(EmitTo::All).unwrap();
+        let out = out.as_primitive::<Decimal256Type>();
+        assert_eq!(out.value(0), i256::from_i128(2 * u64::MAX as i128));
+        assert_eq!(out.value(1), i256::from_i128(0));
+        assert_eq!(udaf().return_type(&[DataType::Int32]).unwrap(), DataType::Decimal256(76, 0));
+        assert!(udaf().return_type(&[DataType::Utf8]).is_err());
     }
 
     #[test]
