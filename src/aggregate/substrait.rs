@@ -39,6 +39,11 @@ pub fn spec_from_plan(plan: &[u8], schema: &Schema) -> Result<AggregateSpec> {
             "the Substrait plan has no AggregateRel (it is a scan); an aggregate spec takes an aggregate plan",
         ));
     };
+    if measures.is_empty() {
+        return Err(HostError::not_supported(
+            "an AggregateRel without measures (GROUP BY alone, SELECT DISTINCT): an aggregate spec computes at least one aggregate; add a count",
+        ));
+    }
     if limit.is_some() {
         return Err(HostError::not_supported(
             "a FetchRel (LIMIT) in an aggregate's Substrait plan: partial states cannot be limited; limit the merged results",

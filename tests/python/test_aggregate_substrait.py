@@ -181,6 +181,10 @@ def test_plans_the_translation_does_not_take_are_refused(floats):
         (sx_plan(Rel(aggregate=AggregateRel(input=sx_read("floats", missing), measures=[sx_measure(12)])), [], F),
          lh.InvalidArgumentError, "`nope`, which is not a column"),
         (sx_plan(Rel(aggregate=count), ["a", "b"], F), lh.NotSupportedError, "names"),
+        # SELECT DISTINCT g: a valid plan the spec cannot say (it computes at least one aggregate)
+        (sx_plan(Rel(aggregate=AggregateRel(input=read, grouping_expressions=[sx_field(0)],
+                                            groupings=[AggregateRel.Grouping(expression_references=[0])])),
+                 [], F), lh.NotSupportedError, "without measures"),
     ]
     for plan, error, message in cases:
         for call in (lambda p: ds.aggregate_substrait(p), lambda p: ds.aggregate_split_substrait(ds.plan_scan(0)[0], p)):
