@@ -47,6 +47,28 @@ fn refused_with(ds: &Ds, s: &LanceAggregateSpec, code: lance_host::LanceErrorCod
     assert!(out.release.is_none(), "no stream on failure");
 }
 
+/// The partial states of `s` over every row-slice split of `rows` rows (at least `min_splits`),
+/// merged by `lance_aggregate_merge`, which must take every partial stream.
+fn merged_partials(ds: &Ds, s: &LanceAggregateSpec, rows: u64, min_splits: usize) -> Vec<RecordBatch> {
+    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan_slices(ds.ptr(), rows, &mut plan), 0, "{}", last_message());
+    let n = lance_split_plan_count(plan);
+    assert!(n >= min_splits, "{n} splits");
+    let mut partials = Vec::new();
+    for i in 0..n {
+        let split = lance_split_plan_get(plan, i);
+        let mut part = FFI_ArrowArrayStream::empty();
+        assert_eq!(lance_dataset_aggregate_split(ds.ptr(), split, s, &mut part, std::ptr::null_mut()), 0, "{}", last_message());
+        partials.push(part);
+        lance_split_free(split);
+    }
+    lance_split_plan_free(plan);
+    let mut merged = FFI_ArrowArrayStream::empty();
+    assert_eq!(lance_aggregate_merge(partials.as_mut_ptr(), partials.len(), &mut merged), 0, "{}", last_message());
+    assert!(partials.iter().all(|p| p.release.is_none()), "the merge took every partial stream");
+    read(&mut merged)
+}
+
 #[test]
 fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
     let uri = table_uri("aggregate");
@@ -82,23 +104,7 @@ fn split_partials_merge_to_the_one_call_answer_and_bad_specs_are_refused() {
     check(&read(&mut out));
 
     // partial states of every sliced split, shipped as bytes, merged
-    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
-    assert_eq!(lance_dataset_plan_scan_slices(ds.ptr(), 400, &mut plan), 0, "{}", last_message());
-    let n = lance_split_plan_count(plan);
-    assert!(n >= 6, "{n} splits");
-    let mut partials = Vec::new();
-    for i in 0..n {
-        let split = lance_split_plan_get(plan, i);
-        let mut part = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_dataset_aggregate_split(ds.ptr(), split, &s, &mut part, std::ptr::null_mut()), 0, "{}", last_message());
-        partials.push(part);
-        lance_split_free(split);
-    }
-    lance_split_plan_free(plan);
-    let mut merged = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_aggregate_merge(partials.as_mut_ptr(), partials.len(), &mut merged), 0, "{}", last_message());
-    assert!(partials.iter().all(|p| p.release.is_none()), "the merge took every partial stream");
-    check(&read(&mut merged));
+    check(&merged_partials(&ds, &s, 400, 6));
 
     // bad specs: each refused with INVALID_ARGUMENT naming what is wrong
     let refused = |s: &LanceAggregateSpec, needle: &str| refused_with(&ds, s, LANCE_ERR_INVALID_ARGUMENT, needle);
@@ -380,22 +386,7 @@ fn a_spec_may_be_a_substrait_plan() {
     check(&read(&mut out));
 
     // the same plan's partial states of every sliced split merge to the same answer
-    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
-    assert_eq!(lance_dataset_plan_scan_slices(ds.ptr(), 700, &mut plan), 0, "{}", last_message());
-    let n = lance_split_plan_count(plan);
-    assert!(n >= 3, "{n} splits");
-    let mut partials = Vec::new();
-    for i in 0..n {
-        let split = lance_split_plan_get(plan, i);
-        let mut part = FFI_ArrowArrayStream::empty();
-        assert_eq!(lance_dataset_aggregate_split(ds.ptr(), split, &s, &mut part, std::ptr::null_mut()), 0, "{}", last_message());
-        partials.push(part);
-        lance_split_free(split);
-    }
-    lance_split_plan_free(plan);
-    let mut merged = FFI_ArrowArrayStream::empty();
-    assert_eq!(lance_aggregate_merge(partials.as_mut_ptr(), partials.len(), &mut merged), 0, "{}", last_message());
-    check(&read(&mut merged));
+    check(&merged_partials(&ds, &s, 700, 3));
 
     // a plan says the whole spec: fields beside it are refused, not merged with it
     let functions = [1];
