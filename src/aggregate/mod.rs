@@ -22,6 +22,7 @@
 mod exact_sum;
 mod expr;
 pub mod hll;
+mod shared;
 pub mod spec;
 pub mod substrait;
 
@@ -191,13 +192,37 @@ fn partial_with(
             aggregates.push(state_expr(r, *s).alias(spec::state_column(&spec.group_by, i, *s)));
         }
     }
-    scanner
-        .aggregate(lance::dataset::scanner::AggregateExpr::datafusion(group, aggregates))
-        .map_err(lance_err)?;
+    // an expression the aggregates would compute twice per row: computed once (`shared`)
+    let uses: Vec<Expr> = groups
+        .iter()
+        .filter_map(|g| g.expression.clone())
+        .chain(resolved.iter().flat_map(|r| r.argument.iter().flat_map(|a| r.states.iter().map(move |_| a.clone()))))
+        .collect();
+    let repeated = shared::repeated(&uses);
+    let own_plan = if repeated.is_empty() {
+        scanner
+            .aggregate(lance::dataset::scanner::AggregateExpr::datafusion(group, aggregates))
+            .map_err(lance_err)?;
+        None
+    } else {
+        let mut columns: Vec<String> = group
+            .iter()
+            .chain(&aggregates)
+            .flat_map(|e| e.column_refs().into_iter().map(|c| c.name.clone()))
+            .collect();
+        columns.sort();
+        columns.dedup();
+        scanner.project(&columns).map_err(lance_err)?;
+        Some((group, aggregates, repeated))
+    };
     stats.attach(&mut scanner);
     let callback = stats.callback();
     let batches = session::run_on_worker(async move {
         let plan = scanner.create_plan().await?;
+        let plan = match own_plan {
+            Some((group, aggregates, repeated)) => shared::plan(plan, group, aggregates, &repeated)?,
+            None => plan,
+        };
         let options = lance_datafusion::exec::LanceExecutionOptions {
             execution_stats_callback: Some(callback),
             ..Default::default()

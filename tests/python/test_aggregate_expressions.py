@@ -9,6 +9,7 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 lance = pytest.importorskip("lance")
@@ -290,6 +291,53 @@ def test_group_keys_as_expressions_equal_duckdb_and_merge(lineitem):
     alone = ds.aggregate([(None, "count_all", "n")], group_by=E("date_part('year', l_shipdate)"))
     assert alone.column_names == ["date_part('year', l_shipdate)", "n"]
     assert sum(alone["n"].to_pylist()) == t.num_rows
+
+
+def test_an_expression_used_by_several_aggregates_and_a_key_equals_duckdb(lineitem):
+    """An expression computed once per row for every aggregate and key that uses it (the same
+    `l_extendedprice * (1 - l_discount)` as a SUM, an AVG — a sum and a count —, a MIN, inside
+    Q1's charge, and a key of its own): each answer equals DuckDB's, in one call and merged."""
+    uri, t = lineitem
+    want = _duckdb(t, """
+        SELECT l_extendedprice * (1 - l_discount) > 50000 AS big,
+               SUM(l_extendedprice * (1 - l_discount)) AS s, AVG(l_extendedprice * (1 - l_discount)) AS a,
+               MIN(l_extendedprice * (1 - l_discount)) AS lo,
+               SUM(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS charge, COUNT(*) AS n
+        FROM t WHERE l_shipdate <= DATE '1998-09-02' GROUP BY ALL ORDER BY big""")
+    disc = "l_extendedprice * (1 - l_discount)"
+    aggs = [(E(disc), "sum", "s"), (E(disc), "avg", "a"), (E(disc), "min", "lo"),
+            (E(f"{disc} * (1 + l_tax)"), "sum", "charge"), (None, "count_all", "n")]
+    key = ("big", E(f"{disc} > 50000"))
+    ds = lh.open(uri)
+    got = _ours(ds.aggregate(aggs, group_by=[key], filter=Q1_FILTER), ["big"])
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        for k, v in w.items():
+            _same_value(k, g[k], v)
+    parts = [ds.aggregate_split(s, aggs, group_by=[key], filter=Q1_FILTER)[0] for s in ds.plan_scan(1500, slices=True)]
+    assert _ours(lh.merge_aggregates(parts), ["big"]) == got
+
+
+def test_a_float_expression_used_twice_keeps_the_nan_rules(tmp_path):
+    """MIN/MAX of a float expression leave NaN out (of either sign), and count it apart: the
+    expression, used by every state, is computed once and still judged by pyarrow."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    x = rng.normal(0, 10, n)
+    x[rng.integers(0, n, 300)] = np.nan
+    x[rng.integers(0, n, 300)] = -np.nan
+    t = pa.table({"g": pa.array(rng.integers(0, 3, n)), "x": pa.array(x, mask=rng.random(n) < 0.05)})
+    uri = str(tmp_path / "f.lance")
+    lance.write_dataset(t, uri, max_rows_per_file=1500)
+    t = lance.dataset(uri).to_table()
+    got = lh.open(uri).aggregate([(E("x * 2.0"), "min", "lo"), (E("x * 2.0"), "max", "hi"),
+                                  (E("x * 2.0"), "sum", "s")], group_by="g")
+    twice = pc.multiply(t["x"], 2.0)
+    for r in got.to_pylist():
+        in_group = pc.equal(t["g"], r["g"])
+        values = pc.filter(twice, pc.and_(in_group, pc.invert(pc.is_nan(twice))))
+        assert (r["lo"], r["hi"]) == (pc.min(values).as_py(), pc.max(values).as_py())
+        assert r["s"] != r["s"]  # NaN in every group: the sum is NaN, as SQL's
 
 
 def test_group_key_expression_refusals(lineitem, tmp_path):
