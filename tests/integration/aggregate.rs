@@ -398,6 +398,22 @@ fn a_spec_may_be_a_substrait_plan() {
     let mut both = s;
     both.filter_sql = f.as_ptr();
     refused_with(&ds, &both, LANCE_ERR_INVALID_ARGUMENT, "with a filter");
+    let id = cstr("id");
+    let keys = [id.as_ptr()];
+    let mut both = s;
+    both.group_by = keys.as_ptr();
+    both.num_group_by = 1;
+    refused_with(&ds, &both, LANCE_ERR_INVALID_ARGUMENT, "with group-by keys");
+    // a split's call refuses the same way and hands out no stream
+    let mut plan: *mut LanceSplitPlan = std::ptr::null_mut();
+    assert_eq!(lance_dataset_plan_scan(ds.ptr(), 0, &mut plan), 0, "{}", last_message());
+    let split = lance_split_plan_get(plan, 0);
+    let mut part = FFI_ArrowArrayStream::empty();
+    let rc = lance_dataset_aggregate_split(ds.ptr(), split, &both, &mut part, std::ptr::null_mut());
+    assert_eq!(rc, LANCE_ERR_INVALID_ARGUMENT as i32, "{}", last_message());
+    assert!(part.release.is_none());
+    lance_split_free(split);
+    lance_split_plan_free(plan);
     let mut dangling = s;
     dangling.substrait_plan = std::ptr::null();
     refused_with(&ds, &dangling, LANCE_ERR_INVALID_ARGUMENT, "spec->substrait_plan is NULL");
