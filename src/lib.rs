@@ -10,6 +10,7 @@ pub(crate) mod bytes;
 pub mod cancel;
 pub mod columns;
 pub mod datacache;
+pub mod decode;
 pub mod branch;
 pub mod catalog;
 pub mod changes;

@@ -47,6 +47,14 @@ static BATCHES: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 static REQUEST_BYTES: AtomicU64 = AtomicU64::new(0);
+static OWN_DECODER: AtomicU64 = AtomicU64::new(0);
+static LANCE_DECODER: AtomicU64 = AtomicU64::new(0);
+
+/// An aggregate's read of a table or split: by the library's own decoder (`crate::decode`) or by
+/// Lance's scanner.
+pub fn aggregate_read(own_decoder: bool) {
+    if own_decoder { &OWN_DECODER } else { &LANCE_DECODER }.fetch_add(1, Ordering::Relaxed);
+}
 
 pub fn op(kind: Op) {
     OP_COUNTS[kind as usize].fetch_add(1, Ordering::Relaxed);
@@ -74,6 +82,8 @@ pub fn snapshot() -> Vec<(&'static str, u64)> {
     out.push(("stream.bytes", BYTES.load(Ordering::Relaxed)));
     out.push(("object_store.requests", REQUESTS.load(Ordering::Relaxed)));
     out.push(("object_store.bytes", REQUEST_BYTES.load(Ordering::Relaxed)));
+    out.push(("aggregate.reads_own_decoder", OWN_DECODER.load(Ordering::Relaxed)));
+    out.push(("aggregate.reads_lance_decoder", LANCE_DECODER.load(Ordering::Relaxed)));
     let cache = crate::session::stats().unwrap_or_default();
     out.push(("index_cache.hits", cache.index_hits));
     out.push(("index_cache.misses", cache.index_misses));

@@ -199,6 +199,9 @@ fn partial_with(
         .chain(resolved.iter().flat_map(|r| r.argument.iter().flat_map(|a| r.states.iter().map(move |_| a.clone()))))
         .collect();
     let repeated = shared::repeated(&uses);
+    // the library's own decoder reads the columns when it can read every page (crate::decode)
+    let own_read = own_read_input(snapshot, &ds, spec, fragments, slice, &group, &aggregates)?;
+    let own_aggregate = (group.clone(), aggregates.clone(), repeated.clone());
     let own_plan = if repeated.is_empty() {
         scanner
             .aggregate(lance::dataset::scanner::AggregateExpr::datafusion(group, aggregates))
@@ -218,10 +221,30 @@ fn partial_with(
     stats.attach(&mut scanner);
     let callback = stats.callback();
     let batches = session::run_on_worker(async move {
-        let plan = scanner.create_plan().await?;
-        let plan = match own_plan {
-            Some((group, aggregates, repeated)) => shared::plan(plan, group, aggregates, &repeated)?,
-            None => plan,
+        let own = match own_read {
+            Some((ds, frags, rows, columns, filter)) => {
+                crate::decode::plan(&ds, &frags, rows, &columns).await?.map(|read| (read, filter))
+            }
+            None => None,
+        };
+        crate::metrics::aggregate_read(own.is_some());
+        let plan = match own {
+            Some((read, filter)) => {
+                let scan: Arc<dyn lance::deps::datafusion::physical_plan::ExecutionPlan> = read.into_exec();
+                let input = match filter {
+                    Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
+                    None => scan,
+                };
+                let (group, aggregates, repeated) = own_aggregate;
+                shared::plan(input, group, aggregates, &repeated)?
+            }
+            None => {
+                let plan = scanner.create_plan().await?;
+                match own_plan {
+                    Some((group, aggregates, repeated)) => shared::plan(plan, group, aggregates, &repeated)?,
+                    None => plan,
+                }
+            }
         };
         let options = lance_datafusion::exec::LanceExecutionOptions {
             execution_stats_callback: Some(callback),
@@ -232,6 +255,51 @@ fn partial_with(
     })?
     .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
     conform(schema, batches)
+}
+
+/// What the library's own decoder needs to try the read of an aggregate (`crate::decode::plan`
+/// decides): the fragments, the rows of a slice, the columns the keys, the aggregates and the
+/// filter use, and the filter as Lance's scanner would plan it. `None` when the environment turns
+/// the decoder off or the filter does not plan here (Lance's scanner then reports it).
+#[allow(clippy::type_complexity)]
+fn own_read_input(
+    snapshot: &Snapshot,
+    ds: &Arc<lance::Dataset>,
+    spec: &AggregateSpec,
+    fragments: Option<&[u64]>,
+    slice: Option<(u64, crate::split::RowSlice)>,
+    group: &[Expr],
+    aggregates: &[Expr],
+) -> Result<Option<(Arc<lance::Dataset>, Vec<lance_table::format::Fragment>, Option<std::ops::Range<u64>>, Vec<String>, Option<Expr>)>> {
+    if crate::decode::disabled() {
+        return Ok(None);
+    }
+    let filter = match &spec.filter {
+        None => None,
+        Some(sql) => {
+            let planner = lance_datafusion::planner::Planner::new(Arc::new(arrow_schema::Schema::from(ds.schema())));
+            match planner.parse_filter(sql).and_then(|e| planner.optimize_expr(e)) {
+                Ok(e) => Some(e),
+                Err(_) => return Ok(None),
+            }
+        }
+    };
+    let mut columns: Vec<String> = group
+        .iter()
+        .chain(aggregates)
+        .chain(&filter)
+        .flat_map(|e| e.column_refs().into_iter().map(|c| c.name.clone()))
+        .collect();
+    columns.sort();
+    columns.dedup();
+    let (frags, rows) = match (fragments, slice) {
+        (_, Some((fragment, rows))) => {
+            (scan::resolve_fragments(snapshot, &[fragment])?, Some(rows.offset..rows.offset.saturating_add(rows.count)))
+        }
+        (Some(ids), None) => (scan::resolve_fragments(snapshot, ids)?, None),
+        (None, None) => (ds.fragments().as_ref().clone(), None),
+    };
+    Ok(Some((ds.clone(), frags, rows, columns, filter)))
 }
 
 /// Whether the manifest answers `spec` (the statistics shortcut below).

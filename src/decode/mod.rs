@@ -1,0 +1,293 @@
+//! The library's own read of top-level columns from Lance 2.1+ files (issue 62: the scan under an
+//! aggregate was four fifths of TPC-H Q1, and a third of Lance's decode time went to copying
+//! decoded blocks into builders, value by value for dictionary pages).
+//!
+//! `plan` looks at every page the read would touch and answers `None` unless this decoder reads
+//! all of them (`page.rs`: mini-block pages without nulls of fixed-width and string columns;
+//! data files of the table's own base; fragments with a physical row count); the caller then
+//! uses Lance's scanner, so a page this decoder does not know is never guessed at. `stream`
+//! reads the planned rows in batches, several at a time on the runtime's threads, each batch one
+//! request per column and page part, and drops deleted rows. `LANCE_HOST_DECODER=lance` in the
+//! environment turns the path off (differential tests and benches compare both).
+
+pub mod page;
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use arrow::array::{make_array, Array, ArrayData, ArrayRef, BooleanArray, RecordBatch};
+use arrow::buffer::Buffer;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use futures::{StreamExt, TryStreamExt};
+use lance::dataset::fragment::FileFragment;
+use lance::Dataset;
+use lance_core::utils::deletion::DeletionVector;
+use lance_datafusion::exec::OneShotExec;
+use lance_encoding::decoder::PageEncoding;
+use lance_file::reader::{CachedFileMetadata, FileReader};
+use lance_io::scheduler::{FileScheduler, ScanScheduler, SchedulerConfig};
+use lance_table::format::Fragment;
+
+use page::{Decoded, Out, PageLayout, PagePlan};
+
+type LResult<T> = lance::Result<T>;
+
+/// Rows per batch the stream produces (a multiple of every chunk size Lance writes).
+const BATCH_ROWS: u64 = 65_536;
+
+/// Whether the environment asks for Lance's decoder everywhere.
+pub fn disabled() -> bool {
+    std::env::var("LANCE_HOST_DECODER").is_ok_and(|v| v == "lance")
+}
+
+/// Files are immutable once written, so their metadata is kept by path (bounded).
+static METADATA: LazyLock<Mutex<HashMap<String, Arc<CachedFileMetadata>>>> = LazyLock::new(Default::default);
+const METADATA_ENTRIES: usize = 4096;
+
+#[derive(Debug)]
+struct Column {
+    field: Field,
+    file: usize,
+    /// (first row in the fragment, page)
+    pages: Vec<(u64, Arc<PagePlan>)>,
+}
+
+#[derive(Debug)]
+struct FragmentRead {
+    rows: Range<u64>,
+    deleted: Option<Arc<DeletionVector>>,
+    files: Vec<FileScheduler>,
+    columns: Vec<Column>,
+}
+
+/// A read this decoder can do in full.
+#[derive(Debug)]
+pub struct Plan {
+    schema: SchemaRef,
+    fragments: Vec<FragmentRead>,
+}
+
+fn lance_error(message: String) -> lance::Error {
+    lance::Error::corrupt_file_named("lance-host decoder", message)
+}
+
+async fn metadata(ds: &Dataset, scheduler: &FileScheduler, path: &str) -> LResult<Arc<CachedFileMetadata>> {
+    let key = format!("{}#{}", ds.uri(), path);
+    if let Some(m) = METADATA.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(m);
+    }
+    let m = Arc::new(FileReader::read_all_metadata(scheduler).await?);
+    if let Ok(mut cache) = METADATA.lock() {
+        if cache.len() >= METADATA_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, m.clone());
+    }
+    Ok(m)
+}
+
+/// The read of `columns` (top-level, in this order) over `fragments` — or over rows `slice` of
+/// the one fragment — if this decoder reads every page of it; `None` otherwise.
+pub async fn plan(
+    ds: &Arc<Dataset>,
+    fragments: &[Fragment],
+    slice: Option<Range<u64>>,
+    columns: &[String],
+) -> LResult<Option<Plan>> {
+    let mut fields = Vec::new();
+    for name in columns {
+        let Some(f) = ds.schema().fields.iter().find(|f| &f.name == name) else { return Ok(None) };
+        if !f.children.is_empty() {
+            return Ok(None);
+        }
+        let arrow = Field::from(f);
+        if Out::of(arrow.data_type()).is_none() {
+            return Ok(None);
+        }
+        fields.push((f.id, arrow));
+    }
+    let store = ds.object_store(None).await?;
+    let scheduler = ScanScheduler::new(store.clone(), SchedulerConfig::max_bandwidth(&store));
+    let mut reads = Vec::new();
+    for fragment in fragments {
+        let Some(physical) = fragment.physical_rows.map(|n| n as u64) else { return Ok(None) };
+        let rows = match &slice {
+            Some(r) if r.end <= physical => r.clone(),
+            Some(_) => return Ok(None),
+            None => 0..physical,
+        };
+        let mut files: Vec<(usize, FileScheduler, Arc<CachedFileMetadata>)> = Vec::new();
+        let mut cols = Vec::new();
+        for (id, field) in &fields {
+            let Some((k, file)) = fragment
+                .files
+                .iter()
+                .enumerate()
+                .find(|(_, f)| f.fields.contains(id))
+            else {
+                return Ok(None);
+            };
+            if file.base_id.is_some() || file.file_major_version != 2 || file.file_minor_version < 1 {
+                return Ok(None);
+            }
+            let Some(pos) = file.fields.iter().position(|f| f == id) else { return Ok(None) };
+            let Some(index) = file.column_indices.get(pos).and_then(|i| usize::try_from(*i).ok()) else {
+                return Ok(None);
+            };
+            let at = match files.iter().position(|(j, _, _)| *j == k) {
+                Some(at) => at,
+                None => {
+                    let path = ds.data_dir().join(file.path.as_str());
+                    let s = scheduler.open_file(&path, &file.file_size_bytes).await?;
+                    let m = metadata(ds, &s, &file.path).await?;
+                    if m.num_rows != physical {
+                        return Ok(None);
+                    }
+                    files.push((k, s, m));
+                    files.len() - 1
+                }
+            };
+            let Some(info) = files[at].2.column_infos.get(index) else { return Ok(None) };
+            let out = Out::of(field.data_type()).unwrap_or(Out::Var);
+            let mut layouts = Vec::new();
+            let mut first = 0u64;
+            for p in info.page_infos.iter() {
+                let PageEncoding::Structural(layout) = &p.encoding else { return Ok(None) };
+                let Some(l) = PageLayout::new(layout, &p.buffer_offsets_and_sizes, p.num_rows, out) else {
+                    return Ok(None);
+                };
+                layouts.push((first, l));
+                first += p.num_rows;
+            }
+            if first != physical {
+                return Ok(None);
+            }
+            // only the pages the rows touch
+            layouts.retain(|(f, l)| *f < rows.end && f + l.rows() > rows.start);
+            let ranges: Vec<Range<u64>> = layouts.iter().flat_map(|(_, l)| l.metadata_ranges()).collect();
+            let mut bytes = files[at].1.submit_request(ranges, 0).await?.into_iter();
+            let mut pages = Vec::new();
+            for (f, l) in layouts {
+                let n = l.metadata_ranges().len();
+                let Some(p) = l.plan(bytes.by_ref().take(n).collect()) else { return Ok(None) };
+                pages.push((f, Arc::new(p)));
+            }
+            cols.push(Column { field: field.clone(), file: at, pages });
+        }
+        let deleted = if fragment.deletion_file.is_some() {
+            FileFragment::new(ds.clone(), fragment.clone()).get_deletion_vector().await?
+        } else {
+            None
+        };
+        reads.push(FragmentRead { rows, deleted, files: files.into_iter().map(|(_, s, _)| s).collect(), columns: cols });
+    }
+    let schema = Arc::new(Schema::new(fields.into_iter().map(|(_, f)| f).collect::<Vec<_>>()));
+    Ok(Some(Plan { schema, fragments: reads }))
+}
+
+impl Plan {
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// The rows of the plan as a one-partition execution plan (batches in row order).
+    pub fn into_exec(self) -> Arc<OneShotExec> {
+        let schema = self.schema.clone();
+        let plan = Arc::new(self);
+        let tasks: Vec<(usize, Range<u64>)> = plan
+            .fragments
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| {
+                let (start, end) = (f.rows.start, f.rows.end);
+                (start..end).step_by(BATCH_ROWS as usize).map(move |r| (i, r..(r + BATCH_ROWS).min(end)))
+            })
+            .collect();
+        let parallel = lance_core::utils::tokio::get_num_compute_intensive_cpus().max(1) * 2;
+        let stream = futures::stream::iter(tasks)
+            .map(move |(i, rows)| {
+                let plan = plan.clone();
+                tokio::spawn(async move { plan.read(i, rows).await })
+            })
+            .buffered(parallel)
+            .map(|r| match r {
+                Ok(Ok(batch)) => Ok(batch),
+                Ok(Err(e)) => Err(datafusion_error(e)),
+                Err(join) => Err(datafusion_error(lance_error(format!("a decode task failed: {join}")))),
+            })
+            .try_filter_map(|b: Option<RecordBatch>| async move { Ok(b) });
+        let stream = lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, stream);
+        Arc::new(OneShotExec::new(Box::pin(stream)))
+    }
+
+    /// Rows `rows` of fragment `i` without its deleted rows (`None` when all are deleted).
+    async fn read(&self, i: usize, rows: Range<u64>) -> LResult<Option<RecordBatch>> {
+        let f = &self.fragments[i];
+        let mut columns = Vec::with_capacity(f.columns.len());
+        for c in &f.columns {
+            // the parts of pages the rows touch, and the bytes each needs
+            let mut parts = Vec::new();
+            for (first, p) in &c.pages {
+                let end = first + p.rows();
+                if end <= rows.start || *first >= rows.end {
+                    continue;
+                }
+                let local = rows.start.max(*first) - first..rows.end.min(end) - first;
+                let (chunks, bytes) = p.chunks_for(&local);
+                parts.push((*first, p.clone(), chunks, bytes));
+            }
+            let ranges = parts.iter().map(|(_, p, _, b)| p.file_range(b)).collect();
+            let data = f.files[c.file].submit_request(ranges, rows.start).await?;
+            let mut out = Decoded::default();
+            let mut decoded_from = None;
+            for ((first, p, chunks, _), bytes) in parts.iter().zip(&data) {
+                decoded_from.get_or_insert(first + p.chunk_first(chunks.start));
+                p.decode(chunks.clone(), bytes, &mut out).map_err(lance_error)?;
+            }
+            let skip = rows.start - decoded_from.unwrap_or(rows.start);
+            columns.push(to_array(&c.field, out)?.slice(skip as usize, (rows.end - rows.start) as usize));
+        }
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
+        match &f.deleted {
+            Some(dv) if !dv.is_empty() => {
+                let keep: BooleanArray = (rows.start..rows.end).map(|r| Some(!dv.contains(r as u32))).collect();
+                let batch = arrow::compute::filter_record_batch(&batch, &keep)?;
+                Ok((batch.num_rows() > 0).then_some(batch))
+            }
+            _ => Ok(Some(batch)),
+        }
+    }
+}
+
+fn datafusion_error(e: lance::Error) -> lance::deps::datafusion::error::DataFusionError {
+    lance::deps::datafusion::error::DataFusionError::External(Box::new(e))
+}
+
+/// An Arrow array of `field`'s type over decoded values (checked: lengths, offsets, UTF-8).
+fn to_array(field: &Field, d: Decoded) -> LResult<ArrayRef> {
+    let dt = field.data_type().clone();
+    let data = match Out::of(&dt) {
+        Some(Out::Fixed(n)) => {
+            let len = d.values.len() / n;
+            ArrayData::try_new(dt, len, None, 0, vec![Buffer::from_vec(d.values)], vec![])
+        }
+        _ => {
+            let len = d.offsets.len().saturating_sub(1);
+            let offsets = if d.offsets.is_empty() { vec![0] } else { d.offsets };
+            let offsets = match dt {
+                DataType::LargeUtf8 | DataType::LargeBinary => {
+                    Buffer::from_vec(offsets.into_iter().map(|o| o as i64).collect::<Vec<i64>>())
+                }
+                _ => {
+                    if offsets.last().is_some_and(|o| *o > i32::MAX as u64) {
+                        return Err(lance_error(format!("column {} passes 2 GiB in one batch", field.name())));
+                    }
+                    Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+                }
+            };
+            ArrayData::try_new(dt, len, None, 0, vec![offsets, Buffer::from_vec(d.values)], vec![])
+        }
+    };
+    Ok(make_array(data.map_err(|e| lance_error(format!("column {}: {e}", field.name())))?))
+}
