@@ -11,6 +11,8 @@
 //! environment turns the path off (differential tests and benches compare both).
 
 pub mod page;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -189,6 +191,11 @@ pub async fn plan(
 impl Plan {
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+
+    /// How the planned pages store their values (`PagePlan::kind`).
+    pub fn page_kinds(&self) -> std::collections::BTreeSet<&'static str> {
+        self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).map(|(_, p)| p.kind()).collect()
     }
 
     /// The rows of the plan as a one-partition execution plan (batches in row order).

@@ -299,6 +299,18 @@ impl PagePlan {
         self.rows
     }
 
+    /// How the page's values are stored, in a word (tests and logs).
+    pub fn kind(&self) -> &'static str {
+        match (&self.codec, &self.dict) {
+            (Codec::Flat(_), None) => "flat",
+            (Codec::Packed(_), None) => "packed",
+            (Codec::Lance(_), None) => "lance-codec",
+            (Codec::Flat(_), Some(_)) => "dictionary+flat",
+            (Codec::Packed(_), Some(_)) => "dictionary+packed",
+            (Codec::Lance(_), Some(_)) => "dictionary+lance-codec",
+        }
+    }
+
     /// The chunk indices holding the page's rows `rows`, and the bytes of the chunk buffer they
     /// span (relative to the buffer's start) — what a read of `rows` must fetch.
     pub fn chunks_for(&self, rows: &Range<u64>) -> (Range<usize>, Range<u64>) {
