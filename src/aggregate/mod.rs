@@ -230,7 +230,7 @@ fn partial_with(
         crate::metrics::aggregate_read(own.is_some());
         let plan = match own {
             Some((read, filter)) => {
-                let scan: Arc<dyn lance::deps::datafusion::physical_plan::ExecutionPlan> = read.into_exec();
+                let scan = read.into_exec(lance_core::utils::tokio::get_num_compute_intensive_cpus())?;
                 let input = match filter {
                     Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
                     None => scan,

@@ -25,6 +25,9 @@ use futures::{StreamExt, TryStreamExt};
 use lance::dataset::fragment::FileFragment;
 use lance::Dataset;
 use lance_core::utils::deletion::DeletionVector;
+use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use lance::deps::datafusion::physical_plan::union::UnionExec;
+use lance::deps::datafusion::physical_plan::ExecutionPlan;
 use lance_datafusion::exec::OneShotExec;
 use lance_encoding::decoder::PageEncoding;
 use lance_file::reader::{CachedFileMetadata, FileReader};
@@ -198,8 +201,9 @@ impl Plan {
         self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).map(|(_, p)| p.kind()).collect()
     }
 
-    /// The rows of the plan as a one-partition execution plan (batches in row order).
-    pub fn into_exec(self) -> Arc<OneShotExec> {
+    /// The rows of the plan as an execution plan of `partitions` partitions (the batches dealt
+    /// round-robin; each partition decodes two batches at a time on the runtime's threads).
+    pub fn into_exec(self, partitions: usize) -> LResult<Arc<dyn ExecutionPlan>> {
         let schema = self.schema.clone();
         let plan = Arc::new(self);
         let tasks: Vec<(usize, Range<u64>)> = plan
@@ -211,21 +215,27 @@ impl Plan {
                 (start..end).step_by(BATCH_ROWS as usize).map(move |r| (i, r..(r + BATCH_ROWS).min(end)))
             })
             .collect();
-        let parallel = lance_core::utils::tokio::get_num_compute_intensive_cpus().max(1) * 2;
-        let stream = futures::stream::iter(tasks)
-            .map(move |(i, rows)| {
-                let plan = plan.clone();
-                tokio::spawn(async move { plan.read(i, rows).await })
-            })
-            .buffered(parallel)
-            .map(|r| match r {
-                Ok(Ok(batch)) => Ok(batch),
-                Ok(Err(e)) => Err(datafusion_error(e)),
-                Err(join) => Err(datafusion_error(lance_error(format!("a decode task failed: {join}")))),
-            })
-            .try_filter_map(|b: Option<RecordBatch>| async move { Ok(b) });
-        let stream = lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, stream);
-        Arc::new(OneShotExec::new(Box::pin(stream)))
+        let partitions = partitions.clamp(1, tasks.len().max(1));
+        let mut children: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(partitions);
+        for p in 0..partitions {
+            let mine: Vec<_> = tasks.iter().skip(p).step_by(partitions).cloned().collect();
+            let plan = plan.clone();
+            let stream = futures::stream::iter(mine)
+                .map(move |(i, rows)| {
+                    let plan = plan.clone();
+                    tokio::spawn(async move { plan.read(i, rows).await })
+                })
+                .buffered(2)
+                .map(|r| match r {
+                    Ok(Ok(batch)) => Ok(batch),
+                    Ok(Err(e)) => Err(datafusion_error(e)),
+                    Err(join) => Err(datafusion_error(lance_error(format!("a decode task failed: {join}")))),
+                })
+                .try_filter_map(|b: Option<RecordBatch>| async move { Ok(b) });
+            let stream = RecordBatchStreamAdapter::new(schema.clone(), stream);
+            children.push(Arc::new(OneShotExec::new(Box::pin(stream))));
+        }
+        Ok(UnionExec::try_new(children)?)
     }
 
     /// Rows `rows` of fragment `i` without its deleted rows (`None` when all are deleted).

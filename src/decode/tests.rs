@@ -15,7 +15,6 @@ use arrow::datatypes::DataType;
 use futures::TryStreamExt;
 use lance::dataset::{WriteMode, WriteParams};
 use lance::deps::datafusion::execution::TaskContext;
-use lance::deps::datafusion::physical_plan::ExecutionPlan;
 use lance::Dataset;
 use lance_file::version::LanceFileVersion;
 use rand::{Rng, SeedableRng};
@@ -166,15 +165,25 @@ fn own_reads(
             Some((f, _)) => ds.fragments().iter().filter(|x| x.id == *f).cloned().collect(),
             None => ds.fragments().as_ref().clone(),
         };
-        let plan = super::plan(&ds, &frags, slice.map(|s| s.1), &[column.clone()]).await.unwrap()?;
+        let plan = super::plan(&ds, &frags, slice.clone().map(|s| s.1), &[column.clone()]).await.unwrap()?;
         let kinds = plan.page_kinds();
-        let exec = plan.into_exec();
+        let exec = plan.into_exec(1).unwrap();
         let batches: Vec<RecordBatch> =
             exec.execute(0, Arc::new(TaskContext::default())).unwrap().try_collect().await.unwrap();
         let mut out = Vec::new();
         for b in &batches {
             out.extend(bits(b.column(0).as_ref()));
         }
+        // the same rows when dealt to three partitions
+        let again = super::plan(&ds, &frags, slice.map(|s| s.1), &[column.clone()]).await.unwrap()?;
+        let parts = lance::deps::datafusion::physical_plan::collect(again.into_exec(3).unwrap(), Arc::new(TaskContext::default()))
+            .await
+            .unwrap();
+        let mut dealt: Vec<Vec<u8>> = parts.iter().flat_map(|b| bits(b.column(0).as_ref())).collect();
+        let mut sorted = out.clone();
+        dealt.sort();
+        sorted.sort();
+        assert_eq!(dealt, sorted, "{column}: the rows of three partitions");
         Some((out, kinds))
     })
     .unwrap()
