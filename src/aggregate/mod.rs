@@ -230,7 +230,10 @@ fn partial_with(
         crate::metrics::aggregate_read(own.is_some());
         let plan = match own {
             Some((read, filter)) => {
-                let scan = read.into_exec(lance_core::utils::tokio::get_num_compute_intensive_cpus())?;
+                // one partition per core (Lance's compute-thread count keeps a core for I/O,
+                // which would leave a 2-core machine one partition)
+                let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+                let scan = read.into_exec(cores)?;
                 let input = match filter {
                     Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
                     None => scan,

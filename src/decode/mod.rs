@@ -38,8 +38,12 @@ use page::{Decoded, Out, PageLayout, PagePlan};
 
 type LResult<T> = lance::Result<T>;
 
-/// Rows per batch the stream produces (a multiple of every chunk size Lance writes).
+/// Rows per batch the stream produces at most, and at least (multiples of every chunk size
+/// Lance writes), and the decoded bytes a batch aims at between them: two batches per partition
+/// are decoded at a time.
 const BATCH_ROWS: u64 = 65_536;
+const MIN_BATCH_ROWS: u64 = 4_096;
+const BATCH_BYTES: u64 = 16 << 20;
 
 /// Whether the environment asks for Lance's decoder everywhere.
 pub fn disabled() -> bool {
@@ -71,6 +75,7 @@ struct FragmentRead {
 pub struct Plan {
     schema: SchemaRef,
     fragments: Vec<FragmentRead>,
+    batch_rows: u64,
 }
 
 fn lance_error(message: String) -> lance::Error {
@@ -188,7 +193,16 @@ pub async fn plan(
         reads.push(FragmentRead { rows, deleted, files: files.into_iter().map(|(_, s, _)| s).collect(), columns: cols });
     }
     let schema = Arc::new(Schema::new(fields.into_iter().map(|(_, f)| f).collect::<Vec<_>>()));
-    Ok(Some(Plan { schema, fragments: reads }))
+    // the widest row of any page the read touches sets the batch size
+    let row_bytes: u64 = reads
+        .iter()
+        .map(|f| {
+            f.columns.iter().map(|c| c.pages.iter().map(|(_, p)| p.value_bytes()).max().unwrap_or(0)).sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0);
+    let batch_rows = (BATCH_BYTES / row_bytes.max(1)).clamp(MIN_BATCH_ROWS, BATCH_ROWS) / MIN_BATCH_ROWS * MIN_BATCH_ROWS;
+    Ok(Some(Plan { schema, fragments: reads, batch_rows }))
 }
 
 impl Plan {
@@ -198,21 +212,23 @@ impl Plan {
 
     /// How the planned pages store their values (`PagePlan::kind`).
     pub fn page_kinds(&self) -> std::collections::BTreeSet<&'static str> {
-        self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).map(|(_, p)| p.kind()).collect()
+        self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).flat_map(|(_, p)| [Some(p.kind()), p.nullable().then_some("nullable")].into_iter().flatten())
+            .collect()
     }
 
     /// The rows of the plan as an execution plan of `partitions` partitions (the batches dealt
     /// round-robin; each partition decodes two batches at a time on the runtime's threads).
     pub fn into_exec(self, partitions: usize) -> LResult<Arc<dyn ExecutionPlan>> {
         let schema = self.schema.clone();
+        let self_batch = self.batch_rows;
         let plan = Arc::new(self);
         let tasks: Vec<(usize, Range<u64>)> = plan
             .fragments
             .iter()
             .enumerate()
             .flat_map(|(i, f)| {
-                let (start, end) = (f.rows.start, f.rows.end);
-                (start..end).step_by(BATCH_ROWS as usize).map(move |r| (i, r..(r + BATCH_ROWS).min(end)))
+                let (start, end, step) = (f.rows.start, f.rows.end, self_batch);
+                (start..end).step_by(step as usize).map(move |r| (i, r..(r + step).min(end)))
             })
             .collect();
         let partitions = partitions.clamp(1, tasks.len().max(1));
@@ -284,10 +300,14 @@ fn datafusion_error(e: lance::Error) -> lance::deps::datafusion::error::DataFusi
 /// An Arrow array of `field`'s type over decoded values (checked: lengths, offsets, UTF-8).
 fn to_array(field: &Field, d: Decoded) -> LResult<ArrayRef> {
     let dt = field.data_type().clone();
+    let nulls = d.validity.as_ref().map(|v| Buffer::from(arrow::buffer::BooleanBuffer::from(v.as_slice()).into_inner()));
+    if nulls.is_some() && !field.is_nullable() {
+        return Err(lance_error(format!("column {} is not nullable but a page holds NULLs", field.name())));
+    }
     let data = match Out::of(&dt) {
         Some(Out::Fixed(n)) => {
             let len = d.values.len() / n;
-            ArrayData::try_new(dt, len, None, 0, vec![Buffer::from_vec(d.values)], vec![])
+            ArrayData::try_new(dt, len, nulls, 0, vec![Buffer::from_vec(d.values)], vec![])
         }
         _ => {
             let len = d.offsets.len().saturating_sub(1);
@@ -303,7 +323,7 @@ fn to_array(field: &Field, d: Decoded) -> LResult<ArrayRef> {
                     Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
                 }
             };
-            ArrayData::try_new(dt, len, None, 0, vec![offsets, Buffer::from_vec(d.values)], vec![])
+            ArrayData::try_new(dt, len, nulls, 0, vec![offsets, Buffer::from_vec(d.values)], vec![])
         }
     };
     Ok(make_array(data.map_err(|e| lance_error(format!("column {}: {e}", field.name())))?))

@@ -97,6 +97,8 @@ pub struct PageLayout {
     rows: u64,
     out: Out,
     codec: Codec,
+    /// the definition levels' decompressor of a page with nulls (level 0: a value, 1: NULL)
+    def: Option<Arc<dyn BlockDecompressor>>,
     dictionary: Option<(Arc<dyn BlockDecompressor>, u64)>,
     buffers: usize,
     large: bool,
@@ -112,6 +114,7 @@ pub struct PagePlan {
     rows: u64,
     out: Out,
     codec: Codec,
+    def: Option<Arc<dyn BlockDecompressor>>,
     dict: Option<Dict>,
     buffers: usize,
     large: bool,
@@ -156,9 +159,16 @@ impl PageLayout {
     pub fn new(layout: &md::PageLayout, buffers: &[(u64, u64)], rows: u64, out: Out) -> Option<PageLayout> {
         let Some(Layout::MiniBlockLayout(m)) = layout.layout.as_ref() else { return None };
         let all_valid = m.layers.len() == 1 && m.layers[0] == md::RepDefLayer::RepdefAllValidItem as i32;
-        if !all_valid
-            || m.rep_compression.is_some()
-            || m.def_compression.is_some()
+        let nullable = m.layers.len() == 1 && m.layers[0] == md::RepDefLayer::RepdefNullableItem as i32;
+        let def = match (&m.def_compression, all_valid, nullable) {
+            (None, true, false) => None,
+            (Some(d), false, true) => {
+                let strategy = DefaultDecompressionStrategy::default();
+                Some(Arc::from(strategy.create_block_decompressor(d).ok()?))
+            }
+            _ => return None,
+        };
+        if m.rep_compression.is_some()
             || m.repetition_index_depth != 0
             || m.num_items != rows
             || buffers.len() < 2
@@ -188,6 +198,7 @@ impl PageLayout {
             rows,
             out,
             codec,
+            def,
             buffers: m.num_buffers as usize,
             large: m.has_large_chunk,
             words: range(buffers[0]),
@@ -264,6 +275,7 @@ impl PageLayout {
             rows: self.rows,
             out: self.out,
             codec: self.codec,
+            def: self.def,
             dict,
             buffers: self.buffers,
             large: self.large,
@@ -288,6 +300,28 @@ fn offsets_of(raw: &[u8], bits: u8, n: usize) -> Option<Vec<u64>> {
 pub struct Decoded {
     pub values: Vec<u8>,
     pub offsets: Vec<u64>,
+    /// per row, whether it holds a value; `None` while every row so far does
+    pub validity: Option<Vec<bool>>,
+    pub rows: usize,
+}
+
+impl Decoded {
+    /// Record the validity of the `rows` rows a chunk appended (`None`: all hold values).
+    fn valid(&mut self, rows: usize, levels: Option<&[u16]>) {
+        match levels {
+            None => {
+                if let Some(v) = &mut self.validity {
+                    v.resize(v.len() + rows, true);
+                }
+            }
+            Some(levels) => {
+                let done = self.rows;
+                let v = self.validity.get_or_insert_with(|| vec![true; done]);
+                v.extend(levels.iter().map(|l| *l == 0));
+            }
+        }
+        self.rows += rows;
+    }
 }
 
 fn corrupt(what: impl std::fmt::Display) -> String {
@@ -299,7 +333,25 @@ impl PagePlan {
         self.rows
     }
 
+    /// About how many bytes one decoded value takes (sizes batches by memory): the width of a
+    /// fixed-width value; for strings, the dictionary's mean value or twice the page's stored
+    /// bytes per value (compressed strings grow when decoded), plus the offset.
+    pub fn value_bytes(&self) -> u64 {
+        match (self.out, &self.dict) {
+            (Out::Fixed(n), _) => n as u64,
+            (Out::Var, Some(Dict::Var { offsets, values })) => values.len() as u64 / (offsets.len() as u64).max(1) + 8,
+            (Out::Var, _) => {
+                let stored = self.chunks.last().map(|c| c.bytes.end).unwrap_or(0);
+                2 * stored / self.rows.max(1) + 8
+            }
+        }
+    }
+
     /// How the page's values are stored, in a word (tests and logs).
+    pub fn nullable(&self) -> bool {
+        self.def.is_some()
+    }
+
     pub fn kind(&self) -> &'static str {
         match (&self.codec, &self.dict) {
             (Codec::Flat(_), None) => "flat",
@@ -343,24 +395,41 @@ impl PagePlan {
         for c in &self.chunks[which] {
             let at = (c.bytes.start - base) as usize..(c.bytes.end - base) as usize;
             let chunk = data.get(at.clone()).ok_or_else(|| corrupt("the read is shorter than the chunk"))?;
-            let buffers = self.buffers_of(chunk)?;
+            let mut buffers = self.buffers_of(chunk)?;
+            let levels = match &self.def {
+                None => None,
+                Some(d) => {
+                    let r = buffers.remove(0);
+                    Some(levels(d.as_ref(), data.slice(at.start + r.start..at.start + r.end), c.rows)?)
+                }
+            };
             self.decode_chunk(data.slice(at), &buffers, c.rows as usize, out, &mut scratch)?;
+            out.valid(c.rows as usize, levels.as_deref());
         }
         Ok(())
     }
 
     /// The value buffers of one chunk: after a 2-byte level count, one size per buffer (2 or 4
     /// bytes), padded to 8; each buffer padded to 8.
+    /// With definition levels, their 2-byte size follows the level count and their bytes come
+    /// first (padded to 8); they are returned first.
     fn buffers_of(&self, chunk: &[u8]) -> Result<Vec<Range<usize>>, String> {
         let size = if self.large { 4 } else { 2 };
-        let header = (2 + self.buffers * size).next_multiple_of(ALIGN);
+        let levels = if self.def.is_some() { 2 } else { 0 };
+        let header = (2 + levels + self.buffers * size).next_multiple_of(ALIGN);
         if chunk.len() < header {
             return Err(corrupt("shorter than its header"));
         }
         let mut at = header;
-        let mut out = Vec::with_capacity(self.buffers);
+        let mut out = Vec::with_capacity(self.buffers + 1);
+        if self.def.is_some() {
+            let n = u16::from_le_bytes([chunk[2], chunk[3]]) as usize;
+            let end = at.checked_add(n).filter(|e| *e <= chunk.len()).ok_or_else(|| corrupt("levels pass its end"))?;
+            out.push(at..end);
+            at = end.next_multiple_of(ALIGN);
+        }
         for b in 0..self.buffers {
-            let p = 2 + b * size;
+            let p = 2 + levels + b * size;
             let n = if self.large {
                 u32::from_le_bytes([chunk[p], chunk[p + 1], chunk[p + 2], chunk[p + 3]]) as usize
             } else {
@@ -421,6 +490,22 @@ impl PagePlan {
             }
         }
         Ok(())
+    }
+}
+
+/// The `rows` definition levels of a chunk (one per row: this decoder reads pages of one
+/// nullable item layer only).
+fn levels(d: &dyn BlockDecompressor, bytes: Bytes, rows: u64) -> Result<Vec<u16>, String> {
+    let block = d.decompress(Some(LanceBuffer::from_bytes(bytes, 1)), rows).map_err(corrupt)?;
+    match block {
+        DataBlock::FixedWidth(f) if f.bits_per_value == 16 && f.num_values == rows && f.data.len() as u64 == 2 * rows => {
+            let levels: Vec<u16> = f.data.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+            if let Some(bad) = levels.iter().find(|l| **l > 1) {
+                return Err(corrupt(format!("definition level {bad} in a page of one nullable layer")));
+            }
+            Ok(levels)
+        }
+        other => Err(corrupt(format!("definition levels as a {} block", other.name()))),
     }
 }
 

@@ -4,7 +4,8 @@
 //! run-length, plain and compressed strings), sizes around the chunk and block boundaries, NaN of
 //! both signs, infinities, NUL bytes, non-ASCII text and 38-digit decimals; several fragments,
 //! deleted rows and row slices. Every column the decoder accepts must equal Lance's scan bit for
-//! bit; a column with nulls must be refused (Lance reads it); and the encodings the decoder
+//! bit, NULLs in the same rows (pages with nulls of every kind; a page of only NULLs is refused,
+//! Lance reads it); and the encodings the decoder
 //! handles itself must all have been met, so the test cannot pass by refusing everything.
 
 use std::collections::BTreeSet;
@@ -85,7 +86,20 @@ fn columns(n: usize, seed: u64) -> RecordBatch {
             )),
         ),
         ("bin", Arc::new(BinaryArray::from_iter_values((0..n).map(|k| vec![0u8, (k % 256) as u8, 255, r.random()])))),
-        ("nullable", Arc::new(Int64Array::from_iter((0..n).map(|k| (k % 5 != 0).then_some(i(k)))))),
+        ("n_i64", Arc::new(Int64Array::from_iter((0..n).map(|k| (k % 5 != 0).then_some(i(k)))))),
+        ("n_sparse", Arc::new(Int32Array::from_iter((0..n).map(|k| (k % 3001 != 7).then(|| r.random_range(0..100)))))),
+        ("n_f64", Arc::new(Float64Array::from_iter((0..n).map(|_| r.random_bool(0.8).then(|| floats[r.random_range(0..8)]))))),
+        (
+            "n_dec",
+            Arc::new(
+                Decimal128Array::from_iter((0..n).map(|_| r.random_bool(0.7).then(|| r.random_range(0..40) * 25)))
+                    .with_precision_and_scale(15, 2)
+                    .unwrap(),
+            ),
+        ),
+        ("n_str", Arc::new(StringArray::from_iter((0..n).map(|k| r.random_bool(0.6).then(|| format!("v{}", k % 97)))))),
+        ("n_unique", Arc::new(StringArray::from_iter((0..n).map(|k| r.random_bool(0.9).then(|| format!("u{k}·{}", r.random::<u32>())))))),
+        ("n_all", Arc::new(Int64Array::from_iter((0..n).map(|_| None::<i64>)))),
     ];
     RecordBatch::try_from_iter(cols).unwrap()
 }
@@ -109,28 +123,28 @@ fn write(uri: &str, batch: RecordBatch, version: LanceFileVersion, rows_per_file
 
 /// One array's values, bit for bit: fixed-width bytes, or each value's bytes (never compared as
 /// numbers, so NaN of either sign and -0.0 must match exactly).
-fn bits(a: &dyn Array) -> Vec<Vec<u8>> {
+fn bits(a: &dyn Array) -> Vec<Option<Vec<u8>>> {
     let data = a.to_data();
     match super::page::Out::of(a.data_type()) {
         Some(super::page::Out::Fixed(w)) => {
             let buf = &data.buffers()[0].as_slice()[data.offset() * w..(data.offset() + data.len()) * w];
-            buf.chunks(w).map(|c| c.to_vec()).collect()
+            buf.chunks(w).enumerate().map(|(i, c)| a.is_valid(i).then(|| c.to_vec())).collect()
         }
         _ => {
             let large = matches!(a.data_type(), DataType::LargeUtf8 | DataType::LargeBinary);
             let target = if large { DataType::LargeBinary } else { DataType::Binary };
             let b = arrow::compute::cast(a, &target).unwrap();
             if large {
-                b.as_any().downcast_ref::<LargeBinaryArray>().unwrap().iter().map(|v| v.unwrap().to_vec()).collect()
+                b.as_any().downcast_ref::<LargeBinaryArray>().unwrap().iter().map(|v| v.map(|v| v.to_vec())).collect()
             } else {
-                b.as_any().downcast_ref::<BinaryArray>().unwrap().iter().map(|v| v.unwrap().to_vec()).collect()
+                b.as_any().downcast_ref::<BinaryArray>().unwrap().iter().map(|v| v.map(|v| v.to_vec())).collect()
             }
         }
     }
 }
 
 /// Lance's scan of `column` (deleted rows left out), or of physical rows `slice` of `fragment`.
-fn lance_reads(ds: &Arc<Dataset>, column: &str, slice: Option<(u64, std::ops::Range<u64>)>) -> Vec<Vec<u8>> {
+fn lance_reads(ds: &Arc<Dataset>, column: &str, slice: Option<(u64, std::ops::Range<u64>)>) -> Vec<Option<Vec<u8>>> {
     let ds = ds.clone();
     let name = column.to_string();
     let column = name.clone();
@@ -157,7 +171,7 @@ fn own_reads(
     ds: &Arc<Dataset>,
     column: &str,
     slice: Option<(u64, std::ops::Range<u64>)>,
-) -> Option<(Vec<Vec<u8>>, BTreeSet<&'static str>)> {
+) -> Option<(Vec<Option<Vec<u8>>>, BTreeSet<&'static str>)> {
     let ds = ds.clone();
     let column = column.to_string();
     session::block_on(async move {
@@ -179,7 +193,7 @@ fn own_reads(
         let parts = lance::deps::datafusion::physical_plan::collect(again.into_exec(3).unwrap(), Arc::new(TaskContext::default()))
             .await
             .unwrap();
-        let mut dealt: Vec<Vec<u8>> = parts.iter().flat_map(|b| bits(b.column(0).as_ref())).collect();
+        let mut dealt: Vec<Option<Vec<u8>>> = parts.iter().flat_map(|b| bits(b.column(0).as_ref())).collect();
         let mut sorted = out.clone();
         dealt.sort();
         sorted.sort();
@@ -217,8 +231,8 @@ fn the_decoder_reads_what_lance_reads_bit_for_bit() {
         }
         for name in &names {
             let own = own_reads(&ds, name, None);
-            if name == "nullable" {
-                assert!(own.is_none(), "a page with nulls is Lance's to read");
+            if name == "n_all" {
+                assert!(own.is_none(), "a page of only NULLs is written in a layout Lance reads");
                 continue;
             }
             // (a one-row page is written in a layout this decoder leaves to Lance)
@@ -235,7 +249,7 @@ fn the_decoder_reads_what_lance_reads_bit_for_bit() {
             }
         }
     }
-    for kind in ["flat", "packed", "dictionary+packed", "lance-codec", "dictionary+lance-codec"] {
+    for kind in ["flat", "packed", "dictionary+packed", "lance-codec", "dictionary+lance-codec", "nullable"] {
         assert!(seen.contains(kind), "no page decoded as {kind}: {seen:?}");
     }
     assert!(compared >= 100, "only {compared} columns compared");

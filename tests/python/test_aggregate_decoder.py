@@ -5,7 +5,8 @@ scanner (`aggregate.reads_lance_decoder`), and the answers are the same either w
 against the same call with `LANCE_HOST_DECODER=lance` and against DuckDB or pyarrow over the rows
 pylance reads: TPC-H Q1 and Q6 in one call and as merged row-slice partials, NaN of both signs
 and infinities, NUL bytes and non-ASCII keys, 38-digit decimals, a sum that leaves int64, a
-column added after the first write, and columns with nulls."""
+column added after the first write, columns and group keys with NULLs, and a table in the legacy
+file format (Lance's to read)."""
 
 import decimal
 import os
@@ -165,11 +166,16 @@ def test_a_column_added_later_and_columns_with_nulls(tmp_path):
     t = lance.dataset(uri).to_table(filter="id % 2 = 0")
     want = {r["g"]: r for r in t.group_by("g").aggregate([("y", "sum"), ("id", "max")]).to_pylist()}
     assert {r["g"]: (r["s"], r["m"]) for r in got.to_pylist()} == {g: (r["y_sum"], r["id_max"]) for g, r in want.items()}
-    # nulls: the page is Lance's to read; the answers still agree
-    lance.write_dataset(pa.table({"id": pa.array([None if i % 3 == 0 else i for i in range(n)], pa.int64()),
-                                  "g": pa.array([f"g{i % 5}" for i in range(n)])}), uri + "2")
-    ds2 = lh.open(uri + "2")
-    got = both(ds2, [("id", "sum", "s"), ("id", "count", "c")], ["g"], expect_own=False)
-    t = lance.dataset(uri + "2").to_table()
-    want = {r["g"]: (r["id_sum"], r["id_count"]) for r in t.group_by("g").aggregate([("id", "sum"), ("id", "count")]).to_pylist()}
-    assert {r["g"]: (r["s"], r["c"]) for r in got.to_pylist()} == want
+    # nulls: pages with definition levels are read by the library too
+    nulls = pa.table({"id": pa.array([None if i % 3 == 0 else i for i in range(n)], pa.int64()),
+                      "g": pa.array([None if i % 7 == 0 else f"g{i % 5}" for i in range(n)])})
+    lance.write_dataset(nulls, uri + "2")
+    # the legacy file format 2.0 is Lance's to read
+    lance.write_dataset(nulls, uri + "3", data_storage_version="2.0")
+    for path, own in ((uri + "2", True), (uri + "3", False)):
+        got = both(lh.open(path), [("id", "sum", "s"), ("id", "count", "c"), (None, "count_all", "n")], ["g"],
+                   expect_own=own)
+        t = lance.dataset(path).to_table()
+        want = t.group_by("g").aggregate([("id", "sum"), ("id", "count"), ([], "count_all")]).to_pylist()
+        assert {r["g"]: (r["s"], r["c"], r["n"]) for r in got.to_pylist()} == \
+            {r["g"]: (r["id_sum"], r["id_count"], r["count_all"]) for r in want}
