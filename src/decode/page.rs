@@ -63,6 +63,9 @@ enum Codec {
     /// Lance's inline bit-packing of `n`-byte words: per block of 1024 values, a word giving
     /// the bit width, then the packed values
     Packed(usize),
+    /// strings as Lance writes them plainly: per chunk, `rows + 1` offsets of `n` bytes (from
+    /// the chunk's start, the first past the offsets), then the bytes
+    Strings(usize),
     /// anything else Lance's own chunk decompressor reads
     Lance(Arc<dyn MiniBlockDecompressor>),
 }
@@ -141,6 +144,12 @@ fn codec(e: &CompressiveEncoding, out: Out, dictionary: bool) -> Option<Codec> {
         {
             let n = b.uncompressed_bits_per_value as usize / 8;
             fixed(n).then_some(Codec::Packed(n))
+        }
+        Compression::Variable(v) if out == Out::Var && !dictionary && v.values.is_none() => {
+            match v.offsets.as_deref().and_then(flat_bytes) {
+                Some(n @ (4 | 8)) => Some(Codec::Strings(n)),
+                _ => strategy.create_miniblock_decompressor(e, &strategy).ok().map(|d| Codec::Lance(Arc::from(d))),
+            }
         }
         // compressions whose chunks Lance decompresses to plain values of the page's kind
         Compression::Variable(_) | Compression::Fsst(_) if out == Out::Var && !dictionary => {
@@ -356,6 +365,7 @@ impl PagePlan {
         match (&self.codec, &self.dict) {
             (Codec::Flat(_), None) => "flat",
             (Codec::Packed(_), None) => "packed",
+            (Codec::Strings(_), _) => "strings",
             (Codec::Lance(_), None) => "lance-codec",
             (Codec::Flat(_), Some(_)) => "dictionary+flat",
             (Codec::Packed(_), Some(_)) => "dictionary+packed",
@@ -462,6 +472,8 @@ impl PagePlan {
                 out.values.resize(start + rows * n, 0);
                 unpack(*n, &chunk[buffers[0].clone()], rows, &mut out.values[start..])?;
             }
+            (Codec::Strings(n), None) => strings(*n, &chunk[buffers[0].clone()], rows, out)?,
+            (Codec::Strings(_), Some(_)) => return Err(corrupt("a dictionary of plain strings")),
             (Codec::Flat(_) | Codec::Packed(_), Some(dict)) => {
                 scratch.clear();
                 indices(&self.codec, &chunk[buffers[0].clone()], rows, scratch)?;
@@ -507,6 +519,37 @@ fn levels(d: &dyn BlockDecompressor, bytes: Bytes, rows: u64) -> Result<Vec<u16>
         }
         other => Err(corrupt(format!("definition levels as a {} block", other.name()))),
     }
+}
+
+/// Append the `rows` strings of a plain string chunk (`Codec::Strings`) to `out`.
+fn strings(n: usize, chunk: &[u8], rows: usize, out: &mut Decoded) -> Result<(), String> {
+    let need = (rows + 1) * n;
+    let raw = chunk.get(..need).ok_or_else(|| corrupt(format!("{} bytes for {} offsets", chunk.len(), rows + 1)))?;
+    let at = |i: usize| -> u64 {
+        let b = &raw[i * n..i * n + n];
+        if n == 4 { u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64 } else { u64::from_le_bytes(b.try_into().unwrap_or_default()) }
+    };
+    let first = at(0);
+    if first < need as u64 {
+        return Err(corrupt(format!("values at {first} overlap {} offsets", rows + 1)));
+    }
+    if out.offsets.is_empty() {
+        out.offsets.push(0);
+    }
+    let base = out.values.len() as u64;
+    let mut previous = first;
+    out.offsets.reserve(rows);
+    for i in 1..=rows {
+        let o = at(i);
+        if o < previous {
+            return Err(corrupt(format!("offset {o} after {previous}")));
+        }
+        previous = o;
+        out.offsets.push(base + (o - first));
+    }
+    let bytes = chunk.get(first as usize..previous as usize).ok_or_else(|| corrupt("offsets pass the chunk"))?;
+    out.values.extend_from_slice(bytes);
+    Ok(())
 }
 
 /// Append `rows` values of `offsets` (n + 1, rising) into `values`.
@@ -570,7 +613,7 @@ fn indices(codec: &Codec, buf: &[u8], rows: usize, out: &mut Vec<u64>) -> Result
             unpack(*n, buf, rows, &mut b)?;
             (*n, Some(b))
         }
-        Codec::Lance(_) => return Err(corrupt("dictionary indices of an unexpected kind")),
+        Codec::Lance(_) | Codec::Strings(_) => return Err(corrupt("dictionary indices of an unexpected kind")),
     };
     let src = bytes.as_deref().unwrap_or(buf);
     let src = src.get(..rows * n).ok_or_else(|| corrupt("too few dictionary indices"))?;

@@ -249,7 +249,7 @@ fn the_decoder_reads_what_lance_reads_bit_for_bit() {
             }
         }
     }
-    for kind in ["flat", "packed", "dictionary+packed", "lance-codec", "dictionary+lance-codec", "nullable"] {
+    for kind in ["flat", "packed", "dictionary+packed", "strings", "lance-codec", "dictionary+lance-codec", "nullable"] {
         assert!(seen.contains(kind), "no page decoded as {kind}: {seen:?}");
     }
     assert!(compared >= 100, "only {compared} columns compared");
