@@ -49,6 +49,14 @@ static REQUESTS: AtomicU64 = AtomicU64::new(0);
 static REQUEST_BYTES: AtomicU64 = AtomicU64::new(0);
 static OWN_DECODER: AtomicU64 = AtomicU64::new(0);
 static LANCE_DECODER: AtomicU64 = AtomicU64::new(0);
+static SCAN_OWN_DECODER: AtomicU64 = AtomicU64::new(0);
+
+/// A plain local scan (`scan::own_scan`) read by the library's own decoder, or not.
+pub fn scan_read(own_decoder: bool) {
+    if own_decoder {
+        SCAN_OWN_DECODER.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// An aggregate's read of a table or split: by the library's own decoder (`crate::decode`) or by
 /// Lance's scanner.
@@ -84,6 +92,7 @@ pub fn snapshot() -> Vec<(&'static str, u64)> {
     out.push(("object_store.bytes", REQUEST_BYTES.load(Ordering::Relaxed)));
     out.push(("aggregate.reads_own_decoder", OWN_DECODER.load(Ordering::Relaxed)));
     out.push(("aggregate.reads_lance_decoder", LANCE_DECODER.load(Ordering::Relaxed)));
+    out.push(("scan.reads_own_decoder", SCAN_OWN_DECODER.load(Ordering::Relaxed)));
     let cache = crate::session::stats().unwrap_or_default();
     out.push(("index_cache.hits", cache.index_hits));
     out.push(("index_cache.misses", cache.index_misses));

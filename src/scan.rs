@@ -494,10 +494,69 @@ fn dynamic_filter_columns(opts: &ScanOptions) -> Vec<String> {
     }
 }
 
+/// A plain scan of a local table — no filter, limit, order, row ids or runtime filters; whole
+/// fragments or a row slice — read by the library's own decoder when it reads every page the
+/// scan touches (`crate::decode`); `None` leaves the scan to Lance's scanner. Batches are as
+/// Lance would cut them (`batch_size`, else Lance's default), in storage order; the options were
+/// checked by `prepared_scan` before.
+fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<Option<BatchReader>> {
+    let plain = opts.filter_sql.is_none()
+        && opts.filter_substrait.is_none()
+        && opts.limit.is_none()
+        && opts.offset.is_none()
+        && !opts.with_row_id
+        && !opts.with_row_addr
+        && opts.order_by.is_empty()
+        && opts.key_filter.is_none()
+        && opts.dynamic_filter.is_none()
+        && !(opts.fragment_ids.is_some() && opts.row_slice.is_some());
+    if crate::decode::disabled() || !snapshot.is_local() || !plain {
+        return Ok(None);
+    }
+    let columns: Vec<String> = if opts.columns.is_empty() {
+        snapshot.arrow_schema().fields().iter().map(|f| f.name().clone()).collect()
+    } else {
+        opts.columns.clone()
+    };
+    if columns.is_empty() || columns.iter().any(|c| c == ROW_ID || c == ROW_ADDR) {
+        return Ok(None);
+    }
+    let ds = stats.dataset(snapshot);
+    let fragments = match (&opts.fragment_ids, opts.row_slice) {
+        (_, Some((f, _))) => resolve_fragments(snapshot, &[f])?,
+        (Some(ids), None) => resolve_fragments(snapshot, ids)?,
+        (None, None) => ds.fragments().as_ref().clone(),
+    };
+    let rows = opts.row_slice.map(|(_, s)| s.offset..s.offset.saturating_add(s.count));
+    let batch = lance::dataset::scanner::get_default_batch_size()
+        .map(|n| n as u64)
+        .or(opts.batch_size)
+        .unwrap_or(8192);
+    let cannot = |e| HostError::from_lance("cannot start scan", e);
+    let stream = session::block_on(async move {
+        // a plan that fails (a missing file, say) leaves the scan to Lance, which reports it
+        let Ok(Some(plan)) = crate::decode::plan(&ds, &fragments, rows, &columns).await else {
+            return Ok(None);
+        };
+        let exec = plan.with_batch_rows(batch).into_exec(1)?;
+        let ctx = std::sync::Arc::new(lance::deps::datafusion::execution::TaskContext::default());
+        Ok::<_, lance::Error>(Some(exec.execute(0, ctx)?))
+    })?
+    .map_err(cannot)?;
+    crate::metrics::scan_read(stream.is_some());
+    let Some(stream) = stream else { return Ok(None) };
+    let schema = stream.schema();
+    let stream = futures::TryStreamExt::map_err(stream, lance::Error::from);
+    Ok(Some(BatchReader::from_stream(schema, Box::pin(stream))?.with_stats(stats.clone()).reading(snapshot)))
+}
+
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Scan);
     let (scanner, stats) = prepared_scan(snapshot, opts)?;
+    if let Some(reader) = own_scan(snapshot, opts, &stats)? {
+        return Ok(reader);
+    }
     let reader = BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot);
     match &opts.dynamic_filter {
         None => Ok(reader),

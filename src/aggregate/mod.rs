@@ -223,7 +223,14 @@ fn partial_with(
     let batches = session::run_on_worker(async move {
         let own = match own_read {
             Some((ds, frags, rows, columns, filter)) => {
-                crate::decode::plan(&ds, &frags, rows, &columns).await?.map(|read| (read, filter))
+                let filtered: Vec<String> =
+                    filter.iter().flat_map(|f| f.column_refs()).map(|c| c.name.clone()).collect();
+                // a plan that fails (a missing file, say) leaves the read to Lance, which reports it
+                if crate::decode::indexed(&ds, &filtered).await.unwrap_or(true) {
+                    None
+                } else {
+                    crate::decode::plan(&ds, &frags, rows, &columns).await.ok().flatten().map(|read| (read, filter))
+                }
             }
             None => None,
         };

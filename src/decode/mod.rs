@@ -97,6 +97,15 @@ async fn metadata(ds: &Dataset, scheduler: &FileScheduler, path: &str) -> LResul
     Ok(m)
 }
 
+/// Whether an index of the table covers one of `columns`: Lance's scanner answers a filter on
+/// such a column from the index, reading only the rows it names, where this read would decode
+/// every row (the answer is the same; the time is not), so such a filtered read is Lance's.
+pub async fn indexed(ds: &Dataset, columns: &[String]) -> LResult<bool> {
+    use lance::index::DatasetIndexExt;
+    let ids: Vec<i32> = columns.iter().filter_map(|c| ds.schema().field(c).map(|f| f.id)).collect();
+    Ok(ds.load_indices().await?.iter().any(|i| i.fields.iter().any(|f| ids.contains(f))))
+}
+
 /// The read of `columns` (top-level, in this order) over `fragments` — or over rows `slice` of
 /// the one fragment — if this decoder reads every page of it; `None` otherwise.
 pub async fn plan(
@@ -210,6 +219,12 @@ impl Plan {
         self.schema.clone()
     }
 
+    /// Batches of `rows` rows (at least 1; the last of each fragment or slice may be shorter).
+    pub fn with_batch_rows(mut self, rows: u64) -> Self {
+        self.batch_rows = rows.max(1);
+        self
+    }
+
     /// How the planned pages store their values (`PagePlan::kind`).
     pub fn page_kinds(&self) -> std::collections::BTreeSet<&'static str> {
         self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).flat_map(|(_, p)| [Some(p.kind()), p.nullable().then_some("nullable")].into_iter().flatten())
@@ -217,7 +232,7 @@ impl Plan {
     }
 
     /// The rows of the plan as an execution plan of `partitions` partitions (the batches dealt
-    /// round-robin; each partition decodes two batches at a time on the runtime's threads).
+    /// round-robin; two batches per core decoded at a time on the runtime's threads).
     pub fn into_exec(self, partitions: usize) -> LResult<Arc<dyn ExecutionPlan>> {
         let schema = self.schema.clone();
         let self_batch = self.batch_rows;
@@ -232,6 +247,9 @@ impl Plan {
             })
             .collect();
         let partitions = partitions.clamp(1, tasks.len().max(1));
+        // batches decoded at a time per partition: two per core in all
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let ahead = (2 * cores).div_ceil(partitions).max(2);
         let mut children: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(partitions);
         for p in 0..partitions {
             let mine: Vec<_> = tasks.iter().skip(p).step_by(partitions).cloned().collect();
@@ -241,7 +259,7 @@ impl Plan {
                     let plan = plan.clone();
                     tokio::spawn(async move { plan.read(i, rows).await })
                 })
-                .buffered(2)
+                .buffered(ahead)
                 .map(|r| match r {
                     Ok(Ok(batch)) => Ok(batch),
                     Ok(Err(e)) => Err(datafusion_error(e)),
