@@ -65,10 +65,12 @@ KEYS = {"Q1": ["l_returnflag", "l_linestatus"], "Q6": []}
 QUERIES = {"Q1": (Q1_AGGS, Q1_FILTER, Q1_SQL), "Q6": (Q6_AGGS, Q6_FILTER, Q6_SQL)}
 COLUMNS = {"Q1": ["l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate"],
            "Q6": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate"]}
-SIDES = ["lance-host (one call)", "lance-host (splits + merge, 2 workers)", "pylance + pyarrow",
-         "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB lance_aggregate", "Polars on Parquet"]
+SIDES = ["lance-host (one call)", "lance-host (one call, Lance's decoder)", "lance-host (splits + merge, 2 workers)",
+         "pylance + pyarrow", "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB lance_aggregate", "Polars on Parquet"]
+# the same side with the library's own page decoder turned off (src/decode; LANCE_HOST_DECODER=lance)
+LANCE_DECODER = ", Lance's decoder"
 SCANS = {"4 decimal columns": ["l_quantity", "l_extendedprice", "l_discount", "l_tax"], "l_comment": ["l_comment"]}
-SCAN_SIDES = ["lance-host", "pylance", "DuckDB on Parquet", "Polars on Parquet"]
+SCAN_SIDES = ["lance-host", "lance-host, Lance's decoder", "pylance", "DuckDB on Parquet", "Polars on Parquet"]
 
 
 def cpu_seconds():
@@ -187,6 +189,10 @@ def scan_runner(side, cols, uri, parquet):
 
 def child(args):
     import lance_host  # noqa: F401  first: the DuckDB extension then uses this library instance
+    side = args.child
+    if LANCE_DECODER in side:
+        os.environ["LANCE_HOST_DECODER"] = "lance"
+        args.child = side.replace(LANCE_DECODER, "")
     base = vm_kib("VmRSS")
     if args.scan:
         run = scan_runner(args.child, SCANS[args.scan], args.uri, args.parquet)
@@ -198,6 +204,12 @@ def child(args):
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     result = {"seconds": seconds, "cpu": cpu, "rss_growth_mib": (vm_kib("VmHWM") - base) / 1024,
               "worker_rss_mib": getattr(run, "worker_rss", 0) / 1024, "profile": lance_host.build_profile()}
+    # which decoder read the lance-host sides' data (the session's counters; zero for the others)
+    metrics = lance_host.metrics()
+    result["own_decoder_reads"] = metrics["aggregate.reads_own_decoder"] + metrics["scan.reads_own_decoder"]
+    if args.child.startswith("lance-host") and ("(one call)" in args.child or args.scan):
+        own = "LANCE_HOST_DECODER" not in os.environ
+        assert (result["own_decoder_reads"] > 0) == own, (side, result["own_decoder_reads"])
     if args.scan:
         result["bytes"] = out
     else:
@@ -366,6 +378,9 @@ def main():
                          f"{med(r['rss_growth_mib'] for r in rs):.0f} |")
     lines += [
         "",
+        "The sides marked \"Lance's decoder\" are lance-host with its own page decoder turned off "
+        "(`LANCE_HOST_DECODER=lance`): the same plan over Lance's scanner, which shows what the decoder "
+        "(src/decode, docs/aggregates.md) changes; every run checks which decoder read the data. "
         "Where the sides do different work: lance-host computes the expressions in DataFusion row by row inside "
         "its scan (exact decimals) and keeps only the groups; pylance + pyarrow materializes every matching row, "
         "then computes and groups in pyarrow (exact decimals; the Q1 product is narrowed to decimal(21,4) by a "

@@ -52,7 +52,7 @@ pub fn disabled() -> bool {
 
 /// Files are immutable once written, so their metadata is kept by path (bounded).
 static METADATA: LazyLock<Mutex<HashMap<String, Arc<CachedFileMetadata>>>> = LazyLock::new(Default::default);
-const METADATA_ENTRIES: usize = 4096;
+const METADATA_ENTRIES: usize = 1024;
 
 #[derive(Debug)]
 struct Column {
@@ -128,80 +128,16 @@ pub async fn plan(
     }
     let store = ds.object_store(None).await?;
     let scheduler = ScanScheduler::new(store.clone(), SchedulerConfig::max_bandwidth(&store));
-    let mut reads = Vec::new();
-    for fragment in fragments {
-        let Some(physical) = fragment.physical_rows.map(|n| n as u64) else { return Ok(None) };
-        let rows = match &slice {
-            Some(r) if r.end <= physical => r.clone(),
-            Some(_) => return Ok(None),
-            None => 0..physical,
-        };
-        let mut files: Vec<(usize, FileScheduler, Arc<CachedFileMetadata>)> = Vec::new();
-        let mut cols = Vec::new();
-        for (id, field) in &fields {
-            let Some((k, file)) = fragment
-                .files
-                .iter()
-                .enumerate()
-                .find(|(_, f)| f.fields.contains(id))
-            else {
-                return Ok(None);
-            };
-            if file.base_id.is_some() || file.file_major_version != 2 || file.file_minor_version < 1 {
-                return Ok(None);
-            }
-            let Some(pos) = file.fields.iter().position(|f| f == id) else { return Ok(None) };
-            let Some(index) = file.column_indices.get(pos).and_then(|i| usize::try_from(*i).ok()) else {
-                return Ok(None);
-            };
-            let at = match files.iter().position(|(j, _, _)| *j == k) {
-                Some(at) => at,
-                None => {
-                    let path = ds.data_dir().join(file.path.as_str());
-                    let s = scheduler.open_file(&path, &file.file_size_bytes).await?;
-                    let m = metadata(ds, &s, &file.path).await?;
-                    if m.num_rows != physical {
-                        return Ok(None);
-                    }
-                    files.push((k, s, m));
-                    files.len() - 1
-                }
-            };
-            let Some(info) = files[at].2.column_infos.get(index) else { return Ok(None) };
-            let out = Out::of(field.data_type()).unwrap_or(Out::Var);
-            let mut layouts = Vec::new();
-            let mut first = 0u64;
-            for p in info.page_infos.iter() {
-                let PageEncoding::Structural(layout) = &p.encoding else { return Ok(None) };
-                let Some(l) = PageLayout::new(layout, &p.buffer_offsets_and_sizes, p.num_rows, out) else {
-                    return Ok(None);
-                };
-                layouts.push((first, l));
-                first += p.num_rows;
-            }
-            if first != physical {
-                return Ok(None);
-            }
-            // only the pages the rows touch
-            layouts.retain(|(f, l)| *f < rows.end && f + l.rows() > rows.start);
-            let ranges: Vec<Range<u64>> = layouts.iter().flat_map(|(_, l)| l.metadata_ranges()).collect();
-            let mut bytes = files[at].1.submit_request(ranges, 0).await?.into_iter();
-            let mut pages = Vec::new();
-            for (f, l) in layouts {
-                let n = l.metadata_ranges().len();
-                let Some(p) = l.plan(bytes.by_ref().take(n).collect()) else { return Ok(None) };
-                pages.push((f, Arc::new(p)));
-            }
-            cols.push(Column { field: field.clone(), file: at, pages });
-        }
-        let deleted = if fragment.deletion_file.is_some() {
-            FileFragment::new(ds.clone(), fragment.clone()).get_deletion_vector().await?
-        } else {
-            None
-        };
-        reads.push(FragmentRead { rows, deleted, files: files.into_iter().map(|(_, s, _)| s).collect(), columns: cols });
-    }
-    let schema = Arc::new(Schema::new(fields.into_iter().map(|(_, f)| f).collect::<Vec<_>>()));
+    // fragments planned concurrently (each reads its files' metadata and its pages' chunk
+    // tables: on an object store, one round trip per file and column)
+    let fields: Arc<[(i32, Field)]> = fields.into();
+    let planned: Vec<Option<FragmentRead>> = futures::stream::iter(fragments.to_vec())
+        .map(|fragment| plan_fragment(ds.clone(), scheduler.clone(), fragment, slice.clone(), fields.clone()))
+        .buffered(16)
+        .try_collect()
+        .await?;
+    let Some(reads) = planned.into_iter().collect::<Option<Vec<_>>>() else { return Ok(None) };
+    let schema = Arc::new(Schema::new(fields.iter().map(|(_, f)| f.clone()).collect::<Vec<_>>()));
     // the widest row of any page the read touches sets the batch size
     let row_bytes: u64 = reads
         .iter()
@@ -212,6 +148,88 @@ pub async fn plan(
         .unwrap_or(0);
     let batch_rows = (BATCH_BYTES / row_bytes.max(1)).clamp(MIN_BATCH_ROWS, BATCH_ROWS) / MIN_BATCH_ROWS * MIN_BATCH_ROWS;
     Ok(Some(Plan { schema, fragments: reads, batch_rows }))
+}
+
+/// The read of one fragment's `fields` (rows `slice`, else all), or `None` when a page or file
+/// of it is not this decoder's.
+async fn plan_fragment(
+    ds: Arc<Dataset>,
+    scheduler: Arc<ScanScheduler>,
+    fragment: Fragment,
+    slice: Option<Range<u64>>,
+    fields: Arc<[(i32, Field)]>,
+) -> LResult<Option<FragmentRead>> {
+    let ds = &ds;
+    let Some(physical) = fragment.physical_rows.map(|n| n as u64) else { return Ok(None) };
+    let rows = match &slice {
+        Some(r) if r.end <= physical => r.clone(),
+        Some(_) => return Ok(None),
+        None => 0..physical,
+    };
+    let mut files: Vec<(usize, FileScheduler, Arc<CachedFileMetadata>)> = Vec::new();
+    let mut cols = Vec::new();
+    for (id, field) in fields.iter() {
+        let Some((k, file)) = fragment
+            .files
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.fields.contains(id))
+        else {
+            return Ok(None);
+        };
+        if file.base_id.is_some() || file.file_major_version != 2 || file.file_minor_version < 1 {
+            return Ok(None);
+        }
+        let Some(pos) = file.fields.iter().position(|f| f == id) else { return Ok(None) };
+        let Some(index) = file.column_indices.get(pos).and_then(|i| usize::try_from(*i).ok()) else {
+            return Ok(None);
+        };
+        let at = match files.iter().position(|(j, _, _)| *j == k) {
+            Some(at) => at,
+            None => {
+                let path = ds.data_dir().join(file.path.as_str());
+                let s = scheduler.open_file(&path, &file.file_size_bytes).await?;
+                let m = metadata(ds, &s, &file.path).await?;
+                if m.num_rows != physical {
+                    return Ok(None);
+                }
+                files.push((k, s, m));
+                files.len() - 1
+            }
+        };
+        let Some(info) = files[at].2.column_infos.get(index) else { return Ok(None) };
+        let out = Out::of(field.data_type()).unwrap_or(Out::Var);
+        let mut layouts = Vec::new();
+        let mut first = 0u64;
+        for p in info.page_infos.iter() {
+            let PageEncoding::Structural(layout) = &p.encoding else { return Ok(None) };
+            let Some(l) = PageLayout::new(layout, &p.buffer_offsets_and_sizes, p.num_rows, out) else {
+                return Ok(None);
+            };
+            layouts.push((first, l));
+            first += p.num_rows;
+        }
+        if first != physical {
+            return Ok(None);
+        }
+        // only the pages the rows touch
+        layouts.retain(|(f, l)| *f < rows.end && f + l.rows() > rows.start);
+        let ranges: Vec<Range<u64>> = layouts.iter().flat_map(|(_, l)| l.metadata_ranges()).collect();
+        let mut bytes = files[at].1.submit_request(ranges, 0).await?.into_iter();
+        let mut pages = Vec::new();
+        for (f, l) in layouts {
+            let n = l.metadata_ranges().len();
+            let Some(p) = l.plan(bytes.by_ref().take(n).collect()) else { return Ok(None) };
+            pages.push((f, Arc::new(p)));
+        }
+        cols.push(Column { field: field.clone(), file: at, pages });
+    }
+    let deleted = if fragment.deletion_file.is_some() {
+        FileFragment::new(ds.clone(), fragment.clone()).get_deletion_vector().await?
+    } else {
+        None
+    };
+    Ok(Some(FragmentRead { rows, deleted, files: files.into_iter().map(|(_, s, _)| s).collect(), columns: cols }))
 }
 
 impl Plan {
@@ -281,7 +299,7 @@ impl Plan {
             let mut parts = Vec::new();
             for (first, p) in &c.pages {
                 let end = first + p.rows();
-                if end <= rows.start || *first >= rows.end {
+                if p.rows() == 0 || end <= rows.start || *first >= rows.end {
                     continue;
                 }
                 let local = rows.start.max(*first) - first..rows.end.min(end) - first;

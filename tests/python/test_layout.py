@@ -113,7 +113,7 @@ LAYERS = [
     ["error", "storage", "build_info", "bytes", "redact", "sql_text", "runtime", "cancel", "logging", "lance_env", "columns"],
     ["datacache", "session", "metrics"],
     ["snapshot"],
-    ["index", "io_stats", "table_statistics"],
+    ["index", "io_stats", "table_statistics", "decode"],
     ["split"],
     ["scan", "stream", "key_filter", "dynamic_filter", "changes", "search", "fts", "take", "blob", "count", "aggregate",
      "merge", "refine", "prewarm", "branch", "wake", "read_split"],
