@@ -22,6 +22,7 @@
 mod exact_sum;
 mod expr;
 pub mod hll;
+mod own;
 mod shared;
 pub mod spec;
 pub mod substrait;
@@ -200,7 +201,7 @@ fn partial_with(
         .collect();
     let repeated = shared::repeated(&uses);
     // the library's own decoder reads the columns when it can read every page (crate::decode)
-    let own_read = own_read_input(snapshot, &ds, spec, fragments, slice, &group, &aggregates)?;
+    let own_read = own::OwnRead::new(snapshot, &ds, spec, fragments, slice, &group, &aggregates)?;
     let own_aggregate = (group.clone(), aggregates.clone(), repeated.clone());
     let own_plan = if repeated.is_empty() {
         scanner
@@ -222,29 +223,12 @@ fn partial_with(
     let callback = stats.callback();
     let batches = session::run_on_worker(async move {
         let own = match own_read {
-            Some((ds, frags, rows, columns, filter)) => {
-                let filtered: Vec<String> =
-                    filter.iter().flat_map(|f| f.column_refs()).map(|c| c.name.clone()).collect();
-                // a plan that fails (a missing file, say) leaves the read to Lance, which reports it
-                if crate::decode::indexed(&ds, &filtered).await.unwrap_or(true) {
-                    None
-                } else {
-                    crate::decode::plan(&ds, &frags, rows, &columns).await.ok().flatten().map(|read| (read, filter))
-                }
-            }
+            Some(input) => input.plan().await?,
             None => None,
         };
         crate::metrics::aggregate_read(own.is_some());
         let plan = match own {
-            Some((read, filter)) => {
-                // one partition per core (Lance's compute-thread count keeps a core for I/O,
-                // which would leave a 2-core machine one partition)
-                let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-                let scan = read.into_exec(cores)?;
-                let input = match filter {
-                    Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
-                    None => scan,
-                };
+            Some(input) => {
                 let (group, aggregates, repeated) = own_aggregate;
                 shared::plan(input, group, aggregates, &repeated)?
             }
@@ -265,51 +249,6 @@ fn partial_with(
     })?
     .map_err(|e| HostError::from_lance("cannot compute the aggregate", e))?;
     conform(schema, batches)
-}
-
-/// What the library's own decoder needs to try the read of an aggregate (`crate::decode::plan`
-/// decides): the fragments, the rows of a slice, the columns the keys, the aggregates and the
-/// filter use, and the filter as Lance's scanner would plan it. `None` when the environment turns
-/// the decoder off or the filter does not plan here (Lance's scanner then reports it).
-#[allow(clippy::type_complexity)]
-fn own_read_input(
-    snapshot: &Snapshot,
-    ds: &Arc<lance::Dataset>,
-    spec: &AggregateSpec,
-    fragments: Option<&[u64]>,
-    slice: Option<(u64, crate::split::RowSlice)>,
-    group: &[Expr],
-    aggregates: &[Expr],
-) -> Result<Option<(Arc<lance::Dataset>, Vec<lance_table::format::Fragment>, Option<std::ops::Range<u64>>, Vec<String>, Option<Expr>)>> {
-    if crate::decode::disabled() {
-        return Ok(None);
-    }
-    let filter = match &spec.filter {
-        None => None,
-        Some(sql) => {
-            let planner = lance_datafusion::planner::Planner::new(Arc::new(arrow_schema::Schema::from(ds.schema())));
-            match planner.parse_filter(sql).and_then(|e| planner.optimize_expr(e)) {
-                Ok(e) => Some(e),
-                Err(_) => return Ok(None),
-            }
-        }
-    };
-    let mut columns: Vec<String> = group
-        .iter()
-        .chain(aggregates)
-        .chain(&filter)
-        .flat_map(|e| e.column_refs().into_iter().map(|c| c.name.clone()))
-        .collect();
-    columns.sort();
-    columns.dedup();
-    let (frags, rows) = match (fragments, slice) {
-        (_, Some((fragment, rows))) => {
-            (scan::resolve_fragments(snapshot, &[fragment])?, Some(rows.offset..rows.offset.saturating_add(rows.count)))
-        }
-        (Some(ids), None) => (scan::resolve_fragments(snapshot, ids)?, None),
-        (None, None) => (ds.fragments().as_ref().clone(), None),
-    };
-    Ok(Some((ds.clone(), frags, rows, columns, filter)))
 }
 
 /// Whether the manifest answers `spec` (the statistics shortcut below).

@@ -1,0 +1,90 @@
+//! An aggregate's rows read by the library's own page decoder (`crate::decode`) when it reads
+//! every page they touch: the fragments or row slice, the columns the keys, aggregates and
+//! filter use, and the filter as Lance's scanner plans it, applied by Lance's filter operator.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use lance::deps::datafusion::logical_expr::Expr;
+use lance::deps::datafusion::physical_plan::ExecutionPlan;
+use lance::Dataset;
+use lance_table::format::Fragment;
+
+use super::AggregateSpec;
+use crate::error::Result;
+use crate::scan;
+use crate::snapshot::Snapshot;
+
+/// What the decoder needs to try an aggregate's read (`crate::decode::plan` decides).
+pub struct OwnRead {
+    ds: Arc<Dataset>,
+    fragments: Vec<Fragment>,
+    rows: Option<Range<u64>>,
+    columns: Vec<String>,
+    filter: Option<Expr>,
+}
+
+impl OwnRead {
+    /// `None` when the environment turns the decoder off or the filter does not plan here
+    /// (Lance's scanner then reports it).
+    pub fn new(
+        snapshot: &Snapshot,
+        ds: &Arc<Dataset>,
+        spec: &AggregateSpec,
+        fragments: Option<&[u64]>,
+        slice: Option<(u64, crate::split::RowSlice)>,
+        group: &[Expr],
+        aggregates: &[Expr],
+    ) -> Result<Option<OwnRead>> {
+        if crate::decode::disabled() {
+            return Ok(None);
+        }
+        let filter = match &spec.filter {
+            None => None,
+            Some(sql) => {
+                let planner = lance_datafusion::planner::Planner::new(Arc::new(arrow_schema::Schema::from(ds.schema())));
+                match planner.parse_filter(sql).and_then(|e| planner.optimize_expr(e)) {
+                    Ok(e) => Some(e),
+                    Err(_) => return Ok(None),
+                }
+            }
+        };
+        let mut columns: Vec<String> = group
+            .iter()
+            .chain(aggregates)
+            .chain(&filter)
+            .flat_map(|e| e.column_refs().into_iter().map(|c| c.name.clone()))
+            .collect();
+        columns.sort();
+        columns.dedup();
+        let (fragments, rows) = match (fragments, slice) {
+            (_, Some((fragment, rows))) => {
+                (scan::resolve_fragments(snapshot, &[fragment])?, Some(rows.offset..rows.offset.saturating_add(rows.count)))
+            }
+            (Some(ids), None) => (scan::resolve_fragments(snapshot, ids)?, None),
+            (None, None) => (ds.fragments().as_ref().clone(), None),
+        };
+        Ok(Some(OwnRead { ds: ds.clone(), fragments, rows, columns, filter }))
+    }
+
+    /// The filtered rows as an execution plan of one partition per core, or `None` when the
+    /// decoder does not read them all, the filter uses an indexed column (Lance answers it from
+    /// the index), or planning fails (a missing file, say: Lance's read then reports it).
+    pub async fn plan(self) -> lance::Result<Option<Arc<dyn ExecutionPlan>>> {
+        let filtered: Vec<String> = self.filter.iter().flat_map(|f| f.column_refs()).map(|c| c.name.clone()).collect();
+        if crate::decode::indexed(&self.ds, &filtered).await.unwrap_or(true) {
+            return Ok(None);
+        }
+        let Ok(Some(read)) = crate::decode::plan(&self.ds, &self.fragments, self.rows, &self.columns).await else {
+            return Ok(None);
+        };
+        // one partition per core (Lance's compute-thread count keeps a core for I/O, which
+        // would leave a 2-core machine one partition)
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let scan = read.into_exec(cores)?;
+        Ok(Some(match self.filter {
+            Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
+            None => scan,
+        }))
+    }
+}
