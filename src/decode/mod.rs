@@ -311,11 +311,22 @@ impl Plan {
             let mut out = Decoded::default();
             let mut decoded_from = None;
             for ((first, p, chunks, _), bytes) in parts.iter().zip(&data) {
+                if chunks.is_empty() {
+                    continue;
+                }
                 decoded_from.get_or_insert(first + p.chunk_first(chunks.start));
                 p.decode(chunks.clone(), bytes, &mut out).map_err(lance_error)?;
             }
-            let skip = rows.start - decoded_from.unwrap_or(rows.start);
-            columns.push(to_array(&c.field, out)?.slice(skip as usize, (rows.end - rows.start) as usize));
+            let skip = (rows.start - decoded_from.unwrap_or(rows.start)) as usize;
+            let (want, array) = ((rows.end - rows.start) as usize, to_array(&c.field, out)?);
+            if skip + want > array.len() {
+                return Err(lance_error(format!(
+                    "column {}: {} rows decoded from row {skip} where {want} were wanted",
+                    c.field.name(),
+                    array.len()
+                )));
+            }
+            columns.push(array.slice(skip, want));
         }
         let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
         match &f.deleted {
