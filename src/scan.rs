@@ -538,7 +538,9 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
         let Ok(Some(plan)) = crate::decode::plan(&ds, &fragments, rows, &columns).await else {
             return Ok(None);
         };
-        let exec = plan.with_batch_rows(batch).into_exec(1)?;
+        // one partition (storage order), two batches per core decoded at a time
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let exec = plan.with_batch_rows(batch).into_exec(1, 2 * cores)?;
         let ctx = std::sync::Arc::new(lance::deps::datafusion::execution::TaskContext::default());
         Ok::<_, lance::Error>(Some(exec.execute(0, ctx)?))
     })?

@@ -67,7 +67,7 @@ impl OwnRead {
         Ok(Some(OwnRead { ds: ds.clone(), fragments, rows, columns, filter }))
     }
 
-    /// The filtered rows as an execution plan of one partition per core, or `None` when the
+    /// The filtered rows as an execution plan, or `None` when the
     /// decoder does not read them all, the filter uses an indexed column (Lance answers it from
     /// the index), or planning fails (a missing file, say: Lance's read then reports it).
     pub async fn plan(self) -> lance::Result<Option<Arc<dyn ExecutionPlan>>> {
@@ -78,10 +78,9 @@ impl OwnRead {
         let Ok(Some(read)) = crate::decode::plan(&self.ds, &self.fragments, self.rows, &self.columns).await else {
             return Ok(None);
         };
-        // one partition per core (Lance's compute-thread count keeps a core for I/O, which
-        // would leave a 2-core machine one partition)
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        let scan = read.into_exec(cores)?;
+        // one partition decoding two batches at a time: a one-call aggregate already runs one
+        // split per core (and a host's workers one split each), so more would only contend
+        let scan = read.into_exec(1, 2)?;
         Ok(Some(match self.filter {
             Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
             None => scan,

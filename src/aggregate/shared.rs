@@ -24,10 +24,9 @@ use lance::deps::datafusion::logical_expr::{Expr, ExprSchemable};
 use lance::deps::datafusion::physical_expr::aggregate::LoweredAggregateBuilder;
 use lance::deps::datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use lance::deps::datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
-use lance::deps::datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use lance::deps::datafusion::physical_plan::expressions::Column;
 use lance::deps::datafusion::physical_plan::projection::ProjectionExec;
-use lance::deps::datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use lance::deps::datafusion::physical_plan::ExecutionPlan;
 use lance::deps::datafusion::prelude::ident;
 
 /// The name of the projected column holding repeated expression `k`.
@@ -145,23 +144,14 @@ pub fn plan(
         lowered.push(built.aggregate);
         filters.push(built.filter);
     }
-    let group_by = PhysicalGroupBy::new_single(groups);
-    let mut plan: Arc<dyn ExecutionPlan> = if projected.output_partitioning().partition_count() <= 1 {
-        Arc::new(AggregateExec::try_new(AggregateMode::Single, group_by, lowered, filters, projected, schema)?)
-    } else {
-        // one partial aggregate per partition of the input, merged into the final one
-        let final_group = group_by.as_final();
-        let partial = Arc::new(AggregateExec::try_new(
-            AggregateMode::Partial,
-            group_by,
-            lowered.clone(),
-            filters.clone(),
-            projected,
-            schema.clone(),
-        )?);
-        let merged = Arc::new(CoalescePartitionsExec::new(partial));
-        Arc::new(AggregateExec::try_new(AggregateMode::Final, final_group, lowered, filters, merged, schema)?)
-    };
+    let mut plan: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
+        AggregateMode::Single,
+        PhysicalGroupBy::new_single(groups),
+        lowered,
+        filters,
+        projected,
+        schema,
+    )?);
     let mut options = ConfigOptions::default();
     options.execution.target_partitions = lance_core::utils::tokio::get_num_compute_intensive_cpus();
     for rule in lance::io::exec::get_physical_optimizer().rules {

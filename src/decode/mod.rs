@@ -250,8 +250,8 @@ impl Plan {
     }
 
     /// The rows of the plan as an execution plan of `partitions` partitions (the batches dealt
-    /// round-robin; two batches per core decoded at a time on the runtime's threads).
-    pub fn into_exec(self, partitions: usize) -> LResult<Arc<dyn ExecutionPlan>> {
+    /// round-robin), each decoding `ahead` batches at a time on the runtime's threads.
+    pub fn into_exec(self, partitions: usize, ahead: usize) -> LResult<Arc<dyn ExecutionPlan>> {
         let schema = self.schema.clone();
         let self_batch = self.batch_rows;
         let plan = Arc::new(self);
@@ -265,9 +265,7 @@ impl Plan {
             })
             .collect();
         let partitions = partitions.clamp(1, tasks.len().max(1));
-        // batches decoded at a time per partition: two per core in all
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        let ahead = (2 * cores).div_ceil(partitions).max(2);
+        let ahead = ahead.max(1);
         let mut children: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(partitions);
         for p in 0..partitions {
             let mine: Vec<_> = tasks.iter().skip(p).step_by(partitions).cloned().collect();

@@ -181,7 +181,7 @@ fn own_reads(
         };
         let plan = super::plan(&ds, &frags, slice.clone().map(|s| s.1), &[column.clone()]).await.unwrap()?;
         let kinds = plan.page_kinds();
-        let exec = plan.into_exec(1).unwrap();
+        let exec = plan.into_exec(1, 2).unwrap();
         let batches: Vec<RecordBatch> =
             exec.execute(0, Arc::new(TaskContext::default())).unwrap().try_collect().await.unwrap();
         let mut out = Vec::new();
@@ -190,7 +190,7 @@ fn own_reads(
         }
         // the same rows when dealt to three partitions
         let again = super::plan(&ds, &frags, slice.map(|s| s.1), &[column.clone()]).await.unwrap()?;
-        let parts = lance::deps::datafusion::physical_plan::collect(again.into_exec(3).unwrap(), Arc::new(TaskContext::default()))
+        let parts = lance::deps::datafusion::physical_plan::collect(again.into_exec(3, 1).unwrap(), Arc::new(TaskContext::default()))
             .await
             .unwrap();
         let mut dealt: Vec<Option<Vec<u8>>> = parts.iter().flat_map(|b| bits(b.column(0).as_ref())).collect();
