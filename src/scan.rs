@@ -509,7 +509,11 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
         && opts.order_by.is_empty()
         && opts.key_filter.is_none()
         && opts.dynamic_filter.is_none()
-        && !(opts.fragment_ids.is_some() && opts.row_slice.is_some());
+        // a row slice with a fragment list is a split's: the list names the slice's fragment
+        && match (&opts.fragment_ids, opts.row_slice) {
+            (Some(ids), Some((f, _))) => ids.as_slice() == [f],
+            _ => true,
+        };
     if crate::decode::disabled() || !snapshot.is_local() || !plain {
         return Ok(None);
     }
