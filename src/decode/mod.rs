@@ -75,7 +75,10 @@ struct FragmentRead {
 pub struct Plan {
     schema: SchemaRef,
     fragments: Vec<FragmentRead>,
+    /// rows decoded together (one read per column and page part)
     batch_rows: u64,
+    /// rows per batch handed on, if the caller asked for a size (`with_batch_rows`)
+    out_rows: Option<u64>,
 }
 
 fn lance_error(message: String) -> lance::Error {
@@ -147,7 +150,7 @@ pub async fn plan(
         .max()
         .unwrap_or(0);
     let batch_rows = (BATCH_BYTES / row_bytes.max(1)).clamp(MIN_BATCH_ROWS, BATCH_ROWS) / MIN_BATCH_ROWS * MIN_BATCH_ROWS;
-    Ok(Some(Plan { schema, fragments: reads, batch_rows }))
+    Ok(Some(Plan { schema, fragments: reads, batch_rows, out_rows: None }))
 }
 
 /// The read of one fragment's `fields` (rows `slice`, else all), or `None` when a page or file
@@ -237,9 +240,14 @@ impl Plan {
         self.schema.clone()
     }
 
-    /// Batches of `rows` rows (at least 1; the last of each fragment or slice may be shorter).
+    /// Batches of `rows` rows (at least 1; the last of each fragment or slice, and batches with
+    /// deleted rows, may be shorter).
+    /// Rows are still decoded in units of about `BATCH_BYTES` (a multiple of `rows`, or `rows`
+    /// when larger): small batches would cost a read per column each.
     pub fn with_batch_rows(mut self, rows: u64) -> Self {
-        self.batch_rows = rows.max(1);
+        let rows = rows.max(1);
+        self.batch_rows = rows * (self.batch_rows / rows).max(1);
+        self.out_rows = Some(rows);
         self
     }
 
@@ -254,6 +262,7 @@ impl Plan {
     pub fn into_exec(self, partitions: usize, ahead: usize) -> LResult<Arc<dyn ExecutionPlan>> {
         let schema = self.schema.clone();
         let self_batch = self.batch_rows;
+        let out_rows = self.out_rows.map(|n| n as usize);
         let plan = Arc::new(self);
         let tasks: Vec<(usize, Range<u64>)> = plan
             .fragments
@@ -281,7 +290,14 @@ impl Plan {
                     Ok(Err(e)) => Err(datafusion_error(e)),
                     Err(join) => Err(datafusion_error(lance_error(format!("a decode task failed: {join}")))),
                 })
-                .try_filter_map(|b: Option<RecordBatch>| async move { Ok(b) });
+                .try_filter_map(|b: Option<RecordBatch>| async move { Ok(b) })
+                // a decoded unit handed on in batches of the size asked for (zero-copy slices)
+                .map_ok(move |b| {
+                    let n = out_rows.unwrap_or(b.num_rows()).max(1);
+                    let parts: Vec<_> = (0..b.num_rows()).step_by(n).map(|at| Ok(b.slice(at, n.min(b.num_rows() - at)))).collect();
+                    futures::stream::iter(parts)
+                })
+                .try_flatten();
             let stream = RecordBatchStreamAdapter::new(schema.clone(), stream);
             children.push(Arc::new(OneShotExec::new(Box::pin(stream))));
         }

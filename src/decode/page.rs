@@ -467,11 +467,7 @@ impl PagePlan {
                 let v = b.get(..need).ok_or_else(|| corrupt(format!("{} bytes for {rows} values of {n}", b.len())))?;
                 out.values.extend_from_slice(v);
             }
-            (Codec::Packed(n), None) => {
-                let start = out.values.len();
-                out.values.resize(start + rows * n, 0);
-                unpack(*n, &chunk[buffers[0].clone()], rows, &mut out.values[start..])?;
-            }
+            (Codec::Packed(n), None) => unpack(*n, &chunk[buffers[0].clone()], rows, &mut out.values)?,
             (Codec::Strings(n), None) => strings(*n, &chunk[buffers[0].clone()], rows, out)?,
             (Codec::Strings(_), Some(_)) => return Err(corrupt("a dictionary of plain strings")),
             (Codec::Flat(_) | Codec::Packed(_), Some(dict)) => {
@@ -565,8 +561,8 @@ fn append_var(out: &mut Decoded, offsets: &[u64], values: &[u8]) -> Result<(), S
     Ok(())
 }
 
-/// Unpack `rows` (≤ 1024) `n`-byte words of one inline bit-packed block into `out` (rows × n bytes).
-fn unpack(n: usize, block: &[u8], rows: usize, out: &mut [u8]) -> Result<(), String> {
+/// Unpack `rows` (≤ 1024) `n`-byte words of one inline bit-packed block, appending them to `out`.
+fn unpack(n: usize, block: &[u8], rows: usize, out: &mut Vec<u8>) -> Result<(), String> {
     macro_rules! unpack_as {
         ($t:ty) => {{
             let bits = <$t>::BITS as usize;
@@ -589,8 +585,9 @@ fn unpack(n: usize, block: &[u8], rows: usize, out: &mut [u8]) -> Result<(), Str
             // SAFETY: the kernel reads `PACKED * width / bits` words and writes `PACKED` values;
             // both lengths were checked above, and `width <= bits`.
             unsafe { <$t as lance_bitpacking::BitPacking>::unchecked_unpack(width, &input, &mut values) };
-            for (o, v) in out.chunks_exact_mut(n).zip(&values[..rows]) {
-                o.copy_from_slice(&v.to_le_bytes());
+            out.reserve(rows * n);
+            for v in &values[..rows] {
+                out.extend_from_slice(&v.to_le_bytes());
             }
         }};
     }
@@ -609,7 +606,7 @@ fn indices(codec: &Codec, buf: &[u8], rows: usize, out: &mut Vec<u64>) -> Result
     let (n, bytes) = match codec {
         Codec::Flat(n) => (*n, None),
         Codec::Packed(n) => {
-            let mut b = vec![0u8; rows * n];
+            let mut b = Vec::with_capacity(rows * n);
             unpack(*n, buf, rows, &mut b)?;
             (*n, Some(b))
         }
@@ -629,11 +626,10 @@ fn indices(codec: &Codec, buf: &[u8], rows: usize, out: &mut Vec<u64>) -> Result
 
 /// Dictionary values of `W` bytes at `idx` (checked below the item count) appended to `out`.
 fn gather_fixed<const W: usize>(values: &[u8], idx: &[u64], out: &mut Decoded) {
-    let start = out.values.len();
-    out.values.resize(start + idx.len() * W, 0);
-    for (o, i) in out.values[start..].chunks_exact_mut(W).zip(idx) {
-        let at = *i as usize * W;
-        o.copy_from_slice(&values[at..at + W]);
+    let (items, _) = values.as_chunks::<W>();
+    out.values.reserve(idx.len() * W);
+    for i in idx {
+        out.values.extend_from_slice(&items[*i as usize]);
     }
 }
 
