@@ -66,7 +66,8 @@ QUERIES = {"Q1": (Q1_AGGS, Q1_FILTER, Q1_SQL), "Q6": (Q6_AGGS, Q6_FILTER, Q6_SQL
 COLUMNS = {"Q1": ["l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate"],
            "Q6": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate"]}
 SIDES = ["lance-host (one call)", "lance-host (one call, Lance's decoder)", "lance-host (splits + merge, 2 workers)",
-         "pylance + pyarrow", "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB lance_aggregate", "Polars on Parquet"]
+         "pylance + pyarrow", "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB over lance_scan, Lance's decoder",
+         "DuckDB lance_aggregate", "Polars on Parquet"]
 # the same side with the library's own page decoder turned off (src/decode; LANCE_HOST_DECODER=lance)
 LANCE_DECODER = ", Lance's decoder"
 SCANS = {"4 decimal columns": ["l_quantity", "l_extendedprice", "l_discount", "l_tax"], "l_comment": ["l_comment"]}
@@ -207,7 +208,7 @@ def child(args):
     # which decoder read the lance-host sides' data (the session's counters; zero for the others)
     metrics = lance_host.metrics()
     result["own_decoder_reads"] = metrics["aggregate.reads_own_decoder"] + metrics["scan.reads_own_decoder"]
-    if args.child.startswith("lance-host") and ("(one call)" in args.child or args.scan):
+    if (args.child.startswith("lance-host") and ("(one call)" in args.child or args.scan)) or "lance_scan" in args.child:
         own = "LANCE_HOST_DECODER" not in os.environ
         assert (result["own_decoder_reads"] > 0) == own, (side, result["own_decoder_reads"])
     if args.scan:
@@ -378,7 +379,7 @@ def main():
                          f"{med(r['rss_growth_mib'] for r in rs):.0f} |")
     lines += [
         "",
-        "The sides marked \"Lance's decoder\" are lance-host with its own page decoder turned off "
+        "The sides marked \"Lance's decoder\" run with lance-host's own page decoder turned off "
         "(`LANCE_HOST_DECODER=lance`): the same plan over Lance's scanner, which shows what the decoder "
         "(src/decode, docs/aggregates.md) changes; every run checks which decoder read the data. "
         "Where the sides do different work: lance-host computes the expressions in DataFusion row by row inside "
