@@ -494,8 +494,8 @@ fn dynamic_filter_columns(opts: &ScanOptions) -> Vec<String> {
     }
 }
 
-/// A plain scan of a local table — no filter, limit, order, row ids or runtime filters; whole
-/// fragments or a row slice — read by the library's own decoder when it reads every page the
+/// A plain scan of a local table — no filter, limit, order, row ids, runtime filters or memory
+/// settings; whole fragments or a row slice — read by the library's own decoder when it reads every page the
 /// scan touches (`crate::decode`); `None` leaves the scan to Lance's scanner. Batches are as
 /// Lance would cut them (`batch_size`, else Lance's default), in storage order; the options were
 /// checked by `prepared_scan` before.
@@ -514,7 +514,16 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
             (Some(ids), Some((f, _))) => ids.as_slice() == [f],
             _ => true,
         };
-    if crate::decode::disabled() || !snapshot.is_local() || !plain {
+    // a host that bounds a scan's memory (read-ahead, I/O buffer) gets Lance's scanner, which
+    // those settings govern; the decoder keeps two units of ~16 MiB per core in flight
+    let config = &session::global()?.config;
+    let bounded = opts.batch_readahead.is_some()
+        || opts.fragment_readahead.is_some()
+        || opts.io_buffer_bytes.is_some()
+        || config.scan_io_buffer_bytes != 0
+        || config.scan_batch_readahead != 0
+        || config.scan_fragment_readahead != 0;
+    if crate::decode::disabled() || !snapshot.is_local() || !plain || bounded {
         return Ok(None);
     }
     let columns: Vec<String> = if opts.columns.is_empty() {

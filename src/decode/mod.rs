@@ -326,12 +326,15 @@ impl Plan {
             let mut decoded_from = None;
             for ((first, p, chunks, _), bytes) in parts.iter().zip(&data) {
                 if chunks.is_empty() {
-                    continue;
+                    return Err(lance_error(format!("column {}: no chunk of a page holds rows {rows:?}", c.field.name())));
                 }
                 decoded_from.get_or_insert(first + p.chunk_first(chunks.start));
                 p.decode(chunks.clone(), bytes, &mut out).map_err(lance_error)?;
             }
-            let skip = (rows.start - decoded_from.unwrap_or(rows.start)) as usize;
+            let Some(skip) = rows.start.checked_sub(decoded_from.unwrap_or(rows.start)) else {
+                return Err(lance_error(format!("column {}: decoding started after row {}", c.field.name(), rows.start)));
+            };
+            let skip = skip as usize;
             let (want, array) = ((rows.end - rows.start) as usize, to_array(&c.field, out)?);
             if skip + want > array.len() {
                 return Err(lance_error(format!(
