@@ -221,6 +221,20 @@ pub fn resolve_fragments(snapshot: &Snapshot, ids: &[u64]) -> Result<Vec<Fragmen
         .collect()
 }
 
+/// The fragments a read covers — `ids` (None = all), or the one of a row slice — and the
+/// physical rows of the slice, for readers that take them as such (`crate::decode`).
+pub fn read_fragments(
+    snapshot: &Snapshot,
+    ids: Option<&[u64]>,
+    slice: Option<(u64, crate::split::RowSlice)>,
+) -> Result<(Vec<Fragment>, Option<std::ops::Range<u64>>)> {
+    Ok(match (ids, slice) {
+        (_, Some((f, s))) => (resolve_fragments(snapshot, &[f])?, Some(s.offset..s.offset.saturating_add(s.count))),
+        (Some(ids), None) => (resolve_fragments(snapshot, ids)?, None),
+        (None, None) => (snapshot.dataset.fragments().as_ref().clone(), None),
+    })
+}
+
 /// The row addresses of physical rows `slice` of `fragment`, checked against the fragment's
 /// physical row count in the snapshot's manifest.
 pub fn slice_rows(
@@ -535,12 +549,7 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
         return Ok(None);
     }
     let ds = stats.dataset(snapshot);
-    let fragments = match (&opts.fragment_ids, opts.row_slice) {
-        (_, Some((f, _))) => resolve_fragments(snapshot, &[f])?,
-        (Some(ids), None) => resolve_fragments(snapshot, ids)?,
-        (None, None) => ds.fragments().as_ref().clone(),
-    };
-    let rows = opts.row_slice.map(|(_, s)| s.offset..s.offset.saturating_add(s.count));
+    let (fragments, rows) = read_fragments(snapshot, opts.fragment_ids.as_deref(), opts.row_slice)?;
     let batch = lance::dataset::scanner::get_default_batch_size()
         .map(|n| n as u64)
         .or(opts.batch_size)

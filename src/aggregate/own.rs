@@ -57,13 +57,7 @@ impl OwnRead {
             .collect();
         columns.sort();
         columns.dedup();
-        let (fragments, rows) = match (fragments, slice) {
-            (_, Some((fragment, rows))) => {
-                (scan::resolve_fragments(snapshot, &[fragment])?, Some(rows.offset..rows.offset.saturating_add(rows.count)))
-            }
-            (Some(ids), None) => (scan::resolve_fragments(snapshot, ids)?, None),
-            (None, None) => (ds.fragments().as_ref().clone(), None),
-        };
+        let (fragments, rows) = scan::read_fragments(snapshot, fragments, slice)?;
         Ok(Some(OwnRead { ds: ds.clone(), fragments, rows, columns, filter }))
     }
 

@@ -661,3 +661,88 @@ fn gather(dict: &Dict, idx: &[u64], out: &mut Decoded) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod corrupt_input {
+    //! Chunks that are not what their page says are errors with a message, never a panic or a
+    //! read past the bytes (the differential test covers the readable pages).
+    use super::*;
+
+    fn le32(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn bad_plain_string_chunks_are_refused() {
+        let mut out = Decoded::default();
+        // 2 rows: 3 offsets (12 bytes), then "abc"
+        let mut ok = le32(&[12, 13, 15]);
+        ok.extend_from_slice(b"abc");
+        strings(4, &ok, 2, &mut out).unwrap();
+        assert_eq!((out.offsets.clone(), out.values.clone()), (vec![0, 1, 3], b"abc".to_vec()));
+        for (bytes, rows, why) in [
+            (le32(&[12, 14, 13]), 2, "after"),       // offsets go down
+            (le32(&[12, 13, 99]), 2, "pass"),        // past the chunk
+            (le32(&[4, 13, 15]), 2, "overlap"),      // values inside the offset table
+            (le32(&[12]), 2, "offsets"),             // too short for its offsets
+        ] {
+            let e = strings(4, &bytes, rows, &mut Decoded::default()).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_bit_packed_blocks_are_refused() {
+        let mut out = Vec::new();
+        // width 40 for 32-bit words
+        let e = unpack(4, &le32(&[40]), 10, &mut out).unwrap_err();
+        assert!(e.contains("bit width 40"), "{e}");
+        // width 3 needs 1024 * 3 / 32 = 96 words after the width; 95 given
+        let mut block = le32(&[3]);
+        block.extend(le32(&[0; 95]));
+        assert!(unpack(4, &block, 10, &mut out).unwrap_err().contains("packed bytes"));
+        // no width at all, and more rows than a block holds
+        assert!(unpack(4, &[1, 2], 1, &mut out).is_err());
+        assert!(unpack(4, &le32(&[0]), PACKED + 1, &mut out).unwrap_err().contains("rows"));
+        assert!(out.is_empty(), "nothing appended on a refusal");
+    }
+
+    #[test]
+    fn dictionary_indices_past_the_dictionary_are_refused() {
+        let dict = Dict::Fixed { width: 4, values: LanceBuffer::from(le32(&[7, 8])), items: 2 };
+        let mut out = Decoded::default();
+        gather(&dict, &[1, 0, 1], &mut out).unwrap();
+        assert_eq!(out.values, le32(&[8, 7, 8]));
+        let e = gather(&dict, &[0, 2], &mut Decoded::default()).unwrap_err();
+        assert!(e.contains("index 2 of 2"), "{e}");
+        let e = indices(&Codec::Flat(4), &le32(&[1]), 2, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("too few"), "{e}");
+    }
+
+    #[test]
+    fn chunk_headers_that_pass_their_chunk_are_refused() {
+        let plan = PagePlan {
+            rows: 4,
+            out: Out::Fixed(4),
+            codec: Codec::Flat(4),
+            def: None,
+            dict: None,
+            buffers: 1,
+            large: false,
+            data_pos: 0,
+            chunks: vec![Chunk { first: 0, rows: 4, bytes: 0..24 }],
+        };
+        // header: level count, buffer size 16, padding to 8; then 16 bytes of values
+        let mut chunk = vec![4, 0, 16, 0, 0, 0, 0, 0];
+        chunk.extend(le32(&[1, 2, 3, 4]));
+        let mut out = Decoded::default();
+        plan.decode(0..1, &Bytes::from(chunk.clone()), &mut out).unwrap();
+        assert_eq!(out.values, le32(&[1, 2, 3, 4]));
+        chunk[2] = 200; // a buffer larger than the chunk
+        assert!(plan.decode(0..1, &Bytes::from(chunk.clone()), &mut Decoded::default()).unwrap_err().contains("passes"));
+        chunk[2] = 8; // a buffer holding fewer values than the chunk's rows
+        assert!(plan.decode(0..1, &Bytes::from(chunk), &mut Decoded::default()).unwrap_err().contains("bytes for 4 values"));
+        // a read shorter than the chunk
+        assert!(plan.decode(0..1, &Bytes::from(vec![4u8, 0]), &mut Decoded::default()).unwrap_err().contains("shorter"));
+    }
+}
