@@ -508,14 +508,17 @@ fn dynamic_filter_columns(opts: &ScanOptions) -> Vec<String> {
     }
 }
 
-/// A plain scan of a local table — no filter, limit, order, row ids, runtime filters or memory
-/// settings; whole fragments or a row slice — read by the library's own decoder when it reads every page the
-/// scan touches (`crate::decode`); `None` leaves the scan to Lance's scanner. Batches are as
-/// Lance would cut them (`batch_size`, else Lance's default), in storage order; the options were
-/// checked by `prepared_scan` before.
-fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<Option<BatchReader>> {
-    let plain = opts.filter_sql.is_none()
-        && opts.filter_substrait.is_none()
+/// A scan of a local table — columns, optionally a SQL filter; no limit, order, row ids,
+/// runtime filters or memory settings; whole fragments or a row slice — read by the library's
+/// own decoder when it reads every page the scan touches (`crate::decode`); `None` leaves the scan
+/// to Lance's scanner. The filter is the expression Lance planned on `scanner` (a filter on a
+/// column an index covers stays with Lance, which answers it from the index); the decoder reads
+/// the projected columns and the filter's, keeps the rows the filter keeps (NULL as false) and
+/// hands on the projected columns. Batches are as Lance would cut them (`batch_size`, else
+/// Lance's default; a filter leaves fewer rows in some), in storage order; the options were
+/// checked by `configure_scanner` before.
+fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, scanner: &Scanner, stats: &OpStats) -> Result<Option<BatchReader>> {
+    let plain = opts.filter_substrait.is_none()
         && opts.limit.is_none()
         && opts.offset.is_none()
         && !opts.with_row_id
@@ -540,13 +543,27 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
     if crate::decode::disabled() || !snapshot.is_local() || !plain || bounded {
         return Ok(None);
     }
-    let columns: Vec<String> = if opts.columns.is_empty() {
+    let filter = match opts.filter_sql {
+        None => None,
+        Some(_) => match scanner.get_expr_filter() {
+            Ok(Some(f)) => Some(f),
+            _ => return Ok(None),
+        },
+    };
+    let mut columns: Vec<String> = if opts.columns.is_empty() {
         snapshot.arrow_schema().fields().iter().map(|f| f.name().clone()).collect()
     } else {
         opts.columns.clone()
     };
     if columns.is_empty() || columns.iter().any(|c| c == ROW_ID || c == ROW_ADDR) {
         return Ok(None);
+    }
+    let projected = columns.len();
+    let filtered: Vec<String> = filter.iter().flat_map(|f| f.column_refs()).map(|c| c.name.clone()).collect();
+    for c in &filtered {
+        if !columns.contains(c) {
+            columns.push(c.clone());
+        }
     }
     let ds = stats.dataset(snapshot);
     let (fragments, rows) = read_fragments(snapshot, opts.fragment_ids.as_deref(), opts.row_slice)?;
@@ -556,9 +573,19 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
         .unwrap_or(8192);
     let cannot = |e| HostError::from_lance("cannot start scan", e);
     let stream = session::block_on(async move {
+        if !filtered.is_empty() && crate::decode::indexed(&ds, &filtered).await.unwrap_or(true) {
+            return Ok(None);
+        }
         // a plan that fails (a missing file, say) leaves the scan to Lance, which reports it
         let Ok(Some(plan)) = crate::decode::plan(&ds, &fragments, rows, &columns).await else {
             return Ok(None);
+        };
+        let plan = match &filter {
+            None => plan,
+            Some(f) => match plan.with_filter(f, projected) {
+                Ok(plan) => plan,
+                Err(_) => return Ok(None),
+            },
         };
         // one partition (storage order), two batches per core decoded at a time
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -577,10 +604,14 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, stats: &OpStats) -> Result<
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Scan);
-    let (scanner, stats) = prepared_scan(snapshot, opts)?;
-    if let Some(reader) = own_scan(snapshot, opts, &stats)? {
+    let stats = OpStats::default();
+    let mut scanner = stats.dataset(snapshot).scan();
+    configure_scanner(snapshot, &mut scanner, opts)?;
+    if let Some(reader) = own_scan(snapshot, opts, &scanner, &stats)? {
         return Ok(reader);
     }
+    choose_materialization(snapshot, &mut scanner, opts, &stats);
+    stats.attach(&mut scanner);
     let reader = BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot);
     match &opts.dynamic_filter {
         None => Ok(reader),

@@ -1,6 +1,6 @@
 //! An aggregate's rows read by the library's own page decoder (`crate::decode`) when it reads
 //! every page they touch: the fragments or row slice, the columns the keys, aggregates and
-//! filter use, and the filter as Lance's scanner plans it, applied by Lance's filter operator.
+//! filter use, and the filter as Lance's scanner plans it, evaluated on each decoded unit (`Plan::with_filter`).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -72,12 +72,17 @@ impl OwnRead {
         let Ok(Some(read)) = crate::decode::plan(&self.ds, &self.fragments, self.rows, &self.columns).await else {
             return Ok(None);
         };
-        // one partition decoding two batches at a time: a one-call aggregate already runs one
-        // split per core (and a host's workers one split each), so more would only contend
-        let scan = read.into_exec(1, 2)?;
-        Ok(Some(match self.filter {
-            Some(f) => Arc::new(lance::io::exec::LanceFilterExec::try_new(f, scan)?),
-            None => scan,
-        }))
+        let keep = self.columns.len();
+        let read = match &self.filter {
+            Some(f) => match read.with_filter(f, keep) {
+                Ok(read) => read,
+                Err(_) => return Ok(None),
+            },
+            None => read,
+        };
+        // one partition decoding two batches at a time (each filtered in its decode task): a
+        // one-call aggregate already runs one split per core (and a host's workers one split
+        // each), so more would only contend
+        Ok(Some(read.into_exec(1, 2)?))
     }
 }

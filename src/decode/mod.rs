@@ -27,7 +27,8 @@ use lance::Dataset;
 use lance_core::utils::deletion::DeletionVector;
 use lance::deps::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use lance::deps::datafusion::physical_plan::union::UnionExec;
-use lance::deps::datafusion::physical_plan::ExecutionPlan;
+use lance::deps::datafusion::logical_expr::Expr;
+use lance::deps::datafusion::physical_plan::{ExecutionPlan, PhysicalExpr};
 use lance_datafusion::exec::OneShotExec;
 use lance_encoding::decoder::PageEncoding;
 use lance_file::reader::{CachedFileMetadata, FileReader};
@@ -79,6 +80,19 @@ pub struct Plan {
     batch_rows: u64,
     /// rows per batch handed on, if the caller asked for a size (`with_batch_rows`)
     out_rows: Option<u64>,
+    /// rows kept by a filter, evaluated on each decoded unit (`with_filter`)
+    filter: Option<Filter>,
+}
+
+/// A predicate over some of the plan's columns (`inputs`, in the order of `input_schema`) and
+/// how many of the plan's columns (the first) are handed on (`schema`).
+#[derive(Debug)]
+struct Filter {
+    predicate: Arc<dyn PhysicalExpr>,
+    inputs: Vec<usize>,
+    input_schema: SchemaRef,
+    keep: usize,
+    schema: SchemaRef,
 }
 
 fn lance_error(message: String) -> lance::Error {
@@ -150,7 +164,7 @@ pub async fn plan(
         .max()
         .unwrap_or(0);
     let batch_rows = (BATCH_BYTES / row_bytes.max(1)).clamp(MIN_BATCH_ROWS, BATCH_ROWS) / MIN_BATCH_ROWS * MIN_BATCH_ROWS;
-    Ok(Some(Plan { schema, fragments: reads, batch_rows, out_rows: None }))
+    Ok(Some(Plan { schema, fragments: reads, batch_rows, out_rows: None, filter: None }))
 }
 
 /// The read of one fragment's `fields` (rows `slice`, else all), or `None` when a page or file
@@ -251,6 +265,38 @@ impl Plan {
         self
     }
 
+    /// Only the rows `predicate` (an expression Lance planned, over the plan's columns) keeps —
+    /// NULL as false, as Lance's filter — and of those only the first `keep` columns. In each
+    /// decoded unit the predicate's columns are decoded first; the other columns only when a row
+    /// is kept, and only from the first kept row to the last. An expression that does not plan
+    /// over the columns is an error (the caller then leaves the read to Lance).
+    pub fn with_filter(mut self, predicate: &Expr, keep: usize) -> LResult<Self> {
+        let mut inputs: Vec<usize> = Vec::new();
+        for c in predicate.column_refs() {
+            let Some(at) = self.schema.fields().iter().position(|f| f.name() == &c.name) else {
+                return Err(lance_error(format!("the filter's column {} is not read", c.name)));
+            };
+            if !inputs.contains(&at) {
+                inputs.push(at);
+            }
+        }
+        let input_schema = Arc::new(self.schema.project(&inputs)?);
+        let planner = lance_datafusion::planner::Planner::new(input_schema.clone());
+        let predicate = planner.create_physical_expr(predicate)?;
+        if predicate.data_type(&input_schema)? != DataType::Boolean {
+            return Err(lance_error(format!("the filter {predicate} is not a predicate")));
+        }
+        let keep = keep.clamp(1, self.schema.fields().len());
+        let schema = Arc::new(self.schema.project(&(0..keep).collect::<Vec<_>>())?);
+        self.filter = Some(Filter { predicate, inputs, input_schema, keep, schema });
+        Ok(self)
+    }
+
+    /// The schema of the batches handed on.
+    fn out_schema(&self) -> SchemaRef {
+        self.filter.as_ref().map_or_else(|| self.schema.clone(), |f| f.schema.clone())
+    }
+
     /// How the planned pages store their values (`PagePlan::kind`).
     pub fn page_kinds(&self) -> std::collections::BTreeSet<&'static str> {
         self.fragments.iter().flat_map(|f| &f.columns).flat_map(|c| &c.pages).flat_map(|(_, p)| [Some(p.kind()), p.nullable().then_some("nullable")].into_iter().flatten())
@@ -260,7 +306,7 @@ impl Plan {
     /// The rows of the plan as an execution plan of `partitions` partitions (the batches dealt
     /// round-robin), each decoding `ahead` batches at a time on the runtime's threads.
     pub fn into_exec(self, partitions: usize, ahead: usize) -> LResult<Arc<dyn ExecutionPlan>> {
-        let schema = self.schema.clone();
+        let schema = self.out_schema();
         let self_batch = self.batch_rows;
         let out_rows = self.out_rows.map(|n| n as usize);
         let plan = Arc::new(self);
@@ -304,57 +350,107 @@ impl Plan {
         Ok(UnionExec::try_new(children)?)
     }
 
-    /// Rows `rows` of fragment `i` without its deleted rows (`None` when all are deleted).
+    /// Rows `rows` of fragment `i` without its deleted rows and those the filter drops (`None`
+    /// when no row is left).
     async fn read(&self, i: usize, rows: Range<u64>) -> LResult<Option<RecordBatch>> {
         let f = &self.fragments[i];
-        let mut columns = Vec::with_capacity(f.columns.len());
-        for c in &f.columns {
-            // the parts of pages the rows touch, and the bytes each needs
-            let mut parts = Vec::new();
-            for (first, p) in &c.pages {
-                let end = first + p.rows();
-                if p.rows() == 0 || end <= rows.start || *first >= rows.end {
-                    continue;
-                }
-                let local = rows.start.max(*first) - first..rows.end.min(end) - first;
-                let (chunks, bytes) = p.chunks_for(&local);
-                parts.push((*first, p.clone(), chunks, bytes));
+        let live: Option<BooleanArray> = match &f.deleted {
+            Some(dv) if !dv.is_empty() => Some((rows.start..rows.end).map(|r| Some(!dv.contains(r as u32))).collect()),
+            _ => None,
+        };
+        let Some(flt) = &self.filter else {
+            let mut columns = Vec::with_capacity(f.columns.len());
+            for c in &f.columns {
+                columns.push(self.column(f, c, rows.clone()).await?);
             }
-            let ranges = parts.iter().map(|(_, p, _, b)| p.file_range(b)).collect();
-            let data = f.files[c.file].submit_request(ranges, rows.start).await?;
-            let mut out = Decoded::default();
-            let mut decoded_from = None;
-            for ((first, p, chunks, _), bytes) in parts.iter().zip(&data) {
-                if chunks.is_empty() {
-                    return Err(lance_error(format!("column {}: no chunk of a page holds rows {rows:?}", c.field.name())));
-                }
-                decoded_from.get_or_insert(first + p.chunk_first(chunks.start));
-                p.decode(chunks.clone(), bytes, &mut out).map_err(lance_error)?;
-            }
-            let Some(skip) = rows.start.checked_sub(decoded_from.unwrap_or(rows.start)) else {
-                return Err(lance_error(format!("column {}: decoding started after row {}", c.field.name(), rows.start)));
-            };
-            let skip = skip as usize;
-            let (want, array) = ((rows.end - rows.start) as usize, to_array(&c.field, out)?);
-            if skip + want > array.len() {
-                return Err(lance_error(format!(
-                    "column {}: {} rows decoded from row {skip} where {want} were wanted",
-                    c.field.name(),
-                    array.len()
-                )));
-            }
-            columns.push(array.slice(skip, want));
+            let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
+            return keep_rows(batch, live.as_ref());
+        };
+        let mut inputs = Vec::with_capacity(flt.inputs.len());
+        for at in &flt.inputs {
+            inputs.push(self.column(f, &f.columns[*at], rows.clone()).await?);
         }
-        let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
-        match &f.deleted {
-            Some(dv) if !dv.is_empty() => {
-                let keep: BooleanArray = (rows.start..rows.end).map(|r| Some(!dv.contains(r as u32))).collect();
-                let batch = arrow::compute::filter_record_batch(&batch, &keep)?;
-                Ok((batch.num_rows() > 0).then_some(batch))
-            }
-            _ => Ok(Some(batch)),
+        let n = (rows.end - rows.start) as usize;
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(n));
+        let input = RecordBatch::try_new_with_options(flt.input_schema.clone(), inputs.clone(), &options)?;
+        let kept = flt.predicate.evaluate(&input)?.into_array(n)?;
+        let Some(kept) = kept.as_any().downcast_ref::<BooleanArray>() else {
+            return Err(lance_error(format!("the filter {} did not answer booleans", flt.predicate)));
+        };
+        // NULL as false, then without the deleted rows
+        let kept = match kept.null_count() {
+            0 => kept.clone(),
+            _ => arrow::compute::prep_null_mask_filter(kept),
+        };
+        let kept = match &live {
+            Some(live) => arrow::compute::and(&kept, live)?,
+            None => kept,
+        };
+        let values = kept.values();
+        let (Some(first), Some(last)) = (values.set_indices().next(), (0..n).rev().find(|r| values.value(*r))) else {
+            return Ok(None);
+        };
+        // the other columns only from the first kept row to the last
+        let (len, sub) = (last + 1 - first, rows.start + first as u64..rows.start + last as u64 + 1);
+        let mut columns = Vec::with_capacity(flt.keep);
+        for (j, c) in f.columns.iter().enumerate().take(flt.keep) {
+            columns.push(match flt.inputs.iter().position(|at| *at == j) {
+                Some(k) => inputs[k].slice(first, len),
+                None => self.column(f, c, sub.clone()).await?,
+            });
         }
+        let batch = RecordBatch::try_new(flt.schema.clone(), columns)?;
+        keep_rows(batch, Some(&kept.slice(first, len)))
     }
+
+    /// Rows `rows` of column `c` of fragment `f`, deleted rows included.
+    async fn column(&self, f: &FragmentRead, c: &Column, rows: Range<u64>) -> LResult<ArrayRef> {
+        // the parts of pages the rows touch, and the bytes each needs
+        let mut parts = Vec::new();
+        for (first, p) in &c.pages {
+            let end = first + p.rows();
+            if p.rows() == 0 || end <= rows.start || *first >= rows.end {
+                continue;
+            }
+            let local = rows.start.max(*first) - first..rows.end.min(end) - first;
+            let (chunks, bytes) = p.chunks_for(&local);
+            parts.push((*first, p.clone(), chunks, bytes));
+        }
+        let ranges = parts.iter().map(|(_, p, _, b)| p.file_range(b)).collect();
+        let data = f.files[c.file].submit_request(ranges, rows.start).await?;
+        let mut out = Decoded::default();
+        let mut decoded_from = None;
+        for ((first, p, chunks, _), bytes) in parts.iter().zip(&data) {
+            if chunks.is_empty() {
+                return Err(lance_error(format!("column {}: no chunk of a page holds rows {rows:?}", c.field.name())));
+            }
+            decoded_from.get_or_insert(first + p.chunk_first(chunks.start));
+            p.decode(chunks.clone(), bytes, &mut out).map_err(lance_error)?;
+        }
+        let Some(skip) = rows.start.checked_sub(decoded_from.unwrap_or(rows.start)) else {
+            return Err(lance_error(format!("column {}: decoding started after row {}", c.field.name(), rows.start)));
+        };
+        let skip = skip as usize;
+        let (want, array) = ((rows.end - rows.start) as usize, to_array(&c.field, out)?);
+        if skip + want > array.len() {
+            return Err(lance_error(format!(
+                "column {}: {} rows decoded from row {skip} where {want} were wanted",
+                c.field.name(),
+                array.len()
+            )));
+        }
+        Ok(array.slice(skip, want))
+    }
+}
+
+/// The rows of `batch` that `keep` (no NULLs) keeps, all when `None`; `None` when none is left.
+fn keep_rows(batch: RecordBatch, keep: Option<&BooleanArray>) -> LResult<Option<RecordBatch>> {
+    let Some(keep) = keep else { return Ok(Some(batch)) };
+    Ok(match keep.true_count() {
+        0 => None,
+        n if n == batch.num_rows() => Some(batch),
+        _ => Some(arrow::compute::filter_record_batch(&batch, keep)?),
+    })
 }
 
 fn datafusion_error(e: lance::Error) -> lance::deps::datafusion::error::DataFusionError {
