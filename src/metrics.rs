@@ -51,7 +51,7 @@ static OWN_DECODER: AtomicU64 = AtomicU64::new(0);
 static LANCE_DECODER: AtomicU64 = AtomicU64::new(0);
 static SCAN_OWN_DECODER: AtomicU64 = AtomicU64::new(0);
 
-/// A plain local scan (`scan::own_scan`) read by the library's own decoder, or not.
+/// A local scan, filtered or not (`scan::own_scan`), read by the library's own decoder, or not.
 pub fn scan_read(own_decoder: bool) {
     if own_decoder {
         SCAN_OWN_DECODER.fetch_add(1, Ordering::Relaxed);
