@@ -50,6 +50,13 @@ static REQUEST_BYTES: AtomicU64 = AtomicU64::new(0);
 static OWN_DECODER: AtomicU64 = AtomicU64::new(0);
 static LANCE_DECODER: AtomicU64 = AtomicU64::new(0);
 static SCAN_OWN_DECODER: AtomicU64 = AtomicU64::new(0);
+static GROUPED_HERE: AtomicU64 = AtomicU64::new(0);
+
+/// An aggregate's partial states computed by the library's own grouping (`aggregate::fused`)
+/// rather than DataFusion's aggregate.
+pub fn aggregate_grouped_here() {
+    GROUPED_HERE.fetch_add(1, Ordering::Relaxed);
+}
 
 /// A local scan, filtered or not (`scan::own_scan`), read by the library's own decoder, or not.
 pub fn scan_read(own_decoder: bool) {
@@ -93,6 +100,7 @@ pub fn snapshot() -> Vec<(&'static str, u64)> {
     out.push(("aggregate.reads_own_decoder", OWN_DECODER.load(Ordering::Relaxed)));
     out.push(("aggregate.reads_lance_decoder", LANCE_DECODER.load(Ordering::Relaxed)));
     out.push(("scan.reads_own_decoder", SCAN_OWN_DECODER.load(Ordering::Relaxed)));
+    out.push(("aggregate.grouped_by_library", GROUPED_HERE.load(Ordering::Relaxed)));
     let cache = crate::session::stats().unwrap_or_default();
     out.push(("index_cache.hits", cache.index_hits));
     out.push(("index_cache.misses", cache.index_misses));

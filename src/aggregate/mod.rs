@@ -21,6 +21,7 @@
 
 mod exact_sum;
 mod expr;
+mod fused;
 pub mod hll;
 mod own;
 mod shared;
@@ -200,8 +201,10 @@ fn partial_with(
         .chain(resolved.iter().flat_map(|r| r.argument.iter().flat_map(|a| r.states.iter().map(move |_| a.clone()))))
         .collect();
     let repeated = shared::repeated(&uses);
-    // the library's own decoder reads the columns when it can read every page (crate::decode)
+    // the library's own decoder reads the columns when it can read every page (crate::decode),
+    // and the library groups and sums them itself when it computes every state (`fused`)
     let own_read = own::OwnRead::new(snapshot, &ds, spec, fragments, slice, &group, &aggregates)?;
+    let fused = own_read.as_ref().and_then(|r| fused::Fused::new(groups, resolved, &r.schema(), schema));
     let own_aggregate = (group.clone(), aggregates.clone(), repeated.clone());
     let own_plan = if repeated.is_empty() {
         scanner
@@ -222,15 +225,37 @@ fn partial_with(
     stats.attach(&mut scanner);
     let callback = stats.callback();
     let batches = session::run_on_worker(async move {
-        let own = match own_read {
-            Some(input) => input.plan().await?,
+        let mut own = match &own_read {
+            Some(input) => input.read().await?,
             None => None,
         };
+        match (fused, own.take(), &own_read) {
+            (Some(mut fused), Some(read), Some(input)) => {
+                let mut units = std::pin::pin!(read.units(2));
+                let mut complete = true;
+                while let Some(unit) = futures::StreamExt::next(&mut units).await {
+                    let (batch, kept) = unit?;
+                    if fused.add(&batch, kept.as_ref()).is_err() {
+                        complete = false;
+                        break;
+                    }
+                }
+                if complete {
+                    crate::metrics::aggregate_read(true);
+                    crate::metrics::aggregate_grouped_here();
+                    return fused.finish().map(|b| vec![b]).map_err(|e| lance::Error::internal(format!("aggregate states: {e}")));
+                }
+                // a kept row's value left 128 bits: DataFusion's aggregate computes it again over
+                // the same read, and answers (an overflow error)
+                own = input.read().await?;
+            }
+            (_, read, _) => own = read,
+        }
         crate::metrics::aggregate_read(own.is_some());
         let plan = match own {
-            Some(input) => {
+            Some(read) => {
                 let (group, aggregates, repeated) = own_aggregate;
-                shared::plan(input, group, aggregates, &repeated)?
+                shared::plan(own::exec(read)?, group, aggregates, &repeated)?
             }
             None => {
                 let plan = scanner.create_plan().await?;

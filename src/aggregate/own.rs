@@ -61,28 +61,35 @@ impl OwnRead {
         Ok(Some(OwnRead { ds: ds.clone(), fragments, rows, columns, filter }))
     }
 
-    /// The filtered rows as an execution plan, or `None` when the
-    /// decoder does not read them all, the filter uses an indexed column (Lance answers it from
-    /// the index), or planning fails (a missing file, say: Lance's read then reports it).
-    pub async fn plan(self) -> lance::Result<Option<Arc<dyn ExecutionPlan>>> {
+    /// The schema of the decoder's units: the columns read, in this order.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        let fields: Vec<arrow_schema::Field> =
+            self.columns.iter().filter_map(|c| self.ds.schema().field(c)).map(arrow_schema::Field::from).collect();
+        Arc::new(arrow_schema::Schema::new(fields))
+    }
+
+    /// The filtered rows as the decoder's plan, or `None` when the decoder does not read them
+    /// all, the filter uses an indexed column (Lance answers it from the index), or planning
+    /// fails (a missing file, say: Lance's read then reports it).
+    pub async fn read(&self) -> lance::Result<Option<crate::decode::Plan>> {
         let filtered: Vec<String> = self.filter.iter().flat_map(|f| f.column_refs()).map(|c| c.name.clone()).collect();
         if crate::decode::indexed(&self.ds, &filtered).await.unwrap_or(true) {
             return Ok(None);
         }
-        let Ok(Some(read)) = crate::decode::plan(&self.ds, &self.fragments, self.rows, &self.columns).await else {
+        let Ok(Some(read)) = crate::decode::plan(&self.ds, &self.fragments, self.rows.clone(), &self.columns).await else {
             return Ok(None);
         };
         let keep = self.columns.len();
-        let read = match &self.filter {
-            Some(f) => match read.with_filter(f, keep) {
-                Ok(read) => read,
-                Err(_) => return Ok(None),
-            },
-            None => read,
-        };
-        // one partition decoding two batches at a time (each filtered in its decode task): a
-        // one-call aggregate already runs one split per core (and a host's workers one split
-        // each), so more would only contend
-        Ok(Some(read.into_exec(1, 2)?))
+        Ok(match &self.filter {
+            Some(f) => read.with_filter(f, keep).ok(),
+            None => Some(read),
+        })
     }
+}
+
+/// `read` as an execution plan: one partition decoding two batches at a time (each filtered in
+/// its decode task) — a one-call aggregate already runs one split per core (and a host's
+/// workers one split each), so more would only contend.
+pub fn exec(read: crate::decode::Plan) -> lance::Result<Arc<dyn ExecutionPlan>> {
+    read.into_exec(1, 2)
 }

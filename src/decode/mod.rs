@@ -353,6 +353,17 @@ impl Plan {
     /// Rows `rows` of fragment `i` without its deleted rows and those the filter drops (`None`
     /// when no row is left).
     async fn read(&self, i: usize, rows: Range<u64>) -> LResult<Option<RecordBatch>> {
+        match self.read_unit(i, rows).await? {
+            Some((batch, kept)) => keep_rows(batch, kept.as_ref()),
+            None => Ok(None),
+        }
+    }
+
+    /// Rows `rows` of fragment `i` (the filter's columns whole, the others from the first kept
+    /// row to the last) and which of them are kept — live and, with a filter, matching it, NULL
+    /// as false; `None` for every row kept — without copying the kept rows out; `None` when no
+    /// row is kept.
+    async fn read_unit(&self, i: usize, rows: Range<u64>) -> LResult<Option<(RecordBatch, Option<BooleanArray>)>> {
         let f = &self.fragments[i];
         let live: Option<BooleanArray> = match &f.deleted {
             Some(dv) if !dv.is_empty() => Some((rows.start..rows.end).map(|r| Some(!dv.contains(r as u32))).collect()),
@@ -363,8 +374,10 @@ impl Plan {
             for c in &f.columns {
                 columns.push(self.column(f, c, rows.clone()).await?);
             }
-            let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
-            return keep_rows(batch, live.as_ref());
+            if live.as_ref().is_some_and(|l| l.true_count() == 0) {
+                return Ok(None);
+            }
+            return Ok(Some((RecordBatch::try_new(self.schema.clone(), columns)?, live)));
         };
         let mut inputs = Vec::with_capacity(flt.inputs.len());
         for at in &flt.inputs {
@@ -400,7 +413,39 @@ impl Plan {
             });
         }
         let batch = RecordBatch::try_new(flt.schema.clone(), columns)?;
-        keep_rows(batch, Some(&kept.slice(first, len)))
+        let kept = kept.slice(first, len);
+        Ok(Some((batch, (kept.true_count() < len).then_some(kept))))
+    }
+
+    /// The plan's decoded units in order (`read_unit`: each with the rows it keeps, not copied
+    /// out), `ahead` decoded at a time on the runtime's threads; units without a kept row are
+    /// left out. For a consumer that applies the kept rows itself (`crate::aggregate`'s own
+    /// grouping).
+    pub fn units(self, ahead: usize) -> impl futures::Stream<Item = LResult<(RecordBatch, Option<BooleanArray>)>> + Send {
+        let plan = Arc::new(self);
+        let step = plan.batch_rows;
+        let tasks: Vec<(usize, Range<u64>)> = plan
+            .fragments
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| (f.rows.start..f.rows.end).step_by(step as usize).map(move |r| (i, r..(r + step).min(f.rows.end))))
+            .collect();
+        futures::stream::iter(tasks)
+            .map(move |(i, rows)| {
+                let plan = plan.clone();
+                tokio::spawn(async move { plan.read_unit(i, rows).await })
+            })
+            .buffered(ahead.max(1))
+            .map(|r| match r {
+                Ok(r) => r,
+                Err(join) => Err(lance_error(format!("a decode task failed: {join}"))),
+            })
+            .try_filter_map(|u| async move { Ok(u) })
+    }
+
+    /// The schema of the units `units` hands on.
+    pub fn unit_schema(&self) -> SchemaRef {
+        self.out_schema()
     }
 
     /// Rows `rows` of column `c` of fragment `f`, deleted rows included.

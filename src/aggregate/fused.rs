@@ -1,0 +1,712 @@
+//! The library's own grouping and summing of an aggregate's rows (issue 62: with the own
+//! decoder reading, about two thirds of TPC-H Q1's CPU went to DataFusion's hash aggregate — the
+//! kept rows copied out of each unit first, the decimal expressions evaluated node by node with
+//! a checked 128-bit operation per value, the two string keys hashed row by row).
+//!
+//! When the decoder reads an aggregate's rows (`own::OwnRead`) and the spec has only what this
+//! module computes — up to four group keys that are columns of integer, date, time, timestamp,
+//! duration, decimal, string or binary type; COUNT(*), COUNT, and SUM and AVG of integers and
+//! decimals; arguments that are columns or `+`, `-`, `*` over decimal columns and literals (with
+//! the casts to wider decimals DataFusion's coercion puts in) — the partial states are computed
+//! here, over each decoded unit and the rows it keeps, without copying the kept rows:
+//! - each key column's values are numbered as first seen (a value of up to 16 bytes as a 128-bit
+//!   code in an open-addressed table, longer ones in a hash map, NULL as a value of its own), and
+//!   the tuple of numbers names the group, numbered as first seen too;
+//! - each argument is evaluated 1,024 rows at a time as a short program over 128-bit registers
+//!   with arrow's decimal rules (for `+` and `-` the operand of the smaller scale multiplied up to
+//!   the larger; for `*` the scales add), every operation checked; a product of two values that
+//!   fit 64 bits is one machine multiply. A kept row whose value leaves 128 bits makes the whole
+//!   aggregate go back to DataFusion's (`Fallback`), which then answers as it always did;
+//! - sums add up in `exact_sum::Sum` (exact in 76 digits), counts in 64 bits.
+//!
+//! The states have the types and values of DataFusion's (the tests compare both;
+//! `LANCE_HOST_AGGREGATE=datafusion` in the environment turns this path off).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, UInt32Array};
+use arrow::datatypes::{
+    Decimal128Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_schema::{DataType, Schema, SchemaRef};
+use lance::deps::datafusion::common::{DFSchema, ScalarValue};
+use lance::deps::datafusion::logical_expr::execution_props::ExecutionProps;
+use lance::deps::datafusion::logical_expr::{Expr, Operator};
+use lance::deps::datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+use lance::deps::datafusion::physical_plan::expressions::{BinaryExpr, CastExpr, Column, Literal, TryCastExpr};
+
+use super::exact_sum::{totals, Sum};
+use super::spec::{GroupKey, Kind, Resolved, State};
+
+/// Rows evaluated together.
+const CHUNK: usize = 1024;
+/// Group keys this path takes at most (their numbers packed into 128 bits).
+const MAX_KEYS: usize = 4;
+
+/// Whether the environment asks for DataFusion's aggregate everywhere.
+pub fn disabled() -> bool {
+    std::env::var("LANCE_HOST_AGGREGATE").is_ok_and(|v| v == "datafusion")
+}
+
+/// A kept row's value left 128 bits: DataFusion's aggregate answers instead.
+#[derive(Debug)]
+pub struct Fallback;
+
+/// Numbers for values, as first seen: 128-bit codes in an open-addressed table, longer byte
+/// strings in a map, NULL as one more value.
+#[derive(Debug)]
+struct Numbering {
+    codes: Vec<u128>,
+    ids: Vec<u32>,
+    bits: u32,
+    long: HashMap<Box<[u8]>, u32>,
+    null: Option<u32>,
+    next: u32,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+impl Numbering {
+    fn new() -> Self {
+        let bits = 6;
+        Numbering { codes: vec![0; 1 << bits], ids: vec![EMPTY; 1 << bits], bits, long: HashMap::new(), null: None, next: 0 }
+    }
+
+    #[inline]
+    fn slot(code: u128, bits: u32) -> usize {
+        let x = (code as u64) ^ ((code >> 64) as u64).rotate_left(31);
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+    }
+
+    /// The number of `code`, and whether it is new.
+    #[inline]
+    fn code(&mut self, code: u128) -> (u32, bool) {
+        let mask = (1usize << self.bits) - 1;
+        let mut at = Self::slot(code, self.bits);
+        loop {
+            let id = self.ids[at];
+            if id == EMPTY {
+                let id = self.fresh();
+                self.codes[at] = code;
+                self.ids[at] = id;
+                if (self.next as usize) * 2 > self.ids.len() {
+                    self.grow();
+                }
+                return (id, true);
+            }
+            if self.codes[at] == code {
+                return (id, false);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    fn fresh(&mut self) -> u32 {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+
+    fn grow(&mut self) {
+        let bits = self.bits + 1;
+        let mut codes = vec![0u128; 1 << bits];
+        let mut ids = vec![EMPTY; 1 << bits];
+        let mask = (1usize << bits) - 1;
+        for (c, id) in self.codes.iter().zip(&self.ids) {
+            if *id == EMPTY {
+                continue;
+            }
+            let mut at = Self::slot(*c, bits);
+            while ids[at] != EMPTY {
+                at = (at + 1) & mask;
+            }
+            codes[at] = *c;
+            ids[at] = *id;
+        }
+        (self.codes, self.ids, self.bits) = (codes, ids, bits);
+    }
+
+    fn bytes(&mut self, v: &[u8]) -> (u32, bool) {
+        if v.len() < 16 {
+            let mut b = [0u8; 16];
+            b[..v.len()].copy_from_slice(v);
+            b[15] = v.len() as u8;
+            return self.code(u128::from_le_bytes(b));
+        }
+        if let Some(id) = self.long.get(v) {
+            return (*id, false);
+        }
+        let id = self.fresh();
+        self.long.insert(v.into(), id);
+        (id, true)
+    }
+
+    fn null(&mut self) -> (u32, bool) {
+        match self.null {
+            Some(id) => (id, false),
+            None => {
+                let id = self.fresh();
+                self.null = Some(id);
+                (id, true)
+            }
+        }
+    }
+}
+
+/// A group key column: where it is in the units, its values' numbers, and its distinct values
+/// in the order of their numbers (parts taken from the units).
+#[derive(Debug)]
+struct KeyColumn {
+    at: usize,
+    numbers: Numbering,
+    values: Vec<ArrayRef>,
+}
+
+/// One instruction of an argument's program; instruction `k` writes register `k`.
+#[derive(Debug, Clone, Copy)]
+enum Ins {
+    /// the unit's column, as unscaled integers
+    Load(usize),
+    Const(i128),
+    /// register × a power of ten
+    Scale(usize, i128),
+    Add(usize, usize),
+    Sub(usize, usize),
+    Mul(usize, usize),
+}
+
+/// An aggregate's argument: the columns whose NULLs make it NULL and, for sums, its program.
+#[derive(Debug)]
+struct Arg {
+    columns: Vec<usize>,
+    program: Option<Vec<Ins>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    CountRows,
+    Count(usize),
+    Sum(usize, i8),
+}
+
+/// One split's (or table's) aggregate computed here.
+#[derive(Debug)]
+pub struct Fused {
+    keys: Vec<KeyColumn>,
+    /// groups of several keys: the tuple of key numbers → the group's number
+    tuples: Numbering,
+    /// per group, the number of each key's value
+    group_keys: Vec<[u32; MAX_KEYS]>,
+    args: Vec<Arg>,
+    ops: Vec<Op>,
+    counts: Vec<Vec<u64>>,
+    sums: Vec<Vec<Sum>>,
+    out: SchemaRef,
+}
+
+/// Decimal digits of an integer type (the integer digits a cast needs to hold it).
+fn integer_digits(t: &DataType) -> Option<u8> {
+    use DataType::*;
+    Some(match t {
+        Int8 | UInt8 => 3,
+        Int16 | UInt16 => 5,
+        Int32 | UInt32 => 10,
+        Int64 => 19,
+        UInt64 => 20,
+        _ => return None,
+    })
+}
+
+fn key_type(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        t,
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Date32 | Date64 | Time32(_) | Time64(_)
+            | Timestamp(_, _) | Duration(_) | Decimal128(_, _) | Utf8 | LargeUtf8 | Binary | LargeBinary
+    )
+}
+
+/// `e` compiled into `program`: its register, scale and precision (arrow's rules), or `None`
+/// for anything but columns, literals, widening casts to decimals and `+ - *` of decimals.
+fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, columns: &mut Vec<usize>) -> Option<(usize, i8, u8)> {
+    let any = e.as_ref();
+    let push = |program: &mut Vec<Ins>, i: Ins| {
+        program.push(i);
+        program.len() - 1
+    };
+    if let Some(c) = any.downcast_ref::<Column>() {
+        let field = schema.fields().get(c.index()).filter(|f| f.name() == c.name())?;
+        let (s, p) = match field.data_type() {
+            DataType::Decimal128(p, s) => (*s, *p),
+            t => (0, integer_digits(t)?),
+        };
+        if !columns.contains(&c.index()) {
+            columns.push(c.index());
+        }
+        return Some((push(program, Ins::Load(c.index())), s, p));
+    }
+    if let Some(l) = any.downcast_ref::<Literal>() {
+        let (v, s, p) = match l.value().clone() {
+            ScalarValue::Decimal128(Some(v), p, s) => (v, s, p),
+            ScalarValue::Int8(Some(v)) => (v as i128, 0, 3),
+            ScalarValue::Int16(Some(v)) => (v as i128, 0, 5),
+            ScalarValue::Int32(Some(v)) => (v as i128, 0, 10),
+            ScalarValue::Int64(Some(v)) => (v as i128, 0, 19),
+            ScalarValue::UInt8(Some(v)) => (v as i128, 0, 3),
+            ScalarValue::UInt16(Some(v)) => (v as i128, 0, 5),
+            ScalarValue::UInt32(Some(v)) => (v as i128, 0, 10),
+            ScalarValue::UInt64(Some(v)) => (v as i128, 0, 20),
+            _ => return None,
+        };
+        return Some((push(program, Ins::Const(v)), s, p));
+    }
+    let cast = match (any.downcast_ref::<CastExpr>(), any.downcast_ref::<TryCastExpr>()) {
+        (Some(c), _) => Some((c.expr(), c.cast_type())),
+        (_, Some(c)) => Some((c.expr(), c.cast_type())),
+        _ => None,
+    };
+    if let Some((child, to)) = cast {
+        let DataType::Decimal128(p, s) = to else { return None };
+        let (r, cs, cp) = compile(child, schema, program, columns)?;
+        // only casts that keep every value: no scale dropped, no integer digit lost
+        if *s < cs || (*p as i16 - *s as i16) < (cp as i16 - cs as i16) {
+            return None;
+        }
+        let r = if *s == cs { r } else { push(program, Ins::Scale(r, 10i128.checked_pow((*s - cs) as u32)?)) };
+        return Some((r, *s, *p));
+    }
+    let b = any.downcast_ref::<BinaryExpr>()?;
+    let decimal = |x: &Arc<dyn PhysicalExpr>| matches!(x.data_type(schema), Ok(DataType::Decimal128(_, _)));
+    if !decimal(b.left()) || !decimal(b.right()) {
+        return None;
+    }
+    let (l, s1, p1) = compile(b.left(), schema, program, columns)?;
+    let (r, s2, p2) = compile(b.right(), schema, program, columns)?;
+    let (reg, s, p) = match b.op() {
+        Operator::Plus | Operator::Minus => {
+            let s = s1.max(s2);
+            let p = ((s.saturating_add((p1 as i8 - s1).max(p2 as i8 - s2))) as u8).saturating_add(1).min(38);
+            let l = if s == s1 { l } else { push(program, Ins::Scale(l, 10i128.checked_pow((s - s1) as u32)?)) };
+            let r = if s == s2 { r } else { push(program, Ins::Scale(r, 10i128.checked_pow((s - s2) as u32)?)) };
+            let op = if *b.op() == Operator::Plus { Ins::Add(l, r) } else { Ins::Sub(l, r) };
+            (push(program, op), s, p)
+        }
+        Operator::Multiply => {
+            let s = s1.checked_add(s2).filter(|s| *s <= 38)?;
+            (push(program, Ins::Mul(l, r)), s, p1.saturating_add(p2 + 1).min(38))
+        }
+        _ => return None,
+    };
+    // the type DataFusion gives the node has the scale computed here
+    match b.data_type(schema) {
+        Ok(DataType::Decimal128(_, ds)) if ds == s => Some((reg, s, p)),
+        _ => None,
+    }
+}
+
+/// Rows `at..at + out.len()` of a decimal or integer column as unscaled 128-bit integers.
+fn load(array: &ArrayRef, at: usize, out: &mut [i128]) {
+    macro_rules! copy {
+        ($t:ty) => {{
+            let v = &array.as_primitive::<$t>().values()[at..at + out.len()];
+            out.iter_mut().zip(v).for_each(|(o, x)| *o = *x as i128);
+        }};
+    }
+    match array.data_type() {
+        DataType::Decimal128(_, _) => out.copy_from_slice(&array.as_primitive::<Decimal128Type>().values()[at..at + out.len()]),
+        DataType::Int64 => copy!(Int64Type),
+        DataType::Int32 => copy!(Int32Type),
+        DataType::Int16 => copy!(Int16Type),
+        DataType::Int8 => copy!(Int8Type),
+        DataType::UInt64 => copy!(UInt64Type),
+        DataType::UInt32 => copy!(UInt32Type),
+        DataType::UInt16 => copy!(UInt16Type),
+        DataType::UInt8 => copy!(UInt8Type),
+        // `compile` loads no other type
+        _ => out.fill(0),
+    }
+}
+
+#[inline]
+fn mul(x: i128, y: i128) -> (i128, bool) {
+    if x as i64 as i128 == x && y as i64 as i128 == y {
+        ((x as i64 as i128) * (y as i64 as i128), false)
+    } else {
+        x.overflowing_mul(y)
+    }
+}
+
+/// Registers of `program` over `n` rows from row `at`; whether an operation overflowed (in any
+/// row: the caller checks the rows it keeps).
+fn run(program: &[Ins], columns: &[ArrayRef], at: usize, n: usize, regs: &mut [Vec<i128>]) -> bool {
+    let mut over = false;
+    for (k, ins) in program.iter().enumerate() {
+        let (before, rest) = regs.split_at_mut(k);
+        let out = &mut rest[0][..n];
+        match *ins {
+            Ins::Load(c) => load(&columns[c], at, out),
+            Ins::Const(v) => out.fill(v),
+            Ins::Scale(a, by) => {
+                for (o, x) in out.iter_mut().zip(&before[a][..n]) {
+                    let (v, f) = x.overflowing_mul(by);
+                    *o = v;
+                    over |= f;
+                }
+            }
+            Ins::Add(a, b) | Ins::Sub(a, b) | Ins::Mul(a, b) => {
+                let (x, y) = (&before[a][..n], &before[b][..n]);
+                for j in 0..n {
+                    let (v, f) = match ins {
+                        Ins::Add(..) => x[j].overflowing_add(y[j]),
+                        Ins::Sub(..) => x[j].overflowing_sub(y[j]),
+                        _ => mul(x[j], y[j]),
+                    };
+                    out[j] = v;
+                    over |= f;
+                }
+            }
+        }
+    }
+    over
+}
+
+/// `program`'s value at one row, every operation checked (`None`: it leaves 128 bits).
+fn run_row(program: &[Ins], columns: &[ArrayRef], row: usize) -> Option<i128> {
+    let mut regs: Vec<i128> = Vec::with_capacity(program.len());
+    for ins in program {
+        let v = match *ins {
+            Ins::Load(c) => {
+                let mut one = [0i128];
+                load(&columns[c], row, &mut one);
+                one[0]
+            }
+            Ins::Const(v) => v,
+            Ins::Scale(a, by) => regs[a].checked_mul(by)?,
+            Ins::Add(a, b) => regs[a].checked_add(regs[b])?,
+            Ins::Sub(a, b) => regs[a].checked_sub(regs[b])?,
+            Ins::Mul(a, b) => regs[a].checked_mul(regs[b])?,
+        };
+        regs.push(v);
+    }
+    regs.last().copied()
+}
+
+impl Fused {
+    /// The aggregate of `groups` and `resolved` over units of `schema` (the decoder's columns), or
+    /// `None` when the spec has something this path does not compute (DataFusion's then does).
+    pub fn new(groups: &[GroupKey], resolved: &[Resolved], schema: &SchemaRef, out: &SchemaRef) -> Option<Fused> {
+        if disabled() || groups.len() > MAX_KEYS {
+            return None;
+        }
+        let position = |name: &str| schema.fields().iter().position(|f| f.name() == name);
+        let mut keys = Vec::new();
+        for g in groups {
+            if g.expression.is_some() {
+                return None;
+            }
+            let at = position(g.field.name())?;
+            if !key_type(schema.field(at).data_type()) || schema.field(at).data_type() != g.field.data_type() {
+                return None;
+            }
+            keys.push(KeyColumn { at, numbers: Numbering::new(), values: Vec::new() });
+        }
+        let df_schema = DFSchema::try_from(schema.as_ref().clone()).ok()?;
+        let props = ExecutionProps::default();
+        let mut args: Vec<(Option<Expr>, Option<String>, bool, Arg)> = Vec::new();
+        let mut ops = Vec::new();
+        for r in resolved {
+            for s in &r.states {
+                let sums = matches!(s, State::Sum);
+                let scale = match (s, &r.kind) {
+                    (State::Count, Kind::None) => {
+                        ops.push(Op::CountRows);
+                        continue;
+                    }
+                    (State::Count, _) => 0,
+                    (State::Sum, Kind::Signed | Kind::Unsigned) => 0,
+                    (State::Sum, Kind::Decimal128 { scale, .. }) => *scale,
+                    _ => return None,
+                };
+                let found = args.iter().position(|(e, c, p, _)| *e == r.argument && *c == r.aggregate.column && (*p || !sums));
+                let at = match found {
+                    Some(at) => at,
+                    None => {
+                        let arg = match (&r.argument, &r.aggregate.column) {
+                            (Some(e), _) => {
+                                let physical = create_physical_expr(e, &df_schema, &props).ok()?;
+                                let mut program = Vec::new();
+                                let mut columns = Vec::new();
+                                let (_, s, _) = compile(&physical, schema, &mut program, &mut columns)?;
+                                if sums && s != scale {
+                                    return None;
+                                }
+                                Arg { columns, program: Some(program) }
+                            }
+                            (None, Some(c)) => {
+                                let at = position(c)?;
+                                let program = match schema.field(at).data_type() {
+                                    DataType::Decimal128(_, s) if *s == scale => Some(vec![Ins::Load(at)]),
+                                    t if integer_digits(t).is_some() && scale == 0 => Some(vec![Ins::Load(at)]),
+                                    _ if sums => return None,
+                                    _ => None,
+                                };
+                                Arg { columns: vec![at], program }
+                            }
+                            (None, None) => return None,
+                        };
+                        let programmed = arg.program.is_some();
+                        args.push((r.argument.clone(), r.aggregate.column.clone(), programmed, arg));
+                        args.len() - 1
+                    }
+                };
+                ops.push(if sums { Op::Sum(at, scale) } else { Op::Count(at) });
+            }
+        }
+        let counts = ops.iter().map(|_| Vec::new()).collect();
+        let sums = ops.iter().map(|_| Vec::new()).collect();
+        Some(Fused {
+            keys,
+            tuples: Numbering::new(),
+            group_keys: Vec::new(),
+            args: args.into_iter().map(|(_, _, _, a)| a).collect(),
+            ops,
+            counts,
+            sums,
+            out: out.clone(),
+        })
+    }
+
+    fn groups(&self) -> usize {
+        match self.keys.len() {
+            0 => 1,
+            1 => self.keys[0].numbers.next as usize,
+            _ => self.group_keys.len(),
+        }
+    }
+
+    /// The group of each kept row of `batch` (rows not kept: 0, never read).
+    fn group_rows(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Vec<u32> {
+        let n = batch.num_rows();
+        let is_kept = |i: usize| kept.is_none_or(|k| k.value(i));
+        let mut per_key: Vec<Vec<u32>> = Vec::with_capacity(self.keys.len());
+        for key in &mut self.keys {
+            let column = batch.column(key.at);
+            let mut ids = vec![0u32; n];
+            let mut new_rows: Vec<u32> = Vec::new();
+            let nulls = column.logical_nulls();
+            let valid = |i: usize| nulls.as_ref().is_none_or(|b| b.is_valid(i));
+            let numbers = &mut key.numbers;
+            let mut assign = |i: usize, (id, new): (u32, bool)| {
+                ids[i] = id;
+                if new {
+                    new_rows.push(i as u32);
+                }
+            };
+            // (offsets, bytes) of a string or binary column
+            let var: Option<(Vec<usize>, &[u8])> = match column.data_type() {
+                DataType::Utf8 => Some(column.as_string::<i32>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::LargeUtf8 => Some(column.as_string::<i64>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::Binary => Some(column.as_binary::<i32>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::LargeBinary => Some(column.as_binary::<i64>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                _ => None,
+            };
+            match (column.data_type(), var) {
+                (_, Some((offsets, values))) => {
+                    for i in (0..n).filter(|i| is_kept(*i)) {
+                        let v = if valid(i) { numbers.bytes(&values[offsets[i]..offsets[i + 1]]) } else { numbers.null() };
+                        assign(i, v);
+                    }
+                }
+                (t, None) => {
+                    let width = t.primitive_width().unwrap_or(0);
+                    let data = column.to_data();
+                    let raw = &data.buffers()[0].as_slice()[data.offset() * width..];
+                    for i in (0..n).filter(|i| is_kept(*i)) {
+                        let v = if valid(i) {
+                            let mut b = [0u8; 16];
+                            b[..width].copy_from_slice(&raw[i * width..(i + 1) * width]);
+                            numbers.code(u128::from_le_bytes(b))
+                        } else {
+                            numbers.null()
+                        };
+                        assign(i, v);
+                    }
+                }
+            }
+            if !new_rows.is_empty() {
+                // a utf-8 or binary array of a unit takes its values with `take` (checked)
+                if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(new_rows), None) {
+                    key.values.push(part);
+                }
+            }
+            per_key.push(ids);
+        }
+        match per_key.len() {
+            0 => vec![0; n],
+            1 => per_key.pop().unwrap_or_default(),
+            k => {
+                let mut out = vec![0u32; n];
+                for i in (0..n).filter(|i| is_kept(*i)) {
+                    let mut code = 0u128;
+                    let mut tuple = [0u32; MAX_KEYS];
+                    for (j, ids) in per_key.iter().enumerate() {
+                        code |= (ids[i] as u128) << (32 * j);
+                        tuple[j] = ids[i];
+                    }
+                    let (g, new) = self.tuples.code(code);
+                    if new {
+                        self.group_keys.push(tuple);
+                    }
+                    out[i] = g;
+                    debug_assert!(k <= MAX_KEYS);
+                }
+                out
+            }
+        }
+    }
+
+    /// Adds the kept rows of a decoded unit (`None`: every row).
+    pub fn add(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Result<(), Fallback> {
+        let n = batch.num_rows();
+        let groups_of = self.group_rows(batch, kept);
+        let groups = self.groups();
+        for (k, op) in self.ops.iter().enumerate() {
+            match op {
+                Op::Sum(..) => self.sums[k].resize(groups, Sum::default()),
+                _ => self.counts[k].resize(groups, 0),
+            }
+        }
+        let is_kept = |i: usize| kept.is_none_or(|k| k.value(i));
+        for (k, op) in self.ops.iter().enumerate() {
+            if let Op::CountRows = op {
+                let counts = &mut self.counts[k];
+                (0..n).filter(|i| is_kept(*i)).for_each(|i| counts[groups_of[i] as usize] += 1);
+            }
+        }
+        let columns = batch.columns();
+        let mut regs: Vec<Vec<i128>> = Vec::new();
+        for (a, arg) in self.args.iter().enumerate() {
+            // rows whose argument is NULL (a NULL in any column it reads)
+            let nulls: Vec<arrow::buffer::NullBuffer> = arg.columns.iter().filter_map(|c| columns[*c].logical_nulls()).collect();
+            let valid = |i: usize| nulls.iter().all(|b| b.is_valid(i));
+            let uses: Vec<usize> = (0..self.ops.len()).filter(|k| matches!(self.ops[*k], Op::Count(x) | Op::Sum(x, _) if x == a)).collect();
+            for k in uses.iter().copied().filter(|k| matches!(self.ops[*k], Op::Count(_))) {
+                let counts = &mut self.counts[k];
+                (0..n).filter(|i| is_kept(*i) && valid(*i)).for_each(|i| counts[groups_of[i] as usize] += 1);
+            }
+            let sums: Vec<usize> = uses.into_iter().filter(|k| matches!(self.ops[*k], Op::Sum(..))).collect();
+            let Some(program) = arg.program.as_ref().filter(|_| !sums.is_empty()) else { continue };
+            if regs.len() < program.len() {
+                regs.resize_with(program.len(), || vec![0i128; CHUNK]);
+            }
+            for at in (0..n).step_by(CHUNK) {
+                let m = CHUNK.min(n - at);
+                if run(program, columns, at, m, &mut regs) {
+                    // some row overflowed: a kept row with a value must not have
+                    for i in (at..at + m).filter(|i| is_kept(*i) && valid(*i)) {
+                        if run_row(program, columns, i).is_none() {
+                            return Err(Fallback);
+                        }
+                    }
+                }
+                let values = &regs[program.len() - 1][..m];
+                for k in &sums {
+                    let sums = &mut self.sums[*k];
+                    if kept.is_none() && nulls.is_empty() {
+                        for (j, v) in values.iter().enumerate() {
+                            sums[groups_of[at + j] as usize].add(*v);
+                        }
+                    } else {
+                        for (j, v) in values.iter().enumerate() {
+                            let i = at + j;
+                            if is_kept(i) && valid(i) {
+                                sums[groups_of[i] as usize].add(*v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The partial states: the group keys, then each state column, of the types DataFusion's
+    /// aggregate gives them (sums 76 digits wide; the caller narrows them as it does DataFusion's).
+    pub fn finish(mut self) -> Result<RecordBatch, String> {
+        let groups = self.groups();
+        for (k, op) in self.ops.iter().enumerate() {
+            match op {
+                Op::Sum(..) => self.sums[k].resize(groups, Sum::default()),
+                _ => self.counts[k].resize(groups, 0),
+            }
+        }
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        for (j, key) in self.keys.iter().enumerate() {
+            let parts: Vec<&dyn Array> = key.values.iter().map(|a| a.as_ref()).collect();
+            let values = if parts.is_empty() {
+                arrow::array::new_empty_array(self.out.field(j).data_type())
+            } else {
+                arrow::compute::concat(&parts).map_err(|e| e.to_string())?
+            };
+            let ids: UInt32Array = match self.keys.len() {
+                1 => (0..groups as u32).collect(),
+                _ => self.group_keys.iter().map(|t| t[j]).collect(),
+            };
+            columns.push(arrow::compute::take(values.as_ref(), &ids, None).map_err(|e| e.to_string())?);
+        }
+        for (k, op) in self.ops.iter().enumerate() {
+            columns.push(match op {
+                Op::Sum(_, scale) => totals(&self.sums[k], *scale).map_err(|e| e.to_string())?,
+                _ => Arc::new(Int64Array::from_iter_values(self.counts[k].iter().map(|c| *c as i64))),
+            });
+        }
+        let fields: Vec<arrow_schema::Field> = columns
+            .iter()
+            .zip(self.out.fields())
+            .map(|(c, f)| f.as_ref().clone().with_data_type(c.data_type().clone()).with_nullable(true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_given_as_first_seen_and_survive_growth() {
+        let mut n = Numbering::new();
+        let mut seen = Vec::new();
+        for round in 0..2 {
+            for v in 0..10_000u128 {
+                let (id, new) = n.code(v * 7919);
+                assert_eq!(new, round == 0);
+                if round == 0 {
+                    seen.push(id);
+                } else {
+                    assert_eq!(id, seen[v as usize]);
+                }
+            }
+        }
+        assert_eq!(seen, (0..10_000).collect::<Vec<u32>>());
+        // short and long byte strings, the empty one and NULL are values of their own
+        let mut b = Numbering::new();
+        assert_eq!(b.bytes(b"").0, 0);
+        assert_eq!(b.bytes(b"\0").0, 1, "a NUL byte differs from the empty string");
+        assert_eq!(b.null().0, 2);
+        let long = [7u8; 40];
+        assert_eq!(b.bytes(&long), (3, true));
+        assert_eq!(b.bytes(&long), (3, false));
+        assert_eq!(b.bytes(&long[..15]), (4, true), "15 bytes are a code, 40 a key of the map");
+        assert_eq!(b.null(), (2, false));
+    }
+
+    #[test]
+    fn products_of_wide_values_are_checked() {
+        assert_eq!(mul(3, -4), (-12, false));
+        assert_eq!(mul(i64::MAX as i128, i64::MAX as i128), ((i64::MAX as i128) * (i64::MAX as i128), false));
+        assert!(mul(i128::MAX / 2, 3).1);
+        assert_eq!(mul(1 << 70, 2), (1 << 71, false));
+    }
+}
