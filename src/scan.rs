@@ -491,12 +491,25 @@ fn reader_options() -> FileReaderOptions {
 
 /// The scanner of a scan of the snapshot, with the scan's own I/O counters attached.
 fn prepared_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, OpStats)> {
+    let (mut scanner, stats) = configured_scan(snapshot, opts)?;
+    for_lance(snapshot, &mut scanner, opts, &stats);
+    Ok((scanner, stats))
+}
+
+/// A scanner of the snapshot with every option of `opts` checked and set, and the scan's own
+/// I/O counters (not yet attached: `for_lance`).
+fn configured_scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<(Scanner, OpStats)> {
     let stats = OpStats::default();
     let mut scanner = stats.dataset(snapshot).scan();
     configure_scanner(snapshot, &mut scanner, opts)?;
-    choose_materialization(snapshot, &mut scanner, opts, &stats);
-    stats.attach(&mut scanner);
     Ok((scanner, stats))
+}
+
+/// What a configured scanner needs before Lance's scanner reads: its materialization (a local
+/// filtered scan reads a sample for it) and the I/O counters.
+fn for_lance(snapshot: &Snapshot, scanner: &mut Scanner, opts: &ScanOptions, stats: &OpStats) {
+    choose_materialization(snapshot, scanner, opts, stats);
+    stats.attach(scanner);
 }
 
 /// The columns a scan reads only for its dynamic filter: the filter's columns the host's
@@ -604,14 +617,12 @@ fn own_scan(snapshot: &Snapshot, opts: &ScanOptions, scanner: &Scanner, stats: &
 /// Start a scan of the snapshot; the reader carries the scan's own I/O statistics.
 pub fn scan(snapshot: &Snapshot, opts: &ScanOptions) -> Result<BatchReader> {
     crate::metrics::op(crate::metrics::Op::Scan);
-    let stats = OpStats::default();
-    let mut scanner = stats.dataset(snapshot).scan();
-    configure_scanner(snapshot, &mut scanner, opts)?;
+    let (mut scanner, stats) = configured_scan(snapshot, opts)?;
+    // the library's decoder first; Lance's scanner (and its materialization sample) otherwise
     if let Some(reader) = own_scan(snapshot, opts, &scanner, &stats)? {
         return Ok(reader);
     }
-    choose_materialization(snapshot, &mut scanner, opts, &stats);
-    stats.attach(&mut scanner);
+    for_lance(snapshot, &mut scanner, opts, &stats);
     let reader = BatchReader::start(scanner, "cannot start scan")?.with_stats(stats).reading(snapshot);
     match &opts.dynamic_filter {
         None => Ok(reader),

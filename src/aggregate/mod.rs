@@ -4,8 +4,10 @@
 //!
 //! Partial states are computed by Lance's own aggregate in its scanner (DataFusion's hash
 //! aggregate over the split's rows: deleted rows and the filter applied, only the aggregated
-//! columns read), with the aggregates rewritten so that partials merge exactly and the results
-//! equal SQL's and pyarrow's where those agree:
+//! columns read) — or, where the library's own decoder reads the rows, by DataFusion's aggregate
+//! over that read (`own`), or by the library's own grouping when it computes every state
+//! (`fused`: the same types and values) — with the aggregates rewritten so that partials merge
+//! exactly and the results equal SQL's and pyarrow's where those agree:
 //! - SUM of integers is summed as Decimal128(38, 0) (exact; DataFusion's int64 SUM wraps on
 //!   overflow) and the result must fit int64 (uint64 for unsigned columns), else
 //!   LANCE_ERR_OUT_OF_RANGE — never a wrapped value (pyarrow wraps).
@@ -225,32 +227,13 @@ fn partial_with(
     stats.attach(&mut scanner);
     let callback = stats.callback();
     let batches = session::run_on_worker(async move {
-        let mut own = match &own_read {
-            Some(input) => input.read().await?,
+        let own = match &own_read {
+            Some(input) => match own::grouped_here(input, fused).await? {
+                Ok(states) => return Ok(vec![states]),
+                Err(read) => read,
+            },
             None => None,
         };
-        match (fused, own.take(), &own_read) {
-            (Some(mut fused), Some(read), Some(input)) => {
-                let mut units = std::pin::pin!(read.units(2));
-                let mut complete = true;
-                while let Some(unit) = futures::StreamExt::next(&mut units).await {
-                    let (batch, kept) = unit?;
-                    if fused.add(&batch, kept.as_ref()).is_err() {
-                        complete = false;
-                        break;
-                    }
-                }
-                if complete {
-                    crate::metrics::aggregate_read(true);
-                    crate::metrics::aggregate_grouped_here();
-                    return fused.finish().map(|b| vec![b]).map_err(|e| lance::Error::internal(format!("aggregate states: {e}")));
-                }
-                // a kept row's value left 128 bits: DataFusion's aggregate computes it again over
-                // the same read, and answers (an overflow error)
-                own = input.read().await?;
-            }
-            (_, read, _) => own = read,
-        }
         crate::metrics::aggregate_read(own.is_some());
         let plan = match own {
             Some(read) => {

@@ -5,6 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use lance::deps::datafusion::logical_expr::Expr;
 use lance::deps::datafusion::physical_plan::ExecutionPlan;
 use lance::Dataset;
@@ -85,6 +86,31 @@ impl OwnRead {
             None => Some(read),
         })
     }
+}
+
+/// The partial states of `input`'s rows computed by the library's own grouping (`fused`), or
+/// the decoder's read for DataFusion's aggregate when `fused` is `None` (the spec has what it
+/// does not compute) or a kept row's value left 128 bits (DataFusion's aggregate then computes
+/// it again and answers: an overflow error); `Err(None)` when the decoder does not read the rows.
+pub async fn grouped_here(
+    input: &OwnRead,
+    fused: Option<super::fused::Fused>,
+) -> lance::Result<std::result::Result<RecordBatch, Option<crate::decode::Plan>>> {
+    let read = input.read().await?;
+    let (mut fused, read) = match (fused, read) {
+        (Some(fused), Some(read)) => (fused, read),
+        (_, read) => return Ok(Err(read)),
+    };
+    let mut units = std::pin::pin!(read.units(2));
+    while let Some(unit) = futures::StreamExt::next(&mut units).await {
+        let (batch, kept) = unit?;
+        if fused.add(&batch, kept.as_ref()).is_err() {
+            return Ok(Err(input.read().await?));
+        }
+    }
+    crate::metrics::aggregate_read(true);
+    crate::metrics::aggregate_grouped_here();
+    fused.finish().map(Ok).map_err(|e| lance::Error::internal(format!("aggregate states: {e}")))
 }
 
 /// `read` as an execution plan: one partition decoding two batches at a time (each filtered in
