@@ -66,6 +66,8 @@ struct Numbering {
 }
 
 const EMPTY: u32 = u32::MAX;
+/// The group of a row a unit does not keep (`Fused::group_rows`).
+const DROPPED: u32 = u32::MAX;
 
 impl Numbering {
     fn new() -> Self {
@@ -485,24 +487,25 @@ impl Fused {
         }
     }
 
-    /// The group of each kept row of `batch` (rows not kept: 0, never read).
+    /// The group of each kept row of `batch`; `DROPPED` for the others.
     fn group_rows(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Vec<u32> {
         let n = batch.num_rows();
-        let is_kept = |i: usize| kept.is_none_or(|k| k.value(i));
+        let kept_rows = |f: &mut dyn FnMut(usize)| match kept {
+            None => (0..n).for_each(&mut *f),
+            Some(k) => k.values().set_indices().for_each(&mut *f),
+        };
+        if self.keys.is_empty() {
+            let mut out = vec![DROPPED; n];
+            kept_rows(&mut |i| out[i] = 0);
+            return out;
+        }
         let mut per_key: Vec<Vec<u32>> = Vec::with_capacity(self.keys.len());
         for key in &mut self.keys {
             let column = batch.column(key.at);
-            let mut ids = vec![0u32; n];
+            let mut ids = vec![DROPPED; n];
             let mut new_rows: Vec<u32> = Vec::new();
             let nulls = column.logical_nulls();
-            let valid = |i: usize| nulls.as_ref().is_none_or(|b| b.is_valid(i));
             let numbers = &mut key.numbers;
-            let mut assign = |i: usize, (id, new): (u32, bool)| {
-                ids[i] = id;
-                if new {
-                    new_rows.push(i as u32);
-                }
-            };
             // (offsets, bytes) of a string or binary column
             let var: Option<(Vec<usize>, &[u8])> = match column.data_type() {
                 DataType::Utf8 => Some(column.as_string::<i32>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
@@ -511,124 +514,147 @@ impl Fused {
                 DataType::LargeBinary => Some(column.as_binary::<i64>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
                 _ => None,
             };
-            match (column.data_type(), var) {
-                (_, Some((offsets, values))) => {
-                    for i in (0..n).filter(|i| is_kept(*i)) {
-                        let v = if valid(i) { numbers.bytes(&values[offsets[i]..offsets[i + 1]]) } else { numbers.null() };
-                        assign(i, v);
-                    }
+            let width = column.data_type().primitive_width().unwrap_or(0);
+            let data = column.to_data();
+            let raw: &[u8] = match (&var, data.buffers().first()) {
+                (None, Some(b)) => b.as_slice().get(data.offset() * width..).unwrap_or(&[]),
+                _ => &[],
+            };
+            kept_rows(&mut |i| {
+                let (id, new) = if nulls.as_ref().is_some_and(|b| b.is_null(i)) {
+                    numbers.null()
+                } else if let Some((offsets, values)) = &var {
+                    numbers.bytes(&values[offsets[i]..offsets[i + 1]])
+                } else {
+                    let mut b = [0u8; 16];
+                    b[..width].copy_from_slice(&raw[i * width..(i + 1) * width]);
+                    numbers.code(u128::from_le_bytes(b))
+                };
+                ids[i] = id;
+                if new {
+                    new_rows.push(i as u32);
                 }
-                (t, None) => {
-                    let width = t.primitive_width().unwrap_or(0);
-                    let data = column.to_data();
-                    let raw = &data.buffers()[0].as_slice()[data.offset() * width..];
-                    for i in (0..n).filter(|i| is_kept(*i)) {
-                        let v = if valid(i) {
-                            let mut b = [0u8; 16];
-                            b[..width].copy_from_slice(&raw[i * width..(i + 1) * width]);
-                            numbers.code(u128::from_le_bytes(b))
-                        } else {
-                            numbers.null()
-                        };
-                        assign(i, v);
-                    }
-                }
-            }
+            });
             if !new_rows.is_empty() {
-                // a utf-8 or binary array of a unit takes its values with `take` (checked)
+                // the new values, out of the unit (a few rows: the unit's buffers are not kept)
                 if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(new_rows), None) {
                     key.values.push(part);
                 }
             }
             per_key.push(ids);
         }
-        match per_key.len() {
-            0 => vec![0; n],
-            1 => per_key.pop().unwrap_or_default(),
-            k => {
-                let mut out = vec![0u32; n];
-                for i in (0..n).filter(|i| is_kept(*i)) {
-                    let mut code = 0u128;
-                    let mut tuple = [0u32; MAX_KEYS];
-                    for (j, ids) in per_key.iter().enumerate() {
-                        code |= (ids[i] as u128) << (32 * j);
-                        tuple[j] = ids[i];
-                    }
-                    let (g, new) = self.tuples.code(code);
-                    if new {
-                        self.group_keys.push(tuple);
-                    }
-                    out[i] = g;
-                    debug_assert!(k <= MAX_KEYS);
-                }
-                out
-            }
+        if per_key.len() == 1 {
+            return per_key.pop().unwrap_or_default();
         }
+        let mut out = vec![DROPPED; n];
+        let (tuples, group_keys) = (&mut self.tuples, &mut self.group_keys);
+        kept_rows(&mut |i| {
+            let mut code = 0u128;
+            let mut tuple = [0u32; MAX_KEYS];
+            for (j, ids) in per_key.iter().enumerate() {
+                code |= (ids[i] as u128) << (32 * j);
+                tuple[j] = ids[i];
+            }
+            let (g, new) = tuples.code(code);
+            if new {
+                group_keys.push(tuple);
+            }
+            out[i] = g;
+        });
+        out
     }
 
-    /// Adds the kept rows of a decoded unit (`None`: every row).
+    /// Adds the kept rows of a decoded unit (`None`: every row). Rows not kept, and rows whose
+    /// argument is NULL, add to a slot past the last group, emptied after each unit, so that
+    /// the loops over the rows do not branch.
     pub fn add(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Result<(), Fallback> {
         let n = batch.num_rows();
-        let groups_of = self.group_rows(batch, kept);
-        let groups = self.groups();
+        let mut groups_of = self.group_rows(batch, kept);
+        let dropped = self.groups() as u32;
+        groups_of.iter_mut().filter(|g| **g == DROPPED).for_each(|g| *g = dropped);
         for (k, op) in self.ops.iter().enumerate() {
             match op {
-                Op::Sum(..) => self.sums[k].resize(groups, Sum::default()),
-                _ => self.counts[k].resize(groups, 0),
+                Op::Sum(..) => self.sums[k].resize(dropped as usize + 1, Sum::default()),
+                _ => self.counts[k].resize(dropped as usize + 1, 0),
             }
         }
-        let is_kept = |i: usize| kept.is_none_or(|k| k.value(i));
         for (k, op) in self.ops.iter().enumerate() {
             if let Op::CountRows = op {
                 let counts = &mut self.counts[k];
-                (0..n).filter(|i| is_kept(*i)).for_each(|i| counts[groups_of[i] as usize] += 1);
+                groups_of.iter().for_each(|g| counts[*g as usize] += 1);
             }
         }
         let columns = batch.columns();
         let mut regs: Vec<Vec<i128>> = Vec::new();
+        let mut result = Ok(());
         for (a, arg) in self.args.iter().enumerate() {
-            // rows whose argument is NULL (a NULL in any column it reads)
+            // rows whose argument is NULL (a NULL in any column it reads) go to the dropped slot
             let nulls: Vec<arrow::buffer::NullBuffer> = arg.columns.iter().filter_map(|c| columns[*c].logical_nulls()).collect();
-            let valid = |i: usize| nulls.iter().all(|b| b.is_valid(i));
-            let uses: Vec<usize> = (0..self.ops.len()).filter(|k| matches!(self.ops[*k], Op::Count(x) | Op::Sum(x, _) if x == a)).collect();
-            for k in uses.iter().copied().filter(|k| matches!(self.ops[*k], Op::Count(_))) {
+            let own_groups: Vec<u32>;
+            let groups: &[u32] = if nulls.is_empty() {
+                &groups_of
+            } else {
+                let mut g = groups_of.clone();
+                for b in &nulls {
+                    for i in (0..n).filter(|i| b.is_null(*i)) {
+                        g[i] = dropped;
+                    }
+                }
+                own_groups = g;
+                &own_groups
+            };
+            let uses = |want_sum: bool| -> Vec<usize> {
+                (0..self.ops.len())
+                    .filter(|k| match self.ops[*k] {
+                        Op::Count(x) => x == a && !want_sum,
+                        Op::Sum(x, _) => x == a && want_sum,
+                        Op::CountRows => false,
+                    })
+                    .collect()
+            };
+            for k in uses(false) {
                 let counts = &mut self.counts[k];
-                (0..n).filter(|i| is_kept(*i) && valid(*i)).for_each(|i| counts[groups_of[i] as usize] += 1);
+                groups.iter().for_each(|g| counts[*g as usize] += 1);
             }
-            let sums: Vec<usize> = uses.into_iter().filter(|k| matches!(self.ops[*k], Op::Sum(..))).collect();
+            let sums = uses(true);
             let Some(program) = arg.program.as_ref().filter(|_| !sums.is_empty()) else { continue };
             if regs.len() < program.len() {
                 regs.resize_with(program.len(), || vec![0i128; CHUNK]);
             }
             for at in (0..n).step_by(CHUNK) {
                 let m = CHUNK.min(n - at);
+                let rows = &groups[at..at + m];
                 if run(program, columns, at, m, &mut regs) {
-                    // some row overflowed: a kept row with a value must not have
-                    for i in (at..at + m).filter(|i| is_kept(*i) && valid(*i)) {
-                        if run_row(program, columns, i).is_none() {
-                            return Err(Fallback);
-                        }
+                    // some row overflowed: no row that counts may have
+                    if (0..m).any(|j| rows[j] != dropped && run_row(program, columns, at + j).is_none()) {
+                        result = Err(Fallback);
+                        break;
                     }
                 }
                 let values = &regs[program.len() - 1][..m];
                 for k in &sums {
                     let sums = &mut self.sums[*k];
-                    if kept.is_none() && nulls.is_empty() {
-                        for (j, v) in values.iter().enumerate() {
-                            sums[groups_of[at + j] as usize].add(*v);
-                        }
-                    } else {
-                        for (j, v) in values.iter().enumerate() {
-                            let i = at + j;
-                            if is_kept(i) && valid(i) {
-                                sums[groups_of[i] as usize].add(*v);
-                            }
-                        }
+                    for (g, v) in rows.iter().zip(values) {
+                        sums[*g as usize].add(*v);
                     }
                 }
             }
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        // the dropped slot starts empty for the next unit (it may become a group's)
+        for v in &mut self.sums {
+            if let Some(s) = v.get_mut(dropped as usize) {
+                *s = Sum::default();
+            }
+        }
+        for v in &mut self.counts {
+            if let Some(c) = v.get_mut(dropped as usize) {
+                *c = 0;
+            }
+        }
+        result
     }
 
     /// The partial states: the group keys, then each state column, of the types DataFusion's
