@@ -32,7 +32,7 @@ const PRECISION: u8 = 76;
 /// One group's sum: an i128 running sum, a 256-bit carry, and whether a value was seen (a
 /// group of only NULLs sums to NULL).
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Sum {
+struct Sum {
     low: i128,
     carry: i256,
     seen: bool,
@@ -40,7 +40,7 @@ pub(super) struct Sum {
 
 impl Sum {
     #[inline]
-    pub(super) fn add(&mut self, v: i128) {
+    fn add(&mut self, v: i128) {
         self.seen = true;
         match self.low.checked_add(v) {
             Some(s) => self.low = s,
@@ -173,7 +173,7 @@ fn each_state(states: &ArrayRef, filter: Option<&BooleanArray>, mut f: impl FnMu
     Ok(())
 }
 
-pub(super) fn totals(sums: &[Sum], scale: i8) -> DfResult<ArrayRef> {
+fn totals(sums: &[Sum], scale: i8) -> DfResult<ArrayRef> {
     let values = sums.iter().map(Sum::total).collect::<DfResult<Decimal256Array>>()?;
     Ok(Arc::new(values.with_precision_and_scale(PRECISION, scale)?))
 }

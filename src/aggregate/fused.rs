@@ -25,9 +25,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal256Array, Int64Array, RecordBatch, UInt32Array};
 use arrow::datatypes::{
-    Decimal128Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    i256, Decimal128Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_schema::{DataType, Schema, SchemaRef};
 use lance::deps::datafusion::common::{DFSchema, ScalarValue};
@@ -36,11 +36,12 @@ use lance::deps::datafusion::logical_expr::{Expr, Operator};
 use lance::deps::datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use lance::deps::datafusion::physical_plan::expressions::{BinaryExpr, CastExpr, Column, Literal, TryCastExpr};
 
-use super::exact_sum::{totals, Sum};
 use super::spec::{GroupKey, Kind, Resolved, State};
 
 /// Rows evaluated together.
 const CHUNK: usize = 1024;
+/// Digits of a sum's state (`exact_sum`: 76, narrowed to 38 later, with a check).
+const SUM_PRECISION: u8 = 76;
 /// Group keys this path takes at most (their numbers packed into 128 bits).
 const MAX_KEYS: usize = 4;
 
@@ -165,8 +166,9 @@ struct KeyColumn {
     values: Vec<ArrayRef>,
 }
 
-/// One instruction of an argument's program; instruction `k` writes register `k`.
-#[derive(Debug, Clone, Copy)]
+/// One instruction of the aggregate's program (every argument's, common parts once);
+/// instruction `k` writes register `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ins {
     /// the unit's column, as unscaled integers
     Load(usize),
@@ -178,11 +180,47 @@ enum Ins {
     Mul(usize, usize),
 }
 
-/// An aggregate's argument: the columns whose NULLs make it NULL and, for sums, its program.
+/// `ins` appended to `program` — or the register of an equal instruction already there, or
+/// computed now when its operands are constants; `None` when a constant leaves 128 bits.
+fn emit(program: &mut Vec<Ins>, ins: Ins) -> Option<usize> {
+    let constant = |r: usize| match program[r] {
+        Ins::Const(v) => Some(v),
+        _ => None,
+    };
+    let folded = match ins {
+        Ins::Scale(a, by) => constant(a).map(|x| x.checked_mul(by)),
+        Ins::Add(a, b) => constant(a).zip(constant(b)).map(|(x, y)| x.checked_add(y)),
+        Ins::Sub(a, b) => constant(a).zip(constant(b)).map(|(x, y)| x.checked_sub(y)),
+        Ins::Mul(a, b) => constant(a).zip(constant(b)).map(|(x, y)| x.checked_mul(y)),
+        _ => None,
+    };
+    let ins = match folded {
+        Some(Some(v)) => Ins::Const(v),
+        Some(None) => return None,
+        None => ins,
+    };
+    if let Some(at) = program.iter().position(|x| *x == ins) {
+        return Some(at);
+    }
+    program.push(ins);
+    Some(program.len() - 1)
+}
+
+/// An aggregate's argument (a column or an expression) and what is kept per group for it: the
+/// rows where it is not NULL and, when a SUM takes it, the exact sum (an i128 running sum and a
+/// 256-bit carry it moves into when it would leave i128, as `exact_sum`).
 #[derive(Debug)]
 struct Arg {
+    argument: Option<Expr>,
+    column: Option<String>,
+    /// the columns whose NULLs make it NULL
     columns: Vec<usize>,
-    program: Option<Vec<Ins>>,
+    /// its register and scale, for an integer or decimal value
+    result: Option<(usize, i8)>,
+    summed: bool,
+    counts: Vec<u64>,
+    lows: Vec<i128>,
+    carries: Vec<i256>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -200,10 +238,11 @@ pub struct Fused {
     tuples: Numbering,
     /// per group, the number of each key's value
     group_keys: Vec<[u32; MAX_KEYS]>,
+    program: Vec<Ins>,
     args: Vec<Arg>,
+    /// kept rows per group
+    rows: Vec<u64>,
     ops: Vec<Op>,
-    counts: Vec<Vec<u64>>,
-    sums: Vec<Vec<Sum>>,
     out: SchemaRef,
 }
 
@@ -233,10 +272,6 @@ fn key_type(t: &DataType) -> bool {
 /// for anything but columns, literals, widening casts to decimals and `+ - *` of decimals.
 fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, columns: &mut Vec<usize>) -> Option<(usize, i8, u8)> {
     let any = e.as_ref();
-    let push = |program: &mut Vec<Ins>, i: Ins| {
-        program.push(i);
-        program.len() - 1
-    };
     if let Some(c) = any.downcast_ref::<Column>() {
         let field = schema.fields().get(c.index()).filter(|f| f.name() == c.name())?;
         let (s, p) = match field.data_type() {
@@ -246,7 +281,7 @@ fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, c
         if !columns.contains(&c.index()) {
             columns.push(c.index());
         }
-        return Some((push(program, Ins::Load(c.index())), s, p));
+        return Some((emit(program, Ins::Load(c.index()))?, s, p));
     }
     if let Some(l) = any.downcast_ref::<Literal>() {
         let (v, s, p) = match l.value().clone() {
@@ -261,7 +296,7 @@ fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, c
             ScalarValue::UInt64(Some(v)) => (v as i128, 0, 20),
             _ => return None,
         };
-        return Some((push(program, Ins::Const(v)), s, p));
+        return Some((emit(program, Ins::Const(v))?, s, p));
     }
     let cast = match (any.downcast_ref::<CastExpr>(), any.downcast_ref::<TryCastExpr>()) {
         (Some(c), _) => Some((c.expr(), c.cast_type())),
@@ -275,7 +310,7 @@ fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, c
         if *s < cs || (*p as i16 - *s as i16) < (cp as i16 - cs as i16) {
             return None;
         }
-        let r = if *s == cs { r } else { push(program, Ins::Scale(r, 10i128.checked_pow((*s - cs) as u32)?)) };
+        let r = if *s == cs { r } else { emit(program, Ins::Scale(r, 10i128.checked_pow((*s - cs) as u32)?))? };
         return Some((r, *s, *p));
     }
     let b = any.downcast_ref::<BinaryExpr>()?;
@@ -289,14 +324,14 @@ fn compile(e: &Arc<dyn PhysicalExpr>, schema: &Schema, program: &mut Vec<Ins>, c
         Operator::Plus | Operator::Minus => {
             let s = s1.max(s2);
             let p = ((s.saturating_add((p1 as i8 - s1).max(p2 as i8 - s2))) as u8).saturating_add(1).min(38);
-            let l = if s == s1 { l } else { push(program, Ins::Scale(l, 10i128.checked_pow((s - s1) as u32)?)) };
-            let r = if s == s2 { r } else { push(program, Ins::Scale(r, 10i128.checked_pow((s - s2) as u32)?)) };
+            let l = if s == s1 { l } else { emit(program, Ins::Scale(l, 10i128.checked_pow((s - s1) as u32)?))? };
+            let r = if s == s2 { r } else { emit(program, Ins::Scale(r, 10i128.checked_pow((s - s2) as u32)?))? };
             let op = if *b.op() == Operator::Plus { Ins::Add(l, r) } else { Ins::Sub(l, r) };
-            (push(program, op), s, p)
+            (emit(program, op)?, s, p)
         }
         Operator::Multiply => {
             let s = s1.checked_add(s2).filter(|s| *s <= 38)?;
-            (push(program, Ins::Mul(l, r)), s, p1.saturating_add(p2 + 1).min(38))
+            (emit(program, Ins::Mul(l, r))?, s, p1.saturating_add(p2 + 1).min(38))
         }
         _ => return None,
     };
@@ -351,7 +386,7 @@ fn run(program: &[Ins], columns: &[ArrayRef], at: usize, n: usize, regs: &mut [V
             Ins::Const(v) => out.fill(v),
             Ins::Scale(a, by) => {
                 for (o, x) in out.iter_mut().zip(&before[a][..n]) {
-                    let (v, f) = x.overflowing_mul(by);
+                    let (v, f) = mul(*x, by);
                     *o = v;
                     over |= f;
                 }
@@ -373,10 +408,10 @@ fn run(program: &[Ins], columns: &[ArrayRef], at: usize, n: usize, regs: &mut [V
     over
 }
 
-/// `program`'s value at one row, every operation checked (`None`: it leaves 128 bits).
-fn run_row(program: &[Ins], columns: &[ArrayRef], row: usize) -> Option<i128> {
-    let mut regs: Vec<i128> = Vec::with_capacity(program.len());
-    for ins in program {
+/// Register `reg` of `program` at one row, every operation checked (`None`: it leaves 128 bits).
+fn run_row(program: &[Ins], columns: &[ArrayRef], row: usize, reg: usize) -> Option<i128> {
+    let mut regs: Vec<i128> = Vec::with_capacity(reg + 1);
+    for ins in program.iter().take(reg + 1) {
         let v = match *ins {
             Ins::Load(c) => {
                 let mut one = [0i128];
@@ -391,7 +426,7 @@ fn run_row(program: &[Ins], columns: &[ArrayRef], row: usize) -> Option<i128> {
         };
         regs.push(v);
     }
-    regs.last().copied()
+    regs.get(reg).copied()
 }
 
 impl Fused {
@@ -415,66 +450,74 @@ impl Fused {
         }
         let df_schema = DFSchema::try_from(schema.as_ref().clone()).ok()?;
         let props = ExecutionProps::default();
-        let mut args: Vec<(Option<Expr>, Option<String>, bool, Arg)> = Vec::new();
+        let mut program = Vec::new();
+        let mut args: Vec<Arg> = Vec::new();
         let mut ops = Vec::new();
         for r in resolved {
             for s in &r.states {
-                let sums = matches!(s, State::Sum);
                 let scale = match (s, &r.kind) {
                     (State::Count, Kind::None) => {
                         ops.push(Op::CountRows);
                         continue;
                     }
-                    (State::Count, _) => 0,
-                    (State::Sum, Kind::Signed | Kind::Unsigned) => 0,
-                    (State::Sum, Kind::Decimal128 { scale, .. }) => *scale,
+                    (State::Count, _) => None,
+                    (State::Sum, Kind::Signed | Kind::Unsigned) => Some(0),
+                    (State::Sum, Kind::Decimal128 { scale, .. }) => Some(*scale),
                     _ => return None,
                 };
-                let found = args.iter().position(|(e, c, p, _)| *e == r.argument && *c == r.aggregate.column && (*p || !sums));
-                let at = match found {
+                let at = match args.iter().position(|a| a.argument == r.argument && a.column == r.aggregate.column) {
                     Some(at) => at,
                     None => {
-                        let arg = match (&r.argument, &r.aggregate.column) {
+                        let (columns, result) = match (&r.argument, &r.aggregate.column) {
                             (Some(e), _) => {
                                 let physical = create_physical_expr(e, &df_schema, &props).ok()?;
-                                let mut program = Vec::new();
                                 let mut columns = Vec::new();
-                                let (_, s, _) = compile(&physical, schema, &mut program, &mut columns)?;
-                                if sums && s != scale {
-                                    return None;
-                                }
-                                Arg { columns, program: Some(program) }
+                                let (reg, s, _) = compile(&physical, schema, &mut program, &mut columns)?;
+                                (columns, Some((reg, s)))
                             }
                             (None, Some(c)) => {
                                 let at = position(c)?;
-                                let program = match schema.field(at).data_type() {
-                                    DataType::Decimal128(_, s) if *s == scale => Some(vec![Ins::Load(at)]),
-                                    t if integer_digits(t).is_some() && scale == 0 => Some(vec![Ins::Load(at)]),
-                                    _ if sums => return None,
+                                let result = match schema.field(at).data_type() {
+                                    DataType::Decimal128(_, s) => Some((emit(&mut program, Ins::Load(at))?, *s)),
+                                    t if integer_digits(t).is_some() => Some((emit(&mut program, Ins::Load(at))?, 0)),
                                     _ => None,
                                 };
-                                Arg { columns: vec![at], program }
+                                (vec![at], result)
                             }
                             (None, None) => return None,
                         };
-                        let programmed = arg.program.is_some();
-                        args.push((r.argument.clone(), r.aggregate.column.clone(), programmed, arg));
+                        args.push(Arg {
+                            argument: r.argument.clone(),
+                            column: r.aggregate.column.clone(),
+                            columns,
+                            result,
+                            summed: false,
+                            counts: Vec::new(),
+                            lows: Vec::new(),
+                            carries: Vec::new(),
+                        });
                         args.len() - 1
                     }
                 };
-                ops.push(if sums { Op::Sum(at, scale) } else { Op::Count(at) });
+                match scale {
+                    None => ops.push(Op::Count(at)),
+                    // the sum's scale is its argument's
+                    Some(scale) if args[at].result.is_some_and(|(_, s)| s == scale) => {
+                        args[at].summed = true;
+                        ops.push(Op::Sum(at, scale));
+                    }
+                    Some(_) => return None,
+                }
             }
         }
-        let counts = ops.iter().map(|_| Vec::new()).collect();
-        let sums = ops.iter().map(|_| Vec::new()).collect();
         Some(Fused {
             keys,
             tuples: Numbering::new(),
             group_keys: Vec::new(),
-            args: args.into_iter().map(|(_, _, _, a)| a).collect(),
+            program,
+            args,
+            rows: Vec::new(),
             ops,
-            counts,
-            sums,
             out: out.clone(),
         })
     }
@@ -571,87 +614,74 @@ impl Fused {
         let n = batch.num_rows();
         let mut groups_of = self.group_rows(batch, kept);
         let dropped = self.groups() as u32;
+        let slots = dropped as usize + 1;
         groups_of.iter_mut().filter(|g| **g == DROPPED).for_each(|g| *g = dropped);
-        for (k, op) in self.ops.iter().enumerate() {
-            match op {
-                Op::Sum(..) => self.sums[k].resize(dropped as usize + 1, Sum::default()),
-                _ => self.counts[k].resize(dropped as usize + 1, 0),
-            }
-        }
-        for (k, op) in self.ops.iter().enumerate() {
-            if let Op::CountRows = op {
-                let counts = &mut self.counts[k];
-                groups_of.iter().for_each(|g| counts[*g as usize] += 1);
-            }
-        }
+        // the unit's kept rows per group
+        let mut unit = vec![0u64; slots];
+        groups_of.iter().for_each(|g| unit[*g as usize] += 1);
+        self.rows.resize(slots, 0);
+        self.rows.iter_mut().zip(&unit).for_each(|(r, u)| *r += u);
         let columns = batch.columns();
-        let mut regs: Vec<Vec<i128>> = Vec::new();
-        let mut result = Ok(());
-        for (a, arg) in self.args.iter().enumerate() {
-            // rows whose argument is NULL (a NULL in any column it reads) go to the dropped slot
+        // per argument, its rows' groups: a copy with its NULL rows dropped where it has some
+        let mut own_groups: Vec<Option<Vec<u32>>> = Vec::with_capacity(self.args.len());
+        for arg in &mut self.args {
             let nulls: Vec<arrow::buffer::NullBuffer> = arg.columns.iter().filter_map(|c| columns[*c].logical_nulls()).collect();
-            let own_groups: Vec<u32>;
-            let groups: &[u32] = if nulls.is_empty() {
-                &groups_of
-            } else {
-                let mut g = groups_of.clone();
-                for b in &nulls {
-                    for i in (0..n).filter(|i| b.is_null(*i)) {
-                        g[i] = dropped;
-                    }
-                }
-                own_groups = g;
-                &own_groups
-            };
-            let uses = |want_sum: bool| -> Vec<usize> {
-                (0..self.ops.len())
-                    .filter(|k| match self.ops[*k] {
-                        Op::Count(x) => x == a && !want_sum,
-                        Op::Sum(x, _) => x == a && want_sum,
-                        Op::CountRows => false,
-                    })
-                    .collect()
-            };
-            for k in uses(false) {
-                let counts = &mut self.counts[k];
-                groups.iter().for_each(|g| counts[*g as usize] += 1);
+            arg.counts.resize(slots, 0);
+            if arg.summed {
+                arg.lows.resize(slots, 0);
             }
-            let sums = uses(true);
-            let Some(program) = arg.program.as_ref().filter(|_| !sums.is_empty()) else { continue };
-            if regs.len() < program.len() {
-                regs.resize_with(program.len(), || vec![0i128; CHUNK]);
+            if nulls.is_empty() {
+                arg.counts.iter_mut().zip(&unit).for_each(|(c, u)| *c += u);
+                own_groups.push(None);
+                continue;
             }
-            for at in (0..n).step_by(CHUNK) {
+            let mut g = groups_of.clone();
+            for b in &nulls {
+                (0..n).filter(|i| b.is_null(*i)).for_each(|i| g[i] = dropped);
+            }
+            g.iter().for_each(|x| arg.counts[*x as usize] += 1);
+            own_groups.push(Some(g));
+        }
+        let mut result = Ok(());
+        if self.args.iter().any(|a| a.summed) {
+            let mut regs: Vec<Vec<i128>> = vec![vec![0i128; CHUNK]; self.program.len()];
+            'chunks: for at in (0..n).step_by(CHUNK) {
                 let m = CHUNK.min(n - at);
-                let rows = &groups[at..at + m];
-                if run(program, columns, at, m, &mut regs) {
+                let over = run(&self.program, columns, at, m, &mut regs);
+                for (arg, groups) in self.args.iter_mut().zip(&own_groups) {
+                    let Some((reg, _)) = arg.result.filter(|_| arg.summed) else { continue };
+                    let rows = &groups.as_deref().unwrap_or(&groups_of)[at..at + m];
                     // some row overflowed: no row that counts may have
-                    if (0..m).any(|j| rows[j] != dropped && run_row(program, columns, at + j).is_none()) {
+                    if over && (0..m).any(|j| rows[j] != dropped && run_row(&self.program, columns, at + j, reg).is_none()) {
                         result = Err(Fallback);
-                        break;
+                        break 'chunks;
+                    }
+                    let (lows, carries) = (&mut arg.lows, &mut arg.carries);
+                    for (g, v) in rows.iter().zip(&regs[reg][..m]) {
+                        let g = *g as usize;
+                        match lows[g].checked_add(*v) {
+                            Some(sum) => lows[g] = sum,
+                            None => {
+                                // below 2^190 in every case (exact_sum's reasoning): cannot wrap
+                                carries.resize(slots.max(carries.len()), i256::ZERO);
+                                carries[g] = carries[g].wrapping_add(i256::from_i128(lows[g]));
+                                lows[g] = *v;
+                            }
+                        }
                     }
                 }
-                let values = &regs[program.len() - 1][..m];
-                for k in &sums {
-                    let sums = &mut self.sums[*k];
-                    for (g, v) in rows.iter().zip(values) {
-                        sums[*g as usize].add(*v);
-                    }
-                }
-            }
-            if result.is_err() {
-                break;
             }
         }
         // the dropped slot starts empty for the next unit (it may become a group's)
-        for v in &mut self.sums {
-            if let Some(s) = v.get_mut(dropped as usize) {
-                *s = Sum::default();
+        let d = dropped as usize;
+        self.rows[d] = 0;
+        for arg in &mut self.args {
+            arg.counts[d] = 0;
+            if let Some(l) = arg.lows.get_mut(d) {
+                *l = 0;
             }
-        }
-        for v in &mut self.counts {
-            if let Some(c) = v.get_mut(dropped as usize) {
-                *c = 0;
+            if let Some(c) = arg.carries.get_mut(d) {
+                *c = i256::ZERO;
             }
         }
         result
@@ -661,11 +691,11 @@ impl Fused {
     /// aggregate gives them (sums 76 digits wide; the caller narrows them as it does DataFusion's).
     pub fn finish(mut self) -> Result<RecordBatch, String> {
         let groups = self.groups();
-        for (k, op) in self.ops.iter().enumerate() {
-            match op {
-                Op::Sum(..) => self.sums[k].resize(groups, Sum::default()),
-                _ => self.counts[k].resize(groups, 0),
-            }
+        self.rows.resize(groups, 0);
+        for arg in &mut self.args {
+            arg.counts.resize(groups, 0);
+            arg.lows.resize(groups, 0);
+            arg.carries.resize(groups, i256::ZERO);
         }
         let mut columns: Vec<ArrayRef> = Vec::new();
         for (j, key) in self.keys.iter().enumerate() {
@@ -681,10 +711,19 @@ impl Fused {
             };
             columns.push(arrow::compute::take(values.as_ref(), &ids, None).map_err(|e| e.to_string())?);
         }
-        for (k, op) in self.ops.iter().enumerate() {
-            columns.push(match op {
-                Op::Sum(_, scale) => totals(&self.sums[k], *scale).map_err(|e| e.to_string())?,
-                _ => Arc::new(Int64Array::from_iter_values(self.counts[k].iter().map(|c| *c as i64))),
+        let counts = |c: &[u64]| -> ArrayRef { Arc::new(Int64Array::from_iter_values(c.iter().map(|n| *n as i64))) };
+        for op in &self.ops {
+            columns.push(match *op {
+                Op::CountRows => counts(&self.rows),
+                Op::Count(a) => counts(&self.args[a].counts),
+                Op::Sum(a, scale) => {
+                    let arg = &self.args[a];
+                    // a group without a value sums to NULL; the total cannot leave 256 bits
+                    let totals: Decimal256Array = (0..groups)
+                        .map(|g| (arg.counts[g] > 0).then(|| arg.carries[g].wrapping_add(i256::from_i128(arg.lows[g]))))
+                        .collect();
+                    Arc::new(totals.with_precision_and_scale(SUM_PRECISION, scale).map_err(|e| e.to_string())?)
+                }
             });
         }
         let fields: Vec<arrow_schema::Field> = columns
