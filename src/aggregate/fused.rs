@@ -130,10 +130,11 @@ impl Numbering {
         (self.codes, self.ids, self.bits) = (codes, ids, bits);
     }
 
+    #[inline]
     fn bytes(&mut self, v: &[u8]) -> (u32, bool) {
         if v.len() < 16 {
             let mut b = [0u8; 16];
-            b[..v.len()].copy_from_slice(v);
+            b.iter_mut().zip(v).for_each(|(d, s)| *d = *s);
             b[15] = v.len() as u8;
             return self.code(u128::from_le_bytes(b));
         }
@@ -244,6 +245,15 @@ pub struct Fused {
     rows: Vec<u64>,
     ops: Vec<Op>,
     out: SchemaRef,
+}
+
+/// `f(row)` for each of `n` rows `kept` keeps (all when `None`), in order.
+#[inline]
+fn for_kept(kept: Option<&BooleanArray>, n: usize, f: impl FnMut(usize)) {
+    match kept {
+        None => (0..n).for_each(f),
+        Some(k) => k.values().set_indices().for_each(f),
+    }
 }
 
 /// Decimal digits of an integer type (the integer digits a cast needs to hold it).
@@ -533,13 +543,9 @@ impl Fused {
     /// The group of each kept row of `batch`; `DROPPED` for the others.
     fn group_rows(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Vec<u32> {
         let n = batch.num_rows();
-        let kept_rows = |f: &mut dyn FnMut(usize)| match kept {
-            None => (0..n).for_each(&mut *f),
-            Some(k) => k.values().set_indices().for_each(&mut *f),
-        };
         if self.keys.is_empty() {
             let mut out = vec![DROPPED; n];
-            kept_rows(&mut |i| out[i] = 0);
+            for_kept(kept, n, |i| out[i] = 0);
             return out;
         }
         let mut per_key: Vec<Vec<u32>> = Vec::with_capacity(self.keys.len());
@@ -563,21 +569,30 @@ impl Fused {
                 (None, Some(b)) => b.as_slice().get(data.offset() * width..).unwrap_or(&[]),
                 _ => &[],
             };
-            kept_rows(&mut |i| {
-                let (id, new) = if nulls.as_ref().is_some_and(|b| b.is_null(i)) {
-                    numbers.null()
-                } else if let Some((offsets, values)) = &var {
-                    numbers.bytes(&values[offsets[i]..offsets[i + 1]])
-                } else {
-                    let mut b = [0u8; 16];
-                    b[..width].copy_from_slice(&raw[i * width..(i + 1) * width]);
-                    numbers.code(u128::from_le_bytes(b))
-                };
+            let mut put = |i: usize, (id, new): (u32, bool)| {
                 ids[i] = id;
                 if new {
                     new_rows.push(i as u32);
                 }
-            });
+            };
+            let fixed = |i: usize| {
+                let mut b = [0u8; 16];
+                b[..width].copy_from_slice(&raw[i * width..(i + 1) * width]);
+                u128::from_le_bytes(b)
+            };
+            // one loop per case, so that the row loop does not ask what the column is
+            match (&var, &nulls) {
+                (Some((offsets, values)), None) => for_kept(kept, n, |i| put(i, numbers.bytes(&values[offsets[i]..offsets[i + 1]]))),
+                (None, None) => for_kept(kept, n, |i| put(i, numbers.code(fixed(i)))),
+                (var, Some(nb)) => for_kept(kept, n, |i| {
+                    let v = match var {
+                        _ if nb.is_null(i) => numbers.null(),
+                        Some((offsets, values)) => numbers.bytes(&values[offsets[i]..offsets[i + 1]]),
+                        None => numbers.code(fixed(i)),
+                    };
+                    put(i, v)
+                }),
+            }
             if !new_rows.is_empty() {
                 // the new values, out of the unit (a few rows: the unit's buffers are not kept)
                 if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(new_rows), None) {
@@ -591,7 +606,7 @@ impl Fused {
         }
         let mut out = vec![DROPPED; n];
         let (tuples, group_keys) = (&mut self.tuples, &mut self.group_keys);
-        kept_rows(&mut |i| {
+        for_kept(kept, n, |i| {
             let mut code = 0u128;
             let mut tuple = [0u32; MAX_KEYS];
             for (j, ids) in per_key.iter().enumerate() {
