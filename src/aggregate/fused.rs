@@ -64,6 +64,8 @@ struct Numbering {
     long: HashMap<Box<[u8]>, u32>,
     null: Option<u32>,
     next: u32,
+    /// codes in the table
+    len: usize,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -73,7 +75,7 @@ const DROPPED: u32 = u32::MAX;
 impl Numbering {
     fn new() -> Self {
         let bits = 6;
-        Numbering { codes: vec![0; 1 << bits], ids: vec![EMPTY; 1 << bits], bits, long: HashMap::new(), null: None, next: 0 }
+        Numbering { codes: vec![0; 1 << bits], ids: vec![EMPTY; 1 << bits], bits, long: HashMap::new(), null: None, next: 0, len: 0 }
     }
 
     #[inline]
@@ -93,7 +95,8 @@ impl Numbering {
                 let id = self.fresh();
                 self.codes[at] = code;
                 self.ids[at] = id;
-                if (self.next as usize) * 2 > self.ids.len() {
+                self.len += 1;
+                if self.len * 2 > self.ids.len() {
                     self.grow();
                 }
                 return (id, true);
@@ -102,6 +105,35 @@ impl Numbering {
                 return (id, false);
             }
             at = (at + 1) & mask;
+        }
+    }
+
+    /// The number `code` was given (`insert`), if any.
+    #[inline]
+    fn find(&self, code: u128) -> Option<u32> {
+        let mask = (1usize << self.bits) - 1;
+        let mut at = Self::slot(code, self.bits);
+        loop {
+            match self.ids[at] {
+                EMPTY => return None,
+                id if self.codes[at] == code => return Some(id),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Gives `code` (not in the table) the number `id`.
+    fn insert(&mut self, code: u128, id: u32) {
+        let mask = (1usize << self.bits) - 1;
+        let mut at = Self::slot(code, self.bits);
+        while self.ids[at] != EMPTY {
+            at = (at + 1) & mask;
+        }
+        self.codes[at] = code;
+        self.ids[at] = id;
+        self.len += 1;
+        if self.len * 2 > self.ids.len() {
+            self.grow();
         }
     }
 
@@ -237,6 +269,8 @@ pub struct Fused {
     keys: Vec<KeyColumn>,
     /// groups of several keys: the tuple of key numbers → the group's number
     tuples: Numbering,
+    /// groups of several narrow keys: their values packed into 128 bits → the group's number
+    packed: Numbering,
     /// per group, the number of each key's value
     group_keys: Vec<[u32; MAX_KEYS]>,
     program: Vec<Ins>,
@@ -439,6 +473,37 @@ fn run_row(program: &[Ins], columns: &[ArrayRef], row: usize, reg: usize) -> Opt
     regs.get(reg).copied()
 }
 
+/// The number of row `i`'s value of `key`'s column (`column`), taking the value if it is new.
+fn number_one(key: &mut KeyColumn, column: &ArrayRef, i: usize) -> u32 {
+    let numbers = &mut key.numbers;
+    let (id, new) = if column.is_null(i) {
+        numbers.null()
+    } else {
+        match column.data_type() {
+            DataType::Utf8 => numbers.bytes(column.as_string::<i32>().value(i).as_bytes()),
+            DataType::LargeUtf8 => numbers.bytes(column.as_string::<i64>().value(i).as_bytes()),
+            DataType::Binary => numbers.bytes(column.as_binary::<i32>().value(i)),
+            DataType::LargeBinary => numbers.bytes(column.as_binary::<i64>().value(i)),
+            t => {
+                let width = t.primitive_width().unwrap_or(0);
+                let data = column.to_data();
+                let at = (data.offset() + i) * width;
+                let mut b = [0u8; 16];
+                if let Some(v) = data.buffers().first().and_then(|raw| raw.as_slice().get(at..at + width)) {
+                    b[..width].copy_from_slice(v);
+                }
+                numbers.code(u128::from_le_bytes(b))
+            }
+        }
+    };
+    if new {
+        if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(vec![i as u32]), None) {
+            key.values.push(part);
+        }
+    }
+    id
+}
+
 impl Fused {
     /// The aggregate of `groups` and `resolved` over units of `schema` (the decoder's columns), or
     /// `None` when the spec has something this path does not compute (DataFusion's then does).
@@ -523,6 +588,7 @@ impl Fused {
         Some(Fused {
             keys,
             tuples: Numbering::new(),
+            packed: Numbering::new(),
             group_keys: Vec::new(),
             program,
             args,
@@ -546,6 +612,9 @@ impl Fused {
         if self.keys.is_empty() {
             let mut out = vec![DROPPED; n];
             for_kept(kept, n, |i| out[i] = 0);
+            return out;
+        }
+        if let Some(out) = self.group_packed(batch, kept) {
             return out;
         }
         let mut per_key: Vec<Vec<u32>> = Vec::with_capacity(self.keys.len());
@@ -622,10 +691,121 @@ impl Fused {
         out
     }
 
+    /// The groups of a unit whose two to four keys are all narrow here — fixed-width values of
+    /// up to 8 bytes and strings or binary of up to 7, no NULL, 16 bytes together — found by one
+    /// lookup per row of the keys' values packed into 128 bits (each key in a place and width
+    /// fixed by its type, so the same values pack the same in every unit); a packed value not
+    /// seen before is numbered through the keys' own numbers (`tuples`), as `group_rows` does.
+    fn group_packed(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Option<Vec<u32>> {
+        enum Narrow<'a> {
+            Fixed(arrow::buffer::Buffer, usize),
+            Var(Vec<usize>, &'a [u8]),
+        }
+        if self.keys.len() < 2 {
+            return None;
+        }
+        let n = batch.num_rows();
+        let mut narrow = Vec::with_capacity(self.keys.len());
+        let mut bytes = 0;
+        for key in &self.keys {
+            let column = batch.column(key.at);
+            if column.logical_null_count() > 0 {
+                return None;
+            }
+            let var: Option<(Vec<usize>, &[u8])> = match column.data_type() {
+                DataType::Utf8 => Some(column.as_string::<i32>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::LargeUtf8 => Some(column.as_string::<i64>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::Binary => Some(column.as_binary::<i32>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                DataType::LargeBinary => Some(column.as_binary::<i64>()).map(|a| (a.value_offsets().iter().map(|o| *o as usize).collect(), a.value_data())),
+                _ => None,
+            };
+            let (part, width) = match var {
+                Some((offsets, values)) if offsets.windows(2).all(|w| w[1] - w[0] <= 7) => (Narrow::Var(offsets, values), 8),
+                Some(_) => return None,
+                None => {
+                    let width = column.data_type().primitive_width().filter(|w| *w <= 8)?;
+                    let data = column.to_data();
+                    let raw = data.buffers().first()?;
+                    if raw.len() < (data.offset() + n) * width {
+                        return None;
+                    }
+                    let raw = raw.slice(data.offset() * width);
+                    (Narrow::Fixed(raw, width), width)
+                }
+            };
+            bytes += width;
+            narrow.push(part);
+        }
+        if bytes > 16 {
+            return None;
+        }
+        let code_of = |i: usize| -> u128 {
+            let mut code = 0u128;
+            let mut shift = 0;
+            for part in &narrow {
+                let (v, width) = match part {
+                    Narrow::Fixed(raw, width) => {
+                        let mut b = [0u8; 8];
+                        b[..*width].copy_from_slice(&raw.as_slice()[i * width..(i + 1) * width]);
+                        (u64::from_le_bytes(b), *width)
+                    }
+                    Narrow::Var(offsets, values) => {
+                        let s = &values[offsets[i]..offsets[i + 1]];
+                        let mut v = (s.len() as u64) << 56;
+                        s.iter().enumerate().for_each(|(j, b)| v |= (*b as u64) << (8 * j));
+                        (v, 8)
+                    }
+                };
+                code |= (v as u128) << shift;
+                shift += 8 * width;
+            }
+            code
+        };
+        const PENDING: u32 = DROPPED - 1;
+        let mut out = vec![DROPPED; n];
+        let mut missing = Vec::new();
+        let packed = &self.packed;
+        for_kept(kept, n, |i| match packed.find(code_of(i)) {
+            Some(g) => out[i] = g,
+            None => {
+                out[i] = PENDING;
+                missing.push(i);
+            }
+        });
+        for i in missing {
+            let code = code_of(i);
+            if let Some(g) = self.packed.find(code) {
+                out[i] = g;
+                continue;
+            }
+            let mut tuple = [0u32; MAX_KEYS];
+            let mut tuple_code = 0u128;
+            for (j, key) in self.keys.iter_mut().enumerate() {
+                tuple[j] = number_one(key, batch.column(key.at), i);
+                tuple_code |= (tuple[j] as u128) << (32 * j);
+            }
+            let (g, new) = self.tuples.code(tuple_code);
+            if new {
+                self.group_keys.push(tuple);
+            }
+            self.packed.insert(code, g);
+            out[i] = g;
+        }
+        Some(out)
+    }
+
     /// Adds the kept rows of a decoded unit (`None`: every row). Rows not kept, and rows whose
     /// argument is NULL, add to a slot past the last group, emptied after each unit, so that
     /// the loops over the rows do not branch.
     pub fn add(&mut self, batch: &RecordBatch, kept: Option<&BooleanArray>) -> Result<(), Fallback> {
+        // a unit that keeps under half its rows is cut down to them first (a copy of few rows
+        // costs less than computing every argument over all of them)
+        if let Some(k) = kept.filter(|k| k.true_count() * 2 < k.len()) {
+            return match arrow::compute::filter_record_batch(batch, k) {
+                Ok(few) => self.add(&few, None),
+                Err(_) => Err(Fallback),
+            };
+        }
         let n = batch.num_rows();
         let mut groups_of = self.group_rows(batch, kept);
         let dropped = self.groups() as u32;

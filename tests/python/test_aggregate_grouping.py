@@ -80,6 +80,11 @@ def table(tmp_path_factory):
         "huge": pa.array([D(10) ** 37 if i % 1000 == 5 else D(int(i % 100)) for i in range(n)], pa.decimal128(38, 0)),
         "wide": pa.array(np.where(ids % 5000 == 1, 2**62, ids), pa.int64()),
         "x": pa.array(rng.normal(size=n)),
+        # keys without NULLs, narrow enough to pack (up to 7 bytes) but for a few rows of the
+        # second fragment (8 bytes): units of both kinds in one aggregate
+        "flag": pa.array([("eight888" if 30_000 <= i < 30_010 else
+                           ["A", "N", "", "日", "nul\0", "seven77"][int(v)]) for i, v in enumerate(rng.integers(0, 6, n))]),
+        "k8": pa.array([int(i % 7) - 3 for i in range(n)], pa.int8()),
     })
     uri = str(tmp_path_factory.mktemp("grouping") / "t.lance")
     lance.write_dataset(t, uri, max_rows_per_file=25_000)
@@ -149,6 +154,25 @@ def test_long_string_date_and_four_keys_and_no_key(table):
         assert r["n"] == len(rows) and r["rev"] == (want[()]["sums"][0] if rows else None)
     # grouped, and the filter keeps no row: no group
     assert both(lambda: ds.aggregate([("id", "sum", "si")], group_by=["s"], filter="id < 0"), ["s"]) == {}
+
+
+def test_narrow_keys_packed_and_units_with_a_wide_value(table):
+    """Two to four keys without NULLs of up to 8 bytes each (strings up to 7) are grouped by their
+    packed values; a unit with an 8-byte string is grouped through each key's numbers; the groups
+    are the same either way."""
+    uri = table
+    ds = lh.open(uri)
+    rows = lance.dataset(uri).to_table(filter="price IS NOT NULL OR id % 2 = 0").to_pylist()
+    for keys in (["flag", "k8"], ["flag", "day"], ["k8", "flag", "day"], ["day", "k8"], ["flag", "k8", "k32"]):
+        got = both(lambda: ds.aggregate([(None, "count_all", "n"), ("price", "sum", "sp"),
+                                         (E("price * (1 - disc)"), "sum", "sd")],
+                                        group_by=keys, filter="price IS NOT NULL OR id % 2 = 0"), keys)
+        want = exact_sums(rows, keys, [lambda r: r["price"],
+                                       lambda r: None if r["price"] is None else EXACT.multiply(r["price"], 1 - r["disc"])])
+        assert {k: (r["n"], r["sp"], r["sd"]) for k, r in got.items()} == \
+            {k: (w["n"], w["sums"][0], w["sums"][1]) for k, w in want.items()}, keys
+        if "flag" in keys:
+            assert "eight888" in {k[keys.index("flag")] for k in got}
 
 
 def test_row_slice_partials_merge_to_the_one_call_answer(table):
