@@ -66,12 +66,16 @@ KEYS = {"Q1": ["l_returnflag", "l_linestatus"], "Q6": []}
 QUERIES = {"Q1": (Q1_AGGS, Q1_FILTER, Q1_SQL), "Q6": (Q6_AGGS, Q6_FILTER, Q6_SQL)}
 COLUMNS = {"Q1": ["l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate"],
            "Q6": ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate"]}
-SIDES = ["lance-host (one call)", "lance-host (one call, Lance's decoder)", "lance-host (splits + merge, 2 workers)",
+SIDES = ["lance-host (one call)", "lance-host (one call, DataFusion's aggregate)", "lance-host (one call, Lance's decoder)",
+         "lance-host (splits + merge, 2 workers)",
          "pylance + pyarrow", "DuckDB on Parquet", "DuckDB over lance_scan", "DuckDB over lance_scan, Lance's decoder",
          "DuckDB over lance_scan(filter)",
          "DuckDB lance_aggregate", "Polars on Parquet"]
 # the same side with the library's own page decoder turned off (src/decode; LANCE_HOST_DECODER=lance)
 LANCE_DECODER = ", Lance's decoder"
+# the same side with the library's own grouping turned off (src/aggregate/fused.rs;
+# LANCE_HOST_AGGREGATE=datafusion): DataFusion's aggregate over the same read
+DF_AGGREGATE = ", DataFusion's aggregate"
 SCANS = {"4 decimal columns": ["l_quantity", "l_extendedprice", "l_discount", "l_tax"], "l_comment": ["l_comment"]}
 SCAN_SIDES = ["lance-host", "lance-host, Lance's decoder", "pylance", "DuckDB on Parquet", "Polars on Parquet"]
 
@@ -201,6 +205,9 @@ def child(args):
     if LANCE_DECODER in side:
         os.environ["LANCE_HOST_DECODER"] = "lance"
         args.child = side.replace(LANCE_DECODER, "")
+    if DF_AGGREGATE in side:
+        os.environ["LANCE_HOST_AGGREGATE"] = "datafusion"
+        args.child = side.replace(DF_AGGREGATE, "")
     base = vm_kib("VmRSS")
     if args.scan:
         run = scan_runner(args.child, SCANS[args.scan], args.uri, args.parquet)
@@ -218,6 +225,11 @@ def child(args):
     if (args.child.startswith("lance-host") and ("(one call)" in args.child or args.scan)) or "lance_scan" in args.child:
         own = "LANCE_HOST_DECODER" not in os.environ
         assert (result["own_decoder_reads"] > 0) == own, (side, result["own_decoder_reads"])
+    # which aggregate computed the one-call sides' partial states
+    result["grouped_by_library"] = metrics["aggregate.grouped_by_library"]
+    if args.child == "lance-host (one call)" and not args.scan:
+        own = "LANCE_HOST_DECODER" not in os.environ and "LANCE_HOST_AGGREGATE" not in os.environ
+        assert (result["grouped_by_library"] > 0) == own, (side, result["grouped_by_library"])
     if args.scan:
         result["bytes"] = out
     else:
@@ -389,8 +401,12 @@ def main():
         "The sides marked \"Lance's decoder\" run with lance-host's own page decoder turned off "
         "(`LANCE_HOST_DECODER=lance`): the same plan over Lance's scanner, which shows what the decoder "
         "(src/decode, docs/aggregates.md) changes; every run checks which decoder read the data. "
-        "Where the sides do different work: lance-host computes the expressions in DataFusion row by row inside "
-        "its scan (exact decimals) and keeps only the groups; pylance + pyarrow materializes every matching row, "
+        "The side marked \"DataFusion's aggregate\" runs with the library's own grouping turned off "
+        "(`LANCE_HOST_AGGREGATE=datafusion`): DataFusion's hash aggregate over the same decoded rows, which shows "
+        "what the grouping (src/aggregate/fused.rs, docs/aggregates.md) changes; every run checks which one "
+        "computed the states. "
+        "Where the sides do different work: lance-host computes the expressions and sums inside its scan, 1,024 "
+        "rows at a time over 128-bit integers (exact decimals, every operation checked), and keeps only the groups; pylance + pyarrow materializes every matching row, "
         "then computes and groups in pyarrow (exact decimals; the Q1 product is narrowed to decimal(21,4) by a "
         "checked cast, as pyarrow cannot multiply to precision 49); Polars computes the two expression sums and the "
         "averages in doubles (its decimal product keeps the left operand's scale, rounding every row); DuckDB "

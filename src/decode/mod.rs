@@ -418,7 +418,7 @@ impl Plan {
     }
 
     /// The plan's decoded units in order (`read_unit`: each with the rows it keeps, not copied
-    /// out), `ahead` decoded at a time on the runtime's threads; units without a kept row are
+    /// out unless it keeps under half of them), `ahead` decoded at a time on the runtime's threads; units without a kept row are
     /// left out. For a consumer that applies the kept rows itself (`crate::aggregate`'s own
     /// grouping).
     pub fn units(self, ahead: usize) -> impl futures::Stream<Item = LResult<(RecordBatch, Option<BooleanArray>)>> + Send {
@@ -433,7 +433,16 @@ impl Plan {
         futures::stream::iter(tasks)
             .map(move |(i, rows)| {
                 let plan = plan.clone();
-                tokio::spawn(async move { plan.read_unit(i, rows).await })
+                tokio::spawn(async move {
+                    // a unit keeping under half its rows is cut down to them here, in the decode
+                    // task (a copy of few rows costs less than the consumer's work over all)
+                    match plan.read_unit(i, rows).await? {
+                        Some((batch, Some(kept))) if kept.true_count() * 2 < kept.len() => {
+                            Ok(keep_rows(batch, Some(&kept))?.map(|b| (b, None)))
+                        }
+                        other => Ok(other),
+                    }
+                })
             })
             .buffered(ahead.max(1))
             .map(|r| match r {
