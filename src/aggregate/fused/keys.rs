@@ -181,35 +181,38 @@ fn for_kept(kept: Option<&BooleanArray>, n: usize, f: impl FnMut(usize)) {
     }
 }
 
-/// The number of row `i`'s value of `key`'s column (`column`), taking the value if it is new.
-fn number_one(key: &mut KeyColumn, column: &ArrayRef, i: usize) -> u32 {
-    let numbers = &mut key.numbers;
-    let (id, new) = if column.is_null(i) {
-        numbers.null()
-    } else {
-        match column.data_type() {
-            DataType::Utf8 => numbers.bytes(column.as_string::<i32>().value(i).as_bytes()),
-            DataType::LargeUtf8 => numbers.bytes(column.as_string::<i64>().value(i).as_bytes()),
-            DataType::Binary => numbers.bytes(column.as_binary::<i32>().value(i)),
-            DataType::LargeBinary => numbers.bytes(column.as_binary::<i64>().value(i)),
-            t => {
-                let width = t.primitive_width().unwrap_or(0);
-                let data = column.to_data();
-                let at = (data.offset() + i) * width;
-                let mut b = [0u8; 16];
-                if let Some(v) = data.buffers().first().and_then(|raw| raw.as_slice().get(at..at + width)) {
-                    b[..width].copy_from_slice(v);
-                }
-                numbers.code(u128::from_le_bytes(b))
+/// The number of row `i`'s value of `column` in `numbers`, and whether it is new.
+fn number_one(numbers: &mut Numbering, column: &ArrayRef, i: usize) -> (u32, bool) {
+    if column.is_null(i) {
+        return numbers.null();
+    }
+    match column.data_type() {
+        DataType::Utf8 => numbers.bytes(column.as_string::<i32>().value(i).as_bytes()),
+        DataType::LargeUtf8 => numbers.bytes(column.as_string::<i64>().value(i).as_bytes()),
+        DataType::Binary => numbers.bytes(column.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => numbers.bytes(column.as_binary::<i64>().value(i)),
+        t => {
+            let width = t.primitive_width().unwrap_or(0);
+            let data = column.to_data();
+            let at = (data.offset() + i) * width;
+            let mut b = [0u8; 16];
+            if let Some(v) = data.buffers().first().and_then(|raw| raw.as_slice().get(at..at + width)) {
+                b[..width].copy_from_slice(v);
             }
-        }
-    };
-    if new {
-        if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(vec![i as u32]), None) {
-            key.values.push(part);
+            numbers.code(u128::from_le_bytes(b))
         }
     }
-    id
+}
+
+/// `key`'s new values, rows `rows` of `column`, kept in one part (a few rows: the unit's buffers
+/// are not kept).
+fn keep_values(key: &mut KeyColumn, column: &ArrayRef, rows: Vec<u32>) {
+    if rows.is_empty() {
+        return;
+    }
+    if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(rows), None) {
+        key.values.push(part);
+    }
 }
 
 impl Fused {
@@ -262,12 +265,7 @@ impl Fused {
                     put(i, v)
                 }),
             }
-            if !new_rows.is_empty() {
-                // the new values, out of the unit (a few rows: the unit's buffers are not kept)
-                if let Ok(part) = arrow::compute::take(column.as_ref(), &UInt32Array::from(new_rows), None) {
-                    key.values.push(part);
-                }
-            }
+            keep_values(key, column, new_rows);
             per_key.push(ids);
         }
         if per_key.len() == 1 {
@@ -366,6 +364,8 @@ impl Fused {
                 missing.push(i);
             }
         });
+        // each key's new values, taken once per unit (a table of many groups sees many)
+        let mut new_values: Vec<Vec<u32>> = vec![Vec::new(); self.keys.len()];
         for i in missing {
             let code = code_of(i);
             if let Some(g) = self.packed.find(code) {
@@ -375,8 +375,12 @@ impl Fused {
             let mut tuple = [0u32; MAX_KEYS];
             let mut tuple_code = 0u128;
             for (j, key) in self.keys.iter_mut().enumerate() {
-                tuple[j] = number_one(key, batch.column(key.at), i);
-                tuple_code |= (tuple[j] as u128) << (32 * j);
+                let (id, new) = number_one(&mut key.numbers, batch.column(key.at), i);
+                if new {
+                    new_values[j].push(i as u32);
+                }
+                tuple[j] = id;
+                tuple_code |= (id as u128) << (32 * j);
             }
             let (g, new) = self.tuples.code(tuple_code);
             if new {
@@ -384,6 +388,9 @@ impl Fused {
             }
             self.packed.insert(code, g);
             out[i] = g;
+        }
+        for (key, rows) in self.keys.iter_mut().zip(new_values) {
+            keep_values(key, batch.column(key.at), rows);
         }
         Some(out)
     }
