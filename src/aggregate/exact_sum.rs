@@ -45,8 +45,7 @@ impl Sum {
         match self.low.checked_add(v) {
             Some(s) => self.low = s,
             None => {
-                // below 2^190 in every case (module comment): the 256-bit adds cannot wrap
-                self.carry = self.carry.wrapping_add(i256::from_i128(self.low));
+                self.carry = carried(self.carry, self.low);
                 self.low = v;
             }
         }
@@ -70,6 +69,14 @@ impl Sum {
             .map(Some)
             .ok_or_else(|| DataFusionError::Execution("a decimal sum beyond 76 digits".into()))
     }
+}
+
+/// `carry` with a running sum `low` moved into it. Below 2^190 in every case (module comment):
+/// the 256-bit add cannot wrap. Also the total of a sum the library's own grouping keeps
+/// (`super::fused`).
+#[inline]
+pub(super) fn carried(carry: i256, low: i128) -> i256 {
+    carry.wrapping_add(i256::from_i128(low))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -36,6 +36,7 @@ use lance::deps::datafusion::logical_expr::execution_props::ExecutionProps;
 use lance::deps::datafusion::logical_expr::Expr;
 use lance::deps::datafusion::physical_expr::create_physical_expr;
 
+use super::exact_sum::carried;
 use keys::{KeyColumn, Numbering, DROPPED};
 use program::{compile, emit, integer_digits, run, run_row, Ins};
 use super::spec::{GroupKey, Kind, Resolved, State};
@@ -272,9 +273,8 @@ impl Fused {
                         match lows[g].checked_add(*v) {
                             Some(sum) => lows[g] = sum,
                             None => {
-                                // below 2^190 in every case (exact_sum's reasoning): cannot wrap
                                 carries.resize(slots.max(carries.len()), i256::ZERO);
-                                carries[g] = carries[g].wrapping_add(i256::from_i128(lows[g]));
+                                carries[g] = carried(carries[g], lows[g]);
                                 lows[g] = *v;
                             }
                         }
@@ -328,9 +328,9 @@ impl Fused {
                 Op::Count(a) => counts(&self.args[a].counts),
                 Op::Sum(a, scale) => {
                     let arg = &self.args[a];
-                    // a group without a value sums to NULL; the total cannot leave 256 bits
+                    // a group without a value sums to NULL
                     let totals: Decimal256Array = (0..groups)
-                        .map(|g| (arg.counts[g] > 0).then(|| arg.carries[g].wrapping_add(i256::from_i128(arg.lows[g]))))
+                        .map(|g| (arg.counts[g] > 0).then(|| carried(arg.carries[g], arg.lows[g])))
                         .collect();
                     Arc::new(totals.with_precision_and_scale(SUM_PRECISION, scale).map_err(|e| e.to_string())?)
                 }
